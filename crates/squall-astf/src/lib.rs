@@ -1,0 +1,1 @@
+//! squall-astf (work in progress)

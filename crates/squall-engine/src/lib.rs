@@ -1,0 +1,1 @@
+//! squall-engine (work in progress)

@@ -1,0 +1,1 @@
+//! squall-port (work in progress)

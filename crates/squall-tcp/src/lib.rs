@@ -1,0 +1,1 @@
+//! squall-tcp (work in progress)

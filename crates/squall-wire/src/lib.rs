@@ -1,0 +1,1 @@
+//! squall-wire (work in progress)
