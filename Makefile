@@ -1,0 +1,54 @@
+# Squall — top-level entry points. `make run` and `make test` are the two commands of the
+# README's quick start; each first installs what it needs (scripts/deps.sh, idempotent).
+SHELL := /bin/bash
+CARGO ?= cargo
+PY ?= python3
+SECONDS_PER_FUZZ ?= 5
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: all build run test test-rust test-python lint fmt fuzz bench bench-mem bench-veth deps-run deps-test clean
+
+all: build
+
+deps-run:
+	@scripts/deps.sh run
+deps-test:
+	@scripts/deps.sh test
+
+build:
+	$(CARGO) build --release --workspace
+
+# The main job on the embedded default (both sides over the in-memory wire, no root needed).
+run: deps-run
+	$(CARGO) build --release -p squall
+	./target/release/squall run examples/w1-astf-http.json --duration 5
+
+# Everything CI runs: format, lints, Rust unit + integration tests, Python tests,
+# scapy/tshark cross-checks, a short fuzz run of every parser.
+test: deps-test lint test-rust test-python fuzz
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+test-rust:
+	$(CARGO) test --workspace --release
+
+test-python:
+	$(PY) -m pytest -q python/tests tests/crosscheck
+
+fuzz:
+	scripts/fuzz.sh $(SECONDS_PER_FUZZ)
+
+fmt:
+	$(CARGO) fmt --all
+
+bench: bench-mem
+
+bench-mem:
+	$(CARGO) build --release -p squall-port --example wire64 -p squall-bench
+	./target/release/examples/wire64 --seconds 3
+	./target/release/squall-bench mem
+
+clean:
+	$(CARGO) clean

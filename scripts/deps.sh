@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what Squall needs on a Debian 12 machine (run as root). Idempotent and quick when
+# everything is already there.
+#   scripts/deps.sh run    toolchain to build and run Squall
+#   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, cargo-fuzz...)
+#   scripts/deps.sh bench  + what the benchmarks need (wrk, ab, nginx)
+set -euo pipefail
+mode=${1:-run}
+export DEBIAN_FRONTEND=noninteractive
+
+need_apt=()
+want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed" || need_apt+=("$1"); }
+
+for p in build-essential pkg-config python3 python3-pip python3-venv ca-certificates curl; do want "$p"; done
+if [ "$mode" = test ] || [ "$mode" = bench ]; then
+  for p in tshark tcpdump iproute2 nginx libpcap-dev; do want "$p"; done
+fi
+if [ "$mode" = bench ]; then
+  for p in wrk apache2-utils; do want "$p"; done
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "deps.sh: missing Debian packages (${need_apt[*]}); run as root or install them" >&2; exit 1
+  fi
+  echo "deps.sh: installing ${need_apt[*]}" >&2
+  # tshark asks whether non-root users may capture; answer no without a prompt.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+# Rust: stable from rustup (Debian's rustc is too old for the workspace).
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] || curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c rustfmt,clippy
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
+if [ "$mode" = test ] || [ "$mode" = bench ]; then
+  py=python3
+  $py -m pip --version >/dev/null 2>&1 || { echo "deps.sh: pip missing" >&2; exit 1; }
+  pipflags=()
+  $py -m pip install --help 2>/dev/null | grep -q -- --break-system-packages && pipflags+=(--break-system-packages)
+  $py -m pip install -q "${pipflags[@]}" -e ./python pytest scapy dpkt jsonschema mypy >/dev/null
+fi
+echo "deps.sh: ready ($mode)" >&2
