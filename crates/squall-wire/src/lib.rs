@@ -1,1 +1,35 @@
-//! squall-wire (work in progress)
+//! squall-wire: zero-copy packet views and allocation-free header builders
+//! for Ethernet II (+802.1Q), ARP, IPv4, TCP (all common options), UDP and
+//! ICMP echo, plus fast full and incremental Internet checksums.
+//!
+//! Every view follows the same pattern: `Xxx::new_checked(buf)` validates
+//! lengths once and returns `Result<Self, Error>`; the accessors then read
+//! fields without re-validating (they cannot panic on a checked view);
+//! setters exist when the buffer is `AsMut<[u8]>`. `XxxRepr` values describe
+//! a header and `emit` it into a `&mut [u8]` without allocating.
+//!
+//! Every parser is total: any byte string yields a value or an [`Error`].
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod addr;
+pub mod checksum;
+mod error;
+pub mod ethernet;
+mod field;
+pub mod ipv4;
+pub mod tcp;
+pub mod tcp_options;
+
+pub use addr::{Ipv4Address, MacAddress};
+pub use error::{Error, Result};
+pub use ethernet::{
+    EtherType, EthernetFrame, EthernetRepr, VlanTag, ETHERNET_HEADER_LEN, ETHERNET_VLAN_HEADER_LEN,
+};
+pub use ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr, IPV4_HEADER_LEN, IPV4_MAX_HEADER_LEN};
+pub use tcp::{TcpFlags, TcpPacket, TcpRepr, TCP_HEADER_LEN};
+pub use tcp_options::{
+    SackBlock, SackBlocks, TcpOption, TcpOptionIter, TcpOptionWriter, TcpOptions, Timestamps,
+    MAX_OPTIONS_LEN, MAX_SACK_BLOCKS,
+};

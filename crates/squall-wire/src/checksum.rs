@@ -1,0 +1,339 @@
+//! The Internet checksum (RFC 1071): fast full one's-complement sums, the IPv4
+//! pseudo-header sum, and incremental updates (RFC 1624, eqn. 3).
+//!
+//! Conventions: a *sum* is the folded 16-bit one's-complement sum of the
+//! big-endian 16-bit words (an odd trailing byte is padded with zero), not
+//! complemented. The *checksum* placed in a header is `!sum`. A header whose
+//! checksum field is correct sums (with the field included) to `0xffff`.
+//!
+//! The fast path reads the data 8 bytes at a time in native byte order into
+//! u64 accumulators (one's-complement addition is byte-order independent,
+//! RFC 1071 §2(B)); the result is byte-swapped once at the end. Fixed sizes
+//! that dominate the data path (20-byte IPv4 header, 20/32/40-byte TCP
+//! headers) get a fully unrolled path.
+
+/// Fold a u64 accumulator of native-order 16-bit words to 16 bits.
+#[inline(always)]
+fn fold(acc: u64) -> u16 {
+    // acc <= 2^64-1 -> after one step <= 2^33-2 -> after two steps < 2^32;
+    // then the same twice at 16 bits.
+    let acc = (acc & 0xffff_ffff) + (acc >> 32);
+    let acc = (acc & 0xffff_ffff) + (acc >> 32);
+    let a = acc as u32;
+    let a = (a & 0xffff) + (a >> 16);
+    let a = (a & 0xffff) + (a >> 16);
+    a as u16
+}
+
+/// Add one native-order u64 to the accumulator without losing carries: the
+/// two 32-bit halves are added separately (each add is < 2^33, so 2^31 chunks
+/// fit, i.e. any buffer smaller than 16 GiB).
+#[inline(always)]
+fn add_u64(acc: u64, v: u64) -> u64 {
+    acc + (v & 0xffff_ffff) + (v >> 32)
+}
+
+#[inline(always)]
+fn read_u64(c: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&c[..8]);
+    u64::from_ne_bytes(a)
+}
+
+/// Sum of the bytes that remain after the 8-byte chunks (0..=7 bytes).
+#[inline(always)]
+fn sum_tail(mut rem: &[u8]) -> u64 {
+    let mut acc = 0u64;
+    if rem.len() >= 4 {
+        acc += u32::from_ne_bytes([rem[0], rem[1], rem[2], rem[3]]) as u64;
+        rem = &rem[4..];
+    }
+    if rem.len() >= 2 {
+        acc += u16::from_ne_bytes([rem[0], rem[1]]) as u64;
+        rem = &rem[2..];
+    }
+    if let Some(&b) = rem.first() {
+        acc += u16::from_ne_bytes([b, 0]) as u64;
+    }
+    acc
+}
+
+/// Unfolded native-order accumulation for a length known at compile time;
+/// the compiler unrolls it completely.
+#[inline(always)]
+fn acc_fixed<const N: usize>(a: &[u8; N]) -> u64 {
+    let mut acc = 0u64;
+    let chunks = a.chunks_exact(8);
+    let rem = chunks.remainder();
+    for c in chunks {
+        acc = add_u64(acc, read_u64(c));
+    }
+    acc + sum_tail(rem)
+}
+
+/// Unfolded native-order accumulation for any length (two accumulators for
+/// instruction-level parallelism, 16 bytes per iteration).
+#[inline]
+fn acc_generic(data: &[u8]) -> u64 {
+    let mut a0 = 0u64;
+    let mut a1 = 0u64;
+    let chunks = data.chunks_exact(16);
+    let mut rem = chunks.remainder();
+    for c in chunks {
+        a0 = add_u64(a0, read_u64(&c[..8]));
+        a1 = add_u64(a1, read_u64(&c[8..]));
+    }
+    if rem.len() >= 8 {
+        a0 = add_u64(a0, read_u64(rem));
+        rem = &rem[8..];
+    }
+    fold(a0) as u64 + fold(a1) as u64 + sum_tail(rem)
+}
+
+#[inline(always)]
+fn native_to_be(s: u16) -> u16 {
+    // The sum of native-order words is the byte swap of the sum of
+    // big-endian words on a little-endian machine, identical on big-endian.
+    u16::from_be(s)
+}
+
+/// The folded one's-complement sum of `data` as big-endian 16-bit words (not
+/// complemented). Specialised for 20, 32 and 40 bytes.
+#[inline]
+pub fn sum(data: &[u8]) -> u16 {
+    let acc = if let Ok(a) = <&[u8; 20]>::try_from(data) {
+        acc_fixed(a)
+    } else if let Ok(a) = <&[u8; 32]>::try_from(data) {
+        acc_fixed(a)
+    } else if let Ok(a) = <&[u8; 40]>::try_from(data) {
+        acc_fixed(a)
+    } else {
+        acc_generic(data)
+    };
+    native_to_be(fold(acc))
+}
+
+/// Sum of a 20-byte header (e.g. an IPv4 header without options).
+#[inline]
+pub fn sum20(data: &[u8; 20]) -> u16 {
+    native_to_be(fold(acc_fixed(data)))
+}
+
+/// One's-complement addition of two folded sums (both must cover regions
+/// that start at an even offset relative to each other).
+#[inline]
+pub const fn add(a: u16, b: u16) -> u16 {
+    let s = a as u32 + b as u32;
+    ((s & 0xffff) + (s >> 16)) as u16
+}
+
+/// The checksum to store in a header: `!sum(data)`.
+#[inline]
+pub fn checksum(data: &[u8]) -> u16 {
+    !sum(data)
+}
+
+/// The sum of the IPv4 pseudo-header (RFC 9293 §3.1, RFC 768) for an upper
+/// layer segment of `length` bytes (TCP header + data, or UDP length).
+#[inline]
+pub fn pseudo_header_ipv4(
+    src: &crate::Ipv4Address,
+    dst: &crate::Ipv4Address,
+    protocol: u8,
+    length: u32,
+) -> u16 {
+    let s = src.0;
+    let d = dst.0;
+    let acc: u64 = u16::from_be_bytes([s[0], s[1]]) as u64
+        + u16::from_be_bytes([s[2], s[3]]) as u64
+        + u16::from_be_bytes([d[0], d[1]]) as u64
+        + u16::from_be_bytes([d[2], d[3]]) as u64
+        + protocol as u64
+        + (length >> 16) as u64
+        + (length & 0xffff) as u64;
+    fold(acc)
+}
+
+/// Incrementally update checksum `hc` after a 16-bit field changed from
+/// `old` to `new`: `HC' = ~(~HC + ~m + m')` (RFC 1624, eqn. 3).
+#[inline]
+pub const fn update16(hc: u16, old: u16, new: u16) -> u16 {
+    !add(add(!hc, !old), new)
+}
+
+/// Incrementally update checksum `hc` after a 32-bit field (e.g. an IPv4
+/// address or a TCP sequence number) changed from `old` to `new`.
+#[inline]
+pub const fn update32(hc: u16, old: u32, new: u32) -> u16 {
+    let s = add(!hc, !(old >> 16) as u16);
+    let s = add(s, !(old as u16));
+    let s = add(s, (new >> 16) as u16);
+    !add(s, new as u16)
+}
+
+/// Obviously-correct reference implementation (16 bits at a time, u32
+/// accumulator folded as it goes). Used by tests and fuzz targets to check
+/// the fast path; not meant for the data path.
+pub fn sum_reference(data: &[u8]) -> u16 {
+    let mut acc: u32 = 0;
+    let mut i = 0;
+    while i + 1 < data.len() {
+        acc += u16::from_be_bytes([data[i], data[i + 1]]) as u32;
+        acc = (acc & 0xffff) + (acc >> 16);
+        i += 2;
+    }
+    if i < data.len() {
+        acc += (data[i] as u32) << 8;
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Ipv4Address;
+
+    struct XorShift(u64);
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            let mut x = self.0;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.0 = x;
+            x
+        }
+        fn bytes(&mut self, n: usize) -> Vec<u8> {
+            (0..n).map(|_| self.next() as u8).collect()
+        }
+    }
+
+    /// One's-complement sums have two zeros (0x0000 and 0xffff); compare
+    /// modulo that.
+    fn same(a: u16, b: u16) -> bool {
+        a == b || (a == 0 && b == 0xffff) || (a == 0xffff && b == 0)
+    }
+
+    #[test]
+    fn fast_matches_reference_on_random_input() {
+        let mut r = XorShift(0x9e37_79b9_7f4a_7c15);
+        for len in 0..200usize {
+            for _ in 0..20 {
+                let d = r.bytes(len);
+                let (f, s) = (sum(&d), sum_reference(&d));
+                assert!(same(f, s), "len {len}: fast {f:#x} ref {s:#x}");
+            }
+        }
+        for _ in 0..50 {
+            let len = (r.next() % 9000) as usize;
+            let d = r.bytes(len);
+            assert!(same(sum(&d), sum_reference(&d)));
+        }
+    }
+
+    #[test]
+    fn fast_matches_reference_on_all_ones_and_zeros() {
+        for len in [0usize, 1, 2, 7, 8, 19, 20, 32, 40, 41, 1500, 65535] {
+            let ones = vec![0xffu8; len];
+            assert!(same(sum(&ones), sum_reference(&ones)), "ones {len}");
+            let zeros = vec![0u8; len];
+            assert_eq!(sum(&zeros), 0);
+        }
+    }
+
+    #[test]
+    fn fixed_sizes_use_same_result() {
+        let mut r = XorShift(12345);
+        for _ in 0..500 {
+            let d = r.bytes(20);
+            let a: [u8; 20] = d.clone().try_into().unwrap();
+            assert!(same(sum20(&a), sum_reference(&d)));
+        }
+    }
+
+    #[test]
+    fn rfc1071_example() {
+        // RFC 1071 §3: bytes 00 01 f2 03 f4 f5 f6 f7 sum to 0xddf2.
+        let d = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(sum(&d), 0xddf2);
+        assert_eq!(checksum(&d), !0xddf2);
+    }
+
+    #[test]
+    fn known_ipv4_header_checksum() {
+        // Classic example header (Wikipedia "IPv4 header checksum").
+        let mut h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(checksum(&h), 0xb861);
+        h[10..12].copy_from_slice(&0xb861u16.to_be_bytes());
+        assert_eq!(sum(&h), 0xffff);
+    }
+
+    #[test]
+    fn rfc1624_examples() {
+        // RFC 1624 §4: HC = 0xDD2F, m = 0x5555 -> m' = 0x3285 gives 0x0000
+        // with eqn. 3 (eqn. 2 would give the wrong 0xFFFF).
+        assert_eq!(update16(0xdd2f, 0x5555, 0x3285), 0x0000);
+        // No change, no change in checksum.
+        assert_eq!(update16(0x1234, 0xabcd, 0xabcd), 0x1234);
+    }
+
+    fn set16(d: &mut [u8], at: usize, v: u16) {
+        d[at..at + 2].copy_from_slice(&v.to_be_bytes());
+    }
+
+    #[test]
+    fn incremental_matches_recompute() {
+        let mut r = XorShift(777);
+        for _ in 0..5000 {
+            let len = 4 + 2 * (r.next() % 40) as usize;
+            let mut d = r.bytes(len);
+            set16(&mut d, 0, 0);
+            let hc = checksum(&d);
+            set16(&mut d, 0, hc);
+            assert_eq!(sum(&d), 0xffff);
+            // change a random 16-bit field (not the checksum)
+            let at = 2 + 2 * (r.next() as usize % ((len - 2) / 2));
+            let old = u16::from_be_bytes([d[at], d[at + 1]]);
+            let new = r.next() as u16;
+            set16(&mut d, at, new);
+            let hc2 = update16(hc, old, new);
+            set16(&mut d, 0, hc2);
+            assert_eq!(sum(&d), 0xffff, "16-bit update failed");
+            // and a 32-bit field if there is room
+            if len >= 8 {
+                let at = 2 + 2 * (r.next() as usize % ((len - 4) / 2));
+                let old = u32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]);
+                let new = r.next() as u32;
+                d[at..at + 4].copy_from_slice(&new.to_be_bytes());
+                let hc3 = update32(hc2, old, new);
+                set16(&mut d, 0, hc3);
+                assert_eq!(sum(&d), 0xffff, "32-bit update failed");
+                set16(&mut d, 0, 0);
+                assert!(same(hc3, checksum(&d)));
+            }
+        }
+    }
+
+    #[test]
+    fn pseudo_header_matches_explicit_bytes() {
+        let src = Ipv4Address::new(198, 18, 0, 1);
+        let dst = Ipv4Address::new(198, 19, 255, 254);
+        let mut b = Vec::new();
+        b.extend_from_slice(&src.0);
+        b.extend_from_slice(&dst.0);
+        b.extend_from_slice(&[0, 6]);
+        b.extend_from_slice(&1480u16.to_be_bytes());
+        assert_eq!(pseudo_header_ipv4(&src, &dst, 6, 1480), sum_reference(&b));
+    }
+
+    #[test]
+    fn add_is_ones_complement() {
+        assert_eq!(add(0xffff, 0x0001), 0x0001);
+        assert_eq!(add(0x8000, 0x8000), 0x0001);
+        assert_eq!(add(0x1234, 0x0000), 0x1234);
+    }
+}
