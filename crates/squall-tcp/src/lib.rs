@@ -1,1 +1,12 @@
-//! squall-tcp (work in progress)
+//! squall-tcp: a compact, fast TCP (RFC 9293) for a traffic generator and servers holding
+//! millions of flows per core. See the crate README section below for the API.
+
+pub mod cc;
+pub mod counters;
+pub mod flowtable;
+pub mod isn;
+pub mod ooo;
+pub mod pkt;
+pub mod rtt;
+pub mod sendq;
+pub mod seq;

@@ -1,0 +1,158 @@
+//! Per-core TCP counters, named after TRex's (BSD's) `tcps_*` statistics. A plain struct of
+//! u64s; the engine can publish snapshots.
+
+macro_rules! counters {
+    ($($(#[doc = $d:literal])* $name:ident),* $(,)?) => {
+        /// TRex-compatible TCP counters of one core.
+        #[derive(Clone, Debug, Default, PartialEq, Eq)]
+        pub struct TcpCounters {
+            $($(#[doc = $d])* pub $name: u64,)*
+        }
+        impl TcpCounters {
+            /// (name, value) pairs, in declaration order.
+            pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+                [$((stringify!($name), self.$name)),*].into_iter()
+            }
+            /// Adds another block (e.g. to sum cores).
+            pub fn add(&mut self, o: &TcpCounters) {
+                $(self.$name += o.$name;)*
+            }
+        }
+    };
+}
+
+counters! {
+    /// connections initiated
+    tcps_connattempt,
+    /// connections accepted
+    tcps_accepts,
+    /// connections established
+    tcps_connects,
+    /// connections closed (includes drops)
+    tcps_closed,
+    /// segments where we tried to get an RTT
+    tcps_segstimed,
+    /// times an RTT sample was taken
+    tcps_rttupdated,
+    /// delayed ACKs sent
+    tcps_delack,
+    /// total packets sent
+    tcps_sndtotal,
+    /// data packets sent
+    tcps_sndpack,
+    /// data bytes sent (first transmissions)
+    tcps_sndbyte,
+    /// data packets retransmitted
+    tcps_sndrexmitpack,
+    /// data bytes retransmitted
+    tcps_sndrexmitbyte,
+    /// window probes sent
+    tcps_sndprobe,
+    /// control (SYN|FIN|RST) packets sent
+    tcps_sndctrl,
+    /// ack-only packets sent
+    tcps_sndacks,
+    /// window-update-only packets sent
+    tcps_sndwinup,
+    /// total packets received
+    tcps_rcvtotal,
+    /// packets received in sequence
+    tcps_rcvpack,
+    /// bytes received in sequence
+    tcps_rcvbyte,
+    /// packets received with a bad checksum
+    tcps_rcvbadsum,
+    /// packets received with a bad header/offset
+    tcps_rcvbadoff,
+    /// packets received too short
+    tcps_rcvshort,
+    /// duplicate-only packets received
+    tcps_rcvduppack,
+    /// duplicate-only bytes received
+    tcps_rcvdupbyte,
+    /// packets with some duplicate data
+    tcps_rcvpartduppack,
+    /// out-of-order packets received
+    tcps_rcvoopack,
+    /// out-of-order bytes received
+    tcps_rcvoobyte,
+    /// out-of-order packets dropped (queue full)
+    tcps_rcvoopackdrop,
+    /// packets with data after window
+    tcps_rcvpackafterwin,
+    /// duplicate ACKs received
+    tcps_rcvdupack,
+    /// ACKs for unsent data
+    tcps_rcvacktoomuch,
+    /// ACK packets received
+    tcps_rcvackpack,
+    /// bytes acked by received ACKs
+    tcps_rcvackbyte,
+    /// window updates received
+    tcps_rcvwinupd,
+    /// retransmit timeouts
+    tcps_rexmttimeo,
+    /// connections dropped in retransmit timeout
+    tcps_timeoutdrop,
+    /// persist timeouts
+    tcps_persisttimeo,
+    /// keepalive timeouts
+    tcps_keeptimeo,
+    /// keepalive probes sent
+    tcps_keepprobe,
+    /// connections dropped by keepalive
+    tcps_keepdrops,
+    /// connections dropped (RST received or sent after established)
+    tcps_drops,
+    /// embryonic connections dropped
+    tcps_conndrops,
+    /// fast retransmits
+    tcps_fastrexmt,
+    /// times header prediction succeeded for pure ACKs
+    tcps_predack,
+    /// times header prediction succeeded for data packets
+    tcps_preddat,
+    /// challenge ACKs sent (RFC 5961)
+    tcps_challengeack,
+    /// RSTs sent
+    tcps_sndrst,
+    /// RSTs received and accepted
+    tcps_rcvrst,
+    /// segments for no connection (answered with RST)
+    tcps_noconn,
+    /// SYNs dropped (half-open table full, no cookie)
+    tcps_synfull,
+    /// SYN cookies sent
+    tcps_sc_sendcookie,
+    /// connections created from a valid SYN cookie
+    tcps_sc_recvcookie,
+    /// flows refused because the flow table or slab was full
+    tcps_flowfull,
+    /// frames not sent because the tx sink had no buffer
+    tcps_txfull,
+    /// received frames that were not IPv4/TCP or had bad IPv4 headers
+    tcps_rcvnottcp,
+    /// PAWS rejected segments
+    tcps_pawsdrop,
+    /// TIME_WAIT flows recycled by a new SYN or connect
+    tcps_twrecycled,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn names_match_trex() {
+        let c = TcpCounters {
+            tcps_sndtotal: 3,
+            ..Default::default()
+        };
+        let v: Vec<_> = c.iter().collect();
+        assert!(v.contains(&("tcps_sndtotal", 3)));
+        assert!(v.iter().any(|(n, _)| *n == "tcps_rcvbadsum"));
+        let mut s = TcpCounters::default();
+        s.add(&c);
+        s.add(&c);
+        assert_eq!(s.tcps_sndtotal, 6);
+    }
+}

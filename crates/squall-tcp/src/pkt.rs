@@ -1,0 +1,331 @@
+//! Minimal Ethernet + IPv4 + TCP parsing and in-place frame building with checksums, used
+//! by the TCP host. (Kept local to this crate so it builds on its own; squall-wire owns the
+//! general-purpose views.) Nothing here panics on malformed input: errors are values.
+
+pub const ETH_LEN: usize = 14;
+pub const IP_LEN: usize = 20;
+pub const TCP_LEN: usize = 20;
+pub const HDRS_LEN: usize = ETH_LEN + IP_LEN + TCP_LEN;
+
+pub const FIN: u8 = 0x01;
+pub const SYN: u8 = 0x02;
+pub const RST: u8 = 0x04;
+pub const PSH: u8 = 0x08;
+pub const ACK: u8 = 0x10;
+pub const URG: u8 = 0x20;
+
+/// Why a received frame was not handed to TCP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxError {
+    /// Not IPv4/TCP (or a fragment).
+    NotTcp,
+    /// Bad IPv4 header (version, length, checksum).
+    BadIp,
+    /// Truncated frame.
+    Short,
+    /// Bad TCP data offset.
+    BadOff,
+    /// TCP checksum mismatch.
+    BadSum,
+}
+
+/// A parsed TCP segment; slices point into the received frame.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment<'a> {
+    pub src_mac: [u8; 6],
+    pub src_ip: u32,
+    pub dst_ip: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: u8,
+    pub wnd: u16,
+    pub opts: &'a [u8],
+    pub payload: &'a [u8],
+}
+
+impl Segment<'_> {
+    /// Sequence space occupied: payload + SYN + FIN (RFC 9293 §3.4).
+    #[inline]
+    pub fn seg_len(&self) -> u32 {
+        self.payload.len() as u32 + (self.flags & SYN != 0) as u32 + (self.flags & FIN != 0) as u32
+    }
+}
+
+#[inline(always)]
+fn be16(b: &[u8], o: usize) -> u16 {
+    u16::from_be_bytes([b[o], b[o + 1]])
+}
+#[inline(always)]
+fn be32(b: &[u8], o: usize) -> u32 {
+    u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+
+/// Ones'-complement sum (not folded, not inverted) of `data` as big-endian 16-bit words.
+#[inline]
+pub fn csum_add(mut acc: u64, data: &[u8]) -> u64 {
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        let v = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let (s, o) = acc.overflowing_add(v);
+        acc = s + o as u64;
+    }
+    let mut rest = chunks.remainder();
+    if rest.len() >= 4 {
+        acc += be32(rest, 0) as u64;
+        rest = &rest[4..];
+    }
+    if rest.len() >= 2 {
+        acc += be16(rest, 0) as u64;
+        rest = &rest[2..];
+    }
+    if let Some(&b) = rest.first() {
+        acc += (b as u64) << 8;
+    }
+    acc
+}
+
+/// Folds a 64-bit accumulated sum to 16 bits.
+#[inline]
+pub fn csum_fold(mut acc: u64) -> u16 {
+    acc = (acc & 0xffff_ffff) + (acc >> 32);
+    acc = (acc & 0xffff_ffff) + (acc >> 32);
+    acc = (acc & 0xffff) + (acc >> 16);
+    acc = (acc & 0xffff) + (acc >> 16);
+    acc = (acc & 0xffff) + (acc >> 16);
+    acc as u16
+}
+
+#[inline]
+fn pseudo(src: u32, dst: u32, tcp_len: usize) -> u64 {
+    src as u64 + dst as u64 + 6 + tcp_len as u64
+}
+
+/// Parses and verifies an Ethernet/IPv4/TCP frame (IPv4 and TCP checksums).
+pub fn parse(frame: &[u8]) -> Result<Segment<'_>, RxError> {
+    if frame.len() < ETH_LEN + IP_LEN {
+        return Err(RxError::Short);
+    }
+    if be16(frame, 12) != 0x0800 {
+        return Err(RxError::NotTcp);
+    }
+    let ip = &frame[ETH_LEN..];
+    let vihl = ip[0];
+    let ihl = ((vihl & 0x0f) as usize) * 4;
+    if vihl >> 4 != 4 || ihl < IP_LEN || ip.len() < ihl {
+        return Err(RxError::BadIp);
+    }
+    let total = be16(ip, 2) as usize;
+    if total < ihl || total > ip.len() {
+        return Err(RxError::BadIp);
+    }
+    if csum_fold(csum_add(0, &ip[..ihl])) != 0xffff {
+        return Err(RxError::BadIp);
+    }
+    if ip[9] != 6 || be16(ip, 6) & 0x3fff != 0 {
+        return Err(RxError::NotTcp);
+    }
+    let src_ip = be32(ip, 12);
+    let dst_ip = be32(ip, 16);
+    let tcp = &ip[ihl..total];
+    if tcp.len() < TCP_LEN {
+        return Err(RxError::Short);
+    }
+    let doff = ((tcp[12] >> 4) as usize) * 4;
+    if doff < TCP_LEN || doff > tcp.len() {
+        return Err(RxError::BadOff);
+    }
+    if csum_fold(csum_add(pseudo(src_ip, dst_ip, tcp.len()), tcp)) != 0xffff {
+        return Err(RxError::BadSum);
+    }
+    let mut src_mac = [0u8; 6];
+    src_mac.copy_from_slice(&frame[6..12]);
+    Ok(Segment {
+        src_mac,
+        src_ip,
+        dst_ip,
+        src_port: be16(tcp, 0),
+        dst_port: be16(tcp, 2),
+        seq: be32(tcp, 4),
+        ack: be32(tcp, 8),
+        flags: tcp[13] & 0x3f,
+        wnd: be16(tcp, 14),
+        opts: &tcp[TCP_LEN..doff],
+        payload: &tcp[doff..],
+    })
+}
+
+/// TCP options of interest (RFC 9293 §3.2, RFC 7323, RFC 2018).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpOpts {
+    /// MSS option value (0 = absent).
+    pub mss: u16,
+    /// Window scale shift (None = absent).
+    pub wscale: Option<u8>,
+    pub sack_ok: bool,
+    /// Timestamps (TSval, TSecr).
+    pub ts: Option<(u32, u32)>,
+}
+
+/// Parses options; malformed lists end the parse (never panics).
+pub fn parse_opts(mut o: &[u8]) -> TcpOpts {
+    let mut r = TcpOpts::default();
+    while let Some(&kind) = o.first() {
+        match kind {
+            0 => break,
+            1 => {
+                o = &o[1..];
+                continue;
+            }
+            _ => {}
+        }
+        if o.len() < 2 {
+            break;
+        }
+        let len = o[1] as usize;
+        if len < 2 || len > o.len() {
+            break;
+        }
+        match (kind, len) {
+            (2, 4) => r.mss = be16(o, 2),
+            (3, 3) => r.wscale = Some(o[2].min(14)),
+            (4, 2) => r.sack_ok = true,
+            (8, 10) => r.ts = Some((be32(o, 2), be32(o, 6))),
+            _ => {}
+        }
+        o = &o[len..];
+    }
+    r
+}
+
+/// Header fields of an outgoing segment.
+#[derive(Clone, Copy, Debug)]
+pub struct TxHdr {
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub src_ip: u32,
+    pub dst_ip: u32,
+    pub ip_id: u16,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: u8,
+    pub wnd: u16,
+}
+
+/// Writes Ethernet, IPv4 and TCP headers (with `opts`, a multiple of 4 bytes) for a segment
+/// with `payload_len` bytes; returns the offset where the payload goes. `buf` must hold
+/// the whole frame (checked by the caller).
+#[inline]
+pub fn write_headers(buf: &mut [u8], h: &TxHdr, opts: &[u8], payload_len: usize) -> usize {
+    let tcp_hlen = TCP_LEN + opts.len();
+    buf[0..6].copy_from_slice(&h.dst_mac);
+    buf[6..12].copy_from_slice(&h.src_mac);
+    buf[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip = &mut buf[ETH_LEN..ETH_LEN + IP_LEN];
+    ip[0] = 0x45;
+    ip[1] = 0;
+    ip[2..4].copy_from_slice(&((IP_LEN + tcp_hlen + payload_len) as u16).to_be_bytes());
+    ip[4..6].copy_from_slice(&h.ip_id.to_be_bytes());
+    ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
+    ip[8] = 64;
+    ip[9] = 6;
+    ip[10..12].copy_from_slice(&[0, 0]);
+    ip[12..16].copy_from_slice(&h.src_ip.to_be_bytes());
+    ip[16..20].copy_from_slice(&h.dst_ip.to_be_bytes());
+    let c = !csum_fold(csum_add(0, ip));
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let t = &mut buf[ETH_LEN + IP_LEN..ETH_LEN + IP_LEN + tcp_hlen];
+    t[0..2].copy_from_slice(&h.src_port.to_be_bytes());
+    t[2..4].copy_from_slice(&h.dst_port.to_be_bytes());
+    t[4..8].copy_from_slice(&h.seq.to_be_bytes());
+    t[8..12].copy_from_slice(&h.ack.to_be_bytes());
+    t[12] = ((tcp_hlen / 4) as u8) << 4;
+    t[13] = h.flags;
+    t[14..16].copy_from_slice(&h.wnd.to_be_bytes());
+    t[16..20].copy_from_slice(&[0, 0, 0, 0]);
+    t[20..].copy_from_slice(opts);
+    ETH_LEN + IP_LEN + tcp_hlen
+}
+
+/// Computes the TCP checksum of a frame built by [`write_headers`] (payload in place).
+#[inline]
+pub fn finish_tcp_checksum(buf: &mut [u8], src_ip: u32, dst_ip: u32, frame_len: usize) {
+    let tcp = &mut buf[ETH_LEN + IP_LEN..frame_len];
+    let c = !csum_fold(csum_add(pseudo(src_ip, dst_ip, tcp.len()), tcp));
+    tcp[16..18].copy_from_slice(&c.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(payload: &[u8], opts: &[u8]) -> Vec<u8> {
+        let h = TxHdr {
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src_ip: 0x1000_0001,
+            dst_ip: 0x3000_0001,
+            ip_id: 7,
+            src_port: 1025,
+            dst_port: 80,
+            seq: 1000,
+            ack: 2000,
+            flags: ACK | PSH,
+            wnd: 65535,
+        };
+        let mut buf = vec![0u8; 1514];
+        let off = write_headers(&mut buf, &h, opts, payload.len());
+        buf[off..off + payload.len()].copy_from_slice(payload);
+        finish_tcp_checksum(&mut buf, h.src_ip, h.dst_ip, off + payload.len());
+        buf.truncate(off + payload.len());
+        buf
+    }
+
+    // RFC 9293 §3.1: checksum over pseudo-header, header and data; round trip.
+    #[test]
+    fn rfc9293_3_1_build_parse_roundtrip() {
+        let f = build(b"hello", &[2, 4, 0x05, 0xb4]);
+        let s = parse(&f).unwrap();
+        assert_eq!(
+            (s.src_port, s.dst_port, s.seq, s.ack),
+            (1025, 80, 1000, 2000)
+        );
+        assert_eq!(s.flags, ACK | PSH);
+        assert_eq!(s.payload, b"hello");
+        assert_eq!(parse_opts(s.opts).mss, 1460);
+        assert_eq!(s.seg_len(), 5);
+    }
+
+    // RFC 9293 §3.1: a segment with a bad checksum is discarded (any single-byte flip).
+    #[test]
+    fn rfc9293_3_1_bad_checksum_detected() {
+        let f = build(b"odd-length payload!", &[]);
+        for i in ETH_LEN..f.len() {
+            let mut g = f.clone();
+            g[i] ^= 0x5a;
+            assert!(parse(&g).is_err(), "flip at {i} not detected");
+        }
+    }
+
+    #[test]
+    fn malformed_frames_are_errors_not_panics() {
+        let f = build(b"x", &[]);
+        for n in 0..f.len() {
+            let _ = parse(&f[..n]);
+        }
+        let mut g = f.clone();
+        g[ETH_LEN + IP_LEN + 12] = 0xf0; // data offset 60 > segment
+        assert!(parse(&g).is_err());
+        assert_eq!(parse_opts(&[2, 9, 1]), TcpOpts::default());
+        assert_eq!(
+            parse_opts(&[1, 1, 3, 3, 20, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]).wscale,
+            Some(14)
+        );
+        let o = parse_opts(&[4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
+        assert!(o.sack_ok);
+        assert_eq!(o.ts, Some((1, 2)));
+    }
+}

@@ -1,0 +1,326 @@
+//! Pull-based send side. Applications register immutable buffers (`Arc<[u8]>` or
+//! `&'static [u8]`) once in a per-core [`BufRegistry`] and queue *references* to them
+//! (buffer id, offset, length). A flow's [`SendQueue`] is a linked list of such chunks in a
+//! shared, index-linked [`ChunkPool`]; segments (and retransmissions) copy bytes straight
+//! from the registered buffer into the outgoing frame. Owned, dynamic data is registered as
+//! an owned buffer that is freed when its last byte is acknowledged.
+
+use std::sync::Arc;
+
+/// Identifier of a registered buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BufId(pub u32);
+
+enum BufData {
+    Free,
+    Shared(Arc<[u8]>),
+    Static(&'static [u8]),
+    Owned(Box<[u8]>),
+}
+
+/// Per-core registry of immutable send buffers.
+pub struct BufRegistry {
+    bufs: Vec<BufData>,
+    free: Vec<u32>,
+}
+
+impl Default for BufRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BufRegistry {
+    pub fn new() -> Self {
+        BufRegistry {
+            bufs: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+    fn put(&mut self, d: BufData) -> BufId {
+        if let Some(i) = self.free.pop() {
+            self.bufs[i as usize] = d;
+            BufId(i)
+        } else {
+            self.bufs.push(d);
+            BufId(self.bufs.len() as u32 - 1)
+        }
+    }
+    /// Registers a shared immutable buffer (e.g. a template's bytes).
+    pub fn register(&mut self, data: Arc<[u8]>) -> BufId {
+        self.put(BufData::Shared(data))
+    }
+    /// Registers a static buffer.
+    pub fn register_static(&mut self, data: &'static [u8]) -> BufId {
+        self.put(BufData::Static(data))
+    }
+    /// Registers owned bytes; freed by the stack once fully acknowledged.
+    pub fn register_owned(&mut self, data: Box<[u8]>) -> BufId {
+        self.put(BufData::Owned(data))
+    }
+    /// Removes a shared/static buffer (the caller guarantees no queued chunk refers to it).
+    pub fn unregister(&mut self, id: BufId) {
+        if let Some(slot) = self.bufs.get_mut(id.0 as usize) {
+            if !matches!(slot, BufData::Free) {
+                *slot = BufData::Free;
+                self.free.push(id.0);
+            }
+        }
+    }
+    fn is_owned(&self, id: u32) -> bool {
+        matches!(self.bufs.get(id as usize), Some(BufData::Owned(_)))
+    }
+    /// Bytes of a buffer (empty if unknown).
+    #[inline]
+    pub fn get(&self, id: BufId) -> &[u8] {
+        match self.bufs.get(id.0 as usize) {
+            Some(BufData::Shared(a)) => a,
+            Some(BufData::Static(s)) => s,
+            Some(BufData::Owned(b)) => b,
+            _ => &[],
+        }
+    }
+    /// Number of live buffers.
+    pub fn live(&self) -> usize {
+        self.bufs.len() - self.free.len()
+    }
+}
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Chunk {
+    buf: u32,
+    off: u32,
+    len: u32,
+    next: u32,
+}
+
+/// Index-linked pool of queued chunks shared by all flows of a core.
+pub struct ChunkPool {
+    nodes: Vec<Chunk>,
+    free: u32,
+}
+
+impl Default for ChunkPool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A flow's send queue: bytes from SND.UNA onwards (unacknowledged then unsent), 12 bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct SendQueue {
+    head: u32,
+    tail: u32,
+    /// Total queued bytes.
+    pub len: u32,
+}
+
+impl Default for SendQueue {
+    fn default() -> Self {
+        SendQueue {
+            head: NIL,
+            tail: NIL,
+            len: 0,
+        }
+    }
+}
+
+/// Error: the chunk would not fit (queue length limited to 2^31 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueFull;
+
+impl ChunkPool {
+    pub fn new() -> Self {
+        ChunkPool {
+            nodes: Vec::new(),
+            free: NIL,
+        }
+    }
+    fn alloc(&mut self, c: Chunk) -> u32 {
+        if self.free != NIL {
+            let i = self.free;
+            self.free = self.nodes[i as usize].next;
+            self.nodes[i as usize] = c;
+            i
+        } else {
+            self.nodes.push(c);
+            self.nodes.len() as u32 - 1
+        }
+    }
+    fn release(&mut self, i: u32) {
+        self.nodes[i as usize].next = self.free;
+        self.free = i;
+    }
+
+    /// Appends `len` bytes of buffer `buf` at `off` to `q`. Out-of-range references are
+    /// clamped to the buffer by the registry check of the caller.
+    pub fn push(
+        &mut self,
+        q: &mut SendQueue,
+        buf: BufId,
+        off: u32,
+        len: u32,
+    ) -> Result<(), QueueFull> {
+        if len == 0 {
+            return Ok(());
+        }
+        if q.len as u64 + len as u64 > i32::MAX as u64 {
+            return Err(QueueFull);
+        }
+        // Coalesce with the tail when contiguous in the same buffer.
+        if q.tail != NIL {
+            let t = &mut self.nodes[q.tail as usize];
+            if t.buf == buf.0 && t.off + t.len == off {
+                t.len += len;
+                q.len += len;
+                return Ok(());
+            }
+        }
+        let i = self.alloc(Chunk {
+            buf: buf.0,
+            off,
+            len,
+            next: NIL,
+        });
+        if q.tail == NIL {
+            q.head = i;
+        } else {
+            self.nodes[q.tail as usize].next = i;
+        }
+        q.tail = i;
+        q.len += len;
+        Ok(())
+    }
+
+    /// Drops `n` acknowledged bytes from the front; frees chunks and owned buffers.
+    pub fn consume(&mut self, q: &mut SendQueue, mut n: u32, reg: &mut BufRegistry) {
+        n = n.min(q.len);
+        q.len -= n;
+        while n > 0 {
+            let h = q.head;
+            let c = &mut self.nodes[h as usize];
+            if c.len > n {
+                c.off += n;
+                c.len -= n;
+                return;
+            }
+            n -= c.len;
+            let (next, buf) = (c.next, c.buf);
+            self.drop_chunk(h, buf, reg);
+            q.head = next;
+            if next == NIL {
+                q.tail = NIL;
+            }
+        }
+    }
+
+    fn drop_chunk(&mut self, i: u32, buf: u32, reg: &mut BufRegistry) {
+        if reg.is_owned(buf) {
+            reg.unregister(BufId(buf));
+        }
+        self.release(i);
+    }
+
+    /// Frees the whole queue.
+    pub fn clear(&mut self, q: &mut SendQueue, reg: &mut BufRegistry) {
+        let mut h = q.head;
+        while h != NIL {
+            let c = self.nodes[h as usize];
+            self.drop_chunk(h, c.buf, reg);
+            h = c.next;
+        }
+        *q = SendQueue::default();
+    }
+
+    /// Copies `dst.len()` bytes starting `offset` bytes after the queue head into `dst`.
+    /// Returns the number copied (short only if the queue is shorter).
+    #[inline]
+    pub fn copy_out(
+        &self,
+        q: &SendQueue,
+        mut offset: u32,
+        dst: &mut [u8],
+        reg: &BufRegistry,
+    ) -> usize {
+        let mut h = q.head;
+        let mut done = 0usize;
+        while h != NIL && done < dst.len() {
+            let c = &self.nodes[h as usize];
+            if offset >= c.len {
+                offset -= c.len;
+                h = c.next;
+                continue;
+            }
+            let src = reg.get(BufId(c.buf));
+            let start = (c.off + offset) as usize;
+            let avail = (c.len - offset) as usize;
+            let take = avail.min(dst.len() - done);
+            match src.get(start..start + take) {
+                Some(s) => dst[done..done + take].copy_from_slice(s),
+                None => dst[done..done + take].fill(0), // buffer vanished: never panic
+            }
+            done += take;
+            offset = 0;
+            h = c.next;
+        }
+        done
+    }
+
+    /// Chunk nodes currently allocated (pool size, for memory accounting).
+    pub fn allocated(&self) -> usize {
+        self.nodes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_references_and_copies_from_shared_buffers() {
+        let mut reg = BufRegistry::new();
+        let a = reg.register(Arc::from(&b"hello world"[..]));
+        let b = reg.register_static(b"0123456789");
+        let mut pool = ChunkPool::new();
+        let mut q = SendQueue::default();
+        pool.push(&mut q, a, 0, 5).unwrap();
+        pool.push(&mut q, a, 5, 6).unwrap(); // coalesces
+        pool.push(&mut q, b, 2, 4).unwrap();
+        assert_eq!(q.len, 15);
+        let mut out = [0u8; 8];
+        assert_eq!(pool.copy_out(&q, 8, &mut out, &reg), 7);
+        assert_eq!(&out[..7], b"rld2345");
+        pool.consume(&mut q, 12, &mut reg);
+        assert_eq!(q.len, 3);
+        let mut out = [0u8; 3];
+        pool.copy_out(&q, 0, &mut out, &reg);
+        assert_eq!(&out, b"345");
+        // Retransmission rebuilds from the same bytes.
+        let mut again = [0u8; 3];
+        pool.copy_out(&q, 0, &mut again, &reg);
+        assert_eq!(out, again);
+    }
+
+    #[test]
+    fn owned_buffers_are_freed_when_acked() {
+        let mut reg = BufRegistry::new();
+        let mut pool = ChunkPool::new();
+        let mut q = SendQueue::default();
+        let o = reg.register_owned(b"dynamic"[..].into());
+        pool.push(&mut q, o, 0, 7).unwrap();
+        assert_eq!(reg.live(), 1);
+        pool.consume(&mut q, 3, &mut reg);
+        assert_eq!(reg.live(), 1);
+        pool.consume(&mut q, 4, &mut reg);
+        assert_eq!(reg.live(), 0);
+        assert_eq!(q.len, 0);
+        // Chunk node is reused.
+        let s = reg.register_static(b"x");
+        pool.push(&mut q, s, 0, 1).unwrap();
+        assert_eq!(pool.allocated(), 1);
+        pool.clear(&mut q, &mut reg);
+        assert_eq!(q.len, 0);
+    }
+}
