@@ -7,6 +7,7 @@
 //! fields without re-validating (they cannot panic on a checked view);
 //! setters exist when the buffer is `AsMut<[u8]>`. `XxxRepr` values describe
 //! a header and `emit` it into a `&mut [u8]` without allocating.
+//! [`parse_frame`] walks all layers of a frame at once.
 //!
 //! Every parser is total: any byte string yields a value or an [`Error`].
 
@@ -14,22 +15,30 @@
 #![warn(missing_docs)]
 
 mod addr;
+pub mod arp;
 pub mod checksum;
 mod error;
 pub mod ethernet;
 mod field;
+pub mod frame;
+pub mod icmp;
 pub mod ipv4;
 pub mod tcp;
 pub mod tcp_options;
+pub mod udp;
 
 pub use addr::{Ipv4Address, MacAddress};
+pub use arp::{ArpOperation, ArpPacket, ArpRepr, ARP_LEN};
 pub use error::{Error, Result};
 pub use ethernet::{
     EtherType, EthernetFrame, EthernetRepr, VlanTag, ETHERNET_HEADER_LEN, ETHERNET_VLAN_HEADER_LEN,
 };
+pub use frame::{parse_frame, Frame, L3, L4};
+pub use icmp::{IcmpEchoRepr, IcmpPacket, ICMP_HEADER_LEN};
 pub use ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr, IPV4_HEADER_LEN, IPV4_MAX_HEADER_LEN};
 pub use tcp::{TcpFlags, TcpPacket, TcpRepr, TCP_HEADER_LEN};
 pub use tcp_options::{
     SackBlock, SackBlocks, TcpOption, TcpOptionIter, TcpOptionWriter, TcpOptions, Timestamps,
     MAX_OPTIONS_LEN, MAX_SACK_BLOCKS,
 };
+pub use udp::{UdpPacket, UdpRepr, UDP_HEADER_LEN};

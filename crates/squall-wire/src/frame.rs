@@ -1,0 +1,186 @@
+//! Whole-frame classification: one call that walks Ethernet (+VLAN) -> ARP
+//! or IPv4 -> TCP/UDP/ICMP and returns checked views of every layer.
+
+use crate::{
+    ArpPacket, EtherType, EthernetFrame, IcmpPacket, IpProtocol, Ipv4Packet, Result, TcpPacket,
+    UdpPacket,
+};
+
+/// The transport layer of an IPv4 packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L4<'a> {
+    /// A TCP segment.
+    Tcp(TcpPacket<&'a [u8]>),
+    /// A UDP datagram.
+    Udp(UdpPacket<&'a [u8]>),
+    /// An ICMP message.
+    Icmp(IcmpPacket<&'a [u8]>),
+    /// A fragment (MF set or non-zero offset): the transport header is not
+    /// parsed because its checksum covers the reassembled datagram.
+    Fragment,
+    /// Another protocol.
+    Other(IpProtocol),
+}
+
+/// The network layer of a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L3<'a> {
+    /// An Ethernet/IPv4 ARP packet.
+    Arp(ArpPacket<&'a [u8]>),
+    /// An IPv4 packet and its transport layer.
+    Ipv4(Ipv4Packet<&'a [u8]>, L4<'a>),
+    /// Another EtherType (e.g. IPv6), not parsed.
+    Other(EtherType),
+}
+
+/// Every layer of a parsed frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// The Ethernet header view (the whole frame).
+    pub eth: EthernetFrame<&'a [u8]>,
+    /// What it carries.
+    pub l3: L3<'a>,
+}
+
+/// Parse a whole frame. Errors from inner layers are returned as they are
+/// (e.g. a truncated TCP header in a valid IPv4 packet gives
+/// [`Error::Truncated`](crate::Error::Truncated)). Checksums are not checked
+/// here; use [`Frame::checksums_ok`].
+pub fn parse_frame(buf: &[u8]) -> Result<Frame<'_>> {
+    let eth = EthernetFrame::new_checked(buf)?;
+    let payload = &buf[eth.header_len()..];
+    let l3 = match eth.ethertype() {
+        EtherType::ARP => L3::Arp(ArpPacket::new_checked(payload)?),
+        EtherType::IPV4 => {
+            let ip = Ipv4Packet::new_checked(payload)?;
+            let seg = &payload[ip.header_len()..ip.total_len() as usize];
+            let l4 = if ip.is_fragment() {
+                L4::Fragment
+            } else {
+                match ip.protocol() {
+                    IpProtocol::TCP => L4::Tcp(TcpPacket::new_checked(seg)?),
+                    IpProtocol::UDP => L4::Udp(UdpPacket::new_checked(seg)?),
+                    IpProtocol::ICMP => L4::Icmp(IcmpPacket::new_checked(seg)?),
+                    p => L4::Other(p),
+                }
+            };
+            L3::Ipv4(ip, l4)
+        }
+        t => L3::Other(t),
+    };
+    Ok(Frame { eth, l3 })
+}
+
+impl Frame<'_> {
+    /// True if every checksum present verifies (IPv4 header and TCP/UDP/ICMP;
+    /// a zero UDP checksum counts as valid). Frames without checksums are ok.
+    pub fn checksums_ok(&self) -> bool {
+        match &self.l3 {
+            L3::Ipv4(ip, l4) => {
+                ip.verify_checksum()
+                    && match l4 {
+                        L4::Tcp(t) => t.verify_checksum(&ip.src(), &ip.dst()),
+                        L4::Udp(u) => u.verify_checksum(&ip.src(), &ip.dst()),
+                        L4::Icmp(i) => i.verify_checksum(),
+                        L4::Fragment | L4::Other(_) => true,
+                    }
+            }
+            L3::Arp(_) | L3::Other(_) => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        Error, EthernetRepr, IcmpEchoRepr, Ipv4Address, Ipv4Repr, MacAddress, TcpFlags, TcpOptions,
+        TcpRepr, VlanTag,
+    };
+
+    fn build_tcp(vlan: Option<VlanTag>, payload: &[u8]) -> Vec<u8> {
+        let src = Ipv4Address::new(198, 18, 0, 1);
+        let dst = Ipv4Address::new(198, 18, 0, 2);
+        let mut buf = vec![0u8; 200];
+        let eth = EthernetRepr {
+            src: MacAddress([2, 0, 0, 0, 0, 1]),
+            dst: MacAddress([2, 0, 0, 0, 0, 2]),
+            vlan,
+            ethertype: EtherType::IPV4,
+        };
+        let e = eth.emit(&mut buf).unwrap();
+        let tcp = TcpRepr {
+            src_port: 1000,
+            dst_port: 80,
+            seq: 1,
+            ack: 0,
+            flags: TcpFlags::SYN,
+            window: 1000,
+            urgent: 0,
+            options: TcpOptions {
+                mss: Some(1460),
+                ..TcpOptions::NONE
+            },
+        };
+        let ipr = Ipv4Repr::new(src, dst, IpProtocol::TCP, tcp.header_len() + payload.len());
+        let i = ipr.emit(&mut buf[e..]).unwrap();
+        let t = tcp
+            .emit_segment(&mut buf[e + i..], payload, &src, &dst)
+            .unwrap();
+        buf.truncate(e + i + t);
+        buf
+    }
+
+    #[test]
+    fn tcp_frame_with_and_without_vlan() {
+        for vlan in [None, Some(VlanTag::new(42))] {
+            let f = build_tcp(vlan, b"GET /");
+            let p = parse_frame(&f).unwrap();
+            assert_eq!(p.eth.vlan(), vlan);
+            match p.l3 {
+                L3::Ipv4(ip, L4::Tcp(t)) => {
+                    assert_eq!(ip.protocol(), IpProtocol::TCP);
+                    assert_eq!(t.payload(), b"GET /");
+                    assert_eq!(t.parse_options().unwrap().mss, Some(1460));
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(p.checksums_ok());
+            let mut bad = f.clone();
+            let last = bad.len() - 1;
+            bad[last] ^= 0x40;
+            assert!(!parse_frame(&bad).unwrap().checksums_ok());
+        }
+    }
+
+    #[test]
+    fn icmp_and_truncated_inner() {
+        let src = Ipv4Address::new(10, 0, 0, 1);
+        let mut buf = [0u8; 64];
+        let e = EthernetRepr {
+            src: MacAddress::UNSPECIFIED,
+            dst: MacAddress::BROADCAST,
+            vlan: None,
+            ethertype: EtherType::IPV4,
+        }
+        .emit(&mut buf)
+        .unwrap();
+        let i = Ipv4Repr::new(src, src, IpProtocol::ICMP, 12)
+            .emit(&mut buf[e..])
+            .unwrap();
+        IcmpEchoRepr {
+            is_reply: false,
+            ident: 1,
+            seq: 2,
+        }
+        .emit(&mut buf[e + i..], b"ping")
+        .unwrap();
+        let p = parse_frame(&buf).unwrap();
+        assert!(matches!(p.l3, L3::Ipv4(_, L4::Icmp(_))));
+        assert!(p.checksums_ok());
+        // Claim TCP with a 12-byte payload: TCP header truncated.
+        let mut b = buf;
+        b[e + 9] = 6;
+        assert_eq!(parse_frame(&b), Err(Error::Truncated));
+    }
+}
