@@ -21,6 +21,8 @@ mod error;
 pub mod ethernet;
 mod field;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod icmp;
 pub mod ipv4;
 pub mod tcp;

@@ -1,0 +1,240 @@
+//! Harness functions shared by the fuzz targets (`fuzz/`) and the random
+//! input tests: each takes arbitrary bytes, runs one parser, calls every
+//! accessor of a successfully parsed view, and checks round-trip invariants.
+//! A panic here is a bug (either a parser that is not total, or an
+//! invariant that does not hold). Not part of the stable API.
+
+use crate::checksum;
+use crate::{
+    parse_frame, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr, IcmpEchoRepr, IcmpPacket,
+    Ipv4Address, Ipv4Packet, Ipv4Repr, TcpOptionIter, TcpOptions, TcpPacket, TcpRepr, UdpPacket,
+    UdpRepr, L3, L4, MAX_OPTIONS_LEN,
+};
+use std::hint::black_box;
+
+const A: Ipv4Address = Ipv4Address::new(198, 18, 0, 1);
+const B: Ipv4Address = Ipv4Address::new(198, 19, 255, 254);
+
+/// Ethernet view: every accessor, header length consistency, repr round trip.
+pub fn ethernet(data: &[u8]) {
+    let Ok(f) = EthernetFrame::new_checked(data) else {
+        return;
+    };
+    black_box((f.dst(), f.src(), f.outer_ethertype(), f.is_tagged()));
+    black_box((f.vlan(), f.ethertype()));
+    assert_eq!(f.header_len() + f.payload().len(), data.len());
+    let r = EthernetRepr::parse(&f);
+    let mut out = [0u8; 18];
+    let n = r.emit(&mut out).expect("18 bytes always suffice");
+    assert_eq!(&out[..n], &data[..n]);
+    let g = EthernetFrame::new_checked(&out[..n]).expect("emitted header parses");
+    assert_eq!(EthernetRepr::parse(&g), r);
+}
+
+/// ARP view: accessors and repr round trip.
+pub fn arp(data: &[u8]) {
+    let Ok(p) = ArpPacket::new_checked(data) else {
+        return;
+    };
+    black_box((p.operation(), p.sender_mac(), p.sender_ip()));
+    black_box((p.target_mac(), p.target_ip()));
+    let r = ArpRepr::parse(&p);
+    let mut out = [0u8; 28];
+    r.emit(&mut out).expect("28 bytes");
+    assert_eq!(&out[..], &data[..28]);
+}
+
+/// IPv4 view: accessors, length invariants, checksum fill/verify, repr round trip.
+pub fn ipv4(data: &[u8]) {
+    let Ok(p) = Ipv4Packet::new_checked(data) else {
+        return;
+    };
+    black_box((p.version(), p.tos(), p.dscp(), p.ecn(), p.ident()));
+    black_box((p.reserved_flag(), p.dont_frag(), p.more_frags()));
+    black_box((p.frag_offset(), p.frag_offset_units(), p.is_fragment()));
+    black_box((p.ttl(), p.protocol(), p.checksum(), p.src(), p.dst()));
+    black_box((p.verify_checksum(), p.pseudo_header_sum()));
+    let hl = p.header_len();
+    assert!((20..=60).contains(&hl));
+    assert_eq!(p.options().len(), hl - 20);
+    assert_eq!(p.header().len(), hl);
+    assert_eq!(p.payload().len(), p.payload_len());
+    assert_eq!(hl + p.payload_len(), p.total_len() as usize);
+    // fill + verify on a copy
+    let mut copy = data.to_vec();
+    let mut q = Ipv4Packet::new_checked(&mut copy[..]).expect("same bytes");
+    q.fill_checksum();
+    assert!(q.verify_checksum());
+    q.decrement_ttl();
+    assert!(q.verify_checksum(), "incremental TTL update");
+    // repr round trip keeps every field the repr models
+    let r = Ipv4Repr::parse(&p);
+    let mut out = [0u8; 60];
+    let n = r
+        .emit_with_options(&mut out, p.options())
+        .expect("options fit");
+    assert_eq!(n, hl);
+    let mut re = out[..n].to_vec();
+    re.extend_from_slice(p.payload());
+    let q = Ipv4Packet::new_checked(&re[..]).expect("emitted header parses");
+    assert_eq!(Ipv4Repr::parse(&q), r);
+    assert!(q.verify_checksum());
+}
+
+/// TCP options area alone: iterator terminates, agrees with the summary.
+pub fn tcp_options(data: &[u8]) {
+    let mut count = 0usize;
+    for o in TcpOptionIter::new(data) {
+        count += 1;
+        if let Ok(o) = o {
+            black_box(o.wire_len());
+        }
+    }
+    assert!(count <= data.len());
+    if let Ok(o) = TcpOptions::parse(data) {
+        if o.wire_len() <= MAX_OPTIONS_LEN {
+            let mut out = [0u8; MAX_OPTIONS_LEN];
+            let n = o.emit(&mut out).expect("fits");
+            assert_eq!(n % 4, 0);
+            assert_eq!(TcpOptions::parse(&out[..n]), Ok(o));
+        }
+    }
+}
+
+/// TCP view: accessors, option iteration, checksum fill/verify, repr round trip.
+pub fn tcp(data: &[u8]) {
+    let Ok(p) = TcpPacket::new_checked(data) else {
+        return;
+    };
+    black_box((p.src_port(), p.dst_port(), p.seq_number(), p.ack_number()));
+    black_box((p.flags(), p.reserved(), p.window_len(), p.checksum()));
+    black_box((p.urgent_at(), p.segment_len()));
+    black_box((p.verify_checksum(&A, &B), p.compute_checksum(&A, &B)));
+    assert_eq!(p.header_len(), 20 + p.options().len());
+    assert_eq!(p.header_len() + p.payload().len(), data.len());
+    tcp_options(p.options());
+    let mut copy = data.to_vec();
+    let mut q = TcpPacket::new_checked(&mut copy[..]).expect("same bytes");
+    q.fill_checksum(&A, &B);
+    assert!(q.verify_checksum(&A, &B));
+    assert_eq!(q.compute_checksum(&A, &B), q.checksum());
+    // incremental update of the sequence number keeps it valid
+    let (old, new) = (q.seq_number(), q.seq_number().wrapping_add(0x0001_0001));
+    let hc = q.checksum();
+    q.set_seq_number(new);
+    q.set_checksum(checksum::update32(hc, old, new));
+    assert!(q.verify_checksum(&A, &B), "incremental seq update");
+    if let Ok(r) = TcpRepr::parse(&p) {
+        let mut out = [0u8; 60];
+        if let Ok(n) = r.emit(&mut out) {
+            let q = TcpPacket::new_checked(&out[..n]).expect("emitted header parses");
+            let mut r2 = TcpRepr::parse(&q).expect("emitted options parse");
+            // the reserved bits are not modelled; everything else must match
+            r2.flags = r.flags;
+            assert_eq!(r2, r);
+        }
+    }
+}
+
+/// UDP view: accessors, checksum fill/verify, repr round trip.
+pub fn udp(data: &[u8]) {
+    let Ok(p) = UdpPacket::new_checked(data) else {
+        return;
+    };
+    black_box((p.src_port(), p.dst_port(), p.len(), p.checksum()));
+    black_box((p.verify_checksum(&A, &B), p.compute_checksum(&A, &B)));
+    assert_eq!(p.payload().len() + 8, p.len() as usize);
+    let mut copy = data.to_vec();
+    let mut q = UdpPacket::new_checked(&mut copy[..]).expect("same bytes");
+    q.fill_checksum(&A, &B);
+    assert!(q.verify_checksum(&A, &B));
+    assert_ne!(q.checksum(), 0);
+    let r = UdpRepr::parse(&p);
+    let mut out = vec![0u8; p.len() as usize];
+    let n = r.emit(&mut out, p.payload(), &A, &B, true).expect("fits");
+    let q = UdpPacket::new_checked(&out[..n]).expect("emitted parses");
+    assert!(q.verify_checksum(&A, &B));
+    assert_eq!(q.payload(), p.payload());
+}
+
+/// ICMP view: accessors, checksum fill/verify, echo round trip.
+pub fn icmp(data: &[u8]) {
+    let Ok(p) = IcmpPacket::new_checked(data) else {
+        return;
+    };
+    black_box((p.msg_type(), p.code(), p.checksum(), p.is_echo()));
+    black_box((
+        p.echo_ident(),
+        p.echo_seq(),
+        p.payload(),
+        p.verify_checksum(),
+    ));
+    let mut copy = data.to_vec();
+    let mut q = IcmpPacket::new_checked(&mut copy[..]).expect("same bytes");
+    q.fill_checksum();
+    assert!(q.verify_checksum());
+    if q.is_echo() {
+        q.make_echo_reply();
+        assert!(q.verify_checksum());
+    }
+    if let Ok(r) = IcmpEchoRepr::parse(&p) {
+        let mut out = vec![0u8; data.len()];
+        r.emit(&mut out, p.payload()).expect("fits");
+        assert_eq!(&out[4..], &data[4..]);
+        assert_eq!(
+            IcmpEchoRepr::parse(&IcmpPacket::new_checked(&out[..]).unwrap()),
+            Ok(r)
+        );
+    }
+}
+
+/// Whole frame: `parse_frame`, every layer's harness, checksum summary.
+pub fn frame(data: &[u8]) {
+    ethernet(data);
+    let Ok(f) = parse_frame(data) else {
+        // still drive the inner parsers over the payload
+        if let Ok(e) = EthernetFrame::new_checked(data) {
+            ipv4(e.payload());
+            arp(e.payload());
+        }
+        return;
+    };
+    black_box(f.checksums_ok());
+    match f.l3 {
+        L3::Arp(a) => arp(a.into_inner()),
+        L3::Ipv4(ip, l4) => {
+            ipv4(ip.into_inner());
+            match l4 {
+                L4::Tcp(t) => tcp(t.into_inner()),
+                L4::Udp(u) => udp(u.into_inner()),
+                L4::Icmp(i) => icmp(i.into_inner()),
+                L4::Fragment | L4::Other(_) => {}
+            }
+        }
+        L3::Other(t) => {
+            black_box(t);
+        }
+    }
+}
+
+/// Checksum: fast path equals the reference, incremental equals recompute.
+pub fn checksums(data: &[u8]) {
+    let (f, r) = (checksum::sum(data), checksum::sum_reference(data));
+    assert!(
+        f == r || (f == 0 && r == 0xffff) || (f == 0xffff && r == 0),
+        "fast {f:#x} reference {r:#x}"
+    );
+    if data.len() >= 6 && data.len() & 1 == 0 {
+        let mut d = data.to_vec();
+        d[0] = 0;
+        d[1] = 0;
+        let hc = checksum::checksum(&d);
+        d[..2].copy_from_slice(&hc.to_be_bytes());
+        let old = u32::from_be_bytes([d[2], d[3], d[4], d[5]]);
+        let new = old.rotate_left(7) ^ 0x5a5a_a5a5;
+        d[2..6].copy_from_slice(&new.to_be_bytes());
+        let hc2 = checksum::update32(hc, old, new);
+        d[..2].copy_from_slice(&hc2.to_be_bytes());
+        assert_eq!(checksum::sum(&d), 0xffff);
+    }
+}
