@@ -1,0 +1,683 @@
+//! The in-memory wire: two [`MemPort`]s joined back to back ([`pair`]).
+//!
+//! Each side owns a pool of fixed-size frames (one allocation) and sends frames of its
+//! pool (or frames it received, for echo/forwarding) as 24-byte descriptors over a
+//! lock-free SPSC ring to the other side. A side that is done with a frame of the other
+//! side's pool pushes its index onto a return ring, published once per burst. Nothing is
+//! allocated per frame. Both ends are `Send`: use them from one thread (one loop polls both)
+//! or move each into its own thread.
+//!
+//! Impairment ([`Impairment`]) is applied by the sending side per direction; the time it
+//! needs (delay, jitter, rate limit, reorder timeout) is the port's time set with
+//! `Port::set_time`, so a single-threaded simulation on a virtual clock is deterministic.
+//! Delayed frames carry their delivery time; the receiver only takes frames whose time has
+//! come, and `next_event_ns` gives the earliest pending time so a simulation can jump to it.
+
+mod impair;
+mod pool;
+
+pub use impair::{ImpairStats, Impairment};
+pub use pool::MemFrame;
+
+use crate::frame::{FrameBuf, Offload, OffloadFlags};
+use crate::port::{Port, PortCaps, PortStats};
+use crate::ring::{ring, Consumer, Producer};
+use impair::ImpairState;
+use pool::{PoolMem, POOL_BIT};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Largest number of frames held back for reordering at once (more are not reordered).
+const HELD_MAX: usize = 64;
+/// Returns are published once this many are pending (and at every burst call).
+const RETURN_BATCH: usize = 64;
+
+/// Configuration of a mem wire.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemConfig {
+    /// Frames in each side's pool.
+    pub frames: u32,
+    /// Bytes per frame buffer (headroom included), 256..=16384.
+    pub frame_size: u32,
+    /// Headroom of a fresh tx frame.
+    pub headroom: u16,
+    /// Descriptors per direction ring (rounded up to a power of two).
+    pub ring_size: u32,
+    /// IP MTU reported by `caps`.
+    pub mtu: u16,
+    /// MAC address of side A.
+    pub mac_a: [u8; 6],
+    /// MAC address of side B.
+    pub mac_b: [u8; 6],
+    /// Emulate checksum offload: `caps` offers tx IPv4/TCP/UDP checksum and rx checksum
+    /// results; received frames are flagged "checksum good", or "bad" if corrupted on the
+    /// wire. The wire itself computes nothing (like a NIC capture, bytes on the wire carry
+    /// what the sender wrote).
+    pub offload: bool,
+    /// Impairment from A to B.
+    pub a_to_b: Impairment,
+    /// Impairment from B to A.
+    pub b_to_a: Impairment,
+}
+
+impl Default for MemConfig {
+    fn default() -> Self {
+        MemConfig {
+            frames: 4096,
+            frame_size: 2048,
+            headroom: 128,
+            ring_size: 1024,
+            mtu: 1500,
+            mac_a: [0x02, 0, 0, 0, 0, 0x0a],
+            mac_b: [0x02, 0, 0, 0, 0, 0x0b],
+            offload: false,
+            a_to_b: Impairment::default(),
+            b_to_a: Impairment::default(),
+        }
+    }
+}
+
+/// Why a mem wire could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemError {
+    /// A configuration field is out of range (named).
+    Config(&'static str),
+    /// The pool memory could not be allocated.
+    NoMemory,
+}
+
+impl core::fmt::Display for MemError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            MemError::Config(field) => write!(f, "mem wire config: bad value for `{field}`"),
+            MemError::NoMemory => f.write_str("mem wire: cannot allocate the frame pools"),
+        }
+    }
+}
+
+impl std::error::Error for MemError {}
+
+/// Descriptor of a frame on a direction ring.
+#[derive(Clone, Copy, Debug)]
+struct Desc {
+    /// Time from which the receiver may take it (0 = at once).
+    deliver_ns: u64,
+    /// Slot index with the pool bit.
+    idx: u32,
+    off: u16,
+    len: u16,
+    offload: Offload,
+}
+
+/// A frame held back to be overtaken.
+#[derive(Clone, Copy)]
+struct Held {
+    desc: Desc,
+    countdown: u32,
+    since: u64,
+}
+
+/// One end of the in-memory wire.
+pub struct MemPort {
+    side: u32,
+    pools: [Arc<PoolMem>; 2],
+    bases: [*mut u8; 2],
+    frame_size: usize,
+    headroom: u16,
+    /// Free slots of this side's pool.
+    free: Vec<u32>,
+    /// This side's slots coming back from the peer.
+    returns_in: Consumer<u32>,
+    /// The peer's slots going back to it.
+    returns_out: Producer<u32>,
+    returns_pending: usize,
+    tx: Producer<Desc>,
+    rx: Consumer<Desc>,
+    impair: Option<Box<ImpairState>>,
+    held: Vec<Held>,
+    offload: bool,
+    now: u64,
+    caps: PortCaps,
+    stats: PortStats,
+    /// Frames of each pool handed to the user and not given back.
+    user_held: [i64; 2],
+    /// Frames refused because they did not belong to this wire.
+    foreign: u64,
+}
+
+// SAFETY: the raw pointers are bases of the two pools, kept alive by the `Arc`s in the
+// same struct; every slot reachable from this port's state is owned by it (ring protocol).
+unsafe impl Send for MemPort {}
+
+/// Builds a wire: `(side A, side B)`.
+pub fn pair(cfg: MemConfig) -> Result<(MemPort, MemPort), MemError> {
+    if !(256..=16384).contains(&cfg.frame_size) {
+        return Err(MemError::Config("frame_size"));
+    }
+    if cfg.headroom as u32 + 64 > cfg.frame_size {
+        return Err(MemError::Config("headroom"));
+    }
+    if cfg.frames == 0 || cfg.frames > (1 << 24) {
+        return Err(MemError::Config("frames"));
+    }
+    if cfg.ring_size < 2 || cfg.ring_size > (1 << 24) {
+        return Err(MemError::Config("ring_size"));
+    }
+    if cfg.mtu as u32 + 18 > cfg.frame_size - cfg.headroom as u32 {
+        return Err(MemError::Config("mtu"));
+    }
+    for imp in [&cfg.a_to_b, &cfg.b_to_a] {
+        for p in [imp.loss, imp.duplicate, imp.reorder, imp.corrupt] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(MemError::Config("impairment probability"));
+            }
+        }
+        if imp.reorder > 0.0 && imp.reorder_depth == 0 {
+            return Err(MemError::Config("reorder_depth"));
+        }
+    }
+    let fs = cfg.frame_size as usize;
+    let pa = Arc::new(PoolMem::new(cfg.frames, fs).ok_or(MemError::NoMemory)?);
+    let pb = Arc::new(PoolMem::new(cfg.frames, fs).ok_or(MemError::NoMemory)?);
+    let (ab_tx, ab_rx) = ring::<Desc>(cfg.ring_size as usize);
+    let (ba_tx, ba_rx) = ring::<Desc>(cfg.ring_size as usize);
+    // Return rings hold every slot of a pool at once, so a push never fails.
+    let (ret_a_tx, ret_a_rx) = ring::<u32>(2 * cfg.frames as usize);
+    let (ret_b_tx, ret_b_rx) = ring::<u32>(2 * cfg.frames as usize);
+    let offloads = if cfg.offload {
+        OffloadFlags::RX_IP_CSUM_GOOD
+            | OffloadFlags::RX_L4_CSUM_GOOD
+            | OffloadFlags::RX_CSUM_BAD
+            | OffloadFlags::TX_IP_CSUM
+            | OffloadFlags::TX_TCP_CSUM
+            | OffloadFlags::TX_UDP_CSUM
+    } else {
+        OffloadFlags::NONE
+    };
+    let caps = |mac| PortCaps {
+        mac,
+        mtu: cfg.mtu,
+        max_frame: (cfg.frame_size - cfg.headroom as u32) as u16,
+        headroom: cfg.headroom,
+        offloads,
+    };
+    let impair = |imp: &Impairment| {
+        if imp.is_active() {
+            Some(Box::new(ImpairState::new(imp.clone())))
+        } else {
+            None
+        }
+    };
+    let make = |side: u32,
+                pools: [Arc<PoolMem>; 2],
+                returns_in,
+                returns_out,
+                tx,
+                rx,
+                imp: &Impairment,
+                mac| {
+        let bases = [pools[0].base(), pools[1].base()];
+        MemPort {
+            side,
+            bases,
+            pools,
+            frame_size: fs,
+            headroom: cfg.headroom,
+            free: (0..cfg.frames).rev().collect(),
+            returns_in,
+            returns_out,
+            returns_pending: 0,
+            tx,
+            rx,
+            impair: impair(imp),
+            held: Vec::with_capacity(HELD_MAX),
+            offload: cfg.offload,
+            now: 0,
+            caps: caps(mac),
+            stats: PortStats::default(),
+            user_held: [0; 2],
+            foreign: 0,
+        }
+    };
+    let a = make(
+        0,
+        [pa.clone(), pb.clone()],
+        ret_a_rx,
+        ret_b_tx,
+        ab_tx,
+        ba_rx,
+        &cfg.a_to_b,
+        cfg.mac_a,
+    );
+    let b = make(
+        1,
+        [pa, pb],
+        ret_b_rx,
+        ret_a_tx,
+        ba_tx,
+        ab_rx,
+        &cfg.b_to_a,
+        cfg.mac_b,
+    );
+    Ok((a, b))
+}
+
+impl MemPort {
+    /// 0 for side A, 1 for side B.
+    pub fn side(&self) -> u32 {
+        self.side
+    }
+
+    /// Counters of this side's outgoing impairment (zero if none is configured).
+    pub fn impair_stats(&self) -> ImpairStats {
+        self.impair.as_ref().map(|s| s.stats).unwrap_or_default()
+    }
+
+    /// Frames refused because they were not from this wire's pools.
+    pub fn foreign_frames(&self) -> u64 {
+        self.foreign
+    }
+
+    /// Free frames of this side's pool available to `alloc_tx` right now (without the
+    /// ones still on their way back from the peer).
+    pub fn free_frames(&self) -> usize {
+        self.free.len()
+    }
+
+    /// The time last given to `set_time`.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    #[inline]
+    fn frame_from(&self, d: &Desc) -> MemFrame {
+        let pool = (d.idx >> 31) as usize;
+        let slot = (d.idx & !POOL_BIT) as usize;
+        // SAFETY: slot < frames of that pool (descriptors are built only from checked
+        // frames), so the offset is inside the pool allocation.
+        let buf = unsafe { self.bases[pool].add(slot * self.frame_size) };
+        MemFrame {
+            buf,
+            idx: d.idx,
+            off: d.off,
+            len: d.len,
+            size: self.frame_size as u16,
+            offload: d.offload,
+        }
+    }
+
+    /// Whether `f` is a slot of this wire's pools (its pointer matches its index).
+    #[inline]
+    fn is_ours(&self, f: &MemFrame) -> bool {
+        let pool = (f.idx >> 31) as usize;
+        let slot = (f.idx & !POOL_BIT) as usize;
+        slot < self.pools[pool].frames as usize
+            && f.size as usize == self.frame_size
+            && self.bases[pool].wrapping_add(slot * self.frame_size) == f.buf
+    }
+
+    /// Gives a slot back to its owner (own pool: free list; peer's: return ring).
+    #[inline]
+    fn release_idx(&mut self, idx: u32) {
+        if (idx >> 31) == self.side {
+            self.free.push(idx & !POOL_BIT);
+        } else {
+            if self.returns_out.push(idx & !POOL_BIT).is_err() {
+                // Cannot happen (ring holds the whole pool); never panic: lose the slot.
+                self.stats.dropped += 1;
+                return;
+            }
+            self.returns_pending += 1;
+            if self.returns_pending >= RETURN_BATCH {
+                self.flush_returns();
+            }
+        }
+    }
+
+    #[inline]
+    fn flush_returns(&mut self) {
+        if self.returns_pending > 0 {
+            self.returns_out.publish();
+            self.returns_pending = 0;
+        }
+    }
+
+    /// Takes back this side's slots returned by the peer.
+    fn refill(&mut self) {
+        let mut got = false;
+        while let Some(i) = self.returns_in.pop() {
+            self.free.push(i);
+            got = true;
+        }
+        if got {
+            self.returns_in.publish();
+        }
+    }
+
+    #[inline]
+    fn desc_of(&self, f: &MemFrame) -> Desc {
+        Desc {
+            deliver_ns: 0,
+            idx: f.idx,
+            off: f.off,
+            len: f.len,
+            offload: self.wire_offload(f.offload, false),
+        }
+    }
+
+    /// What the receiver sees of the sender's offload request.
+    #[inline]
+    fn wire_offload(&self, o: Offload, corrupted: bool) -> Offload {
+        if !self.offload {
+            return Offload::default();
+        }
+        let flags = if corrupted {
+            OffloadFlags::RX_CSUM_BAD
+        } else {
+            OffloadFlags::RX_IP_CSUM_GOOD | OffloadFlags::RX_L4_CSUM_GOOD
+        };
+        Offload { flags, ..o }
+    }
+
+    /// Sends held (reordered) frames whose time is up. Returns whether any was sent.
+    fn pump_held(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let Some(st) = self.impair.as_ref() else {
+            return;
+        };
+        let timeout = st.cfg.reorder_timeout_ns;
+        let mut i = 0;
+        let mut sent = false;
+        while i < self.held.len() {
+            let h = self.held[i];
+            if self.now >= h.since.saturating_add(timeout) {
+                if self.tx.push(h.desc).is_err() {
+                    break;
+                }
+                self.held.remove(i);
+                sent = true;
+            } else {
+                i += 1;
+            }
+        }
+        if sent {
+            self.tx.publish();
+        }
+    }
+
+    /// The impaired tx path. Returns the number of frames taken from the front.
+    fn tx_impaired(&mut self, frames: &mut [MemFrame]) -> usize {
+        let mut taken = 0;
+        let Some(mut st) = self.impair.take() else {
+            return 0;
+        };
+        for f in frames.iter_mut() {
+            // Room for the frame, a copy and every held frame.
+            let need = 2 + self.held.len();
+            if self.tx.space() < need && self.tx.space_fresh() < need {
+                break;
+            }
+            taken += 1;
+            if !self.is_ours(f) {
+                self.foreign += 1;
+                self.stats.dropped += 1;
+                continue;
+            }
+            self.user_held[(f.idx >> 31) as usize] -= 1;
+            self.stats.tx_frames += 1;
+            self.stats.tx_bytes += f.len as u64;
+            if st.rng.chance(st.t_loss) {
+                st.stats.lost += 1;
+                self.stats.dropped += 1;
+                self.release_idx(f.idx);
+                continue;
+            }
+            let mut corrupted = false;
+            if f.len > 0 && st.rng.chance(st.t_corrupt) {
+                let bits = f.len as u64 * 8;
+                let data = f.data_mut();
+                for _ in 0..st.cfg.corrupt_bits.max(1) {
+                    let pos = st.rng.below(bits);
+                    data[(pos / 8) as usize] ^= 1 << (pos % 8);
+                }
+                st.stats.corrupted += 1;
+                corrupted = true;
+            }
+            // Rate limit: the frame leaves when the link is free, after its
+            // serialisation time; too long a queue means tail drop.
+            let cost = st.frame_cost_ns(f.len as usize);
+            let mut depart = self.now;
+            if cost > 0 {
+                let start = st.link_free_at.max(self.now);
+                if start - self.now > st.cfg.queue_limit_ns {
+                    st.stats.rate_dropped += 1;
+                    self.stats.dropped += 1;
+                    self.release_idx(f.idx);
+                    continue;
+                }
+                st.link_free_at = start + cost;
+                depart = start + cost;
+            }
+            let jitter = if st.cfg.jitter_ns > 0 {
+                st.rng.below(st.cfg.jitter_ns + 1)
+            } else {
+                0
+            };
+            let deliver = depart
+                .saturating_add(st.cfg.delay_ns)
+                .saturating_add(jitter);
+            if deliver > self.now {
+                st.stats.delayed += 1;
+            }
+            let mut desc = self.desc_of(f);
+            desc.offload = self.wire_offload(f.offload, corrupted);
+            desc.deliver_ns = deliver;
+            // Duplicate: a copy into a fresh slot of this side's pool.
+            let mut dup = None;
+            if st.rng.chance(st.t_dup) {
+                if self.free.is_empty() {
+                    self.refill();
+                }
+                match self.free.pop() {
+                    Some(slot) => {
+                        let src = f.data();
+                        // SAFETY: `slot` is a free slot of this side's pool (owned by
+                        // this port); off + len <= frame_size as for the original.
+                        unsafe {
+                            let dst = self.bases[self.side as usize]
+                                .add(slot as usize * self.frame_size + f.off as usize);
+                            std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
+                        }
+                        dup = Some(Desc {
+                            idx: slot | (self.side << 31),
+                            ..desc
+                        });
+                        st.stats.duplicated += 1;
+                    }
+                    None => st.stats.dup_no_frame += 1,
+                }
+            }
+            if self.held.len() < HELD_MAX && st.rng.chance(st.t_reorder) {
+                let depth = st.cfg.reorder_depth.max(1) as u64;
+                let countdown = 1 + st.rng.below(depth) as u32;
+                self.held.push(Held {
+                    desc,
+                    countdown,
+                    since: self.now,
+                });
+                st.stats.reordered += 1;
+            } else {
+                let _ = self.tx.push(desc);
+                // Held frames count this frame as one that overtook them.
+                let mut i = 0;
+                while i < self.held.len() {
+                    self.held[i].countdown -= 1;
+                    if self.held[i].countdown == 0 {
+                        let mut h = self.held.remove(i).desc;
+                        h.deliver_ns = h.deliver_ns.max(deliver);
+                        let _ = self.tx.push(h);
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            if let Some(d) = dup {
+                let _ = self.tx.push(d);
+            }
+        }
+        self.impair = Some(st);
+        self.tx.publish();
+        taken
+    }
+}
+
+impl Port for MemPort {
+    type Frame = MemFrame;
+
+    #[inline]
+    fn rx_burst(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
+        self.flush_returns();
+        self.pump_held();
+        let mut n = 0;
+        let avail = self.rx.available().min(max);
+        while n < avail {
+            let Some(d) = self.rx.peek() else { break };
+            if d.deliver_ns > self.now {
+                break;
+            }
+            let _ = self.rx.pop();
+            let f = self.frame_from(&d);
+            self.stats.rx_bytes += d.len as u64;
+            self.user_held[(d.idx >> 31) as usize] += 1;
+            out.push(f);
+            n += 1;
+        }
+        if n > 0 {
+            self.rx.publish();
+            self.stats.rx_frames += n as u64;
+        }
+        n
+    }
+
+    #[inline]
+    fn alloc_tx(&mut self, out: &mut Vec<MemFrame>, n: usize) -> usize {
+        if self.free.len() < n {
+            self.refill();
+        }
+        let k = n.min(self.free.len());
+        let pool_bit = self.side << 31;
+        let base = self.bases[self.side as usize];
+        for _ in 0..k {
+            let Some(slot) = self.free.pop() else { break };
+            out.push(MemFrame {
+                // SAFETY: slot < frames (free list holds only valid slots).
+                buf: unsafe { base.add(slot as usize * self.frame_size) },
+                idx: slot | pool_bit,
+                off: self.headroom,
+                len: 0,
+                size: self.frame_size as u16,
+                offload: Offload::default(),
+            });
+        }
+        self.user_held[self.side as usize] += k as i64;
+        if k < n {
+            self.stats.alloc_fail += (n - k) as u64;
+        }
+        k
+    }
+
+    #[inline]
+    fn tx_burst(&mut self, frames: &mut Vec<MemFrame>) -> usize {
+        self.flush_returns();
+        if frames.is_empty() {
+            self.pump_held();
+            return 0;
+        }
+        let taken = if self.impair.is_some() {
+            self.pump_held();
+            self.tx_impaired(frames)
+        } else {
+            let mut space = self.tx.space();
+            if space < frames.len() {
+                space = self.tx.space_fresh();
+            }
+            let k = space.min(frames.len());
+            for f in &frames[..k] {
+                if !self.is_ours(f) {
+                    self.foreign += 1;
+                    self.stats.dropped += 1;
+                    continue;
+                }
+                self.user_held[(f.idx >> 31) as usize] -= 1;
+                self.stats.tx_bytes += f.len as u64;
+                self.stats.tx_frames += 1;
+                let d = self.desc_of(f);
+                let _ = self.tx.push(d);
+            }
+            if k > 0 {
+                self.tx.publish();
+            }
+            k
+        };
+        self.stats.tx_full += (frames.len() - taken) as u64;
+        frames.drain(..taken);
+        taken
+    }
+
+    #[inline]
+    fn release(&mut self, frame: MemFrame) {
+        if !self.is_ours(&frame) {
+            self.foreign += 1;
+            return;
+        }
+        self.user_held[(frame.idx >> 31) as usize] -= 1;
+        self.release_idx(frame.idx);
+    }
+
+    fn release_all(&mut self, frames: &mut Vec<MemFrame>) {
+        for f in frames.drain(..) {
+            self.release(f);
+        }
+        self.flush_returns();
+    }
+
+    fn caps(&self) -> PortCaps {
+        self.caps
+    }
+
+    fn stats(&self) -> PortStats {
+        self.stats
+    }
+
+    fn set_time(&mut self, now_ns: u64) {
+        self.now = now_ns;
+        self.pump_held();
+    }
+
+    fn next_event_ns(&self) -> Option<u64> {
+        let rx = self.rx.peek_shared().map(|d| d.deliver_ns.max(self.now));
+        let held = self.impair.as_ref().and_then(|st| {
+            self.held
+                .iter()
+                .map(|h| h.since.saturating_add(st.cfg.reorder_timeout_ns))
+                .min()
+        });
+        match (rx, held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+impl Drop for MemPort {
+    fn drop(&mut self) {
+        for (p, held) in self.user_held.iter().enumerate() {
+            self.pools[p].held.fetch_add(*held, Ordering::AcqRel);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
