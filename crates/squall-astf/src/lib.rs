@@ -1,1 +1,18 @@
-//! squall-astf (work in progress)
+//! squall-astf: Squall's stateful traffic model (TRex ASTF concepts).
+//!
+//! - [`load`]: JSON IR (`schema/profile-v1.schema.json`, `docs/PROFILE.md`) -> validated,
+//!   compiled [`Profile`]; every error carries its JSON path.
+//! - [`model`]: the compiled profile (interned buffers, instruction arrays, pools, templates).
+//! - [`interp`]: the per-flow program interpreter, a pure state machine over [`interp::FlowIo`].
+//! - [`sched`]: flow start times per template (CPS x multiplier, even/Poisson, ramp-up, limit).
+//! - [`alloc`]: client address and per-core source port allocation.
+
+pub mod error;
+pub mod load;
+pub mod model;
+mod raw;
+mod tunables;
+
+pub use error::{LoadError, ProfileError};
+pub use load::{load_profile_file, load_profile_str, load_profile_value, IR_VERSION};
+pub use model::*;
