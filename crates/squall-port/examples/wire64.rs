@@ -1,0 +1,221 @@
+//! wire64: the floor under every Squall benchmark. Moves 64-byte frames between two threads
+//! pinned to two cores over the in-memory wire for a bounded time and prints one JSON line
+//! (`{"workload":"wire64","topology":"T-mem2","mpps":..}`, see BENCHMARKS.md).
+//!
+//! The sender writes every frame's 64 bytes (Ethernet header + sequence number); the
+//! receiver reads the header and checks the sequence (a gap or a bad header is an error).
+//!
+//! Usage: `cargo run --release -p squall-port --example wire64 -- [--seconds S]
+//! [--burst B] [--cores C0,C1]`
+
+use squall_port::mem::{pair, MemConfig};
+use squall_port::{FrameBuf, Port};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+const FRAME: usize = 64;
+
+struct Args {
+    seconds: f64,
+    burst: usize,
+    cores: [usize; 2],
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        seconds: 3.0,
+        burst: 32,
+        cores: [0, 1],
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let v = it.next().ok_or(format!("{k} needs a value"))?;
+        match k.as_str() {
+            "--seconds" => a.seconds = v.parse().map_err(|_| "bad --seconds")?,
+            "--burst" => a.burst = v.parse().map_err(|_| "bad --burst")?,
+            "--cores" => {
+                let c: Vec<usize> = v
+                    .split(',')
+                    .map(|x| x.parse().map_err(|_| "bad --cores"))
+                    .collect::<Result<_, _>>()?;
+                if c.len() != 2 {
+                    return Err("--cores wants two cores, e.g. 0,1".into());
+                }
+                a.cores = [c[0], c[1]];
+            }
+            _ => return Err(format!("unknown option {k}")),
+        }
+    }
+    if !(a.seconds > 0.0 && a.seconds <= 600.0) || a.burst == 0 || a.burst > 512 {
+        return Err("--seconds must be in (0, 600], --burst in 1..=512".into());
+    }
+    Ok(a)
+}
+
+fn pin(core: usize) -> Result<(), String> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if core >= libc::CPU_SETSIZE as usize {
+            return Err(format!("core {core} out of range"));
+        }
+        libc::CPU_SET(core, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(format!(
+                "cannot pin to core {core}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// CPU time of the calling thread in ns.
+fn thread_cpu_ns() -> u64 {
+    // SAFETY: clock_gettime writes a timespec we own.
+    unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+}
+
+struct Side {
+    frames: u64,
+    /// Non-empty bursts (receiver) or tx_burst calls (sender).
+    bursts: u64,
+    errors: u64,
+    cpu_ns: u64,
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("wire64: {e}");
+            std::process::exit(2);
+        }
+    };
+    let (mut tx_port, mut rx_port) = pair(MemConfig {
+        frames: 4096,
+        ring_size: 1024,
+        ..MemConfig::default()
+    })
+    .expect("mem wire");
+    let stop = Arc::new(AtomicBool::new(false));
+    let sender_done = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(3));
+    let burst = args.burst;
+    let [c0, c1] = args.cores;
+
+    let (st, sb, sd) = (stop.clone(), start.clone(), sender_done.clone());
+    let sender = std::thread::spawn(move || -> Result<Side, String> {
+        pin(c0)?;
+        let mut template = [0u8; FRAME];
+        template[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x0b]);
+        template[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x0a]);
+        template[12..14].copy_from_slice(&[0x88, 0xb5]); // local experimental ethertype
+        let mut v = Vec::with_capacity(burst);
+        let mut seq: u64 = 0;
+        let mut bursts = 0;
+        sb.wait();
+        let cpu0 = thread_cpu_ns();
+        while !st.load(Ordering::Relaxed) {
+            bursts += 1;
+            let want = burst - v.len();
+            if want > 0 {
+                let k = tx_port.alloc_tx(&mut v, want);
+                let n = v.len();
+                for f in &mut v[n - k..] {
+                    let _ = f.set_len(FRAME);
+                    let d = f.data_mut();
+                    d.copy_from_slice(&template);
+                    d[14..22].copy_from_slice(&seq.to_le_bytes());
+                    seq += 1;
+                }
+            }
+            tx_port.tx_burst(&mut v);
+        }
+        let cpu_ns = thread_cpu_ns() - cpu0;
+        let unsent = v.len() as u64;
+        tx_port.release_all(&mut v);
+        sd.store(true, Ordering::Release);
+        Ok(Side {
+            frames: seq - unsent,
+            bursts,
+            errors: 0,
+            cpu_ns,
+        })
+    });
+
+    let (sd, sb) = (sender_done.clone(), start.clone());
+    let receiver = std::thread::spawn(move || -> Result<Side, String> {
+        pin(c1)?;
+        let mut v = Vec::with_capacity(burst);
+        let mut next: u64 = 0;
+        let mut errors = 0;
+        let mut bursts = 0;
+        sb.wait();
+        let cpu0 = thread_cpu_ns();
+        loop {
+            let n = rx_port.rx_burst(&mut v, burst);
+            if n == 0 {
+                // Stop once the sender is done and everything it sent was taken.
+                if sd.load(Ordering::Acquire) && rx_port.rx_burst(&mut v, burst) == 0 {
+                    break;
+                }
+            } else {
+                bursts += 1;
+            }
+            for f in &v {
+                let d = f.data();
+                let ok = d.len() == FRAME
+                    && d[12..14] == [0x88, 0xb5]
+                    && u64::from_le_bytes(d[14..22].try_into().unwrap_or([0; 8])) == next;
+                errors += u64::from(!ok);
+                next += 1;
+            }
+            rx_port.release_all(&mut v);
+        }
+        Ok(Side {
+            frames: next,
+            bursts,
+            errors,
+            cpu_ns: thread_cpu_ns() - cpu0,
+        })
+    });
+
+    start.wait();
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(args.seconds));
+    stop.store(true, Ordering::Relaxed);
+    let s = sender.join().expect("sender thread");
+    let r = receiver.join().expect("receiver thread");
+    let secs = t0.elapsed().as_secs_f64();
+    let (s, r) = match (s, r) {
+        (Ok(s), Ok(r)) => (s, r),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("wire64: {e}");
+            std::process::exit(1);
+        }
+    };
+    let errors = r.errors + s.frames.abs_diff(r.frames);
+    let mpps = r.frames as f64 / secs / 1e6;
+    println!(
+        "{{\"workload\":\"wire64\",\"topology\":\"T-mem2\",\"mpps\":{:.2},\"seconds\":{:.2},\
+         \"frames\":{},\"frame_bytes\":{},\"burst\":{},\"sender_ns_per_frame\":{:.1},\
+         \"receiver_ns_per_frame\":{:.1},\"rx_frames_per_burst\":{:.1},\
+         \"tx_calls\":{},\"errors\":{}}}",
+        mpps,
+        secs,
+        r.frames,
+        FRAME,
+        burst,
+        s.cpu_ns as f64 / s.frames.max(1) as f64,
+        r.cpu_ns as f64 / r.frames.max(1) as f64,
+        r.frames as f64 / r.bursts.max(1) as f64,
+        s.bursts,
+        errors
+    );
+}
