@@ -1,0 +1,121 @@
+//! The application interface: the event trait [`TcpApp`], the per-callback control handle
+//! [`Ctl`] (queue sends, close, abort on the current flow), the frame sink [`TxSink`] and
+//! the small value types shared with callers.
+
+use crate::flowtable::FlowKey;
+use crate::sendq::BufId;
+
+/// A flow: its index in the host's slab. Valid from `connect`/`on_connected` until
+/// `on_closed`; after that the index may be reused by a new flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct FlowId(pub u32);
+
+/// Why a flow ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Orderly close: both FINs exchanged (reported on entering TIME_WAIT for the active
+    /// closer, on the last ACK for the passive closer).
+    Normal,
+    /// The peer reset an established connection.
+    Reset,
+    /// Connection refused (RST in reply to our SYN) or reset while half-open.
+    Refused,
+    /// Retransmissions (or keepalive probes) exhausted.
+    Timeout,
+    /// Aborted locally (`abort`, or `close` before the handshake completed).
+    Aborted,
+}
+
+/// Errors of `connect`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectError {
+    /// The 4-tuple is in use by a live (non-TIME_WAIT) flow.
+    InUse,
+    /// Flow slab or table full.
+    NoResources,
+}
+
+/// Errors of `send`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendError {
+    NoFlow,
+    /// The send side is closed.
+    Closed,
+    /// Offset/length outside the registered buffer.
+    BadRange,
+    /// Send queue limit reached.
+    QueueFull,
+}
+
+/// Where the host writes outgoing frames: typically a port's TX pool. `alloc` hands out a
+/// buffer for one frame of `len` bytes (the host writes Ethernet+IPv4+TCP and the payload
+/// directly into it), `commit` queues that frame with its final length.
+pub trait TxSink {
+    fn alloc(&mut self, len: usize) -> Option<&mut [u8]>;
+    fn commit(&mut self, len: usize);
+}
+
+pub(crate) enum Op {
+    Send(BufId, u32, u32),
+    SendOwned(Box<[u8]>),
+    Close,
+    Abort,
+}
+
+/// Handle passed to callbacks: acts on the flow the event is about. Operations are applied
+/// by the host right after the callback returns.
+#[derive(Default)]
+pub struct Ctl {
+    pub(crate) flow: FlowId,
+    pub(crate) key: FlowKey,
+    pub(crate) passive: bool,
+    pub(crate) ops: Vec<Op>,
+    /// Operations that failed (bad range, queue full) since the host was created.
+    pub errors: u64,
+}
+
+impl Ctl {
+    /// The flow this event is about.
+    pub fn flow(&self) -> FlowId {
+        self.flow
+    }
+    /// Its 4-tuple.
+    pub fn key(&self) -> FlowKey {
+        self.key
+    }
+    /// True for flows accepted from a listener.
+    pub fn passive(&self) -> bool {
+        self.passive
+    }
+    /// Queue `len` bytes of registered buffer `buf` from `off` (no copy; pulled when the
+    /// window opens).
+    pub fn send(&mut self, buf: BufId, off: u32, len: u32) {
+        self.ops.push(Op::Send(buf, off, len));
+    }
+    /// Queue owned bytes (freed once acknowledged).
+    pub fn send_owned(&mut self, data: Box<[u8]>) {
+        self.ops.push(Op::SendOwned(data));
+    }
+    /// Close the send side (FIN after queued data).
+    pub fn close(&mut self) {
+        self.ops.push(Op::Close);
+    }
+    /// Reset the connection.
+    pub fn abort(&mut self) {
+        self.ops.push(Op::Abort);
+    }
+}
+
+/// Application callbacks. All have empty defaults.
+pub trait TcpApp {
+    /// Handshake complete (active or passive open; see [`Ctl::passive`]).
+    fn on_connected(&mut self, _ctl: &mut Ctl, _flow: FlowId) {}
+    /// In-order bytes, pointing into the received frame (or the out-of-order store).
+    fn on_data(&mut self, _ctl: &mut Ctl, _flow: FlowId, _data: &[u8]) {}
+    /// `bytes` of our data were acknowledged (send space freed).
+    fn on_acked(&mut self, _ctl: &mut Ctl, _flow: FlowId, _bytes: u32) {}
+    /// The peer sent FIN: no more data will arrive.
+    fn on_peer_closed(&mut self, _ctl: &mut Ctl, _flow: FlowId) {}
+    /// The flow ended; its id is no longer valid.
+    fn on_closed(&mut self, _flow: FlowId, _reason: CloseReason) {}
+}

@@ -1,0 +1,1499 @@
+//! The per-core TCP host: receives Ethernet/IPv4/TCP frames, demultiplexes them to flows
+//! through the 4-tuple table, runs the RFC 9293 state machine and the application
+//! callbacks, and writes complete frames straight into caller-provided buffers
+//! ([`TxSink`]). Timers live in one `squall_engine::TimerWheel` (token = slab index).
+
+use squall_engine::TimerWheel;
+
+use crate::api::{CloseReason, ConnectError, Ctl, FlowId, Op, SendError, TcpApp, TxSink};
+use crate::cc::{DupAck, NewAck, NewReno};
+use crate::counters::TcpCounters;
+use crate::flowtable::{FlowKey, FlowTable};
+use crate::isn::IsnKey;
+use crate::ooo::{OooInsert, OooQueue};
+use crate::pkt::{self, Segment, TxHdr, ACK, FIN, HDRS_LEN, PSH, RST, SYN};
+use crate::rtt::{RtoConfig, Rtt};
+use crate::sendq::{BufId, BufRegistry, ChunkPool, SendQueue};
+use crate::seq;
+use crate::tcb::*;
+
+/// Host and TCP configuration.
+#[derive(Clone, Debug)]
+pub struct TcpConfig {
+    /// Our MAC address.
+    pub mac: [u8; 6],
+    /// Static next-hop MAC for every outgoing frame.
+    pub gateway_mac: [u8; 6],
+    /// Maximum number of flows (slab and table size).
+    pub max_flows: u32,
+    /// Our MSS (advertised and upper bound for sending).
+    pub mss: u16,
+    /// Initial congestion window in segments (1..=20).
+    pub init_cwnd: u8,
+    /// Receive window we advertise (the application consumes data as it arrives).
+    pub rcv_wnd: u32,
+    /// Offer window scaling with this shift (RFC 7323 §2); None = do not offer.
+    pub wscale: Option<u8>,
+    /// Nagle's algorithm (RFC 9293 §3.7.4) on new flows.
+    pub nagle: bool,
+    /// Delayed-ACK timeout (RFC 9293 §3.8.6.3), ns; 0 = ACK every segment immediately.
+    pub delack_ns: u64,
+    pub rto: RtoConfig,
+    /// Retransmissions of a SYN / SYN-ACK before giving up.
+    pub max_syn_retries: u8,
+    /// Retransmissions of data/FIN before giving up.
+    pub max_retries: u8,
+    /// TIME_WAIT period (2*MSL; short by default for a generator), ns.
+    pub time_wait_ns: u64,
+    /// Keepalive: (idle ns, interval ns, probes); None = off.
+    pub keepalive: Option<(u64, u64, u8)>,
+    /// Maximum half-open (SYN_RECEIVED) flows; beyond it SYNs are dropped and counted.
+    pub max_half_open: u32,
+    /// Capacity of a flow's out-of-order queue in bytes.
+    pub ooo_bytes: u32,
+    /// Secret for ISNs and the table hash.
+    pub seed: u64,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 1],
+            gateway_mac: [2, 0, 0, 0, 0, 2],
+            max_flows: 65_536,
+            mss: 1460,
+            init_cwnd: 2,
+            rcv_wnd: 65_535,
+            wscale: None,
+            nagle: false,
+            delack_ns: 100_000_000,
+            rto: RtoConfig::default(),
+            max_syn_retries: 6,
+            max_retries: 12,
+            time_wait_ns: 1_000_000_000,
+            keepalive: None,
+            max_half_open: 16_384,
+            ooo_bytes: 65_536,
+            seed: 0x5157_4c4c_7463_7031,
+        }
+    }
+}
+
+/// A per-core TCP endpoint set.
+pub struct TcpHost {
+    cfg: TcpConfig,
+    flows: Vec<Tcb>,
+    free: Vec<u32>,
+    table: FlowTable,
+    wheel: TimerWheel,
+    expired: Vec<u32>,
+    chunks: ChunkPool,
+    bufs: BufRegistry,
+    ooo: Vec<Option<Box<OooQueue>>>,
+    ooo_free: Vec<u32>,
+    listen: Vec<u64>,
+    half_open: u32,
+    isn_key: IsnKey,
+    ip_id: u16,
+    counters: TcpCounters,
+    ctl: Ctl,
+    now: u64,
+    active: u32,
+}
+
+/// What `segment` processing should do after a callback.
+type Gone = bool;
+
+impl TcpHost {
+    /// A host at time `now_ns` (the host never reads a clock; callers pass time).
+    pub fn new(cfg: TcpConfig, now_ns: u64) -> Self {
+        let max = cfg.max_flows.max(1) as usize;
+        let k0 = cfg.seed ^ 0x736f_6d65;
+        let k1 = cfg.seed.rotate_left(17) ^ 0x646f_7261;
+        TcpHost {
+            table: FlowTable::new(max, cfg.seed.rotate_left(7)),
+            wheel: TimerWheel::new(max, now_ns),
+            flows: Vec::with_capacity(max),
+            free: Vec::new(),
+            expired: Vec::with_capacity(256),
+            chunks: ChunkPool::new(),
+            bufs: BufRegistry::new(),
+            ooo: Vec::new(),
+            ooo_free: Vec::new(),
+            listen: vec![0u64; 1024],
+            half_open: 0,
+            isn_key: IsnKey { k0, k1 },
+            ip_id: 0,
+            counters: TcpCounters::default(),
+            ctl: Ctl::default(),
+            now: now_ns,
+            active: 0,
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+    pub fn counters(&self) -> &TcpCounters {
+        &self.counters
+    }
+    /// The registry of immutable send buffers (register templates here once).
+    pub fn buffers(&mut self) -> &mut BufRegistry {
+        &mut self.bufs
+    }
+    /// Flows currently allocated (including TIME_WAIT).
+    pub fn flow_count(&self) -> usize {
+        self.active as usize
+    }
+    /// State of a flow (Closed if the id is free or out of range).
+    pub fn state(&self, f: FlowId) -> State {
+        self.flows
+            .get(f.0 as usize)
+            .map_or(State::Closed, |t| t.state)
+    }
+    /// The 4-tuple of a live flow.
+    pub fn flow_key(&self, f: FlowId) -> Option<FlowKey> {
+        self.flows
+            .get(f.0 as usize)
+            .filter(|t| t.state != State::Closed)
+            .map(|t| t.key)
+    }
+    /// Read-only view of a flow's TCB (tests, diagnostics).
+    pub fn tcb(&self, f: FlowId) -> Option<&Tcb> {
+        self.flows
+            .get(f.0 as usize)
+            .filter(|t| t.state != State::Closed)
+    }
+    /// Earliest pending timer (lower bound), for virtual-clock drivers.
+    pub fn next_timer(&self) -> Option<u64> {
+        self.wheel.next_deadline()
+    }
+
+    /// Accept connections on `port` (any local address).
+    pub fn listen(&mut self, port: u16) {
+        self.listen[port as usize / 64] |= 1 << (port % 64);
+    }
+    /// Stop accepting on `port`.
+    pub fn unlisten(&mut self, port: u16) {
+        self.listen[port as usize / 64] &= !(1 << (port % 64));
+    }
+    #[inline]
+    fn listening(&self, port: u16) -> bool {
+        self.listen[port as usize / 64] & (1 << (port % 64)) != 0
+    }
+
+    // ------------------------------------------------------------------ flow slab
+
+    fn alloc_flow(&mut self, key: FlowKey, h: u64) -> Option<u32> {
+        let i = if let Some(i) = self.free.pop() {
+            i
+        } else if self.flows.len() < self.cfg.max_flows as usize {
+            self.flows.push(Tcb::default());
+            self.flows.len() as u32 - 1
+        } else {
+            self.counters.tcps_flowfull += 1;
+            return None;
+        };
+        if self.table.insert(key, h, i).is_err() {
+            self.free.push(i);
+            self.counters.tcps_flowfull += 1;
+            return None;
+        }
+        let mss = self.cfg.mss as u32;
+        self.flows[i as usize] = Tcb {
+            key,
+            flags: if self.cfg.nagle { F_NAGLE } else { 0 },
+            mss: self.cfg.mss,
+            ooo: NO_SIDE,
+            rtt: Rtt::new(&self.cfg.rto),
+            cc: NewReno::new(self.cfg.init_cwnd, mss, 0),
+            ..Tcb::default()
+        };
+        self.active += 1;
+        Some(i)
+    }
+
+    /// Releases a flow; reports `reason` to the app unless already reported.
+    fn close_flow<A: TcpApp>(&mut self, i: u32, reason: CloseReason, app: &mut A) {
+        let t = &mut self.flows[i as usize];
+        if t.state == State::Closed {
+            return;
+        }
+        let report = !t.has(F_REPORTED) && !t.has(F_HALF_OPEN);
+        if t.has(F_HALF_OPEN) {
+            self.half_open -= 1;
+        }
+        let key = t.key;
+        let mut sq = t.sq;
+        let ooo = t.ooo;
+        t.state = State::Closed;
+        t.sq = SendQueue::default();
+        t.ooo = NO_SIDE;
+        self.chunks.clear(&mut sq, &mut self.bufs);
+        self.release_ooo(ooo);
+        let h = self.table.hash(&key);
+        self.table.remove(&key, h);
+        self.wheel.cancel(i);
+        self.free.push(i);
+        self.active -= 1;
+        self.counters.tcps_closed += 1;
+        if report {
+            app.on_closed(FlowId(i), reason);
+        }
+    }
+
+    fn release_ooo(&mut self, o: u32) {
+        if o != NO_SIDE {
+            if let Some(q) = self.ooo[o as usize].as_mut() {
+                q.clear();
+            }
+            self.ooo_free.push(o);
+        }
+    }
+
+    fn get_ooo(&mut self) -> u32 {
+        if let Some(o) = self.ooo_free.pop() {
+            return o;
+        }
+        self.ooo
+            .push(Some(Box::new(OooQueue::new(self.cfg.ooo_bytes as usize))));
+        self.ooo.len() as u32 - 1
+    }
+
+    // ------------------------------------------------------------------ timers
+
+    #[inline]
+    fn rto_ns(&self, t: &Tcb) -> u64 {
+        t.rtt.backed_off(t.backoff, &self.cfg.rto) as u64 * 1000
+    }
+
+    /// Arms the wheel with the earliest of the flow's deadlines, lazily: the wheel is only
+    /// re-armed when a deadline moves earlier; later deadlines are found at expiry.
+    #[inline]
+    fn schedule(&mut self, i: u32) {
+        let t = &mut self.flows[i as usize];
+        let want = match (t.rexmt_at, t.delack_at) {
+            (0, 0) => return,
+            (0, d) | (d, 0) => d,
+            (a, b) => a.min(b),
+        };
+        if t.wheel_at == 0 || want < t.wheel_at {
+            t.wheel_at = want;
+            self.wheel.arm(i, want);
+        }
+    }
+
+    fn set_idle_timer(&mut self, i: u32) {
+        let now = self.now;
+        let ka = self.cfg.keepalive;
+        let t = &mut self.flows[i as usize];
+        if t.snd_una != t.snd_max {
+            return;
+        }
+        if t.sq.len > 0 && t.snd_wnd == 0 && !t.fin_pending() {
+            return; // persist timer stays
+        }
+        t.rexmt_at = match (ka, t.state) {
+            (Some((idle, _, _)), State::Established) => now + idle,
+            _ => 0,
+        };
+    }
+
+    /// Runs expired timers. Call with the current time, at least as often as
+    /// [`TcpHost::next_timer`] says.
+    pub fn poll<A: TcpApp, S: TxSink>(&mut self, now: u64, app: &mut A, tx: &mut S) {
+        self.now = now;
+        let mut exp = std::mem::take(&mut self.expired);
+        exp.clear();
+        self.wheel.advance(now, &mut exp);
+        for &i in &exp {
+            self.on_timer(i, app, tx);
+        }
+        self.expired = exp;
+    }
+
+    fn on_timer<A: TcpApp, S: TxSink>(&mut self, i: u32, app: &mut A, tx: &mut S) {
+        let now = self.now;
+        let t = &mut self.flows[i as usize];
+        if t.state == State::Closed {
+            return;
+        }
+        t.wheel_at = 0;
+        if t.delack_at != 0 && t.delack_at <= now {
+            t.delack_at = 0;
+            if t.rcv_unacked > 0 || t.has(F_ACKNOW) {
+                t.flags |= F_ACKNOW;
+                self.counters.tcps_delack += 1;
+                self.output(i, tx);
+            }
+        }
+        let t = &mut self.flows[i as usize];
+        if t.rexmt_at != 0 && t.rexmt_at <= now {
+            t.rexmt_at = 0;
+            if self.on_rexmt_timer(i, app, tx) {
+                return;
+            }
+        }
+        self.schedule(i);
+    }
+
+    /// Retransmission-class timer; returns true if the flow is gone.
+    fn on_rexmt_timer<A: TcpApp, S: TxSink>(&mut self, i: u32, app: &mut A, tx: &mut S) -> Gone {
+        let now = self.now;
+        let cfg_retries = self.cfg.max_retries;
+        let t = &mut self.flows[i as usize];
+        match t.state {
+            State::TimeWait => {
+                self.close_flow(i, CloseReason::Normal, app);
+                return true;
+            }
+            State::SynSent | State::SynReceived => {
+                t.backoff += 1;
+                if t.backoff > self.cfg.max_syn_retries {
+                    self.counters.tcps_conndrops += 1;
+                    self.counters.tcps_rexmttimeo += 1;
+                    self.close_flow(i, CloseReason::Timeout, app);
+                    return true;
+                }
+                t.flags &= !F_TIMING;
+                self.counters.tcps_rexmttimeo += 1;
+                self.send_syn(i, tx);
+                let t = &self.flows[i as usize];
+                let rto = self.rto_ns(t);
+                self.flows[i as usize].rexmt_at = now + rto;
+            }
+            _ if t.snd_una != t.snd_max => {
+                // RFC 6298 §5.4-5.6: retransmit, back off, restart.
+                t.backoff += 1;
+                self.counters.tcps_rexmttimeo += 1;
+                if t.backoff > cfg_retries {
+                    self.counters.tcps_timeoutdrop += 1;
+                    self.send_rst_for(i, tx);
+                    self.close_flow(i, CloseReason::Timeout, app);
+                    return true;
+                }
+                let mss = t.mss as u32;
+                let flight = t.flight();
+                let snd_max = t.snd_max;
+                t.cc.on_rto(flight, mss, snd_max);
+                t.snd_nxt = t.snd_una;
+                t.flags &= !F_TIMING; // Karn
+                let rto = self.rto_ns(&self.flows[i as usize]);
+                self.flows[i as usize].rexmt_at = now + rto;
+                self.output(i, tx);
+            }
+            _ if t.sq.len > 0 && t.snd_wnd == 0 => {
+                // Persist: probe the zero window with one byte (RFC 9293 §3.8.6.1).
+                self.counters.tcps_persisttimeo += 1;
+                t.backoff = t.backoff.saturating_add(1).min(cfg_retries);
+                t.flags |= F_FORCE;
+                self.counters.tcps_sndprobe += 1;
+                self.output(i, tx);
+                let t = &self.flows[i as usize];
+                let rto = self.rto_ns(t);
+                let t = &mut self.flows[i as usize];
+                if t.rexmt_at == 0 {
+                    t.rexmt_at = now + rto;
+                }
+            }
+            State::Established => {
+                if let Some((_, intvl, probes)) = self.cfg.keepalive {
+                    self.counters.tcps_keeptimeo += 1;
+                    if t.backoff >= probes {
+                        self.counters.tcps_keepdrops += 1;
+                        self.send_rst_for(i, tx);
+                        self.close_flow(i, CloseReason::Timeout, app);
+                        return true;
+                    }
+                    t.backoff += 1;
+                    // Keepalive probe: SEG.SEQ = SND.NXT - 1 (RFC 9293 §3.8.4).
+                    let (seq, ack) = (t.snd_una.wrapping_sub(1), t.rcv_nxt);
+                    let key = t.key;
+                    let wnd = self.adv_wnd(i);
+                    self.counters.tcps_keepprobe += 1;
+                    self.write_seg(tx, &key, seq, ack, ACK, wnd, &[], None);
+                    self.flows[i as usize].rexmt_at = now + intvl;
+                }
+            }
+            _ => {}
+        }
+        false
+    }
+
+    // ------------------------------------------------------------------ output
+
+    #[inline]
+    fn adv_wnd(&self, i: u32) -> u16 {
+        let t = &self.flows[i as usize];
+        let w = if t.has(F_WSCALE) {
+            self.cfg.rcv_wnd >> t.rcv_wscale
+        } else {
+            self.cfg.rcv_wnd
+        };
+        w.min(65_535) as u16
+    }
+
+    /// Writes one segment into a frame from `tx`. Payload, if any, is copied once from the
+    /// flow's referenced buffers into the frame. Returns false if no buffer was available.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn write_seg<S: TxSink>(
+        &mut self,
+        tx: &mut S,
+        key: &FlowKey,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        wnd: u16,
+        opts: &[u8],
+        data: Option<(SendQueue, u32, u32)>,
+    ) -> bool {
+        let plen = data.map_or(0, |d| d.2 as usize);
+        let flen = HDRS_LEN + opts.len() + plen;
+        self.ip_id = self.ip_id.wrapping_add(1);
+        let h = TxHdr {
+            src_mac: self.cfg.mac,
+            dst_mac: self.cfg.gateway_mac,
+            src_ip: key.local_ip,
+            dst_ip: key.remote_ip,
+            ip_id: self.ip_id,
+            src_port: key.local_port,
+            dst_port: key.remote_port,
+            seq,
+            ack,
+            flags,
+            wnd,
+        };
+        let Some(buf) = tx.alloc(flen) else {
+            self.counters.tcps_txfull += 1;
+            return false;
+        };
+        if buf.len() < flen {
+            self.counters.tcps_txfull += 1;
+            return false;
+        }
+        let off = pkt::write_headers(buf, &h, opts, plen);
+        if let Some((sq, qoff, len)) = data {
+            self.chunks
+                .copy_out(&sq, qoff, &mut buf[off..off + len as usize], &self.bufs);
+        }
+        pkt::finish_tcp_checksum(buf, key.local_ip, key.remote_ip, flen);
+        tx.commit(flen);
+        self.counters.tcps_sndtotal += 1;
+        true
+    }
+
+    fn send_syn<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let t = &self.flows[i as usize];
+        let passive = t.state == State::SynReceived;
+        let mut opts = [0u8; 8];
+        opts[..4].copy_from_slice(&[2, 4, (self.cfg.mss >> 8) as u8, self.cfg.mss as u8]);
+        let mut olen = 4;
+        // Window scale: offered on SYN; on SYN-ACK only if the peer offered it (RFC 7323 §2.2).
+        let ws = if passive {
+            t.has(F_WSCALE)
+        } else {
+            self.cfg.wscale.is_some()
+        };
+        if ws {
+            opts[4..8].copy_from_slice(&[1, 3, 3, self.cfg.wscale.unwrap_or(0).min(14)]);
+            olen = 8;
+        }
+        let flags = if passive { SYN | ACK } else { SYN };
+        let (key, seq, ack) = (t.key, t.snd_una, t.rcv_nxt);
+        // The window in a SYN segment is never scaled (RFC 7323 §2.2).
+        let wnd = self.cfg.rcv_wnd.min(65_535) as u16;
+        self.counters.tcps_sndctrl += 1;
+        self.write_seg(
+            tx,
+            &key,
+            seq,
+            if passive { ack } else { 0 },
+            flags,
+            wnd,
+            &opts[..olen],
+            None,
+        );
+        let t = &mut self.flows[i as usize];
+        t.snd_nxt = t.snd_una.wrapping_add(1);
+        t.snd_max = seq::max(t.snd_max, t.snd_nxt);
+    }
+
+    fn send_rst_for<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let t = &self.flows[i as usize];
+        if matches!(t.state, State::SynSent | State::TimeWait | State::Closed) {
+            return;
+        }
+        let (key, seq, ack) = (t.key, t.snd_nxt, t.rcv_nxt);
+        self.counters.tcps_sndrst += 1;
+        self.counters.tcps_sndctrl += 1;
+        self.write_seg(tx, &key, seq, ack, RST | ACK, 0, &[], None);
+    }
+
+    /// Sends whatever the windows allow plus a pending ACK (BSD `tcp_output`).
+    fn output<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let now = self.now;
+        loop {
+            let wnd_adv = self.adv_wnd(i);
+            let t = &mut self.flows[i as usize];
+            let can_data = matches!(
+                t.state,
+                State::Established
+                    | State::CloseWait
+                    | State::FinWait1
+                    | State::Closing
+                    | State::LastAck
+            );
+            if !can_data {
+                if t.has(F_ACKNOW) && t.state != State::Closed && t.state != State::SynSent {
+                    t.flags &= !F_ACKNOW;
+                    t.rcv_unacked = 0;
+                    t.delack_at = 0;
+                    let (key, seq, ack) = (t.key, t.snd_nxt, t.rcv_nxt);
+                    self.counters.tcps_sndacks += 1;
+                    self.write_seg(tx, &key, seq, ack, ACK, wnd_adv, &[], None);
+                }
+                break;
+            }
+            let off = t.snd_nxt.wrapping_sub(t.snd_una);
+            let qlen = t.sq.len;
+            let avail = qlen.saturating_sub(off);
+            let mss = t.mss as u32;
+            let in_flight = off;
+            let one_seg = t.has(F_ONE_SEG);
+            let mut usable = if one_seg {
+                mss
+            } else {
+                t.snd_wnd.min(t.cc.cwnd).saturating_sub(in_flight)
+            };
+            if t.has(F_FORCE) && usable == 0 && avail > 0 {
+                usable = 1;
+            }
+            let mut len = avail.min(usable).min(mss);
+            // Nagle (RFC 9293 §3.7.4): hold a small segment while data is unacknowledged.
+            if t.has(F_NAGLE) && len < mss && len < avail.max(1) && in_flight > 0 {
+                len = 0;
+            }
+            if t.has(F_NAGLE)
+                && len > 0
+                && len < mss
+                && len == avail
+                && in_flight > 0
+                && !t.has(F_FORCE)
+            {
+                len = 0;
+            }
+            let send_fin =
+                t.fin_pending() && t.snd_nxt.wrapping_add(len) == t.fin_seq() && (len == avail);
+            if len == 0 && !send_fin && !t.has(F_ACKNOW) {
+                break;
+            }
+            let mut flags = ACK;
+            if len > 0 && off + len == qlen {
+                flags |= PSH;
+            }
+            if send_fin {
+                flags |= FIN;
+            }
+            let key = t.key;
+            let seqno = t.snd_nxt;
+            let ack = t.rcv_nxt;
+            let sq = t.sq;
+            let rexmit = seq::lt(seqno, t.snd_max);
+            if len > 0 && !rexmit && !t.has(F_TIMING) {
+                t.flags |= F_TIMING;
+                t.rtt_seq = seqno;
+                t.rtt_ts = (now / 1000) as u32;
+                self.counters.tcps_segstimed += 1;
+            }
+            let data = if len > 0 { Some((sq, off, len)) } else { None };
+            if !self.write_seg(tx, &key, seqno, ack, flags, wnd_adv, &[], data) {
+                break;
+            }
+            if len > 0 {
+                if rexmit {
+                    self.counters.tcps_sndrexmitpack += 1;
+                    self.counters.tcps_sndrexmitbyte += len as u64;
+                } else {
+                    self.counters.tcps_sndpack += 1;
+                    self.counters.tcps_sndbyte += len as u64;
+                }
+            } else if send_fin {
+                self.counters.tcps_sndctrl += 1;
+            } else {
+                self.counters.tcps_sndacks += 1;
+            }
+            let rto = self.rto_ns(&self.flows[i as usize]);
+            let t = &mut self.flows[i as usize];
+            let was_idle = t.snd_una == t.snd_max;
+            let used = len + send_fin as u32;
+            t.snd_nxt = t.snd_nxt.wrapping_add(used);
+            t.snd_max = seq::max(t.snd_max, t.snd_nxt);
+            t.flags &= !(F_ACKNOW | F_ONE_SEG | F_FORCE);
+            t.rcv_unacked = 0;
+            t.delack_at = 0;
+            // RFC 6298 §5.1: start the timer if not running (replacing an idle/persist timer).
+            if used > 0 && (was_idle || t.rexmt_at == 0) {
+                t.rexmt_at = now + rto;
+            }
+            if one_seg || len == 0 {
+                break;
+            }
+        }
+        // Persist timer: data queued, window closed, nothing in flight.
+        let rto = self.rto_ns(&self.flows[i as usize]);
+        let t = &mut self.flows[i as usize];
+        if t.snd_wnd == 0 && t.snd_una == t.snd_max && t.sq.len > 0 && t.rexmt_at == 0 {
+            t.rexmt_at = now + rto;
+        }
+        self.schedule(i);
+    }
+
+    /// Retransmits one segment at SND.UNA (fast retransmit, partial ACK).
+    fn retransmit_one<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let t = &mut self.flows[i as usize];
+        let saved = t.snd_nxt;
+        t.snd_nxt = t.snd_una;
+        t.flags |= F_ONE_SEG;
+        t.flags &= !F_TIMING; // Karn's rule
+        self.output(i, tx);
+        let t = &mut self.flows[i as usize];
+        t.flags &= !F_ONE_SEG;
+        t.snd_nxt = seq::max(saved, t.snd_nxt);
+    }
+
+    // ------------------------------------------------------------------ app calls
+
+    /// Opens a connection (active open, RFC 9293 §3.10.1). A flow in TIME_WAIT on the same
+    /// 4-tuple is recycled (the new ISN comes from the RFC 6528 clock).
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect<S: TxSink>(
+        &mut self,
+        now: u64,
+        tx: &mut S,
+        local_ip: u32,
+        local_port: u16,
+        remote_ip: u32,
+        remote_port: u16,
+    ) -> Result<FlowId, ConnectError> {
+        self.now = now;
+        let key = FlowKey {
+            local_ip,
+            remote_ip,
+            local_port,
+            remote_port,
+        };
+        let h = self.table.hash(&key);
+        if let Some(old) = self.table.find(&key, h) {
+            if self.flows[old as usize].state == State::TimeWait {
+                self.counters.tcps_twrecycled += 1;
+                self.close_flow(old, CloseReason::Normal, &mut NoApp);
+            } else {
+                return Err(ConnectError::InUse);
+            }
+        }
+        let i = self.alloc_flow(key, h).ok_or(ConnectError::NoResources)?;
+        let iss = self
+            .isn_key
+            .isn(now, local_ip, local_port, remote_ip, remote_port);
+        let t = &mut self.flows[i as usize];
+        t.state = State::SynSent;
+        t.snd_una = iss;
+        t.snd_nxt = iss;
+        t.snd_max = iss;
+        t.cc.recover = iss;
+        t.flags |= F_TIMING;
+        t.rtt_seq = iss;
+        t.rtt_ts = (now / 1000) as u32;
+        self.counters.tcps_connattempt += 1;
+        self.send_syn(i, tx);
+        let rto = self.rto_ns(&self.flows[i as usize]);
+        self.flows[i as usize].rexmt_at = now + rto;
+        self.schedule(i);
+        Ok(FlowId(i))
+    }
+
+    fn check_sendable(&self, f: FlowId) -> Result<u32, SendError> {
+        let t = self.flows.get(f.0 as usize).ok_or(SendError::NoFlow)?;
+        match t.state {
+            State::Established | State::CloseWait | State::SynSent | State::SynReceived => {
+                if t.has(F_FIN_QUEUED) {
+                    Err(SendError::Closed)
+                } else {
+                    Ok(f.0)
+                }
+            }
+            State::Closed => Err(SendError::NoFlow),
+            _ => Err(SendError::Closed),
+        }
+    }
+
+    fn queue(&mut self, i: u32, buf: BufId, off: u32, len: u32) -> Result<(), SendError> {
+        let blen = self.bufs.get(buf).len() as u64;
+        if off as u64 + len as u64 > blen {
+            return Err(SendError::BadRange);
+        }
+        let t = &mut self.flows[i as usize];
+        self.chunks
+            .push(&mut t.sq, buf, off, len)
+            .map_err(|_| SendError::QueueFull)
+    }
+
+    /// Queues `len` bytes of registered buffer `buf` at `off` and sends what the windows allow.
+    pub fn send<S: TxSink>(
+        &mut self,
+        now: u64,
+        tx: &mut S,
+        f: FlowId,
+        buf: BufId,
+        off: u32,
+        len: u32,
+    ) -> Result<(), SendError> {
+        self.now = now;
+        let i = self.check_sendable(f)?;
+        self.queue(i, buf, off, len)?;
+        self.output(i, tx);
+        Ok(())
+    }
+
+    /// Queues owned bytes (freed once acknowledged) and sends what the windows allow.
+    pub fn send_owned<S: TxSink>(
+        &mut self,
+        now: u64,
+        tx: &mut S,
+        f: FlowId,
+        data: Box<[u8]>,
+    ) -> Result<(), SendError> {
+        self.now = now;
+        let i = self.check_sendable(f)?;
+        let len = data.len() as u32;
+        let id = self.bufs.register_owned(data);
+        if let Err(e) = self.queue(i, id, 0, len) {
+            self.bufs.unregister(id);
+            return Err(e);
+        }
+        self.output(i, tx);
+        Ok(())
+    }
+
+    fn do_close(&mut self, i: u32) -> bool {
+        let t = &mut self.flows[i as usize];
+        if t.has(F_FIN_QUEUED) {
+            return false;
+        }
+        let next = match t.state {
+            State::Established | State::SynReceived => State::FinWait1,
+            State::CloseWait => State::LastAck,
+            _ => return false,
+        };
+        if t.state == State::SynReceived {
+            return false; // FIN after the handshake completes: unsupported edge, ignored
+        }
+        t.flags |= F_FIN_QUEUED;
+        t.state = next;
+        true
+    }
+
+    /// Closes the send side (FIN after the queued data; RFC 9293 §3.10.4). Closing a flow
+    /// still in SYN_SENT releases it.
+    pub fn close<A: TcpApp, S: TxSink>(&mut self, now: u64, app: &mut A, tx: &mut S, f: FlowId) {
+        self.now = now;
+        let Some(t) = self.flows.get(f.0 as usize) else {
+            return;
+        };
+        if t.state == State::SynSent {
+            self.close_flow(f.0, CloseReason::Aborted, app);
+            return;
+        }
+        if self.do_close(f.0) {
+            self.output(f.0, tx);
+        }
+    }
+
+    /// Aborts a flow with a RST (RFC 9293 §3.10.5).
+    pub fn abort<A: TcpApp, S: TxSink>(&mut self, now: u64, app: &mut A, tx: &mut S, f: FlowId) {
+        self.now = now;
+        if self.state(f) == State::Closed {
+            return;
+        }
+        self.send_rst_for(f.0, tx);
+        self.counters.tcps_drops += 1;
+        self.close_flow(f.0, CloseReason::Aborted, app);
+    }
+
+    /// Applies the operations queued by a callback; returns true if the flow is gone.
+    fn apply_ops<A: TcpApp, S: TxSink>(&mut self, i: u32, app: &mut A, tx: &mut S) -> Gone {
+        if self.ctl.ops.is_empty() {
+            return false;
+        }
+        let mut ops = std::mem::take(&mut self.ctl.ops);
+        let mut gone = false;
+        for op in ops.drain(..) {
+            if gone {
+                continue;
+            }
+            match op {
+                Op::Send(b, off, len) => {
+                    if self.check_sendable(FlowId(i)).is_ok() && self.queue(i, b, off, len).is_err()
+                    {
+                        self.ctl.errors += 1;
+                    }
+                }
+                Op::SendOwned(data) => {
+                    let len = data.len() as u32;
+                    let id = self.bufs.register_owned(data);
+                    if self.check_sendable(FlowId(i)).is_err() || self.queue(i, id, 0, len).is_err()
+                    {
+                        self.bufs.unregister(id);
+                        self.ctl.errors += 1;
+                    }
+                }
+                Op::Close => {
+                    self.do_close(i);
+                }
+                Op::Abort => {
+                    self.send_rst_for(i, tx);
+                    self.counters.tcps_drops += 1;
+                    self.close_flow(i, CloseReason::Aborted, app);
+                    gone = true;
+                }
+            }
+        }
+        self.ctl.ops = ops;
+        gone
+    }
+
+    #[inline]
+    fn set_ctl(&mut self, i: u32) {
+        let t = &self.flows[i as usize];
+        self.ctl.flow = FlowId(i);
+        self.ctl.key = t.key;
+        self.ctl.passive = t.has(F_PASSIVE);
+    }
+
+    // ------------------------------------------------------------------ input
+
+    /// Processes one received frame (Ethernet + IPv4 + TCP).
+    pub fn rx<A: TcpApp, S: TxSink>(&mut self, now: u64, frame: &[u8], app: &mut A, tx: &mut S) {
+        self.now = now;
+        self.counters.tcps_rcvtotal += 1;
+        let seg = match pkt::parse(frame) {
+            Ok(s) => s,
+            Err(e) => {
+                match e {
+                    pkt::RxError::BadSum => self.counters.tcps_rcvbadsum += 1,
+                    pkt::RxError::BadOff => self.counters.tcps_rcvbadoff += 1,
+                    pkt::RxError::Short => self.counters.tcps_rcvshort += 1,
+                    _ => self.counters.tcps_rcvnottcp += 1,
+                }
+                return;
+            }
+        };
+        let key = FlowKey {
+            local_ip: seg.dst_ip,
+            remote_ip: seg.src_ip,
+            local_port: seg.dst_port,
+            remote_port: seg.src_port,
+        };
+        let h = self.table.hash(&key);
+        match self.table.find(&key, h) {
+            Some(i) => self.segment(i, &seg, h, app, tx),
+            None => self.no_flow(&seg, key, h, tx),
+        }
+    }
+
+    fn send_rst_reply<S: TxSink>(&mut self, seg: &Segment, key: &FlowKey, tx: &mut S) {
+        if seg.flags & RST != 0 {
+            return;
+        }
+        // RFC 9293 §3.10.7.1: reply to a segment for a nonexistent connection.
+        let (seqno, ack, flags) = if seg.flags & ACK != 0 {
+            (seg.ack, 0, RST)
+        } else {
+            (0, seg.seq.wrapping_add(seg.seg_len()), RST | ACK)
+        };
+        self.counters.tcps_sndrst += 1;
+        self.counters.tcps_sndctrl += 1;
+        self.write_seg(tx, key, seqno, ack, flags, 0, &[], None);
+    }
+
+    fn no_flow<S: TxSink>(&mut self, seg: &Segment, key: FlowKey, h: u64, tx: &mut S) {
+        if seg.flags & RST != 0 {
+            return;
+        }
+        if seg.flags & (SYN | ACK | FIN) == SYN && self.listening(seg.dst_port) {
+            self.passive_open(seg, key, h, tx);
+            return;
+        }
+        self.counters.tcps_noconn += 1;
+        self.send_rst_reply(seg, &key, tx);
+    }
+
+    /// LISTEN state, SYN arrival (RFC 9293 §3.10.7.2).
+    fn passive_open<S: TxSink>(&mut self, seg: &Segment, key: FlowKey, h: u64, tx: &mut S) {
+        if self.half_open >= self.cfg.max_half_open {
+            self.counters.tcps_synfull += 1;
+            return;
+        }
+        let Some(i) = self.alloc_flow(key, h) else {
+            return;
+        };
+        let iss = self.isn_key.isn(
+            self.now,
+            key.local_ip,
+            key.local_port,
+            key.remote_ip,
+            key.remote_port,
+        );
+        let o = pkt::parse_opts(seg.opts);
+        let cfg_ws = self.cfg.wscale;
+        let mss = if o.mss == 0 { 536 } else { o.mss }
+            .min(self.cfg.mss)
+            .max(64);
+        let init = self.cfg.init_cwnd;
+        let now = self.now;
+        let t = &mut self.flows[i as usize];
+        t.state = State::SynReceived;
+        t.flags |= F_PASSIVE | F_HALF_OPEN;
+        t.rcv_nxt = seg.seq.wrapping_add(1);
+        t.snd_una = iss;
+        t.snd_nxt = iss;
+        t.snd_max = iss;
+        t.cc = NewReno::new(init, mss as u32, iss);
+        t.mss = mss;
+        t.snd_wnd = seg.wnd as u32;
+        t.snd_wl1 = seg.seq;
+        t.snd_wl2 = iss;
+        if let (Some(peer), Some(ours)) = (o.wscale, cfg_ws) {
+            t.flags |= F_WSCALE;
+            t.snd_wscale = peer;
+            t.rcv_wscale = ours.min(14);
+        }
+        t.flags |= F_TIMING;
+        t.rtt_seq = iss;
+        t.rtt_ts = (now / 1000) as u32;
+        self.half_open += 1;
+        self.send_syn(i, tx);
+        let rto = self.rto_ns(&self.flows[i as usize]);
+        self.flows[i as usize].rexmt_at = now + rto;
+        self.schedule(i);
+    }
+
+    /// SYN-SENT state processing (RFC 9293 §3.10.7.3).
+    fn syn_sent<A: TcpApp, S: TxSink>(&mut self, i: u32, seg: &Segment, app: &mut A, tx: &mut S) {
+        let now = self.now;
+        let t = &mut self.flows[i as usize];
+        let iss = t.snd_una;
+        let has_ack = seg.flags & ACK != 0;
+        if has_ack && (seq::le(seg.ack, iss) || seq::gt(seg.ack, t.snd_max)) {
+            if seg.flags & RST == 0 {
+                let key = t.key;
+                self.send_rst_reply(seg, &key, tx);
+            }
+            return;
+        }
+        if seg.flags & RST != 0 {
+            if has_ack {
+                self.counters.tcps_conndrops += 1;
+                self.counters.tcps_rcvrst += 1;
+                self.close_flow(i, CloseReason::Refused, app);
+            }
+            return;
+        }
+        if seg.flags & SYN == 0 {
+            return;
+        }
+        let o = pkt::parse_opts(seg.opts);
+        let mss = if o.mss == 0 { 536 } else { o.mss }
+            .min(self.cfg.mss)
+            .max(64);
+        t.rcv_nxt = seg.seq.wrapping_add(1);
+        t.mss = mss;
+        if let (Some(peer), Some(ours)) = (o.wscale, self.cfg.wscale) {
+            t.flags |= F_WSCALE;
+            t.snd_wscale = peer;
+            t.rcv_wscale = ours.min(14);
+        }
+        t.cc.set_initial(self.cfg.init_cwnd, mss as u32);
+        t.snd_wnd = seg.wnd as u32; // never scaled in a SYN
+        t.snd_wl1 = seg.seq;
+        t.snd_wl2 = seg.ack;
+        if has_ack {
+            t.snd_una = seg.ack;
+            if t.has(F_TIMING) && t.backoff == 0 {
+                let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
+                t.rtt.sample(r, &self.cfg.rto);
+                self.counters.tcps_rttupdated += 1;
+            }
+            t.flags &= !F_TIMING;
+            t.backoff = 0;
+            t.rexmt_at = 0;
+            t.state = State::Established;
+            t.flags |= F_ACKNOW;
+            self.counters.tcps_connects += 1;
+            self.set_idle_timer(i);
+            self.set_ctl(i);
+            app.on_connected(&mut self.ctl, FlowId(i));
+            if self.apply_ops(i, app, tx) {
+                return;
+            }
+            // Any data on the SYN-ACK is processed as ESTABLISHED text would be; rare, so
+            // it is dropped here and the peer retransmits it.
+            self.output(i, tx);
+        } else {
+            // Simultaneous open (RFC 9293 §3.10.7.3, fourth check): SYN-RECEIVED, send SYN-ACK.
+            t.state = State::SynReceived;
+            t.backoff = 0;
+            t.flags &= !F_TIMING;
+            self.send_syn_ack_simultaneous(i, tx);
+            let rto = self.rto_ns(&self.flows[i as usize]);
+            self.flows[i as usize].rexmt_at = now + rto;
+            self.schedule(i);
+        }
+    }
+
+    fn send_syn_ack_simultaneous<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        // Same segment as a passive SYN-ACK (seq = ISS, ack = RCV.NXT).
+        self.send_syn(i, tx);
+    }
+
+    /// Processing for every synchronized state plus SYN-RECEIVED (RFC 9293 §3.10.7.4).
+    fn segment<A: TcpApp, S: TxSink>(
+        &mut self,
+        i: u32,
+        seg: &Segment,
+        h: u64,
+        app: &mut A,
+        tx: &mut S,
+    ) {
+        let now = self.now;
+        let state = self.flows[i as usize].state;
+        if state == State::SynSent {
+            self.syn_sent(i, seg, app, tx);
+            return;
+        }
+        let flags = seg.flags;
+        let listening = self.listening(seg.dst_port);
+        let t = &mut self.flows[i as usize];
+        // TIME_WAIT reuse: a new SYN above RCV.NXT may reopen the 4-tuple (RFC 9293 §3.6.1 / RFC 6191 spirit).
+        if state == State::TimeWait
+            && flags & (SYN | ACK | RST) == SYN
+            && seq::gt(seg.seq, t.rcv_nxt)
+            && listening
+        {
+            self.counters.tcps_twrecycled += 1;
+            let key = t.key;
+            self.close_flow(i, CloseReason::Normal, app);
+            self.passive_open(seg, key, h, tx);
+            return;
+        }
+        // Retransmitted SYN in SYN-RECEIVED: resend the SYN-ACK.
+        if state == State::SynReceived
+            && flags & (SYN | ACK | RST) == SYN
+            && seg.seq.wrapping_add(1) == t.rcv_nxt
+        {
+            self.send_syn(i, tx);
+            return;
+        }
+
+        // 1. Sequence number check.
+        let rcv_wnd = self.cfg.rcv_wnd;
+        let seg_len = seg.seg_len();
+        let acceptable = if seg_len == 0 {
+            seq::in_window(seg.seq, t.rcv_nxt, rcv_wnd.max(1))
+        } else {
+            seq::in_window(seg.seq, t.rcv_nxt, rcv_wnd)
+                || seq::in_window(seg.seq.wrapping_add(seg_len - 1), t.rcv_nxt, rcv_wnd)
+        };
+        if !acceptable {
+            if flags & RST == 0 {
+                if seq::le(seg.seq.wrapping_add(seg_len), t.rcv_nxt) && seg_len > 0 {
+                    self.counters.tcps_rcvduppack += 1;
+                    self.counters.tcps_rcvdupbyte += seg.payload.len() as u64;
+                } else if seg_len > 0 {
+                    self.counters.tcps_rcvpackafterwin += 1;
+                }
+                if state == State::TimeWait && flags & FIN != 0 {
+                    // Retransmitted FIN: restart the 2*MSL timer (RFC 9293 §3.10.7.4, eighth).
+                    t.rexmt_at = now + self.cfg.time_wait_ns;
+                }
+                t.flags |= F_ACKNOW;
+                self.output(i, tx);
+            }
+            return;
+        }
+
+        // 2. RST (RFC 5961 §3.2: exact match resets, otherwise challenge ACK).
+        if flags & RST != 0 {
+            if seg.seq == t.rcv_nxt {
+                self.counters.tcps_rcvrst += 1;
+                let reason = match state {
+                    State::SynReceived => {
+                        self.counters.tcps_conndrops += 1;
+                        CloseReason::Refused
+                    }
+                    State::Closing | State::LastAck | State::TimeWait => CloseReason::Normal,
+                    _ => {
+                        self.counters.tcps_drops += 1;
+                        CloseReason::Reset
+                    }
+                };
+                self.close_flow(i, reason, app);
+            } else {
+                self.challenge_ack(i, tx);
+            }
+            return;
+        }
+
+        // 4. SYN in a synchronized state (RFC 5961 §4): challenge ACK.
+        if flags & SYN != 0 {
+            self.challenge_ack(i, tx);
+            return;
+        }
+
+        // 5. ACK field.
+        if flags & ACK == 0 {
+            return;
+        }
+        let t = &mut self.flows[i as usize];
+        if state == State::SynReceived {
+            if seq::le(seg.ack, t.snd_una) || seq::gt(seg.ack, t.snd_max) {
+                let key = t.key;
+                self.send_rst_reply(seg, &key, tx);
+                return;
+            }
+            // SYN acked: ESTABLISHED.
+            t.state = State::Established;
+            t.flags &= !F_HALF_OPEN;
+            self.half_open -= 1;
+            if t.has(F_TIMING) && t.backoff == 0 {
+                let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
+                t.rtt.sample(r, &self.cfg.rto);
+                self.counters.tcps_rttupdated += 1;
+            }
+            t.flags &= !F_TIMING;
+            t.backoff = 0;
+            t.snd_una = t.snd_una.wrapping_add(1);
+            t.rexmt_at = 0;
+            t.snd_wnd = (seg.wnd as u32) << t.snd_wscale;
+            t.snd_wl1 = seg.seq;
+            t.snd_wl2 = seg.ack;
+            self.counters.tcps_accepts += 1;
+            self.counters.tcps_connects += 1;
+            self.set_idle_timer(i);
+            self.set_ctl(i);
+            app.on_connected(&mut self.ctl, FlowId(i));
+            if self.apply_ops(i, app, tx) {
+                return;
+            }
+        }
+        if self.process_ack(i, seg, app, tx) {
+            return;
+        }
+
+        // 7. Segment text.
+        let t = &mut self.flows[i as usize];
+        let mut payload = seg.payload;
+        let mut sseq = seg.seq;
+        let data_state = matches!(
+            t.state,
+            State::Established | State::FinWait1 | State::FinWait2
+        );
+        if !payload.is_empty() && data_state {
+            if seq::lt(sseq, t.rcv_nxt) {
+                let cut = t.rcv_nxt.wrapping_sub(sseq) as usize;
+                self.counters.tcps_rcvpartduppack += 1;
+                payload = payload.get(cut..).unwrap_or(&[]);
+                sseq = t.rcv_nxt;
+            }
+            let room = (t.rcv_nxt.wrapping_add(rcv_wnd)).wrapping_sub(sseq) as usize;
+            if payload.len() > room {
+                payload = &payload[..room];
+            }
+            if payload.is_empty() {
+                // nothing new
+            } else if sseq == t.rcv_nxt {
+                if self.deliver_in_order(i, payload, app, tx) {
+                    return;
+                }
+            } else {
+                // Out of order: queue and send an immediate duplicate ACK (RFC 5681 §4.2).
+                self.counters.tcps_rcvoopack += 1;
+                self.counters.tcps_rcvoobyte += payload.len() as u64;
+                let t = &mut self.flows[i as usize];
+                if t.ooo == NO_SIDE {
+                    let o = self.get_ooo();
+                    self.flows[i as usize].ooo = o;
+                }
+                let t = &mut self.flows[i as usize];
+                let q = self.ooo[t.ooo as usize].as_mut().expect("ooo slot");
+                match q.insert(t.rcv_nxt, sseq, payload) {
+                    OooInsert::Full => self.counters.tcps_rcvoopackdrop += 1,
+                    OooInsert::Duplicate => self.counters.tcps_rcvduppack += 1,
+                    OooInsert::Stored => {}
+                }
+                if q.is_empty() {
+                    let o = t.ooo;
+                    t.ooo = NO_SIDE;
+                    self.release_ooo(o);
+                }
+                self.flows[i as usize].flags |= F_ACKNOW;
+            }
+        }
+
+        // 8. FIN.
+        let t = &mut self.flows[i as usize];
+        if flags & FIN != 0 && seg.seq.wrapping_add(seg.payload.len() as u32) == t.rcv_nxt {
+            match t.state {
+                State::Established | State::FinWait1 | State::FinWait2 => {
+                    t.rcv_nxt = t.rcv_nxt.wrapping_add(1);
+                    t.flags |= F_ACKNOW;
+                    match t.state {
+                        State::Established => {
+                            t.state = State::CloseWait;
+                            self.set_ctl(i);
+                            app.on_peer_closed(&mut self.ctl, FlowId(i));
+                            if self.apply_ops(i, app, tx) {
+                                return;
+                            }
+                        }
+                        State::FinWait1 => t.state = State::Closing,
+                        _ => {
+                            self.output(i, tx);
+                            self.enter_time_wait(i, app);
+                            return;
+                        }
+                    }
+                }
+                _ => {
+                    // FIN retransmission in CLOSE_WAIT/CLOSING/LAST_ACK: just ACK.
+                    t.flags |= F_ACKNOW;
+                }
+            }
+        }
+        self.output(i, tx);
+    }
+
+    /// Delivers in-order bytes (and then any out-of-order bytes they unblock). Returns true
+    /// if the flow is gone.
+    fn deliver_in_order<A: TcpApp, S: TxSink>(
+        &mut self,
+        i: u32,
+        payload: &[u8],
+        app: &mut A,
+        tx: &mut S,
+    ) -> Gone {
+        let now = self.now;
+        let t = &mut self.flows[i as usize];
+        let len = payload.len() as u32;
+        t.rcv_nxt = t.rcv_nxt.wrapping_add(len);
+        t.rcv_unacked += len;
+        self.counters.tcps_rcvpack += 1;
+        self.counters.tcps_rcvbyte += len as u64;
+        let mut filled_gap = false;
+        self.set_ctl(i);
+        app.on_data(&mut self.ctl, FlowId(i), payload);
+        if self.apply_ops(i, app, tx) {
+            return true;
+        }
+        // Pull newly contiguous out-of-order data.
+        loop {
+            let t = &mut self.flows[i as usize];
+            if t.ooo == NO_SIDE {
+                break;
+            }
+            let o = t.ooo as usize;
+            let Some(q) = self.ooo[o].as_mut() else { break };
+            let Some((start, l)) = q.pop_ready(t.rcv_nxt) else {
+                if q.is_empty() {
+                    t.ooo = NO_SIDE;
+                    self.release_ooo(o as u32);
+                }
+                break;
+            };
+            filled_gap = true;
+            t.rcv_nxt = t.rcv_nxt.wrapping_add(l);
+            t.rcv_unacked += l;
+            self.counters.tcps_rcvbyte += l as u64;
+            let (a, b) = q.slices(start, l);
+            self.ctl.flow = FlowId(i);
+            app.on_data(&mut self.ctl, FlowId(i), a);
+            if !b.is_empty() {
+                app.on_data(&mut self.ctl, FlowId(i), b);
+            }
+            if self.apply_ops(i, app, tx) {
+                return true;
+            }
+        }
+        // Delayed ACK (RFC 9293 §3.8.6.3, RFC 5681 §4.2): ACK at least every second full
+        // segment, immediately when a gap was filled, otherwise within the delack timeout.
+        let delack = self.cfg.delack_ns;
+        let t = &mut self.flows[i as usize];
+        if filled_gap || t.ooo != NO_SIDE || delack == 0 || t.rcv_unacked >= 2 * self.cfg.mss as u32
+        {
+            t.flags |= F_ACKNOW;
+        } else if t.delack_at == 0 {
+            t.delack_at = now + delack;
+        }
+        false
+    }
+
+    fn challenge_ack<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        self.counters.tcps_challengeack += 1;
+        self.flows[i as usize].flags |= F_ACKNOW;
+        self.output(i, tx);
+    }
+
+    fn enter_time_wait<A: TcpApp>(&mut self, i: u32, app: &mut A) {
+        let now = self.now;
+        let tw = self.cfg.time_wait_ns;
+        let t = &mut self.flows[i as usize];
+        t.state = State::TimeWait;
+        let mut sq = t.sq;
+        let o = t.ooo;
+        t.sq = SendQueue::default();
+        t.ooo = NO_SIDE;
+        t.delack_at = 0;
+        t.rexmt_at = now + tw;
+        let report = !t.has(F_REPORTED);
+        t.flags |= F_REPORTED;
+        self.chunks.clear(&mut sq, &mut self.bufs);
+        self.release_ooo(o);
+        self.schedule(i);
+        if report {
+            app.on_closed(FlowId(i), CloseReason::Normal);
+        }
+    }
+
+    /// ACK processing (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5, RFC 6298, RFC 6582).
+    /// Returns true if processing of this segment must stop (flow gone or segment dropped).
+    fn process_ack<A: TcpApp, S: TxSink>(
+        &mut self,
+        i: u32,
+        seg: &Segment,
+        app: &mut A,
+        tx: &mut S,
+    ) -> Gone {
+        let now = self.now;
+        let t = &mut self.flows[i as usize];
+        let ack = seg.ack;
+        if seq::gt(ack, t.snd_max) {
+            // Acks something not yet sent: ACK and drop (RFC 9293 / RFC 5961 §5.2).
+            self.counters.tcps_rcvacktoomuch += 1;
+            t.flags |= F_ACKNOW;
+            self.output(i, tx);
+            return true; // segment dropped (flow remains)
+        }
+        let wnd = (seg.wnd as u32) << t.snd_wscale;
+        if seq::le(ack, t.snd_una) {
+            // Duplicate ACK per RFC 5681 §2: no data, no window change, outstanding data.
+            if ack == t.snd_una
+                && seg.payload.is_empty()
+                && seg.flags & FIN == 0
+                && wnd == t.snd_wnd
+                && t.snd_una != t.snd_max
+            {
+                self.counters.tcps_rcvdupack += 1;
+                let (una, max, mss, fl) = (t.snd_una, t.snd_max, t.mss as u32, t.flight());
+                match t.cc.on_dupack(una, max, mss, fl) {
+                    DupAck::FastRetransmit => {
+                        self.counters.tcps_fastrexmt += 1;
+                        t.rexmt_at = 0;
+                        self.retransmit_one(i, tx);
+                    }
+                    DupAck::Inflate => self.output(i, tx),
+                    DupAck::Nothing => {}
+                }
+            } else if ack == t.snd_una && seg.payload.is_empty() && wnd != t.snd_wnd {
+                self.counters.tcps_rcvwinupd += 1;
+            }
+        } else {
+            // New data acknowledged.
+            let acked = ack.wrapping_sub(t.snd_una);
+            self.counters.tcps_rcvackpack += 1;
+            if t.has(F_TIMING) && seq::gt(ack, t.rtt_seq) {
+                let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
+                t.rtt.sample(r, &self.cfg.rto);
+                t.flags &= !F_TIMING;
+                self.counters.tcps_rttupdated += 1;
+            }
+            let fin_acked = t.fin_pending() && seq::gt(ack, t.fin_seq());
+            let data_acked = (acked - fin_acked as u32).min(t.sq.len);
+            self.counters.tcps_rcvackbyte += data_acked as u64;
+            let mut sq = t.sq;
+            self.chunks.consume(&mut sq, data_acked, &mut self.bufs);
+            let t = &mut self.flows[i as usize];
+            t.sq = sq;
+            t.snd_una = ack;
+            if seq::lt(t.snd_nxt, ack) {
+                t.snd_nxt = ack;
+            }
+            t.backoff = 0;
+            let mss = t.mss as u32;
+            let flight = t.flight();
+            let r = t.cc.on_new_ack(acked, ack, mss, flight);
+            // RFC 6298 §5.2/5.3: stop or restart the retransmission timer.
+            if t.snd_una == t.snd_max {
+                t.rexmt_at = 0;
+                self.set_idle_timer(i);
+            } else {
+                let rto = self.rto_ns(&self.flows[i as usize]);
+                self.flows[i as usize].rexmt_at = now + rto;
+            }
+            if r == NewAck::PartialRetransmit {
+                self.retransmit_one(i, tx);
+            }
+            let t = &mut self.flows[i as usize];
+            // Window update before callbacks so app sends see the new window.
+            if seq::lt(t.snd_wl1, seg.seq) || (t.snd_wl1 == seg.seq && seq::le(t.snd_wl2, ack)) {
+                t.snd_wnd = wnd;
+                t.snd_wl1 = seg.seq;
+                t.snd_wl2 = ack;
+            }
+            if data_acked > 0 {
+                self.set_ctl(i);
+                app.on_acked(&mut self.ctl, FlowId(i), data_acked);
+                if self.apply_ops(i, app, tx) {
+                    return true;
+                }
+            }
+            if fin_acked {
+                let t = &mut self.flows[i as usize];
+                match t.state {
+                    State::FinWait1 => t.state = State::FinWait2,
+                    State::Closing => {
+                        self.enter_time_wait(i, app);
+                        return true;
+                    }
+                    State::LastAck => {
+                        self.close_flow(i, CloseReason::Normal, app);
+                        return true;
+                    }
+                    _ => {}
+                }
+            }
+            return false;
+        }
+        // Window update (RFC 9293 §3.10.7.4: SND.WL1/WL2 rule).
+        let t = &mut self.flows[i as usize];
+        if seq::lt(t.snd_wl1, seg.seq) || (t.snd_wl1 == seg.seq && seq::le(t.snd_wl2, ack)) {
+            let opened = wnd > t.snd_wnd;
+            t.snd_wnd = wnd;
+            t.snd_wl1 = seg.seq;
+            t.snd_wl2 = ack;
+            if opened && t.sq.len > t.snd_nxt.wrapping_sub(t.snd_una) {
+                if t.snd_una == t.snd_max {
+                    t.rexmt_at = 0;
+                    t.backoff = 0;
+                }
+                self.output(i, tx);
+            }
+        }
+        false
+    }
+}
+
+/// An application that ignores every event (used internally when recycling flows).
+struct NoApp;
+impl TcpApp for NoApp {}

@@ -1,0 +1,135 @@
+//! The per-flow transmission control block (RFC 9293 §3.3.1), kept compact: 32-bit
+//! sequence numbers, flags in bits, rarely used state (out-of-order queue) in a side table
+//! referenced by index. Its size is asserted in a test.
+
+use crate::cc::NewReno;
+use crate::flowtable::FlowKey;
+use crate::rtt::Rtt;
+use crate::sendq::SendQueue;
+
+/// Connection states (RFC 9293 §3.3.2). `Listen` is represented by the host's listener
+/// table, not by a TCB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum State {
+    /// Free slab entry.
+    #[default]
+    Closed,
+    SynSent,
+    SynReceived,
+    Established,
+    FinWait1,
+    FinWait2,
+    CloseWait,
+    Closing,
+    LastAck,
+    TimeWait,
+}
+
+/// Send an ACK at the next output.
+pub const F_ACKNOW: u16 = 1 << 0;
+/// The application closed its send side: a FIN follows the queued data.
+pub const F_FIN_QUEUED: u16 = 1 << 1;
+/// Passive open (accepted from a listener).
+pub const F_PASSIVE: u16 = 1 << 2;
+/// Nagle's algorithm enabled.
+pub const F_NAGLE: u16 = 1 << 3;
+/// An RTT measurement is in progress (`rtt_seq`, `rtt_ts`).
+pub const F_TIMING: u16 = 1 << 4;
+/// Window scaling negotiated.
+pub const F_WSCALE: u16 = 1 << 5;
+/// on_closed was already reported to the application.
+pub const F_REPORTED: u16 = 1 << 6;
+/// Output at most one segment ignoring cwnd (fast retransmit / partial ACK).
+pub const F_ONE_SEG: u16 = 1 << 7;
+/// Force one byte past a zero window (persist probe).
+pub const F_FORCE: u16 = 1 << 8;
+/// The half-open counter includes this flow.
+pub const F_HALF_OPEN: u16 = 1 << 9;
+
+/// Per-flow state.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tcb {
+    pub key: FlowKey,
+    pub state: State,
+    /// Retransmission backoff count (also keepalive probe count).
+    pub backoff: u8,
+    pub flags: u16,
+    /// Send MSS (peer's MSS option, clamped to ours).
+    pub mss: u16,
+    /// Peer's window scale shift (applied to received windows).
+    pub snd_wscale: u8,
+    /// Our window scale shift (applied to advertised windows).
+    pub rcv_wscale: u8,
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    pub snd_max: u32,
+    pub snd_wnd: u32,
+    pub snd_wl1: u32,
+    pub snd_wl2: u32,
+    pub rcv_nxt: u32,
+    /// Bytes received since our last ACK (delayed-ACK policy).
+    pub rcv_unacked: u32,
+    pub rtt_seq: u32,
+    /// Microsecond timestamp (low 32 bits) when `rtt_seq` was sent.
+    pub rtt_ts: u32,
+    pub cc: NewReno,
+    pub rtt: Rtt,
+    pub sq: SendQueue,
+    /// Index of this flow's out-of-order queue in the host's side table, or `NO_SIDE`.
+    pub ooo: u32,
+    /// Retransmission-class timer (RTO, SYN retransmit, persist, keepalive, TIME_WAIT), ns; 0 = off.
+    pub rexmt_at: u64,
+    /// Delayed-ACK deadline, ns; 0 = off.
+    pub delack_at: u64,
+    /// Deadline the timer wheel is armed with for this flow; 0 = not armed.
+    pub wheel_at: u64,
+}
+
+/// No side-table entry.
+pub const NO_SIDE: u32 = u32::MAX;
+
+impl Tcb {
+    #[inline(always)]
+    pub fn has(&self, f: u16) -> bool {
+        self.flags & f != 0
+    }
+    /// Bytes in flight (sent, unacknowledged, excluding SYN/FIN accounting subtleties).
+    #[inline(always)]
+    pub fn flight(&self) -> u32 {
+        self.snd_max.wrapping_sub(self.snd_una)
+    }
+    /// Sequence number of our FIN (valid when `F_FIN_QUEUED` and the FIN is not acked).
+    #[inline(always)]
+    pub fn fin_seq(&self) -> u32 {
+        self.snd_una.wrapping_add(self.sq.len)
+    }
+    /// States in which our FIN has been queued but not yet acknowledged.
+    #[inline(always)]
+    pub fn fin_pending(&self) -> bool {
+        matches!(
+            self.state,
+            State::FinWait1 | State::Closing | State::LastAck
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 3 / W3: the per-flow footprint (TCB + flow-table slot at <= 50 % load + timer
+    // node) stays within 256 bytes.
+    #[test]
+    fn per_flow_footprint_within_256_bytes() {
+        let tcb = std::mem::size_of::<Tcb>();
+        let slot = crate::flowtable::FlowTable::SLOT_BYTES * 2; // table is sized 2x
+        let timer_node = 24; // squall-engine TimerWheel node: deadline u64 + next/prev u32 + slot u16
+        assert!(tcb <= 160, "TCB is {tcb} bytes");
+        assert!(
+            tcb + slot + timer_node <= 256,
+            "footprint {}",
+            tcb + slot + timer_node
+        );
+    }
+}

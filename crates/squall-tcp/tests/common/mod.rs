@@ -1,0 +1,438 @@
+//! Shared scenario harness: two `TcpHost`s joined by a deterministic in-memory wire with
+//! impairments (loss, duplication, reordering, corruption, delay + jitter) on a virtual
+//! clock, and the W1 client/server applications that verify every byte.
+#![allow(dead_code)]
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use squall_tcp::{BufId, CloseReason, Ctl, FlowId, State, TcpApp, TcpConfig, TcpHost, TxSink};
+
+/// Small deterministic PRNG (splitmix64).
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+/// Wire impairments (each applied independently per frame and direction).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Impair {
+    pub loss: f64,
+    pub dup: f64,
+    pub corrupt: f64,
+    /// Probability that a frame is held back by an extra random delay (reordering).
+    pub reorder: f64,
+    pub reorder_extra_ns: u64,
+    pub delay_ns: u64,
+    pub jitter_ns: u64,
+}
+
+#[derive(Default, Debug, Clone)]
+pub struct WireStats {
+    pub sent: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub corrupted: u64,
+    pub reordered: u64,
+}
+
+/// (delivery time, sequence, destination side, frame).
+type InFlight = Reverse<(u64, u64, u8, Vec<u8>)>;
+
+/// Frames in flight, ordered by delivery time (then by a sequence number: FIFO ties).
+pub struct Wire {
+    pub imp: Impair,
+    rng: Rng,
+    q: BinaryHeap<InFlight>,
+    n: u64,
+    pub stats: WireStats,
+}
+
+impl Wire {
+    pub fn new(imp: Impair, seed: u64) -> Self {
+        Wire {
+            imp,
+            rng: Rng(seed),
+            q: BinaryHeap::new(),
+            n: 0,
+            stats: WireStats::default(),
+        }
+    }
+    /// Sends a frame towards side `to` (0 = client, 1 = server).
+    pub fn send(&mut self, now: u64, to: u8, mut f: Vec<u8>) {
+        self.stats.sent += 1;
+        if self.rng.chance(self.imp.loss) {
+            self.stats.lost += 1;
+            return;
+        }
+        let copies = if self.rng.chance(self.imp.dup) {
+            self.stats.duplicated += 1;
+            2
+        } else {
+            1
+        };
+        if self.rng.chance(self.imp.corrupt) && !f.is_empty() {
+            self.stats.corrupted += 1;
+            // Flip a byte in the IPv4/TCP part (an Ethernet MAC flip would go unnoticed, as on a real link).
+            let lo = 14.min(f.len() - 1);
+            let i = lo + self.rng.below((f.len() - lo) as u64) as usize;
+            f[i] ^= 1 + self.rng.below(255) as u8;
+        }
+        for _ in 0..copies {
+            let mut t = now + self.imp.delay_ns + self.rng.below(self.imp.jitter_ns + 1);
+            if self.rng.chance(self.imp.reorder) {
+                self.stats.reordered += 1;
+                t += 1 + self.rng.below(self.imp.reorder_extra_ns + 1);
+            }
+            self.n += 1;
+            self.q.push(Reverse((t, self.n, to, f.clone())));
+        }
+    }
+    pub fn next_time(&self) -> Option<u64> {
+        self.q.peek().map(|r| r.0 .0)
+    }
+    pub fn pop_due(&mut self, now: u64) -> Option<(u8, Vec<u8>)> {
+        if self.next_time()? <= now {
+            let Reverse((_, _, to, f)) = self.q.pop()?;
+            Some((to, f))
+        } else {
+            None
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+}
+
+/// Collects frames written by a host.
+#[derive(Default)]
+pub struct VecSink {
+    cur: Vec<u8>,
+    pub frames: Vec<Vec<u8>>,
+}
+impl TxSink for VecSink {
+    fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
+        self.cur.clear();
+        self.cur.resize(len, 0);
+        Some(&mut self.cur[..])
+    }
+    fn commit(&mut self, len: usize) {
+        self.frames.push(self.cur[..len].to_vec());
+    }
+}
+
+pub const REQ_LEN: usize = 100;
+pub const RESP_LEN: usize = 32_768;
+
+pub fn pattern(len: usize, salt: u8) -> Arc<[u8]> {
+    (0..len)
+        .map(|i| ((i * 31 + 7) % 251) as u8 ^ salt)
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+#[derive(Clone, Copy, Default, Debug)]
+struct CFlow {
+    conn: u32,
+    rx: u32,
+    bad: bool,
+    live: bool,
+}
+
+/// W1 client: sends the request on connect, verifies the response, closes after the last byte.
+pub struct W1Client {
+    req: BufId,
+    resp: Arc<[u8]>,
+    flows: Vec<CFlow>,
+    pub ok: u64,
+    pub failed: Vec<(u32, CloseReason, u32, bool)>,
+    pub done: u64,
+}
+
+impl W1Client {
+    pub fn new(req: BufId, resp: Arc<[u8]>) -> Self {
+        W1Client {
+            req,
+            resp,
+            flows: Vec::new(),
+            ok: 0,
+            failed: Vec::new(),
+            done: 0,
+        }
+    }
+    pub fn started(&mut self, f: FlowId, conn: u32) {
+        let i = f.0 as usize;
+        if self.flows.len() <= i {
+            self.flows.resize(i + 1, CFlow::default());
+        }
+        self.flows[i] = CFlow {
+            conn,
+            rx: 0,
+            bad: false,
+            live: true,
+        };
+    }
+}
+
+impl TcpApp for W1Client {
+    fn on_connected(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        ctl.send(self.req, 0, REQ_LEN as u32);
+    }
+    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        let st = &mut self.flows[f.0 as usize];
+        let pos = st.rx as usize;
+        if pos + data.len() > RESP_LEN || self.resp[pos..pos + data.len()] != *data {
+            st.bad = true;
+        }
+        st.rx += data.len() as u32;
+        if st.rx as usize == RESP_LEN {
+            ctl.close();
+        }
+    }
+    fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
+        let st = &mut self.flows[f.0 as usize];
+        assert!(st.live, "on_closed twice for flow {}", f.0);
+        st.live = false;
+        self.done += 1;
+        if reason == CloseReason::Normal && st.rx as usize == RESP_LEN && !st.bad {
+            self.ok += 1;
+        } else {
+            self.failed.push((st.conn, reason, st.rx, st.bad));
+        }
+    }
+}
+
+#[derive(Clone, Copy, Default, Debug)]
+struct SFlow {
+    rx: u32,
+    acked: u32,
+    bad: bool,
+    live: bool,
+}
+
+/// W1 server: answers 32,768 bytes once the 100-byte request is in, closes on the client's FIN.
+pub struct W1Server {
+    req: Arc<[u8]>,
+    resp: BufId,
+    flows: Vec<SFlow>,
+    pub accepted: u64,
+    pub ok: u64,
+    pub failed: Vec<(CloseReason, u32, u32, bool)>,
+    pub done: u64,
+}
+
+impl W1Server {
+    pub fn new(req: Arc<[u8]>, resp: BufId) -> Self {
+        W1Server {
+            req,
+            resp,
+            flows: Vec::new(),
+            accepted: 0,
+            ok: 0,
+            failed: Vec::new(),
+            done: 0,
+        }
+    }
+}
+
+impl TcpApp for W1Server {
+    fn on_connected(&mut self, ctl: &mut Ctl, f: FlowId) {
+        assert!(ctl.passive());
+        let i = f.0 as usize;
+        if self.flows.len() <= i {
+            self.flows.resize(i + 1, SFlow::default());
+        }
+        self.flows[i] = SFlow {
+            rx: 0,
+            acked: 0,
+            bad: false,
+            live: true,
+        };
+        self.accepted += 1;
+    }
+    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        let st = &mut self.flows[f.0 as usize];
+        let pos = st.rx as usize;
+        if pos + data.len() > REQ_LEN || self.req[pos..pos + data.len()] != *data {
+            st.bad = true;
+        }
+        st.rx += data.len() as u32;
+        if st.rx as usize == REQ_LEN {
+            ctl.send(self.resp, 0, RESP_LEN as u32);
+        }
+    }
+    fn on_acked(&mut self, _ctl: &mut Ctl, f: FlowId, bytes: u32) {
+        self.flows[f.0 as usize].acked += bytes;
+    }
+    fn on_peer_closed(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        ctl.close();
+    }
+    fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
+        let st = &mut self.flows[f.0 as usize];
+        assert!(st.live, "server on_closed twice for flow {}", f.0);
+        st.live = false;
+        self.done += 1;
+        if reason == CloseReason::Normal
+            && st.rx as usize == REQ_LEN
+            && st.acked as usize == RESP_LEN
+            && !st.bad
+        {
+            self.ok += 1;
+        } else {
+            self.failed.push((reason, st.rx, st.acked, st.bad));
+        }
+    }
+}
+
+pub const SERVER_IP: u32 = 0x3000_0001; // 48.0.0.1
+pub fn client_ip(k: u32) -> u32 {
+    0x1000_0001 + (k % 200) // 16.0.0.1 - 16.0.0.200
+}
+pub fn client_port(k: u32) -> u16 {
+    1025 + (k / 200) as u16
+}
+
+/// Outcome of a W1 run.
+#[derive(Debug)]
+pub struct W1Result {
+    pub flows: u32,
+    pub client_ok: u64,
+    pub server_ok: u64,
+    pub client_failed: Vec<(u32, CloseReason, u32, bool)>,
+    pub server_failed: Vec<(CloseReason, u32, u32, bool)>,
+    pub hung: Vec<(u32, State)>,
+    pub virtual_ns: u64,
+    pub wire: WireStats,
+    pub client: squall_tcp::counters::TcpCounters,
+    pub server: squall_tcp::counters::TcpCounters,
+}
+
+pub fn w1_config() -> TcpConfig {
+    TcpConfig {
+        mss: 1460,
+        init_cwnd: 2,
+        delack_ns: 100_000_000,
+        max_syn_retries: 12,
+        max_retries: 15,
+        ..TcpConfig::default()
+    }
+}
+
+/// Runs `n` W1 flows, at most `conc` at a time, over a wire with `imp`.
+pub fn run_w1(n: u32, conc: u32, imp: Impair, seed: u64, cfg: TcpConfig) -> W1Result {
+    let mut ccfg = cfg.clone();
+    ccfg.max_flows = n + conc + 16;
+    ccfg.mac = [2, 0, 0, 0, 0, 1];
+    ccfg.gateway_mac = [2, 0, 0, 0, 0, 2];
+    ccfg.seed = seed ^ 0xc11e;
+    let mut scfg = cfg;
+    scfg.max_flows = n + conc + 16;
+    scfg.mac = [2, 0, 0, 0, 0, 2];
+    scfg.gateway_mac = [2, 0, 0, 0, 0, 1];
+    scfg.seed = seed ^ 0x5e4e;
+    let mut now = 1_000_000_000u64;
+    let mut ch = TcpHost::new(ccfg, now);
+    let mut sh = TcpHost::new(scfg, now);
+    sh.listen(80);
+    let req = pattern(REQ_LEN, 0x11);
+    let resp = pattern(RESP_LEN, 0x5a);
+    let req_id = ch.buffers().register(req.clone());
+    let resp_id = sh.buffers().register(resp.clone());
+    let mut capp = W1Client::new(req_id, resp);
+    let mut sapp = W1Server::new(req, resp_id);
+    let mut csink = VecSink::default();
+    let mut ssink = VecSink::default();
+    let mut wire = Wire::new(imp, seed);
+    let mut next = 0u32;
+    let mut conn_of_flow: Vec<u32> = Vec::new();
+    let deadline = now + 3_600_000_000_000; // one virtual hour: anything beyond is a hang
+    loop {
+        // Open new connections up to the concurrency limit.
+        while next < n && (next as u64) < capp.done + conc as u64 {
+            match ch.connect(
+                now,
+                &mut csink,
+                client_ip(next),
+                client_port(next),
+                SERVER_IP,
+                80,
+            ) {
+                Ok(f) => {
+                    capp.started(f, next);
+                    if conn_of_flow.len() <= f.0 as usize {
+                        conn_of_flow.resize(f.0 as usize + 1, 0);
+                    }
+                    conn_of_flow[f.0 as usize] = next;
+                }
+                Err(e) => panic!("connect {next} failed: {e:?}"),
+            }
+            next += 1;
+        }
+        // Deliver frames due now.
+        for f in csink.frames.drain(..) {
+            wire.send(now, 1, f);
+        }
+        for f in ssink.frames.drain(..) {
+            wire.send(now, 0, f);
+        }
+        while let Some((to, f)) = wire.pop_due(now) {
+            if to == 1 {
+                sh.rx(now, &f, &mut sapp, &mut ssink);
+            } else {
+                ch.rx(now, &f, &mut capp, &mut csink);
+            }
+        }
+        ch.poll(now, &mut capp, &mut csink);
+        sh.poll(now, &mut sapp, &mut ssink);
+        if !csink.frames.is_empty() || !ssink.frames.is_empty() {
+            continue;
+        }
+        if capp.done == n as u64 && sapp.done == sapp.accepted {
+            break;
+        }
+        let t = [wire.next_time(), ch.next_timer(), sh.next_timer()]
+            .into_iter()
+            .flatten()
+            .min();
+        match t {
+            Some(t) if t <= deadline => now = now.max(t),
+            _ => break,
+        }
+    }
+    let mut hung = Vec::new();
+    for i in 0..conn_of_flow.len() as u32 {
+        let st = ch.state(FlowId(i));
+        if st != State::Closed && st != State::TimeWait {
+            hung.push((conn_of_flow[i as usize], st));
+        }
+    }
+    W1Result {
+        flows: n,
+        client_ok: capp.ok,
+        server_ok: sapp.ok,
+        client_failed: capp.failed,
+        server_failed: sapp.failed,
+        hung,
+        virtual_ns: now - 1_000_000_000,
+        wire: wire.stats,
+        client: ch.counters().clone(),
+        server: sh.counters().clone(),
+    }
+}
