@@ -8,6 +8,7 @@
 //! - [`alloc`]: client address and per-core source port allocation.
 
 pub mod error;
+pub mod interp;
 pub mod load;
 pub mod model;
 mod raw;

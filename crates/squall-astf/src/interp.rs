@@ -1,0 +1,326 @@
+//! The per-flow program interpreter: a pure state machine. A flow's program state
+//! ([`ProgState`], 32 bytes) holds the program id, the program counter, four variables, the
+//! receive base consumed by `clear`, and a few flag bits. The interpreter acts on the flow
+//! only through the small [`FlowIo`] trait (queue a buffer, read counters, close/reset, arm
+//! the flow's timer), so it is independent of the TCP/UDP engine underneath and is driven
+//! by [`Event`]s the engine reports.
+
+use crate::model::{BufIdx, Insn, Profile, ProgIdx, Program, SendMode};
+
+/// At most this many instructions run in one activation; then the flow yields (arms its
+/// timer for "now") so a long non-waiting stretch cannot stall the core.
+pub const STEP_BUDGET: u32 = 4096;
+
+/// What the interpreter needs from a flow's socket. Counters are cumulative since the
+/// flow started; the interpreter keeps its own base for `clear`.
+pub trait FlowIo {
+    /// Current time on the engine's clock, nanoseconds.
+    fn now_ns(&self) -> u64;
+    /// TCP: queue the whole buffer for transmission (by reference). `false` when the send
+    /// queue has no room: the interpreter retries on a later event (e.g. [`Event::Acked`]).
+    fn send(&mut self, buf: BufIdx) -> bool;
+    /// TCP: bytes queued by `send` and not yet acknowledged by the peer.
+    fn tx_unacked(&self) -> u64;
+    /// TCP: in-order payload bytes received so far.
+    fn rx_bytes(&self) -> u64;
+    /// TCP: is the connection established (handshake done)?
+    fn established(&self) -> bool;
+    /// TCP: has the peer's FIN arrived?
+    fn peer_closed(&self) -> bool;
+    /// TCP: close our side (FIN after the queued data). UDP: release the flow.
+    fn close(&mut self);
+    /// TCP: abort the connection with RST.
+    fn reset(&mut self);
+    /// UDP: send one datagram holding the buffer's bytes.
+    fn send_msg(&mut self, buf: BufIdx);
+    /// UDP: datagrams received so far.
+    fn rx_msgs(&self) -> u64;
+    /// UDP: idle-aging timeout of the flow (`rx_mode`: only received datagrams refresh it).
+    fn set_keepalive(&mut self, msec: u32, rx_mode: bool);
+    /// Arm the flow's program timer (one per flow; arming again replaces the deadline).
+    /// The engine reports [`Event::Timer`] when it expires.
+    fn arm_timer(&mut self, deadline_ns: u64);
+    /// A uniformly distributed random number (for `delay_rand`).
+    fn random_u32(&mut self) -> u32;
+}
+
+/// Something happened on the flow. Apart from `Timer` and `Aborted`, events only tell the
+/// interpreter to re-check the condition it waits for, so spurious events are harmless.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The flow was created: run the program from the start.
+    Start,
+    /// The handshake completed.
+    Established,
+    /// Payload bytes (TCP) or a datagram (UDP) arrived.
+    Data,
+    /// Sent bytes were acknowledged / the send queue has room again.
+    Acked,
+    /// The peer's FIN arrived.
+    PeerClosed,
+    /// The flow's program timer expired.
+    Timer,
+    /// The connection died (RST received, retransmission timeout, aging...). The
+    /// program ends without touching the flow.
+    Aborted,
+}
+
+/// How a program ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Ran to its end or to `close`; the flow was closed (FIN / released).
+    Closed,
+    /// Ran `reset`.
+    Reset,
+    /// The engine reported [`Event::Aborted`].
+    Aborted,
+    /// A `recv` could never be satisfied: the peer closed first. The flow was closed.
+    PeerClosedEarly,
+}
+
+/// Result of feeding an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Waiting for a further event.
+    Running,
+    Finished(Outcome),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Wait {
+    /// Not started yet.
+    Idle,
+    /// Waiting for the condition of the instruction at `pc` (re-checked on every event).
+    Cond,
+    /// The `send` at `pc` is queued; waiting until all is acknowledged.
+    Acked,
+    /// `delay` at `pc`: advance when the timer fires.
+    Timer,
+    /// Yielded after the step budget: re-run `pc` when the timer fires.
+    Yield,
+    Done,
+}
+
+const F_NONBLOCK: u8 = 1;
+const F_OUTCOME_SHIFT: u8 = 4;
+
+/// A flow's program state: 32 bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct ProgState {
+    /// Received bytes (TCP) or datagrams (UDP) consumed by `recv`/`recv_msg` with `clear`.
+    rx_base: u64,
+    vars: [u32; crate::model::MAX_VARS],
+    prog: u16,
+    pc: u16,
+    wait: Wait,
+    /// Bit 0: non-blocking send mode; bits 4-5: outcome when done.
+    flags: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<ProgState>() == 32);
+
+fn outcome_code(o: Outcome) -> u8 {
+    match o {
+        Outcome::Closed => 0,
+        Outcome::Reset => 1,
+        Outcome::Aborted => 2,
+        Outcome::PeerClosedEarly => 3,
+    }
+}
+
+fn outcome_of(code: u8) -> Outcome {
+    match code & 3 {
+        0 => Outcome::Closed,
+        1 => Outcome::Reset,
+        2 => Outcome::Aborted,
+        _ => Outcome::PeerClosedEarly,
+    }
+}
+
+impl ProgState {
+    /// State of a flow that will run `prog` (call [`ProgState::on_event`] with
+    /// [`Event::Start`] to begin).
+    pub fn new(prog: ProgIdx) -> Self {
+        ProgState {
+            rx_base: 0,
+            vars: [0; crate::model::MAX_VARS],
+            prog: prog.0,
+            pc: 0,
+            wait: Wait::Idle,
+            flags: 0,
+        }
+    }
+    pub fn program(&self) -> ProgIdx {
+        ProgIdx(self.prog)
+    }
+    pub fn pc(&self) -> u16 {
+        self.pc
+    }
+    pub fn var(&self, id: usize) -> u32 {
+        self.vars[id]
+    }
+    pub fn is_done(&self) -> bool {
+        self.wait == Wait::Done
+    }
+    /// Is the program waiting for its timer (`delay`, `delay_rand` or a yield)?
+    pub fn waits_for_timer(&self) -> bool {
+        matches!(self.wait, Wait::Timer | Wait::Yield)
+    }
+
+    fn finish(&mut self, o: Outcome) -> Status {
+        self.wait = Wait::Done;
+        self.flags = (self.flags & 0x0f) | (outcome_code(o) << F_OUTCOME_SHIFT);
+        Status::Finished(o)
+    }
+
+    /// Feeds one event; runs the program as far as it can go.
+    pub fn on_event<I: FlowIo + ?Sized>(
+        &mut self,
+        profile: &Profile,
+        io: &mut I,
+        ev: Event,
+    ) -> Status {
+        match self.wait {
+            Wait::Done => return Status::Finished(outcome_of(self.flags >> F_OUTCOME_SHIFT)),
+            _ if ev == Event::Aborted => return self.finish(Outcome::Aborted),
+            Wait::Idle if ev != Event::Start => return Status::Running,
+            Wait::Timer | Wait::Yield if ev != Event::Timer => return Status::Running,
+            Wait::Timer => {
+                self.pc += 1;
+                self.wait = Wait::Cond;
+            }
+            Wait::Acked => {}
+            _ => self.wait = Wait::Cond,
+        }
+        let prog = profile.program(ProgIdx(self.prog));
+        self.run(prog, io)
+    }
+
+    fn run<I: FlowIo + ?Sized>(&mut self, prog: &Program, io: &mut I) -> Status {
+        let mut budget = STEP_BUDGET;
+        loop {
+            let Some(&insn) = prog.insns.get(self.pc as usize) else {
+                io.close();
+                return self.finish(Outcome::Closed);
+            };
+            if budget == 0 {
+                io.arm_timer(io.now_ns());
+                self.wait = Wait::Yield;
+                return Status::Running;
+            }
+            budget -= 1;
+            match insn {
+                Insn::Send { buf, mode } => {
+                    if self.wait != Wait::Acked {
+                        if !io.send(buf) {
+                            return Status::Running; // retry when the queue has room
+                        }
+                        let blocking = match mode {
+                            SendMode::Current => self.flags & F_NONBLOCK == 0,
+                            SendMode::Blocking => true,
+                            SendMode::NonBlocking => false,
+                        };
+                        if !blocking {
+                            self.pc += 1;
+                            continue;
+                        }
+                        self.wait = Wait::Acked;
+                    }
+                    if io.tx_unacked() > 0 {
+                        return Status::Running;
+                    }
+                    self.wait = Wait::Cond;
+                }
+                Insn::Recv { bytes, clear } => {
+                    let have = io.rx_bytes().saturating_sub(self.rx_base);
+                    if have < u64::from(bytes) {
+                        if io.peer_closed() {
+                            io.close();
+                            return self.finish(Outcome::PeerClosedEarly);
+                        }
+                        return Status::Running;
+                    }
+                    if clear {
+                        self.rx_base += u64::from(bytes);
+                    }
+                }
+                Insn::RecvMsg { count, clear } => {
+                    let have = io.rx_msgs().saturating_sub(self.rx_base);
+                    if have < u64::from(count) {
+                        return Status::Running;
+                    }
+                    if clear {
+                        self.rx_base += u64::from(count);
+                    }
+                }
+                Insn::Delay { usec } => {
+                    io.arm_timer(io.now_ns().saturating_add(u64::from(usec) * 1000));
+                    self.wait = Wait::Timer;
+                    return Status::Running;
+                }
+                Insn::DelayRand { min_usec, max_usec } => {
+                    let span = u64::from(max_usec - min_usec) + 1;
+                    let usec = u64::from(min_usec) + ((u64::from(io.random_u32()) * span) >> 32);
+                    io.arm_timer(io.now_ns().saturating_add(usec * 1000));
+                    self.wait = Wait::Timer;
+                    return Status::Running;
+                }
+                Insn::Reset => {
+                    io.reset();
+                    return self.finish(Outcome::Reset);
+                }
+                Insn::Close => {
+                    io.close();
+                    return self.finish(Outcome::Closed);
+                }
+                Insn::WaitForPeerClose => {
+                    if !io.peer_closed() {
+                        return Status::Running;
+                    }
+                }
+                Insn::Connect | Insn::Accept => {
+                    if !io.established() {
+                        return Status::Running;
+                    }
+                }
+                Insn::SetVar { id, val } => self.vars[id as usize] = val,
+                Insn::JmpNz { id, target } => {
+                    let v = &mut self.vars[id as usize];
+                    *v = v.saturating_sub(1);
+                    if *v != 0 {
+                        self.pc = target;
+                        continue;
+                    }
+                }
+                Insn::SetTickVar { id } => self.vars[id as usize] = now_us(io),
+                Insn::JmpDp {
+                    id,
+                    target,
+                    duration_usec,
+                } => {
+                    if now_us(io).wrapping_sub(self.vars[id as usize]) < duration_usec {
+                        self.pc = target;
+                        continue;
+                    }
+                }
+                Insn::SendMsg { buf } => io.send_msg(buf),
+                Insn::SetKeepaliveMsg { msec, rx_mode } => io.set_keepalive(msec, rx_mode),
+                Insn::SetSendBlocking { block } => {
+                    if block {
+                        self.flags &= !F_NONBLOCK;
+                    } else {
+                        self.flags |= F_NONBLOCK;
+                    }
+                }
+            }
+            self.pc += 1;
+        }
+    }
+}
+
+/// Current time in microseconds, wrapping at 2^32 (tick variables compare by difference).
+fn now_us<I: FlowIo + ?Sized>(io: &I) -> u32 {
+    (io.now_ns() / 1000) as u32
+}
