@@ -73,6 +73,11 @@ pub struct MemFrame {
     pub(crate) offload: Offload,
 }
 
+// SAFETY: a MemFrame exclusively owns its slot (the pool protocol never hands a slot to
+// two holders) and the pool memory is Sync and outlives every handle (leaked if a handle
+// may remain), so moving a handle to another thread is sound.
+unsafe impl Send for MemFrame {}
+
 impl MemFrame {
     /// Index of the slot in its pool and the pool's side (0 = A, 1 = B); for diagnostics.
     pub fn slot(&self) -> (u8, u32) {
