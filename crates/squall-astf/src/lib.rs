@@ -7,11 +7,14 @@
 //! - [`sched`]: flow start times per template (CPS x multiplier, even/Poisson, ramp-up, limit).
 //! - [`alloc`]: client address and per-core source port allocation.
 
+pub mod alloc;
 pub mod error;
 pub mod interp;
 pub mod load;
 pub mod model;
 mod raw;
+pub mod rng;
+pub mod sched;
 mod tunables;
 
 pub use error::{LoadError, ProfileError};
