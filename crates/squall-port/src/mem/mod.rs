@@ -482,11 +482,11 @@ impl MemPort {
                     self.release_idx(f.idx);
                     continue;
                 }
-                st.link_free_at = start + cost;
-                depart = start + cost;
+                st.link_free_at = start.saturating_add(cost);
+                depart = st.link_free_at;
             }
             let jitter = if st.cfg.jitter_ns > 0 {
-                st.rng.below(st.cfg.jitter_ns + 1)
+                st.rng.below(st.cfg.jitter_ns.saturating_add(1))
             } else {
                 0
             };
