@@ -1,1 +1,286 @@
-fn main() {}
+//! `squall-bench`: command line of the benchmark harness. `mem` runs T-mem1 cells
+//! (smoltcp, and other stacks as they plug in), `loop` runs T-loop (kernel). One JSON line
+//! per cell on stdout (median of `--runs`), progress on stderr.
+
+use std::process::ExitCode;
+
+use squall_bench::kernel::{self, LoopCfg, LoopWorkload};
+use squall_bench::report::{median_record, Record};
+use squall_bench::smol::{SmolConfig, SmolPair};
+use squall_bench::workload::{self, RunCfg};
+
+const USAGE: &str = "usage:
+  squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
+                    [--stacks smoltcp] [--flows 100000] [--max-ops N]
+  squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
+  squall-bench w3-child --stack smoltcp --flows N [--max-seconds S]   (internal)";
+
+#[derive(Debug)]
+struct Opts {
+    workloads: Vec<String>,
+    conns: Vec<usize>,
+    seconds: f64,
+    runs: usize,
+    stacks: Vec<String>,
+    flows: usize,
+    max_ops: u64,
+    max_seconds: f64,
+}
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        workloads: vec!["W1".into(), "W2".into(), "W3".into()],
+        conns: vec![1, 100, 1000],
+        seconds: 2.0,
+        runs: 3,
+        stacks: vec!["smoltcp".into()],
+        flows: 100_000,
+        max_ops: u64::MAX,
+        max_seconds: 120.0,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{a} needs a value"))
+        };
+        let list = |v: String| -> Vec<String> {
+            v.split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.trim().to_string())
+                .collect()
+        };
+        match a.as_str() {
+            "--workloads" => o.workloads = list(val()?).iter().map(|w| w.to_uppercase()).collect(),
+            "--conns" => {
+                o.conns = list(val()?)
+                    .iter()
+                    .map(|c| c.parse().map_err(|_| format!("bad --conns value {c}")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--seconds" => {
+                o.seconds = val()?.parse().map_err(|_| "bad --seconds".to_string())?;
+                if !(o.seconds > 0.0 && o.seconds <= 600.0) {
+                    return Err("--seconds must be in (0, 600]".into());
+                }
+            }
+            "--runs" => {
+                o.runs = val()?.parse().map_err(|_| "bad --runs".to_string())?;
+                if o.runs == 0 || o.runs > 100 {
+                    return Err("--runs must be in 1..=100".into());
+                }
+            }
+            "--stacks" | "--stack" => o.stacks = list(val()?),
+            "--flows" => o.flows = val()?.parse().map_err(|_| "bad --flows".to_string())?,
+            "--max-ops" => o.max_ops = val()?.parse().map_err(|_| "bad --max-ops".to_string())?,
+            "--max-seconds" => {
+                o.max_seconds = val()?
+                    .parse()
+                    .map_err(|_| "bad --max-seconds".to_string())?
+            }
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(o)
+}
+
+fn emit(runs: &[Record]) {
+    if let Some(r) = median_record(runs) {
+        println!("{}", r.to_json());
+    }
+}
+
+fn progress(r: &Record, i: usize, n: usize) {
+    eprintln!(
+        "  run {}/{}: {} {} {}/{} C={} cpu_us/op={:.3} ops/s={:.0} errors={}",
+        i + 1,
+        n,
+        r.workload,
+        r.topology,
+        r.client,
+        r.server,
+        r.conns.unwrap_or(0),
+        r.cpu_us_per_op.unwrap_or(f64::NAN),
+        r.cps.or(r.rps).unwrap_or(0.0),
+        r.errors
+    );
+}
+
+/// W3 runs in a child process so the RSS baseline is not polluted by earlier cells.
+fn w3_in_child(stack: &str, o: &Opts) -> Result<Record, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(exe)
+        .args([
+            "w3-child",
+            "--stack",
+            stack,
+            "--flows",
+            &o.flows.to_string(),
+            "--max-seconds",
+            &o.max_seconds.to_string(),
+        ])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let line = String::from_utf8_lossy(&out.stdout);
+    let line = line.lines().last().unwrap_or("").to_string();
+    parse_w3_line(&line).ok_or_else(|| format!("w3 child said {line:?} ({})", out.status))
+}
+
+/// Reads back the few fields of a W3 line the parent needs for the median.
+fn parse_w3_line(line: &str) -> Option<Record> {
+    let field = |k: &str| -> Option<f64> {
+        let key = format!("\"{k}\":");
+        let i = line.find(&key)? + key.len();
+        let rest = &line[i..];
+        let end = rest.find([',', '}'])?;
+        rest[..end].parse().ok()
+    };
+    let text = |k: &str| -> Option<String> {
+        let key = format!("\"{k}\":\"");
+        let i = line.find(&key)? + key.len();
+        let end = line[i..].find('"')?;
+        Some(line[i..i + end].to_string())
+    };
+    Some(Record {
+        workload: "W3".into(),
+        topology: "T-mem1".into(),
+        client: text("client")?,
+        server: text("server")?,
+        conns: field("conns").map(|c| c as u64),
+        bytes_per_flow: field("bytes_per_flow"),
+        bytes_per_endpoint: field("bytes_per_endpoint"),
+        errors: field("errors")? as u64,
+        seconds: field("seconds")?,
+        note: text("note"),
+        ..Default::default()
+    })
+}
+
+fn run_mem(o: &Opts) -> Result<(), String> {
+    for stack in &o.stacks {
+        if stack != "smoltcp" {
+            return Err(format!(
+                "stack {stack:?} is not wired into the harness yet (adapter point: \
+                 squall_bench::pair::MemPair)"
+            ));
+        }
+        for w in &o.workloads {
+            match w.as_str() {
+                "W1" | "W2" => {
+                    for &c in &o.conns {
+                        let mut runs = Vec::new();
+                        for i in 0..o.runs {
+                            let mut pair = SmolPair::new(SmolConfig::new(c));
+                            let mut cfg = RunCfg::new(c, o.seconds);
+                            cfg.max_ops = o.max_ops;
+                            let r = if w == "W1" {
+                                workload::run_w1(&mut pair, &cfg)
+                            } else {
+                                workload::run_w2(&mut pair, &cfg)
+                            };
+                            progress(&r, i, o.runs);
+                            runs.push(r);
+                        }
+                        emit(&runs);
+                    }
+                }
+                "W3" => {
+                    let mut runs = Vec::new();
+                    for i in 0..o.runs {
+                        let r = w3_in_child(stack, o)?;
+                        eprintln!(
+                            "  run {}/{}: W3 {} flows={} bytes/flow={:.0} bytes/endpoint={:.0}",
+                            i + 1,
+                            o.runs,
+                            stack,
+                            r.conns.unwrap_or(0),
+                            r.bytes_per_flow.unwrap_or(f64::NAN),
+                            r.bytes_per_endpoint.unwrap_or(f64::NAN)
+                        );
+                        runs.push(r);
+                    }
+                    emit(&runs);
+                }
+                other => return Err(format!("unknown workload {other} for mem")),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run_w3_child(o: &Opts) -> Result<(), String> {
+    let stack = o.stacks.first().map(String::as_str).unwrap_or("smoltcp");
+    if stack != "smoltcp" {
+        return Err(format!("W3: stack {stack:?} not wired in"));
+    }
+    let r = workload::run_w3(
+        || {
+            let mut cfg = SmolConfig::new(0);
+            cfg.listeners = 0;
+            SmolPair::new(cfg)
+        },
+        o.flows,
+        o.max_seconds,
+    );
+    println!("{}", r.to_json());
+    Ok(())
+}
+
+fn run_kernel(o: &Opts) -> Result<(), String> {
+    for w in &o.workloads {
+        let wl = match w.as_str() {
+            "W1" => LoopWorkload::W1,
+            "W2" => LoopWorkload::W2,
+            "W3" => {
+                eprintln!("W3 is not run on T-loop (kernel W3 is measured with nginx on T-veth)");
+                continue;
+            }
+            other => return Err(format!("workload {other} is not run on T-loop")),
+        };
+        for &c in &o.conns {
+            let mut runs = Vec::new();
+            for i in 0..o.runs {
+                let cfg = LoopCfg::new(wl, c, o.seconds);
+                let r = kernel::run_loop(&cfg).map_err(|e| format!("T-loop: {e}"))?;
+                progress(&r, i, o.runs);
+                runs.push(r);
+            }
+            emit(&runs);
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = args.first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let opts = match parse(&args[1..]) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let res = match cmd.as_str() {
+        "mem" => run_mem(&opts),
+        "loop" => run_kernel(&opts),
+        "w3-child" => run_w3_child(&opts),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(format!("unknown command {other}")),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! squall-bench: the benchmark harness of BENCHMARKS.md. Runs W1/W2/W3 on T-mem1 for any
+//! stack pair implementing [`pair::MemPair`] (smoltcp 0.12 built in) and W1/W2 on T-loop
+//! for the Linux kernel, printing one JSON line per cell.
+
+pub mod http;
+pub mod kernel;
+pub mod measure;
+pub mod memwire;
+pub mod pair;
+pub mod report;
+pub mod smol;
+pub mod workload;

@@ -1,0 +1,196 @@
+//! Measurement helpers: thread CPU time (getrusage), per-core busy time (/proc/stat),
+//! process RSS (/proc/self/statm), core pinning and the open-file limit.
+
+use std::time::Duration;
+
+/// CPU time (user + system) consumed so far by the calling thread.
+pub fn thread_cpu() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_THREAD is valid on Linux.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
+            return Duration::ZERO;
+        }
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Busy time per core since boot, from one `/proc/stat` read (user + nice + system + irq +
+/// softirq + steal; idle and iowait excluded), in microseconds. Index = core number.
+pub fn core_busy_us() -> Vec<u64> {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    parse_proc_stat(&text)
+}
+
+/// Parses the `cpuN` lines of `/proc/stat` text into busy microseconds per core.
+pub fn parse_proc_stat(text: &str) -> Vec<u64> {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as u64 } else { 100 };
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let Some(name) = it.next() else { continue };
+        let Some(idx) = name.strip_prefix("cpu") else {
+            continue;
+        };
+        let Ok(idx) = idx.parse::<usize>() else {
+            continue; // the aggregate "cpu" line
+        };
+        let v: Vec<u64> = it.filter_map(|x| x.parse().ok()).collect();
+        if v.len() < 7 {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal ...
+        let busy = v[0] + v[1] + v[2] + v[5] + v[6] + v.get(7).copied().unwrap_or(0);
+        if out.len() <= idx {
+            out.resize(idx + 1, 0);
+        }
+        out[idx] = busy * 1_000_000 / hz;
+    }
+    out
+}
+
+/// Resident set size of this process in bytes (from `/proc/self/statm`).
+pub fn rss_bytes() -> u64 {
+    let text = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * if page > 0 { page as u64 } else { 4096 }
+}
+
+/// Returns freed heap memory to the OS so RSS deltas are not hidden by the allocator.
+pub fn trim_heap() {
+    // SAFETY: malloc_trim only walks glibc's own heap.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Pins the calling thread to `core`. Returns false if the kernel refused.
+pub fn pin_to_core(core: usize) -> bool {
+    // SAFETY: cpu_set_t is plain data; CPU_SET stays in bounds for core < CPU_SETSIZE.
+    unsafe {
+        if core >= libc::CPU_SETSIZE as usize {
+            return false;
+        }
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// Raises the soft open-file limit to the hard limit; returns the new soft limit.
+pub fn raise_nofile() -> u64 {
+    // SAFETY: get/setrlimit write/read the struct we own.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
+            return 0;
+        }
+        rl.rlim_cur = rl.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl);
+        rl.rlim_cur
+    }
+}
+
+/// A latency histogram with 1 us buckets up to a bound (larger values land in the last).
+pub struct Histogram {
+    buckets: Vec<u64>,
+    count: u64,
+}
+
+impl Histogram {
+    pub fn new(max_us: usize) -> Self {
+        Histogram {
+            buckets: vec![0; max_us.max(1) + 1],
+            count: 0,
+        }
+    }
+
+    #[inline]
+    pub fn record_us(&mut self, us: u64) {
+        let i = (us as usize).min(self.buckets.len() - 1);
+        self.buckets[i] += 1;
+        self.count += 1;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The value (us) at quantile `q` in [0, 1], or `None` if empty.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let target = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &b) in self.buckets.iter().enumerate() {
+            seen += b;
+            if seen >= target {
+                return Some(i as f64);
+            }
+        }
+        Some((self.buckets.len() - 1) as f64)
+    }
+
+    pub fn clear(&mut self) {
+        self.buckets.iter_mut().for_each(|b| *b = 0);
+        self.count = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_parses_cores_and_skips_aggregate() {
+        let t = "cpu  10 0 10 100 0 0 0 0 0 0\n\
+                 cpu0 1 2 3 1000 7 4 5 6 0 0\n\
+                 cpu1 10 0 0 1000 0 0 0 0 0 0\n\
+                 intr 5\n";
+        let v = parse_proc_stat(t);
+        assert_eq!(v.len(), 2);
+        // SAFETY: no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        assert_eq!(v[0], (1 + 2 + 3 + 4 + 5 + 6) * 1_000_000 / hz);
+        assert_eq!(v[1], 10 * 1_000_000 / hz);
+    }
+
+    #[test]
+    fn histogram_quantiles() {
+        let mut h = Histogram::new(100);
+        assert_eq!(h.quantile(0.5), None);
+        for us in 1..=100 {
+            h.record_us(us);
+        }
+        h.record_us(10_000); // clamps into the last bucket
+        assert_eq!(h.count(), 101);
+        assert_eq!(h.quantile(0.5), Some(51.0));
+        assert_eq!(h.quantile(1.0), Some(100.0));
+        h.clear();
+        assert_eq!(h.count(), 0);
+    }
+
+    #[test]
+    fn thread_cpu_advances_and_rss_is_nonzero() {
+        let a = thread_cpu();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(thread_cpu() > a);
+        assert!(rss_bytes() > 0);
+    }
+}

@@ -1,0 +1,224 @@
+//! Result records: one JSON line per benchmark cell (BENCHMARKS.md "Output"), and the
+//! median over repeated runs.
+
+use std::fmt::Write as _;
+
+/// One measured cell. `None` fields are omitted from the JSON line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Record {
+    pub workload: String,
+    pub topology: String,
+    pub client: String,
+    pub server: String,
+    pub conns: Option<u64>,
+    pub cps: Option<f64>,
+    pub rps: Option<f64>,
+    pub gbps: Option<f64>,
+    pub mpps: Option<f64>,
+    pub bytes_per_flow: Option<f64>,
+    /// Extra (not in the spec table): bytes per TCP endpoint when both ends live in the
+    /// measured process (T-mem1 W3), so it compares with the "per socket" anchor.
+    pub bytes_per_endpoint: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub frames_per_op: Option<f64>,
+    pub cpu_us_per_op: Option<f64>,
+    pub client_us_per_op: Option<f64>,
+    pub server_us_per_op: Option<f64>,
+    /// Extra: the benchmark threads' own CPU time (getrusage) per op, a cross-check
+    /// for `/proc/stat` figures on a shared machine (T-loop).
+    pub thread_us_per_op: Option<f64>,
+    pub errors: u64,
+    pub seconds: f64,
+    /// Extra: number of runs the median was taken over.
+    pub runs: Option<u64>,
+    /// Extra: free-form note (configuration that differs from the spec, limits hit).
+    pub note: Option<String>,
+}
+
+fn num(out: &mut String, key: &str, v: Option<f64>) {
+    if let Some(v) = v {
+        if v.is_finite() {
+            let _ = write!(out, ",\"{key}\":{}", round_sig(v));
+        }
+    }
+}
+
+/// Rounds to a readable precision: 3 decimals below 10, 2 below 1000, else integer.
+fn round_sig(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{:.0}", v)
+    } else if a >= 10.0 {
+        format!("{:.2}", v)
+    } else {
+        format!("{:.3}", v)
+    }
+}
+
+fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+impl Record {
+    /// The JSON object on one line, keys in the order of BENCHMARKS.md.
+    pub fn to_json(&self) -> String {
+        let mut o = String::with_capacity(256);
+        let _ = write!(
+            o,
+            "{{\"workload\":\"{}\",\"topology\":\"{}\",\"client\":\"{}\",\"server\":\"{}\"",
+            escape(&self.workload),
+            escape(&self.topology),
+            escape(&self.client),
+            escape(&self.server)
+        );
+        if let Some(c) = self.conns {
+            let _ = write!(o, ",\"conns\":{c}");
+        }
+        num(&mut o, "cps", self.cps);
+        num(&mut o, "rps", self.rps);
+        num(&mut o, "gbps", self.gbps);
+        num(&mut o, "mpps", self.mpps);
+        num(&mut o, "bytes_per_flow", self.bytes_per_flow);
+        num(&mut o, "bytes_per_endpoint", self.bytes_per_endpoint);
+        num(&mut o, "p50_us", self.p50_us);
+        num(&mut o, "p99_us", self.p99_us);
+        num(&mut o, "frames_per_op", self.frames_per_op);
+        num(&mut o, "cpu_us_per_op", self.cpu_us_per_op);
+        num(&mut o, "client_us_per_op", self.client_us_per_op);
+        num(&mut o, "server_us_per_op", self.server_us_per_op);
+        num(&mut o, "thread_us_per_op", self.thread_us_per_op);
+        let _ = write!(o, ",\"errors\":{}", self.errors);
+        let _ = write!(o, ",\"seconds\":{}", round_sig(self.seconds));
+        if let Some(r) = self.runs {
+            let _ = write!(o, ",\"runs\":{r}");
+        }
+        if let Some(n) = &self.note {
+            let _ = write!(o, ",\"note\":\"{}\"", escape(n));
+        }
+        o.push('}');
+        o
+    }
+}
+
+/// Median of the values (mean of the two middle ones for an even count); `None` if empty.
+pub fn median(vals: &mut [f64]) -> Option<f64> {
+    if vals.is_empty() {
+        return None;
+    }
+    vals.sort_by(|a, b| a.total_cmp(b));
+    let n = vals.len();
+    Some(if n % 2 == 1 {
+        vals[n / 2]
+    } else {
+        (vals[n / 2 - 1] + vals[n / 2]) / 2.0
+    })
+}
+
+/// Combines several runs of one cell: each numeric field becomes the median over the runs
+/// that have it, `errors` the sum (a line with errors is not a result), `seconds` the median.
+pub fn median_record(runs: &[Record]) -> Option<Record> {
+    let first = runs.first()?;
+    let pick = |f: &dyn Fn(&Record) -> Option<f64>| {
+        let mut v: Vec<f64> = runs.iter().filter_map(f).collect();
+        median(&mut v)
+    };
+    let mut secs: Vec<f64> = runs.iter().map(|r| r.seconds).collect();
+    Some(Record {
+        workload: first.workload.clone(),
+        topology: first.topology.clone(),
+        client: first.client.clone(),
+        server: first.server.clone(),
+        conns: first.conns,
+        cps: pick(&|r| r.cps),
+        rps: pick(&|r| r.rps),
+        gbps: pick(&|r| r.gbps),
+        mpps: pick(&|r| r.mpps),
+        bytes_per_flow: pick(&|r| r.bytes_per_flow),
+        bytes_per_endpoint: pick(&|r| r.bytes_per_endpoint),
+        p50_us: pick(&|r| r.p50_us),
+        p99_us: pick(&|r| r.p99_us),
+        frames_per_op: pick(&|r| r.frames_per_op),
+        cpu_us_per_op: pick(&|r| r.cpu_us_per_op),
+        client_us_per_op: pick(&|r| r.client_us_per_op),
+        server_us_per_op: pick(&|r| r.server_us_per_op),
+        thread_us_per_op: pick(&|r| r.thread_us_per_op),
+        errors: runs.iter().map(|r| r.errors).sum(),
+        seconds: median(&mut secs).unwrap_or(0.0),
+        runs: Some(runs.len() as u64),
+        note: first.note.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_odd_even_empty() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+    }
+
+    #[test]
+    fn json_omits_missing_fields_and_keeps_order() {
+        let r = Record {
+            workload: "W2".into(),
+            topology: "T-mem1".into(),
+            client: "smoltcp".into(),
+            server: "smoltcp".into(),
+            conns: Some(100),
+            rps: Some(1_234_567.8),
+            cpu_us_per_op: Some(0.4321),
+            errors: 0,
+            seconds: 2.0,
+            ..Default::default()
+        };
+        let j = r.to_json();
+        assert_eq!(
+            j,
+            "{\"workload\":\"W2\",\"topology\":\"T-mem1\",\"client\":\"smoltcp\",\
+             \"server\":\"smoltcp\",\"conns\":100,\"rps\":1234568,\"cpu_us_per_op\":0.432,\
+             \"errors\":0,\"seconds\":2.000}"
+        );
+        assert!(!j.contains("cps"));
+    }
+
+    #[test]
+    fn median_record_sums_errors_and_takes_medians() {
+        let mk = |cpu: f64, err: u64| Record {
+            workload: "W1".into(),
+            cpu_us_per_op: Some(cpu),
+            errors: err,
+            seconds: 2.0,
+            ..Default::default()
+        };
+        let m = median_record(&[mk(10.0, 0), mk(30.0, 1), mk(20.0, 0)]).unwrap();
+        assert_eq!(m.cpu_us_per_op, Some(20.0));
+        assert_eq!(m.errors, 1);
+        assert_eq!(m.runs, Some(3));
+        assert!(median_record(&[]).is_none());
+    }
+
+    #[test]
+    fn note_is_escaped() {
+        let r = Record {
+            note: Some("a \"b\"\n".into()),
+            ..Default::default()
+        };
+        assert!(r.to_json().contains("\"note\":\"a \\\"b\\\"\\n\""));
+    }
+}

@@ -1,0 +1,487 @@
+//! Workload drivers W1, W2 (and the W3 memory measurement) for any [`MemPair`] on T-mem1.
+//! One thread runs both stacks and both applications; the figure is that thread's CPU
+//! time per completed operation. Every byte is verified; wrong or failed flows count as
+//! errors. Runs are bounded in wall time and in operations.
+
+use std::time::{Duration, Instant};
+
+use crate::http::{self, matches_at};
+use crate::measure::{self, Histogram};
+use crate::pair::{MemPair, Side, SockState};
+use crate::report::Record;
+
+/// Bounds of one run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunCfg {
+    /// Concurrent connections.
+    pub conns: usize,
+    /// Measured wall time.
+    pub seconds: f64,
+    /// Unmeasured warm-up before it (connections open, ARP, caches).
+    pub warmup: f64,
+    /// Stop early after this many measured operations.
+    pub max_ops: u64,
+}
+
+impl RunCfg {
+    pub fn new(conns: usize, seconds: f64) -> Self {
+        RunCfg {
+            conns,
+            seconds,
+            warmup: (seconds / 4.0).clamp(0.05, 0.5),
+            max_ops: u64::MAX,
+        }
+    }
+}
+
+/// Counters shared by the drivers.
+#[derive(Default)]
+struct Tally {
+    ops: u64,
+    errors: u64,
+    l7_bytes: u64,
+}
+
+/// A snapshot at the start of the measured window.
+struct Window {
+    t: Instant,
+    cpu: Duration,
+    frames: u64,
+    ops: u64,
+    l7_bytes: u64,
+}
+
+impl Window {
+    fn take<P: MemPair>(pair: &P, tally: &Tally) -> Self {
+        Window {
+            t: Instant::now(),
+            cpu: measure::thread_cpu(),
+            frames: pair.stats().frames,
+            ops: tally.ops,
+            l7_bytes: tally.l7_bytes,
+        }
+    }
+
+    /// The result line of the window; `requests` selects `rps` (else `cps`).
+    fn record<P: MemPair>(
+        &self,
+        pair: &P,
+        tally: &Tally,
+        workload: &str,
+        conns: usize,
+        requests: bool,
+    ) -> Record {
+        let secs = self.t.elapsed().as_secs_f64().max(1e-9);
+        let cpu_us = (measure::thread_cpu() - self.cpu).as_secs_f64() * 1e6;
+        let ops = tally.ops - self.ops;
+        let frames = pair.stats().frames - self.frames;
+        let per_op = |x: f64| if ops > 0 { Some(x / ops as f64) } else { None };
+        let rate = Some(ops as f64 / secs);
+        Record {
+            cps: if requests { None } else { rate },
+            rps: if requests { rate } else { None },
+            workload: workload.into(),
+            topology: "T-mem1".into(),
+            client: pair.client_name().into(),
+            server: pair.server_name().into(),
+            conns: Some(conns as u64),
+            gbps: Some((tally.l7_bytes - self.l7_bytes) as f64 * 8.0 / secs / 1e9),
+            mpps: Some(frames as f64 / secs / 1e6),
+            frames_per_op: per_op(frames as f64),
+            cpu_us_per_op: per_op(cpu_us),
+            errors: tally.errors,
+            seconds: secs,
+            ..Default::default()
+        }
+    }
+}
+
+/// Per-client-slot application state.
+#[derive(Clone, Copy, Default)]
+struct ClientApp {
+    sent: usize,
+    got: usize,
+    closed: bool,
+    bad: bool,
+    in_flight: bool,
+    t_sent: Duration,
+}
+
+/// Per-server-slot application state.
+#[derive(Clone, Copy, Default)]
+struct ServerApp {
+    got: usize,
+    sent: usize,
+    responding: bool,
+    closed: bool,
+    bad: bool,
+}
+
+fn server_app(apps: &mut Vec<ServerApp>, id: usize) -> &mut ServerApp {
+    if id >= apps.len() {
+        apps.resize(id + 1, ServerApp::default());
+    }
+    &mut apps[id]
+}
+
+/// The main loop shared by the workloads: poll, hand ready slots to `handle`, jump over
+/// idle gaps; stop at the deadline or after `max_ops` measured operations.
+fn drive<P: MemPair>(
+    pair: &mut P,
+    cfg: &RunCfg,
+    tally: &mut Tally,
+    mut handle: impl FnMut(&mut P, Side, usize, Duration, bool, &mut Tally) -> bool,
+) -> Window {
+    let start = Instant::now();
+    let warmup = Duration::from_secs_f64(cfg.warmup);
+    let end = warmup + Duration::from_secs_f64(cfg.seconds);
+    let mut ready = Vec::with_capacity(cfg.conns * 3 + 16);
+    let mut window: Option<Window> = None;
+    loop {
+        let now = start.elapsed();
+        match &window {
+            None if now >= warmup => {
+                window = Some(Window::take(pair, tally));
+            }
+            Some(w) if now >= end || tally.ops - w.ops >= cfg.max_ops => break,
+            _ => {}
+        }
+        ready.clear();
+        let moved = pair.poll(now, &mut ready);
+        let mut acted = false;
+        for &(side, id) in &ready {
+            acted |= handle(pair, side, id, now, window.is_some(), tally);
+        }
+        if !moved && !acted {
+            pair.idle();
+        }
+    }
+    window.unwrap_or_else(|| Window::take(pair, tally))
+}
+
+/// W1 (astf-http): `conns` concurrent connections, each one 100-byte request and a
+/// 32,768-byte response, client closes after the last byte, server closes on FIN.
+pub fn run_w1<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
+    let req = http::w1_request();
+    let resp = http::w1_response();
+    let mut capps = vec![ClientApp::default(); cfg.conns];
+    let mut sapps: Vec<ServerApp> = Vec::new();
+    let mut tally = Tally::default();
+    let window = drive(
+        pair,
+        cfg,
+        &mut tally,
+        |pair, side, id, _, _, tally| match side {
+            Side::Client => w1_client(pair, id, &mut capps[id], &req, &resp, tally),
+            Side::Server => w1_server(pair, id, server_app(&mut sapps, id), &req, &resp, tally),
+        },
+    );
+    window.record(pair, &tally, "W1", cfg.conns, false)
+}
+
+fn w1_client<P: MemPair>(
+    pair: &mut P,
+    id: usize,
+    c: &mut ClientApp,
+    req: &[u8],
+    resp: &[u8],
+    tally: &mut Tally,
+) -> bool {
+    let st = pair.state(Side::Client, id);
+    match st {
+        SockState::Idle => {
+            *c = ClientApp::default();
+            if !pair.open(id) {
+                tally.errors += 1;
+            }
+            true
+        }
+        SockState::Opening | SockState::Closing => false,
+        SockState::Open | SockState::PeerClosed => {
+            let mut acted = false;
+            if c.sent < req.len() {
+                let n = pair.send(Side::Client, id, &req[c.sent..]);
+                c.sent += n;
+                acted |= n > 0;
+            }
+            let n = pair.recv(Side::Client, id, |b| {
+                if !matches_at(resp, c.got, b) {
+                    c.bad = true;
+                }
+                c.got += b.len();
+            });
+            acted |= n > 0;
+            if !c.closed && (c.got >= resp.len() || st == SockState::PeerClosed || c.bad) {
+                pair.close(Side::Client, id);
+                c.closed = true;
+                acted = true;
+            }
+            acted
+        }
+        SockState::Done | SockState::Failed => {
+            let ok = st == SockState::Done && !c.bad && c.got == resp.len() && c.sent == req.len();
+            if ok {
+                tally.ops += 1;
+                tally.l7_bytes += (req.len() + resp.len()) as u64;
+            } else {
+                tally.errors += 1;
+            }
+            pair.release(Side::Client, id);
+            *c = ClientApp::default();
+            if !pair.open(id) {
+                tally.errors += 1;
+            }
+            true
+        }
+    }
+}
+
+fn w1_server<P: MemPair>(
+    pair: &mut P,
+    id: usize,
+    s: &mut ServerApp,
+    req: &[u8],
+    resp: &[u8],
+    tally: &mut Tally,
+) -> bool {
+    let st = pair.state(Side::Server, id);
+    match st {
+        SockState::Idle | SockState::Opening | SockState::Closing => false,
+        SockState::Open | SockState::PeerClosed => {
+            let mut acted = false;
+            let n = pair.recv(Side::Server, id, |b| {
+                if !matches_at(req, s.got, b) {
+                    s.bad = true;
+                }
+                s.got += b.len();
+            });
+            acted |= n > 0;
+            if s.got >= req.len() && s.sent < resp.len() && !s.bad {
+                let n = pair.send(Side::Server, id, &resp[s.sent..]);
+                s.sent += n;
+                acted |= n > 0;
+            }
+            let finished = s.sent == resp.len() || s.got < req.len() || s.bad;
+            if st == SockState::PeerClosed && !s.closed && finished {
+                pair.close(Side::Server, id);
+                s.closed = true;
+                acted = true;
+            }
+            acted
+        }
+        SockState::Done | SockState::Failed => {
+            let ok = st == SockState::Done && !s.bad && s.got == req.len() && s.sent == resp.len();
+            if !ok {
+                tally.errors += 1;
+            }
+            pair.release(Side::Server, id);
+            *s = ServerApp::default();
+            true
+        }
+    }
+}
+
+/// W2 (keepalive-tiny): `conns` persistent connections, each looping one request and
+/// one verified response, one request in flight per connection.
+pub fn run_w2<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
+    let req = http::w2_request();
+    let resp = http::w2_response();
+    let mut capps = vec![ClientApp::default(); cfg.conns];
+    let mut sapps: Vec<ServerApp> = Vec::new();
+    let mut tally = Tally::default();
+    let mut hist = Histogram::new(1_000_000);
+    let window = drive(
+        pair,
+        cfg,
+        &mut tally,
+        |pair, side, id, now, measuring, tally| match side {
+            Side::Client => {
+                let h = if measuring { Some(&mut hist) } else { None };
+                w2_client(pair, id, &mut capps[id], &req, &resp, now, h, tally)
+            }
+            Side::Server => w2_server(pair, id, server_app(&mut sapps, id), &req, &resp, tally),
+        },
+    );
+    let mut r = window.record(pair, &tally, "W2", cfg.conns, true);
+    r.p50_us = hist.quantile(0.5);
+    r.p99_us = hist.quantile(0.99);
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn w2_client<P: MemPair>(
+    pair: &mut P,
+    id: usize,
+    c: &mut ClientApp,
+    req: &[u8],
+    resp: &[u8],
+    now: Duration,
+    hist: Option<&mut Histogram>,
+    tally: &mut Tally,
+) -> bool {
+    let st = pair.state(Side::Client, id);
+    match st {
+        SockState::Idle => {
+            *c = ClientApp::default();
+            if !pair.open(id) {
+                tally.errors += 1;
+            }
+            true
+        }
+        SockState::Opening | SockState::Closing => false,
+        SockState::Open => {
+            let mut acted = false;
+            if !c.in_flight {
+                c.in_flight = true;
+                c.sent = 0;
+                c.got = 0;
+                c.t_sent = now;
+            }
+            if c.sent < req.len() {
+                let n = pair.send(Side::Client, id, &req[c.sent..]);
+                c.sent += n;
+                acted |= n > 0;
+            }
+            let n = pair.recv(Side::Client, id, |b| {
+                if !matches_at(resp, c.got, b) {
+                    c.bad = true;
+                }
+                c.got += b.len();
+            });
+            acted |= n > 0;
+            if c.bad {
+                tally.errors += 1;
+                pair.close(Side::Client, id);
+                return true;
+            }
+            if c.got == resp.len() {
+                tally.ops += 1;
+                tally.l7_bytes += (req.len() + resp.len()) as u64;
+                if let Some(h) = hist {
+                    h.record_us(now.saturating_sub(c.t_sent).as_micros() as u64);
+                }
+                // Next request right away.
+                c.t_sent = now;
+                c.got = 0;
+                c.sent = pair.send(Side::Client, id, req);
+            }
+            acted
+        }
+        SockState::PeerClosed => {
+            // The server never closes in W2.
+            tally.errors += 1;
+            pair.close(Side::Client, id);
+            true
+        }
+        SockState::Done | SockState::Failed => {
+            pair.release(Side::Client, id);
+            *c = ClientApp::default();
+            true
+        }
+    }
+}
+
+fn w2_server<P: MemPair>(
+    pair: &mut P,
+    id: usize,
+    s: &mut ServerApp,
+    req: &[u8],
+    resp: &[u8],
+    tally: &mut Tally,
+) -> bool {
+    let st = pair.state(Side::Server, id);
+    match st {
+        SockState::Idle | SockState::Opening | SockState::Closing => false,
+        SockState::Open => {
+            let mut acted = false;
+            let n = pair.recv(Side::Server, id, |b| {
+                if !matches_at(req, s.got, b) {
+                    s.bad = true;
+                }
+                s.got += b.len();
+            });
+            acted |= n > 0;
+            if s.bad {
+                tally.errors += 1;
+                pair.close(Side::Server, id);
+                s.closed = true;
+                return true;
+            }
+            if s.got == req.len() {
+                s.got = 0;
+                s.responding = true;
+                s.sent = 0;
+            }
+            if s.responding {
+                let n = pair.send(Side::Server, id, &resp[s.sent..]);
+                s.sent += n;
+                acted |= n > 0;
+                if s.sent == resp.len() {
+                    s.responding = false;
+                }
+            }
+            acted
+        }
+        SockState::PeerClosed => {
+            if !s.closed {
+                pair.close(Side::Server, id);
+                s.closed = true;
+                return true;
+            }
+            false
+        }
+        SockState::Done | SockState::Failed => {
+            pair.release(Side::Server, id);
+            *s = ServerApp::default();
+            true
+        }
+    }
+}
+
+/// A stack that can hold `n` established idle flows for the W3 memory figure.
+pub trait IdleFlows {
+    fn client_name(&self) -> &'static str;
+    fn server_name(&self) -> &'static str;
+    /// Establishes `n` flows (both ends in this process); returns how many were.
+    fn establish_idle(&mut self, n: usize, deadline: Instant) -> Result<usize, String>;
+}
+
+/// W3 (idle-flows): RSS of the whole process with `n` flows minus RSS with none, per flow.
+/// `make` builds the empty pair (measured as part of the "0 flows" baseline).
+pub fn run_w3<P: IdleFlows>(make: impl FnOnce() -> P, n: usize, max_seconds: f64) -> Record {
+    let t = Instant::now();
+    let mut pair = make();
+    measure::trim_heap();
+    let rss0 = measure::rss_bytes();
+    let deadline = t + Duration::from_secs_f64(max_seconds);
+    let (got, err) = match pair.establish_idle(n, deadline) {
+        Ok(k) => (k, None),
+        Err(e) => (0, Some(e)),
+    };
+    measure::trim_heap();
+    let rss1 = measure::rss_bytes();
+    let per = |d: f64| if got > 0 { Some(d / got as f64) } else { None };
+    let delta = rss1.saturating_sub(rss0) as f64;
+    let mut note = None;
+    if got < n {
+        note = Some(format!(
+            "only {got} of {n} flows established in {max_seconds} s{}",
+            err.map(|e| format!(": {e}")).unwrap_or_default()
+        ));
+    }
+    let r = Record {
+        workload: "W3".into(),
+        topology: "T-mem1".into(),
+        client: pair.client_name().into(),
+        server: pair.server_name().into(),
+        conns: Some(got as u64),
+        bytes_per_flow: per(delta),
+        bytes_per_endpoint: per(delta / 2.0),
+        errors: (n - got.min(n)) as u64,
+        seconds: t.elapsed().as_secs_f64(),
+        note,
+        ..Default::default()
+    };
+    drop(pair);
+    r
+}
