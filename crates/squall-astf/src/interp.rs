@@ -75,6 +75,8 @@ pub enum Outcome {
     /// The engine reported [`Event::Aborted`].
     Aborted,
     /// A `recv` could never be satisfied: the peer closed first. The flow was closed.
+    /// (Not when a cleared `recv` of a request loop has seen no byte of its next round:
+    /// that is the peer ending the conversation, reported as `Closed`.)
     PeerClosedEarly,
 }
 
@@ -238,7 +240,15 @@ impl ProgState {
                     if have < u64::from(bytes) {
                         if io.peer_closed() {
                             io.close();
-                            return self.finish(Outcome::PeerClosedEarly);
+                            // Between two rounds of a request loop (a cleared recv that has
+                            // seen nothing yet, after an earlier cleared recv) the peer
+                            // ending the conversation is a normal end.
+                            let between_rounds = clear && have == 0 && self.rx_base > 0;
+                            return self.finish(if between_rounds {
+                                Outcome::Closed
+                            } else {
+                                Outcome::PeerClosedEarly
+                            });
                         }
                         return Status::Running;
                     }

@@ -407,8 +407,8 @@ fn tick_loop_bounded_by_time() {
     let mut sim = Sim::new(p);
     sim.run(1_000_000_000);
     assert_eq!(sim.cstat, Status::Finished(Outcome::Closed));
-    // The server loops "forever": the client's FIN ends it while it waits for a request.
-    assert_eq!(sim.sstat, Status::Finished(Outcome::PeerClosedEarly));
+    // The server loops "forever": the client's FIN between two requests ends it normally.
+    assert_eq!(sim.sstat, Status::Finished(Outcome::Closed));
     let rounds = sim.c.sends as usize;
     // Each round takes >= 1 ms (the delay) and the loop runs while < 10 ms elapsed.
     assert!((5..=10).contains(&rounds), "rounds = {rounds}");
@@ -631,4 +631,66 @@ fn events_before_start_and_after_end_are_ignored() {
     );
     assert_eq!(io.end.sends, 0);
     assert!(sim.cst.is_done());
+}
+
+#[test]
+fn peer_closing_mid_round_of_a_loop_is_an_error() {
+    // The client sends 1.5 requests and closes: the server's second round saw half a request.
+    let p = profile(
+        json!([{"name": "q", "text": "0123456789"}, {"name": "h", "text": "01234"}]),
+        json!([{"op": "send", "buf": "q"}, {"op": "send", "buf": "h"}]),
+        json!([{"op": "set_var", "id": 0, "val": 5}, {"op": "set_label", "label": "a"},
+               {"op": "recv", "bytes": 10, "clear": true}, {"op": "jmp_nz", "id": 0, "label": "a"}]),
+        "tcp",
+    );
+    let mut sim = Sim::new(p);
+    sim.run(1_000_000_000);
+    assert_eq!(sim.sstat, Status::Finished(Outcome::PeerClosedEarly));
+}
+
+#[test]
+fn shipped_examples_run_to_completion() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("json"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 6, "{names:?}");
+    for path in names {
+        let p = load_profile_file(&path).unwrap();
+        for (ti, t) in p.templates.iter().enumerate() {
+            let mut one = p.clone();
+            one.templates = vec![t.clone()];
+            let mut sim = Sim::new(one);
+            sim.bw = 1 << 20;
+            sim.run(10_000_000_000);
+            let what = format!("{} template {ti}", path.display());
+            let expect_client = if path.ends_with("reset.json") {
+                Outcome::Reset
+            } else {
+                Outcome::Closed
+            };
+            let expect_server = if path.ends_with("reset.json") {
+                Outcome::Aborted
+            } else {
+                Outcome::Closed
+            };
+            assert_eq!(sim.cstat, Status::Finished(expect_client), "{what}");
+            assert_eq!(sim.sstat, Status::Finished(expect_server), "{what}");
+            assert!(
+                !sim.s.rx.is_empty() || !sim.s.rx_msgs.is_empty(),
+                "{what}: server got nothing"
+            );
+            eprintln!(
+                "{what}: client rx {} B {} msgs, server rx {} B {} msgs, t={} ns",
+                sim.c.rx.len(),
+                sim.c.rx_msgs.len(),
+                sim.s.rx.len(),
+                sim.s.rx_msgs.len(),
+                sim.now
+            );
+        }
+    }
 }
