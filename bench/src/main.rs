@@ -284,3 +284,58 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn parses_lists_and_bounds() {
+        let o = parse(&args(
+            "--workloads w1,W2 --conns 1,1000 --seconds 1.5 --runs 5",
+        ))
+        .unwrap();
+        assert_eq!(o.workloads, vec!["W1", "W2"]);
+        assert_eq!(o.conns, vec![1, 1000]);
+        assert_eq!(o.seconds, 1.5);
+        assert_eq!(o.runs, 5);
+        assert!(parse(&args("--seconds 0")).is_err());
+        assert!(parse(&args("--runs 0")).is_err());
+        assert!(parse(&args("--conns x")).is_err());
+        assert!(parse(&args("--bogus")).is_err());
+        assert!(parse(&args("--runs")).is_err());
+    }
+
+    #[test]
+    fn defaults_are_bounded() {
+        let o = parse(&[]).unwrap();
+        assert_eq!(o.runs, 3);
+        assert!(o.seconds <= 3.0);
+        assert_eq!(o.conns, vec![1, 100, 1000]);
+    }
+
+    #[test]
+    fn w3_line_round_trips() {
+        let r = Record {
+            workload: "W3".into(),
+            topology: "T-mem1".into(),
+            client: "smoltcp".into(),
+            server: "smoltcp".into(),
+            conns: Some(100_000),
+            bytes_per_flow: Some(17_349.0),
+            bytes_per_endpoint: Some(8_674.5),
+            errors: 0,
+            seconds: 3.5,
+            ..Default::default()
+        };
+        let back = parse_w3_line(&r.to_json()).unwrap();
+        assert_eq!(back.conns, Some(100_000));
+        assert_eq!(back.bytes_per_flow, Some(17_349.0));
+        assert_eq!(back.client, "smoltcp");
+        assert!(parse_w3_line("garbage").is_none());
+    }
+}

@@ -45,6 +45,8 @@ struct Tally {
 /// A snapshot at the start of the measured window.
 struct Window {
     t: Instant,
+    /// Run time (since the driver started) when the window opened.
+    start_elapsed: Duration,
     cpu: Duration,
     frames: u64,
     ops: u64,
@@ -52,9 +54,10 @@ struct Window {
 }
 
 impl Window {
-    fn take<P: MemPair>(pair: &P, tally: &Tally) -> Self {
+    fn take<P: MemPair>(pair: &P, tally: &Tally, start_elapsed: Duration) -> Self {
         Window {
             t: Instant::now(),
+            start_elapsed,
             cpu: measure::thread_cpu(),
             frames: pair.stats().frames,
             ops: tally.ops,
@@ -105,6 +108,24 @@ struct ClientApp {
     bad: bool,
     in_flight: bool,
     t_sent: Duration,
+    /// Last time this slot moved a byte or changed state (stall detection).
+    last_progress: Duration,
+}
+
+/// A flow with no progress for this long at the end of a run is counted as an error.
+pub const STALL: Duration = Duration::from_secs(1);
+
+/// Counts client slots that are mid-flow but have not moved for [`STALL`]: every flow must
+/// end in success or a counted failure, never hang unseen.
+fn count_stalled<P: MemPair>(pair: &P, capps: &[ClientApp], w: &Window, tally: &mut Tally) {
+    let end = w.start_elapsed + w.t.elapsed();
+    for (id, c) in capps.iter().enumerate() {
+        if pair.state(Side::Client, id) != SockState::Idle
+            && end.saturating_sub(c.last_progress) > STALL
+        {
+            tally.errors += 1;
+        }
+    }
 }
 
 /// Per-server-slot application state.
@@ -141,7 +162,7 @@ fn drive<P: MemPair>(
         let now = start.elapsed();
         match &window {
             None if now >= warmup => {
-                window = Some(Window::take(pair, tally));
+                window = Some(Window::take(pair, tally, now));
             }
             Some(w) if now >= end || tally.ops - w.ops >= cfg.max_ops => break,
             _ => {}
@@ -156,7 +177,7 @@ fn drive<P: MemPair>(
             pair.idle();
         }
     }
-    window.unwrap_or_else(|| Window::take(pair, tally))
+    window.unwrap_or_else(|| Window::take(pair, tally, start.elapsed()))
 }
 
 /// W1 (astf-http): `conns` concurrent connections, each one 100-byte request and a
@@ -171,11 +192,19 @@ pub fn run_w1<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
         pair,
         cfg,
         &mut tally,
-        |pair, side, id, _, _, tally| match side {
-            Side::Client => w1_client(pair, id, &mut capps[id], &req, &resp, tally),
+        |pair, side, id, now, _, tally| match side {
+            Side::Client => {
+                let c = &mut capps[id];
+                let acted = w1_client(pair, id, c, &req, &resp, tally);
+                if acted {
+                    c.last_progress = now;
+                }
+                acted
+            }
             Side::Server => w1_server(pair, id, server_app(&mut sapps, id), &req, &resp, tally),
         },
     );
+    count_stalled(pair, &capps, &window, &mut tally);
     window.record(pair, &tally, "W1", cfg.conns, false)
 }
 
@@ -196,10 +225,12 @@ fn w1_client<P: MemPair>(
             }
             true
         }
-        SockState::Opening | SockState::Closing => false,
-        SockState::Open | SockState::PeerClosed => {
+        SockState::Opening => false,
+        SockState::Open | SockState::PeerClosed | SockState::Closing => {
+            // After our close (possibly early, on bad data) keep draining so the server
+            // can finish and close: a stalled flow would never be counted.
             let mut acted = false;
-            if c.sent < req.len() {
+            if c.sent < req.len() && st != SockState::Closing {
                 let n = pair.send(Side::Client, id, &req[c.sent..]);
                 c.sent += n;
                 acted |= n > 0;
@@ -297,11 +328,17 @@ pub fn run_w2<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
         |pair, side, id, now, measuring, tally| match side {
             Side::Client => {
                 let h = if measuring { Some(&mut hist) } else { None };
-                w2_client(pair, id, &mut capps[id], &req, &resp, now, h, tally)
+                let c = &mut capps[id];
+                let acted = w2_client(pair, id, c, &req, &resp, now, h, tally);
+                if acted {
+                    c.last_progress = now;
+                }
+                acted
             }
             Side::Server => w2_server(pair, id, server_app(&mut sapps, id), &req, &resp, tally),
         },
     );
+    count_stalled(pair, &capps, &window, &mut tally);
     let mut r = window.record(pair, &tally, "W2", cfg.conns, true);
     r.p50_us = hist.quantile(0.5);
     r.p99_us = hist.quantile(0.99);
