@@ -64,6 +64,27 @@ pub fn pin_current_thread(core: usize) -> Result<(), AffinityError> {
     Ok(())
 }
 
+/// Spawns a thread named `name`, pinned to `core` when given, running `f`. The thread
+/// returns the pinning error instead of running `f` if the core cannot be used.
+pub fn spawn_on_core<T, F>(
+    name: &str,
+    core: Option<usize>,
+    f: F,
+) -> std::io::Result<std::thread::JoinHandle<Result<T, AffinityError>>>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            if let Some(c) = core {
+                pin_current_thread(c)?;
+            }
+            Ok(f())
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +99,12 @@ mod tests {
             .unwrap();
         let err = pin_current_thread(100_000).unwrap_err();
         assert!(err.to_string().contains("core 100000"), "{err}");
+        let h = spawn_on_core("w", Some(c), || 7).unwrap();
+        assert_eq!(h.join().unwrap(), Ok(7));
+        let h = spawn_on_core("w", Some(100_000), || 7).unwrap();
+        assert!(matches!(
+            h.join().unwrap(),
+            Err(AffinityError::NoSuchCore { core: 100_000, .. })
+        ));
     }
 }

@@ -430,6 +430,12 @@ mod tests {
     }
 
     #[test]
+    fn per_token_memory_is_24_bytes() {
+        // Users (squall-tcp) budget per-flow memory with this figure.
+        assert_eq!(std::mem::size_of::<Node>(), 24);
+    }
+
+    #[test]
     fn fires_exactly_at_deadline_not_before() {
         let mut w = TimerWheel::new(4, 0);
         w.arm(1, 5_000);

@@ -6,7 +6,10 @@
 //! receiver reads the header and checks the sequence (a gap or a bad header is an error).
 //!
 //! Usage: `cargo run --release -p squall-port --example wire64 -- [--seconds S]
-//! [--burst B] [--cores C0,C1]`
+//! [--burst B] [--cores C0,C1] [--same-thread]`
+//!
+//! `--same-thread` runs sender and receiver in one thread on core C0 (topology `T-mem1`):
+//! the pure CPU cost of the wire without cross-core traffic.
 
 use squall_port::mem::{pair, MemConfig};
 use squall_port::{FrameBuf, Port};
@@ -17,6 +20,7 @@ use std::time::{Duration, Instant};
 const FRAME: usize = 64;
 
 struct Args {
+    same_thread: bool,
     seconds: f64,
     burst: usize,
     cores: [usize; 2],
@@ -24,12 +28,17 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
+        same_thread: false,
         seconds: 3.0,
         burst: 32,
         cores: [0, 1],
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
+        if k == "--same-thread" {
+            a.same_thread = true;
+            continue;
+        }
         let v = it.next().ok_or(format!("{k} needs a value"))?;
         match k.as_str() {
             "--seconds" => a.seconds = v.parse().map_err(|_| "bad --seconds")?,
@@ -89,6 +98,60 @@ struct Side {
     cpu_ns: u64,
 }
 
+/// Both ends in one thread: fill a burst, send it, receive it, check it, release it.
+fn same_thread(args: &Args) {
+    if let Err(e) = pin(args.cores[0]) {
+        eprintln!("wire64: {e}");
+        std::process::exit(1);
+    }
+    let (mut a, mut b) = pair(MemConfig::default()).expect("mem wire");
+    let mut v = Vec::with_capacity(args.burst);
+    let mut r = Vec::with_capacity(args.burst);
+    let (mut seq, mut next, mut errors) = (0u64, 0u64, 0u64);
+    let t0 = Instant::now();
+    let cpu0 = thread_cpu_ns();
+    let mut rounds = 0u64;
+    loop {
+        if rounds % 1024 == 0 && t0.elapsed().as_secs_f64() >= args.seconds {
+            break;
+        }
+        rounds += 1;
+        a.alloc_tx(&mut v, args.burst);
+        for f in v.iter_mut() {
+            let _ = f.set_len(FRAME);
+            let d = f.data_mut();
+            d.fill(0);
+            d[12..14].copy_from_slice(&[0x88, 0xb5]);
+            d[14..22].copy_from_slice(&seq.to_le_bytes());
+            seq += 1;
+        }
+        a.tx_burst(&mut v);
+        b.rx_burst(&mut r, args.burst);
+        for f in &r {
+            let d = f.data();
+            let ok = d[12..14] == [0x88, 0xb5]
+                && u64::from_le_bytes(d[14..22].try_into().unwrap_or([0; 8])) == next;
+            errors += u64::from(!ok);
+            next += 1;
+        }
+        b.release_all(&mut r);
+    }
+    let cpu = thread_cpu_ns() - cpu0;
+    let secs = t0.elapsed().as_secs_f64();
+    errors += seq.abs_diff(next);
+    println!(
+        "{{\"workload\":\"wire64\",\"topology\":\"T-mem1\",\"mpps\":{:.2},\"seconds\":{:.2},\
+         \"frames\":{},\"frame_bytes\":{},\"burst\":{},\"cpu_ns_per_frame\":{:.1},\"errors\":{}}}",
+        next as f64 / secs / 1e6,
+        secs,
+        next,
+        FRAME,
+        args.burst,
+        cpu as f64 / next.max(1) as f64,
+        errors
+    );
+}
+
 fn main() {
     let args = match parse_args() {
         Ok(a) => a,
@@ -97,6 +160,10 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if args.same_thread {
+        same_thread(&args);
+        return;
+    }
     let (mut tx_port, mut rx_port) = pair(MemConfig {
         frames: 4096,
         ring_size: 1024,
@@ -135,7 +202,10 @@ fn main() {
                     seq += 1;
                 }
             }
-            tx_port.tx_burst(&mut v);
+            if tx_port.tx_burst(&mut v) == 0 {
+                // Ring full: back off a little instead of hammering the shared line.
+                std::hint::spin_loop();
+            }
         }
         let cpu_ns = thread_cpu_ns() - cpu0;
         let unsent = v.len() as u64;
@@ -161,6 +231,7 @@ fn main() {
         loop {
             let n = rx_port.rx_burst(&mut v, burst);
             if n == 0 {
+                std::hint::spin_loop();
                 // Stop once the sender is done and everything it sent was taken.
                 if sd.load(Ordering::Acquire) && rx_port.rx_burst(&mut v, burst) == 0 {
                     break;

@@ -169,6 +169,32 @@ impl<T: Copy + Send> Consumer<T> {
         Some(v)
     }
 
+    /// Pops up to `max` values while `take` accepts the next one, giving each to `sink`;
+    /// returns how many. (Slots go back to the producer at `publish`.)
+    #[inline]
+    pub fn pop_burst(
+        &mut self,
+        max: usize,
+        mut take: impl FnMut(&T) -> bool,
+        mut sink: impl FnMut(T),
+    ) -> usize {
+        let avail = self.available().min(max);
+        let mut n = 0;
+        while n < avail {
+            let slot = &self.shared.slots[self.tail.wrapping_add(n) & self.shared.mask];
+            // SAFETY: tail + n < head as published with release (n < available), so the
+            // slot is initialised and the producer does not write it.
+            let v = unsafe { (*slot.get()).assume_init() };
+            if !take(&v) {
+                break;
+            }
+            sink(v);
+            n += 1;
+        }
+        self.tail = self.tail.wrapping_add(n);
+        n
+    }
+
     /// Hands the slots of popped values back to the producer.
     #[inline]
     pub fn publish(&mut self) {
@@ -197,6 +223,23 @@ mod tests {
         assert_eq!(p.push(1), Err(1), "slots not handed back yet");
         c.publish();
         assert_eq!(p.push(1), Ok(()));
+    }
+
+    #[test]
+    fn pop_burst_stops_at_max_and_predicate() {
+        let (mut p, mut c) = ring::<u32>(16);
+        for i in 0..10 {
+            p.push(i).unwrap();
+        }
+        p.publish();
+        let mut got = Vec::new();
+        assert_eq!(c.pop_burst(3, |_| true, |v| got.push(v)), 3);
+        assert_eq!(c.pop_burst(100, |&v| v < 6, |v| got.push(v)), 3);
+        assert_eq!(got, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(c.pop(), Some(6));
+        c.publish();
+        assert_eq!(c.pop_burst(100, |_| true, |_| {}), 3);
+        assert_eq!(c.pop_burst(100, |_| true, |_| {}), 0);
     }
 
     #[test]

@@ -314,23 +314,6 @@ impl MemPort {
         self.now
     }
 
-    #[inline]
-    fn frame_from(&self, d: &Desc) -> MemFrame {
-        let pool = (d.idx >> 31) as usize;
-        let slot = (d.idx & !POOL_BIT) as usize;
-        // SAFETY: slot < frames of that pool (descriptors are built only from checked
-        // frames), so the offset is inside the pool allocation.
-        let buf = unsafe { self.bases[pool].add(slot * self.frame_size) };
-        MemFrame {
-            buf,
-            idx: d.idx,
-            off: d.off,
-            len: d.len,
-            size: self.frame_size as u16,
-            offload: d.offload,
-        }
-    }
-
     /// Whether `f` is a slot of this wire's pools (its pointer matches its index).
     #[inline]
     fn is_ours(&self, f: &MemFrame) -> bool {
@@ -369,12 +352,12 @@ impl MemPort {
 
     /// Takes back this side's slots returned by the peer.
     fn refill(&mut self) {
-        let mut got = false;
-        while let Some(i) = self.returns_in.pop() {
-            self.free.push(i);
-            got = true;
-        }
-        if got {
+        let free = &mut self.free;
+        if self
+            .returns_in
+            .pop_burst(usize::MAX, |_| true, |i| free.push(i))
+            > 0
+        {
             self.returns_in.publish();
         }
     }
@@ -565,21 +548,35 @@ impl Port for MemPort {
     fn rx_burst(&mut self, out: &mut Vec<MemFrame>, max: usize) -> usize {
         self.flush_returns();
         self.pump_held();
-        let mut n = 0;
-        let avail = self.rx.available().min(max);
-        while n < avail {
-            let Some(d) = self.rx.peek() else { break };
-            if d.deliver_ns > self.now {
-                break;
-            }
-            let _ = self.rx.pop();
-            let f = self.frame_from(&d);
-            prefetch(f.buf.wrapping_add(f.off as usize));
-            self.stats.rx_bytes += d.len as u64;
-            self.user_held[(d.idx >> 31) as usize] += 1;
-            out.push(f);
-            n += 1;
-        }
+        let now = self.now;
+        let bases = self.bases;
+        let fs = self.frame_size;
+        let (mut bytes, mut held) = (0u64, [0i64; 2]);
+        let n = self.rx.pop_burst(
+            max,
+            |d| d.deliver_ns <= now,
+            |d| {
+                let pool = (d.idx >> 31) as usize;
+                let slot = (d.idx & !POOL_BIT) as usize;
+                // SAFETY: slot < frames of that pool (descriptors are built only from
+                // checked frames), so the offset is inside the pool allocation.
+                let buf = unsafe { bases[pool].add(slot * fs) };
+                prefetch(buf.wrapping_add(d.off as usize));
+                bytes += d.len as u64;
+                held[pool] += 1;
+                out.push(MemFrame {
+                    buf,
+                    idx: d.idx,
+                    off: d.off,
+                    len: d.len,
+                    size: fs as u16,
+                    offload: d.offload,
+                });
+            },
+        );
+        self.stats.rx_bytes += bytes;
+        self.user_held[0] += held[0];
+        self.user_held[1] += held[1];
         if n > 0 {
             self.rx.publish();
             self.stats.rx_frames += n as u64;
