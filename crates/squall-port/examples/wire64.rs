@@ -112,7 +112,7 @@ fn same_thread(args: &Args) {
     let cpu0 = thread_cpu_ns();
     let mut rounds = 0u64;
     loop {
-        if rounds % 1024 == 0 && t0.elapsed().as_secs_f64() >= args.seconds {
+        if rounds & 1023 == 0 && t0.elapsed().as_secs_f64() >= args.seconds {
             break;
         }
         rounds += 1;
