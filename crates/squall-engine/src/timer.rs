@@ -81,6 +81,9 @@ pub struct TimerWheel {
     /// Lower bound of every armed deadline (`u64::MAX` when unknown-and-empty).
     next_bound: u64,
     len: usize,
+    /// Slots visited by `advance` (tests check that long jumps stay cheap).
+    #[cfg(test)]
+    visits: u64,
 }
 
 impl TimerWheel {
@@ -98,6 +101,8 @@ impl TimerWheel {
             now: now_ns,
             next_bound: u64::MAX,
             len: 0,
+            #[cfg(test)]
+            visits: 0,
         }
     }
 
@@ -220,6 +225,10 @@ impl TimerWheel {
         while let Some((level, slot, start)) = self.next_slot() {
             if start > now_tick {
                 break;
+            }
+            #[cfg(test)]
+            {
+                self.visits += 1;
             }
             if level == 0 {
                 if start == now_tick {
@@ -511,6 +520,26 @@ mod tests {
         assert_eq!(drain(&mut w, 1 << 62), vec![1]);
         assert!(drain(&mut w, u64::MAX - 1).is_empty());
         assert_eq!(drain(&mut w, u64::MAX), vec![0]);
+    }
+
+    #[test]
+    fn long_jumps_visit_few_slots() {
+        let hour = 3_600_000_000_000u64;
+        let mut w = TimerWheel::new(4, 0);
+        w.arm(0, 10 * hour);
+        assert!(drain(&mut w, 10 * hour - 1).is_empty());
+        assert_eq!(drain(&mut w, 10 * hour), vec![0]);
+        // One visit per level at most on the way down, not one per tick.
+        assert!(w.visits <= LEVELS as u64 + 1, "visits {}", w.visits);
+        // Jumping with nothing due costs nothing.
+        let before = w.visits;
+        w.arm(1, 100 * hour);
+        assert!(drain(&mut w, 50 * hour).is_empty());
+        assert!(
+            w.visits - before <= LEVELS as u64,
+            "visits {}",
+            w.visits - before
+        );
     }
 
     #[test]
