@@ -156,15 +156,28 @@ pub fn pseudo_header_ipv4(
 
 /// Incrementally update checksum `hc` after a 16-bit field changed from
 /// `old` to `new`: `HC' = ~(~HC + ~m + m')` (RFC 1624, eqn. 3).
+///
+/// One degenerate case cannot be told apart incrementally: if every covered
+/// byte other than the checksum is zero after the change, the full
+/// computation gives 0xffff but this gives 0x0000 (both are one's-complement
+/// zero; a strict verifier rejects the latter). IPv4 and TCP headers are
+/// never all zero; callers that can meet it (ICMP) re-check for a 0 result.
 #[inline]
 pub const fn update16(hc: u16, old: u16, new: u16) -> u16 {
+    if old == new {
+        return hc;
+    }
     !add(add(!hc, !old), new)
 }
 
 /// Incrementally update checksum `hc` after a 32-bit field (e.g. an IPv4
-/// address or a TCP sequence number) changed from `old` to `new`.
+/// address or a TCP sequence number) changed from `old` to `new`. Same
+/// degenerate all-zero case as [`update16`].
 #[inline]
 pub const fn update32(hc: u16, old: u32, new: u32) -> u16 {
+    if old == new {
+        return hc;
+    }
     let s = add(!hc, !(old >> 16) as u16);
     let s = add(s, !(old as u16));
     let s = add(s, (new >> 16) as u16);
@@ -277,8 +290,10 @@ mod tests {
         // RFC 1624 §4: HC = 0xDD2F, m = 0x5555 -> m' = 0x3285 gives 0x0000
         // with eqn. 3 (eqn. 2 would give the wrong 0xFFFF).
         assert_eq!(update16(0xdd2f, 0x5555, 0x3285), 0x0000);
-        // No change, no change in checksum.
+        // No change, no change in checksum (also for the all-zero 0xffff).
         assert_eq!(update16(0x1234, 0xabcd, 0xabcd), 0x1234);
+        assert_eq!(update16(0xffff, 0, 0), 0xffff);
+        assert_eq!(update32(0xffff, 0, 0), 0xffff);
     }
 
     fn set16(d: &mut [u8], at: usize, v: u16) {

@@ -158,7 +158,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IcmpPacket<T> {
         b[field::TYPE] = msg_type::ECHO_REPLY;
         let new = get_u16(b, field::TYPE);
         let hc = get_u16(b, field::CHECKSUM);
-        set_u16(b, field::CHECKSUM, checksum::update16(hc, old, new));
+        let c = checksum::update16(hc, old, new);
+        set_u16(b, field::CHECKSUM, c);
+        if c == 0 {
+            // possibly the all-zero case update16 cannot resolve; recompute
+            self.fill_checksum();
+        }
     }
 
     /// Mutable data after the header.
@@ -245,6 +250,20 @@ mod tests {
         let mut p = IcmpPacket::new_checked(&mut b[..]).unwrap();
         p.fill_checksum();
         assert_eq!(p.checksum(), !0xccc8u16);
+    }
+
+    #[test]
+    fn echo_reply_of_all_zero_request() {
+        // type 8, everything else zero: after the change the message is all
+        // zero, whose checksum is 0xffff (RFC 1624's degenerate case).
+        let mut b = [8u8, 0, 0, 0, 0, 0, 0, 0];
+        let mut p = IcmpPacket::new_checked(&mut b[..]).unwrap();
+        p.fill_checksum();
+        p.make_echo_reply();
+        assert!(p.verify_checksum());
+        assert_eq!(p.checksum(), 0xffff);
+        p.make_echo_reply(); // already a reply: unchanged
+        assert!(p.verify_checksum());
     }
 
     #[test]
