@@ -1,6 +1,6 @@
 //! Minimal Ethernet + IPv4 + TCP parsing and in-place frame building with checksums, used
-//! by the TCP host. (Kept local to this crate so it builds on its own; squall-wire owns the
-//! general-purpose views.) Nothing here panics on malformed input: errors are values.
+//! by the TCP host (a thin, branch-light layer specialised for the TCP fast path; the
+//! checksum core is squall-wire's). Nothing here panics on malformed input: errors are values.
 
 pub const ETH_LEN: usize = 14;
 pub const IP_LEN: usize = 20;
@@ -62,28 +62,11 @@ fn be32(b: &[u8], o: usize) -> u32 {
     u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
 }
 
-/// Ones'-complement sum (not folded, not inverted) of `data` as big-endian 16-bit words.
+/// Ones'-complement sum (not folded, not inverted) of `data` as big-endian 16-bit words,
+/// added to `acc`. Uses squall-wire's vectorisable native-order sum.
 #[inline]
-pub fn csum_add(mut acc: u64, data: &[u8]) -> u64 {
-    let mut chunks = data.chunks_exact(8);
-    for c in &mut chunks {
-        let v = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        let (s, o) = acc.overflowing_add(v);
-        acc = s + o as u64;
-    }
-    let mut rest = chunks.remainder();
-    if rest.len() >= 4 {
-        acc += be32(rest, 0) as u64;
-        rest = &rest[4..];
-    }
-    if rest.len() >= 2 {
-        acc += be16(rest, 0) as u64;
-        rest = &rest[2..];
-    }
-    if let Some(&b) = rest.first() {
-        acc += (b as u64) << 8;
-    }
-    acc
+pub fn csum_add(acc: u64, data: &[u8]) -> u64 {
+    acc + squall_wire::checksum::sum(data) as u64
 }
 
 /// Folds a 64-bit accumulated sum to 16 bits.

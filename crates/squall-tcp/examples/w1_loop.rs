@@ -1,0 +1,188 @@
+//! W1 over a loop: a client host and a server host exchange W1 flows (100-byte request,
+//! 32,768-byte response, client closes after the last byte, server closes on FIN) through
+//! two in-process frame queues, on a virtual clock. Prints CPU time per connection for both
+//! ends together.
+//!
+//! `cargo run --release -p squall-tcp --example w1_loop -- [flows] [concurrency]`
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp, TcpConfig, TcpHost, TxSink};
+
+/// Pool of frame slots reused forever (grows only while the peak burst grows; no
+/// per-packet allocation in steady state).
+struct Queue {
+    slots: Vec<[u8; 1600]>,
+    lens: Vec<usize>,
+    n: usize,
+}
+impl Queue {
+    fn new(cap: usize) -> Self {
+        Queue {
+            slots: vec![[0u8; 1600]; cap],
+            lens: vec![0; cap],
+            n: 0,
+        }
+    }
+}
+impl TxSink for Queue {
+    fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
+        if len > 1600 {
+            return None;
+        }
+        if self.n == self.slots.len() {
+            self.slots.push([0u8; 1600]);
+            self.lens.push(0);
+        }
+        Some(&mut self.slots[self.n][..len])
+    }
+    fn commit(&mut self, len: usize) {
+        self.lens[self.n] = len;
+        self.n += 1;
+    }
+}
+
+struct Client {
+    req: BufId,
+    rx: Vec<u32>,
+    done: u64,
+    ok: u64,
+}
+impl TcpApp for Client {
+    fn on_connected(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        ctl.send(self.req, 0, 100);
+    }
+    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        let r = &mut self.rx[f.0 as usize];
+        *r += data.len() as u32;
+        if *r == 32_768 {
+            ctl.close();
+        }
+    }
+    fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
+        self.done += 1;
+        if reason == CloseReason::Normal && self.rx[f.0 as usize] == 32_768 {
+            self.ok += 1;
+        }
+        self.rx[f.0 as usize] = 0;
+    }
+}
+
+struct Server {
+    resp: BufId,
+    rx: Vec<u32>,
+}
+impl TcpApp for Server {
+    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        let r = &mut self.rx[f.0 as usize];
+        *r += data.len() as u32;
+        if *r == 100 {
+            ctl.send(self.resp, 0, 32_768);
+        }
+    }
+    fn on_peer_closed(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        ctl.close();
+    }
+    fn on_closed(&mut self, f: FlowId, _reason: CloseReason) {
+        self.rx[f.0 as usize] = 0;
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let conc: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
+    let max_flows = conc * 4 + 1024;
+    let base = TcpConfig {
+        max_flows,
+        time_wait_ns: 1_000_000, // short TIME_WAIT so slots recycle in this loop
+        ..TcpConfig::default()
+    };
+    let mut now = 1u64;
+    let mut ch = TcpHost::new(
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 1],
+            gateway_mac: [2, 0, 0, 0, 0, 2],
+            ..base.clone()
+        },
+        now,
+    );
+    let mut sh = TcpHost::new(
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 2],
+            gateway_mac: [2, 0, 0, 0, 0, 1],
+            ..base
+        },
+        now,
+    );
+    sh.listen(80);
+    let req = ch.buffers().register(Arc::from(vec![b'G'; 100]));
+    let resp = sh.buffers().register(Arc::from(vec![b'x'; 32_768]));
+    let mut capp = Client {
+        req,
+        rx: vec![0; max_flows as usize],
+        done: 0,
+        ok: 0,
+    };
+    let mut sapp = Server {
+        resp,
+        rx: vec![0; max_flows as usize],
+    };
+    let mut cq = Queue::new(1024);
+    let mut sq = Queue::new(1024);
+    let mut tmp = Queue::new(1024);
+    let mut started = 0u32;
+    let t0 = Instant::now();
+    while capp.done < n as u64 {
+        while started < n && (started as u64) < capp.done + conc as u64 {
+            let k = started;
+            let ip = 0x1000_0001 + (k % 200);
+            let port = 1025 + ((k / 200) % 60_000) as u16;
+            if ch.connect(now, &mut cq, ip, port, 0x3000_0001, 80).is_err() {
+                break;
+            }
+            started += 1;
+        }
+        // Client -> server.
+        std::mem::swap(&mut cq, &mut tmp);
+        for i in 0..tmp.n {
+            sh.rx(now, &tmp.slots[i][..tmp.lens[i]], &mut sapp, &mut sq);
+        }
+        tmp.n = 0;
+        // Server -> client.
+        std::mem::swap(&mut sq, &mut tmp);
+        for i in 0..tmp.n {
+            ch.rx(now, &tmp.slots[i][..tmp.lens[i]], &mut capp, &mut cq);
+        }
+        tmp.n = 0;
+        now += 1_000; // 1 us per round
+        if cq.n == 0 && sq.n == 0 {
+            let next = [ch.next_timer(), sh.next_timer()]
+                .into_iter()
+                .flatten()
+                .min();
+            if let Some(t) = next {
+                now = now.max(t);
+            }
+        }
+        ch.poll(now, &mut capp, &mut cq);
+        sh.poll(now, &mut sapp, &mut sq);
+    }
+    let dt = t0.elapsed();
+    let c = ch.counters();
+    println!(
+        "W1 loop: {} flows (ok {}), concurrency {}, {:.3} s CPU, {:.2} us per connection (both ends), client sndtotal {} rcvtotal {}, server sndtotal {}, txfull {}/{}, rexmit {}",
+        n,
+        capp.ok,
+        conc,
+        dt.as_secs_f64(),
+        dt.as_secs_f64() * 1e6 / n as f64,
+        c.tcps_sndtotal,
+        c.tcps_rcvtotal,
+        sh.counters().tcps_sndtotal,
+        c.tcps_txfull,
+        sh.counters().tcps_txfull,
+        c.tcps_sndrexmitpack + sh.counters().tcps_sndrexmitpack
+    );
+}
