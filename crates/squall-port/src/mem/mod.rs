@@ -1,7 +1,7 @@
 //! The in-memory wire: two [`MemPort`]s joined back to back ([`pair`]).
 //!
 //! Each side owns a pool of fixed-size frames (one allocation) and sends frames of its
-//! pool (or frames it received, for echo/forwarding) as 24-byte descriptors over a
+//! pool (or frames it received, for echo/forwarding) as 16-byte descriptors over a
 //! lock-free SPSC ring to the other side. A side that is done with a frame of the other
 //! side's pool pushes its index onto a return ring, published once per burst. Nothing is
 //! allocated per frame. Both ends are `Send`: use them from one thread (one loop polls both)
@@ -122,17 +122,24 @@ fn prefetch_write(p: *const u8) {
     let _ = p;
 }
 
-/// Descriptor of a frame on a direction ring.
+/// Slot bits of a descriptor index (pools are at most 2^24 frames).
+const SLOT_MASK: u32 = (1 << 24) - 1;
+/// The rx checksum flags (the low 3 bits of `OffloadFlags`) ride in descriptor index
+/// bits 24..27.
+const FLAG_SHIFT: u32 = 24;
+
+/// Descriptor of a frame on a direction ring: 16 bytes, four per cache line.
 #[derive(Clone, Copy, Debug)]
 struct Desc {
     /// Time from which the receiver may take it (0 = at once).
     deliver_ns: u64,
-    /// Slot index with the pool bit.
+    /// Bit 31: pool; bits 24..27: rx offload flags; bits 0..24: slot.
     idx: u32,
     off: u16,
     len: u16,
-    offload: Offload,
 }
+
+const _: () = assert!(std::mem::size_of::<Desc>() == 16);
 
 /// A frame held back to be overtaken.
 #[derive(Clone, Copy)]
@@ -363,28 +370,27 @@ impl MemPort {
     }
 
     #[inline]
-    fn desc_of(&self, f: &MemFrame) -> Desc {
+    fn desc_of(&self, f: &MemFrame, corrupted: bool) -> Desc {
         Desc {
             deliver_ns: 0,
-            idx: f.idx,
+            idx: f.idx | (self.wire_flags(corrupted) << FLAG_SHIFT),
             off: f.off,
             len: f.len,
-            offload: self.wire_offload(f.offload, false),
         }
     }
 
-    /// What the receiver sees of the sender's offload request.
+    /// The rx checksum flags the receiver sees (offload emulation), as 3 bits.
     #[inline]
-    fn wire_offload(&self, o: Offload, corrupted: bool) -> Offload {
+    fn wire_flags(&self, corrupted: bool) -> u32 {
         if !self.offload {
-            return Offload::default();
+            return 0;
         }
         let flags = if corrupted {
             OffloadFlags::RX_CSUM_BAD
         } else {
             OffloadFlags::RX_IP_CSUM_GOOD | OffloadFlags::RX_L4_CSUM_GOOD
         };
-        Offload { flags, ..o }
+        u32::from(flags.0 & 7)
     }
 
     /// Sends held (reordered) frames whose time is up. Returns whether any was sent.
@@ -479,8 +485,7 @@ impl MemPort {
             if deliver > self.now {
                 st.stats.delayed += 1;
             }
-            let mut desc = self.desc_of(f);
-            desc.offload = self.wire_offload(f.offload, corrupted);
+            let mut desc = self.desc_of(f, corrupted);
             desc.deliver_ns = deliver;
             // Duplicate: a copy into a fresh slot of this side's pool.
             let mut dup = None;
@@ -499,7 +504,7 @@ impl MemPort {
                             std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
                         }
                         dup = Some(Desc {
-                            idx: slot | (self.side << 31),
+                            idx: slot | (self.side << 31) | (desc.idx & !(SLOT_MASK | POOL_BIT)),
                             ..desc
                         });
                         st.stats.duplicated += 1;
@@ -557,7 +562,7 @@ impl Port for MemPort {
             |d| d.deliver_ns <= now,
             |d| {
                 let pool = (d.idx >> 31) as usize;
-                let slot = (d.idx & !POOL_BIT) as usize;
+                let slot = (d.idx & SLOT_MASK) as usize;
                 // SAFETY: slot < frames of that pool (descriptors are built only from
                 // checked frames), so the offset is inside the pool allocation.
                 let buf = unsafe { bases[pool].add(slot * fs) };
@@ -566,11 +571,15 @@ impl Port for MemPort {
                 held[pool] += 1;
                 out.push(MemFrame {
                     buf,
-                    idx: d.idx,
+                    idx: d.idx & (POOL_BIT | SLOT_MASK),
                     off: d.off,
                     len: d.len,
                     size: fs as u16,
-                    offload: d.offload,
+                    offload: Offload {
+                        flags: OffloadFlags(((d.idx >> FLAG_SHIFT) & 7) as u16),
+                        l2_len: 0,
+                        l3_len: 0,
+                    },
                 });
             },
         );
@@ -638,7 +647,7 @@ impl Port for MemPort {
                 self.user_held[(f.idx >> 31) as usize] -= 1;
                 self.stats.tx_bytes += f.len as u64;
                 self.stats.tx_frames += 1;
-                let d = self.desc_of(f);
+                let d = self.desc_of(f, false);
                 let _ = self.tx.push(d);
             }
             if k > 0 {
