@@ -1,0 +1,535 @@
+"""`ASTFProgram`: the per-flow emulation program (TRex names and signatures).
+
+A program is a list of instructions. Each records the user's file:line when it is
+added, so errors found while compiling (an undefined label, a TCP instruction in a UDP
+program, ...) still point at the call that caused them. `to_ir()` emits the JSON IR
+`program` object (docs/PROFILE.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from ..errors import ProfileError, Site, user_site
+
+BytesLike = Union[bytes, bytearray, str]
+
+U32_MAX = 2**32 - 1
+MAX_BUFFER = 64 * 1024 * 1024
+MAX_DATAGRAM = 65507
+MAX_VARS = 4
+MAX_COMMANDS = 65000
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.:/-]{1,64}$")
+
+# Instruction -> transport it belongs to (None: both).
+_TRANSPORT = {
+    "send": "tcp", "recv": "tcp", "connect": "tcp", "accept": "tcp", "reset": "tcp",
+    "wait_for_peer_close": "tcp", "set_send_blocking": "tcp",
+    "send_msg": "udp", "recv_msg": "udp", "set_keepalive_msg": "udp",
+}
+# Instructions that wait (a loop must enclose one; checked by the engine's loader too).
+WAITING = {"send", "recv", "delay", "delay_rand", "recv_msg", "connect", "accept", "wait_for_peer_close"}
+
+
+def to_bytes(what: str, buf: object, site: Optional[Site]) -> bytes:
+    """`str` (encoded as UTF-8), `bytes` or `bytearray` as bytes."""
+    if isinstance(buf, (bytes, bytearray)):
+        return bytes(buf)
+    if isinstance(buf, str):
+        return buf.encode("utf-8")
+    raise ProfileError(f"{what} must be bytes or str, got {type(buf).__name__}", site, what)
+
+
+def check_int(what: str, val: object, lo: int, hi: int, site: Optional[Site]) -> int:
+    if isinstance(val, bool) or not isinstance(val, int):
+        raise ProfileError(f"{what} must be an integer, got {type(val).__name__} {val!r}", site, what)
+    if not lo <= val <= hi:
+        raise ProfileError(f"{what} = {val} is out of range {lo}..={hi}", site, what)
+    return val
+
+
+def check_usec(what: str, val: object, site: Optional[Site]) -> int:
+    """A microsecond count (int or float, TRex accepts both) as a u32."""
+    if isinstance(val, bool) or not isinstance(val, (int, float)):
+        raise ProfileError(f"{what} must be a number of microseconds, got {val!r}", site, what)
+    v = int(round(val))
+    if not 0 <= v <= U32_MAX:
+        raise ProfileError(f"{what} = {val} is out of range 0..={U32_MAX} microseconds", site, what)
+    return v
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """Payload bytes: `data`, optionally extended to `size` bytes with `fill` repeated."""
+
+    data: bytes
+    size: int = 0
+    fill: Optional[bytes] = None
+
+    @property
+    def length(self) -> int:
+        return max(self.size, len(self.data))
+
+    def to_ir(self, name: str) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"name": name}
+        if self.data:
+            d.update(encode_bytes(self.data))
+        if self.size > len(self.data):
+            d["size"] = self.size
+            if self.fill is not None:
+                d["fill"] = encode_bytes(self.fill)
+        return d
+
+
+def encode_bytes(data: bytes) -> Dict[str, str]:
+    """`{"text": ...}` for readable UTF-8, else `{"base64": ...}`."""
+    import base64
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and all(c.isprintable() or c in "\r\n\t" for c in text):
+        return {"text": text}
+    return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def make_buffer(what: str, buf: object, size: object, fill: object, site: Optional[Site],
+                limit: int) -> Buffer:
+    data = to_bytes(what, buf, site)
+    sz = check_int("size", size, 0, limit, site) if size else 0
+    fb: Optional[bytes] = None
+    if fill is not None:
+        fb = to_bytes("fill", fill, site)
+        if not fb:
+            raise ProfileError("fill must not be empty", site, "fill")
+    total = max(sz, len(data))
+    if total == 0:
+        raise ProfileError(f"{what}: empty buffer (give bytes, or a size)", site, what)
+    if total > limit:
+        raise ProfileError(f"{what}: {total} bytes is more than the limit of {limit}", site, what)
+    return Buffer(data, sz if sz > len(data) else 0, fb if sz > len(data) else None)
+
+
+@dataclass
+class Instr:
+    """One program entry: the IR `op`, its plain fields, and what must be resolved later."""
+
+    op: str
+    site: Optional[Site]
+    args: Dict[str, Any] = field(default_factory=dict)
+    buf: Optional[Buffer] = None
+    var: Optional[str] = None
+    label: Optional[str] = None
+
+
+class ASTFCmd:
+    """Base of the command objects TRex lets profiles pass around (`ASTFCmdDelay`, ...)."""
+
+    def __init__(self, instr: Instr) -> None:
+        self.instr = instr
+
+
+class ASTFCmdDelay(ASTFCmd):
+    """A `delay` command object, e.g. for `s_delay=ASTFCmdDelay(1000)`."""
+
+    def __init__(self, usec: Union[int, float]) -> None:
+        site = user_site()
+        super().__init__(Instr("delay", site, {"usec": check_usec("usec", usec, site)}))
+
+
+class ASTFCmdDelayRnd(ASTFCmd):
+    """A `delay_rand` command object, e.g. for `s_delay=ASTFCmdDelayRnd(100, 2000)`."""
+
+    def __init__(self, min_usec: Union[int, float], max_usec: Union[int, float]) -> None:
+        site = user_site()
+        lo = check_usec("min_usec", min_usec, site)
+        hi = check_usec("max_usec", max_usec, site)
+        if lo > hi:
+            raise ProfileError(f"delay_rand: min_usec {min_usec} is bigger than max_usec {max_usec}",
+                               site, "min_usec")
+        super().__init__(Instr("delay_rand", site, {"min_usec": lo, "max_usec": hi}))
+
+
+class ASTFProgram:
+    """An L7 emulation program, run by every flow of a template on one side.
+
+    ```
+    prog_c = ASTFProgram()
+    prog_c.send(http_req)
+    prog_c.recv(len(http_response))
+    ```
+    `ASTFProgram(file="x.pcap", side="c")` builds the program from a capture instead
+    (see `squall.astf.capture`). `stream=False` makes a UDP program.
+    """
+
+    MIN_DELAY = 50
+    MAX_DELAY = 700000
+    MAX_KEEPALIVE = 500000
+
+    def __init__(self, file: Optional[str] = None, side: str = "c",
+                 commands: Optional[Union[ASTFCmd, Sequence[ASTFCmd]]] = None, stream: bool = True,
+                 s_delay: Optional[ASTFCmd] = None, udp_mtu: Optional[int] = None) -> None:
+        self.site = user_site()
+        self._init(file, side, commands, stream, s_delay, udp_mtu, None)
+
+    @classmethod
+    def from_conversation(cls, conv: Any, side: str, site: Optional[Site],
+                          s_delay: Optional[ASTFCmd] = None, udp_mtu: Optional[int] = None) -> "ASTFProgram":
+        """The `side` program of an already loaded `capture.Conversation`."""
+        prog = cls.__new__(cls)
+        prog.site = site
+        prog._init(None, side, None, conv.transport == "tcp", s_delay, udp_mtu, conv)
+        return prog
+
+    def _init(self, file: Optional[str], side: str, commands: Optional[Union[ASTFCmd, Sequence[ASTFCmd]]],
+              stream: bool, s_delay: Optional[ASTFCmd], udp_mtu: Optional[int], conv: Any) -> None:
+        if side not in ("c", "s"):
+            raise ProfileError(f"ASTFProgram: side must be 'c' or 's', got {side!r}", self.site, "side")
+        if not isinstance(stream, bool):
+            raise ProfileError("ASTFProgram: stream must be a bool", self.site, "stream")
+        if s_delay is not None and not isinstance(s_delay, (ASTFCmdDelay, ASTFCmdDelayRnd)):
+            raise ProfileError("ASTFProgram: s_delay must be ASTFCmdDelay or ASTFCmdDelayRnd",
+                               self.site, "s_delay")
+        if udp_mtu is not None:
+            check_int("udp_mtu", udp_mtu, 43, 65535, self.site)
+        self.stream = stream
+        self.instrs: List[Instr] = []
+        self.vars: Dict[str, int] = {}
+        self.labels: Dict[str, int] = {}
+        self.total_send_bytes = 0
+        self.total_rcv_bytes = 0
+        self._payload_len = 0
+        self.s_delay = s_delay
+        self.udp_mtu = udp_mtu
+        self.side = side
+        self.server_port: Optional[int] = None
+        if file is not None:
+            from .capture import load_conversation, resolve_path
+
+            conv = load_conversation(resolve_path(file, self.site), self.site)
+        if conv is not None:
+            self._load_conversation(conv, side, s_delay, udp_mtu)
+        elif commands is not None:
+            cmds = [commands] if isinstance(commands, ASTFCmd) else list(commands)
+            for c in cmds:
+                if not isinstance(c, ASTFCmd):
+                    raise ProfileError("ASTFProgram: commands must be ASTFCmd objects", self.site, "commands")
+                self._add(Instr(c.instr.op, c.instr.site, dict(c.instr.args), c.instr.buf,
+                                c.instr.var, c.instr.label))
+
+    # ---- internals -------------------------------------------------------------------
+
+    def _add(self, ins: Instr) -> None:
+        want = _TRANSPORT.get(ins.op)
+        mine = "tcp" if self.stream else "udp"
+        if want is not None and want != mine:
+            hint = ("create the program with ASTFProgram(stream=False)" if want == "udp"
+                    else "this program was created with stream=False (UDP)")
+            raise ProfileError(f"{ins.op} is a {want.upper()} instruction but this is a "
+                               f"{mine.upper()} program: {hint}", ins.site, ins.op)
+        if len(self.instrs) >= MAX_COMMANDS:
+            raise ProfileError(f"program has more than {MAX_COMMANDS} commands", ins.site)
+        self.instrs.append(ins)
+
+    def _var(self, name: object, site: Optional[Site], define: bool) -> str:
+        if not isinstance(name, str) or not name:
+            raise ProfileError(f"variable name must be a non-empty string, got {name!r}", site, "var_id")
+        if define and name not in self.vars:
+            if len(self.vars) >= MAX_VARS:
+                raise ProfileError(f"too many flow variables: {name!r} would be the "
+                                   f"{len(self.vars) + 1}th, at most {MAX_VARS} "
+                                   f"({', '.join(self.vars)})", site, "var_id")
+            self.vars[name] = len(self.vars)
+        return name
+
+    # ---- TCP -------------------------------------------------------------------------
+
+    def send(self, buf: BytesLike, size: int = 0, fill: Optional[BytesLike] = None) -> None:
+        """Send `buf` on the stream (padded to `size` bytes with `fill` when bigger)."""
+        site = user_site()
+        b = make_buffer("buf", buf, size, fill, site, MAX_BUFFER)
+        self._add(Instr("send", site, buf=b))
+        self.total_send_bytes += b.length
+
+    def send_chunk(self, l7_buf: BytesLike, chunk_size: int, delay_usec: int) -> None:
+        """Send `l7_buf` in pieces of `chunk_size` bytes with a delay between them."""
+        site = user_site()
+        data = to_bytes("l7_buf", l7_buf, site)
+        check_int("chunk_size", chunk_size, 1, MAX_BUFFER, site)
+        d = check_usec("delay_usec", delay_usec, site)
+        for i in range(0, len(data), chunk_size):
+            b = make_buffer("l7_buf", data[i:i + chunk_size], 0, None, site, MAX_BUFFER)
+            self._add(Instr("send", site, buf=b))
+            self.total_send_bytes += b.length
+            if d:
+                self._add(Instr("delay", site, {"usec": d}))
+
+    def recv(self, bytes: int, clear: bool = False) -> None:  # noqa: A002 - TRex's name
+        """Wait until `bytes` more bytes have been received (watermarks are cumulative)."""
+        site = user_site()
+        n = check_int("bytes", bytes, 0, U32_MAX, site)
+        total = self.total_rcv_bytes + n
+        if total < 1:
+            raise ProfileError("recv(0) with nothing received before waits for nothing", site, "bytes")
+        if total > U32_MAX:
+            raise ProfileError(f"recv watermark {total} exceeds {U32_MAX}; use clear=True in loops",
+                               site, "bytes")
+        args: Dict[str, Any] = {"bytes": total}
+        if clear:
+            args["clear"] = True
+        self._add(Instr("recv", site, args))
+        self.total_rcv_bytes = 0 if clear else total
+
+    def connect(self) -> None:
+        """Client: wait until the connection is established."""
+        self._add(Instr("connect", user_site()))
+
+    def accept(self) -> None:
+        """Server: wait until the connection is established."""
+        self._add(Instr("accept", user_site()))
+
+    def reset(self) -> None:
+        """Abort the connection with RST; ends the program."""
+        self._add(Instr("reset", user_site()))
+
+    def wait_for_peer_close(self) -> None:
+        """Wait for the peer's FIN, then close."""
+        self._add(Instr("wait_for_peer_close", user_site()))
+
+    def set_send_blocking(self, block: bool) -> None:
+        """Blocking sends (default) complete when acknowledged; non-blocking when queued."""
+        site = user_site()
+        if not isinstance(block, bool):
+            raise ProfileError("set_send_blocking: block must be a bool", site, "block")
+        self._add(Instr("set_send_blocking", site, {"block": block}))
+
+    def close(self) -> None:
+        """Close now (TCP: FIN; UDP: release the flow) and end the program."""
+        self._add(Instr("close", user_site()))
+
+    # ---- UDP -------------------------------------------------------------------------
+
+    def send_msg(self, buf: BytesLike, size: int = 0, fill: Optional[BytesLike] = None) -> None:
+        """Send one datagram."""
+        site = user_site()
+        b = make_buffer("buf", buf, size, fill, site, MAX_DATAGRAM)
+        self._add(Instr("send_msg", site, buf=b))
+        self.total_send_bytes += b.length
+
+    def recv_msg(self, pkts: int, clear: bool = False) -> None:
+        """Wait until `pkts` more datagrams have been received (cumulative)."""
+        site = user_site()
+        n = check_int("pkts", pkts, 0, U32_MAX, site)
+        total = self.total_rcv_bytes + n
+        if total < 1 or total > U32_MAX:
+            raise ProfileError(f"recv_msg watermark {total} is out of range 1..={U32_MAX}", site, "pkts")
+        args: Dict[str, Any] = {"count": total}
+        if clear:
+            args["clear"] = True
+        self._add(Instr("recv_msg", site, args))
+        self.total_rcv_bytes = 0 if clear else total
+
+    def set_keepalive_msg(self, msec: int, rx_mode: bool = False) -> None:
+        """UDP flow aging: release the flow after `msec` without traffic."""
+        site = user_site()
+        m = check_int("msec", msec, 1, 3600000, site)
+        args: Dict[str, Any] = {"msec": m}
+        if rx_mode:
+            args["rx_mode"] = True
+        self._add(Instr("set_keepalive_msg", site, args))
+
+    def close_msg(self) -> None:
+        """Explicit UDP flow close (TRex name)."""
+        self._add(Instr("close", user_site()))
+
+    # ---- timing, variables, jumps ----------------------------------------------------
+
+    def delay(self, usec: Union[int, float]) -> None:
+        """Wait `usec` microseconds."""
+        site = user_site()
+        self._add(Instr("delay", site, {"usec": check_usec("usec", usec, site)}))
+
+    def delay_rand(self, min_usec: Union[int, float], max_usec: Union[int, float]) -> None:
+        """Wait a uniformly random time in [min_usec, max_usec]."""
+        site = user_site()
+        lo = check_usec("min_usec", min_usec, site)
+        hi = check_usec("max_usec", max_usec, site)
+        if lo > hi:
+            raise ProfileError(f"delay_rand: min_usec {min_usec} is bigger than max_usec {max_usec}",
+                               site, "min_usec")
+        self._add(Instr("delay_rand", site, {"min_usec": lo, "max_usec": hi}))
+
+    def set_var(self, var_id: str, val: int) -> None:
+        """Set flow variable `var_id` (at most 4 per program) to `val`."""
+        site = user_site()
+        name = self._var(var_id, site, define=True)
+        v = check_int("val", val, 0, U32_MAX, site)
+        self._add(Instr("set_var", site, {"val": v}, var=name))
+
+    def set_tick_var(self, var_id: str) -> None:
+        """Store the current time in flow variable `var_id` (for `jmp_dp`)."""
+        site = user_site()
+        name = self._var(var_id, site, define=True)
+        self._add(Instr("set_tick_var", site, var=name))
+
+    def set_label(self, label: str) -> None:
+        """Define a jump target: the next instruction."""
+        site = user_site()
+        if not isinstance(label, str) or not label:
+            raise ProfileError(f"label must be a non-empty string, got {label!r}", site, "label")
+        if label in self.labels:
+            raise ProfileError(f"label {label!r} was defined already", site, "label")
+        self.labels[label] = len(self.instrs)
+        self._add(Instr("set_label", site, label=label))
+
+    def jmp_nz(self, var_id: str, label: str) -> None:
+        """Decrement `var_id`; jump to `label` while it is non-zero."""
+        site = user_site()
+        self._add(Instr("jmp_nz", site, var=self._var(var_id, site, define=False), label=label))
+
+    def jmp_dp(self, var_id: str, label: str, duration: Union[int, float]) -> None:
+        """Jump to `label` while less than `duration` seconds passed since `set_tick_var`."""
+        site = user_site()
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)):
+            raise ProfileError(f"jmp_dp: duration must be a number of seconds, got {duration!r}",
+                               site, "duration")
+        usec = int(round(duration * 1e6))
+        if not 1 <= usec <= 2**31 - 1:
+            raise ProfileError(f"jmp_dp: duration {duration} s is out of range 1 us..2147 s",
+                               site, "duration")
+        self._add(Instr("jmp_dp", site, {"duration_usec": usec},
+                        var=self._var(var_id, site, define=False), label=label))
+
+    # ---- queries ---------------------------------------------------------------------
+
+    def is_stream(self) -> bool:
+        return self.stream
+
+    @property
+    def payload_len(self) -> int:
+        """Bytes of L7 payload of the conversation this program came from (pcap programs)."""
+        return self._payload_len
+
+    def has_jumps(self) -> bool:
+        return any(i.op in ("jmp_nz", "jmp_dp") for i in self.instrs)
+
+    def buffers(self) -> List[Buffer]:
+        return [i.buf for i in self.instrs if i.buf is not None]
+
+    def recv_need(self) -> Tuple[int, Optional[Site]]:
+        """Bytes (TCP) or datagrams (UDP) this program waits for in total, and the site of the
+        last wait (for programs without jumps)."""
+        need, cur, site = 0, 0, None
+        for i in self.instrs:
+            if i.op in ("recv", "recv_msg"):
+                cur = int(i.args["bytes" if i.op == "recv" else "count"])
+                site = i.site
+                if i.args.get("clear"):
+                    need += cur
+                    cur = 0
+        return need + cur, site
+
+    def send_total(self) -> int:
+        """Bytes (TCP) or datagrams (UDP) this program sends (programs without jumps)."""
+        if self.stream:
+            return sum(i.buf.length for i in self.instrs if i.buf is not None)
+        return sum(1 for i in self.instrs if i.op == "send_msg")
+
+    # ---- IR --------------------------------------------------------------------------
+
+    def to_ir(self, name: str, intern: Any) -> Dict[str, Any]:
+        """The IR `program` object; `intern(Buffer) -> str` names buffers."""
+        label_names: Dict[str, str] = {}
+        for lab in self.labels:
+            label_names[lab] = lab if _NAME_RE.match(lab) else f"label{len(label_names)}"
+        cmds: List[Dict[str, Any]] = []
+        for ins in self.instrs:
+            c: Dict[str, Any] = {"op": ins.op}
+            if ins.buf is not None:
+                c["buf"] = intern(ins.buf)
+            if ins.var is not None:
+                if ins.var not in self.vars:
+                    raise ProfileError(f"{ins.op}: flow variable {ins.var!r} was never set "
+                                       f"(set_var/set_tick_var)", ins.site, "var_id")
+                c["id"] = self.vars[ins.var]
+            if ins.label is not None:
+                if ins.label not in self.labels:
+                    raise ProfileError(f"{ins.op}: label {ins.label!r} is not defined in this program",
+                                       ins.site, "label")
+                c["label"] = label_names[ins.label]
+            c.update(ins.args)
+            cmds.append(c)
+        return {"name": name, "commands": cmds}
+
+    # ---- from a capture --------------------------------------------------------------
+
+    def _load_conversation(self, conv: Any, side: str, s_delay: Optional[ASTFCmd],
+                           udp_mtu: Optional[int]) -> None:
+        from .capture import Conversation
+
+        assert isinstance(conv, Conversation)
+        site = self.site
+        self.server_port = conv.server_port
+        self._payload_len = conv.payload_len
+        delay_instr = s_delay.instr if (s_delay is not None and side == "s") else None
+        if conv.transport == "tcp":
+            self.stream = True
+            if conv.turns and conv.turns[0].side == "s" and side == "s":
+                self._add(Instr("accept", site))
+            last_was_rx = False
+            for t in conv.turns:
+                if t.side == side:
+                    if delay_instr is not None and last_was_rx:
+                        self._add(Instr(delay_instr.op, site, dict(delay_instr.args)))
+                    b = Buffer(t.data)
+                    self._add(Instr("send", site, buf=b))
+                    self.total_send_bytes += b.length
+                    last_was_rx = False
+                else:
+                    self.total_rcv_bytes += len(t.data)
+                    self._add(Instr("recv", site, {"bytes": self.total_rcv_bytes}))
+                    last_was_rx = True
+            if conv.reset_by == side:
+                self._add(Instr("reset", site))
+            elif conv.first_fin is not None and conv.first_fin != side:
+                self._add(Instr("wait_for_peer_close", site))
+            return
+        # UDP: one send_msg per datagram; received datagrams counted before the next send
+        self.stream = False
+        body: List[Instr] = []
+        pending_rx = 0
+        last_side: Optional[str] = None
+        last_time = 0.0
+        max_payload = (udp_mtu - 42) if udp_mtu is not None else MAX_DATAGRAM
+        for t in conv.turns:
+            if t.side == side:
+                if pending_rx:
+                    self.total_rcv_bytes += pending_rx
+                    body.append(Instr("recv_msg", site, {"count": self.total_rcv_bytes}))
+                    pending_rx = 0
+                    if delay_instr is not None:
+                        body.append(Instr(delay_instr.op, site, dict(delay_instr.args)))
+                elif last_side == side:
+                    gap = int((t.time - last_time) * 1e6)
+                    gap = min(gap, self.MAX_DELAY)
+                    if gap > self.MIN_DELAY:
+                        body.append(Instr("delay", site, {"usec": gap}))
+                data = t.data[:max_payload]
+                if not data:
+                    raise ProfileError(f"capture holds an empty UDP datagram (#{t.index})", site, "file")
+                body.append(Instr("send_msg", site, buf=Buffer(data)))
+                self.total_send_bytes += len(data)
+            else:
+                pending_rx += 1
+            last_side, last_time = t.side, t.time
+        if pending_rx:
+            self.total_rcv_bytes += pending_rx
+            body.append(Instr("recv_msg", site, {"count": self.total_rcv_bytes}))
+        if conv.max_gap_usec >= 900000:
+            body.insert(0, Instr("set_keepalive_msg", site,
+                                 {"msec": min(3600000, int(conv.max_gap_usec / 1000 * 1.5))}))
+        for ins in body:
+            self._add(ins)
