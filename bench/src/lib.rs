@@ -7,6 +7,7 @@ pub mod kernel;
 pub mod measure;
 pub mod memwire;
 pub mod pair;
+pub mod portwire;
 pub mod report;
 pub mod smol;
 pub mod workload;

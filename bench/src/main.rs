@@ -5,13 +5,14 @@
 use std::process::ExitCode;
 
 use squall_bench::kernel::{self, LoopCfg, LoopWorkload};
+use squall_bench::pair as workload_pair;
 use squall_bench::report::{median_record, Record};
 use squall_bench::smol::{SmolConfig, SmolPair};
 use squall_bench::workload::{self, RunCfg};
 
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
-                    [--stacks smoltcp] [--flows 100000] [--max-ops N]
+                    [--stacks smoltcp] [--flows 100000] [--max-ops N] [--wire port|harness]
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
   squall-bench w3-child --stack smoltcp --flows N [--max-seconds S]   (internal)";
 
@@ -25,6 +26,8 @@ struct Opts {
     flows: usize,
     max_ops: u64,
     max_seconds: f64,
+    /// `port` (squall-port's mem wire, default) or `harness` (the harness's own queues).
+    wire: String,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -37,6 +40,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         flows: 100_000,
         max_ops: u64::MAX,
         max_seconds: 120.0,
+        wire: "port".into(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -79,6 +83,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                     .parse()
                     .map_err(|_| "bad --max-seconds".to_string())?
             }
+            "--wire" => {
+                o.wire = val()?;
+                if o.wire != "port" && o.wire != "harness" {
+                    return Err("--wire must be port or harness".into());
+                }
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -119,6 +129,8 @@ fn w3_in_child(stack: &str, o: &Opts) -> Result<Record, String> {
             &o.flows.to_string(),
             "--max-seconds",
             &o.max_seconds.to_string(),
+            "--wire",
+            &o.wire,
         ])
         .stderr(std::process::Stdio::inherit())
         .output()
@@ -158,6 +170,14 @@ fn parse_w3_line(line: &str) -> Option<Record> {
     })
 }
 
+fn run_cell<P: workload_pair::MemPair>(pair: &mut P, w: &str, cfg: &RunCfg) -> Record {
+    if w == "W1" {
+        workload::run_w1(pair, cfg)
+    } else {
+        workload::run_w2(pair, cfg)
+    }
+}
+
 fn run_mem(o: &Opts) -> Result<(), String> {
     for stack in &o.stacks {
         if stack != "smoltcp" {
@@ -172,14 +192,15 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                     for &c in &o.conns {
                         let mut runs = Vec::new();
                         for i in 0..o.runs {
-                            let mut pair = SmolPair::new(SmolConfig::new(c));
                             let mut cfg = RunCfg::new(c, o.seconds);
                             cfg.max_ops = o.max_ops;
-                            let r = if w == "W1" {
-                                workload::run_w1(&mut pair, &cfg)
+                            let sc = SmolConfig::new(c);
+                            let mut r = if o.wire == "port" {
+                                run_cell(&mut SmolPair::on_port(sc)?, w, &cfg)
                             } else {
-                                workload::run_w2(&mut pair, &cfg)
+                                run_cell(&mut SmolPair::new(sc), w, &cfg)
                             };
+                            r.note = Some(format!("wire={}", o.wire));
                             progress(&r, i, o.runs);
                             runs.push(r);
                         }
@@ -215,15 +236,19 @@ fn run_w3_child(o: &Opts) -> Result<(), String> {
     if stack != "smoltcp" {
         return Err(format!("W3: stack {stack:?} not wired in"));
     }
-    let r = workload::run_w3(
-        || {
-            let mut cfg = SmolConfig::new(0);
-            cfg.listeners = 0;
-            SmolPair::new(cfg)
-        },
-        o.flows,
-        o.max_seconds,
-    );
+    let mut sc = SmolConfig::new(0);
+    sc.listeners = 0;
+    let mut r = if o.wire == "port" {
+        let pair = SmolPair::on_port(sc)?;
+        workload::run_w3(|| pair, o.flows, o.max_seconds)
+    } else {
+        workload::run_w3(|| SmolPair::new(sc), o.flows, o.max_seconds)
+    };
+    let wire = format!("wire={}", o.wire);
+    r.note = Some(match r.note {
+        Some(n) => format!("{wire}; {n}"),
+        None => wire,
+    });
     println!("{}", r.to_json());
     Ok(())
 }

@@ -14,6 +14,82 @@ use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
 use crate::memwire::Wire;
 use crate::pair::{MemPair, PairStats, Side, SockState};
+use crate::portwire::PortWire;
+
+/// The wire under a smoltcp pair: end A (client) and end B (server) as smoltcp devices.
+pub trait PairWire {
+    /// Name for notes ("harness" or "squall-port").
+    fn name(&self) -> &'static str;
+    /// Builds an interface on end A (`a == true`) or B.
+    fn new_iface(&mut self, a: bool, cfg: Config, now: Instant) -> Interface;
+    /// Polls `iface` on end A or B and hands its output to the wire.
+    fn poll(&mut self, a: bool, iface: &mut Interface, now: Instant, set: &mut SocketSet<'_>);
+    /// Whether frames wait to be received by end A or B.
+    fn rx_pending(&mut self, a: bool) -> bool;
+    /// Frames sent so far by end A or B.
+    fn sent(&self, a: bool) -> u64;
+    /// Bytes carried so far, both directions.
+    fn bytes(&self) -> u64;
+}
+
+impl PairWire for Wire {
+    fn name(&self) -> &'static str {
+        "harness"
+    }
+    fn new_iface(&mut self, a: bool, cfg: Config, now: Instant) -> Interface {
+        if a {
+            Interface::new(cfg, &mut self.end_a(), now)
+        } else {
+            Interface::new(cfg, &mut self.end_b(), now)
+        }
+    }
+    fn poll(&mut self, a: bool, iface: &mut Interface, now: Instant, set: &mut SocketSet<'_>) {
+        if a {
+            iface.poll(now, &mut self.end_a(), set);
+        } else {
+            iface.poll(now, &mut self.end_b(), set);
+        }
+    }
+    fn rx_pending(&mut self, a: bool) -> bool {
+        !self.lanes[if a { 1 } else { 0 }].is_empty()
+    }
+    fn sent(&self, a: bool) -> u64 {
+        self.lanes[if a { 0 } else { 1 }].frames
+    }
+    fn bytes(&self) -> u64 {
+        self.lanes[0].bytes + self.lanes[1].bytes
+    }
+}
+
+impl PairWire for PortWire {
+    fn name(&self) -> &'static str {
+        "squall-port"
+    }
+    fn new_iface(&mut self, a: bool, cfg: Config, now: Instant) -> Interface {
+        Interface::new(cfg, if a { &mut self.a } else { &mut self.b }, now)
+    }
+    fn poll(&mut self, a: bool, iface: &mut Interface, now: Instant, set: &mut SocketSet<'_>) {
+        let dev = if a { &mut self.a } else { &mut self.b };
+        iface.poll(now, dev, set);
+        dev.flush();
+    }
+    fn rx_pending(&mut self, a: bool) -> bool {
+        if a {
+            self.a.rx_pending()
+        } else {
+            self.b.rx_pending()
+        }
+    }
+    fn sent(&self, a: bool) -> u64 {
+        use squall_port::Port;
+        let d = if a { &self.a } else { &self.b };
+        d.port().stats().tx_frames + d.tx_backlog() as u64
+    }
+    fn bytes(&self) -> u64 {
+        use squall_port::Port;
+        self.a.port().stats().tx_bytes + self.b.port().stats().tx_bytes
+    }
+}
 
 pub const CLIENT_IP: IpAddress = IpAddress::v4(16, 0, 0, 1);
 /// The client's second address, used once the ports of the first are exhausted (W3).
@@ -90,8 +166,8 @@ struct ServerSlot {
     closed_by_us: bool,
 }
 
-pub struct SmolPair {
-    wire: Wire,
+pub struct SmolPair<W: PairWire = Wire> {
+    wire: W,
     c_iface: Interface,
     s_iface: Interface,
     c_set: SocketSet<'static>,
@@ -115,24 +191,37 @@ fn new_socket(rx: usize, tx: usize, ack_delay_ms: u64) -> tcp::Socket<'static> {
     s
 }
 
-impl SmolPair {
+impl SmolPair<Wire> {
+    /// A pair on the harness's own frame queues.
     pub fn new(cfg: SmolConfig) -> Self {
+        Self::with_wire(cfg, Wire::new(cfg.wire_limit))
+    }
+}
+
+impl SmolPair<PortWire> {
+    /// A pair on squall-port's mem wire (the wire Squall runs on).
+    pub fn on_port(cfg: SmolConfig) -> Result<Self, String> {
+        Ok(Self::with_wire(cfg, PortWire::new(cfg.clients)?))
+    }
+}
+
+impl<W: PairWire> SmolPair<W> {
+    pub fn with_wire(cfg: SmolConfig, mut wire: W) -> Self {
         let clock = Clock {
             elapsed_us: 0,
             skipped_us: 0,
         };
-        let mut wire = Wire::new(cfg.wire_limit);
         let now = clock.now();
         let mut c_cfg = Config::new(EthernetAddress([2, 0, 0, 0, 0, 1]).into());
         c_cfg.random_seed = 0x5eed_0001;
-        let mut c_iface = Interface::new(c_cfg, &mut wire.end_a(), now);
+        let mut c_iface = wire.new_iface(true, c_cfg, now);
         c_iface.update_ip_addrs(|a| {
             let _ = a.push(IpCidr::new(CLIENT_IP, 2));
             let _ = a.push(IpCidr::new(CLIENT_IP2, 2));
         });
         let mut s_cfg = Config::new(EthernetAddress([2, 0, 0, 0, 0, 2]).into());
         s_cfg.random_seed = 0x5eed_0002;
-        let mut s_iface = Interface::new(s_cfg, &mut wire.end_b(), now);
+        let mut s_iface = wire.new_iface(false, s_cfg, now);
         s_iface.update_ip_addrs(|a| {
             let _ = a.push(IpCidr::new(SERVER_IP, 2));
         });
@@ -177,6 +266,11 @@ impl SmolPair {
                 closed_by_us: false,
             });
         }
+    }
+
+    /// Which wire the pair runs on.
+    pub fn wire_name(&self) -> &'static str {
+        self.wire.name()
     }
 
     pub fn clients(&self) -> usize {
@@ -244,7 +338,7 @@ fn map_state(st: tcp::State, closed_by_us: bool) -> SockState {
     }
 }
 
-impl MemPair for SmolPair {
+impl<W: PairWire> MemPair for SmolPair<W> {
     fn client_name(&self) -> &'static str {
         "smoltcp"
     }
@@ -272,7 +366,7 @@ impl MemPair for SmolPair {
     fn poll(&mut self, now: std::time::Duration, ready: &mut Vec<(Side, usize)>) -> bool {
         self.clock.set(now);
         let now = self.clock.now();
-        let before = self.wire.frames();
+        let before = self.wire.sent(true) + self.wire.sent(false);
         // Poll each interface first once (timers, what the applications queued), then
         // again only while it has frames to receive or sent frames in its last poll, so
         // the application scan runs once per burst and idle interfaces are not re-polled.
@@ -282,23 +376,25 @@ impl MemPair for SmolPair {
                 break;
             }
             if c_go {
-                let sent = self.wire.lanes[0].frames;
-                self.c_iface
-                    .poll(now, &mut self.wire.end_a(), &mut self.c_set);
-                c_go = self.wire.lanes[0].frames != sent;
+                let sent = self.wire.sent(true);
+                self.wire
+                    .poll(true, &mut self.c_iface, now, &mut self.c_set);
+                c_go = self.wire.sent(true) != sent;
             }
             if s_go {
-                let sent = self.wire.lanes[1].frames;
-                self.s_iface
-                    .poll(now, &mut self.wire.end_b(), &mut self.s_set);
-                s_go = self.wire.lanes[1].frames != sent;
+                let sent = self.wire.sent(false);
+                self.wire
+                    .poll(false, &mut self.s_iface, now, &mut self.s_set);
+                s_go = self.wire.sent(false) != sent;
             }
-            c_go |= !self.wire.lanes[1].is_empty();
-            s_go |= !self.wire.lanes[0].is_empty();
+            c_go |= self.wire.rx_pending(true);
+            s_go |= self.wire.rx_pending(false);
         }
         ready.extend((0..self.clients.len()).map(|i| (Side::Client, i)));
         ready.extend((0..self.servers.len()).map(|i| (Side::Server, i)));
-        self.wire.frames() != before || self.wire.pending() > 0
+        self.wire.sent(true) + self.wire.sent(false) != before
+            || self.wire.rx_pending(true)
+            || self.wire.rx_pending(false)
     }
 
     fn idle(&mut self) -> bool {
@@ -404,13 +500,13 @@ impl MemPair for SmolPair {
 
     fn stats(&self) -> PairStats {
         PairStats {
-            frames: self.wire.frames(),
-            wire_bytes: self.wire.lanes[0].bytes + self.wire.lanes[1].bytes,
+            frames: self.wire.sent(true) + self.wire.sent(false),
+            wire_bytes: self.wire.bytes(),
         }
     }
 }
 
-impl SmolPair {
+impl<W: PairWire> SmolPair<W> {
     /// Whether client slot `id` is in the socket state `Established` (W3 uses it).
     pub fn is_established(&self, side: Side, id: usize) -> bool {
         self.sock(side, id)
@@ -418,7 +514,7 @@ impl SmolPair {
     }
 }
 
-impl SmolPair {
+impl<W: PairWire> SmolPair<W> {
     /// W3: establishes `n` idle flows in batches of `batch`. Each batch gets fresh socket
     /// sets; once all its flows are established both sets are parked (kept alive, never
     /// polled again: the flows are idle). smoltcp looks sockets up by a linear scan, so one
@@ -485,7 +581,7 @@ impl SmolPair {
     }
 }
 
-impl crate::workload::IdleFlows for SmolPair {
+impl<W: PairWire> crate::workload::IdleFlows for SmolPair<W> {
     fn client_name(&self) -> &'static str {
         "smoltcp"
     }

@@ -32,3 +32,16 @@ fn w2_smoltcp_pair_is_error_free_with_two_frames_per_request() {
     assert!((1.9..2.5).contains(&f), "frames per op {f}");
     assert!(r.p99_us.is_some());
 }
+
+#[test]
+fn smoltcp_runs_clean_on_squall_port_mem_wire() {
+    let mut p = SmolPair::on_port(SmolConfig::new(50)).expect("mem wire");
+    assert_eq!(p.wire_name(), "squall-port");
+    let r = run_w1(&mut p, &cfg(50, 300));
+    assert_eq!(r.errors, 0, "{r:?}");
+    assert!(r.cps.unwrap() > 0.0);
+    let mut p = SmolPair::on_port(SmolConfig::new(50)).expect("mem wire");
+    let r = run_w2(&mut p, &cfg(50, 3000));
+    assert_eq!(r.errors, 0, "{r:?}");
+    assert!((1.9..2.5).contains(&r.frames_per_op.unwrap()));
+}
