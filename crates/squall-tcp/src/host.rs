@@ -1165,8 +1165,10 @@ impl TcpHost {
             }
             // SYN acked: ESTABLISHED.
             t.state = State::Established;
-            t.flags &= !F_HALF_OPEN;
-            self.half_open -= 1;
+            if t.has(F_HALF_OPEN) {
+                t.flags &= !F_HALF_OPEN;
+                self.half_open -= 1;
+            }
             if t.has(F_TIMING) && t.backoff == 0 {
                 let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
                 t.rtt.sample(r, &self.cfg.rto);
@@ -1179,7 +1181,9 @@ impl TcpHost {
             t.snd_wnd = (seg.wnd as u32) << t.snd_wscale;
             t.snd_wl1 = seg.seq;
             t.snd_wl2 = seg.ack;
-            self.counters.tcps_accepts += 1;
+            if t.has(F_PASSIVE) {
+                self.counters.tcps_accepts += 1;
+            }
             self.counters.tcps_connects += 1;
             self.set_idle_timer(i);
             self.set_ctl(i);

@@ -1,0 +1,807 @@
+//! RFC behaviour tests of `TcpHost` against a hand-driven peer: each test crafts the peer's
+//! segments, feeds them to the host and checks the host's replies, state and events. Test
+//! names carry the RFC section.
+
+use std::sync::Arc;
+
+use squall_tcp::pkt::{self, TxHdr, ACK, FIN, PSH, RST, SYN};
+use squall_tcp::{BufId, CloseReason, Ctl, FlowId, State, TcpApp, TcpConfig, TcpHost, TxSink};
+
+const HOST_IP: u32 = 0x1000_0001;
+const PEER_IP: u32 = 0x3000_0001;
+const HP: u16 = 40_000;
+const PP: u16 = 80;
+const MS: u64 = 1_000_000;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Ev {
+    Connected(bool),
+    Data(Vec<u8>),
+    Acked(u32),
+    PeerClosed,
+    Closed(CloseReason),
+}
+
+#[derive(Default)]
+struct App {
+    ev: Vec<Ev>,
+    /// Data to send on connect.
+    send_on_connect: Option<(BufId, u32)>,
+    close_on_peer_fin: bool,
+}
+impl TcpApp for App {
+    fn on_connected(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        self.ev.push(Ev::Connected(ctl.passive()));
+        if let Some((b, l)) = self.send_on_connect {
+            ctl.send(b, 0, l);
+        }
+    }
+    fn on_data(&mut self, _ctl: &mut Ctl, _f: FlowId, d: &[u8]) {
+        self.ev.push(Ev::Data(d.to_vec()));
+    }
+    fn on_acked(&mut self, _ctl: &mut Ctl, _f: FlowId, n: u32) {
+        self.ev.push(Ev::Acked(n));
+    }
+    fn on_peer_closed(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        self.ev.push(Ev::PeerClosed);
+        if self.close_on_peer_fin {
+            ctl.close();
+        }
+    }
+    fn on_closed(&mut self, _f: FlowId, r: CloseReason) {
+        self.ev.push(Ev::Closed(r));
+    }
+}
+
+#[derive(Default)]
+struct Sink {
+    cur: Vec<u8>,
+    out: Vec<Vec<u8>>,
+}
+impl TxSink for Sink {
+    fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
+        self.cur.resize(len, 0);
+        Some(&mut self.cur[..len])
+    }
+    fn commit(&mut self, len: usize) {
+        self.out.push(self.cur[..len].to_vec());
+    }
+}
+
+/// A parsed outgoing segment (owned).
+#[derive(Debug, Clone)]
+struct Out {
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    wnd: u16,
+    opts: pkt::TcpOpts,
+    payload: Vec<u8>,
+}
+
+struct T {
+    host: TcpHost,
+    app: App,
+    sink: Sink,
+    now: u64,
+    flow: Option<FlowId>,
+    /// Peer's next sequence number.
+    pseq: u32,
+}
+
+impl T {
+    fn new(cfg: TcpConfig) -> Self {
+        T {
+            host: TcpHost::new(cfg, 0),
+            app: App::default(),
+            sink: Sink::default(),
+            now: 0,
+            flow: None,
+            pseq: 5000,
+        }
+    }
+    fn take(&mut self) -> Vec<Out> {
+        self.sink
+            .out
+            .drain(..)
+            .map(|f| {
+                let s = pkt::parse(&f).expect("host emitted a valid frame");
+                Out {
+                    seq: s.seq,
+                    ack: s.ack,
+                    flags: s.flags,
+                    wnd: s.wnd,
+                    opts: pkt::parse_opts(s.opts),
+                    payload: s.payload.to_vec(),
+                }
+            })
+            .collect()
+    }
+    fn one(&mut self) -> Out {
+        let v = self.take();
+        assert_eq!(v.len(), 1, "expected one segment, got {v:?}");
+        v[0].clone()
+    }
+    /// Feeds a peer segment (peer -> host).
+    fn feed(&mut self, seq: u32, ack: u32, flags: u8, wnd: u16, opts: &[u8], payload: &[u8]) {
+        let h = TxHdr {
+            src_mac: [2, 0, 0, 0, 0, 9],
+            dst_mac: [2, 0, 0, 0, 0, 1],
+            src_ip: PEER_IP,
+            dst_ip: HOST_IP,
+            ip_id: 1,
+            src_port: PP,
+            dst_port: HP,
+            seq,
+            ack,
+            flags,
+            wnd,
+        };
+        let mut buf = vec![0u8; 1600];
+        let off = pkt::write_headers(&mut buf, &h, opts, payload.len());
+        buf[off..off + payload.len()].copy_from_slice(payload);
+        pkt::finish_tcp_checksum(&mut buf, PEER_IP, HOST_IP, off + payload.len());
+        buf.truncate(off + payload.len());
+        self.host.rx(self.now, &buf, &mut self.app, &mut self.sink);
+    }
+    fn advance(&mut self, to: u64) {
+        self.now = to;
+        self.host.poll(to, &mut self.app, &mut self.sink);
+    }
+    fn state(&self) -> State {
+        self.host.state(self.flow.unwrap())
+    }
+    fn connect(&mut self) -> Out {
+        self.flow = Some(
+            self.host
+                .connect(self.now, &mut self.sink, HOST_IP, HP, PEER_IP, PP)
+                .unwrap(),
+        );
+        self.one()
+    }
+    /// Active open completed; returns our ISS+1 (SND.NXT).
+    fn established(&mut self, peer_opts: &[u8]) -> u32 {
+        let syn = self.connect();
+        self.feed(
+            self.pseq,
+            syn.seq.wrapping_add(1),
+            SYN | ACK,
+            65535,
+            peer_opts,
+            &[],
+        );
+        self.pseq += 1;
+        assert_eq!(self.state(), State::Established);
+        syn.seq.wrapping_add(1)
+    }
+}
+
+fn cfg() -> TcpConfig {
+    TcpConfig {
+        mac: [2, 0, 0, 0, 0, 1],
+        gateway_mac: [2, 0, 0, 0, 0, 9],
+        max_flows: 64,
+        ..TcpConfig::default()
+    }
+}
+
+const MSS_1000: [u8; 4] = [2, 4, 0x03, 0xe8];
+
+// RFC 9293 §3.5 + §3.7.1: active open sends SYN with the MSS option; SYN-ACK completes it.
+#[test]
+fn rfc9293_3_5_active_open_with_mss_option() {
+    let mut t = T::new(TcpConfig {
+        wscale: Some(3),
+        ..cfg()
+    });
+    let syn = t.connect();
+    assert_eq!(syn.flags, SYN);
+    assert_eq!(syn.opts.mss, 1460);
+    assert_eq!(syn.opts.wscale, Some(3));
+    assert_eq!(t.state(), State::SynSent);
+    t.feed(
+        5000,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        1000,
+        &[2, 4, 0x03, 0xe8, 1, 3, 3, 2],
+        &[],
+    );
+    assert_eq!(t.state(), State::Established);
+    let ack = t.one();
+    assert_eq!(
+        (ack.flags, ack.ack, ack.seq),
+        (ACK, 5001, syn.seq.wrapping_add(1))
+    );
+    let tcb = *t.host.tcb(t.flow.unwrap()).unwrap();
+    assert_eq!(tcb.mss, 1000);
+    assert_eq!(
+        tcb.snd_wnd, 1000,
+        "window in a SYN is not scaled (RFC 7323 §2.2)"
+    );
+    assert_eq!(t.app.ev, vec![Ev::Connected(false)]);
+    assert_eq!(t.host.counters().tcps_connattempt, 1);
+    assert_eq!(t.host.counters().tcps_connects, 1);
+}
+
+// RFC 7323 §2.3: after the handshake the peer's window is scaled by its shift.
+#[test]
+fn rfc7323_2_3_window_scaling_applied() {
+    let mut t = T::new(TcpConfig {
+        wscale: Some(3),
+        rcv_wnd: 262_144,
+        ..cfg()
+    });
+    let iss1 = t.established(&[2, 4, 0x05, 0xb4, 1, 3, 3, 2]);
+    let a = t.one();
+    assert_eq!(
+        a.wnd as u32,
+        262_144 >> 3,
+        "our advertised window is scaled by our shift"
+    );
+    t.feed(t.pseq, iss1, ACK, 100, &[], &[]);
+    assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().snd_wnd, 400);
+}
+
+// RFC 7323 §2.2: no scaling unless both sides sent the option.
+#[test]
+fn rfc7323_2_2_no_scaling_without_both_options() {
+    let mut t = T::new(TcpConfig {
+        wscale: Some(3),
+        ..cfg()
+    });
+    let iss1 = t.established(&MSS_1000);
+    t.take();
+    t.feed(t.pseq, iss1, ACK, 100, &[], &[]);
+    assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().snd_wnd, 100);
+}
+
+// RFC 9293 §3.5 / §3.10.7.2: passive open from LISTEN.
+#[test]
+fn rfc9293_3_10_7_2_passive_open() {
+    let mut t = T::new(cfg());
+    t.host.listen(HP);
+    t.feed(7000, 0, SYN, 65535, &MSS_1000, &[]);
+    let sa = t.one();
+    assert_eq!(sa.flags, SYN | ACK);
+    assert_eq!(sa.ack, 7001);
+    assert_eq!(sa.opts.mss, 1460);
+    assert!(
+        t.app.ev.is_empty(),
+        "no event before the handshake completes"
+    );
+    t.feed(7001, sa.seq.wrapping_add(1), ACK, 65535, &[], b"GET");
+    assert_eq!(
+        t.app.ev,
+        vec![Ev::Connected(true), Ev::Data(b"GET".to_vec())]
+    );
+    assert_eq!(t.host.counters().tcps_accepts, 1);
+}
+
+// RFC 9293 §3.10.7.2: a retransmitted SYN in SYN-RECEIVED gets the SYN-ACK again; a
+// SYN-ACK timeout retransmits it too.
+#[test]
+fn rfc9293_3_8_1_syn_ack_retransmission() {
+    let mut t = T::new(cfg());
+    t.host.listen(HP);
+    t.feed(7000, 0, SYN, 65535, &[], &[]);
+    let a = t.one();
+    t.feed(7000, 0, SYN, 65535, &[], &[]);
+    let b = t.one();
+    assert_eq!((a.seq, a.flags), (b.seq, b.flags));
+    t.advance(1_000 * MS);
+    let c = t.one();
+    assert_eq!((c.seq, c.flags), (a.seq, SYN | ACK));
+}
+
+// RFC 9293 §3.10.7.1: segments to a closed port get a RST.
+#[test]
+fn rfc9293_3_10_7_1_rst_for_closed_port() {
+    let mut t = T::new(cfg());
+    t.feed(100, 0, SYN, 65535, &[], &[]);
+    let r = t.one();
+    assert_eq!((r.flags, r.seq, r.ack), (RST | ACK, 0, 101));
+    t.feed(100, 777, ACK, 65535, &[], b"x");
+    let r = t.one();
+    assert_eq!((r.flags, r.seq), (RST, 777));
+    t.feed(100, 777, RST, 65535, &[], &[]);
+    assert!(t.take().is_empty(), "never answer a RST");
+}
+
+// RFC 9293 §3.10.7.3: RST acknowledging our SYN refuses the connection.
+#[test]
+fn rfc9293_3_10_7_3_connection_refused() {
+    let mut t = T::new(cfg());
+    let syn = t.connect();
+    t.feed(0, syn.seq.wrapping_add(1), RST | ACK, 0, &[], &[]);
+    assert_eq!(t.state(), State::Closed);
+    assert_eq!(t.app.ev, vec![Ev::Closed(CloseReason::Refused)]);
+}
+
+// RFC 9293 §3.10.7.3: a SYN-ACK acknowledging something we never sent gets a RST.
+#[test]
+fn rfc9293_3_10_7_3_bad_ack_in_syn_sent() {
+    let mut t = T::new(cfg());
+    let syn = t.connect();
+    t.feed(5000, syn.seq.wrapping_add(99), SYN | ACK, 1000, &[], &[]);
+    let r = t.one();
+    assert_eq!((r.flags, r.seq), (RST, syn.seq.wrapping_add(99)));
+    assert_eq!(t.state(), State::SynSent);
+}
+
+// RFC 9293 §3.5 figure 7: simultaneous open.
+#[test]
+fn rfc9293_3_5_simultaneous_open() {
+    let mut t = T::new(cfg());
+    let syn = t.connect();
+    t.feed(9000, 0, SYN, 65535, &MSS_1000, &[]);
+    assert_eq!(t.state(), State::SynReceived);
+    let sa = t.one();
+    assert_eq!((sa.flags, sa.seq, sa.ack), (SYN | ACK, syn.seq, 9001));
+    // Peer's SYN-ACK: its SYN is old (ACKed), our SYN is acknowledged.
+    t.feed(
+        9000,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        65535,
+        &MSS_1000,
+        &[],
+    );
+    t.take();
+    t.feed(9001, syn.seq.wrapping_add(1), ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::Established);
+}
+
+// RFC 5961 §3.2: RST with in-window but not exact sequence -> challenge ACK; exact -> reset.
+#[test]
+fn rfc5961_3_2_rst_challenge_then_exact_reset() {
+    let mut t = T::new(cfg());
+    let _ = t.established(&[]);
+    t.take();
+    t.feed(t.pseq + 10, 0, RST, 0, &[], &[]);
+    let c = t.one();
+    assert_eq!((c.flags, c.ack), (ACK, t.pseq));
+    assert_eq!(t.state(), State::Established);
+    assert_eq!(t.host.counters().tcps_challengeack, 1);
+    t.feed(t.pseq + 70_000, 0, RST, 0, &[], &[]); // outside the window: silently dropped
+    assert!(t.take().is_empty());
+    t.feed(t.pseq, 0, RST, 0, &[], &[]);
+    assert_eq!(t.state(), State::Closed);
+    assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Reset)));
+}
+
+// RFC 5961 §4.2: SYN in a synchronized state -> challenge ACK, connection unaffected.
+#[test]
+fn rfc5961_4_2_syn_in_established_challenge_ack() {
+    let mut t = T::new(cfg());
+    let _ = t.established(&[]);
+    t.take();
+    t.feed(t.pseq + 5, 0, SYN, 65535, &[], &[]);
+    let c = t.one();
+    assert_eq!((c.flags, c.ack), (ACK, t.pseq));
+    assert_eq!(t.state(), State::Established);
+}
+
+// RFC 5961 §5.2 / RFC 9293 §3.10.7.4: ACK for data never sent -> ACK and drop.
+#[test]
+fn rfc5961_5_2_ack_of_unsent_data_dropped() {
+    let mut t = T::new(cfg());
+    let iss1 = t.established(&[]);
+    t.take();
+    t.feed(t.pseq, iss1.wrapping_add(1000), ACK, 65535, &[], b"data");
+    let a = t.one();
+    assert_eq!(
+        (a.flags, a.ack),
+        (ACK, t.pseq),
+        "data of that segment not accepted"
+    );
+    assert!(t.app.ev.iter().all(|e| !matches!(e, Ev::Data(_))));
+    assert_eq!(t.host.counters().tcps_rcvacktoomuch, 1);
+}
+
+// RFC 9293 §3.10.7.4 (first check): an old duplicate segment is answered with an ACK.
+#[test]
+fn rfc9293_3_10_7_4_duplicate_segment_acked() {
+    let mut t = T::new(cfg());
+    let iss1 = t.established(&[]);
+    t.take();
+    t.feed(t.pseq, iss1, ACK | PSH, 65535, &[], b"abc");
+    t.advance(t.now + 200 * MS);
+    t.take();
+    t.feed(t.pseq, iss1, ACK | PSH, 65535, &[], b"abc");
+    let a = t.one();
+    assert_eq!(a.ack, t.pseq + 3);
+    assert_eq!(
+        t.app.ev.iter().filter(|e| matches!(e, Ev::Data(_))).count(),
+        1
+    );
+    assert_eq!(t.host.counters().tcps_rcvduppack, 1);
+}
+
+// RFC 9293 §3.8.6.3 + RFC 5681 §4.2: delayed ACK within the timeout, and at least every
+// second full-sized segment.
+#[test]
+fn rfc5681_4_2_delayed_ack_and_every_second_segment() {
+    let mut t = T::new(TcpConfig {
+        delack_ns: 100 * MS,
+        ..cfg()
+    });
+    let iss1 = t.established(&[]);
+    t.take();
+    t.feed(t.pseq, iss1, ACK, 65535, &[], &[7u8; 100]);
+    assert!(t.take().is_empty(), "ACK delayed");
+    t.advance(99 * MS);
+    assert!(t.take().is_empty());
+    t.advance(100 * MS);
+    let a = t.one();
+    assert_eq!(a.ack, t.pseq + 100);
+    assert_eq!(t.host.counters().tcps_delack, 1);
+    t.pseq += 100;
+    let full = vec![1u8; 1460];
+    t.feed(t.pseq, iss1, ACK, 65535, &[], &full);
+    assert!(t.take().is_empty());
+    t.feed(t.pseq + 1460, iss1, ACK, 65535, &[], &full);
+    let a = t.one();
+    assert_eq!(a.ack, t.pseq + 2920, "second full segment ACKed at once");
+}
+
+// RFC 5681 §4.2 / RFC 9293 §3.10.7.4: out-of-order segment -> immediate duplicate ACK;
+// queued bytes delivered in order once the hole fills, with an immediate ACK.
+#[test]
+fn rfc5681_4_2_out_of_order_dup_ack_and_reassembly() {
+    let mut t = T::new(cfg());
+    let iss1 = t.established(&[]);
+    t.take();
+    let p = t.pseq;
+    t.feed(p + 5, iss1, ACK, 65535, &[], b"fghij");
+    let a = t.one();
+    assert_eq!(a.ack, p, "duplicate ACK for the hole");
+    t.feed(p + 3, iss1, ACK, 65535, &[], b"defg"); // overlaps the queued range
+    t.take();
+    t.feed(p, iss1, ACK, 65535, &[], b"abc");
+    let a = t.one();
+    assert_eq!(a.ack, p + 10);
+    let data: Vec<u8> = t
+        .app
+        .ev
+        .iter()
+        .filter_map(|e| {
+            if let Ev::Data(d) = e {
+                Some(d.clone())
+            } else {
+                None
+            }
+        })
+        .flatten()
+        .collect();
+    assert_eq!(data, b"abcdefghij");
+    assert_eq!(t.host.counters().tcps_rcvoopack, 2);
+}
+
+fn with_data(t: &mut T, len: u32) -> (BufId, u32) {
+    let b = t
+        .host
+        .buffers()
+        .register(Arc::from((0..len).map(|i| i as u8).collect::<Vec<u8>>()));
+    (b, len)
+}
+
+// RFC 6298 §5.4-§5.6: on timeout retransmit the earliest segment, double the RTO.
+#[test]
+fn rfc6298_5_retransmission_timeout_and_backoff() {
+    let mut t = T::new(TcpConfig {
+        rto: squall_tcp::rtt::RtoConfig {
+            min_us: 200_000,
+            max_us: 60_000_000,
+            initial_us: 1_000_000,
+        },
+        ..cfg()
+    });
+    let (b, l) = with_data(&mut t, 1000);
+    t.app.send_on_connect = Some((b, l));
+    let syn = t.connect();
+    t.now = 50 * MS; // RTT sample 50 ms -> RTO = max(200ms, 50 + 4*25) = 200 ms
+    t.feed(
+        t.pseq,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        65535,
+        &MSS_1000,
+        &[],
+    );
+    let d = t.one();
+    assert_eq!(d.payload.len(), 1000);
+    t.advance(t.now + 199 * MS);
+    assert!(t.take().is_empty());
+    t.advance(t.now + MS);
+    let r1 = t.one();
+    assert_eq!((r1.seq, r1.payload.len()), (d.seq, 1000));
+    t.advance(t.now + 399 * MS);
+    assert!(t.take().is_empty(), "backed-off RTO is doubled");
+    t.advance(t.now + MS);
+    let r2 = t.one();
+    assert_eq!(r2.seq, d.seq);
+    assert_eq!(t.host.counters().tcps_rexmttimeo, 2);
+    assert_eq!(t.host.counters().tcps_sndrexmitpack, 2);
+    // ACK of everything stops the timer and reports the acked bytes.
+    t.feed(t.pseq + 1, d.seq.wrapping_add(1000), ACK, 65535, &[], &[]);
+    assert_eq!(t.app.ev.last(), Some(&Ev::Acked(1000)));
+    t.advance(t.now + 10_000 * MS);
+    assert!(t.take().is_empty());
+}
+
+// RFC 6298 §5 + RFC 9293 §3.8.3: after too many retransmissions the connection is dropped.
+#[test]
+fn rfc9293_3_8_3_give_up_after_max_retries() {
+    let mut t = T::new(TcpConfig {
+        max_retries: 3,
+        ..cfg()
+    });
+    let (b, l) = with_data(&mut t, 10);
+    t.app.send_on_connect = Some((b, l));
+    t.established(&[]);
+    t.take();
+    for _ in 0..10 {
+        let n = t.host.next_timer().unwrap_or(t.now);
+        t.advance(n.max(t.now));
+    }
+    assert_eq!(t.state(), State::Closed);
+    assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Timeout)));
+    assert_eq!(t.host.counters().tcps_timeoutdrop, 1);
+}
+
+// RFC 6582 §3.2 / RFC 5681 §3.2: three duplicate ACKs trigger fast retransmit.
+#[test]
+fn rfc6582_3_2_fast_retransmit_on_three_dupacks() {
+    let mut t = T::new(TcpConfig {
+        init_cwnd: 10,
+        ..cfg()
+    });
+    let (b, l) = with_data(&mut t, 8000);
+    t.app.send_on_connect = Some((b, l));
+    let iss1 = t.established(&[2, 4, 0x05, 0xb4]);
+    let segs = t.take();
+    assert_eq!(segs.iter().map(|s| s.payload.len()).sum::<usize>(), 8000);
+    for _ in 0..2 {
+        t.feed(t.pseq, iss1, ACK, 65535, &[], &[]);
+        assert!(t.take().is_empty());
+    }
+    t.feed(t.pseq, iss1, ACK, 65535, &[], &[]);
+    let r = t.one();
+    assert_eq!((r.seq, r.payload.len()), (iss1, 1460));
+    assert_eq!(t.host.counters().tcps_fastrexmt, 1);
+    // Partial ACK (RFC 6582 §3.2 step 5): retransmit the next hole at once.
+    t.feed(t.pseq, iss1.wrapping_add(1460), ACK, 65535, &[], &[]);
+    let r = t.take();
+    assert_eq!(r[0].seq, iss1.wrapping_add(1460));
+}
+
+// RFC 9293 §3.8.6.1: zero window -> persist probes.
+#[test]
+fn rfc9293_3_8_6_1_zero_window_probe() {
+    let mut t = T::new(cfg());
+    let (b, l) = with_data(&mut t, 100);
+    t.app.send_on_connect = Some((b, l));
+    let syn = t.connect();
+    t.feed(t.pseq, syn.seq.wrapping_add(1), SYN | ACK, 0, &[], &[]);
+    let a = t.one();
+    assert!(a.payload.is_empty(), "nothing sent into a zero window");
+    let n = t.host.next_timer().unwrap();
+    t.advance(n);
+    let p = t.one();
+    assert_eq!(p.payload.len(), 1, "one-byte window probe");
+    assert_eq!(t.host.counters().tcps_persisttimeo, 1);
+    // Window opens: the rest flows.
+    t.feed(t.pseq + 1, syn.seq.wrapping_add(2), ACK, 65535, &[], &[]);
+    let rest = t.take();
+    assert_eq!(rest.iter().map(|s| s.payload.len()).sum::<usize>(), 99);
+}
+
+// RFC 9293 §3.6: orderly close by us (active close) -> FIN_WAIT_1 -> FIN_WAIT_2 ->
+// TIME_WAIT; half-close: data from the peer still arrives after our FIN.
+#[test]
+fn rfc9293_3_6_half_close_and_time_wait() {
+    let mut t = T::new(TcpConfig {
+        time_wait_ns: 500 * MS,
+        ..cfg()
+    });
+    let iss1 = t.established(&[]);
+    t.take();
+    let f = t.flow.unwrap();
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    let fin = t.one();
+    assert_eq!(fin.flags, FIN | ACK);
+    assert_eq!(t.state(), State::FinWait1);
+    t.feed(t.pseq, iss1.wrapping_add(1), ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::FinWait2);
+    t.feed(t.pseq, iss1.wrapping_add(1), ACK, 65535, &[], b"late data");
+    assert_eq!(t.app.ev.last(), Some(&Ev::Data(b"late data".to_vec())));
+    t.pseq += 9;
+    t.feed(t.pseq, iss1.wrapping_add(1), FIN | ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::TimeWait);
+    let a = t.take();
+    assert_eq!(a.last().unwrap().ack, t.pseq + 1);
+    assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Normal)));
+    // A retransmitted FIN in TIME_WAIT is ACKed again.
+    t.feed(t.pseq, iss1.wrapping_add(1), FIN | ACK, 65535, &[], &[]);
+    assert_eq!(t.one().ack, t.pseq + 1);
+    t.advance(t.now + 499 * MS);
+    assert_eq!(t.state(), State::TimeWait);
+    t.advance(t.now + 2 * MS);
+    assert_eq!(t.state(), State::Closed);
+    assert_eq!(t.host.flow_count(), 0);
+    assert_eq!(
+        t.app
+            .ev
+            .iter()
+            .filter(|e| matches!(e, Ev::Closed(_)))
+            .count(),
+        1
+    );
+}
+
+// RFC 9293 §3.6 figure 13: simultaneous close -> CLOSING -> TIME_WAIT.
+#[test]
+fn rfc9293_3_6_simultaneous_close() {
+    let mut t = T::new(cfg());
+    let iss1 = t.established(&[]);
+    t.take();
+    let f = t.flow.unwrap();
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    t.take();
+    t.feed(t.pseq, iss1, FIN | ACK, 65535, &[], &[]); // peer's FIN, not acking ours
+    assert_eq!(t.state(), State::Closing);
+    t.take();
+    t.feed(t.pseq + 1, iss1.wrapping_add(1), ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::TimeWait);
+}
+
+// RFC 9293 §3.6: passive close: CLOSE_WAIT -> LAST_ACK -> CLOSED.
+#[test]
+fn rfc9293_3_6_passive_close() {
+    let mut t = T::new(cfg());
+    t.app.close_on_peer_fin = true;
+    let iss1 = t.established(&[]);
+    t.take();
+    t.feed(t.pseq, iss1, FIN | ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::LastAck);
+    let fin = t.one();
+    assert_eq!(fin.flags & FIN, FIN);
+    assert_eq!(fin.ack, t.pseq + 1);
+    t.feed(t.pseq + 1, iss1.wrapping_add(1), ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::Closed);
+    assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Normal)));
+}
+
+// RFC 9293 §3.6.1 (TIME_WAIT assassination avoidance / reuse): connect on a 4-tuple in
+// TIME_WAIT recycles it with a fresh ISN.
+#[test]
+fn rfc9293_3_6_1_time_wait_port_reuse() {
+    let mut t = T::new(TcpConfig {
+        time_wait_ns: 60_000 * MS,
+        ..cfg()
+    });
+    let iss1 = t.established(&[]);
+    t.take();
+    let f = t.flow.unwrap();
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    t.feed(t.pseq, iss1.wrapping_add(1), FIN | ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::TimeWait);
+    t.take();
+    t.now += 10 * MS;
+    let syn = t.connect();
+    assert_eq!(syn.flags, SYN);
+    assert_ne!(syn.seq, iss1.wrapping_sub(1));
+    assert_eq!(t.host.counters().tcps_twrecycled, 1);
+}
+
+// RFC 9293 §3.10.5: abort sends RST and reports.
+#[test]
+fn rfc9293_3_10_5_abort_sends_rst() {
+    let mut t = T::new(cfg());
+    t.established(&[]);
+    t.take();
+    let f = t.flow.unwrap();
+    t.host.abort(t.now, &mut t.app, &mut t.sink, f);
+    assert_eq!(t.one().flags & RST, RST);
+    assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Aborted)));
+}
+
+// RFC 9293 §3.7.4: Nagle holds a small segment while data is unacknowledged.
+#[test]
+fn rfc9293_3_7_4_nagle() {
+    let mut t = T::new(TcpConfig {
+        nagle: true,
+        ..cfg()
+    });
+    let iss1 = t.established(&[]);
+    t.take();
+    let (b, _) = with_data(&mut t, 10);
+    let f = t.flow.unwrap();
+    t.host.send(t.now, &mut t.sink, f, b, 0, 5).unwrap();
+    assert_eq!(t.one().payload.len(), 5);
+    t.host.send(t.now, &mut t.sink, f, b, 5, 5).unwrap();
+    assert!(t.take().is_empty(), "held by Nagle");
+    t.feed(t.pseq, iss1.wrapping_add(5), ACK, 65535, &[], &[]);
+    assert_eq!(t.one().payload.len(), 5);
+}
+
+// Bounded half-open table (issue 3 defences): SYNs beyond the limit are dropped and counted.
+#[test]
+fn half_open_table_is_bounded() {
+    let mut t = T::new(TcpConfig {
+        max_half_open: 2,
+        ..cfg()
+    });
+    t.host.listen(HP);
+    for i in 0..3u16 {
+        let h = TxHdr {
+            src_mac: [2, 0, 0, 0, 0, 9],
+            dst_mac: [2, 0, 0, 0, 0, 1],
+            src_ip: PEER_IP,
+            dst_ip: HOST_IP,
+            ip_id: 1,
+            src_port: 1000 + i,
+            dst_port: HP,
+            seq: 1,
+            ack: 0,
+            flags: SYN,
+            wnd: 1000,
+        };
+        let mut buf = vec![0u8; 64];
+        let off = pkt::write_headers(&mut buf, &h, &[], 0);
+        pkt::finish_tcp_checksum(&mut buf, PEER_IP, HOST_IP, off);
+        t.host.rx(0, &buf[..off], &mut t.app, &mut t.sink);
+    }
+    assert_eq!(t.take().len(), 2);
+    assert_eq!(t.host.counters().tcps_synfull, 1);
+    assert_eq!(t.host.flow_count(), 2);
+}
+
+// Owned dynamic data works and is freed once acknowledged.
+#[test]
+fn owned_send_data_freed_when_acked() {
+    let mut t = T::new(cfg());
+    let iss1 = t.established(&[]);
+    t.take();
+    let f = t.flow.unwrap();
+    let before = t.host.buffers().live();
+    t.host
+        .send_owned(t.now, &mut t.sink, f, b"dynamic!"[..].into())
+        .unwrap();
+    assert_eq!(t.one().payload, b"dynamic!");
+    assert_eq!(t.host.buffers().live(), before + 1);
+    t.feed(t.pseq, iss1.wrapping_add(8), ACK, 65535, &[], &[]);
+    assert_eq!(t.host.buffers().live(), before);
+}
+
+// Corrupted frames are dropped and counted, never processed.
+#[test]
+fn rfc9293_3_1_bad_checksum_counted() {
+    let mut t = T::new(cfg());
+    t.host.listen(HP);
+    let h = TxHdr {
+        src_mac: [0; 6],
+        dst_mac: [0; 6],
+        src_ip: PEER_IP,
+        dst_ip: HOST_IP,
+        ip_id: 1,
+        src_port: 1,
+        dst_port: HP,
+        seq: 1,
+        ack: 0,
+        flags: SYN,
+        wnd: 1,
+    };
+    let mut buf = vec![0u8; 64];
+    let off = pkt::write_headers(&mut buf, &h, &[], 0);
+    pkt::finish_tcp_checksum(&mut buf, PEER_IP, HOST_IP, off);
+    buf[40] ^= 0xff;
+    t.host.rx(0, &buf[..off], &mut t.app, &mut t.sink);
+    assert!(t.take().is_empty());
+    assert_eq!(t.host.counters().tcps_rcvbadsum, 1);
+    // Garbage never panics.
+    for n in 0..64 {
+        t.host.rx(0, &buf[..n], &mut t.app, &mut t.sink);
+    }
+}
