@@ -1,0 +1,540 @@
+//! The generator application of one side: a [`TcpApp`] that runs an astf program per flow.
+//!
+//! Per-flow state lives in two vectors indexed by the TCP host's flow id (slab index):
+//! the interpreter's 32-byte [`ProgState`] and a small [`FlowSlot`] (template, scheduled
+//! start, latency marks, byte counts, flags). The interpreter acts on the flow through
+//! [`Io`], which only *records* operations ([`IoOp`]); the caller applies them through
+//! the callback's `Ctl` (inside TCP callbacks) or through `TcpHost::send/close/abort`
+//! (program timers, flow starts). Program timers live in this app's own timer wheel
+//! (token = flow index).
+
+use std::sync::Arc;
+
+use squall_astf::alloc::ClientAddr;
+use squall_astf::interp::{Event, FlowIo, Outcome, ProgState, Status};
+use squall_astf::{BufIdx, Insn, Profile, ProgIdx, TemplateIdx, Transport};
+use squall_engine::TimerWheel;
+use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp};
+
+use crate::stats::{SideStats, TgCounters};
+
+const F_LIVE: u8 = 1;
+const F_EST: u8 = 2;
+const F_PEER_CLOSED: u8 = 4;
+const F_CLIENT: u8 = 8;
+const F_CUT: u8 = 16;
+const F_FIRST: u8 = 32;
+
+/// Per-flow engine state beside the program state.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlowSlot {
+    /// Scheduled start time (client) or accept time (server), ns.
+    pub sched_ns: u64,
+    /// Time the last payload byte arrived, ns.
+    pub last_rx_ns: u64,
+    /// Payload bytes queued by the program.
+    pub queued: u64,
+    /// Payload bytes acknowledged by the peer.
+    pub acked: u64,
+    /// In-order payload bytes received.
+    pub rx: u64,
+    /// Client endpoint (client side), to release when the flow ends.
+    pub addr_ip: u32,
+    pub addr_port: u16,
+    /// Template index.
+    pub tpl: u16,
+    flags: u8,
+    /// 0 while the program runs, else 1 + outcome code.
+    outcome: u8,
+}
+
+impl FlowSlot {
+    fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// An operation requested by a program, applied by the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoOp {
+    /// Queue the whole registered buffer.
+    Send(BufId, u32),
+    Close,
+    Reset,
+}
+
+/// The interpreter's view of one flow.
+struct Io<'a> {
+    now: u64,
+    slot: &'a mut FlowSlot,
+    ops: &'a mut Vec<IoOp>,
+    timers: &'a mut TimerWheel,
+    token: u32,
+    rng: &'a mut u64,
+    bufs: &'a [(BufId, u32)],
+    misuse: &'a mut u64,
+}
+
+impl FlowIo for Io<'_> {
+    fn now_ns(&self) -> u64 {
+        self.now
+    }
+    fn send(&mut self, buf: BufIdx) -> bool {
+        match self.bufs.get(buf.0 as usize) {
+            Some(&(id, len)) => {
+                self.slot.queued += u64::from(len);
+                self.ops.push(IoOp::Send(id, len));
+            }
+            None => *self.misuse += 1,
+        }
+        true
+    }
+    fn tx_unacked(&self) -> u64 {
+        self.slot.queued.saturating_sub(self.slot.acked)
+    }
+    fn rx_bytes(&self) -> u64 {
+        self.slot.rx
+    }
+    fn established(&self) -> bool {
+        self.slot.has(F_EST)
+    }
+    fn peer_closed(&self) -> bool {
+        self.slot.has(F_PEER_CLOSED)
+    }
+    fn close(&mut self) {
+        self.ops.push(IoOp::Close);
+    }
+    fn reset(&mut self) {
+        self.ops.push(IoOp::Reset);
+    }
+    fn send_msg(&mut self, _buf: BufIdx) {
+        *self.misuse += 1;
+    }
+    fn rx_msgs(&self) -> u64 {
+        0
+    }
+    fn set_keepalive(&mut self, _msec: u32, _rx_mode: bool) {}
+    fn arm_timer(&mut self, deadline_ns: u64) {
+        self.timers.arm(self.token, deadline_ns);
+    }
+    fn random_u32(&mut self) -> u32 {
+        (splitmix(self.rng) >> 32) as u32
+    }
+}
+
+fn splitmix(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn outcome_code(o: Outcome) -> u8 {
+    1 + match o {
+        Outcome::Closed => 0,
+        Outcome::Reset => 1,
+        Outcome::Aborted => 2,
+        Outcome::PeerClosedEarly => 3,
+    }
+}
+
+/// Does a program contain a `reset`?
+fn has_reset(p: &Profile, prog: ProgIdx) -> bool {
+    p.program(prog).insns.iter().any(|i| *i == Insn::Reset)
+}
+
+/// The generator app of one side (client or server).
+pub struct GenApp {
+    profile: Arc<Profile>,
+    /// astf buffer index -> (registered tcp buffer, length).
+    bufs: Vec<(BufId, u32)>,
+    progs: Vec<ProgState>,
+    flows: Vec<FlowSlot>,
+    timers: TimerWheel,
+    expired: Vec<u32>,
+    /// Operations recorded by the last program step, not applied yet.
+    pub ops: Vec<IoOp>,
+    rng: u64,
+    now: u64,
+    /// Templates where a side may legitimately see the flow reset (a program has `reset`).
+    expect_reset: Vec<bool>,
+    /// Client endpoints of ended client flows, to give back to the allocators.
+    pub released: Vec<(u16, ClientAddr)>,
+    /// Flows with a live program-or-connection (started, not yet ended).
+    pub live: u64,
+    pub stats: SideStats,
+}
+
+impl GenApp {
+    /// An app for one side; `bufs` maps the profile's buffers to the host's registry.
+    pub fn new(
+        profile: Arc<Profile>,
+        bufs: Vec<(BufId, u32)>,
+        max_flows: usize,
+        now: u64,
+        seed: u64,
+    ) -> Self {
+        let expect_reset = profile
+            .templates
+            .iter()
+            .map(|t| has_reset(&profile, t.client_program) || has_reset(&profile, t.server_program))
+            .collect();
+        let stats = SideStats::new(profile.tg_names.len());
+        GenApp {
+            bufs,
+            progs: Vec::new(),
+            flows: Vec::new(),
+            timers: TimerWheel::new(max_flows.max(1), now),
+            expired: Vec::with_capacity(256),
+            ops: Vec::with_capacity(16),
+            rng: seed,
+            now,
+            expect_reset,
+            released: Vec::new(),
+            live: 0,
+            stats,
+            profile,
+        }
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// Sets the time used by program steps (call once per iteration and before steps).
+    pub fn set_now(&mut self, now: u64) {
+        self.now = now;
+    }
+
+    fn ensure(&mut self, i: usize) {
+        if self.flows.len() <= i {
+            self.flows.resize(i + 1, FlowSlot::default());
+            self.progs.resize(i + 1, ProgState::new(ProgIdx(0)));
+        }
+        if self.timers.capacity() <= i {
+            self.timers.grow((i + 1).next_power_of_two());
+        }
+    }
+
+    fn tg(&self, tpl: u16) -> usize {
+        self.profile
+            .templates
+            .get(tpl as usize)
+            .map_or(0, |t| t.tg_id as usize)
+    }
+
+    fn tgc(&mut self, tpl: u16) -> &mut TgCounters {
+        let g = self.tg(tpl);
+        &mut self.stats.tg[g].c
+    }
+
+    /// A client flow was opened (`connect` succeeded): set it up and run its program from
+    /// the start. The caller applies [`GenApp::ops`] afterwards.
+    pub fn start_client(&mut self, f: FlowId, tpl: TemplateIdx, sched_ns: u64, addr: ClientAddr) {
+        let i = f.0 as usize;
+        self.ensure(i);
+        self.flows[i] = FlowSlot {
+            sched_ns,
+            addr_ip: addr.ip,
+            addr_port: addr.port,
+            tpl: tpl.0,
+            flags: F_LIVE | F_CLIENT,
+            ..FlowSlot::default()
+        };
+        let prog = self.profile.templates[tpl.0 as usize].client_program;
+        self.progs[i] = ProgState::new(prog);
+        self.live += 1;
+        self.tgc(tpl.0).started += 1;
+        self.step(f.0, Event::Start);
+    }
+
+    /// Runs the flow's program on `ev`; records operations in `ops`.
+    pub fn step(&mut self, f: u32, ev: Event) {
+        let i = f as usize;
+        let Some(slot) = self.flows.get_mut(i) else {
+            return;
+        };
+        if !slot.has(F_LIVE) || slot.outcome != 0 {
+            return;
+        }
+        let mut misuse = 0u64;
+        let mut io = Io {
+            now: self.now,
+            slot,
+            ops: &mut self.ops,
+            timers: &mut self.timers,
+            token: f,
+            rng: &mut self.rng,
+            bufs: &self.bufs,
+            misuse: &mut misuse,
+        };
+        let st = self.progs[i].on_event(&self.profile, &mut io, ev);
+        if misuse > 0 {
+            let tpl = self.flows[i].tpl;
+            self.tgc(tpl).io_misuse += misuse;
+        }
+        if let Status::Finished(o) = st {
+            self.finished(i, o);
+        }
+    }
+
+    /// The program ended with `o` (the connection may still be closing).
+    fn finished(&mut self, i: usize, o: Outcome) {
+        let slot = self.flows[i];
+        self.flows[i].outcome = outcome_code(o);
+        self.timers.cancel(i as u32);
+        if slot.has(F_CLIENT) && slot.rx > 0 && matches!(o, Outcome::Closed | Outcome::Reset) {
+            let g = self.tg(slot.tpl);
+            self.stats.tg[g]
+                .lat
+                .last_byte
+                .record_ns(slot.last_rx_ns.saturating_sub(slot.sched_ns));
+        }
+    }
+
+    /// Applies recorded operations through a callback's `Ctl`.
+    fn apply_ctl(&mut self, ctl: &mut Ctl) {
+        for op in self.ops.drain(..) {
+            match op {
+                IoOp::Send(id, len) => ctl.send(id, 0, len),
+                IoOp::Close => ctl.close(),
+                IoOp::Reset => {
+                    ctl.abort();
+                    break;
+                }
+            }
+        }
+        self.ops.clear();
+        if ctl.errors > self.stats.send_errors {
+            self.stats.send_errors = ctl.errors;
+        }
+    }
+
+    /// Moves program timers forward to `now`; returns the flows whose timer fired (the
+    /// caller steps each with [`Event::Timer`] and applies the operations).
+    pub fn expire_timers(&mut self, now: u64, out: &mut Vec<u32>) {
+        out.clear();
+        self.timers.advance(now, out);
+    }
+
+    /// Earliest program timer.
+    pub fn next_timer(&self) -> Option<u64> {
+        self.timers.next_deadline()
+    }
+
+    /// Live flows (for a cut at stop).
+    pub fn live_flows(&self, out: &mut Vec<u32>) {
+        out.clear();
+        out.extend(
+            self.flows
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.has(F_LIVE))
+                .map(|(i, _)| i as u32),
+        );
+    }
+
+    /// Marks a flow as cut at stop (the caller aborts it).
+    pub fn mark_cut(&mut self, f: u32) {
+        if let Some(s) = self.flows.get_mut(f as usize) {
+            s.flags |= F_CUT;
+        }
+    }
+
+    /// Per-flow engine state size (W3 accounting).
+    pub const FLOW_STATE_BYTES: usize =
+        std::mem::size_of::<FlowSlot>() + std::mem::size_of::<ProgState>();
+
+    /// Takes the scratch vector of expired timers (to avoid a borrow across steps).
+    pub fn take_expired(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.expired)
+    }
+    pub fn put_expired(&mut self, v: Vec<u32>) {
+        self.expired = v;
+    }
+}
+
+impl TcpApp for GenApp {
+    fn on_connected(&mut self, ctl: &mut Ctl, f: FlowId) {
+        let i = f.0 as usize;
+        if ctl.passive() {
+            let key = ctl.key();
+            let Some(t) =
+                self.profile
+                    .server_template_for(Transport::Tcp, key.local_ip, key.local_port)
+            else {
+                self.stats.no_template += 1;
+                ctl.abort();
+                return;
+            };
+            self.ensure(i);
+            self.flows[i] = FlowSlot {
+                sched_ns: self.now,
+                tpl: t.0,
+                flags: F_LIVE | F_EST,
+                ..FlowSlot::default()
+            };
+            let prog = self.profile.templates[t.0 as usize].server_program;
+            self.progs[i] = ProgState::new(prog);
+            self.live += 1;
+            self.tgc(t.0).accepted += 1;
+            self.step(f.0, Event::Start);
+        } else {
+            let Some(slot) = self.flows.get_mut(i) else {
+                return;
+            };
+            if !slot.has(F_LIVE) {
+                return;
+            }
+            slot.flags |= F_EST;
+            let (tpl, sched) = (slot.tpl, slot.sched_ns);
+            let g = self.tg(tpl);
+            self.stats.tg[g]
+                .lat
+                .connect
+                .record_ns(self.now.saturating_sub(sched));
+            self.step(f.0, Event::Established);
+        }
+        self.apply_ctl(ctl);
+    }
+
+    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        let i = f.0 as usize;
+        let now = self.now;
+        let Some(slot) = self.flows.get_mut(i) else {
+            return;
+        };
+        if !slot.has(F_LIVE) {
+            return;
+        }
+        slot.rx += data.len() as u64;
+        slot.last_rx_ns = now;
+        let first = !slot.has(F_FIRST) && slot.has(F_CLIENT);
+        slot.flags |= F_FIRST;
+        let (tpl, sched) = (slot.tpl, slot.sched_ns);
+        let g = self.tg(tpl);
+        self.stats.tg[g].c.l7_rx_bytes += data.len() as u64;
+        if first {
+            self.stats.tg[g]
+                .lat
+                .first_byte
+                .record_ns(now.saturating_sub(sched));
+        }
+        self.step(f.0, Event::Data);
+        self.apply_ctl(ctl);
+    }
+
+    fn on_acked(&mut self, ctl: &mut Ctl, f: FlowId, bytes: u32) {
+        let i = f.0 as usize;
+        let Some(slot) = self.flows.get_mut(i) else {
+            return;
+        };
+        if !slot.has(F_LIVE) {
+            return;
+        }
+        slot.acked += u64::from(bytes);
+        let tpl = slot.tpl;
+        self.tgc(tpl).l7_tx_acked += u64::from(bytes);
+        self.step(f.0, Event::Acked);
+        self.apply_ctl(ctl);
+    }
+
+    fn on_peer_closed(&mut self, ctl: &mut Ctl, f: FlowId) {
+        let i = f.0 as usize;
+        let Some(slot) = self.flows.get_mut(i) else {
+            return;
+        };
+        if !slot.has(F_LIVE) {
+            return;
+        }
+        slot.flags |= F_PEER_CLOSED;
+        self.step(f.0, Event::PeerClosed);
+        self.apply_ctl(ctl);
+    }
+
+    fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
+        let i = f.0 as usize;
+        let Some(slot) = self.flows.get(i).copied() else {
+            return;
+        };
+        if !slot.has(F_LIVE) {
+            return;
+        }
+        if slot.outcome == 0 {
+            self.step(f.0, Event::Aborted);
+        }
+        let outcome = self.flows[i].outcome;
+        self.flows[i].flags &= !F_LIVE;
+        self.timers.cancel(f.0);
+        self.live = self.live.saturating_sub(1);
+        let expect_reset = self
+            .expect_reset
+            .get(slot.tpl as usize)
+            .copied()
+            .unwrap_or(false);
+        let c = self.tgc(slot.tpl);
+        if slot.has(F_CUT) {
+            c.cut += 1;
+        } else {
+            match outcome {
+                // Closed by the program (explicit or implicit close).
+                1 if reason == CloseReason::Normal => c.completed += 1,
+                1 => c.bad_close += 1,
+                // The program ran `reset`.
+                2 => c.completed += 1,
+                // Program ended by the engine: the connection died under it.
+                3 if expect_reset
+                    && matches!(reason, CloseReason::Reset | CloseReason::Aborted) =>
+                {
+                    c.completed += 1
+                }
+                3 => {
+                    c.aborted += 1;
+                    match reason {
+                        CloseReason::Timeout => c.timeouts += 1,
+                        CloseReason::Refused => c.refused += 1,
+                        CloseReason::Reset => c.reset_by_peer += 1,
+                        _ => {}
+                    }
+                }
+                _ => c.peer_closed_early += 1,
+            }
+        }
+        if slot.has(F_CLIENT) {
+            self.released.push((
+                slot.tpl,
+                ClientAddr {
+                    ip: slot.addr_ip,
+                    port: slot.addr_port,
+                },
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_state_is_small() {
+        assert!(
+            GenApp::FLOW_STATE_BYTES <= 96,
+            "{}",
+            GenApp::FLOW_STATE_BYTES
+        );
+    }
+
+    #[test]
+    fn outcome_codes_are_distinct_and_nonzero() {
+        let v = [
+            Outcome::Closed,
+            Outcome::Reset,
+            Outcome::Aborted,
+            Outcome::PeerClosedEarly,
+        ]
+        .map(outcome_code);
+        assert_eq!(v, [1, 2, 3, 4]);
+    }
+}

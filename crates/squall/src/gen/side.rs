@@ -1,0 +1,383 @@
+//! One side of a run: a `TcpHost`, its [`GenApp`], the port it talks through and (client
+//! side) the flow scheduler with address allocation. [`Side::iterate`] is one turn of the
+//! loop: rx burst -> TCP -> TCP timers -> program timers -> new flows -> tx burst.
+
+use std::sync::Arc;
+
+use squall_astf::alloc::{ClientAlloc, PortRange, ServerPick};
+use squall_astf::interp::Event;
+use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
+use squall_astf::{Profile, SideTunables};
+use squall_port::{FrameBuf, Port};
+use squall_tcp::{FlowId, TcpConfig, TcpHost, TxSink};
+
+use super::app::{GenApp, IoOp};
+use super::pcap::PcapCap;
+
+/// Rx frames taken per burst.
+const BURST: usize = 64;
+/// Most rx bursts handled per iteration (so tx and timers keep their turn).
+const MAX_RX_BURSTS: usize = 8;
+
+/// Frames a side holds between port calls.
+struct TxState<F> {
+    spare: Vec<F>,
+    out: Vec<F>,
+    cur: Option<F>,
+}
+
+/// The host's [`TxSink`]: frames come from the port's pool in bursts and are queued for
+/// the end-of-iteration `tx_burst`; the pcap tap sees each committed frame.
+struct Sink<'a, P: Port> {
+    port: &'a mut P,
+    tx: &'a mut TxState<P::Frame>,
+    pcap: Option<&'a mut PcapCap>,
+    now: u64,
+}
+
+impl<P: Port> TxSink for Sink<'_, P> {
+    fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
+        if self.tx.cur.is_none() {
+            if self.tx.spare.is_empty() {
+                self.port.alloc_tx(&mut self.tx.spare, BURST);
+            }
+            self.tx.cur = self.tx.spare.pop();
+        }
+        let f = self.tx.cur.as_mut()?;
+        f.set_len(len).ok()?;
+        Some(f.data_mut())
+    }
+    fn commit(&mut self, len: usize) {
+        if let Some(mut f) = self.tx.cur.take() {
+            if f.set_len(len).is_err() {
+                self.tx.spare.push(f);
+                return;
+            }
+            if let Some(p) = self.pcap.as_deref_mut() {
+                p.frame(self.now, f.data());
+            }
+            self.tx.out.push(f);
+        }
+    }
+}
+
+/// The client side's flow source.
+pub struct ClientGen {
+    sched: Scheduler,
+    allocs: Vec<ClientAlloc>,
+    servers: Vec<ServerPick>,
+    starts: Vec<FlowStart>,
+}
+
+impl ClientGen {
+    /// Scheduler and allocators for every template (one client core).
+    pub fn new(profile: &Profile, cfg: &SchedConfig) -> Result<Self, String> {
+        let mut allocs = Vec::new();
+        let mut servers = Vec::new();
+        for (i, t) in profile.templates.iter().enumerate() {
+            let gen = &profile.ip_gens[t.ip_gen as usize];
+            let seed = cfg.seed ^ (i as u64).wrapping_mul(0x9E37_79B9);
+            allocs.push(
+                ClientAlloc::new(gen, 0, 0, 1, PortRange::default(), seed)
+                    .map_err(|e| format!("template {i}: client allocation: {e:?}"))?,
+            );
+            servers.push(ServerPick::new(gen, 0, 0, seed));
+        }
+        Ok(ClientGen {
+            sched: Scheduler::new(profile, cfg),
+            allocs,
+            servers,
+            starts: Vec::with_capacity(64),
+        })
+    }
+    /// Stops opening flows from `at` on.
+    pub fn stop_at(&mut self, at: u64) {
+        self.sched.stop_at(at);
+    }
+    pub fn is_finished(&self) -> bool {
+        self.sched.is_finished()
+    }
+}
+
+/// Host configuration from a side's tunables.
+pub fn tcp_config(
+    t: &SideTunables,
+    mac: [u8; 6],
+    gw: [u8; 6],
+    max_flows: u32,
+    seed: u64,
+) -> TcpConfig {
+    TcpConfig {
+        mac,
+        gateway_mac: gw,
+        max_flows,
+        mss: t.tcp.mss,
+        init_cwnd: t.tcp.initwnd.clamp(1, 20),
+        rcv_wnd: t.tcp.rxbufsize.clamp(1, 65_535),
+        nagle: !t.tcp.no_delay,
+        delack_ns: u64::from(t.tcp.delay_ack_msec) * 1_000_000,
+        max_syn_retries: 8,
+        max_retries: 12,
+        seed,
+        ..TcpConfig::default()
+    }
+}
+
+/// One side of a run.
+pub struct Side<P: Port> {
+    pub host: TcpHost,
+    pub app: GenApp,
+    pub port: P,
+    tx: TxState<P::Frame>,
+    rxq: Vec<P::Frame>,
+    scratch: Vec<u32>,
+    pub client: Option<ClientGen>,
+    /// Frames the port could not take yet (kept and retried).
+    pub tx_backlog_max: usize,
+}
+
+impl<P: Port> Side<P> {
+    /// A side over `port` with a host built from `cfg`; registers every profile buffer
+    /// once. Server sides listen on every template's port.
+    pub fn new(
+        profile: Arc<Profile>,
+        port: P,
+        cfg: TcpConfig,
+        client: Option<ClientGen>,
+        now: u64,
+        seed: u64,
+    ) -> Self {
+        let max = cfg.max_flows as usize;
+        let mut host = TcpHost::new(cfg, now);
+        let bufs = profile
+            .buffers
+            .iter()
+            .map(|b| (host.buffers().register(b.data.clone()), b.data.len() as u32))
+            .collect();
+        if client.is_none() {
+            for t in &profile.templates {
+                for r in &t.assoc {
+                    host.listen(r.port);
+                }
+                host.listen(t.port);
+            }
+        }
+        Side {
+            host,
+            app: GenApp::new(profile, bufs, max, now, seed),
+            port,
+            tx: TxState {
+                spare: Vec::with_capacity(BURST),
+                out: Vec::with_capacity(4 * BURST),
+                cur: None,
+            },
+            rxq: Vec::with_capacity(BURST),
+            scratch: Vec::with_capacity(256),
+            client,
+            tx_backlog_max: 0,
+        }
+    }
+
+    /// Applies the app's recorded operations for flow `f` outside a callback.
+    fn apply_ops(&mut self, now: u64, f: u32, pcap: &mut Option<&mut PcapCap>) {
+        if self.app.ops.is_empty() {
+            return;
+        }
+        let mut ops = std::mem::take(&mut self.app.ops);
+        let mut sink = Sink {
+            port: &mut self.port,
+            tx: &mut self.tx,
+            pcap: pcap.as_deref_mut(),
+            now,
+        };
+        let fid = FlowId(f);
+        for op in ops.drain(..) {
+            match op {
+                IoOp::Send(id, len) => {
+                    if self.host.send(now, &mut sink, fid, id, 0, len).is_err() {
+                        self.app.stats.send_errors += 1;
+                    }
+                }
+                IoOp::Close => self.host.close(now, &mut self.app, &mut sink, fid),
+                IoOp::Reset => {
+                    self.host.abort(now, &mut self.app, &mut sink, fid);
+                    break;
+                }
+            }
+        }
+        ops.clear();
+        self.app.ops = ops;
+    }
+
+    /// One loop turn at time `now`. Returns true if anything happened.
+    pub fn iterate(&mut self, now: u64, mut pcap: Option<&mut PcapCap>) -> bool {
+        let mut work = false;
+        self.port.set_time(now);
+        self.app.set_now(now);
+        // Receive.
+        for _ in 0..MAX_RX_BURSTS {
+            let n = self.port.rx_burst(&mut self.rxq, BURST);
+            if n == 0 {
+                break;
+            }
+            work = true;
+            let mut sink = Sink {
+                port: &mut self.port,
+                tx: &mut self.tx,
+                pcap: pcap.as_deref_mut(),
+                now,
+            };
+            for f in &self.rxq {
+                self.host.rx(now, f.data(), &mut self.app, &mut sink);
+            }
+            self.port.release_all(&mut self.rxq);
+            if n < BURST {
+                break;
+            }
+        }
+        // TCP timers.
+        if self.host.next_timer().is_some_and(|t| t <= now) {
+            work = true;
+            let mut sink = Sink {
+                port: &mut self.port,
+                tx: &mut self.tx,
+                pcap: pcap.as_deref_mut(),
+                now,
+            };
+            self.host.poll(now, &mut self.app, &mut sink);
+        }
+        // Program timers.
+        if self.app.next_timer().is_some_and(|t| t <= now) {
+            work = true;
+            let mut exp = self.app.take_expired();
+            self.app.expire_timers(now, &mut exp);
+            for &f in &exp {
+                self.app.step(f, Event::Timer);
+                self.apply_ops(now, f, &mut pcap);
+            }
+            self.app.put_expired(exp);
+        }
+        // New client flows.
+        if let Some(mut cg) = self.client.take() {
+            if cg.sched.next_due().is_some_and(|t| t <= now) {
+                work = true;
+                let mut starts = std::mem::take(&mut cg.starts);
+                starts.clear();
+                cg.sched.poll(now, &mut starts);
+                for s in &starts {
+                    self.start_flow(now, &mut cg, s, &mut pcap);
+                }
+                cg.starts = starts;
+            }
+            for (tpl, addr) in self.app.released.drain(..) {
+                if let Some(a) = cg.allocs.get_mut(tpl as usize) {
+                    a.release(addr);
+                }
+            }
+            self.client = Some(cg);
+        }
+        // Transmit.
+        if !self.tx.out.is_empty() {
+            work = true;
+            self.port.tx_burst(&mut self.tx.out);
+            self.tx_backlog_max = self.tx_backlog_max.max(self.tx.out.len());
+        }
+        work
+    }
+
+    fn start_flow(
+        &mut self,
+        now: u64,
+        cg: &mut ClientGen,
+        s: &FlowStart,
+        pcap: &mut Option<&mut PcapCap>,
+    ) {
+        let ti = s.template.0 as usize;
+        let tg = self.app.profile().templates[ti].tg_id as usize;
+        let dport = self.app.profile().templates[ti].port;
+        let addr = match cg.allocs[ti].alloc(|_, _| false) {
+            Ok(a) => a,
+            Err(_) => {
+                self.app.stats.tg[tg].c.ports_exhausted += 1;
+                return;
+            }
+        };
+        let server = cg.servers[ti].pick();
+        if let Some(p) = pcap.as_deref_mut() {
+            p.want(addr.ip, addr.port);
+        }
+        let mut sink = Sink {
+            port: &mut self.port,
+            tx: &mut self.tx,
+            pcap: pcap.as_deref_mut(),
+            now,
+        };
+        match self
+            .host
+            .connect(now, &mut sink, addr.ip, addr.port, server, dport)
+        {
+            Ok(f) => {
+                self.app.start_client(f, s.template, s.at_ns, addr);
+                self.apply_ops(now, f.0, pcap);
+            }
+            Err(_) => {
+                cg.allocs[ti].release(addr);
+                self.app.stats.tg[tg].c.connect_failed += 1;
+            }
+        }
+    }
+
+    /// Aborts every live flow (stop after the drain period); they are counted as cut.
+    pub fn cut_all(&mut self, now: u64, mut pcap: Option<&mut PcapCap>) -> u64 {
+        let mut live = std::mem::take(&mut self.scratch);
+        self.app.live_flows(&mut live);
+        let n = live.len() as u64;
+        let mut sink = Sink {
+            port: &mut self.port,
+            tx: &mut self.tx,
+            pcap: pcap.as_deref_mut(),
+            now,
+        };
+        for &f in &live {
+            self.app.mark_cut(f);
+            self.host.abort(now, &mut self.app, &mut sink, FlowId(f));
+        }
+        self.scratch = live;
+        self.port.tx_burst(&mut self.tx.out);
+        n
+    }
+
+    /// Earliest moment this side has something to do (virtual-clock driver).
+    pub fn next_event(&self, now: u64) -> Option<u64> {
+        let mut t = [
+            self.host.next_timer(),
+            self.app.next_timer(),
+            self.port.next_event_ns(),
+            self.client.as_ref().and_then(|c| c.sched.next_due()),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        if !self.tx.out.is_empty() {
+            t = Some(now);
+        }
+        t
+    }
+
+    /// No client flow will be opened any more, no flow runs, and the host holds no flow
+    /// (TIME_WAIT included).
+    pub fn is_idle(&self) -> bool {
+        self.app.live == 0
+            && self.host.flow_count() == 0
+            && self.client.as_ref().map_or(true, |c| c.is_finished())
+    }
+
+    /// Gives every frame this side still holds back to the port.
+    pub fn release_frames(&mut self) {
+        self.port.release_all(&mut self.tx.spare);
+        self.port.release_all(&mut self.tx.out);
+        if let Some(f) = self.tx.cur.take() {
+            self.port.release(f);
+        }
+    }
+}

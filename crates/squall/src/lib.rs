@@ -1,0 +1,15 @@
+//! squall: the stateful traffic generator (TRex ASTF model) on the Squall TCP stack.
+//!
+//! - [`gen`]: the per-side generator (astf programs over `TcpHost` flows);
+//! - [`run`]: run drivers (T-mem1 single thread, virtual-clock simulation, two threads);
+//! - [`stats`]: per template group counters and latency histograms;
+//! - [`report`]: invariants, the summary table and the JSON document;
+//! - [`source`]: loading a profile from `.json` or `.py`;
+//! - [`impair`]: the `--impair` option parser.
+
+pub mod gen;
+pub mod impair;
+pub mod report;
+pub mod run;
+pub mod source;
+pub mod stats;

@@ -1,0 +1,388 @@
+//! End-of-run reporting: the invariants TRex asks users to check (checked here
+//! automatically), the summary table (stdout), the progress line and the JSON document.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Map, Value};
+use squall_astf::Profile;
+
+use crate::run::{RunResult, SideReport};
+use crate::stats::{LatHist, TgCounters};
+
+/// One invariant and whether it held.
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub name: &'static str,
+    pub ok: bool,
+    pub detail: String,
+}
+
+fn accounted(c: &TgCounters, opened: u64, live: u64) -> (bool, String) {
+    let ended = c.completed + c.aborted + c.bad_close + c.peer_closed_early + c.cut;
+    (
+        opened == ended + live,
+        format!(
+            "opened {opened} = completed {} + aborted {} + bad_close {} + peer_closed_early {} + cut {} + running {live}",
+            c.completed, c.aborted, c.bad_close, c.peer_closed_early, c.cut
+        ),
+    )
+}
+
+/// Checks the run's invariants.
+pub fn invariants(r: &RunResult) -> Vec<Check> {
+    let (c, s) = (&r.client, &r.server);
+    let mut v = Vec::new();
+    let cut = c.app.total().cut + s.app.total().cut;
+    let mut eq = |name, a: u64, b: u64, what: &str| {
+        v.push(Check {
+            name,
+            ok: a == b || cut > 0,
+            detail: if cut > 0 && a != b {
+                format!("{what}: {a} vs {b} (not checked: {cut} flows were cut)")
+            } else {
+                format!("{what}: {a} vs {b}")
+            },
+        })
+    };
+    eq(
+        "client_sent_eq_server_received",
+        c.tcp.tcps_sndbyte,
+        s.tcp.tcps_rcvbyte,
+        "client tcps_sndbyte vs server tcps_rcvbyte",
+    );
+    eq(
+        "server_sent_eq_client_received",
+        s.tcp.tcps_sndbyte,
+        c.tcp.tcps_rcvbyte,
+        "server tcps_sndbyte vs client tcps_rcvbyte",
+    );
+    eq(
+        "client_connects_eq_server_accepts",
+        c.tcp.tcps_connects,
+        s.tcp.tcps_accepts,
+        "client tcps_connects vs server tcps_accepts",
+    );
+    v.push(Check {
+        name: "client_connattempt_eq_closed",
+        ok: c.tcp.tcps_connattempt == c.tcp.tcps_closed + c.still_open,
+        detail: format!(
+            "client tcps_connattempt {} vs tcps_closed {} + still open {}",
+            c.tcp.tcps_connattempt, c.tcp.tcps_closed, c.still_open
+        ),
+    });
+    let ct = c.app.total();
+    let (ok, d) = accounted(&ct, ct.started, c.live_end);
+    v.push(Check {
+        name: "client_flows_accounted",
+        ok,
+        detail: d,
+    });
+    let st = s.app.total();
+    let (ok, d) = accounted(&st, st.accepted, s.live_end);
+    v.push(Check {
+        name: "server_flows_accounted",
+        ok,
+        detail: d,
+    });
+    v
+}
+
+/// Total error count of a run (error counters of both sides).
+pub fn error_count(r: &RunResult) -> u64 {
+    r.client.app.errors() + r.server.app.errors()
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn rate(n: u64, ns: u64) -> f64 {
+    if ns == 0 {
+        0.0
+    } else {
+        n as f64 * 1e9 / ns as f64
+    }
+}
+
+/// Headline rates of a run.
+pub struct Rates {
+    pub cps: f64,
+    pub l7_gbps: f64,
+    pub wire_gbps: f64,
+    pub mpps: f64,
+    pub cpu_us_per_flow: f64,
+}
+
+pub fn rates(r: &RunResult) -> Rates {
+    let flows = r.client.app.total().completed;
+    let l7 = r.client.tcp.tcps_sndbyte + r.server.tcp.tcps_sndbyte;
+    let wire = r.client.port.tx_bytes + r.server.port.tx_bytes;
+    let pkts = r.client.port.tx_frames + r.server.port.tx_frames;
+    Rates {
+        cps: rate(r.client.app.total().started, r.gen_ns.max(1)),
+        l7_gbps: rate(l7 * 8, r.elapsed_ns) / 1e9,
+        wire_gbps: rate(wire * 8, r.elapsed_ns) / 1e9,
+        mpps: rate(pkts, r.elapsed_ns) / 1e6,
+        cpu_us_per_flow: if flows == 0 {
+            0.0
+        } else {
+            r.cpu_ns as f64 / 1e3 / flows as f64
+        },
+    }
+}
+
+fn group_name(p: &Profile, g: usize) -> String {
+    match p.tg_names.get(g).map(String::as_str) {
+        Some("") | None => "(default)".into(),
+        Some(n) => n.to_string(),
+    }
+}
+
+/// Header describing the run, for the summary.
+pub struct RunInfo<'a> {
+    pub profile_path: &'a str,
+    pub mode: &'a str,
+    pub duration_s: f64,
+    pub mult: f64,
+    pub cores: u32,
+}
+
+/// The human summary (stdout).
+pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> String {
+    let mut o = String::new();
+    let rt = rates(r);
+    let _ = writeln!(
+        o,
+        "squall run {}: {} mode, duration {:.1} s x mult {}, {} core(s)",
+        info.profile_path, info.mode, info.duration_s, info.mult, info.cores
+    );
+    let _ = writeln!(
+        o,
+        "elapsed {:.3} s (generation {:.3} s); CPU {:.3} s = {:.2} us per completed flow",
+        secs(r.elapsed_ns),
+        secs(r.gen_ns),
+        secs(r.cpu_ns),
+        rt.cpu_us_per_flow
+    );
+    let _ = writeln!(
+        o,
+        "rates: {:.1} CPS, L7 {:.3} Gbit/s, wire {:.3} Gbit/s, {:.3} Mpps\n",
+        rt.cps, rt.l7_gbps, rt.wire_gbps, rt.mpps
+    );
+    let _ = writeln!(
+        o,
+        "{:<16} {:>10} {:>10} {:>8} {:>10} {:>9}",
+        "template group", "flows", "completed", "errors", "CPS", "L7 Gbit/s"
+    );
+    for g in 0..r.client.app.tg.len().max(r.server.app.tg.len()) {
+        let c = r
+            .client
+            .app
+            .tg
+            .get(g)
+            .map(|t| t.c.clone())
+            .unwrap_or_default();
+        let s = r
+            .server
+            .app
+            .tg
+            .get(g)
+            .map(|t| t.c.clone())
+            .unwrap_or_default();
+        if c.started == 0 && s.accepted == 0 && c.errors() + s.errors() == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "{:<16} {:>10} {:>10} {:>8} {:>10.1} {:>9.3}",
+            group_name(p, g),
+            c.started,
+            c.completed,
+            c.errors() + s.errors(),
+            rate(c.started, r.gen_ns.max(1)),
+            rate((c.l7_tx_acked + s.l7_tx_acked) * 8, r.elapsed_ns) / 1e9
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nlatency (us, from the scheduled start)   count      p50      p90      p99    p99.9      max"
+    );
+    for (g, t) in r.client.app.tg.iter().enumerate() {
+        if t.lat.connect.count() == 0 {
+            continue;
+        }
+        for (name, h) in t.lat.iter() {
+            let s = h.summary();
+            let _ = writeln!(
+                o,
+                "  {:<16} {:<20} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}",
+                group_name(p, g),
+                name,
+                h.count(),
+                s[0],
+                s[1],
+                s[2],
+                s[3],
+                s[4]
+            );
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<28} {:>14} {:>14}",
+        "flow counters", "client", "server"
+    );
+    let (ct, st) = (r.client.app.total(), r.server.app.total());
+    for ((name, a, err), (_, b, _)) in ct.iter().zip(st.iter()) {
+        if a != 0 || b != 0 || err {
+            let _ = writeln!(o, "  {:<26} {:>14} {:>14}", name, a, b);
+        }
+    }
+    let _ = writeln!(
+        o,
+        "  {:<26} {:>14} {:>14}",
+        "no_template", r.client.app.no_template, r.server.app.no_template
+    );
+    let _ = writeln!(
+        o,
+        "  {:<26} {:>14} {:>14}",
+        "send_errors", r.client.app.send_errors, r.server.app.send_errors
+    );
+    let _ = writeln!(
+        o,
+        "\n{:<28} {:>14} {:>14}",
+        "TCP counters (non-zero)", "client", "server"
+    );
+    for ((name, a), (_, b)) in r.client.tcp.iter().zip(r.server.tcp.iter()) {
+        if a != 0 || b != 0 {
+            let _ = writeln!(o, "  {:<26} {:>14} {:>14}", name, a, b);
+        }
+    }
+    let imp = (r.client.impair, r.server.impair);
+    if imp.0 != Default::default() || imp.1 != Default::default() {
+        let _ = writeln!(
+            o,
+            "\nwire impairment (client->server | server->client): lost {} | {}, duplicated {} | {}, reordered {} | {}, corrupted {} | {}",
+            imp.0.lost, imp.1.lost, imp.0.duplicated, imp.1.duplicated, imp.0.reordered, imp.1.reordered, imp.0.corrupted, imp.1.corrupted
+        );
+    }
+    let errors = error_count(r);
+    let bad: Vec<_> = checks.iter().filter(|c| !c.ok).collect();
+    let _ = writeln!(o);
+    if bad.is_empty() {
+        let _ = writeln!(o, "invariants: all {} hold", checks.len());
+    }
+    for c in &bad {
+        let _ = writeln!(o, "ERROR: invariant {} violated: {}", c.name, c.detail);
+    }
+    if errors > 0 {
+        let _ = writeln!(o, "ERROR: {errors} error(s) counted (see flow counters)");
+    }
+    let _ = writeln!(
+        o,
+        "result: {}",
+        if errors == 0 && bad.is_empty() {
+            "CLEAN"
+        } else {
+            "FAILED"
+        }
+    );
+    o
+}
+
+fn lat_json(h: &LatHist) -> Value {
+    let s = h.summary();
+    json!({"count": h.count(), "p50": s[0], "p90": s[1], "p99": s[2], "p99_9": s[3], "max": s[4]})
+}
+
+fn counters_json(c: &TgCounters) -> Value {
+    let mut m = Map::new();
+    for (n, v, _) in c.iter() {
+        m.insert(n.into(), v.into());
+    }
+    m.insert("errors".into(), c.errors().into());
+    Value::Object(m)
+}
+
+fn side_json(s: &SideReport) -> Value {
+    let mut tcp = Map::new();
+    for (n, v) in s.tcp.iter() {
+        tcp.insert(n.into(), v.into());
+    }
+    json!({
+        "flows": counters_json(&s.app.total()),
+        "no_template": s.app.no_template,
+        "send_errors": s.app.send_errors,
+        "errors": s.app.errors(),
+        "tcp": Value::Object(tcp),
+        "port": {
+            "rx_frames": s.port.rx_frames, "rx_bytes": s.port.rx_bytes,
+            "tx_frames": s.port.tx_frames, "tx_bytes": s.port.tx_bytes,
+            "tx_full": s.port.tx_full, "alloc_fail": s.port.alloc_fail, "dropped": s.port.dropped,
+        },
+        "impairment": {
+            "lost": s.impair.lost, "duplicated": s.impair.duplicated, "reordered": s.impair.reordered,
+            "corrupted": s.impair.corrupted, "delayed": s.impair.delayed, "rate_dropped": s.impair.rate_dropped,
+        },
+        "cpu_sec": secs(s.cpu_ns),
+        "still_open": s.still_open,
+        "running_at_end": s.live_end,
+    })
+}
+
+/// The JSON document of `--json`.
+pub fn to_json(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> Value {
+    let rt = rates(r);
+    let groups: Vec<Value> = (0..r.client.app.tg.len().max(r.server.app.tg.len()))
+        .map(|g| {
+            let c = r.client.app.tg.get(g).cloned().unwrap_or_default();
+            let s = r.server.app.tg.get(g).cloned().unwrap_or_default();
+            json!({
+                "name": group_name(p, g),
+                "client": counters_json(&c.c),
+                "server": counters_json(&s.c),
+                "cps": rate(c.c.started, r.gen_ns.max(1)),
+                "l7_gbps": rate((c.c.l7_tx_acked + s.c.l7_tx_acked) * 8, r.elapsed_ns) / 1e9,
+                "latency_us": {
+                    "connect": lat_json(&c.lat.connect),
+                    "first_byte": lat_json(&c.lat.first_byte),
+                    "last_byte": lat_json(&c.lat.last_byte),
+                },
+            })
+        })
+        .collect();
+    let errors = error_count(r);
+    let clean = errors == 0 && checks.iter().all(|c| c.ok);
+    json!({
+        "profile": info.profile_path,
+        "mode": info.mode,
+        "cores": info.cores,
+        "duration_sec": info.duration_s,
+        "mult": info.mult,
+        "elapsed_sec": secs(r.elapsed_ns),
+        "generation_sec": secs(r.gen_ns),
+        "cpu_sec": secs(r.cpu_ns),
+        "cpu_us_per_flow": rt.cpu_us_per_flow,
+        "rates": {"cps": rt.cps, "l7_gbps": rt.l7_gbps, "wire_gbps": rt.wire_gbps, "mpps": rt.mpps},
+        "groups": groups,
+        "client": side_json(&r.client),
+        "server": side_json(&r.server),
+        "errors": errors,
+        "invariants": checks.iter().map(|c| json!({"name": c.name, "ok": c.ok, "detail": c.detail})).collect::<Vec<_>>(),
+        "clean": clean,
+    })
+}
+
+/// One progress line: elapsed, CPS over the last interval, active flows, Gbit/s, errors.
+pub fn progress_line(
+    elapsed_s: f64,
+    cps: f64,
+    active: u64,
+    gbps: f64,
+    done: u64,
+    errors: u64,
+) -> String {
+    format!(
+        "[{elapsed_s:6.1}s] {cps:>10.0} CPS  {active:>8} active  {gbps:>7.3} Gbit/s  {done:>10} done  {errors} errors"
+    )
+}

@@ -1,0 +1,399 @@
+//! Run drivers over the in-memory wire: both sides in one thread on the monotonic clock
+//! (T-mem1), the deterministic simulation on a virtual clock (`--sim`), and the two-thread
+//! run with the client pinned to core 0 and the server to core 1 (T-mem2). Each returns
+//! the per-side reports; progress is published through [`Live`].
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use squall_astf::sched::SchedConfig;
+use squall_astf::Profile;
+use squall_engine::clock::thread_cpu_ns;
+use squall_engine::{Clock, MonotonicClock};
+use squall_port::mem::{self, ImpairStats, Impairment, MemConfig, MemPort};
+use squall_port::{Port, PortStats};
+use squall_tcp::counters::TcpCounters;
+
+use crate::gen::{tcp_config, ClientGen, PcapCap, Side};
+use crate::stats::SideStats;
+
+/// Run settings (already validated by the CLI).
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub duration_ns: u64,
+    pub mult: f64,
+    /// 1: both sides in one thread; 2: client on core 0, server on core 1.
+    pub cores: u32,
+    /// Deterministic virtual-clock simulation (single thread).
+    pub sim: bool,
+    /// Overrides the profile's scheduler seed; also seeds hosts and impairment.
+    pub seed: Option<u64>,
+    /// In-flight flows get this long after the duration before they are cut.
+    pub drain_ns: u64,
+    /// Capture the first N flows (single-threaded runs only).
+    pub pcap_flows: Option<usize>,
+    /// Impairment of both wire directions.
+    pub impair: Impairment,
+    /// Flow table size of each host.
+    pub max_flows: u32,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            duration_ns: 1_000_000_000,
+            mult: 1.0,
+            cores: 1,
+            sim: false,
+            seed: None,
+            drain_ns: 5_000_000_000,
+            pcap_flows: None,
+            impair: Impairment::default(),
+            max_flows: 262_144,
+        }
+    }
+}
+
+/// What one side reports at the end.
+#[derive(Clone, Debug, Default)]
+pub struct SideReport {
+    pub tcp: TcpCounters,
+    pub app: SideStats,
+    pub port: PortStats,
+    pub impair: ImpairStats,
+    /// CPU time of the thread(s) that ran this side (shared thread: both sides' total).
+    pub cpu_ns: u64,
+    /// Flows still held by the host at the end (TIME_WAIT included).
+    pub still_open: u64,
+    /// Flows with a running program at the end (should be 0: the rest were cut).
+    pub live_end: u64,
+}
+
+/// Result of a run.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    pub client: SideReport,
+    pub server: SideReport,
+    /// Wall (or virtual) time from start to end of the drain.
+    pub elapsed_ns: u64,
+    /// Generation time (the duration).
+    pub gen_ns: u64,
+    /// CPU time of every worker thread together.
+    pub cpu_ns: u64,
+    /// The pcap file, if requested.
+    pub pcap: Option<Vec<u8>>,
+}
+
+/// Live figures published by the workers (relaxed atomics, read by the progress line).
+#[derive(Debug, Default)]
+pub struct Live {
+    pub started: AtomicU64,
+    pub completed: AtomicU64,
+    pub errors: AtomicU64,
+    pub active: AtomicU64,
+    pub wire_bytes: AtomicU64,
+    /// Per-side errors/bytes for the two-thread mode.
+    pub server_errors: AtomicU64,
+    pub server_wire_bytes: AtomicU64,
+    pub done: AtomicBool,
+}
+
+fn publish_client(live: &Live, s: &Side<MemPort>) {
+    let t = s.app.stats.total();
+    live.started.store(t.started, Ordering::Relaxed);
+    live.completed.store(t.completed, Ordering::Relaxed);
+    live.errors.store(s.app.stats.errors(), Ordering::Relaxed);
+    live.active.store(s.app.live, Ordering::Relaxed);
+    live.wire_bytes
+        .store(s.port.stats().tx_bytes, Ordering::Relaxed);
+}
+
+fn publish_server(live: &Live, s: &Side<MemPort>) {
+    live.server_errors
+        .store(s.app.stats.errors(), Ordering::Relaxed);
+    live.server_wire_bytes
+        .store(s.port.stats().tx_bytes, Ordering::Relaxed);
+}
+
+fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
+    SideReport {
+        tcp: s.host.counters().clone(),
+        app: s.app.stats.clone(),
+        port: s.port.stats(),
+        impair: s.port.impair_stats(),
+        cpu_ns,
+        still_open: s.host.flow_count() as u64,
+        live_end: s.app.live,
+    }
+}
+
+/// Seed actually used.
+fn seed_of(p: &Profile, cfg: &RunConfig) -> u64 {
+    cfg.seed.unwrap_or(p.scheduler.seed)
+}
+
+fn mem_config(p: &Profile, cfg: &RunConfig) -> MemConfig {
+    let mss = p
+        .templates
+        .iter()
+        .flat_map(|t| [t.client.tcp.mss, t.server.tcp.mss])
+        .max()
+        .unwrap_or(1460);
+    let mtu = (u32::from(mss) + 40).clamp(1500, 9000) as u16;
+    let headroom = 128u16;
+    let frame_size = (u32::from(mtu) + 18 + u32::from(headroom)).next_power_of_two();
+    let seed = seed_of(p, cfg);
+    let mut a_to_b = cfg.impair.clone();
+    a_to_b.seed = seed ^ 0xa2b;
+    let mut b_to_a = cfg.impair.clone();
+    b_to_a.seed = seed ^ 0xb2a;
+    MemConfig {
+        frames: 8192,
+        frame_size,
+        headroom,
+        ring_size: 4096,
+        mtu,
+        a_to_b,
+        b_to_a,
+        ..MemConfig::default()
+    }
+}
+
+fn sides(
+    profile: &Arc<Profile>,
+    cfg: &RunConfig,
+    t0: u64,
+) -> Result<(Side<MemPort>, Side<MemPort>), String> {
+    let mc = mem_config(profile, cfg);
+    let (pa, pb) = mem::pair(mc.clone()).map_err(|e| e.to_string())?;
+    let seed = seed_of(profile, cfg);
+    let mut sc = SchedConfig::from_profile(profile, cfg.mult, Some(cfg.duration_ns), 0, 1);
+    sc.start_ns = t0;
+    sc.seed = seed;
+    let cg = ClientGen::new(profile, &sc)?;
+    let t = &profile.templates[0];
+    let ccfg = tcp_config(&t.client, mc.mac_a, mc.mac_b, cfg.max_flows, seed ^ 0xc11e);
+    let scfg = tcp_config(&t.server, mc.mac_b, mc.mac_a, cfg.max_flows, seed ^ 0x5e4e);
+    let c = Side::new(profile.clone(), pa, ccfg, Some(cg), t0, seed ^ 0x1);
+    let s = Side::new(profile.clone(), pb, scfg, None, t0, seed ^ 0x2);
+    Ok((c, s))
+}
+
+/// Runs a profile. `live` receives progress (real-time modes).
+pub fn run(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<RunResult, String> {
+    if profile.templates.is_empty() {
+        return Err("the profile has no template".into());
+    }
+    if cfg.sim {
+        run_single(&profile, cfg, None, &live)
+    } else if cfg.cores >= 2 {
+        if cfg.pcap_flows.is_some() {
+            return Err("--pcap needs a single-threaded run (--cores 1 or --sim)".into());
+        }
+        run_two(profile, cfg, live)
+    } else {
+        let clock = MonotonicClock::new();
+        let cfg2 = cfg.clone();
+        let live2 = live.clone();
+        std::thread::Builder::new()
+            .name("squall-w0".into())
+            .spawn(move || {
+                let _ = squall_engine::affinity::pin_current_thread(0);
+                run_single(&profile, &cfg2, Some(&clock), &live2)
+            })
+            .map_err(|e| e.to_string())?
+            .join()
+            .map_err(|_| "worker thread panicked".to_string())?
+    }
+}
+
+/// Both sides in one thread; `clock` None = virtual time.
+fn run_single(
+    profile: &Arc<Profile>,
+    cfg: &RunConfig,
+    clock: Option<&MonotonicClock>,
+    live: &Live,
+) -> Result<RunResult, String> {
+    let cpu0 = thread_cpu_ns();
+    let t0 = clock.map_or(1_000_000_000, |c| c.now_ns());
+    let (mut c, mut s) = sides(profile, cfg, t0)?;
+    let mut pcap = cfg.pcap_flows.map(PcapCap::new);
+    let stop = t0 + cfg.duration_ns;
+    let hard = stop + cfg.drain_ns;
+    let mut now = t0;
+    let mut last_pub = 0u64;
+    let mut same_time = 0u64;
+    loop {
+        if let Some(ck) = clock {
+            now = ck.now_ns();
+        }
+        let w1 = c.iterate(now, pcap.as_mut());
+        let w2 = s.iterate(now, pcap.as_mut());
+        if c.is_idle() && s.is_idle() {
+            break;
+        }
+        if now >= hard {
+            c.cut_all(now, pcap.as_mut());
+            s.cut_all(now, pcap.as_mut());
+            // Let each side see the other's RSTs (the flows are gone either way).
+            s.iterate(now, pcap.as_mut());
+            c.iterate(now, pcap.as_mut());
+            break;
+        }
+        match clock {
+            None => {
+                let next = [c.next_event(now), s.next_event(now), Some(hard)]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .unwrap_or(hard);
+                if next <= now {
+                    same_time += 1;
+                    if same_time > 10_000_000 {
+                        return Err("simulation made no progress (stuck at one instant)".into());
+                    }
+                } else {
+                    same_time = 0;
+                    now = next;
+                }
+            }
+            Some(_) => {
+                if now.saturating_sub(last_pub) >= 10_000_000 {
+                    last_pub = now;
+                    publish_client(live, &c);
+                    publish_server(live, &s);
+                }
+                if !w1 && !w2 && c.app.live == 0 && s.app.live == 0 {
+                    let next = [c.next_event(now), s.next_event(now)]
+                        .into_iter()
+                        .flatten()
+                        .min()
+                        .unwrap_or(now + 1_000_000);
+                    if next > now + 1_000_000 {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                }
+            }
+        }
+    }
+    publish_client(live, &c);
+    publish_server(live, &s);
+    live.done.store(true, Ordering::Relaxed);
+    c.release_frames();
+    s.release_frames();
+    let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    Ok(RunResult {
+        client: report(&c, cpu),
+        server: report(&s, cpu),
+        elapsed_ns: now - t0,
+        gen_ns: cfg.duration_ns,
+        cpu_ns: cpu,
+        pcap: pcap.map(PcapCap::into_bytes),
+    })
+}
+
+/// Client on core 0, server on core 1, over the cross-thread mem wire.
+fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<RunResult, String> {
+    let origin = Instant::now();
+    let clock = MonotonicClock::with_origin(origin);
+    // Common start a little ahead so both threads are up.
+    let t0 = clock.now_ns() + 20_000_000;
+    let (c, s) = sides(&profile, cfg, t0)?;
+    let stop = t0 + cfg.duration_ns;
+    let hard = stop + cfg.drain_ns;
+    let client_done = Arc::new(AtomicBool::new(false));
+    let cd = client_done.clone();
+    let live_c = live.clone();
+    let ct = std::thread::Builder::new()
+        .name("squall-client".into())
+        .spawn(move || {
+            let _ = squall_engine::affinity::pin_current_thread(0);
+            let mut c = c;
+            let cpu0 = thread_cpu_ns();
+            let mut now = clock.now_ns();
+            while now < t0 {
+                std::hint::spin_loop();
+                now = clock.now_ns();
+            }
+            let mut last_pub = 0;
+            loop {
+                now = clock.now_ns();
+                let w = c.iterate(now, None);
+                if c.is_idle() {
+                    break;
+                }
+                if now >= hard {
+                    c.cut_all(now, None);
+                    break;
+                }
+                if now - last_pub >= 10_000_000 {
+                    last_pub = now;
+                    publish_client(&live_c, &c);
+                }
+                if !w && c.app.live == 0 {
+                    let next = c.next_event(now).unwrap_or(now + 1_000_000);
+                    if next > now + 1_000_000 {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                }
+            }
+            publish_client(&live_c, &c);
+            cd.store(true, Ordering::Release);
+            c.release_frames();
+            let cpu = thread_cpu_ns().saturating_sub(cpu0);
+            (report(&c, cpu), now)
+        })
+        .map_err(|e| e.to_string())?;
+    let live_s = live.clone();
+    let st = std::thread::Builder::new()
+        .name("squall-server".into())
+        .spawn(move || {
+            let _ = squall_engine::affinity::pin_current_thread(1);
+            let mut s = s;
+            let cpu0 = thread_cpu_ns();
+            let mut last_pub = 0;
+            let mut done_at = None;
+            loop {
+                let now = clock.now_ns();
+                let w = s.iterate(now, None);
+                if client_done.load(Ordering::Acquire) {
+                    // Let the client's last frames (final ACKs, RSTs) arrive.
+                    let d = *done_at.get_or_insert(now);
+                    if s.is_idle() || now >= d + 50_000_000 {
+                        if !s.is_idle() {
+                            s.cut_all(now, None);
+                        }
+                        break;
+                    }
+                }
+                if now >= hard + 100_000_000 {
+                    s.cut_all(now, None);
+                    break;
+                }
+                if now - last_pub >= 10_000_000 {
+                    last_pub = now;
+                    publish_server(&live_s, &s);
+                }
+                if !w && s.app.live == 0 {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+            publish_server(&live_s, &s);
+            s.release_frames();
+            let cpu = thread_cpu_ns().saturating_sub(cpu0);
+            report(&s, cpu)
+        })
+        .map_err(|e| e.to_string())?;
+    let (client, end) = ct.join().map_err(|_| "client thread panicked")?;
+    let server = st.join().map_err(|_| "server thread panicked")?;
+    live.done.store(true, Ordering::Relaxed);
+    Ok(RunResult {
+        cpu_ns: client.cpu_ns + server.cpu_ns,
+        client,
+        server,
+        elapsed_ns: end.saturating_sub(t0),
+        gen_ns: cfg.duration_ns,
+        pcap: None,
+    })
+}

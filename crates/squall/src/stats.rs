@@ -1,0 +1,226 @@
+//! Application-level statistics of a side: per template group flow counters (started,
+//! completed, every error class) and latency histograms (HDR, microseconds), with merge
+//! and the list of error counters.
+
+use hdrhistogram::Histogram;
+
+macro_rules! tg_counters {
+    ($($(#[doc = $d:literal])* $name:ident: $err:literal),* $(,)?) => {
+        /// Flow counters of one template group on one side.
+        #[derive(Clone, Debug, Default, PartialEq, Eq)]
+        pub struct TgCounters {
+            $($(#[doc = $d])* pub $name: u64,)*
+        }
+        impl TgCounters {
+            /// (name, value, is an error counter) in declaration order.
+            pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64, bool)> + '_ {
+                [$((stringify!($name), self.$name, $err)),*].into_iter()
+            }
+            /// Adds another block.
+            pub fn add(&mut self, o: &TgCounters) {
+                $(self.$name += o.$name;)*
+            }
+        }
+    };
+}
+
+tg_counters! {
+    /// client flows opened (connect issued)
+    started: false,
+    /// server flows accepted and matched to a template
+    accepted: false,
+    /// flows whose program ended normally and whose connection closed cleanly
+    completed: false,
+    /// flows not opened: every source port of the chosen client address in use
+    ports_exhausted: true,
+    /// flows not opened: the TCP host refused the connect (flow table full, tuple in use)
+    connect_failed: true,
+    /// flows whose connection died before their program ended
+    aborted: true,
+    /// of `aborted`: retransmissions exhausted
+    timeouts: false,
+    /// of `aborted`: connection refused (RST to SYN)
+    refused: false,
+    /// of `aborted`: reset by the peer
+    reset_by_peer: false,
+    /// flows whose program closed but whose connection did not end cleanly
+    bad_close: true,
+    /// flows whose `recv` could not be satisfied because the peer closed first
+    peer_closed_early: true,
+    /// flows still running at the end of the drain period, cut with a RST
+    cut: true,
+    /// program operations the engine cannot perform (UDP commands on TCP, bad buffer)
+    io_misuse: true,
+    /// payload bytes sent and acknowledged by the peer
+    l7_tx_acked: false,
+    /// payload bytes received in order
+    l7_rx_bytes: false,
+}
+
+impl TgCounters {
+    /// Sum of the error counters.
+    pub fn errors(&self) -> u64 {
+        self.iter().filter(|(_, _, e)| *e).map(|(_, v, _)| v).sum()
+    }
+}
+
+/// A latency histogram in microseconds.
+#[derive(Clone, Debug)]
+pub struct LatHist(pub Histogram<u64>);
+
+impl Default for LatHist {
+    fn default() -> Self {
+        // 1 us .. 1 hour, 3 significant digits; values above saturate.
+        LatHist(Histogram::new_with_max(3_600_000_000, 3).expect("static histogram bounds"))
+    }
+}
+
+impl LatHist {
+    /// Records a duration given in ns (rounded to the nearest microsecond).
+    pub fn record_ns(&mut self, ns: u64) {
+        self.0.saturating_record((ns + 500) / 1000);
+    }
+    pub fn count(&self) -> u64 {
+        self.0.len()
+    }
+    /// (p50, p90, p99, p99.9, max) in us; zeros when empty.
+    pub fn summary(&self) -> [u64; 5] {
+        if self.0.is_empty() {
+            return [0; 5];
+        }
+        [
+            self.0.value_at_quantile(0.5),
+            self.0.value_at_quantile(0.9),
+            self.0.value_at_quantile(0.99),
+            self.0.value_at_quantile(0.999),
+            self.0.max(),
+        ]
+    }
+    pub fn merge(&mut self, o: &LatHist) {
+        // Same bounds everywhere; an add error can only come from saturation.
+        let _ = self.0.add(&o.0);
+    }
+}
+
+/// Latencies of one template group, measured on the client from the scheduled start.
+#[derive(Clone, Debug, Default)]
+pub struct Latency {
+    /// SYN scheduled -> handshake done.
+    pub connect: LatHist,
+    /// -> first response byte.
+    pub first_byte: LatHist,
+    /// -> last response byte before the program finished.
+    pub last_byte: LatHist,
+}
+
+impl Latency {
+    pub fn merge(&mut self, o: &Latency) {
+        self.connect.merge(&o.connect);
+        self.first_byte.merge(&o.first_byte);
+        self.last_byte.merge(&o.last_byte);
+    }
+    /// (name, histogram) pairs.
+    pub fn iter(&self) -> [(&'static str, &LatHist); 3] {
+        [
+            ("connect", &self.connect),
+            ("first_byte", &self.first_byte),
+            ("last_byte", &self.last_byte),
+        ]
+    }
+}
+
+/// Statistics of one template group.
+#[derive(Clone, Debug, Default)]
+pub struct TgStats {
+    pub c: TgCounters,
+    pub lat: Latency,
+}
+
+/// Statistics of one side (all template groups plus side-wide errors).
+#[derive(Clone, Debug, Default)]
+pub struct SideStats {
+    pub tg: Vec<TgStats>,
+    /// Accepted connections that matched no template (reset).
+    pub no_template: u64,
+    /// Send operations the TCP host refused (queue full, bad range).
+    pub send_errors: u64,
+}
+
+impl SideStats {
+    pub fn new(groups: usize) -> Self {
+        SideStats {
+            tg: vec![TgStats::default(); groups.max(1)],
+            ..Default::default()
+        }
+    }
+    /// Counters summed over every template group.
+    pub fn total(&self) -> TgCounters {
+        let mut t = TgCounters::default();
+        for g in &self.tg {
+            t.add(&g.c);
+        }
+        t
+    }
+    /// Every error of the side.
+    pub fn errors(&self) -> u64 {
+        self.total().errors() + self.no_template + self.send_errors
+    }
+    pub fn merge(&mut self, o: &SideStats) {
+        if self.tg.len() < o.tg.len() {
+            self.tg.resize(o.tg.len(), TgStats::default());
+        }
+        for (a, b) in self.tg.iter_mut().zip(&o.tg) {
+            a.c.add(&b.c);
+            a.lat.merge(&b.lat);
+        }
+        self.no_template += o.no_template;
+        self.send_errors += o.send_errors;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_sum_only_error_counters() {
+        let c = TgCounters {
+            started: 10,
+            completed: 7,
+            aborted: 2,
+            timeouts: 2,
+            cut: 1,
+            ..Default::default()
+        };
+        assert_eq!(c.errors(), 3);
+    }
+
+    #[test]
+    fn histogram_summary_and_merge() {
+        let mut a = LatHist::default();
+        for us in 1..=1000u64 {
+            a.record_ns(us * 1000);
+        }
+        let s = a.summary();
+        assert!((495..=505).contains(&s[0]), "{s:?}");
+        assert_eq!(s[4], 1000);
+        let mut b = LatHist::default();
+        b.record_ns(5_000_000_000);
+        a.merge(&b);
+        assert_eq!(a.count(), 1001);
+        assert!(a.summary()[4] >= 4_990_000);
+        assert_eq!(LatHist::default().summary(), [0; 5]);
+    }
+
+    #[test]
+    fn side_merge_adds_groups() {
+        let mut a = SideStats::new(1);
+        let mut b = SideStats::new(2);
+        b.tg[1].c.started = 3;
+        b.no_template = 1;
+        a.merge(&b);
+        assert_eq!(a.tg.len(), 2);
+        assert_eq!(a.total().started, 3);
+        assert_eq!(a.errors(), 1);
+    }
+}
