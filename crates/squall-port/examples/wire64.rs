@@ -6,7 +6,10 @@
 //! receiver reads the header and checks the sequence (a gap or a bad header is an error).
 //!
 //! Usage: `cargo run --release -p squall-port --example wire64 -- [--seconds S]
-//! [--burst B] [--cores C0,C1] [--same-thread]`
+//! [--runs R] [--burst B] [--cores C0,C1] [--same-thread]`
+//!
+//! The `--seconds` budget (default 3) is split over `--runs` runs (default 3); the line
+//! carries the median run (by rate) and every run's rate in `runs_mpps`.
 //!
 //! `--same-thread` runs sender and receiver in one thread on core C0 (topology `T-mem1`):
 //! the pure CPU cost of the wire without cross-core traffic.
@@ -21,6 +24,7 @@ const FRAME: usize = 64;
 
 struct Args {
     same_thread: bool,
+    runs: usize,
     seconds: f64,
     burst: usize,
     cores: [usize; 2],
@@ -29,6 +33,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         same_thread: false,
+        runs: 3,
         seconds: 3.0,
         burst: 32,
         cores: [0, 1],
@@ -43,6 +48,7 @@ fn parse_args() -> Result<Args, String> {
         match k.as_str() {
             "--seconds" => a.seconds = v.parse().map_err(|_| "bad --seconds")?,
             "--burst" => a.burst = v.parse().map_err(|_| "bad --burst")?,
+            "--runs" => a.runs = v.parse().map_err(|_| "bad --runs")?,
             "--cores" => {
                 let c: Vec<usize> = v
                     .split(',')
@@ -58,6 +64,9 @@ fn parse_args() -> Result<Args, String> {
     }
     if !(a.seconds > 0.0 && a.seconds <= 600.0) || a.burst == 0 || a.burst > 512 {
         return Err("--seconds must be in (0, 600], --burst in 1..=512".into());
+    }
+    if a.runs == 0 || a.runs > 100 {
+        return Err("--runs must be in 1..=100".into());
     }
     Ok(a)
 }
@@ -164,12 +173,58 @@ fn main() {
         same_thread(&args);
         return;
     }
+    let per_run = args.seconds / args.runs as f64;
+    let mut runs = Vec::new();
+    for _ in 0..args.runs {
+        match two_threads(&args, per_run) {
+            Ok(r) => runs.push(r),
+            Err(e) => {
+                eprintln!("wire64: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    let rates: Vec<String> = runs.iter().map(|r| format!("{:.2}", r.mpps)).collect();
+    let errors: u64 = runs.iter().map(|r| r.errors).sum();
+    runs.sort_by(|a, b| a.mpps.total_cmp(&b.mpps));
+    let m = &runs[runs.len() / 2];
+    println!(
+        "{{\"workload\":\"wire64\",\"topology\":\"T-mem2\",\"mpps\":{:.2},\"seconds\":{:.2},\
+         \"frames\":{},\"frame_bytes\":{},\"burst\":{},\"sender_ns_per_frame\":{:.1},\
+         \"receiver_ns_per_frame\":{:.1},\"rx_frames_per_burst\":{:.1},\
+         \"runs_mpps\":[{}],\"errors\":{}}}",
+        m.mpps,
+        m.secs,
+        m.frames,
+        FRAME,
+        args.burst,
+        m.sender_ns,
+        m.receiver_ns,
+        m.per_burst,
+        rates.join(","),
+        errors
+    );
+}
+
+/// Result of one two-thread run.
+struct Run {
+    mpps: f64,
+    secs: f64,
+    frames: u64,
+    sender_ns: f64,
+    receiver_ns: f64,
+    per_burst: f64,
+    errors: u64,
+}
+
+/// One run of `seconds` with the sender on core C0 and the receiver on core C1.
+fn two_threads(args: &Args, seconds: f64) -> Result<Run, String> {
     let (mut tx_port, mut rx_port) = pair(MemConfig {
         frames: 4096,
         ring_size: 1024,
         ..MemConfig::default()
     })
-    .expect("mem wire");
+    .map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
     let sender_done = Arc::new(AtomicBool::new(false));
     let start = Arc::new(Barrier::new(3));
@@ -259,34 +314,18 @@ fn main() {
 
     start.wait();
     let t0 = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(args.seconds));
+    std::thread::sleep(Duration::from_secs_f64(seconds));
     stop.store(true, Ordering::Relaxed);
-    let s = sender.join().expect("sender thread");
-    let r = receiver.join().expect("receiver thread");
+    let s = sender.join().map_err(|_| "sender thread panicked")??;
+    let r = receiver.join().map_err(|_| "receiver thread panicked")??;
     let secs = t0.elapsed().as_secs_f64();
-    let (s, r) = match (s, r) {
-        (Ok(s), Ok(r)) => (s, r),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("wire64: {e}");
-            std::process::exit(1);
-        }
-    };
-    let errors = r.errors + s.frames.abs_diff(r.frames);
-    let mpps = r.frames as f64 / secs / 1e6;
-    println!(
-        "{{\"workload\":\"wire64\",\"topology\":\"T-mem2\",\"mpps\":{:.2},\"seconds\":{:.2},\
-         \"frames\":{},\"frame_bytes\":{},\"burst\":{},\"sender_ns_per_frame\":{:.1},\
-         \"receiver_ns_per_frame\":{:.1},\"rx_frames_per_burst\":{:.1},\
-         \"tx_calls\":{},\"errors\":{}}}",
-        mpps,
+    Ok(Run {
+        mpps: r.frames as f64 / secs / 1e6,
         secs,
-        r.frames,
-        FRAME,
-        burst,
-        s.cpu_ns as f64 / s.frames.max(1) as f64,
-        r.cpu_ns as f64 / r.frames.max(1) as f64,
-        r.frames as f64 / r.bursts.max(1) as f64,
-        s.bursts,
-        errors
-    );
+        frames: r.frames,
+        sender_ns: s.cpu_ns as f64 / s.frames.max(1) as f64,
+        receiver_ns: r.cpu_ns as f64 / r.frames.max(1) as f64,
+        per_burst: r.frames as f64 / r.bursts.max(1) as f64,
+        errors: r.errors + s.frames.abs_diff(r.frames),
+    })
 }
