@@ -23,7 +23,6 @@ TRexError = ProfileError
 TRexArgumentError = ProfileError
 TRexTypeError = ProfileError
 TRexTimeoutError = ProfileError
-ASTFError = ProfileError
 ASTFErrorBadParamCombination = ProfileError
 ASTFErrorMissingParam = ProfileError
 ASTFErrorWrongType = ProfileError

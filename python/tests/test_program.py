@@ -1,0 +1,274 @@
+"""Each ASTFProgram instruction compiles to the expected IR command; bad arguments fail
+with the field and the line of the call."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from helpers import buffers, commands, profile_of
+
+from squall.astf import ASTFCmdDelay, ASTFProgram, ProfileError
+
+
+def lineno() -> int:
+    frame = inspect.currentframe()
+    assert frame is not None and frame.f_back is not None
+    return frame.f_back.f_lineno
+
+
+def compile_pair(c: ASTFProgram, s: ASTFProgram) -> dict:
+    return profile_of(c, s).to_json()
+
+
+def test_send_recv_watermarks_are_cumulative(validate) -> None:
+    c = ASTFProgram()
+    c.send(b"abc")
+    c.send("déf")  # str is UTF-8 encoded
+    c.recv(10)
+    c.recv(5)
+    s = ASTFProgram()
+    s.recv(3 + len("déf".encode()))
+    s.send(b"x" * 15)
+    ir = compile_pair(c, s)
+    validate(ir)
+    cmds = commands(ir)
+    bufs = buffers(ir)
+    assert [x["op"] for x in cmds] == ["send", "send", "recv", "recv"]
+    assert bufs[cmds[0]["buf"]]["text"] == "abc"
+    assert bufs[cmds[1]["buf"]]["text"] == "déf"
+    assert cmds[2] == {"op": "recv", "bytes": 10}
+    assert cmds[3] == {"op": "recv", "bytes": 15}
+
+
+def test_recv_clear_restarts_the_count() -> None:
+    c = ASTFProgram()
+    c.set_var("n", 3)
+    c.set_label("top")
+    c.send(b"q")
+    c.recv(100, clear=True)
+    c.recv(7)
+    c.jmp_nz("n", "top")
+    s = ASTFProgram()
+    s.recv(1)
+    s.send(b"a", size=107)
+    ir = compile_pair(c, s)
+    cmds = commands(ir)
+    assert cmds[3] == {"op": "recv", "bytes": 100, "clear": True}
+    assert cmds[4] == {"op": "recv", "bytes": 7}
+
+
+def test_send_with_size_and_fill_and_binary(validate) -> None:
+    c = ASTFProgram()
+    c.send(b"\x00\x01\xff")
+    c.recv(1000)
+    s = ASTFProgram()
+    s.recv(3)
+    s.send(b"HDR", size=1000, fill=b"z")
+    ir = compile_pair(c, s)
+    validate(ir)
+    bufs = buffers(ir)
+    b0 = bufs[commands(ir)[0]["buf"]]
+    assert b0 == {"name": b0["name"], "base64": "AAH/"}
+    srv = commands(ir, ir["templates"][0]["server_program"])
+    b1 = bufs[srv[1]["buf"]]
+    assert b1["text"] == "HDR" and b1["size"] == 1000 and b1["fill"] == {"text": "z"}
+
+
+def test_identical_payloads_share_one_buffer() -> None:
+    c = ASTFProgram()
+    c.send(b"same")
+    c.send(b"same")
+    c.recv(4)
+    s = ASTFProgram()
+    s.recv(8)
+    s.send(b"same")
+    ir = compile_pair(c, s)
+    assert len(ir["buffers"]) == 1
+
+
+def test_every_tcp_control_instruction(validate) -> None:
+    c = ASTFProgram()
+    c.connect()
+    c.set_send_blocking(False)
+    c.send(b"hi")
+    c.delay(250)
+    c.delay_rand(10, 20.4)
+    c.recv(2)
+    c.reset()
+    s = ASTFProgram()
+    s.accept()
+    s.recv(2)
+    s.send(b"ok")
+    s.wait_for_peer_close()
+    ir = compile_pair(c, s)
+    validate(ir)
+    cmds = commands(ir)
+    assert cmds[0] == {"op": "connect"}
+    assert cmds[1] == {"op": "set_send_blocking", "block": False}
+    assert cmds[3] == {"op": "delay", "usec": 250}
+    assert cmds[4] == {"op": "delay_rand", "min_usec": 10, "max_usec": 20}
+    assert cmds[6] == {"op": "reset"}
+    srv = commands(ir, ir["templates"][0]["server_program"])
+    assert srv[0] == {"op": "accept"} and srv[-1] == {"op": "wait_for_peer_close"}
+
+
+def test_close_instruction() -> None:
+    c = ASTFProgram()
+    c.send(b"x")
+    c.close()
+    s = ASTFProgram()
+    s.recv(1)
+    ir = compile_pair(c, s)
+    assert commands(ir)[-1] == {"op": "close"}
+
+
+def test_vars_labels_and_tick_loops(validate) -> None:
+    c = ASTFProgram()
+    c.set_var("a", 5)
+    c.set_tick_var("t")
+    c.set_label("loop:")
+    c.send(b"x")
+    c.recv(1, clear=True)
+    c.jmp_nz("a", "loop:")
+    c.jmp_dp("t", "loop:", 2.5)
+    s = ASTFProgram()
+    s.set_tick_var("t0")
+    s.set_label("l")
+    s.recv(1, clear=True)
+    s.send(b"y")
+    s.jmp_dp("t0", "l", 3)
+    ir = compile_pair(c, s)
+    validate(ir)
+    cmds = commands(ir)
+    assert cmds[0] == {"op": "set_var", "id": 0, "val": 5}
+    assert cmds[1] == {"op": "set_tick_var", "id": 1}
+    assert cmds[2] == {"op": "set_label", "label": "loop:"}
+    assert cmds[5] == {"op": "jmp_nz", "id": 0, "label": "loop:"}
+    assert cmds[6] == {"op": "jmp_dp", "id": 1, "label": "loop:", "duration_usec": 2500000}
+
+
+def test_label_outside_the_name_alphabet_is_renamed() -> None:
+    c = ASTFProgram()
+    c.set_var("v", 2)
+    c.set_label("my label!")
+    c.send(b"x")
+    c.jmp_nz("v", "my label!")
+    s = ASTFProgram()
+    s.recv(1)
+    cmds = commands(compile_pair(c, s))
+    assert cmds[1]["label"] == cmds[3]["label"] == "label0"
+
+
+def test_udp_instructions(validate) -> None:
+    c = ASTFProgram(stream=False)
+    c.set_keepalive_msg(1500, rx_mode=True)
+    c.send_msg(b"query")
+    c.recv_msg(1)
+    c.send_msg(b"query2")
+    c.recv_msg(1)
+    c.close_msg()
+    s = ASTFProgram(stream=False)
+    s.recv_msg(1)
+    s.send_msg(b"answer")
+    s.recv_msg(1)
+    s.send_msg(b"answer")
+    ir = compile_pair(c, s)
+    validate(ir)
+    assert ir["templates"][0]["transport"] == "udp"
+    cmds = commands(ir)
+    assert cmds[0] == {"op": "set_keepalive_msg", "msec": 1500, "rx_mode": True}
+    assert cmds[2] == {"op": "recv_msg", "count": 1}
+    assert cmds[4] == {"op": "recv_msg", "count": 2}
+    assert cmds[5] == {"op": "close"}
+
+
+def test_send_chunk_splits_with_delays() -> None:
+    c = ASTFProgram()
+    c.send_chunk(b"abcdefg", 3, 100)
+    s = ASTFProgram()
+    s.recv(7)
+    ir = compile_pair(c, s)
+    cmds = commands(ir)
+    bufs = buffers(ir)
+    assert [x["op"] for x in cmds] == ["send", "delay"] * 3
+    assert [bufs[x["buf"]]["text"] for x in cmds if x["op"] == "send"] == ["abc", "def", "g"]
+
+
+def test_commands_list_and_cmd_objects() -> None:
+    p = ASTFProgram(commands=[ASTFCmdDelay(40)])
+    p.send(b"x")
+    s = ASTFProgram()
+    s.recv(1)
+    assert commands(compile_pair(p, s))[0] == {"op": "delay", "usec": 40}
+
+
+# ---- errors name the field and the user's line ------------------------------------------
+
+def test_udp_instruction_in_tcp_program_points_at_the_call() -> None:
+    p = ASTFProgram()
+    with pytest.raises(ProfileError) as ei:
+        line = lineno(); p.send_msg(b"x")  # noqa: E702
+    assert ei.value.lineno == line and ei.value.filename == __file__
+    assert "stream=False" in str(ei.value) and str(ei.value).startswith(f"{__file__}:{line}:")
+
+
+def test_undefined_label_reported_at_the_jump_line_when_compiling() -> None:
+    c = ASTFProgram()
+    c.set_var("v", 1)
+    line = lineno(); c.jmp_nz("v", "nowhere")  # noqa: E702
+    s = ASTFProgram()
+    with pytest.raises(ProfileError) as ei:
+        profile_of(c, s).to_json()
+    assert ei.value.lineno == line and ei.value.field == "label"
+
+
+def test_undefined_variable_and_too_many_variables() -> None:
+    c = ASTFProgram()
+    c.set_label("a")
+    line = lineno(); c.jmp_nz("ghost", "a")  # noqa: E702
+    with pytest.raises(ProfileError) as ei:
+        profile_of(c, ASTFProgram()).to_json()
+    assert ei.value.lineno == line and "ghost" in ei.value.msg
+    p = ASTFProgram()
+    for v in "abcd":
+        p.set_var(v, 1)
+    with pytest.raises(ProfileError) as ei2:
+        line = lineno(); p.set_var("e", 1)  # noqa: E702
+    assert ei2.value.lineno == line and ei2.value.field == "var_id"
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda p: p.delay(-1), "usec"),
+    (lambda p: p.delay("5"), "usec"),
+    (lambda p: p.delay_rand(10, 5), "min_usec"),
+    (lambda p: p.recv(-3), "bytes"),
+    (lambda p: p.set_var("v", 2**32), "val"),
+    (lambda p: p.send(123), "buf"),
+    (lambda p: p.send(b""), "buf"),
+    (lambda p: p.set_send_blocking(1), "block"),
+    (lambda p: p.jmp_dp("t", "l", 0), "duration"),
+])
+def test_bad_arguments_name_the_field(call, field) -> None:
+    p = ASTFProgram()
+    p.set_tick_var("t")
+    with pytest.raises(ProfileError) as ei:
+        call(p)
+    assert ei.value.field == field
+    assert ei.value.filename == __file__
+
+
+def test_duplicate_label_and_bad_side() -> None:
+    p = ASTFProgram()
+    p.set_label("x")
+    with pytest.raises(ProfileError, match="defined already"):
+        p.set_label("x")
+    with pytest.raises(ProfileError) as ei:
+        ASTFProgram(side="x")
+    assert ei.value.field == "side"
+
+
+def test_datagram_size_limit() -> None:
+    p = ASTFProgram(stream=False)
+    with pytest.raises(ProfileError, match="65507"):
+        p.send_msg(b"x", size=70000)
