@@ -1,0 +1,223 @@
+"""Profile-level classes compile to the expected IR: generators, association, templates,
+tunables, template groups; whole-profile checks report the user's line."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from helpers import http_programs, ip_gen, profile_of
+
+from squall.astf import (ASTFAssociation, ASTFAssociationRule, ASTFGlobalInfo, ASTFGlobalInfoPerTemplate,
+                         ASTFIPGen, ASTFIPGenDist, ASTFIPGenGlobal, ASTFProfile, ASTFProgram,
+                         ASTFTCPClientTemplate, ASTFTCPServerTemplate, ASTFTemplate, ProfileError)
+
+
+def lineno() -> int:
+    frame = inspect.currentframe()
+    assert frame is not None and frame.f_back is not None
+    return frame.f_back.f_lineno
+
+
+def test_ip_gen_dist_global(validate) -> None:
+    g = ASTFIPGen(glob=ASTFIPGenGlobal(ip_offset="2.0.0.0", ip_offset_server="0.1.0.0"),
+                  dist_client=ASTFIPGenDist(["16.0.0.1", "16.0.0.255"], distribution="rand",
+                                            per_core_distribution="seq"),
+                  dist_server=ASTFIPGenDist(["48.0.0.1", "48.0.0.3"]))
+    c, s = http_programs()
+    t = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c),
+                     server_template=ASTFTCPServerTemplate(program=s))
+    ir = ASTFProfile(default_ip_gen=g, templates=t).to_json()
+    validate(ir)
+    assert ir["ip_gens"] == [{
+        "name": "default",
+        "clients": {"range": ["16.0.0.1", "16.0.0.255"], "distribution": "rand", "per_core_distribution": "seq"},
+        "servers": {"range": ["48.0.0.1", "48.0.0.3"], "distribution": "seq"},
+        "ip_offset": "2.0.0.0", "ip_offset_server": "0.1.0.0"}]
+    assert ir["templates"][0]["ip_gen"] == "default"
+
+
+def test_template_fields_assoc_tunables_groups(validate) -> None:
+    g = ip_gen()
+    c, s = http_programs()
+    ct = ASTFGlobalInfoPerTemplate()
+    ct.tcp.initwnd = 4
+    ct.ip.tos = 0x20
+    st = ASTFGlobalInfoPerTemplate()
+    st.tcp.mss = 1200
+    t = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c, port=8080, cps=2.5, limit=100,
+                                                           glob_info=ct),
+                     server_template=ASTFTCPServerTemplate(program=s, glob_info=st, assoc=ASTFAssociation(
+                         [ASTFAssociationRule(port=8080, ip_start="48.0.0.1", ip_end="48.0.0.1")])),
+                     tg_name="web")
+    ir = ASTFProfile(default_ip_gen=g, templates=[t]).to_json()
+    validate(ir)
+    tj = ir["templates"][0]
+    assert tj == {"tg_name": "web", "transport": "tcp", "client_program": "web_client",
+                  "server_program": "web_server", "ip_gen": "default", "port": 8080, "cps": 2.5, "limit": 100,
+                  "assoc": [{"port": 8080, "ip_start": "48.0.0.1", "ip_end": "48.0.0.1"}],
+                  "client_tunables": {"tcp": {"initwnd": 4}, "ip": {"tos": 32}},
+                  "server_tunables": {"tcp": {"mss": 1200}}}
+
+
+def test_global_info_same_object_goes_to_both_sides(validate) -> None:
+    info = ASTFGlobalInfo()
+    info.tcp.mss = 1460
+    info.tcp.initwnd = 2
+    info.tcp.delay_ack_msec = 100
+    info.tcp.no_delay = 1
+    info.ip.ttl = 32
+    info.scheduler.rampup_sec = 3
+    ir = profile_of(*http_programs(), default_c_glob_info=info, default_s_glob_info=info).to_json()
+    validate(ir)
+    assert ir["global"] == {"tcp": {"mss": 1460, "initwnd": 2, "delay_ack_msec": 100, "no_delay": 1},
+                            "ip": {"ttl": 32}, "scheduler": {"rampup_sec": 3}}
+
+
+def test_global_info_per_side(validate) -> None:
+    ci = ASTFGlobalInfo()
+    ci.tcp.initwnd = 10
+    si = ASTFGlobalInfo()
+    si.tcp.rxbufsize = 65536
+    ir = profile_of(*http_programs(), default_c_glob_info=ci, default_s_glob_info=si).to_json()
+    validate(ir)
+    assert ir["global"] == {"client": {"tcp": {"initwnd": 10}}, "server": {"tcp": {"rxbufsize": 65536}}}
+    only_c = profile_of(*http_programs(), default_c_glob_info=ci).to_json()
+    assert only_c["global"] == {"client": {"tcp": {"initwnd": 10}}}
+
+
+@pytest.mark.parametrize("field,value,msg", [
+    ("mss", 10, "out of range 64..=9000"),
+    ("initwnd", 0, "out of range"),
+    ("delay_ack_msec", 501, "out of range"),
+    ("mss", "1460", "must be an integer"),
+    ("no_delay", 2, "bool or 0/1"),
+])
+def test_tunable_values_are_checked_at_the_assignment(field, value, msg) -> None:
+    info = ASTFGlobalInfo()
+    with pytest.raises(ProfileError) as ei:
+        line = lineno(); setattr(info.tcp, field, value)  # noqa: E702
+    assert ei.value.field == f"tcp.{field}"
+    assert msg in ei.value.msg
+    assert ei.value.lineno == line and ei.value.filename == __file__
+
+
+def test_unknown_and_trex_only_tunables() -> None:
+    info = ASTFGlobalInfo()
+    with pytest.raises(ProfileError) as ei:
+        info.tcp.msss = 1
+    assert ei.value.field == "tcp.msss" and "unknown tunable" in ei.value.msg
+    with pytest.raises(ProfileError) as ei:
+        info.tcp.keepinit = 5
+    assert "exists in TRex" in ei.value.msg
+    with pytest.raises(ProfileError) as ei:
+        info.ipv6.enable = 1
+    assert ei.value.field == "ipv6"
+    with pytest.raises(ProfileError):
+        info.bogus.x = 1
+    with pytest.raises(ProfileError, match="followed by a field"):
+        info.tcp = 5
+    pt = ASTFGlobalInfoPerTemplate()
+    with pytest.raises(ProfileError):
+        pt.scheduler.rampup_sec = 1  # global only
+    info.scheduler.spacing = "poisson"
+    with pytest.raises(ProfileError, match="even"):
+        info.scheduler.spacing = "uniform"
+    assert info.tcp.mss is None and info.scheduler.spacing == "poisson"
+
+
+def test_ip_dist_errors_name_the_field() -> None:
+    with pytest.raises(ProfileError) as ei:
+        ASTFIPGenDist(["16.0.0.9", "16.0.0.1"])
+    assert "empty pool" in ei.value.msg and ei.value.field == "ip_range"
+    with pytest.raises(ProfileError) as ei:
+        ASTFIPGenDist(["16.0.0.300", "16.0.1.1"])
+    assert ei.value.field == "ip_range[0]"
+    with pytest.raises(ProfileError) as ei:
+        ASTFIPGenDist(["16.0.0.1", "16.0.0.2"], distribution="random")
+    assert ei.value.field == "distribution"
+    with pytest.raises(ProfileError):
+        ASTFIPGenDist(["1.0.0.0", "9.0.0.0"])  # more than 2^24 addresses
+    with pytest.raises(ProfileError):
+        ASTFAssociationRule(port=70000)
+    with pytest.raises(ProfileError):
+        ASTFAssociationRule(port=80, ip_start="48.0.0.1")
+
+
+def test_generators_are_shared_and_overlaps_rejected(validate) -> None:
+    g1 = ip_gen("16.0.0.1", "16.0.0.10")
+    g1b = ip_gen("16.0.0.1", "16.0.0.10")  # equal: shared
+    g2 = ip_gen("17.0.0.1", "17.0.0.10")
+    c, s = http_programs()
+    c2, s2 = http_programs(resp=b"other")
+    ts = [ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=cc, port=p),
+                       server_template=ASTFTCPServerTemplate(program=ss, assoc=ASTFAssociationRule(port=p)))
+          for g, cc, ss, p in ((g1, c, s, 80), (g1b, c, s, 81), (g2, c2, s2, 82))]
+    ir = ASTFProfile(default_ip_gen=g1, templates=ts).to_json()
+    validate(ir)
+    assert [g["name"] for g in ir["ip_gens"]] == ["default", "ip_gen1"]
+    assert [t["ip_gen"] for t in ir["templates"]] == ["default", "default", "ip_gen1"]
+    # identical programs are emitted once
+    assert len(ir["programs"]) == 4
+    line = lineno(); g3 = ASTFIPGen(dist_client=ASTFIPGenDist(["16.0.0.5", "16.0.0.20"]), dist_server=ASTFIPGenDist(["48.0.0.1", "48.0.0.1"]))  # noqa: E702,E501
+    t3 = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g3, program=c, port=83),
+                      server_template=ASTFTCPServerTemplate(program=s, assoc=ASTFAssociationRule(port=83)))
+    with pytest.raises(ProfileError) as ei:
+        ASTFProfile(default_ip_gen=g1, templates=ts + [t3]).to_json()
+    assert "overlaps" in ei.value.msg and ei.value.lineno == line
+
+
+def test_two_templates_on_one_port_rejected_at_the_template() -> None:
+    g = ip_gen()
+    c, s = http_programs()
+    t1 = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c),
+                      server_template=ASTFTCPServerTemplate(program=s))
+    line = lineno(); t2 = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c), server_template=ASTFTCPServerTemplate(program=s))  # noqa: E702,E501
+    with pytest.raises(ProfileError) as ei:
+        ASTFProfile(default_ip_gen=g, templates=[t1, t2])
+    assert "port 80" in ei.value.msg and ei.value.lineno == line
+
+
+def test_recv_waiting_for_more_than_the_peer_sends() -> None:
+    c = ASTFProgram()
+    c.send(b"req")
+    line = lineno(); c.recv(100)  # noqa: E702
+    s = ASTFProgram()
+    s.recv(3)
+    s.send(b"x" * 99)
+    with pytest.raises(ProfileError) as ei:
+        profile_of(c, s).to_json()
+    assert ei.value.lineno == line and "waits for 100 bytes" in ei.value.msg
+
+
+def test_mixed_transport_template_and_type_errors() -> None:
+    g = ip_gen()
+    c = ASTFProgram()
+    s = ASTFProgram(stream=False)
+    with pytest.raises(ProfileError, match="UDP"):
+        ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c),
+                     server_template=ASTFTCPServerTemplate(program=s))
+    with pytest.raises(ProfileError) as ei:
+        ASTFTCPClientTemplate(ip_gen="16.0.0.1", program=c)  # type: ignore[arg-type]
+    assert ei.value.field == "ip_gen"
+    with pytest.raises(ProfileError) as ei:
+        ASTFTCPClientTemplate(ip_gen=g, program=c, cps=0)
+    assert ei.value.field == "cps"
+    with pytest.raises(ProfileError) as ei:
+        ASTFTCPClientTemplate(ip_gen=g, program=c, limit=10, cont=True)
+    assert ei.value.field == "cont"
+    with pytest.raises(ProfileError) as ei:
+        ASTFProfile(default_ip_gen=g)
+    assert "templates" in ei.value.msg
+    with pytest.raises(ProfileError) as ei:
+        ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c),
+                     server_template=ASTFTCPServerTemplate(program=ASTFProgram()), tg_name="bad name")
+    assert ei.value.field == "tg_name"
+
+
+def test_to_json_str_round_trips() -> None:
+    import json
+
+    p = profile_of(*http_programs())
+    assert json.loads(p.to_json_str()) == p.to_json()
+    assert "\n" not in p.to_json_str(pretty=False)
