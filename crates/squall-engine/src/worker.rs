@@ -285,3 +285,67 @@ impl<P: Port, H: Handler<P>, C: Clock> Worker<P, H, C> {
         (self.port, self.handler, self.clock)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::VirtualClock;
+    use squall_port::mem::{pair, MemConfig, MemPort};
+    use squall_port::FrameBuf;
+
+    /// Sends one frame when its timer fires; drops what it receives.
+    struct OneShot {
+        fired: Vec<(u32, u64)>,
+    }
+
+    impl Handler<MemPort> for OneShot {
+        fn on_rx(
+            &mut self,
+            _ctx: &mut Ctx<'_, MemPort>,
+            _frames: &mut Vec<squall_port::mem::MemFrame>,
+        ) {
+        }
+        fn on_timer(&mut self, ctx: &mut Ctx<'_, MemPort>, token: u32) {
+            self.fired.push((token, ctx.now));
+            let start = ctx.tx.len();
+            ctx.port.alloc_tx(ctx.tx, 1);
+            for f in &mut ctx.tx[start..] {
+                f.fill(&[1; 60]).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn idle_iterations_are_not_busy_and_timers_fire_on_time() {
+        let (a, mut b) = pair(MemConfig::default()).unwrap();
+        let clock = VirtualClock::new(0);
+        let mut w = Worker::new(
+            a,
+            OneShot { fired: Vec::new() },
+            &clock,
+            WorkerConfig::default(),
+        );
+        w.timers_mut().arm(3, 5_000);
+        for _ in 0..10 {
+            assert!(!w.run_once());
+        }
+        clock.set(4_999);
+        assert!(!w.run_once());
+        clock.set(5_000);
+        assert!(w.run_once());
+        assert_eq!(w.handler().fired, vec![(3, 5_000)]);
+        let s = w.stats();
+        assert_eq!(s.iterations, 12);
+        assert_eq!(s.busy_iterations, 1);
+        assert_eq!(s.timer_fires, 1);
+        assert_eq!(s.tx_frames, 1);
+        // The frame crossed; leftover rx frames are released by the worker.
+        let mut v = Vec::new();
+        assert_eq!(b.rx_burst(&mut v, 8), 1);
+        b.tx_burst(&mut v);
+        assert!(w.run_once());
+        assert_eq!(w.stats().rx_frames, 1);
+        let (port, _, _) = w.into_parts();
+        assert_eq!(port.free_frames(), MemConfig::default().frames as usize);
+    }
+}
