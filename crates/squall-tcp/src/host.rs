@@ -53,6 +53,11 @@ pub struct TcpConfig {
     pub ooo_bytes: u32,
     /// Secret for ISNs and the table hash.
     pub seed: u64,
+    /// Compute the TCP checksum of outgoing frames (false: the port offloads it and the
+    /// field is left as the pseudo-header sum, as for CHECKSUM_PARTIAL).
+    pub tx_checksum: bool,
+    /// Verify the TCP checksum of received frames (false: the port already did).
+    pub rx_checksum: bool,
 }
 
 impl Default for TcpConfig {
@@ -75,6 +80,8 @@ impl Default for TcpConfig {
             max_half_open: 16_384,
             ooo_bytes: 65_536,
             seed: 0x5157_4c4c_7463_7031,
+            tx_checksum: true,
+            rx_checksum: true,
         }
     }
 }
@@ -473,12 +480,19 @@ impl TcpHost {
             self.counters.tcps_txfull += 1;
             return false;
         }
-        let off = pkt::write_headers(buf, &h, opts, plen);
+        let (off, hdr_sum) = pkt::write_headers_sum(buf, &h, opts, plen);
+        let mut psum = 0u64;
         if let Some((sq, qoff, len)) = data {
-            self.chunks
-                .copy_out(&sq, qoff, &mut buf[off..off + len as usize], &self.bufs);
+            psum = self
+                .chunks
+                .copy_out_sum(&sq, qoff, &mut buf[off..off + len as usize], &self.bufs)
+                .1;
         }
-        pkt::finish_tcp_checksum(buf, key.local_ip, key.remote_ip, flen);
+        if self.cfg.tx_checksum {
+            pkt::store_tcp_checksum(buf, hdr_sum, psum);
+        } else {
+            pkt::partial_tcp_checksum(buf, key.local_ip, key.remote_ip, flen);
+        }
         tx.commit(flen);
         self.counters.tcps_sndtotal += 1;
         true
@@ -878,7 +892,7 @@ impl TcpHost {
     pub fn rx<A: TcpApp, S: TxSink>(&mut self, now: u64, frame: &[u8], app: &mut A, tx: &mut S) {
         self.now = now;
         self.counters.tcps_rcvtotal += 1;
-        let seg = match pkt::parse(frame) {
+        let seg = match pkt::parse_opt(frame, self.cfg.rx_checksum) {
             Ok(s) => s,
             Err(e) => {
                 match e {

@@ -87,6 +87,13 @@ fn pseudo(src: u32, dst: u32, tcp_len: usize) -> u64 {
 
 /// Parses and verifies an Ethernet/IPv4/TCP frame (IPv4 and TCP checksums).
 pub fn parse(frame: &[u8]) -> Result<Segment<'_>, RxError> {
+    parse_opt(frame, true)
+}
+
+/// Parses a frame; `verify_tcp_csum = false` trusts a NIC that already verified the TCP
+/// checksum (RX checksum offload). The IPv4 header checksum is always verified.
+#[inline]
+pub fn parse_opt(frame: &[u8], verify_tcp_csum: bool) -> Result<Segment<'_>, RxError> {
     if frame.len() < ETH_LEN + IP_LEN {
         return Err(RxError::Short);
     }
@@ -119,7 +126,7 @@ pub fn parse(frame: &[u8]) -> Result<Segment<'_>, RxError> {
     if doff < TCP_LEN || doff > tcp.len() {
         return Err(RxError::BadOff);
     }
-    if csum_fold(csum_add(pseudo(src_ip, dst_ip, tcp.len()), tcp)) != 0xffff {
+    if verify_tcp_csum && csum_fold(csum_add(pseudo(src_ip, dst_ip, tcp.len()), tcp)) != 0xffff {
         return Err(RxError::BadSum);
     }
     let mut src_mac = [0u8; 6];
@@ -200,37 +207,75 @@ pub struct TxHdr {
 
 /// Writes Ethernet, IPv4 and TCP headers (with `opts`, a multiple of 4 bytes) for a segment
 /// with `payload_len` bytes; returns the offset where the payload goes. `buf` must hold
-/// the whole frame (checked by the caller).
+/// the whole frame (checked by the caller). The IPv4 checksum is computed from the field
+/// values (never read back from the frame).
 #[inline]
 pub fn write_headers(buf: &mut [u8], h: &TxHdr, opts: &[u8], payload_len: usize) -> usize {
+    write_headers_sum(buf, h, opts, payload_len).0
+}
+
+/// Like [`write_headers`], also returning the unfolded ones'-complement sum of the TCP
+/// pseudo-header and TCP header (checksum field zero) for [`store_tcp_checksum`].
+#[inline]
+pub fn write_headers_sum(
+    buf: &mut [u8],
+    h: &TxHdr,
+    opts: &[u8],
+    payload_len: usize,
+) -> (usize, u64) {
     let tcp_hlen = TCP_LEN + opts.len();
-    buf[0..6].copy_from_slice(&h.dst_mac);
-    buf[6..12].copy_from_slice(&h.src_mac);
-    buf[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    let ip = &mut buf[ETH_LEN..ETH_LEN + IP_LEN];
+    let total = (IP_LEN + tcp_hlen + payload_len) as u16;
+    let hdr = &mut buf[..ETH_LEN + IP_LEN + tcp_hlen];
+    hdr[0..6].copy_from_slice(&h.dst_mac);
+    hdr[6..12].copy_from_slice(&h.src_mac);
+    hdr[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let addr_sum = (h.src_ip >> 16) as u64
+        + (h.src_ip & 0xffff) as u64
+        + (h.dst_ip >> 16) as u64
+        + (h.dst_ip & 0xffff) as u64;
+    let ip_sum = 0x4500u64 + total as u64 + h.ip_id as u64 + 0x4000 + 0x4006 + addr_sum;
+    let ip_csum = !csum_fold(ip_sum);
+    let ip = &mut hdr[ETH_LEN..ETH_LEN + IP_LEN];
     ip[0] = 0x45;
     ip[1] = 0;
-    ip[2..4].copy_from_slice(&((IP_LEN + tcp_hlen + payload_len) as u16).to_be_bytes());
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
     ip[4..6].copy_from_slice(&h.ip_id.to_be_bytes());
     ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
     ip[8] = 64;
     ip[9] = 6;
-    ip[10..12].copy_from_slice(&[0, 0]);
+    ip[10..12].copy_from_slice(&ip_csum.to_be_bytes());
     ip[12..16].copy_from_slice(&h.src_ip.to_be_bytes());
     ip[16..20].copy_from_slice(&h.dst_ip.to_be_bytes());
-    let c = !csum_fold(csum_add(0, ip));
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    let t = &mut buf[ETH_LEN + IP_LEN..ETH_LEN + IP_LEN + tcp_hlen];
+    let off_flags = (((tcp_hlen / 4) as u16) << 12) | h.flags as u16;
+    let t = &mut hdr[ETH_LEN + IP_LEN..];
     t[0..2].copy_from_slice(&h.src_port.to_be_bytes());
     t[2..4].copy_from_slice(&h.dst_port.to_be_bytes());
     t[4..8].copy_from_slice(&h.seq.to_be_bytes());
     t[8..12].copy_from_slice(&h.ack.to_be_bytes());
-    t[12] = ((tcp_hlen / 4) as u8) << 4;
-    t[13] = h.flags;
+    t[12..14].copy_from_slice(&off_flags.to_be_bytes());
     t[14..16].copy_from_slice(&h.wnd.to_be_bytes());
     t[16..20].copy_from_slice(&[0, 0, 0, 0]);
     t[20..].copy_from_slice(opts);
-    ETH_LEN + IP_LEN + tcp_hlen
+    let tcp_len = tcp_hlen + payload_len;
+    let mut sum = addr_sum + 6 + tcp_len as u64;
+    sum += h.src_port as u64 + h.dst_port as u64;
+    sum += (h.seq >> 16) as u64
+        + (h.seq & 0xffff) as u64
+        + (h.ack >> 16) as u64
+        + (h.ack & 0xffff) as u64;
+    sum += off_flags as u64 + h.wnd as u64;
+    if !opts.is_empty() {
+        sum = csum_add(sum, opts);
+    }
+    (ETH_LEN + IP_LEN + tcp_hlen, sum)
+}
+
+/// Stores the TCP checksum given the header sum from [`write_headers_sum`] and the
+/// payload's sum (computed while copying it).
+#[inline]
+pub fn store_tcp_checksum(buf: &mut [u8], hdr_sum: u64, payload_sum: u64) {
+    let c = !csum_fold(hdr_sum + payload_sum);
+    buf[ETH_LEN + IP_LEN + 16..ETH_LEN + IP_LEN + 18].copy_from_slice(&c.to_be_bytes());
 }
 
 /// Computes the TCP checksum of a frame built by [`write_headers`] (payload in place).
@@ -239,6 +284,15 @@ pub fn finish_tcp_checksum(buf: &mut [u8], src_ip: u32, dst_ip: u32, frame_len: 
     let tcp = &mut buf[ETH_LEN + IP_LEN..frame_len];
     let c = !csum_fold(csum_add(pseudo(src_ip, dst_ip, tcp.len()), tcp));
     tcp[16..18].copy_from_slice(&c.to_be_bytes());
+}
+
+/// Stores only the pseudo-header sum in the TCP checksum field (for a NIC / port that
+/// completes the checksum: TX checksum offload).
+#[inline]
+pub fn partial_tcp_checksum(buf: &mut [u8], src_ip: u32, dst_ip: u32, frame_len: usize) {
+    let tcp_len = frame_len - ETH_LEN - IP_LEN;
+    let c = csum_fold(pseudo(src_ip, dst_ip, tcp_len));
+    buf[ETH_LEN + IP_LEN + 16..ETH_LEN + IP_LEN + 18].copy_from_slice(&c.to_be_bytes());
 }
 
 #[cfg(test)]
