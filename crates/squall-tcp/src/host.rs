@@ -47,8 +47,11 @@ pub struct TcpConfig {
     pub time_wait_ns: u64,
     /// Keepalive: (idle ns, interval ns, probes); None = off.
     pub keepalive: Option<(u64, u64, u8)>,
-    /// Maximum half-open (SYN_RECEIVED) flows; beyond it SYNs are dropped and counted.
+    /// Maximum half-open (SYN_RECEIVED) flows; beyond it SYNs get SYN cookies (or are
+    /// dropped and counted when `syn_cookies` is off).
     pub max_half_open: u32,
+    /// Answer SYNs with stateless SYN cookies when the half-open table is full (RFC 4987 §3.6).
+    pub syn_cookies: bool,
     /// Capacity of a flow's out-of-order queue in bytes.
     pub ooo_bytes: u32,
     /// Secret for ISNs and the table hash.
@@ -78,6 +81,7 @@ impl Default for TcpConfig {
             time_wait_ns: 1_000_000_000,
             keepalive: None,
             max_half_open: 16_384,
+            syn_cookies: true,
             ooo_bytes: 65_536,
             seed: 0x5157_4c4c_7463_7031,
             tx_checksum: true,
@@ -107,6 +111,9 @@ pub struct TcpHost {
     now: u64,
     active: u32,
 }
+
+/// MSS values encodable in a SYN cookie (3 bits).
+const COOKIE_MSS: [u16; 8] = [216, 536, 1024, 1200, 1360, 1440, 1452, 1460];
 
 /// What `segment` processing should do after a callback.
 type Gone = bool;
@@ -913,7 +920,18 @@ impl TcpHost {
         let h = self.table.hash(&key);
         match self.table.find(&key, h) {
             Some(i) => self.segment(i, &seg, h, app, tx),
-            None => self.no_flow(&seg, key, h, tx),
+            None => {
+                if seg.flags & (SYN | RST | ACK) == ACK
+                    && self.cfg.syn_cookies
+                    && self.listening(seg.dst_port)
+                {
+                    if let Some(i) = self.accept_cookie(&seg, key, h) {
+                        self.segment(i, &seg, h, app, tx);
+                        return;
+                    }
+                }
+                self.no_flow(&seg, key, h, tx)
+            }
         }
     }
 
@@ -944,10 +962,90 @@ impl TcpHost {
         self.send_rst_reply(seg, &key, tx);
     }
 
+    /// SYN cookie (RFC 4987 §3.6): 5 bits of a 64 s counter, 3 bits of MSS index and 24 bits
+    /// of a keyed hash of the 4-tuple, the peer's ISN and the counter.
+    fn cookie(&self, key: &FlowKey, peer_isn: u32, t: u32, mss_idx: u32) -> u32 {
+        let m0 = (key.local_ip as u64) << 32 | key.remote_ip as u64;
+        let m1 = ((key.local_port as u64) << 16 | key.remote_port as u64) << 32 | peer_isn as u64;
+        let h = crate::isn::siphash24(
+            self.isn_key.k0 ^ 0xc00c_1e00 ^ t as u64,
+            self.isn_key.k1,
+            m0,
+            m1,
+        ) as u32;
+        (t & 31) << 27 | (mss_idx & 7) << 24 | (h & 0x00ff_ffff)
+    }
+
+    fn cookie_clock(&self) -> u32 {
+        (self.now / 64_000_000_000) as u32
+    }
+
+    fn send_cookie<S: TxSink>(&mut self, seg: &Segment, key: FlowKey, tx: &mut S) {
+        let o = pkt::parse_opts(seg.opts);
+        let peer_mss = if o.mss == 0 { 536 } else { o.mss };
+        let idx = COOKIE_MSS
+            .iter()
+            .rposition(|&m| m <= peer_mss.min(self.cfg.mss))
+            .unwrap_or(0) as u32;
+        let c = self.cookie(&key, seg.seq, self.cookie_clock(), idx);
+        let m = self.cfg.mss;
+        let opts = [2, 4, (m >> 8) as u8, m as u8];
+        let wnd = self.cfg.rcv_wnd.min(65_535) as u16;
+        self.counters.tcps_sc_sendcookie += 1;
+        self.counters.tcps_sndctrl += 1;
+        self.write_seg(
+            tx,
+            &key,
+            c,
+            seg.seq.wrapping_add(1),
+            SYN | ACK,
+            wnd,
+            &opts,
+            None,
+        );
+    }
+
+    /// Validates the ACK of a SYN cookie; on success creates the flow (in SYN-RECEIVED,
+    /// completed by the normal ACK processing) and returns its index.
+    fn accept_cookie(&mut self, seg: &Segment, key: FlowKey, h: u64) -> Option<u32> {
+        let c = seg.ack.wrapping_sub(1);
+        let peer_isn = seg.seq.wrapping_sub(1);
+        let now_t = self.cookie_clock();
+        let t = c >> 27;
+        let age = (now_t & 31).wrapping_sub(t) & 31;
+        if age > 1 {
+            return None;
+        }
+        let idx = (c >> 24) & 7;
+        if self.cookie(&key, peer_isn, now_t.wrapping_sub(age), idx) != c {
+            return None;
+        }
+        let i = self.alloc_flow(key, h)?;
+        self.counters.tcps_sc_recvcookie += 1;
+        let mss = COOKIE_MSS[idx as usize].min(self.cfg.mss);
+        let init = self.cfg.init_cwnd;
+        let t = &mut self.flows[i as usize];
+        t.state = State::SynReceived;
+        t.flags |= F_PASSIVE;
+        t.rcv_nxt = seg.seq;
+        t.snd_una = c;
+        t.snd_nxt = c.wrapping_add(1);
+        t.snd_max = c.wrapping_add(1);
+        t.mss = mss;
+        t.cc = NewReno::new(init, mss as u32, c);
+        t.snd_wl1 = peer_isn;
+        t.snd_wl2 = c;
+        Some(i)
+    }
+
     /// LISTEN state, SYN arrival (RFC 9293 §3.10.7.2).
     fn passive_open<S: TxSink>(&mut self, seg: &Segment, key: FlowKey, h: u64, tx: &mut S) {
         if self.half_open >= self.cfg.max_half_open {
-            self.counters.tcps_synfull += 1;
+            if self.cfg.syn_cookies {
+                self.send_cookie(seg, key, tx);
+            } else {
+                self.counters.tcps_synfull += 1;
+            }
             return;
         }
         let Some(i) = self.alloc_flow(key, h) else {

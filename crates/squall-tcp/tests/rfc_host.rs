@@ -726,11 +726,91 @@ fn rfc9293_3_7_4_nagle() {
     assert_eq!(t.one().payload.len(), 5);
 }
 
-// Bounded half-open table (issue 3 defences): SYNs beyond the limit are dropped and counted.
+fn syn_from(port: u16, seq: u32, flags: u8, ack: u32, payload: &[u8]) -> Vec<u8> {
+    let h = TxHdr {
+        src_mac: [2, 0, 0, 0, 0, 9],
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        src_ip: PEER_IP,
+        dst_ip: HOST_IP,
+        ip_id: 1,
+        src_port: port,
+        dst_port: HP,
+        seq,
+        ack,
+        flags,
+        wnd: 1000,
+    };
+    let opts: &[u8] = if flags & SYN != 0 { &MSS_1000 } else { &[] };
+    let mut buf = vec![0u8; 1600];
+    let off = pkt::write_headers(&mut buf, &h, opts, payload.len());
+    buf[off..off + payload.len()].copy_from_slice(payload);
+    pkt::finish_tcp_checksum(&mut buf, PEER_IP, HOST_IP, off + payload.len());
+    buf.truncate(off + payload.len());
+    buf
+}
+
+// RFC 4987 §3.6: when the half-open table is full, SYN cookies keep accepting connections
+// without state; a forged cookie is refused.
+#[test]
+fn rfc4987_3_6_syn_cookies_when_half_open_table_full() {
+    let mut t = T::new(TcpConfig {
+        max_half_open: 1,
+        ..cfg()
+    });
+    t.host.listen(HP);
+    t.host
+        .rx(0, &syn_from(1000, 10, SYN, 0, &[]), &mut t.app, &mut t.sink);
+    t.take();
+    t.host.rx(
+        0,
+        &syn_from(1001, 500, SYN, 0, &[]),
+        &mut t.app,
+        &mut t.sink,
+    );
+    let sa = t.one();
+    assert_eq!((sa.flags, sa.ack, sa.opts.mss), (SYN | ACK, 501, 1460));
+    assert_eq!(t.host.counters().tcps_sc_sendcookie, 1);
+    assert_eq!(t.host.flow_count(), 1, "no state for the cookie SYN");
+    // Forged cookie: RST.
+    t.host.rx(
+        0,
+        &syn_from(1001, 501, ACK, sa.seq.wrapping_add(2), &[]),
+        &mut t.app,
+        &mut t.sink,
+    );
+    assert_eq!(t.one().flags, RST);
+    // Valid cookie ACK with data: connection established, data delivered, MSS from the cookie.
+    t.host.rx(
+        1_000_000,
+        &syn_from(1001, 501, ACK, sa.seq.wrapping_add(1), b"hi"),
+        &mut t.app,
+        &mut t.sink,
+    );
+    assert_eq!(
+        t.app.ev,
+        vec![Ev::Connected(true), Ev::Data(b"hi".to_vec())]
+    );
+    assert_eq!(t.host.counters().tcps_sc_recvcookie, 1);
+    assert_eq!(t.host.flow_count(), 2);
+    let f = (0..2)
+        .map(FlowId)
+        .find(|f| t.host.flow_key(*f).map(|k| k.remote_port) == Some(1001))
+        .unwrap();
+    assert_eq!(
+        t.host.tcb(f).unwrap().mss,
+        536,
+        "largest encodable MSS not above the peer's 1000"
+    );
+    assert_eq!(t.host.state(f), State::Established);
+}
+
+// Bounded half-open table (issue 3 defences): with SYN cookies off, SYNs beyond the limit
+// are dropped and counted.
 #[test]
 fn half_open_table_is_bounded() {
     let mut t = T::new(TcpConfig {
         max_half_open: 2,
+        syn_cookies: false,
         ..cfg()
     });
     t.host.listen(HP);
