@@ -10,4 +10,5 @@ pub mod pair;
 pub mod portwire;
 pub mod report;
 pub mod smol;
+pub mod squall;
 pub mod workload;

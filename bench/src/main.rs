@@ -8,13 +8,14 @@ use squall_bench::kernel::{self, LoopCfg, LoopWorkload};
 use squall_bench::pair as workload_pair;
 use squall_bench::report::{median_record, Record};
 use squall_bench::smol::{SmolConfig, SmolPair};
+use squall_bench::squall;
 use squall_bench::workload::{self, RunCfg};
 
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
-                    [--stacks smoltcp] [--flows 100000] [--max-ops N] [--wire port|harness]
+                    [--stacks smoltcp,squall] [--flows 100000] [--max-ops N] [--wire port|harness]
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
-  squall-bench w3-child --stack smoltcp --flows N [--max-seconds S]   (internal)";
+  squall-bench w3-child --stack smoltcp|squall --flows N [--max-seconds S]   (internal)";
 
 #[derive(Debug)]
 struct Opts {
@@ -36,7 +37,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         conns: vec![1, 100, 1000],
         seconds: 2.0,
         runs: 3,
-        stacks: vec!["smoltcp".into()],
+        stacks: vec!["smoltcp".into(), "squall".into()],
         flows: 100_000,
         max_ops: u64::MAX,
         max_seconds: 120.0,
@@ -180,10 +181,10 @@ fn run_cell<P: workload_pair::MemPair>(pair: &mut P, w: &str, cfg: &RunCfg) -> R
 
 fn run_mem(o: &Opts) -> Result<(), String> {
     for stack in &o.stacks {
-        if stack != "smoltcp" {
+        if stack != "smoltcp" && stack != "squall" {
             return Err(format!(
-                "stack {stack:?} is not wired into the harness yet (adapter point: \
-                 squall_bench::pair::MemPair)"
+                "stack {stack:?} is not wired into the harness (adapter points: \
+                 squall_bench::pair::MemPair, squall_bench::workload::IdleFlows)"
             ));
         }
         for w in &o.workloads {
@@ -195,12 +196,16 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                             let mut cfg = RunCfg::new(c, o.seconds);
                             cfg.max_ops = o.max_ops;
                             let sc = SmolConfig::new(c);
-                            let mut r = if o.wire == "port" {
+                            let mut r = if stack == "squall" {
+                                squall::run(w == "W2", &cfg)?
+                            } else if o.wire == "port" {
                                 run_cell(&mut SmolPair::on_port(sc)?, w, &cfg)
                             } else {
                                 run_cell(&mut SmolPair::new(sc), w, &cfg)
                             };
-                            r.note = Some(format!("wire={}", o.wire));
+                            if stack != "squall" {
+                                r.note = Some(format!("wire={}", o.wire));
+                            }
                             progress(&r, i, o.runs);
                             runs.push(r);
                         }
@@ -233,6 +238,11 @@ fn run_mem(o: &Opts) -> Result<(), String> {
 
 fn run_w3_child(o: &Opts) -> Result<(), String> {
     let stack = o.stacks.first().map(String::as_str).unwrap_or("smoltcp");
+    if stack == "squall" {
+        let r = workload::run_w3(squall::SquallIdle::new, o.flows, o.max_seconds);
+        println!("{}", r.to_json());
+        return Ok(());
+    }
     if stack != "smoltcp" {
         return Err(format!("W3: stack {stack:?} not wired in"));
     }

@@ -1,0 +1,39 @@
+//! Squall (squall-tcp) on squall-port's mem wire: short, bounded W1/W2 runs are error free,
+//! and W3 establishes its flows.
+
+use squall_bench::squall::{run, SquallIdle};
+use squall_bench::workload::{run_w3, RunCfg};
+
+fn cfg(conns: usize, max_ops: u64) -> RunCfg {
+    let mut c = RunCfg::new(conns, 1.0);
+    c.warmup = 0.05;
+    c.max_ops = max_ops;
+    c
+}
+
+#[test]
+fn w1_squall_pair_is_error_free() {
+    let r = run(false, &cfg(20, 500)).expect("rig");
+    assert_eq!(r.errors, 0, "{r:?}");
+    assert!(r.cps.unwrap() > 0.0, "{r:?}");
+    assert_eq!(r.client, "squall");
+    let f = r.frames_per_op.unwrap();
+    assert!((25.0..80.0).contains(&f), "frames per op {f}");
+}
+
+#[test]
+fn w2_squall_pair_is_error_free() {
+    let r = run(true, &cfg(10, 5000)).expect("rig");
+    assert_eq!(r.errors, 0, "{r:?}");
+    assert!(r.rps.unwrap() > 0.0, "{r:?}");
+    let f = r.frames_per_op.unwrap();
+    assert!((1.9..2.5).contains(&f), "frames per op {f}");
+}
+
+#[test]
+fn w3_squall_establishes_idle_flows() {
+    let r = run_w3(SquallIdle::new, 2000, 60.0);
+    assert_eq!(r.errors, 0, "{r:?}");
+    assert_eq!(r.conns, Some(2000));
+    assert!(r.bytes_per_flow.unwrap() > 0.0);
+}
