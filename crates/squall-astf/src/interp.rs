@@ -161,7 +161,7 @@ impl ProgState {
         self.pc
     }
     pub fn var(&self, id: usize) -> u32 {
-        self.vars[id]
+        self.vars.get(id).copied().unwrap_or(0)
     }
     pub fn is_done(&self) -> bool {
         self.wait == Wait::Done
@@ -271,7 +271,7 @@ impl ProgState {
                     return Status::Running;
                 }
                 Insn::DelayRand { min_usec, max_usec } => {
-                    let span = u64::from(max_usec - min_usec) + 1;
+                    let span = u64::from(max_usec.saturating_sub(min_usec)) + 1;
                     let usec = u64::from(min_usec) + ((u64::from(io.random_u32()) * span) >> 32);
                     io.arm_timer(io.now_ns().saturating_add(usec * 1000));
                     self.wait = Wait::Timer;
@@ -295,22 +295,22 @@ impl ProgState {
                         return Status::Running;
                     }
                 }
-                Insn::SetVar { id, val } => self.vars[id as usize] = val,
+                Insn::SetVar { id, val } => self.vars[var(id)] = val,
                 Insn::JmpNz { id, target } => {
-                    let v = &mut self.vars[id as usize];
+                    let v = &mut self.vars[var(id)];
                     *v = v.saturating_sub(1);
                     if *v != 0 {
                         self.pc = target;
                         continue;
                     }
                 }
-                Insn::SetTickVar { id } => self.vars[id as usize] = now_us(io),
+                Insn::SetTickVar { id } => self.vars[var(id)] = now_us(io),
                 Insn::JmpDp {
                     id,
                     target,
                     duration_usec,
                 } => {
-                    if now_us(io).wrapping_sub(self.vars[id as usize]) < duration_usec {
+                    if now_us(io).wrapping_sub(self.vars[var(id)]) < duration_usec {
                         self.pc = target;
                         continue;
                     }
@@ -328,6 +328,12 @@ impl ProgState {
             self.pc += 1;
         }
     }
+}
+
+/// Variable slot of an id (validated profiles have ids < MAX_VARS; masking keeps a
+/// hand-built one from indexing out of bounds).
+fn var(id: u8) -> usize {
+    id as usize % crate::model::MAX_VARS
 }
 
 /// Current time in microseconds, wrapping at 2^32 (tick variables compare by difference).

@@ -174,10 +174,14 @@ fn compile_buffer(b: &RawBuffer, p: &str, errs: &mut Errors) -> Option<Vec<u8>> 
         }
     };
     let mut data = lead;
-    data.reserve(size as usize - data.len());
-    while data.len() < size as usize {
-        let n = (size as usize - data.len()).min(fill.len());
-        data.extend_from_slice(&fill[..n]);
+    let size = size as usize;
+    data.reserve_exact(size - data.len());
+    let start = data.len();
+    data.extend_from_slice(&fill[..fill.len().min(size - start)]);
+    // Double the filled region: it stays a repetition of the pattern from `start`.
+    while data.len() < size {
+        let n = (data.len() - start).min(size - data.len());
+        data.extend_from_within(start..start + n);
     }
     Some(data)
 }
@@ -692,9 +696,31 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
     let mut buf_names: HashMap<&str, usize> = HashMap::new();
     let mut buffers = Vec::with_capacity(raw.buffers.len());
     let mut buf_len = Vec::with_capacity(raw.buffers.len());
+    // Check the declared total before building anything, so a hostile profile cannot make
+    // the loader allocate more than the cap.
+    let declared: u64 = raw
+        .buffers
+        .iter()
+        .map(|b| {
+            let lead = b.text.as_ref().map_or(0, |t| t.len())
+                + b.base64.as_ref().map_or(0, |t| t.len() / 4 * 3);
+            b.size.unwrap_or(0).max(lead as u64)
+        })
+        .sum();
+    let over_cap = declared > MAX_BUFFERS_TOTAL;
+    if over_cap {
+        errs.push(
+            "buffers",
+            format!("{declared} bytes in all, more than {MAX_BUFFERS_TOTAL}"),
+        );
+    }
     for (i, b) in raw.buffers.iter().enumerate() {
         register(&mut buf_names, &b.name, i, "buffer", "buffers", &mut errs);
-        let data = compile_buffer(b, &format!("buffers[{i}]"), &mut errs).unwrap_or_default();
+        let data = if over_cap {
+            Vec::new()
+        } else {
+            compile_buffer(b, &format!("buffers[{i}]"), &mut errs).unwrap_or_default()
+        };
         buf_len.push(data.len());
         buffers.push(Buffer {
             name: b.name.clone(),
@@ -703,6 +729,13 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
     }
     if raw.buffers.len() > u32::MAX as usize {
         errs.push("buffers", "too many buffers");
+    }
+    let total: u64 = buf_len.iter().map(|&l| l as u64).sum();
+    if total > MAX_BUFFERS_TOTAL {
+        errs.push(
+            "buffers",
+            format!("{total} bytes in all, more than {MAX_BUFFERS_TOTAL}"),
+        );
     }
 
     // IP generators.

@@ -13,6 +13,8 @@ pub const MAX_COMMANDS: usize = 65_000;
 pub const MAX_DATAGRAM: usize = 65_507;
 /// Largest buffer (64 MiB).
 pub const MAX_BUFFER: u64 = 64 << 20;
+/// Largest total of all buffers (1 GiB).
+pub const MAX_BUFFERS_TOTAL: u64 = 1 << 30;
 /// Largest IP pool (2^24 addresses).
 pub const MAX_POOL: u64 = 1 << 24;
 

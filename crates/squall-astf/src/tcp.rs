@@ -498,3 +498,37 @@ impl FlowIo for DeadIo {
         0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_flow_state_is_small() {
+        // Interpreter state (32 B) + counters and flags the interpreter reads.
+        assert_eq!(std::mem::size_of::<ProgState>(), 32);
+        assert!(
+            std::mem::size_of::<Slot>() <= 64,
+            "{}",
+            std::mem::size_of::<Slot>()
+        );
+    }
+
+    #[test]
+    fn tcp_config_maps_tunables() {
+        let mut side = SideTunables::default();
+        side.tcp.mss = 1400;
+        side.tcp.initwnd = 2;
+        side.tcp.delay_ack_msec = 100;
+        side.tcp.no_delay = true;
+        side.tcp.rxbufsize = 262_144;
+        let c = tcp_config(&side, TcpConfig::default());
+        assert_eq!(
+            (c.mss, c.init_cwnd, c.delack_ns, c.nagle, c.rcv_wnd),
+            (1400, 2, 100_000_000, false, 262_144)
+        );
+        assert_eq!(c.wscale, Some(3));
+        side.tcp.rxbufsize = 32768;
+        assert_eq!(tcp_config(&side, TcpConfig::default()).wscale, None);
+    }
+}

@@ -288,6 +288,15 @@ fn buffers_text_base64_fill() {
     assert_eq!(&*p.buffers[0].data, &[0, 1, 2]);
     assert_eq!(&*p.buffers[1].data, b"abxyxyx");
     assert_eq!(&*p.buffers[2].data, b"***");
+    // A long fill keeps its period.
+    let mut v = w1();
+    v["buffers"][1] =
+        json!({"name": "http_resp", "text": "Z", "size": 32768, "fill": {"text": "abc"}});
+    let p = load_profile_value(v).unwrap();
+    let d = &p.buffers[1].data;
+    assert_eq!(d.len(), 32768);
+    assert_eq!(d[0], b'Z');
+    assert!(d[1..].iter().enumerate().all(|(i, &b)| b == b"abc"[i % 3]));
 }
 
 #[test]
