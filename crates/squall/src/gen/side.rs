@@ -328,14 +328,14 @@ impl<P: Port> Side<P> {
     }
 
     /// Aborts every live flow (stop after the drain period); they are counted as cut.
-    pub fn cut_all(&mut self, now: u64, mut pcap: Option<&mut PcapCap>) -> u64 {
+    pub fn cut_all(&mut self, now: u64, pcap: Option<&mut PcapCap>) -> u64 {
         let mut live = std::mem::take(&mut self.scratch);
         self.app.live_flows(&mut live);
         let n = live.len() as u64;
         let mut sink = Sink {
             port: &mut self.port,
             tx: &mut self.tx,
-            pcap: pcap.as_deref_mut(),
+            pcap,
             now,
         };
         for &f in &live {
@@ -369,7 +369,7 @@ impl<P: Port> Side<P> {
     pub fn is_idle(&self) -> bool {
         self.app.live == 0
             && self.host.flow_count() == 0
-            && self.client.as_ref().map_or(true, |c| c.is_finished())
+            && !matches!(&self.client, Some(c) if !c.is_finished())
     }
 
     /// Gives every frame this side still holds back to the port.

@@ -1,0 +1,136 @@
+//! The `squall` command line: exit codes, profile errors with JSON paths, the JSON output.
+
+use std::path::Path;
+use std::process::Command;
+
+fn squall() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_squall"));
+    c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")));
+    c
+}
+
+#[test]
+fn invalid_profile_exits_2_with_every_json_path() {
+    for sub in ["run", "validate"] {
+        let out = squall()
+            .args([sub, "tests/profiles/invalid.json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{sub}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        for path in [
+            "programs[0].commands[2].buf",
+            "global.tcp.mss",
+            "ip_gens[0].clients.range",
+        ] {
+            assert!(err.contains(path), "{sub}: {path} missing in {err}");
+        }
+    }
+}
+
+#[test]
+fn udp_profile_is_refused_with_exit_2() {
+    let out = squall()
+        .args(["run", "tests/profiles/udp.json", "--sim", "--duration", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("templates[0].transport"));
+}
+
+#[test]
+fn missing_file_and_bad_options_exit_2() {
+    let out = squall().args(["run", "no/such.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = squall()
+        .args(["run", "tests/profiles/loop.json", "--mult", "-1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = squall()
+        .args(["run", "tests/profiles/loop.json", "--impair", "loss=7"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = squall()
+        .args(["run", "tests/profiles/loop.json", "--cores", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn sim_run_writes_json_and_pcap_and_exits_0() {
+    let dir = std::env::temp_dir().join(format!("squall-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let pcap = dir.join("out.pcap");
+    let out = squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--sim",
+            "--duration",
+            "1",
+            "--mult",
+            "20",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("--pcap")
+        .arg(&pcap)
+        .args(["--pcap-flows", "2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("result: CLEAN"), "{stdout}");
+    assert!(stdout.contains("tcps_connattempt"));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["clean"], true);
+    assert_eq!(v["errors"], 0);
+    assert_eq!(v["client"]["tcp"]["tcps_connattempt"], 20);
+    assert_eq!(v["client"]["flows"]["completed"], 20);
+    assert_eq!(v["server"]["tcp"]["tcps_rcvbyte"], 20 * 100);
+    let g = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "http")
+        .unwrap();
+    assert_eq!(g["latency_us"]["connect"]["count"], 20);
+    assert!(v["invariants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["ok"] == true));
+    let (_, recs) = squall_port::pcap::read_pcap(&std::fs::read(&pcap).unwrap()).unwrap();
+    assert!(recs.len() > 20);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn failed_run_exits_1() {
+    // Flows that wait 3-5 ms in their program, cut after a 1 ms drain.
+    let out = squall()
+        .args([
+            "run",
+            "tests/profiles/delay.json",
+            "--sim",
+            "--duration",
+            "0.003",
+            "--mult",
+            "10",
+            "--drain-sec",
+            "0.001",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("result: FAILED"));
+}

@@ -1,0 +1,150 @@
+//! End-to-end runs of the generator in simulation: W1 counters and latencies, an impaired
+//! wire, the other program shapes, and the stop/cut path.
+
+mod common;
+use common::*;
+
+#[test]
+fn w1_sim_three_hundred_flows() {
+    let p = w1();
+    // W1's cps is 1: mult 300 for one second = 300 flows; 50 us one-way delay so that
+    // latencies are non-zero.
+    let r = sim(&p, 1.0, 300.0, |c| {
+        c.impair = squall::impair::parse_impair("delay_us=50").unwrap()
+    });
+    assert_clean(&r);
+    let n = 300u64;
+    let ct = r.client.app.total();
+    let st = r.server.app.total();
+    assert_eq!(ct.started, n);
+    assert_eq!(ct.completed, n);
+    assert_eq!(st.accepted, n);
+    assert_eq!(st.completed, n);
+    assert_eq!(r.client.tcp.tcps_connattempt, n);
+    assert_eq!(r.client.tcp.tcps_connects, n);
+    assert_eq!(r.server.tcp.tcps_accepts, n);
+    assert_eq!(r.client.tcp.tcps_rcvbyte, n * 32_768);
+    assert_eq!(r.server.tcp.tcps_rcvbyte, n * 100);
+    assert_eq!(ct.l7_rx_bytes, n * 32_768);
+    assert_eq!(st.l7_tx_acked, n * 32_768);
+    assert_eq!(
+        r.client.tcp.tcps_sndrexmitpack + r.server.tcp.tcps_sndrexmitpack,
+        0
+    );
+    let g = p.tg_names.iter().position(|n| n == "http").unwrap();
+    let lat = &r.client.app.tg[g].lat;
+    for (name, h) in lat.iter() {
+        assert_eq!(h.count(), n, "{name}");
+    }
+    // One RTT is 100 us: connect takes one RTT, the first byte at least two.
+    let c = lat.connect.summary();
+    assert!((95..=110).contains(&c[0]), "connect {c:?}");
+    let fb = lat.first_byte.summary();
+    assert!(fb[0] >= 200, "first byte {fb:?}");
+    assert!(lat.last_byte.summary()[0] >= fb[0]);
+    // Generation stopped at the duration; the run ended after draining (TIME_WAIT too).
+    assert_eq!(r.client.still_open, 0);
+    assert_eq!(r.server.still_open, 0);
+}
+
+#[test]
+fn w1_with_loss_completes_every_flow() {
+    let p = w1();
+    let r = sim(&p, 1.0, 100.0, |c| {
+        c.impair = squall::impair::parse_impair("loss=0.01,delay_us=20").unwrap()
+    });
+    assert_clean(&r);
+    assert_eq!(r.client.app.total().completed, 100);
+    assert!(
+        r.client.impair.lost + r.server.impair.lost > 0,
+        "no frame was lost"
+    );
+    assert!(
+        r.client.tcp.tcps_sndrexmitpack
+            + r.server.tcp.tcps_sndrexmitpack
+            + r.client.tcp.tcps_rexmttimeo
+            + r.server.tcp.tcps_rexmttimeo
+            > 0,
+        "losses without retransmission"
+    );
+    assert_eq!(r.client.tcp.tcps_rcvbyte, 100 * 32_768);
+}
+
+#[test]
+fn program_shapes_run_clean() {
+    for (name, flows) in [("server-first", 5), ("loop", 4), ("reset", 4), ("delay", 6)] {
+        let p = profile(&format!("tests/profiles/{name}.json"));
+        let r = sim(&p, 1.0, 1.0, |c| {
+            c.impair = squall::impair::parse_impair("delay_us=100").unwrap()
+        });
+        assert_clean(&r);
+        assert_eq!(r.client.app.total().completed, flows, "{name}");
+        assert_eq!(r.server.app.total().completed, flows, "{name}");
+    }
+    // The loop runs three rounds: 3 x 3000 response bytes per flow.
+    let p = profile("tests/profiles/loop.json");
+    let r = sim(&p, 1.0, 1.0, |_| {});
+    assert_eq!(r.client.tcp.tcps_rcvbyte, 4 * 3 * 3000);
+    assert_eq!(r.server.tcp.tcps_rcvbyte, 4 * 3 * 64);
+    // The reset program ends with RSTs from the client, not FINs.
+    let p = profile("tests/profiles/reset.json");
+    let r = sim(&p, 1.0, 1.0, |_| {});
+    assert_eq!(r.client.tcp.tcps_sndrst, 4);
+    assert_eq!(r.server.tcp.tcps_rcvrst, 4);
+}
+
+#[test]
+fn delay_program_waits_for_its_timers() {
+    let p = profile("tests/profiles/delay.json");
+    let r = sim(&p, 1.0, 1.0, |_| {});
+    assert_clean(&r);
+    let g = p.tg_names.iter().position(|n| n == "delay").unwrap();
+    let s = r.client.app.tg[g].lat.last_byte.summary();
+    // 2 ms + 1..3 ms of program delay before the request.
+    assert!(s[0] >= 3000 && s[4] <= 5100, "{s:?}");
+}
+
+#[test]
+fn flows_still_running_at_the_end_are_cut_and_reported() {
+    let p = profile("tests/profiles/delay.json");
+    // Generation for 3 ms, drain 1 ms: flows that wait 3-5 ms in their program are cut.
+    let r = sim(&p, 0.003, 10.0, |c| c.drain_ns = 1_000_000);
+    let cut = r.client.app.total().cut;
+    assert!(cut > 0, "nothing was cut");
+    assert!(squall::report::error_count(&r) >= cut);
+    // Accounting still holds (started = completed + cut + ...).
+    let checks = squall::report::invariants(&r);
+    for c in checks.iter().filter(|c| c.name.ends_with("accounted")) {
+        assert!(c.ok, "{}: {}", c.name, c.detail);
+    }
+}
+
+#[test]
+fn sim_is_deterministic() {
+    let p = w1();
+    let a = sim(&p, 0.5, 40.0, |c| {
+        c.impair = squall::impair::parse_impair("loss=0.02,delay_us=30,jitter_us=20").unwrap()
+    });
+    let b = sim(&p, 0.5, 40.0, |c| {
+        c.impair = squall::impair::parse_impair("loss=0.02,delay_us=30,jitter_us=20").unwrap()
+    });
+    assert_eq!(a.client.tcp, b.client.tcp);
+    assert_eq!(a.server.tcp, b.server.tcp);
+    assert_eq!(a.elapsed_ns, b.elapsed_ns);
+}
+
+#[test]
+fn two_threads_run_w1() {
+    let p = w1();
+    let cfg = squall::run::RunConfig {
+        duration_ns: 300_000_000,
+        mult: 200.0,
+        cores: 2,
+        drain_ns: 3_000_000_000,
+        ..Default::default()
+    };
+    let r = squall::run::run(p, &cfg, std::sync::Arc::new(squall::run::Live::default())).unwrap();
+    assert_clean(&r);
+    assert_eq!(r.client.app.total().started, 60);
+    assert_eq!(r.client.app.total().completed, 60);
+}
