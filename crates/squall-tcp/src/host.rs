@@ -34,6 +34,8 @@ pub struct TcpConfig {
     pub rcv_wnd: u32,
     /// Offer window scaling with this shift (RFC 7323 §2); None = do not offer.
     pub wscale: Option<u8>,
+    /// Offer/accept timestamps (RFC 7323 §3: RTTM and PAWS).
+    pub timestamps: bool,
     /// Nagle's algorithm (RFC 9293 §3.7.4) on new flows.
     pub nagle: bool,
     /// Delayed-ACK timeout (RFC 9293 §3.8.6.3), ns; 0 = ACK every segment immediately.
@@ -73,6 +75,7 @@ impl Default for TcpConfig {
             init_cwnd: 2,
             rcv_wnd: 65_535,
             wscale: None,
+            timestamps: false,
             nagle: false,
             delack_ns: 100_000_000,
             rto: RtoConfig::default(),
@@ -437,6 +440,22 @@ impl TcpHost {
 
     // ------------------------------------------------------------------ output
 
+    /// Our timestamp clock: milliseconds (RFC 7323 §5.4 allows 1 ms - 1 s per tick).
+    #[inline]
+    fn ts_now(&self) -> u32 {
+        (self.now / 1_000_000) as u32 | 1
+    }
+
+    /// Timestamp option block (NOP, NOP, TS) for flow `i`.
+    #[inline]
+    fn ts_opts(&self, i: u32) -> [u8; 12] {
+        let t = &self.flows[i as usize];
+        let mut o = [1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0];
+        o[4..8].copy_from_slice(&self.ts_now().to_be_bytes());
+        o[8..12].copy_from_slice(&t.ts_recent.to_be_bytes());
+        o
+    }
+
     #[inline]
     fn adv_wnd(&self, i: u32) -> u16 {
         let t = &self.flows[i as usize];
@@ -506,9 +525,10 @@ impl TcpHost {
     }
 
     fn send_syn<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let tso = self.ts_opts(i);
         let t = &self.flows[i as usize];
         let passive = t.state == State::SynReceived;
-        let mut opts = [0u8; 8];
+        let mut opts = [0u8; 20];
         opts[..4].copy_from_slice(&[2, 4, (self.cfg.mss >> 8) as u8, self.cfg.mss as u8]);
         let mut olen = 4;
         // Window scale: offered on SYN; on SYN-ACK only if the peer offered it (RFC 7323 §2.2).
@@ -520,6 +540,16 @@ impl TcpHost {
         if ws {
             opts[4..8].copy_from_slice(&[1, 3, 3, self.cfg.wscale.unwrap_or(0).min(14)]);
             olen = 8;
+        }
+        // Timestamps: offered on SYN; on SYN-ACK only if the peer offered them (RFC 7323 §3.2).
+        let ts = if passive {
+            t.has(F_TS)
+        } else {
+            self.cfg.timestamps
+        };
+        if ts {
+            opts[olen..olen + 12].copy_from_slice(&tso);
+            olen += 12;
         }
         let flags = if passive { SYN | ACK } else { SYN };
         let (key, seq, ack) = (t.key, t.snd_una, t.rcv_nxt);
@@ -571,9 +601,11 @@ impl TcpHost {
                     t.flags &= !F_ACKNOW;
                     t.rcv_unacked = 0;
                     t.delack_at = 0;
-                    let (key, seq, ack) = (t.key, t.snd_nxt, t.rcv_nxt);
+                    let (key, seq, ack, ts) = (t.key, t.snd_nxt, t.rcv_nxt, t.has(F_TS));
                     self.counters.tcps_sndacks += 1;
-                    self.write_seg(tx, &key, seq, ack, ACK, wnd_adv, &[], None);
+                    let tso = self.ts_opts(i);
+                    let opts: &[u8] = if ts { &tso } else { &[] };
+                    self.write_seg(tx, &key, seq, ack, ACK, wnd_adv, opts, None);
                 }
                 break;
             }
@@ -629,7 +661,10 @@ impl TcpHost {
                 self.counters.tcps_segstimed += 1;
             }
             let data = if len > 0 { Some((sq, off, len)) } else { None };
-            if !self.write_seg(tx, &key, seqno, ack, flags, wnd_adv, &[], data) {
+            let ts = t.has(F_TS);
+            let tso = self.ts_opts(i);
+            let opts: &[u8] = if ts { &tso } else { &[] };
+            if !self.write_seg(tx, &key, seqno, ack, flags, wnd_adv, opts, data) {
                 break;
             }
             if len > 0 {
@@ -1060,6 +1095,8 @@ impl TcpHost {
         );
         let o = pkt::parse_opts(seg.opts);
         let cfg_ws = self.cfg.wscale;
+        let cfg_ts = self.cfg.timestamps;
+        let ts_now = self.ts_now();
         let mss = if o.mss == 0 { 536 } else { o.mss }
             .min(self.cfg.mss)
             .max(64);
@@ -1081,6 +1118,12 @@ impl TcpHost {
             t.flags |= F_WSCALE;
             t.snd_wscale = peer;
             t.rcv_wscale = ours.min(14);
+        }
+        if let (Some((tsval, _)), true) = (o.ts, cfg_ts) {
+            t.flags |= F_TS;
+            t.ts_recent = tsval;
+            t.ts_recent_age = ts_now;
+            t.mss -= 12;
         }
         t.flags |= F_TIMING;
         t.rtt_seq = iss;
@@ -1127,6 +1170,13 @@ impl TcpHost {
             t.snd_wscale = peer;
             t.rcv_wscale = ours.min(14);
         }
+        if let (Some((tsval, _)), true) = (o.ts, self.cfg.timestamps) {
+            t.flags |= F_TS;
+            t.ts_recent = tsval;
+            t.ts_recent_age = (now / 1_000_000) as u32;
+            t.mss -= 12;
+        }
+        let mss = t.mss;
         t.cc.set_initial(self.cfg.init_cwnd, mss as u32);
         t.snd_wnd = seg.wnd as u32; // never scaled in a SYN
         t.snd_wl1 = seg.seq;
@@ -1208,6 +1258,28 @@ impl TcpHost {
             self.send_syn(i, tx);
             return;
         }
+
+        // RFC 7323 §5.3: PAWS, and TS.Recent update.
+        let mut ts_ecr = 0u32;
+        if t.has(F_TS) {
+            if let Some((tsval, tsecr)) = pkt::parse_opts(seg.opts).ts {
+                let now_ms = (now / 1_000_000) as u32;
+                let idle_24d = now_ms.wrapping_sub(t.ts_recent_age) > 24 * 86_400_000;
+                if flags & RST == 0 && seq::lt(tsval, t.ts_recent) && !idle_24d {
+                    self.counters.tcps_pawsdrop += 1;
+                    self.counters.tcps_rcvduppack += 1;
+                    t.flags |= F_ACKNOW;
+                    self.output(i, tx);
+                    return;
+                }
+                if seq::le(seg.seq, t.rcv_nxt) && seq::ge(tsval, t.ts_recent) || idle_24d {
+                    t.ts_recent = tsval;
+                    t.ts_recent_age = now_ms;
+                }
+                ts_ecr = tsecr;
+            }
+        }
+        let t = &mut self.flows[i as usize];
 
         // 1. Sequence number check.
         let rcv_wnd = self.cfg.rcv_wnd;
@@ -1304,7 +1376,7 @@ impl TcpHost {
                 return;
             }
         }
-        if self.process_ack(i, seg, app, tx) {
+        if self.process_ack(i, seg, ts_ecr, app, tx) {
             return;
         }
 
@@ -1488,6 +1560,7 @@ impl TcpHost {
         &mut self,
         i: u32,
         seg: &Segment,
+        ts_ecr: u32,
         app: &mut A,
         tx: &mut S,
     ) -> Gone {
@@ -1528,7 +1601,15 @@ impl TcpHost {
             // New data acknowledged.
             let acked = ack.wrapping_sub(t.snd_una);
             self.counters.tcps_rcvackpack += 1;
-            if t.has(F_TIMING) && seq::gt(ack, t.rtt_seq) {
+            if ts_ecr != 0 {
+                // RFC 7323 §4.1: RTT from the echoed timestamp (valid for retransmissions too).
+                let r_ms = ((now / 1_000_000) as u32).wrapping_sub(ts_ecr);
+                if r_ms < 3_600_000 {
+                    t.rtt.sample(r_ms.max(1) * 1000, &self.cfg.rto);
+                    self.counters.tcps_rttupdated += 1;
+                }
+                t.flags &= !F_TIMING;
+            } else if t.has(F_TIMING) && seq::gt(ack, t.rtt_seq) {
                 let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
                 t.rtt.sample(r, &self.cfg.rto);
                 t.flags &= !F_TIMING;

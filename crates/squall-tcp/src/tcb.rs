@@ -46,6 +46,8 @@ pub const F_ONE_SEG: u16 = 1 << 7;
 pub const F_FORCE: u16 = 1 << 8;
 /// The half-open counter includes this flow.
 pub const F_HALF_OPEN: u16 = 1 << 9;
+/// Timestamps negotiated (RFC 7323).
+pub const F_TS: u16 = 1 << 10;
 
 /// Per-flow state.
 #[derive(Clone, Copy, Debug, Default)]
@@ -76,6 +78,10 @@ pub struct Tcb {
     pub cc: NewReno,
     pub rtt: Rtt,
     pub sq: SendQueue,
+    /// RFC 7323 TS.Recent: the peer's timestamp to echo.
+    pub ts_recent: u32,
+    /// Our millisecond clock (low 32 bits) when `ts_recent` was set (PAWS 24-day rule).
+    pub ts_recent_age: u32,
     /// Index of this flow's out-of-order queue in the host's side table, or `NO_SIDE`.
     pub ooo: u32,
     /// Retransmission-class timer (RTO, SYN retransmit, persist, keepalive, TIME_WAIT), ns; 0 = off.
@@ -125,6 +131,7 @@ mod tests {
         let tcb = std::mem::size_of::<Tcb>();
         let slot = crate::flowtable::FlowTable::SLOT_BYTES * 2; // table is sized 2x
         let timer_node = 24; // squall-engine TimerWheel node: deadline u64 + next/prev u32 + slot u16
+        eprintln!("TCB {tcb} bytes, footprint {}", tcb + slot + timer_node);
         assert!(tcb <= 160, "TCB is {tcb} bytes");
         assert!(
             tcb + slot + timer_node <= 256,

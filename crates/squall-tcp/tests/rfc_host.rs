@@ -885,3 +885,68 @@ fn rfc9293_3_1_bad_checksum_counted() {
         t.host.rx(0, &buf[..n], &mut t.app, &mut t.sink);
     }
 }
+
+fn ts_opt(val: u32, ecr: u32) -> Vec<u8> {
+    let mut o = vec![1, 1, 8, 10];
+    o.extend_from_slice(&val.to_be_bytes());
+    o.extend_from_slice(&ecr.to_be_bytes());
+    o
+}
+
+// RFC 7323 §3.2: timestamps negotiated in the handshake, then sent on every segment with
+// TS.Recent echoed; MSS accounts for the option.
+#[test]
+fn rfc7323_3_2_timestamps_negotiated_and_echoed() {
+    let mut t = T::new(TcpConfig {
+        timestamps: true,
+        ..cfg()
+    });
+    t.now = 5 * MS;
+    let syn = t.connect();
+    let (val, _) = syn.opts.ts.expect("TS offered on SYN");
+    assert_eq!(val, 5 | 1);
+    let mut o = vec![2, 4, 0x05, 0xb4];
+    o.extend(ts_opt(1000, val));
+    t.feed(t.pseq, syn.seq.wrapping_add(1), SYN | ACK, 65535, &o, &[]);
+    let a = t.one();
+    assert_eq!(a.opts.ts.map(|x| x.1), Some(1000), "TS.Recent echoed");
+    assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().mss, 1448);
+}
+
+// RFC 7323 §3.2: no timestamps unless both sides offer them.
+#[test]
+fn rfc7323_3_2_no_timestamps_without_peer_offer() {
+    let mut t = T::new(TcpConfig {
+        timestamps: true,
+        ..cfg()
+    });
+    t.established(&[2, 4, 0x05, 0xb4]);
+    let a = t.one();
+    assert_eq!(a.opts.ts, None);
+    assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().mss, 1460);
+}
+
+// RFC 7323 §5.3: PAWS drops a segment whose TSval is older than TS.Recent (and ACKs);
+// newer timestamps are accepted and update TS.Recent.
+#[test]
+fn rfc7323_5_3_paws_rejects_old_timestamps() {
+    let mut t = T::new(TcpConfig {
+        timestamps: true,
+        ..cfg()
+    });
+    let syn = t.connect();
+    let mut o = vec![2, 4, 0x05, 0xb4];
+    o.extend(ts_opt(1000, 1));
+    t.feed(t.pseq, syn.seq.wrapping_add(1), SYN | ACK, 65535, &o, &[]);
+    t.pseq += 1;
+    t.take();
+    let iss1 = syn.seq.wrapping_add(1);
+    t.feed(t.pseq, iss1, ACK, 65535, &ts_opt(900, 1), b"old");
+    let a = t.one();
+    assert_eq!(a.ack, t.pseq, "old segment not accepted");
+    assert_eq!(t.host.counters().tcps_pawsdrop, 1);
+    assert!(t.app.ev.iter().all(|e| !matches!(e, Ev::Data(_))));
+    t.feed(t.pseq, iss1, ACK, 65535, &ts_opt(1100, 1), b"new");
+    assert_eq!(t.app.ev.last(), Some(&Ev::Data(b"new".to_vec())));
+    assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().ts_recent, 1100);
+}

@@ -336,3 +336,28 @@ full!(
     },
     18
 );
+
+#[test]
+fn w1_loss_5pct_with_timestamps_and_wscale() {
+    let cfg = squall_tcp::TcpConfig {
+        timestamps: true,
+        wscale: Some(2),
+        rcv_wnd: 131_072,
+        ooo_bytes: 131_072,
+        ..w1_config()
+    };
+    let r = run_w1(
+        flows().min(1000),
+        100,
+        Impair {
+            loss: 0.05,
+            reorder: 0.02,
+            reorder_extra_ns: 50_000,
+            ..clean()
+        },
+        10,
+        cfg,
+    );
+    check("ts-ws-loss5", &r, false);
+    assert!(r.client.tcps_rttupdated > 0);
+}
