@@ -32,7 +32,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 test-rust:
-	$(CARGO) test --workspace --release
+	$(CARGO) test --workspace --profile ci
 
 test-python:
 	$(PY) -m pytest -q python/tests tests/crosscheck
