@@ -13,7 +13,7 @@ use squall_bench::workload::{self, RunCfg};
 
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
-                    [--stacks smoltcp,squall] [--flows 100000] [--max-ops N] [--wire port|harness]
+                    [--stacks smoltcp,squall] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
   squall-bench w3-child --stack smoltcp|squall --flows N [--max-seconds S]   (internal)";
 
@@ -24,7 +24,8 @@ struct Opts {
     seconds: f64,
     runs: usize,
     stacks: Vec<String>,
-    flows: usize,
+    /// W3 flow counts (the child gets one).
+    flows: Vec<usize>,
     max_ops: u64,
     max_seconds: f64,
     /// `port` (squall-port's mem wire, default) or `harness` (the harness's own queues).
@@ -38,7 +39,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         seconds: 2.0,
         runs: 3,
         stacks: vec!["smoltcp".into(), "squall".into()],
-        flows: 100_000,
+        flows: vec![100_000, 1_000_000],
         max_ops: u64::MAX,
         max_seconds: 120.0,
         wire: "port".into(),
@@ -77,7 +78,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 }
             }
             "--stacks" | "--stack" => o.stacks = list(val()?),
-            "--flows" => o.flows = val()?.parse().map_err(|_| "bad --flows".to_string())?,
+            "--flows" => {
+                o.flows = list(val()?)
+                    .iter()
+                    .map(|c| c.parse().map_err(|_| format!("bad --flows value {c}")))
+                    .collect::<Result<_, _>>()?
+            }
             "--max-ops" => o.max_ops = val()?.parse().map_err(|_| "bad --max-ops".to_string())?,
             "--max-seconds" => {
                 o.max_seconds = val()?
@@ -119,7 +125,7 @@ fn progress(r: &Record, i: usize, n: usize) {
 }
 
 /// W3 runs in a child process so the RSS baseline is not polluted by earlier cells.
-fn w3_in_child(stack: &str, o: &Opts) -> Result<Record, String> {
+fn w3_in_child(stack: &str, flows: usize, o: &Opts) -> Result<Record, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = std::process::Command::new(exe)
         .args([
@@ -127,7 +133,7 @@ fn w3_in_child(stack: &str, o: &Opts) -> Result<Record, String> {
             "--stack",
             stack,
             "--flows",
-            &o.flows.to_string(),
+            &flows.to_string(),
             "--max-seconds",
             &o.max_seconds.to_string(),
             "--wire",
@@ -213,21 +219,27 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                     }
                 }
                 "W3" => {
-                    let mut runs = Vec::new();
-                    for i in 0..o.runs {
-                        let r = w3_in_child(stack, o)?;
-                        eprintln!(
-                            "  run {}/{}: W3 {} flows={} bytes/flow={:.0} bytes/endpoint={:.0}",
-                            i + 1,
-                            o.runs,
-                            stack,
-                            r.conns.unwrap_or(0),
-                            r.bytes_per_flow.unwrap_or(f64::NAN),
-                            r.bytes_per_endpoint.unwrap_or(f64::NAN)
-                        );
-                        runs.push(r);
+                    for &n in &o.flows {
+                        if let Some(why) = w3_skip(stack, n) {
+                            eprintln!("W3 {stack} N={n} skipped: {why}");
+                            continue;
+                        }
+                        let mut runs = Vec::new();
+                        for i in 0..o.runs {
+                            let r = w3_in_child(stack, n, o)?;
+                            eprintln!(
+                                "  run {}/{}: W3 {} flows={} bytes/flow={:.0} bytes/endpoint={:.0}",
+                                i + 1,
+                                o.runs,
+                                stack,
+                                r.conns.unwrap_or(0),
+                                r.bytes_per_flow.unwrap_or(f64::NAN),
+                                r.bytes_per_endpoint.unwrap_or(f64::NAN)
+                            );
+                            runs.push(r);
+                        }
+                        emit(&runs);
                     }
-                    emit(&runs);
                 }
                 other => return Err(format!("unknown workload {other} for mem")),
             }
@@ -236,10 +248,43 @@ fn run_mem(o: &Opts) -> Result<(), String> {
     Ok(())
 }
 
+/// Why a W3 cell cannot run here, if it cannot: smoltcp keeps two addresses per
+/// interface (2 x 64,512 client ports) and needs ~17 KB per flow (4 KiB + 4 KiB buffers at
+/// each end); nothing may take more than half the available memory.
+fn w3_skip(stack: &str, n: usize) -> Option<String> {
+    let per_flow = if stack == "smoltcp" { 18_000 } else { 2_000 };
+    if stack == "smoltcp" && n > 2 * 64_512 {
+        return Some("smoltcp: two client addresses give at most 129,024 4-tuples".into());
+    }
+    let avail = mem_available();
+    if (n as u64) * per_flow > avail / 2 {
+        return Some(format!(
+            "needs ~{} MB, half of MemAvailable is {} MB",
+            n as u64 * per_flow >> 20,
+            avail >> 21
+        ));
+    }
+    None
+}
+
+/// MemAvailable from /proc/meminfo, bytes (0 if unknown).
+fn mem_available() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
+
 fn run_w3_child(o: &Opts) -> Result<(), String> {
     let stack = o.stacks.first().map(String::as_str).unwrap_or("smoltcp");
+    let flows = o.flows.first().copied().unwrap_or(100_000);
     if stack == "squall" {
-        let r = workload::run_w3(squall::SquallIdle::new, o.flows, o.max_seconds);
+        let r = workload::run_w3(squall::SquallIdle::new, flows, o.max_seconds);
         println!("{}", r.to_json());
         return Ok(());
     }
@@ -250,9 +295,9 @@ fn run_w3_child(o: &Opts) -> Result<(), String> {
     sc.listeners = 0;
     let mut r = if o.wire == "port" {
         let pair = SmolPair::on_port(sc)?;
-        workload::run_w3(|| pair, o.flows, o.max_seconds)
+        workload::run_w3(|| pair, flows, o.max_seconds)
     } else {
-        workload::run_w3(|| SmolPair::new(sc), o.flows, o.max_seconds)
+        workload::run_w3(|| SmolPair::new(sc), flows, o.max_seconds)
     };
     let wire = format!("wire={}", o.wire);
     r.note = Some(match r.note {
