@@ -1,5 +1,84 @@
 //! squall-tcp: a compact, fast TCP (RFC 9293) for a traffic generator and servers holding
-//! millions of flows per core. See the crate README section below for the API.
+//! millions of flows per core.
+//!
+//! # Model
+//! One [`TcpHost`] per core owns every flow of that core: a preallocated slab of compact
+//! TCBs ([`tcb::Tcb`], 136 bytes), an open-addressing 4-tuple table
+//! ([`flowtable::FlowTable`]) and one `squall_engine::TimerWheel` (token = slab index). The
+//! host never reads a clock: every call takes `now` in nanoseconds (monotonic or virtual).
+//!
+//! * **Input**: [`TcpHost::rx`] takes a received Ethernet/IPv4/TCP frame, verifies it
+//!   (IPv4 + TCP checksums, counted drops), demultiplexes it with one hash and runs the
+//!   state machine; in-order payload is handed to [`TcpApp::on_data`] as a slice *into the
+//!   frame* (no copy).
+//! * **Output**: frames are written straight into buffers handed out by a [`TxSink`]
+//!   (e.g. a port's TX pool): headers, then the payload copied once from the application's
+//!   immutable buffer, with the TCP checksum computed during the copy.
+//! * **Timers**: call [`TcpHost::poll`] with the current time; [`TcpHost::next_timer`] tells
+//!   a virtual-clock driver when the next one is due.
+//! * **Send side (pull)**: register immutable buffers once ([`TcpHost::buffers`] ->
+//!   [`BufRegistry::register`] / `register_static`), then queue references (buffer id,
+//!   offset, length) with [`Ctl::send`] inside callbacks or [`TcpHost::send`] outside.
+//!   Segments are cut when the windows open; retransmissions re-read the same bytes.
+//!   Owned dynamic data: [`Ctl::send_owned`] / [`TcpHost::send_owned`] (freed when acked).
+//! * **Application**: implement [`TcpApp`] (`on_connected`, `on_data`, `on_acked`,
+//!   `on_peer_closed`, `on_closed`); act on the current flow through [`Ctl`] (`send`,
+//!   `send_owned`, `close`, `abort`). Outside callbacks: [`TcpHost::connect`],
+//!   [`TcpHost::listen`], [`TcpHost::send`], [`TcpHost::close`], [`TcpHost::abort`].
+//! * **Counters**: [`TcpHost::counters`] returns TRex-named `tcps_*` counters.
+//!
+//! # Example: a W1 exchange between a client and a server host
+//! ```
+//! use std::sync::Arc;
+//! use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp, TcpConfig, TcpHost, TxSink};
+//!
+//! /// Frames written by one host, to be delivered to the other.
+//! #[derive(Default)]
+//! struct Frames { cur: Vec<u8>, out: Vec<Vec<u8>> }
+//! impl TxSink for Frames {
+//!     fn alloc(&mut self, len: usize) -> Option<&mut [u8]> { self.cur.resize(len, 0); Some(&mut self.cur[..]) }
+//!     fn commit(&mut self, len: usize) { self.out.push(self.cur[..len].to_vec()) }
+//! }
+//!
+//! struct Client { req: BufId, got: usize, closed: Option<CloseReason> }
+//! impl TcpApp for Client {
+//!     fn on_connected(&mut self, ctl: &mut Ctl, _f: FlowId) { ctl.send(self.req, 0, 100) }
+//!     fn on_data(&mut self, ctl: &mut Ctl, _f: FlowId, data: &[u8]) {
+//!         self.got += data.len();
+//!         if self.got == 32_768 { ctl.close() }
+//!     }
+//!     fn on_closed(&mut self, _f: FlowId, r: CloseReason) { self.closed = Some(r) }
+//! }
+//! struct Server { resp: BufId }
+//! impl TcpApp for Server {
+//!     fn on_data(&mut self, ctl: &mut Ctl, _f: FlowId, _data: &[u8]) { ctl.send(self.resp, 0, 32_768) }
+//!     fn on_peer_closed(&mut self, ctl: &mut Ctl, _f: FlowId) { ctl.close() }
+//! }
+//!
+//! let mut now = 0u64;
+//! let mut client = TcpHost::new(TcpConfig { mac: [2, 0, 0, 0, 0, 1], gateway_mac: [2, 0, 0, 0, 0, 2], ..TcpConfig::default() }, now);
+//! let mut server = TcpHost::new(TcpConfig { mac: [2, 0, 0, 0, 0, 2], gateway_mac: [2, 0, 0, 0, 0, 1], ..TcpConfig::default() }, now);
+//! server.listen(80);
+//! let req = client.buffers().register(Arc::from(vec![b'G'; 100]));
+//! let resp = server.buffers().register(Arc::from(vec![b'x'; 32_768]));
+//! let (mut capp, mut sapp) = (Client { req, got: 0, closed: None }, Server { resp });
+//! let (mut cq, mut sq) = (Frames::default(), Frames::default());
+//! client.connect(now, &mut cq, 0x1000_0001, 1025, 0x3000_0001, 80).unwrap();
+//! while capp.closed.is_none() {
+//!     for f in std::mem::take(&mut cq.out) { server.rx(now, &f, &mut sapp, &mut sq) }
+//!     for f in std::mem::take(&mut sq.out) { client.rx(now, &f, &mut capp, &mut cq) }
+//!     if cq.out.is_empty() && sq.out.is_empty() {
+//!         // Nothing in flight: jump to the next timer (e.g. a delayed ACK).
+//!         now = [client.next_timer(), server.next_timer()].into_iter().flatten().min().unwrap_or(now + 1).max(now + 1);
+//!     }
+//!     client.poll(now, &mut capp, &mut cq);
+//!     server.poll(now, &mut sapp, &mut sq);
+//! }
+//! assert_eq!(capp.got, 32_768);
+//! assert_eq!(capp.closed, Some(CloseReason::Normal));
+//! assert_eq!(server.counters().tcps_sndbyte, 32_768);
+//! ```
+//! `examples/w1_loop.rs` runs many such flows and prints CPU time per connection.
 
 pub mod api;
 pub mod cc;
