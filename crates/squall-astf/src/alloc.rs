@@ -256,3 +256,41 @@ impl ServerPick {
         (self.pool.first + k).wrapping_add(self.offset)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn share_index_inverts_ip() {
+        let pool = |per_core| IpPool {
+            first: 100,
+            last: 130,
+            distribution: Distribution::Seq,
+            per_core,
+        };
+        for per_core in [PerCore::Interleaved, PerCore::Contiguous] {
+            let mut all = Vec::new();
+            for core in 0..4 {
+                let s = Share::of(&pool(per_core), core, 4, 1 << 24);
+                for k in 0..s.count {
+                    assert_eq!(s.index(s.ip(k)), Some(k));
+                    all.push(s.ip(k));
+                }
+                assert_eq!(s.index(5), None);
+            }
+            all.sort_unstable();
+            assert_eq!(
+                all,
+                (100..=130).map(|x| x + (1 << 24)).collect::<Vec<_>>(),
+                "{per_core:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn owner_core_matches_modulo() {
+        assert_eq!(owner_core(1025, 4), 1);
+        assert_eq!(owner_core(1025, 0), 0);
+    }
+}

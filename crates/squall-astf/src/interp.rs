@@ -340,3 +340,26 @@ fn var(id: u8) -> usize {
 fn now_us<I: FlowIo + ?Sized>(io: &I) -> u32 {
     (io.now_ns() / 1000) as u32
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_codes_round_trip() {
+        for o in [
+            Outcome::Closed,
+            Outcome::Reset,
+            Outcome::Aborted,
+            Outcome::PeerClosedEarly,
+        ] {
+            assert_eq!(outcome_of(outcome_code(o)), o);
+        }
+    }
+
+    #[test]
+    fn var_ids_are_masked() {
+        assert_eq!(var(3), 3);
+        assert_eq!(var(200), 200 % crate::model::MAX_VARS);
+    }
+}

@@ -1115,3 +1115,35 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
         scheduler: sched,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(valid_name("http_req.v1:a/b-c"));
+        assert!(!valid_name(""));
+        assert!(!valid_name("a b"));
+        assert!(!valid_name(&"x".repeat(65)));
+    }
+
+    #[test]
+    fn command_errors_keep_the_field_path() {
+        let mut errs = Errors::default();
+        let v = serde_json::json!({"op": "recv", "bytes": "x"});
+        assert!(decode_cmd(&v, "p.c[0]", &mut errs).is_none());
+        assert_eq!(errs.list[0].path, "p.c[0].bytes");
+        let v = serde_json::json!({"op": "sned"});
+        assert!(decode_cmd(&v, "p.c[1]", &mut errs).is_none());
+        assert_eq!(errs.list[1].path, "p.c[1]");
+        assert!(errs.list[1]
+            .message
+            .starts_with("unknown instruction \"sned\""));
+        let v = serde_json::json!(["send"]);
+        assert!(decode_cmd(&v, "p.c[2]", &mut errs).is_none());
+        assert_eq!(errs.list.len(), 3);
+        let v = serde_json::json!({"op": "reset"});
+        assert_eq!(decode_cmd(&v, "p", &mut errs), Some(RawCmd::Reset {}));
+    }
+}

@@ -275,3 +275,36 @@ impl Scheduler {
         self.tpl.get(t.0 as usize).map_or(0, |t| t.emitted)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sched(ramp_ns: f64) -> Scheduler {
+        Scheduler {
+            tpl: Vec::new(),
+            heap: BinaryHeap::new(),
+            start_ns: 0,
+            stop_ns: u64::MAX,
+            ramp_ns,
+            spacing: Spacing::Even,
+            mult: 1.0,
+        }
+    }
+
+    #[test]
+    fn ramp_integral_and_inverse_agree() {
+        for ramp in [0.0, 1e9, 7.5e9] {
+            let s = sched(ramp);
+            for t in [0.0, 1.0, 1e6, 5e8, 1e9, 3e9, 1e10] {
+                let a = s.a_of(t);
+                assert!(
+                    (s.t_of_a(a) - t).abs() <= 1e-3 * t.max(1.0),
+                    "ramp {ramp} t {t}"
+                );
+            }
+            // Full rate after the ramp: A grows 1 per ns.
+            assert!((s.a_of(ramp + 2e9) - s.a_of(ramp + 1e9) - 1e9).abs() < 1.0);
+        }
+    }
+}
