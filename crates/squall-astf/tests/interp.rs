@@ -650,14 +650,17 @@ fn peer_closing_mid_round_of_a_loop_is_an_error() {
 
 #[test]
 fn shipped_examples_run_to_completion() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    // SQUALL_PROFILE_DIR runs the same check on another folder of compiled profiles
+    // (e.g. the Python examples compiled with `python3 -m squall.compile`).
+    let default_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples").to_string();
+    let dir = std::env::var("SQUALL_PROFILE_DIR").unwrap_or(default_dir);
     let mut names: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("json"))
         .collect();
     names.sort();
-    assert!(names.len() >= 6, "{names:?}");
+    assert!(!names.is_empty());
     for path in names {
         let p = load_profile_file(&path).unwrap();
         for (ti, t) in p.templates.iter().enumerate() {
