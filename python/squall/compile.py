@@ -70,14 +70,20 @@ def parse_tunables(items: Sequence[str]) -> Dict[str, str]:
     return out
 
 
-def _user_frame(tb: Optional[traceback.StackSummary]) -> Optional[traceback.FrameSummary]:
-    """The innermost traceback frame outside the squall package and the stdlib."""
+def _user_frame(tb: Optional[traceback.StackSummary], profile: str) -> Optional[traceback.FrameSummary]:
+    """The innermost traceback frame in the profile's folder (its own files), else the
+    innermost one outside the squall package, the stdlib and site-packages."""
     if not tb:
         return None
+    folder = os.path.dirname(os.path.abspath(profile)) + os.sep
+    for fs in reversed(tb):
+        if os.path.abspath(fs.filename).startswith(folder):
+            return fs
     stdlib = os.path.dirname(os.__file__) + os.sep
     for fs in reversed(tb):
         fn = os.path.abspath(fs.filename)
-        if not fn.startswith(_PKG_DIR) and not fn.startswith(stdlib) and not fs.filename.startswith("<"):
+        if (not fn.startswith(_PKG_DIR) and not fn.startswith(stdlib) and "site-packages" not in fn
+                and not fs.filename.startswith("<")):
             return fs
     return None
 
@@ -128,7 +134,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as e:  # noqa: BLE001 - any bug in the profile's own code
         sys.stderr.write(captured.getvalue())
         tb = traceback.extract_tb(e.__traceback__)
-        fs = _user_frame(tb)
+        fs = _user_frame(tb, path)
         where = f"{fs.filename}:{fs.lineno}: " if fs is not None else f"{path}: "
         _err(f"{where}{type(e).__name__}: {e}")
         for line in traceback.format_exception(type(e), e, e.__traceback__):

@@ -1,8 +1,8 @@
 """End to end with the engine: TRex-style profiles (imports unchanged) run through
 `squall run --sim` on the embedded default and finish clean (exit status 0).
 
-Needs the `squall` binary: `$SQUALL_BIN`, else `squall` on PATH, else a build under
-`$CARGO_TARGET_DIR` or `target/` of the repository; skipped when there is none.
+Needs the `squall` binary: `$SQUALL_BIN`, else `squall` on PATH; skipped when there is
+none (e.g. `SQUALL_BIN=$CARGO_TARGET_DIR/debug/squall python3 -m pytest python/tests`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from typing import List, Optional
 
 import pytest
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES
 
 
 def _squall() -> Optional[str]:
@@ -24,9 +24,6 @@ def _squall() -> Optional[str]:
     on_path = shutil.which("squall")
     if on_path:
         cands.append(on_path)
-    for tdir in (os.environ.get("CARGO_TARGET_DIR"), os.path.join(REPO, "target")):
-        if tdir:
-            cands += [os.path.join(tdir, "release", "squall"), os.path.join(tdir, "debug", "squall")]
     return next((c for c in cands if os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 

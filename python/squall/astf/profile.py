@@ -133,7 +133,7 @@ class ASTFProfile:
             self._check_reachable(ct.program, st.program, "client", "server")
             self._check_reachable(st.program, ct.program, "server", "client")
             gen_name = self._gen_name(ct.ip_gen, gens)
-            base = t.tg_name or f"t{i}"
+            base = (t.tg_name or f"t{i}")[:40]  # names are at most 64 characters
             names = []
             for prog, role in ((ct.program, "client"), (st.program, "server")):
                 ir = prog.to_ir("", intern)
