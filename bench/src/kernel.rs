@@ -544,6 +544,20 @@ pub fn run_loop(cfg: &LoopCfg) -> io::Result<Record> {
     let threads_us = ((b.2 - a.2) + (b.3 - a.3)) as f64 / 1000.0;
     let rate = Some(ops as f64 / secs);
     let w2 = cfg.workload == LoopWorkload::W2;
+    // Both cores fully busy while our threads ran a fraction of that: other load shares
+    // the cores and the /proc/stat figure over-counts.
+    let note = if cb + sb > 1.5 * threads_us + 0.05 * secs * 2e6 {
+        Some(format!(
+            "cores busy {:.0}% while the two threads ran {:.0}%: other load on cores {} and {}; \
+             prefer thread_us_per_op (softirq time outside the threads not included)",
+            (cb + sb) / (secs * 2e4),
+            threads_us / (secs * 2e4),
+            cfg.client_core,
+            cfg.server_core
+        ))
+    } else {
+        None
+    };
     Ok(Record {
         workload: if w2 { "W2" } else { "W1" }.into(),
         topology: "T-loop".into(),
@@ -561,6 +575,7 @@ pub fn run_loop(cfg: &LoopCfg) -> io::Result<Record> {
         thread_us_per_op: per_op(threads_us),
         errors: sh.errors.load(Ordering::Relaxed),
         seconds: secs,
+        note,
         ..Default::default()
     })
 }

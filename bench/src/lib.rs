@@ -10,5 +10,6 @@ pub mod pair;
 pub mod portwire;
 pub mod report;
 pub mod smol;
+#[cfg(feature = "squall")]
 pub mod squall;
 pub mod workload;

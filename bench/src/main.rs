@@ -8,6 +8,7 @@ use squall_bench::kernel::{self, LoopCfg, LoopWorkload};
 use squall_bench::pair as workload_pair;
 use squall_bench::report::{median_record, Record};
 use squall_bench::smol::{SmolConfig, SmolPair};
+#[cfg(feature = "squall")]
 use squall_bench::squall;
 use squall_bench::workload::{self, RunCfg};
 
@@ -185,6 +186,16 @@ fn run_cell<P: workload_pair::MemPair>(pair: &mut P, w: &str, cfg: &RunCfg) -> R
     }
 }
 
+#[cfg(feature = "squall")]
+fn run_squall(requests: bool, cfg: &RunCfg) -> Result<Record, String> {
+    squall::run(requests, cfg)
+}
+
+#[cfg(not(feature = "squall"))]
+fn run_squall(_requests: bool, _cfg: &RunCfg) -> Result<Record, String> {
+    Err("built without the `squall` feature (squall-tcp)".into())
+}
+
 fn run_mem(o: &Opts) -> Result<(), String> {
     for stack in &o.stacks {
         if stack != "smoltcp" && stack != "squall" {
@@ -203,7 +214,7 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                             cfg.max_ops = o.max_ops;
                             let sc = SmolConfig::new(c);
                             let mut r = if stack == "squall" {
-                                squall::run(w == "W2", &cfg)?
+                                run_squall(w == "W2", &cfg)?
                             } else if o.wire == "port" {
                                 run_cell(&mut SmolPair::on_port(sc)?, w, &cfg)
                             } else {
@@ -260,7 +271,7 @@ fn w3_skip(stack: &str, n: usize) -> Option<String> {
     if (n as u64) * per_flow > avail / 2 {
         return Some(format!(
             "needs ~{} MB, half of MemAvailable is {} MB",
-            n as u64 * per_flow >> 20,
+            (n as u64 * per_flow) >> 20,
             avail >> 21
         ));
     }
@@ -284,9 +295,14 @@ fn run_w3_child(o: &Opts) -> Result<(), String> {
     let stack = o.stacks.first().map(String::as_str).unwrap_or("smoltcp");
     let flows = o.flows.first().copied().unwrap_or(100_000);
     if stack == "squall" {
-        let r = workload::run_w3(squall::SquallIdle::new, flows, o.max_seconds);
-        println!("{}", r.to_json());
-        return Ok(());
+        #[cfg(feature = "squall")]
+        {
+            let r = workload::run_w3(squall::SquallIdle::new, flows, o.max_seconds);
+            println!("{}", r.to_json());
+            return Ok(());
+        }
+        #[cfg(not(feature = "squall"))]
+        return Err("built without the `squall` feature".into());
     }
     if stack != "smoltcp" {
         return Err(format!("W3: stack {stack:?} not wired in"));

@@ -1,5 +1,6 @@
 //! Squall (squall-tcp) on squall-port's mem wire: short, bounded W1/W2 runs are error free,
 //! and W3 establishes its flows.
+#![cfg(feature = "squall")]
 
 use squall_bench::squall::{run, SquallIdle};
 use squall_bench::workload::{run_w3, RunCfg};
