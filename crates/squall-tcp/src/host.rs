@@ -13,6 +13,7 @@ use crate::isn::IsnKey;
 use crate::ooo::{OooInsert, OooQueue};
 use crate::pkt::{self, Segment, TxHdr, ACK, FIN, HDRS_LEN, PSH, RST, SYN};
 use crate::rtt::{RtoConfig, Rtt};
+use crate::sack::Scoreboard;
 use crate::sendq::{BufId, BufRegistry, ChunkPool, SendQueue};
 use crate::seq;
 use crate::tcb::*;
@@ -36,6 +37,8 @@ pub struct TcpConfig {
     pub wscale: Option<u8>,
     /// Offer/accept timestamps (RFC 7323 §3: RTTM and PAWS).
     pub timestamps: bool,
+    /// Offer/accept SACK (RFC 2018; loss recovery per RFC 6675).
+    pub sack: bool,
     /// Nagle's algorithm (RFC 9293 §3.7.4) on new flows.
     pub nagle: bool,
     /// Delayed-ACK timeout (RFC 9293 §3.8.6.3), ns; 0 = ACK every segment immediately.
@@ -76,6 +79,7 @@ impl Default for TcpConfig {
             rcv_wnd: 65_535,
             wscale: None,
             timestamps: false,
+            sack: false,
             nagle: false,
             delack_ns: 100_000_000,
             rto: RtoConfig::default(),
@@ -105,6 +109,8 @@ pub struct TcpHost {
     bufs: BufRegistry,
     ooo: Vec<Option<Box<OooQueue>>>,
     ooo_free: Vec<u32>,
+    sboards: Vec<Scoreboard>,
+    sb_free: Vec<u32>,
     listen: Vec<u64>,
     half_open: u32,
     isn_key: IsnKey,
@@ -137,6 +143,8 @@ impl TcpHost {
             bufs: BufRegistry::new(),
             ooo: Vec::new(),
             ooo_free: Vec::new(),
+            sboards: Vec::new(),
+            sb_free: Vec::new(),
             listen: vec![0u64; 1024],
             half_open: 0,
             isn_key: IsnKey { k0, k1 },
@@ -223,6 +231,7 @@ impl TcpHost {
             flags: if self.cfg.nagle { F_NAGLE } else { 0 },
             mss: self.cfg.mss,
             ooo: NO_SIDE,
+            sb: NO_SIDE,
             rtt: Rtt::new(&self.cfg.rto),
             cc: NewReno::new(self.cfg.init_cwnd, mss, 0),
             ..Tcb::default()
@@ -244,11 +253,14 @@ impl TcpHost {
         let key = t.key;
         let mut sq = t.sq;
         let ooo = t.ooo;
+        let sb = t.sb;
         t.state = State::Closed;
         t.sq = SendQueue::default();
         t.ooo = NO_SIDE;
+        t.sb = NO_SIDE;
         self.chunks.clear(&mut sq, &mut self.bufs);
         self.release_ooo(ooo);
+        self.release_sb(sb);
         let h = self.table.hash(&key);
         self.table.remove(&key, h);
         self.wheel.cancel(i);
@@ -267,6 +279,21 @@ impl TcpHost {
             }
             self.ooo_free.push(o);
         }
+    }
+
+    fn release_sb(&mut self, b: u32) {
+        if b != NO_SIDE {
+            self.sboards[b as usize].clear();
+            self.sb_free.push(b);
+        }
+    }
+
+    fn get_sb(&mut self) -> u32 {
+        if let Some(b) = self.sb_free.pop() {
+            return b;
+        }
+        self.sboards.push(Scoreboard::default());
+        self.sboards.len() as u32 - 1
     }
 
     fn get_ooo(&mut self) -> u32 {
@@ -394,6 +421,11 @@ impl TcpHost {
                 let flight = t.flight();
                 let snd_max = t.snd_max;
                 t.cc.on_rto(flight, mss, snd_max);
+                // RFC 6675 §5.1 / RFC 2018 §8: after an RTO, SACK information may be reneged.
+                let sb = t.sb;
+                t.sb = NO_SIDE;
+                self.release_sb(sb);
+                let t = &mut self.flows[i as usize];
                 t.snd_nxt = t.snd_una;
                 t.flags &= !F_TIMING; // Karn
                 let rto = self.rto_ns(&self.flows[i as usize]);
@@ -454,6 +486,35 @@ impl TcpHost {
         o[4..8].copy_from_slice(&self.ts_now().to_be_bytes());
         o[8..12].copy_from_slice(&t.ts_recent.to_be_bytes());
         o
+    }
+
+    /// Options for a non-SYN segment of flow `i`: timestamps (RFC 7323) and, while we hold
+    /// out-of-order data, SACK blocks (RFC 2018 §4). Returns the length used in `buf`.
+    #[inline]
+    fn seg_opts(&self, i: u32, buf: &mut [u8; 40]) -> usize {
+        let t = &self.flows[i as usize];
+        let mut n = 0;
+        if t.has(F_TS) {
+            buf[..12].copy_from_slice(&self.ts_opts(i));
+            n = 12;
+        }
+        if t.has(F_SACK) && t.ooo != NO_SIDE {
+            if let Some(q) = self.ooo[t.ooo as usize].as_ref() {
+                let mut blocks = [(0u32, 0u32); 4];
+                let max = if n == 0 { 4 } else { 3 };
+                let k = q.sack_blocks(&mut blocks, max);
+                if k > 0 {
+                    buf[n..n + 4].copy_from_slice(&[1, 1, 5, 2 + 8 * k as u8]);
+                    n += 4;
+                    for &(a, b) in &blocks[..k] {
+                        buf[n..n + 4].copy_from_slice(&a.to_be_bytes());
+                        buf[n + 4..n + 8].copy_from_slice(&b.to_be_bytes());
+                        n += 8;
+                    }
+                }
+            }
+        }
+        n
     }
 
     #[inline]
@@ -528,7 +589,7 @@ impl TcpHost {
         let tso = self.ts_opts(i);
         let t = &self.flows[i as usize];
         let passive = t.state == State::SynReceived;
-        let mut opts = [0u8; 20];
+        let mut opts = [0u8; 24];
         opts[..4].copy_from_slice(&[2, 4, (self.cfg.mss >> 8) as u8, self.cfg.mss as u8]);
         let mut olen = 4;
         // Window scale: offered on SYN; on SYN-ACK only if the peer offered it (RFC 7323 §2.2).
@@ -550,6 +611,16 @@ impl TcpHost {
         if ts {
             opts[olen..olen + 12].copy_from_slice(&tso);
             olen += 12;
+        }
+        // SACK permitted (RFC 2018 §2): on SYN if configured, on SYN-ACK if negotiated.
+        let sack = if passive {
+            t.has(F_SACK)
+        } else {
+            self.cfg.sack
+        };
+        if sack && olen + 4 <= opts.len() {
+            opts[olen..olen + 4].copy_from_slice(&[1, 1, 4, 2]);
+            olen += 4;
         }
         let flags = if passive { SYN | ACK } else { SYN };
         let (key, seq, ack) = (t.key, t.snd_una, t.rcv_nxt);
@@ -601,11 +672,11 @@ impl TcpHost {
                     t.flags &= !F_ACKNOW;
                     t.rcv_unacked = 0;
                     t.delack_at = 0;
-                    let (key, seq, ack, ts) = (t.key, t.snd_nxt, t.rcv_nxt, t.has(F_TS));
+                    let (key, seq, ack) = (t.key, t.snd_nxt, t.rcv_nxt);
                     self.counters.tcps_sndacks += 1;
-                    let tso = self.ts_opts(i);
-                    let opts: &[u8] = if ts { &tso } else { &[] };
-                    self.write_seg(tx, &key, seq, ack, ACK, wnd_adv, opts, None);
+                    let mut ob = [0u8; 40];
+                    let ol = self.seg_opts(i, &mut ob);
+                    self.write_seg(tx, &key, seq, ack, ACK, wnd_adv, &ob[..ol], None);
                 }
                 break;
             }
@@ -661,10 +732,9 @@ impl TcpHost {
                 self.counters.tcps_segstimed += 1;
             }
             let data = if len > 0 { Some((sq, off, len)) } else { None };
-            let ts = t.has(F_TS);
-            let tso = self.ts_opts(i);
-            let opts: &[u8] = if ts { &tso } else { &[] };
-            if !self.write_seg(tx, &key, seqno, ack, flags, wnd_adv, opts, data) {
+            let mut ob = [0u8; 40];
+            let ol = self.seg_opts(i, &mut ob);
+            if !self.write_seg(tx, &key, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
                 break;
             }
             if len > 0 {
@@ -704,6 +774,96 @@ impl TcpHost {
             t.rexmt_at = now + rto;
         }
         self.schedule(i);
+    }
+
+    /// RFC 6675 §5 loss recovery transmission: while `cwnd - pipe >= SMSS`, send the next
+    /// hole (NextSeg rule 1) or new data (rule 2).
+    fn sack_output<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        for _ in 0..64 {
+            let t = &self.flows[i as usize];
+            if t.sb == NO_SIDE {
+                break;
+            }
+            let sb = &self.sboards[t.sb as usize];
+            let mss = t.mss as u32;
+            let pipe = sb.pipe(t.snd_una, t.snd_max);
+            if pipe + mss > t.cc.cwnd {
+                break;
+            }
+            if let Some((x, len)) = sb.next_hole(t.snd_una) {
+                let sent = self.send_at(i, x, len.min(mss), tx);
+                if sent == 0 {
+                    break;
+                }
+                let t = &self.flows[i as usize];
+                let b = t.sb as usize;
+                let hr = &mut self.sboards[b].high_rxt;
+                *hr = seq::max(*hr, x.wrapping_add(sent));
+            } else {
+                // New data, if the receive window allows.
+                let t = &mut self.flows[i as usize];
+                let una = t.snd_una;
+                if t.snd_max.wrapping_sub(una) >= t.snd_wnd
+                    || t.snd_max.wrapping_sub(una) >= t.sq.len + t.fin_pending() as u32
+                {
+                    break;
+                }
+                let x = t.snd_max;
+                let sent = self.send_at(i, x, mss, tx);
+                if sent == 0 {
+                    break;
+                }
+                let t = &mut self.flows[i as usize];
+                t.snd_max = x.wrapping_add(sent);
+                t.snd_nxt = t.snd_max;
+            }
+        }
+        self.schedule(i);
+    }
+
+    /// Sends one segment at `seqno` (at most `max_len` bytes, plus FIN if it ends there)
+    /// without moving SND.NXT; returns the sequence space used.
+    fn send_at<S: TxSink>(&mut self, i: u32, seqno: u32, max_len: u32, tx: &mut S) -> u32 {
+        let now = self.now;
+        let wnd_adv = self.adv_wnd(i);
+        let t = &self.flows[i as usize];
+        let off = seqno.wrapping_sub(t.snd_una);
+        let avail = t.sq.len.saturating_sub(off);
+        let len = avail.min(max_len).min(t.mss as u32);
+        let fin = t.fin_pending() && seqno.wrapping_add(len) == t.fin_seq() && len == avail;
+        if len == 0 && !fin {
+            return 0;
+        }
+        let rexmit = seq::lt(seqno, t.snd_max);
+        let (key, ack, sq) = (t.key, t.rcv_nxt, t.sq);
+        let mut flags = ACK;
+        if fin {
+            flags |= FIN;
+        }
+        let mut ob = [0u8; 40];
+        let ol = self.seg_opts(i, &mut ob);
+        let data = if len > 0 { Some((sq, off, len)) } else { None };
+        if !self.write_seg(tx, &key, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
+            return 0;
+        }
+        if len > 0 {
+            if rexmit {
+                self.counters.tcps_sndrexmitpack += 1;
+                self.counters.tcps_sndrexmitbyte += len as u64;
+            } else {
+                self.counters.tcps_sndpack += 1;
+                self.counters.tcps_sndbyte += len as u64;
+            }
+        }
+        let rto = self.rto_ns(&self.flows[i as usize]);
+        let t = &mut self.flows[i as usize];
+        t.flags &= !(F_ACKNOW | F_TIMING);
+        t.rcv_unacked = 0;
+        t.delack_at = 0;
+        if t.rexmt_at == 0 {
+            t.rexmt_at = now + rto;
+        }
+        len + fin as u32
     }
 
     /// Retransmits one segment at SND.UNA (fast retransmit, partial ACK).
@@ -1119,6 +1279,9 @@ impl TcpHost {
             t.snd_wscale = peer;
             t.rcv_wscale = ours.min(14);
         }
+        if o.sack_ok && self.cfg.sack {
+            t.flags |= F_SACK;
+        }
         if let (Some((tsval, _)), true) = (o.ts, cfg_ts) {
             t.flags |= F_TS;
             t.ts_recent = tsval;
@@ -1169,6 +1332,9 @@ impl TcpHost {
             t.flags |= F_WSCALE;
             t.snd_wscale = peer;
             t.rcv_wscale = ours.min(14);
+        }
+        if o.sack_ok && self.cfg.sack {
+            t.flags |= F_SACK;
         }
         if let (Some((tsval, _)), true) = (o.ts, self.cfg.timestamps) {
             t.flags |= F_TS;
@@ -1260,9 +1426,13 @@ impl TcpHost {
         }
 
         // RFC 7323 §5.3: PAWS, and TS.Recent update.
-        let mut ts_ecr = 0u32;
+        let opts = if t.flags & (F_TS | F_SACK) != 0 && !seg.opts.is_empty() {
+            pkt::parse_opts(seg.opts)
+        } else {
+            pkt::TcpOpts::default()
+        };
         if t.has(F_TS) {
-            if let Some((tsval, tsecr)) = pkt::parse_opts(seg.opts).ts {
+            if let Some((tsval, _)) = opts.ts {
                 let now_ms = (now / 1_000_000) as u32;
                 let idle_24d = now_ms.wrapping_sub(t.ts_recent_age) > 24 * 86_400_000;
                 if flags & RST == 0 && seq::lt(tsval, t.ts_recent) && !idle_24d {
@@ -1276,7 +1446,6 @@ impl TcpHost {
                     t.ts_recent = tsval;
                     t.ts_recent_age = now_ms;
                 }
-                ts_ecr = tsecr;
             }
         }
         let t = &mut self.flows[i as usize];
@@ -1376,7 +1545,7 @@ impl TcpHost {
                 return;
             }
         }
-        if self.process_ack(i, seg, ts_ecr, app, tx) {
+        if self.process_ack(i, seg, &opts, app, tx) {
             return;
         }
 
@@ -1540,14 +1709,17 @@ impl TcpHost {
         t.state = State::TimeWait;
         let mut sq = t.sq;
         let o = t.ooo;
+        let sb = t.sb;
         t.sq = SendQueue::default();
         t.ooo = NO_SIDE;
+        t.sb = NO_SIDE;
         t.delack_at = 0;
         t.rexmt_at = now + tw;
         let report = !t.has(F_REPORTED);
         t.flags |= F_REPORTED;
         self.chunks.clear(&mut sq, &mut self.bufs);
         self.release_ooo(o);
+        self.release_sb(sb);
         self.schedule(i);
         if report {
             app.on_closed(FlowId(i), CloseReason::Normal);
@@ -1560,11 +1732,31 @@ impl TcpHost {
         &mut self,
         i: u32,
         seg: &Segment,
-        ts_ecr: u32,
+        opts: &pkt::TcpOpts,
         app: &mut A,
         tx: &mut S,
     ) -> Gone {
         let now = self.now;
+        let ts_ecr = if self.flows[i as usize].has(F_TS) {
+            opts.ts.map_or(0, |x| x.1)
+        } else {
+            0
+        };
+        // RFC 2018 §3: record SACK blocks in the scoreboard.
+        if opts.sack_n > 0 && self.flows[i as usize].has(F_SACK) {
+            if self.flows[i as usize].sb == NO_SIDE {
+                let b = self.get_sb();
+                let t = &mut self.flows[i as usize];
+                t.sb = b;
+                self.sboards[b as usize].high_rxt = t.snd_una;
+            }
+            let t = &self.flows[i as usize];
+            let (una, max) = (seq::max(t.snd_una, seg.ack), t.snd_max);
+            let sb = &mut self.sboards[t.sb as usize];
+            for &(a, b) in &opts.sack[..opts.sack_n as usize] {
+                sb.add(una, max, a, b);
+            }
+        }
         let t = &mut self.flows[i as usize];
         let ack = seg.ack;
         if seq::gt(ack, t.snd_max) {
@@ -1585,11 +1777,23 @@ impl TcpHost {
             {
                 self.counters.tcps_rcvdupack += 1;
                 let (una, max, mss, fl) = (t.snd_una, t.snd_max, t.mss as u32, t.flight());
+                let sack = t.sb != NO_SIDE;
                 match t.cc.on_dupack(una, max, mss, fl) {
+                    DupAck::FastRetransmit if sack => {
+                        // RFC 6675 §5 step 4: cwnd = ssthresh, then send by pipe.
+                        self.counters.tcps_fastrexmt += 1;
+                        t.cc.cwnd = t.cc.ssthresh;
+                        self.sboards[t.sb as usize].high_rxt = una;
+                        self.sack_output(i, tx);
+                    }
                     DupAck::FastRetransmit => {
                         self.counters.tcps_fastrexmt += 1;
                         t.rexmt_at = 0;
                         self.retransmit_one(i, tx);
+                    }
+                    DupAck::Inflate if sack => {
+                        t.cc.cwnd = t.cc.cwnd.saturating_sub(mss); // no inflation with SACK
+                        self.sack_output(i, tx);
                     }
                     DupAck::Inflate => self.output(i, tx),
                     DupAck::Nothing => {}
@@ -1629,7 +1833,23 @@ impl TcpHost {
             t.backoff = 0;
             let mss = t.mss as u32;
             let flight = t.flight();
+            let sack = t.sb != NO_SIDE;
+            let was_recovering = t.cc.in_recovery;
             let r = t.cc.on_new_ack(acked, ack, mss, flight);
+            if sack {
+                let b = t.sb;
+                self.sboards[b as usize].advance(ack);
+                if was_recovering && r == NewAck::PartialRetransmit {
+                    // RFC 6675: partial ACKs keep cwnd at ssthresh; holes go by pipe.
+                    let t = &mut self.flows[i as usize];
+                    t.cc.cwnd = t.cc.ssthresh;
+                }
+                if self.sboards[b as usize].is_empty() && !self.flows[i as usize].cc.in_recovery {
+                    self.flows[i as usize].sb = NO_SIDE;
+                    self.release_sb(b);
+                }
+            }
+            let t = &mut self.flows[i as usize];
             // RFC 6298 §5.2/5.3: stop or restart the retransmission timer.
             if t.snd_una == t.snd_max {
                 t.rexmt_at = 0;
@@ -1639,7 +1859,11 @@ impl TcpHost {
                 self.flows[i as usize].rexmt_at = now + rto;
             }
             if r == NewAck::PartialRetransmit {
-                self.retransmit_one(i, tx);
+                if self.flows[i as usize].sb != NO_SIDE {
+                    self.sack_output(i, tx);
+                } else {
+                    self.retransmit_one(i, tx);
+                }
             }
             let t = &mut self.flows[i as usize];
             // Window update before callbacks so app sends see the new window.

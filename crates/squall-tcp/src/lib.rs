@@ -89,6 +89,7 @@ pub mod isn;
 pub mod ooo;
 pub mod pkt;
 pub mod rtt;
+pub mod sack;
 pub mod sendq;
 pub mod seq;
 pub mod tcb;

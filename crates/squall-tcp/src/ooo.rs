@@ -26,6 +26,8 @@ pub struct OooQueue {
     /// Absolute sequence ranges [start, end), sorted, disjoint and non-adjacent.
     ranges: [(u32, u32); MAX_RANGES],
     n: u8,
+    /// Start of the most recently stored segment (first SACK block, RFC 2018 §4).
+    last: u32,
 }
 
 impl OooQueue {
@@ -36,6 +38,7 @@ impl OooQueue {
             buf: vec![0u8; cap].into_boxed_slice(),
             ranges: [(0, 0); MAX_RANGES],
             n: 0,
+            last: 0,
         }
     }
 
@@ -51,6 +54,28 @@ impl OooQueue {
     /// Current ranges (for SACK blocks and tests).
     pub fn ranges(&self) -> &[(u32, u32)] {
         &self.ranges[..self.n as usize]
+    }
+    /// Writes up to `max` SACK blocks, the one holding the latest segment first (RFC 2018 §4).
+    pub fn sack_blocks(&self, out: &mut [(u32, u32); 4], max: usize) -> usize {
+        let r = self.ranges();
+        let first = r
+            .iter()
+            .position(|&(s, e)| seq::le(s, self.last) && seq::lt(self.last, e));
+        let mut n = 0;
+        if let Some(f) = first {
+            out[0] = r[f];
+            n = 1;
+        }
+        for (k, &b) in r.iter().enumerate() {
+            if n >= max {
+                break;
+            }
+            if Some(k) != first {
+                out[n] = b;
+                n += 1;
+            }
+        }
+        n
     }
     /// Bytes held.
     pub fn bytes(&self) -> u32 {
@@ -107,6 +132,7 @@ impl OooQueue {
             return OooInsert::Full;
         }
         self.copy_in(seq_start, data);
+        self.last = seq_start;
         if first == n {
             // New disjoint range: insert sorted.
             let mut pos = n;

@@ -156,6 +156,9 @@ pub struct TcpOpts {
     pub sack_ok: bool,
     /// Timestamps (TSval, TSecr).
     pub ts: Option<(u32, u32)>,
+    /// SACK blocks (RFC 2018 §3), `sack_n` of them valid.
+    pub sack: [(u32, u32); 4],
+    pub sack_n: u8,
 }
 
 /// Parses options; malformed lists end the parse (never panics).
@@ -182,6 +185,13 @@ pub fn parse_opts(mut o: &[u8]) -> TcpOpts {
             (3, 3) => r.wscale = Some(o[2].min(14)),
             (4, 2) => r.sack_ok = true,
             (8, 10) => r.ts = Some((be32(o, 2), be32(o, 6))),
+            (5, l) if l >= 10 && (l - 2) % 8 == 0 => {
+                let n = ((l - 2) / 8).min(4);
+                for k in 0..n {
+                    r.sack[k] = (be32(o, 2 + 8 * k), be32(o, 6 + 8 * k));
+                }
+                r.sack_n = n as u8;
+            }
             _ => {}
         }
         o = &o[len..];

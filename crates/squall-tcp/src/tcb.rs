@@ -48,6 +48,8 @@ pub const F_FORCE: u16 = 1 << 8;
 pub const F_HALF_OPEN: u16 = 1 << 9;
 /// Timestamps negotiated (RFC 7323).
 pub const F_TS: u16 = 1 << 10;
+/// SACK negotiated (RFC 2018).
+pub const F_SACK: u16 = 1 << 11;
 
 /// Per-flow state.
 #[derive(Clone, Copy, Debug, Default)]
@@ -84,6 +86,8 @@ pub struct Tcb {
     pub ts_recent_age: u32,
     /// Index of this flow's out-of-order queue in the host's side table, or `NO_SIDE`.
     pub ooo: u32,
+    /// Index of this flow's SACK scoreboard in the host's side table, or `NO_SIDE`.
+    pub sb: u32,
     /// Retransmission-class timer (RTO, SYN retransmit, persist, keepalive, TIME_WAIT), ns; 0 = off.
     pub rexmt_at: u64,
     /// Delayed-ACK deadline, ns; 0 = off.

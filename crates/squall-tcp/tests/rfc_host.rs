@@ -950,3 +950,136 @@ fn rfc7323_5_3_paws_rejects_old_timestamps() {
     assert_eq!(t.app.ev.last(), Some(&Ev::Data(b"new".to_vec())));
     assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().ts_recent, 1100);
 }
+
+// RFC 2018 §2: SACK-permitted negotiated in the handshake.
+#[test]
+fn rfc2018_2_sack_permitted_negotiated() {
+    let mut t = T::new(TcpConfig {
+        sack: true,
+        ..cfg()
+    });
+    let syn = t.connect();
+    assert!(syn.opts.sack_ok);
+    t.feed(
+        t.pseq,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        65535,
+        &[2, 4, 5, 0xb4, 4, 2, 1, 1],
+        &[],
+    );
+    assert_ne!(
+        t.host.tcb(t.flow.unwrap()).unwrap().flags & squall_tcp::tcb::F_SACK,
+        0
+    );
+    let mut u = T::new(TcpConfig {
+        sack: true,
+        ..cfg()
+    });
+    u.established(&[2, 4, 5, 0xb4]);
+    assert_eq!(
+        u.host.tcb(u.flow.unwrap()).unwrap().flags & squall_tcp::tcb::F_SACK,
+        0
+    );
+}
+
+// RFC 2018 §4: the receiver reports out-of-order blocks, the most recent first.
+#[test]
+fn rfc2018_4_receiver_sends_sack_blocks() {
+    let mut t = T::new(TcpConfig {
+        sack: true,
+        ..cfg()
+    });
+    let syn = t.connect();
+    t.feed(
+        t.pseq,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        65535,
+        &[4, 2, 1, 1],
+        &[],
+    );
+    t.pseq += 1;
+    t.take();
+    let iss1 = syn.seq.wrapping_add(1);
+    let p = t.pseq;
+    t.feed(p + 100, iss1, ACK, 65535, &[], &[1u8; 50]);
+    let a = t.one();
+    assert_eq!(a.ack, p);
+    let o = a.opts;
+    assert_eq!(o.sack_n, 1);
+    assert_eq!(o.sack[0], (p + 100, p + 150));
+    t.feed(p + 300, iss1, ACK, 65535, &[], &[1u8; 50]);
+    let o = t.one().opts;
+    assert_eq!(o.sack_n, 2);
+    assert_eq!(o.sack[0], (p + 300, p + 350), "most recent block first");
+    assert_eq!(o.sack[1], (p + 100, p + 150));
+}
+
+// RFC 6675 §5: with SACK, the sender retransmits every hole the scoreboard shows (not one
+// per round trip as NewReno does).
+#[test]
+fn rfc6675_5_sack_recovery_retransmits_holes() {
+    let mut t = T::new(TcpConfig {
+        sack: true,
+        init_cwnd: 10,
+        ..cfg()
+    });
+    let (b, l) = with_data(&mut t, 10 * 1000);
+    t.app.send_on_connect = Some((b, l));
+    let syn = t.connect();
+    t.feed(
+        t.pseq,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        65535,
+        &[2, 4, 0x03, 0xe8, 4, 2, 1, 1],
+        &[],
+    );
+    t.pseq += 1;
+    let segs = t.take();
+    assert_eq!(segs.len(), 10);
+    let u = syn.seq.wrapping_add(1);
+    // Segments 0 and 3 lost; the peer SACKs 1-2 and 4-9 with three duplicate ACKs.
+    let sack = |blocks: &[(u32, u32)]| {
+        let mut o = vec![1, 1, 5, 2 + 8 * blocks.len() as u8];
+        for &(a, b) in blocks {
+            o.extend_from_slice(&a.to_be_bytes());
+            o.extend_from_slice(&b.to_be_bytes());
+        }
+        o
+    };
+    t.feed(t.pseq, u, ACK, 65535, &sack(&[(u + 1000, u + 3000)]), &[]);
+    t.feed(
+        t.pseq,
+        u,
+        ACK,
+        65535,
+        &sack(&[(u + 4000, u + 6000), (u + 1000, u + 3000)]),
+        &[],
+    );
+    assert!(t.take().is_empty());
+    t.feed(
+        t.pseq,
+        u,
+        ACK,
+        65535,
+        &sack(&[(u + 4000, u + 10_000), (u + 1000, u + 3000)]),
+        &[],
+    );
+    let r = t.take();
+    let seqs: Vec<u32> = r.iter().map(|s| s.seq.wrapping_sub(u)).collect();
+    assert_eq!(
+        seqs,
+        vec![0, 3000],
+        "both holes retransmitted at once: {seqs:?}"
+    );
+    assert_eq!(t.host.counters().tcps_sndrexmitpack, 2);
+    // Everything acknowledged: recovery ends, scoreboard released.
+    t.feed(t.pseq, u.wrapping_add(10_000), ACK, 65535, &[], &[]);
+    assert_eq!(
+        t.host.tcb(t.flow.unwrap()).unwrap().sb,
+        squall_tcp::tcb::NO_SIDE
+    );
+    assert!(!t.host.tcb(t.flow.unwrap()).unwrap().cc.in_recovery);
+}

@@ -361,3 +361,44 @@ fn w1_loss_5pct_with_timestamps_and_wscale() {
     check("ts-ws-loss5", &r, false);
     assert!(r.client.tcps_rttupdated > 0);
 }
+
+#[test]
+fn w1_loss_5pct_with_sack_and_timestamps() {
+    let cfg = squall_tcp::TcpConfig {
+        sack: true,
+        timestamps: true,
+        ..w1_config()
+    };
+    let r = run_w1(
+        flows().min(1000),
+        100,
+        Impair {
+            loss: 0.05,
+            reorder: 0.02,
+            reorder_extra_ns: 50_000,
+            ..clean()
+        },
+        19,
+        cfg,
+    );
+    check("sack-ts-loss5", &r, false);
+}
+
+#[test]
+fn w1_loss_20pct_with_sack() {
+    let cfg = squall_tcp::TcpConfig {
+        sack: true,
+        ..w1_config()
+    };
+    let r = run_w1(
+        flows().min(1000),
+        100,
+        Impair {
+            loss: 0.20,
+            ..clean()
+        },
+        20,
+        cfg,
+    );
+    check("sack-loss20", &r, false);
+}
