@@ -194,3 +194,48 @@ def test_l7_percent_sets_rates() -> None:
     assert abs(ratio - 3.0) < 1e-9
     with pytest.raises(ProfileError, match="sum up to 100"):
         ASTFProfile(default_ip_gen=ip_gen(), cap_list=caps[:1])
+
+
+def test_ipv6_raw_ip_and_linux_cooked_link_types(tmp_path) -> None:
+    S, A, P = dpkt.tcp.TH_SYN, dpkt.tcp.TH_ACK, dpkt.tcp.TH_PUSH
+    c6, s6 = "2001:db8::2", "2001:db8::1"
+
+    def v6(src: tuple, dst: tuple, seq: int, flags: int, data: bytes = b"") -> bytes:
+        import socket
+
+        tcp = dpkt.tcp.TCP(sport=src[1], dport=dst[1], seq=seq, flags=flags, data=data)
+        ip = dpkt.ip6.IP6(src=socket.inet_pton(socket.AF_INET6, src[0]),
+                          dst=socket.inet_pton(socket.AF_INET6, dst[0]), nxt=dpkt.ip.IP_PROTO_TCP, hlim=64,
+                          data=tcp, plen=len(tcp))
+        return bytes(ip)
+
+    c, s = (c6, 40000), (s6, 443)
+    frames = [v6(c, s, 10, S), v6(s, c, 70, S | A), v6(c, s, 11, A | P, b"hello"), v6(s, c, 71, A | P, b"world!")]
+    p = str(tmp_path / "v6.pcap")
+    with open(p, "wb") as fh:
+        w = dpkt.pcap.Writer(fh, linktype=dpkt.pcap.DLT_RAW)
+        for i, fr in enumerate(frames):
+            w.writepkt(fr, ts=1.0 + i)
+    conv = load_conversation(p, None)
+    assert conv.client == c and conv.stream("c") == b"hello" and conv.stream("s") == b"world!"
+    # the same IPv4 conversation behind a Linux cooked header
+    sll = []
+    for fr in capgen.tcp_frames():
+        ip = bytes(dpkt.ethernet.Ethernet(fr).data)
+        sll.append(bytes(dpkt.sll.SLL(type=0, hrd=1, hlen=6, hdr=b"\x02" * 6 + b"\0\0", ethtype=0x0800, data=ip)))
+    p2 = str(tmp_path / "sll.pcap")
+    with open(p2, "wb") as fh:
+        w = dpkt.pcap.Writer(fh, linktype=dpkt.pcap.DLT_LINUX_SLL)
+        for i, fr in enumerate(sll):
+            w.writepkt(fr, ts=1.0 + i)
+    assert load_conversation(p2, None).stream("s") == capgen.RESPONSE
+
+
+def test_tcp_pcapng(tmp_path) -> None:
+    p = str(tmp_path / "t.pcapng")
+    with open(p, "wb") as fh:
+        w = dpkt.pcapng.Writer(fh, linktype=dpkt.pcap.DLT_EN10MB)
+        for i, fr in enumerate(capgen.tcp_frames()):
+            w.writepkt(fr, ts=1.0 + i)
+    conv = load_conversation(p, None)
+    assert conv.stream("c") == capgen.REQUEST and conv.stream("s") == capgen.RESPONSE

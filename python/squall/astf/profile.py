@@ -13,7 +13,7 @@ import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .. import __version__
-from ..errors import ProfileError, Site, user_site
+from ..errors import ProfileError, user_site
 from .capture import Conversation, load_conversation
 from .glob_info import ASTFGlobalInfo, Value
 from .ipgen import ASTFIPGen
