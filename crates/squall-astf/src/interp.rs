@@ -21,6 +21,9 @@ pub trait FlowIo {
     fn send(&mut self, buf: BufIdx) -> bool;
     /// TCP: bytes queued by `send` and not yet acknowledged by the peer.
     fn tx_unacked(&self) -> u64;
+    /// TCP: a non-blocking `send` completes once at most this many bytes are
+    /// unacknowledged (the side's `tcp.txbufsize`).
+    fn send_watermark(&self) -> u64;
     /// TCP: in-order payload bytes received so far.
     fn rx_bytes(&self) -> u64;
     /// TCP: is the connection established (handshake done)?
@@ -95,7 +98,8 @@ enum Wait {
     Idle,
     /// Waiting for the condition of the instruction at `pc` (re-checked on every event).
     Cond,
-    /// The `send` at `pc` is queued; waiting until all is acknowledged.
+    /// The `send` at `pc` is queued; waiting until the unacknowledged bytes drop to the
+    /// limit (0 when blocking, the send watermark when not).
     Acked,
     /// `delay` at `pc`: advance when the timer fires.
     Timer,
@@ -215,22 +219,21 @@ impl ProgState {
             budget -= 1;
             match insn {
                 Insn::Send { buf, mode } => {
+                    let blocking = match mode {
+                        SendMode::Current => self.flags & F_NONBLOCK == 0,
+                        SendMode::Blocking => true,
+                        SendMode::NonBlocking => false,
+                    };
+                    // Blocking: wait until everything is acknowledged. Non-blocking: go on
+                    // while at most the send watermark is unacknowledged (bounded memory).
+                    let limit = if blocking { 0 } else { io.send_watermark() };
                     if self.wait != Wait::Acked {
                         if !io.send(buf) {
                             return Status::Running; // retry when the queue has room
                         }
-                        let blocking = match mode {
-                            SendMode::Current => self.flags & F_NONBLOCK == 0,
-                            SendMode::Blocking => true,
-                            SendMode::NonBlocking => false,
-                        };
-                        if !blocking {
-                            self.pc += 1;
-                            continue;
-                        }
                         self.wait = Wait::Acked;
                     }
-                    if io.tx_unacked() > 0 {
+                    if io.tx_unacked() > limit {
                         return Status::Running;
                     }
                     self.wait = Wait::Cond;

@@ -40,6 +40,7 @@ pub struct GroupStats {
 const ESTABLISHED: u8 = 1;
 const PEER_CLOSED: u8 = 2;
 const COUNTED: u8 = 4;
+const SERVER: u8 = 8;
 
 #[derive(Clone, Debug, Default)]
 struct Slot {
@@ -344,6 +345,17 @@ impl TcpApp for AstfTcpApp {
     }
 }
 
+/// The side's `tcp.txbufsize`: how much a non-blocking send may leave unacknowledged.
+fn watermark(profile: &Profile, slot: &Slot) -> u64 {
+    let t = &profile.templates[slot.tpl as usize];
+    let side = if slot.flags & SERVER != 0 {
+        &t.server
+    } else {
+        &t.client
+    };
+    u64::from(side.tcp.txbufsize)
+}
+
 /// FlowIo inside a TCP callback: operations are queued on `Ctl`.
 struct CtlIo<'a> {
     ctl: &'a mut Ctl,
@@ -370,6 +382,9 @@ impl FlowIo for CtlIo<'_> {
     }
     fn tx_unacked(&self) -> u64 {
         self.slot.unacked
+    }
+    fn send_watermark(&self) -> u64 {
+        watermark(self.profile, self.slot)
     }
     fn rx_bytes(&self) -> u64 {
         self.slot.rx
@@ -436,6 +451,9 @@ impl<S: TxSink> FlowIo for HostIo<'_, S> {
     fn tx_unacked(&self) -> u64 {
         self.slot.unacked
     }
+    fn send_watermark(&self) -> u64 {
+        watermark(self.profile, self.slot)
+    }
     fn rx_bytes(&self) -> u64 {
         self.slot.rx
     }
@@ -475,6 +493,9 @@ impl FlowIo for DeadIo {
         false
     }
     fn tx_unacked(&self) -> u64 {
+        0
+    }
+    fn send_watermark(&self) -> u64 {
         0
     }
     fn rx_bytes(&self) -> u64 {

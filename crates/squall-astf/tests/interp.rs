@@ -33,6 +33,8 @@ struct End {
     rng: u64,
     events: Vec<Event>,
     sends: u32,
+    watermark: u64,
+    max_unacked: u64,
 }
 
 struct Io<'a> {
@@ -52,10 +54,14 @@ impl FlowIo for Io<'_> {
         self.end.sends += 1;
         self.end.txq.push_back((buf, 0));
         self.end.unacked += self.profile.buffer(buf).len() as u64;
+        self.end.max_unacked = self.end.max_unacked.max(self.end.unacked);
         true
     }
     fn tx_unacked(&self) -> u64 {
         self.end.unacked
+    }
+    fn send_watermark(&self) -> u64 {
+        self.end.watermark
     }
     fn rx_bytes(&self) -> u64 {
         self.end.rx.len() as u64
@@ -124,6 +130,7 @@ impl Sim {
         let end = || End {
             queue_limit: 64,
             rng: 0x9e37_79b9_7f4a_7c15,
+            watermark: 65536,
             ..End::default()
         };
         Sim {
@@ -696,4 +703,24 @@ fn shipped_examples_run_to_completion() {
             );
         }
     }
+}
+
+#[test]
+fn nonblocking_sends_stop_at_the_watermark() {
+    let p = profile(
+        json!([{"name": "a", "text": "0123456789"}]),
+        json!([{"op": "set_send_blocking", "block": false}, {"op": "set_var", "id": 0, "val": 100},
+               {"op": "set_label", "label": "l"}, {"op": "send", "buf": "a"}, {"op": "jmp_nz", "id": 0, "label": "l"}]),
+        json!([{"op": "recv", "bytes": 1000}]),
+        "tcp",
+    );
+    let mut sim = Sim::new(p);
+    sim.c.watermark = 35;
+    sim.c.queue_limit = usize::MAX;
+    sim.bw = 10;
+    sim.run(1_000_000_000);
+    assert_eq!(sim.s.rx, repeat(b"0123456789", 100));
+    assert_eq!(sim.cstat, Status::Finished(Outcome::Closed));
+    // Never more than the watermark plus one buffer outstanding.
+    assert_eq!(sim.c.max_unacked, 40);
 }
