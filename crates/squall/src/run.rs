@@ -81,6 +81,10 @@ pub struct RunResult {
     pub gen_ns: u64,
     /// CPU time of every worker thread together.
     pub cpu_ns: u64,
+    /// Share of `cpu_ns` spent in loop iterations that did work (real-time modes: idle
+    /// polling excluded by scaling with the busy share of the loop's wall time; the
+    /// simulation counts everything).
+    pub busy_cpu_ns: u64,
     /// The pcap file, if requested.
     pub pcap: Option<Vec<u8>>,
 }
@@ -125,6 +129,31 @@ fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
         cpu_ns,
         still_open: s.host.flow_count() as u64,
         live_end: s.app.live,
+    }
+}
+
+/// Wall time of loop iterations that did work vs all iterations.
+#[derive(Default)]
+struct Busy {
+    busy_ns: u64,
+    all_ns: u64,
+}
+
+impl Busy {
+    #[inline]
+    fn add(&mut self, start: u64, end: u64, work: bool) {
+        let d = end.saturating_sub(start);
+        self.all_ns += d;
+        if work {
+            self.busy_ns += d;
+        }
+    }
+    /// `cpu` scaled by the busy share (sleeps excluded: only loop time counts).
+    fn scale(&self, cpu: u64) -> u64 {
+        if self.all_ns == 0 {
+            return cpu;
+        }
+        (cpu as u128 * self.busy_ns as u128 / self.all_ns as u128) as u64
     }
 }
 
@@ -224,12 +253,16 @@ fn run_single(
     let mut now = t0;
     let mut last_pub = 0u64;
     let mut same_time = 0u64;
+    let mut busy = Busy::default();
     loop {
         if let Some(ck) = clock {
             now = ck.now_ns();
         }
         let w1 = c.iterate(now, pcap.as_mut());
         let w2 = s.iterate(now, pcap.as_mut());
+        if let Some(ck) = clock {
+            busy.add(now, ck.now_ns(), w1 || w2);
+        }
         if c.is_idle() && s.is_idle() {
             break;
         }
@@ -289,6 +322,11 @@ fn run_single(
         elapsed_ns: now - t0,
         gen_ns: cfg.duration_ns,
         cpu_ns: cpu,
+        busy_cpu_ns: if clock.is_some() {
+            busy.scale(cpu)
+        } else {
+            cpu
+        },
         pcap: pcap.map(PcapCap::into_bytes),
     })
 }
@@ -317,9 +355,11 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                 now = clock.now_ns();
             }
             let mut last_pub = 0;
+            let mut busy = Busy::default();
             loop {
                 now = clock.now_ns();
                 let w = c.iterate(now, None);
+                busy.add(now, clock.now_ns(), w);
                 if c.is_idle() {
                     break;
                 }
@@ -342,7 +382,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             cd.store(true, Ordering::Release);
             c.release_frames();
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
-            (report(&c, cpu), now)
+            (report(&c, cpu), now, busy.scale(cpu))
         })
         .map_err(|e| e.to_string())?;
     let live_s = live.clone();
@@ -354,9 +394,11 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let cpu0 = thread_cpu_ns();
             let mut last_pub = 0;
             let mut done_at = None;
+            let mut busy = Busy::default();
             loop {
                 let now = clock.now_ns();
                 let w = s.iterate(now, None);
+                busy.add(now, clock.now_ns(), w);
                 if client_done.load(Ordering::Acquire) {
                     // Let the client's last frames (final ACKs, RSTs) arrive.
                     let d = *done_at.get_or_insert(now);
@@ -382,14 +424,15 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             publish_server(&live_s, &s);
             s.release_frames();
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
-            report(&s, cpu)
+            (report(&s, cpu), busy.scale(cpu))
         })
         .map_err(|e| e.to_string())?;
-    let (client, end) = ct.join().map_err(|_| "client thread panicked")?;
-    let server = st.join().map_err(|_| "server thread panicked")?;
+    let (client, end, cbusy) = ct.join().map_err(|_| "client thread panicked")?;
+    let (server, sbusy) = st.join().map_err(|_| "server thread panicked")?;
     live.done.store(true, Ordering::Relaxed);
     Ok(RunResult {
         cpu_ns: client.cpu_ns + server.cpu_ns,
+        busy_cpu_ns: cbusy + sbusy,
         client,
         server,
         elapsed_ns: end.saturating_sub(t0),

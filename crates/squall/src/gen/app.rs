@@ -73,6 +73,7 @@ struct Io<'a> {
     rng: &'a mut u64,
     bufs: &'a [(BufId, u32)],
     misuse: &'a mut u64,
+    watermark: u64,
 }
 
 impl FlowIo for Io<'_> {
@@ -91,6 +92,9 @@ impl FlowIo for Io<'_> {
     }
     fn tx_unacked(&self) -> u64 {
         self.slot.queued.saturating_sub(self.slot.acked)
+    }
+    fn send_watermark(&self) -> u64 {
+        self.watermark
     }
     fn rx_bytes(&self) -> u64 {
         self.slot.rx
@@ -159,6 +163,8 @@ pub struct GenApp {
     now: u64,
     /// Templates where a side may legitimately see the flow reset (a program has `reset`).
     expect_reset: Vec<bool>,
+    /// Per template: (client, server) `tcp.txbufsize`, the non-blocking send watermark.
+    txbuf: Vec<(u64, u64)>,
     /// Client endpoints of ended client flows, to give back to the allocators.
     pub released: Vec<(u16, ClientAddr)>,
     /// Flows with a live program-or-connection (started, not yet ended).
@@ -181,6 +187,16 @@ impl GenApp {
             .map(|t| has_reset(&profile, t.client_program) || has_reset(&profile, t.server_program))
             .collect();
         let stats = SideStats::new(profile.tg_names.len());
+        let txbuf = profile
+            .templates
+            .iter()
+            .map(|t| {
+                (
+                    u64::from(t.client.tcp.txbufsize),
+                    u64::from(t.server.tcp.txbufsize),
+                )
+            })
+            .collect();
         GenApp {
             bufs,
             progs: Vec::new(),
@@ -191,6 +207,7 @@ impl GenApp {
             rng: seed,
             now,
             expect_reset,
+            txbuf,
             released: Vec::new(),
             live: 0,
             stats,
@@ -259,7 +276,10 @@ impl GenApp {
             return;
         }
         let mut misuse = 0u64;
+        let (ctx, stx) = self.txbuf.get(slot.tpl as usize).copied().unwrap_or((0, 0));
+        let watermark = if slot.has(F_CLIENT) { ctx } else { stx };
         let mut io = Io {
+            watermark,
             now: self.now,
             slot,
             ops: &mut self.ops,
