@@ -239,3 +239,27 @@ def test_tcp_pcapng(tmp_path) -> None:
             w.writepkt(fr, ts=1.0 + i)
     conv = load_conversation(p, None)
     assert conv.stream("c") == capgen.REQUEST and conv.stream("s") == capgen.RESPONSE
+
+
+def test_corrupt_captures_only_raise_profile_errors(tmp_path) -> None:
+    import random
+
+    rng = random.Random(7)
+    srcs = []
+    for n in ("http_get.pcap", "dns_udp.pcapng", "tcp_ooo_retrans.pcap"):
+        with open(os.path.join(PCAPS, n), "rb") as f:
+            srcs.append(f.read())
+    p = str(tmp_path / "f.pcap")
+    for _ in range(300):
+        d = bytearray(rng.choice(srcs))
+        if rng.randrange(3) == 0:
+            d = d[: rng.randrange(len(d))]
+        else:
+            for _ in range(rng.randrange(1, 8)):
+                d[rng.randrange(len(d))] = rng.randrange(256)
+        with open(p, "wb") as f:
+            f.write(d)
+        try:
+            load_conversation(p, None)
+        except ProfileError:
+            pass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+from struct import error as StructError
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -112,15 +113,9 @@ def _read_packets(path: str, site: Optional[Site]) -> List[_Pkt]:
                 p = _decode(n, float(ts), raw, dlt, path, site)
                 if p is not None:
                     out.append(p)
-        except (dpkt.dpkt.Error, ValueError, struct_error) as e:
+        except (dpkt.dpkt.Error, ValueError, StructError, IndexError, KeyError, TypeError, OverflowError) as e:
             raise ProfileError(f"{path}: truncated or corrupt capture ({e})", site, "file") from None
     return out
-
-
-try:
-    from struct import error as struct_error
-except ImportError:  # pragma: no cover
-    struct_error = ValueError  # type: ignore[misc,assignment]
 
 
 def _decode(n: int, ts: float, raw: bytes, dlt: int, path: str, site: Optional[Site]) -> Optional[_Pkt]:
