@@ -3,8 +3,13 @@ fragments, bad checksums); squall-wire parses them; every field must equal
 scapy's own reading of the same bytes."""
 
 import random
+import sys
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from wire_helpers import recomputed, scapy_tcp_options  # noqa: E402
 
 N_RANDOM = 400
 
@@ -119,37 +124,6 @@ def random_packet(r, s):
         if layer is s.UDP and pkt[layer].chksum == 0:
             pkt[layer].chksum = 1
     return pkt
-
-
-def scapy_tcp_options(opts):
-    """scapy's parsed option list in wirecheck's JSON form."""
-    out = []
-    for name, val in opts:
-        if name == "EOL":
-            out.append({"kind": "eol"})
-        elif name == "NOP":
-            out.append({"kind": "nop"})
-        elif name == "MSS":
-            out.append({"kind": "mss", "value": val})
-        elif name == "WScale":
-            out.append({"kind": "wscale", "value": val})
-        elif name == "SAckOK":
-            out.append({"kind": "sackok"})
-        elif name == "Timestamp":
-            out.append({"kind": "ts", "tsval": val[0], "tsecr": val[1]})
-        elif name == "SAck":
-            vals = list(val) if isinstance(val, tuple) else [val]
-            out.append({"kind": "sack", "blocks": [[vals[i], vals[i + 1]] for i in range(0, len(vals), 2)]})
-        else:
-            out.append({"kind": "unknown", "type": name, "data": bytes(val).hex()})
-    return out
-
-
-def recomputed(s, frame, layer):
-    """The checksum scapy computes for `layer` of `frame`."""
-    p = s.Ether(frame)
-    del p[layer].chksum
-    return s.Ether(bytes(p))[layer].chksum
 
 
 def check_frame(s, frame, got):

@@ -4,8 +4,11 @@ pcap without malformed-packet or bad-checksum reports."""
 
 import re
 import subprocess
+import sys
+from pathlib import Path
 
-from test_scapy_to_squall import recomputed, scapy_tcp_options
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from wire_helpers import recomputed, scapy_tcp_options  # noqa: E402
 
 TSHARK_CHECKS = [
     "-o", "tcp.check_checksum:TRUE",
