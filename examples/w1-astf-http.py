@@ -5,7 +5,7 @@
 2 segments, delayed ACK 100 ms. The client closes after the last byte; the server
 closes on the client's FIN. Compiles to the equivalent of w1-astf-http.json.
 
-    python3 -m squall.compile examples/w1-astf-http.py
+    python3 -m squall.compile examples/w1-astf-http.py [-t initwnd=10]
 """
 
 from squall.astf import (ASTFAssociationRule, ASTFGlobalInfo, ASTFIPGen, ASTFIPGenDist,

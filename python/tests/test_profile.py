@@ -221,3 +221,18 @@ def test_to_json_str_round_trips() -> None:
     p = profile_of(*http_programs())
     assert json.loads(p.to_json_str()) == p.to_json()
     assert "\n" not in p.to_json_str(pretty=False)
+
+
+def test_print_stats_and_update_keepalive(capsys) -> None:
+    p = profile_of(*http_programs())
+    p.print_stats()
+    out = capsys.readouterr().out
+    assert "Num buffers: 2" in out and "total bytes:" in out
+    c = ASTFProgram(stream=False)
+    c.set_keepalive_msg(5000)
+    c.send_msg(b"q")
+    s = ASTFProgram(stream=False)
+    s.set_label("x")
+    s.recv_msg(1)
+    c.update_keepalive(s)
+    assert [i.op for i in s.instrs][:2] == ["set_keepalive_msg", "set_label"] and s.labels["x"] == 1

@@ -179,6 +179,23 @@ class ASTFProfile:
             out["global"] = glob
         return out
 
+    def print_stats(self) -> None:
+        """Print buffers, programs and each template's bytes per flow and L7 rate (TRex)."""
+        ir = self.to_json()
+        print(f"Num buffers: {len(ir['buffers'])}")
+        print(f"Num programs: {len(ir['programs'])}")
+        tot_bps = 0.0
+        tot_cps = 0.0
+        for i, t in enumerate(self.templates):
+            ct, st = t.client_template, t.server_template
+            nbytes = ct.program.total_send_bytes + st.program.total_send_bytes
+            bps = nbytes * ct.cps * 8
+            print(f"template {i}:")
+            print(f"  total bytes:{nbytes} cps:{ct.cps} bps(bytes * cps * 8):{bps:g}")
+            tot_bps += bps
+            tot_cps += ct.cps
+        print(f"total for all templates - cps:{tot_cps:g} bps:{tot_bps:g}")
+
     def to_json_str(self, pretty: bool = True, sort_keys: bool = False) -> str:
         """`to_json()` as a string (indented when `pretty`)."""
         data = self.to_json()

@@ -403,6 +403,14 @@ class ASTFProgram:
         self._add(Instr("jmp_dp", site, {"duration_usec": usec},
                         var=self._var(var_id, site, define=False), label=label))
 
+    def update_keepalive(self, prog_s: "ASTFProgram") -> None:
+        """Copy this program's leading `set_keepalive_msg` to the front of `prog_s` (TRex)."""
+        if self.instrs and self.instrs[0].op == "set_keepalive_msg":
+            if not (prog_s.instrs and prog_s.instrs[0].op == "set_keepalive_msg"):
+                ins = self.instrs[0]
+                prog_s.instrs.insert(0, Instr(ins.op, ins.site, dict(ins.args)))
+                prog_s.labels = {k: v + 1 for k, v in prog_s.labels.items()}
+
     # ---- queries ---------------------------------------------------------------------
 
     def is_stream(self) -> bool:
