@@ -88,6 +88,16 @@ impl Frame<'_> {
             L3::Arp(_) | L3::Other(_) => true,
         }
     }
+
+    /// [`checksums_ok`](Self::checksums_ok) as a `Result`, for `?` chains:
+    /// `Err(Error::BadChecksum)` if any checksum fails.
+    pub fn check_checksums(&self) -> Result<()> {
+        if self.checksums_ok() {
+            Ok(())
+        } else {
+            Err(crate::Error::BadChecksum)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -150,6 +160,11 @@ mod tests {
             let last = bad.len() - 1;
             bad[last] ^= 0x40;
             assert!(!parse_frame(&bad).unwrap().checksums_ok());
+            assert_eq!(
+                parse_frame(&bad).unwrap().check_checksums(),
+                Err(Error::BadChecksum)
+            );
+            assert_eq!(p.check_checksums(), Ok(()));
         }
     }
 
