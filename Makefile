@@ -35,7 +35,9 @@ test-rust:
 	$(CARGO) test --workspace --profile ci
 
 test-python:
-	$(PY) -m pytest -q python/tests tests/crosscheck
+	cd python && $(PY) -m mypy --strict squall
+	$(CARGO) build --profile ci -p squall --bin squall
+	SQUALL_BIN=$(CURDIR)/target/ci/squall $(PY) -m pytest -q python/tests tests/crosscheck
 
 fuzz:
 	scripts/fuzz.sh $(SECONDS_PER_FUZZ)
