@@ -20,8 +20,9 @@ use squall_tcp::{
 
 use crate::alloc::ClientAddr;
 use crate::interp::{Event, FlowIo, Outcome, ProgState, Status};
-use crate::model::{BufIdx, Profile, SideTunables, TemplateIdx, Transport};
+use crate::model::{BufIdx, Profile, SideTunables, Transport};
 use crate::rng::Rng;
+use crate::sched::FlowStart;
 
 /// Outcome counters of one template group.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -42,13 +43,53 @@ const PEER_CLOSED: u8 = 2;
 const COUNTED: u8 = 4;
 const SERVER: u8 = 8;
 
-#[derive(Clone, Debug, Default)]
+/// Latency of one completed client flow, in microseconds from its *scheduled* start
+/// (open-loop: a generator that falls behind shows it as latency).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LatencySample {
+    pub tg_id: u16,
+    /// Scheduled start to handshake complete (SYN -> SYN-ACK seen).
+    pub connect_us: u32,
+    /// Scheduled start to the first response byte (`None`: nothing was received).
+    pub first_byte_us: Option<u32>,
+    /// Scheduled start to the last response byte.
+    pub last_byte_us: Option<u32>,
+}
+
+const NO_TIME: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
 struct Slot {
     st: Option<ProgState>,
     tpl: u16,
     flags: u8,
     rx: u64,
     unacked: u64,
+    /// Scheduled start (client flows).
+    t0_ns: u64,
+    connect_us: u32,
+    first_us: u32,
+    last_us: u32,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Slot {
+            st: None,
+            tpl: 0,
+            flags: 0,
+            rx: 0,
+            unacked: 0,
+            t0_ns: 0,
+            connect_us: NO_TIME,
+            first_us: NO_TIME,
+            last_us: NO_TIME,
+        }
+    }
+}
+
+fn since_us(now: u64, t0: u64) -> u32 {
+    (now.saturating_sub(t0) / 1000).min(u64::from(NO_TIME - 1)) as u32
 }
 
 /// Runs profile programs on the flows of one `TcpHost`. See the module documentation.
@@ -64,6 +105,7 @@ pub struct AstfTcpApp {
     pub groups: Vec<GroupStats>,
     /// Accepted connections no template's association matched (reset).
     pub no_template: u64,
+    latency: Vec<LatencySample>,
 }
 
 /// A TCP configuration carrying one side's tunables.
@@ -106,6 +148,7 @@ impl AstfTcpApp {
             rng: Rng::derive(seed, 0xa5f0),
             now: now_ns,
             no_template: 0,
+            latency: Vec::new(),
         }
     }
 
@@ -123,27 +166,35 @@ impl AstfTcpApp {
         }
     }
 
-    /// Opens a client flow of template `tpl` from `src` to `dst_ip` (port from
-    /// the template). Its program starts when the handshake completes.
+    /// Opens the client flow `start` (from the scheduler) from `src` to `dst_ip` (port
+    /// from the template). Its program starts when the handshake completes; latency is
+    /// measured from `start.at_ns`.
     pub fn open<S: TxSink>(
         &mut self,
         host: &mut TcpHost,
         tx: &mut S,
         now: u64,
-        tpl: TemplateIdx,
+        start: &FlowStart,
         src: ClientAddr,
         dst_ip: u32,
     ) -> Result<FlowId, ConnectError> {
         self.now = now;
+        let tpl = start.template;
         let t = &self.profile.templates[tpl.0 as usize];
         let (port, prog) = (t.port, t.client_program);
         let f = host.connect(now, tx, src.ip, src.port, dst_ip, port)?;
         *self.slot(f) = Slot {
             st: Some(ProgState::new(prog)),
             tpl: tpl.0,
+            t0_ns: start.at_ns,
             ..Slot::default()
         };
         Ok(f)
+    }
+
+    /// Moves the latency samples of client flows completed so far into `out`.
+    pub fn take_latency(&mut self, out: &mut Vec<LatencySample>) {
+        out.append(&mut self.latency);
     }
 
     /// Processes a received frame.
@@ -198,6 +249,15 @@ impl AstfTcpApp {
         }
         slot.flags |= COUNTED;
         let tg = self.profile.templates[slot.tpl as usize].tg_id as usize;
+        if o == Outcome::Closed && slot.flags & SERVER == 0 && slot.connect_us != NO_TIME {
+            let opt = |v: u32| (v != NO_TIME).then_some(v);
+            self.latency.push(LatencySample {
+                tg_id: tg as u16,
+                connect_us: slot.connect_us,
+                first_byte_us: opt(slot.first_us),
+                last_byte_us: opt(slot.last_us),
+            });
+        }
         let g = &mut self.groups[tg];
         match o {
             Outcome::Closed => g.closed += 1,
@@ -289,11 +349,15 @@ impl TcpApp for AstfTcpApp {
                 }
             }
         }
+        let now = self.now;
         let slot = self.slot(f);
         if slot.st.is_none() {
             return;
         }
         slot.flags |= ESTABLISHED;
+        if slot.flags & SERVER == 0 {
+            slot.connect_us = since_us(now, slot.t0_ns);
+        }
         let tpl = slot.tpl as usize;
         let tg = self.profile.templates[tpl].tg_id as usize;
         self.groups[tg].started += 1;
@@ -309,6 +373,13 @@ impl TcpApp for AstfTcpApp {
             return;
         }
         slot.rx += data.len() as u64;
+        if slot.flags & SERVER == 0 {
+            let t = since_us(self.now, slot.t0_ns);
+            if slot.first_us == NO_TIME {
+                slot.first_us = t;
+            }
+            slot.last_us = t;
+        }
         let tg = self.profile.templates[slot.tpl as usize].tg_id as usize;
         self.groups[tg].rx_bytes += data.len() as u64;
         self.feed(ctl, f, Event::Data);
@@ -526,10 +597,10 @@ mod tests {
 
     #[test]
     fn per_flow_state_is_small() {
-        // Interpreter state (32 B) + counters and flags the interpreter reads.
+        // Interpreter state (32 B), the counters it reads, the latency timestamps: 72 B.
         assert_eq!(std::mem::size_of::<ProgState>(), 32);
         assert!(
-            std::mem::size_of::<Slot>() <= 64,
+            std::mem::size_of::<Slot>() <= 72,
             "{}",
             std::mem::size_of::<Slot>()
         );

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use squall_astf::alloc::{ClientAlloc, PortRange, ServerPick};
-use squall_astf::sched::{SchedConfig, Scheduler};
-use squall_astf::tcp::{tcp_config, AstfTcpApp, GroupStats};
+use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
+use squall_astf::tcp::{tcp_config, AstfTcpApp, GroupStats, LatencySample};
 use squall_astf::*;
 use squall_tcp::{TcpConfig, TcpHost, TxSink};
 
@@ -41,14 +41,15 @@ fn example(name: &str) -> Arc<Profile> {
 }
 
 /// Runs `profile` at `mult` for `duration_ns` of flow starts, then until every program
-/// ended (or 60 s of virtual time). `extra` flows go to (template 0, server address).
-fn run(profile: Arc<Profile>, mult: f64, duration_ns: u64, extra: &[u32]) -> Run {
+/// ended (or 60 s of virtual time). `extra` flows of template 0 go to (server address,
+/// scheduled that long before now).
+fn run(profile: Arc<Profile>, mult: f64, duration_ns: u64, extra: &[(u32, u64)]) -> Run {
     let t0 = &profile.templates[0];
     let base = TcpConfig {
         max_flows: 8192,
         ..TcpConfig::default()
     };
-    let mut now = 1_000;
+    let mut now = 1_000_000_000;
     let mut ch = TcpHost::new(
         tcp_config(
             &t0.client,
@@ -99,10 +100,14 @@ fn run(profile: Arc<Profile>, mult: f64, duration_ns: u64, extra: &[u32]) -> Run
         .collect();
     let (mut cq, mut sq) = (Sink::default(), Sink::default());
     let mut opened = 0;
-    for &dst in extra {
+    for &(dst, late) in extra {
         let a = allocs[0].alloc(|_, _| false).unwrap();
-        capp.open(&mut ch, &mut cq, now, TemplateIdx(0), a, dst)
-            .unwrap();
+        let start = FlowStart {
+            template: TemplateIdx(0),
+            at_ns: now - late,
+            seq: 0,
+        };
+        capp.open(&mut ch, &mut cq, now, &start, a, dst).unwrap();
         opened += 1;
     }
     let mut starts = Vec::new();
@@ -114,7 +119,7 @@ fn run(profile: Arc<Profile>, mult: f64, duration_ns: u64, extra: &[u32]) -> Run
             let t = s.template.0 as usize;
             let a = allocs[t].alloc(|_, _| false).expect("ports");
             let dst = servers[t].pick();
-            capp.open(&mut ch, &mut cq, now, s.template, a, dst)
+            capp.open(&mut ch, &mut cq, now, s, a, dst)
                 .expect("connect");
             opened += 1;
         }
@@ -185,13 +190,27 @@ fn w1_over_real_tcp() {
     };
     assert_eq!(*s, want);
     assert_eq!(r.sapp.no_template, 0);
+    let mut lat: Vec<LatencySample> = Vec::new();
+    let mut capp = r.capp;
+    capp.take_latency(&mut lat);
+    assert_eq!(lat.len(), 200);
+    for l in &lat {
+        let (first, last) = (l.first_byte_us.unwrap(), l.last_byte_us.unwrap());
+        // The test wire delivers within the same 10 us step as the SYN was sent, so the
+        // handshake completes in the flow's first step; data takes further steps.
+        assert!(l.connect_us <= 10, "{l:?}");
+        assert!(l.connect_us < first && first <= last, "{l:?}");
+        assert_eq!(p.tg_names[l.tg_id as usize], "http");
+    }
+    capp.take_latency(&mut lat);
+    assert_eq!(lat.len(), 200, "drained");
 }
 
 #[test]
 fn unassociated_server_address_is_refused() {
     let p = example("w1-astf-http.json");
     let other = u32::from(std::net::Ipv4Addr::new(48, 0, 0, 2));
-    let r = run(p.clone(), 1.0, 1, &[other]);
+    let r = run(p.clone(), 1.0, 1, &[(other, 0)]);
     assert_eq!(r.sapp.no_template, 1);
     let c = group(&r.capp, &p, "http");
     // The flow at t=0 of the schedule works; the one to 48.0.0.2 is reset by the server.
@@ -237,4 +256,18 @@ fn server_speaks_first_over_real_tcp() {
     assert!(n >= 2);
     assert_eq!((c.closed, s.closed), (n, n), "{c:?} {s:?}");
     assert_eq!((c.rx_bytes, s.rx_bytes), (n * 51, n * 6));
+}
+
+#[test]
+fn latency_counts_from_the_scheduled_start() {
+    let p = example("w1-astf-http.json");
+    let server = u32::from(std::net::Ipv4Addr::new(48, 0, 0, 1));
+    // A flow handed out 5 ms late (the generator stalled): its latency shows it.
+    let mut r = run(p, 1.0, 1, &[(server, 5_000_000)]);
+    let mut lat = Vec::new();
+    r.capp.take_latency(&mut lat);
+    assert_eq!(lat.len(), 2);
+    lat.sort_by_key(|l| l.connect_us);
+    assert!(lat[0].connect_us <= 10, "{lat:?}");
+    assert!((5_000..=5_010).contains(&lat[1].connect_us), "{lat:?}");
 }
