@@ -37,6 +37,8 @@ impl RunCfg {
 /// Counters shared by the drivers.
 #[derive(Default)]
 struct Tally {
+    /// Driver loop iterations so far.
+    iters: u64,
     ops: u64,
     errors: u64,
     l7_bytes: u64,
@@ -110,18 +112,24 @@ struct ClientApp {
     t_sent: Duration,
     /// Last time this slot moved a byte or changed state (stall detection).
     last_progress: Duration,
+    /// Driver iteration of that progress.
+    last_iter: u64,
 }
 
-/// A flow with no progress for this long at the end of a run is counted as an error.
+/// A flow with no progress for this long at the end of a run is counted as an error...
 pub const STALL: Duration = Duration::from_secs(1);
+/// ...if the driver also went round this many times meanwhile (a thread starved by other
+/// load on a shared machine is not a stalled flow).
+pub const STALL_ITERS: u64 = 100_000;
 
-/// Counts client slots that are mid-flow but have not moved for [`STALL`]: every flow must
-/// end in success or a counted failure, never hang unseen.
+/// Counts client slots that are mid-flow but have not moved for [`STALL`] and
+/// [`STALL_ITERS`]: every flow must end in success or a counted failure, never hang unseen.
 fn count_stalled<P: MemPair>(pair: &P, capps: &[ClientApp], w: &Window, tally: &mut Tally) {
     let end = w.start_elapsed + w.t.elapsed();
     for (id, c) in capps.iter().enumerate() {
         if pair.state(Side::Client, id) != SockState::Idle
             && end.saturating_sub(c.last_progress) > STALL
+            && tally.iters - c.last_iter > STALL_ITERS
         {
             tally.errors += 1;
         }
@@ -168,6 +176,7 @@ fn drive<P: MemPair>(
             _ => {}
         }
         ready.clear();
+        tally.iters += 1;
         let moved = pair.poll(now, &mut ready);
         let mut acted = false;
         for &(side, id) in &ready {
@@ -198,6 +207,7 @@ pub fn run_w1<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
                 let acted = w1_client(pair, id, c, &req, &resp, tally);
                 if acted {
                     c.last_progress = now;
+                    c.last_iter = tally.iters;
                 }
                 acted
             }
@@ -332,6 +342,7 @@ pub fn run_w2<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
                 let acted = w2_client(pair, id, c, &req, &resp, now, h, tally);
                 if acted {
                     c.last_progress = now;
+                    c.last_iter = tally.iters;
                 }
                 acted
             }

@@ -179,6 +179,7 @@ impl MemPair for FakePair {
     }
 }
 
+/// Short bound for runs expected to fail; clean runs use [`cfg_ok`].
 fn cfg(conns: usize) -> RunCfg {
     let mut c = RunCfg::new(conns, 0.2);
     c.warmup = 0.02;
@@ -186,10 +187,17 @@ fn cfg(conns: usize) -> RunCfg {
     c
 }
 
+/// A long bound ended by `max_ops`, so a starved test thread still completes its ops.
+fn cfg_ok(conns: usize) -> RunCfg {
+    let mut c = cfg(conns);
+    c.seconds = 20.0;
+    c
+}
+
 #[test]
 fn w1_completes_connections_without_errors() {
     let mut p = FakePair::new(10, false);
-    let r = run_w1(&mut p, &cfg(10));
+    let r = run_w1(&mut p, &cfg_ok(10));
     assert_eq!(r.errors, 0);
     assert!(r.cps.unwrap() > 0.0, "{r:?}");
     assert_eq!(r.workload, "W1");
@@ -210,7 +218,7 @@ fn w1_counts_corrupted_responses_as_errors() {
 #[test]
 fn w2_loops_requests_without_errors() {
     let mut p = FakePair::new(8, false);
-    let r = run_w2(&mut p, &cfg(8));
+    let r = run_w2(&mut p, &cfg_ok(8));
     assert_eq!(r.errors, 0);
     assert!(r.rps.unwrap() > 0.0, "{r:?}");
     assert!(r.p50_us.is_some() && r.p99_us >= r.p50_us);

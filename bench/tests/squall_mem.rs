@@ -6,7 +6,8 @@ use squall_bench::squall::{run, SquallIdle};
 use squall_bench::workload::{run_w3, RunCfg};
 
 fn cfg(conns: usize, max_ops: u64) -> RunCfg {
-    let mut c = RunCfg::new(conns, 1.0);
+    // Long bound, small op count: runs end on `max_ops`.
+    let mut c = RunCfg::new(conns, 20.0);
     c.warmup = 0.05;
     c.max_ops = max_ops;
     c
