@@ -6,7 +6,7 @@
 //! receiver reads the header and checks the sequence (a gap or a bad header is an error).
 //!
 //! Usage: `cargo run --release -p squall-port --example wire64 -- [--seconds S]
-//! [--runs R] [--burst B] [--cores C0,C1] [--same-thread]`
+//! [--runs R] [--burst B] [--cores C0,C1] [--ring N] [--frames N] [--same-thread]`
 //!
 //! The `--seconds` budget (default 3) is split over `--runs` runs (default 3); the line
 //! carries the median run (by rate) and every run's rate in `runs_mpps`.
@@ -28,6 +28,8 @@ struct Args {
     seconds: f64,
     burst: usize,
     cores: [usize; 2],
+    ring: u32,
+    frames: u32,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -37,6 +39,8 @@ fn parse_args() -> Result<Args, String> {
         seconds: 3.0,
         burst: 32,
         cores: [0, 1],
+        ring: 1024,
+        frames: 4096,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -49,6 +53,8 @@ fn parse_args() -> Result<Args, String> {
             "--seconds" => a.seconds = v.parse().map_err(|_| "bad --seconds")?,
             "--burst" => a.burst = v.parse().map_err(|_| "bad --burst")?,
             "--runs" => a.runs = v.parse().map_err(|_| "bad --runs")?,
+            "--ring" => a.ring = v.parse().map_err(|_| "bad --ring")?,
+            "--frames" => a.frames = v.parse().map_err(|_| "bad --frames")?,
             "--cores" => {
                 let c: Vec<usize> = v
                     .split(',')
@@ -220,8 +226,8 @@ struct Run {
 /// One run of `seconds` with the sender on core C0 and the receiver on core C1.
 fn two_threads(args: &Args, seconds: f64) -> Result<Run, String> {
     let (mut tx_port, mut rx_port) = pair(MemConfig {
-        frames: 4096,
-        ring_size: 1024,
+        frames: args.frames,
+        ring_size: args.ring,
         ..MemConfig::default()
     })
     .map_err(|e| e.to_string())?;
