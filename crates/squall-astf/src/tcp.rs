@@ -20,7 +20,7 @@ use squall_tcp::{
 
 use crate::alloc::ClientAddr;
 use crate::interp::{Event, FlowIo, Outcome, ProgState, Status};
-use crate::model::{BufIdx, Profile, SideTunables, Transport};
+use crate::model::{BufIdx, Profile, SideTunables, TemplateIdx, Transport};
 use crate::rng::Rng;
 use crate::sched::FlowStart;
 
@@ -65,8 +65,9 @@ struct Slot {
     flags: u8,
     rx: u64,
     unacked: u64,
-    /// Scheduled start (client flows).
+    /// Scheduled start and source address (client flows).
     t0_ns: u64,
+    src: ClientAddr,
     connect_us: u32,
     first_us: u32,
     last_us: u32,
@@ -81,6 +82,7 @@ impl Default for Slot {
             rx: 0,
             unacked: 0,
             t0_ns: 0,
+            src: ClientAddr { ip: 0, port: 0 },
             connect_us: NO_TIME,
             first_us: NO_TIME,
             last_us: NO_TIME,
@@ -106,6 +108,7 @@ pub struct AstfTcpApp {
     /// Accepted connections no template's association matched (reset).
     pub no_template: u64,
     latency: Vec<LatencySample>,
+    closed: Vec<(TemplateIdx, ClientAddr)>,
 }
 
 /// A TCP configuration carrying one side's tunables.
@@ -149,6 +152,7 @@ impl AstfTcpApp {
             now: now_ns,
             no_template: 0,
             latency: Vec::new(),
+            closed: Vec::new(),
         }
     }
 
@@ -187,9 +191,16 @@ impl AstfTcpApp {
             st: Some(ProgState::new(prog)),
             tpl: tpl.0,
             t0_ns: start.at_ns,
+            src,
             ..Slot::default()
         };
         Ok(f)
+    }
+
+    /// Moves the (template, source address) of client flows that ended since the last call
+    /// into `out`: give them back to the template's `ClientAlloc::release`.
+    pub fn take_closed(&mut self, out: &mut Vec<(TemplateIdx, ClientAddr)>) {
+        out.append(&mut self.closed);
     }
 
     /// Moves the latency samples of client flows completed so far into `out`.
@@ -407,6 +418,10 @@ impl TcpApp for AstfTcpApp {
             return;
         }
         self.timers.cancel(f.0);
+        let slot = &self.slots[i];
+        if slot.st.is_some() && slot.flags & SERVER == 0 {
+            self.closed.push((TemplateIdx(slot.tpl), slot.src));
+        }
         if let Some(mut st) = self.slots[i].st.take() {
             let status = st.on_event(&self.profile.clone(), &mut DeadIo, Event::Aborted);
             self.slots[i].st = Some(st);
@@ -597,10 +612,10 @@ mod tests {
 
     #[test]
     fn per_flow_state_is_small() {
-        // Interpreter state (32 B), the counters it reads, the latency timestamps: 72 B.
+        // Interpreter state (32 B), the counters it reads, latency timestamps, source: 80 B.
         assert_eq!(std::mem::size_of::<ProgState>(), 32);
         assert!(
-            std::mem::size_of::<Slot>() <= 72,
+            std::mem::size_of::<Slot>() <= 80,
             "{}",
             std::mem::size_of::<Slot>()
         );

@@ -44,6 +44,17 @@ fn example(name: &str) -> Arc<Profile> {
 /// ended (or 60 s of virtual time). `extra` flows of template 0 go to (server address,
 /// scheduled that long before now).
 fn run(profile: Arc<Profile>, mult: f64, duration_ns: u64, extra: &[(u32, u64)]) -> Run {
+    run_with(profile, mult, duration_ns, extra, PortRange::default())
+}
+
+/// `run` with a given client source port range (ports are released as flows close).
+fn run_with(
+    profile: Arc<Profile>,
+    mult: f64,
+    duration_ns: u64,
+    extra: &[(u32, u64)],
+    ports: PortRange,
+) -> Run {
     let t0 = &profile.templates[0];
     let base = TcpConfig {
         max_flows: 8192,
@@ -81,17 +92,7 @@ fn run(profile: Arc<Profile>, mult: f64, duration_ns: u64, extra: &[(u32, u64)])
     let mut allocs: Vec<ClientAlloc> = profile
         .templates
         .iter()
-        .map(|t| {
-            ClientAlloc::new(
-                &profile.ip_gens[t.ip_gen as usize],
-                0,
-                0,
-                1,
-                PortRange::default(),
-                3,
-            )
-            .unwrap()
-        })
+        .map(|t| ClientAlloc::new(&profile.ip_gens[t.ip_gen as usize], 0, 0, 1, ports, 3).unwrap())
         .collect();
     let mut servers: Vec<ServerPick> = profile
         .templates
@@ -111,6 +112,7 @@ fn run(profile: Arc<Profile>, mult: f64, duration_ns: u64, extra: &[(u32, u64)])
         opened += 1;
     }
     let mut starts = Vec::new();
+    let mut closed = Vec::new();
     let limit = now + 60_000_000_000;
     loop {
         starts.clear();
@@ -133,6 +135,10 @@ fn run(profile: Arc<Profile>, mult: f64, duration_ns: u64, extra: &[(u32, u64)])
         }
         capp.poll(&mut ch, &mut cq, now);
         sapp.poll(&mut sh, &mut sq, now);
+        capp.take_closed(&mut closed);
+        for (t, a) in closed.drain(..) {
+            allocs[t.0 as usize].release(a);
+        }
         let idle = cq.frames.is_empty() && sq.frames.is_empty();
         if idle && sched.is_finished() && capp.running() == 0 && sapp.running() == 0 {
             break;
@@ -270,4 +276,23 @@ fn latency_counts_from_the_scheduled_start() {
     lat.sort_by_key(|l| l.connect_us);
     assert!(lat[0].connect_us <= 10, "{lat:?}");
     assert!((5_000..=5_010).contains(&lat[1].connect_us), "{lat:?}");
+}
+
+#[test]
+fn ports_are_released_and_reused() {
+    let p = example("w1-astf-http.json");
+    // 200 clients x 2 ports = 400 tuples; 1000 flows need each tuple several times.
+    let r = run_with(
+        p.clone(),
+        1000.0,
+        1_000_000_000,
+        &[],
+        PortRange {
+            first: 2000,
+            last: 2001,
+        },
+    );
+    assert_eq!(r.opened, 1000);
+    assert_eq!(group(&r.capp, &p, "http").closed, 1000);
+    assert_eq!(group(&r.sapp, &p, "http").closed, 1000);
 }
