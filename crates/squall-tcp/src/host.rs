@@ -570,10 +570,12 @@ impl TcpHost {
         let (off, hdr_sum) = pkt::write_headers_sum(buf, &h, opts, plen);
         let mut psum = 0u64;
         if let Some((sq, qoff, len)) = data {
-            psum = self
-                .chunks
-                .copy_out_sum(&sq, qoff, &mut buf[off..off + len as usize], &self.bufs)
-                .1;
+            let dst = &mut buf[off..off + len as usize];
+            if self.cfg.tx_checksum {
+                psum = self.chunks.copy_out_sum(&sq, qoff, dst, &self.bufs).1;
+            } else {
+                self.chunks.copy_out(&sq, qoff, dst, &self.bufs);
+            }
         }
         if self.cfg.tx_checksum {
             pkt::store_tcp_checksum(buf, hdr_sum, psum);
