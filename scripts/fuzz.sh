@@ -29,6 +29,12 @@ else
     mapfile -t TARGETS < <("${FUZZ[@]}" list)
 fi
 
+# Seed the corpora with frames made by squall-wire's builders (every option
+# kind, VLAN, IP options, UDP, ICMP, ARP) so short runs start deep.
+if ! (cd "$ROOT" && cargo run -q -p squall-wire --example wirecheck -- seeds "$ROOT/fuzz/corpus"); then
+    echo "fuzz.sh: could not write seed corpus, fuzzing from scratch" >&2
+fi
+
 # Build all targets once, then run each for the time budget.
 "${FUZZ[@]}" build
 

@@ -6,6 +6,7 @@
 //! field squall-wire parsed.
 //! `wirecheck build OUT.pcap` writes a pcap of frames made by squall-wire's
 //! builders and prints, per frame, one JSON line describing what was built.
+//! `wirecheck seeds DIR` writes those frames (and each layer) as fuzz seeds.
 
 use squall_wire::*;
 use std::fmt::Write as _;
@@ -689,13 +690,59 @@ fn cmd_build(path: &str) -> io::Result<()> {
     out.flush()
 }
 
+/// Write every built frame, and each of its layers, as seed inputs for the
+/// fuzz targets: `DIR/<target>/<frame name>`.
+fn cmd_seeds(dir: &str) -> io::Result<()> {
+    let root = std::path::Path::new(dir);
+    let put = |target: &str, name: &str, data: &[u8]| -> io::Result<()> {
+        let d = root.join(target);
+        std::fs::create_dir_all(&d)?;
+        std::fs::write(d.join(format!("seed_{name}")), data)
+    };
+    for f in all_frames() {
+        let name = f
+            .desc
+            .split("\"name\":\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or("frame")
+            .to_string();
+        let data = &f.frame;
+        put("frame", &name, data)?;
+        put("ethernet", &name, data)?;
+        let Ok(p) = parse_frame(data) else { continue };
+        match p.l3 {
+            L3::Arp(a) => put("arp", &name, a.into_inner())?,
+            L3::Ipv4(ip, l4) => {
+                put("checksums", &name, ip.header())?;
+                put("ipv4", &name, ip.into_inner())?;
+                match l4 {
+                    L4::Tcp(t) => {
+                        put("tcp_options", &name, t.options())?;
+                        put("tcp", &name, t.into_inner())?;
+                    }
+                    L4::Udp(u) => put("udp", &name, u.into_inner())?,
+                    L4::Icmp(i) => put("icmp", &name, i.into_inner())?,
+                    L4::Fragment | L4::Other(_) => {}
+                }
+            }
+            L3::Other(_) => {}
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let r = match args.get(1).map(String::as_str) {
         Some("parse") => cmd_parse(),
         Some("build") if args.len() == 3 => cmd_build(&args[2]),
+        Some("seeds") if args.len() == 3 => cmd_seeds(&args[2]),
         _ => {
-            eprintln!("usage: wirecheck parse < frames.hex | wirecheck build OUT.pcap");
+            eprintln!(
+                "usage: wirecheck parse < frames.hex | wirecheck build OUT.pcap \
+                 | wirecheck seeds DIR"
+            );
             std::process::exit(2);
         }
     };
