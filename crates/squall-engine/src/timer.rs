@@ -30,9 +30,8 @@
 //!   level it sits on. A deadline at or before the last `now` (a "past" deadline) fires on
 //!   the next `advance`.
 //!
-//! Time is expected to be monotonic. If `advance` is called with a `now` lower than a
-//! previous one, it fires nothing with a deadline `> now` (it only scans the current fine
-//! slot), so the contract holds anyway.
+//! Time is expected to be monotonic, but the contract above holds even if `advance` is
+//! called with a `now` lower than a previous one (the model test steps time back).
 //!
 //! [`TimerWheel::next_deadline`] returns a lower bound of the earliest deadline (exact for
 //! deadlines armed since the last `advance`, otherwise the start of the first non-empty
