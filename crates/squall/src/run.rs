@@ -132,6 +132,24 @@ fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
     }
 }
 
+/// Lead between reading the clock and the first scheduled flow (real-time runs).
+const START_LEAD_NS: u64 = 100_000_000;
+
+/// Sleeps (then spins the last 100 us) until the clock reaches `t`.
+fn wait_until(clock: &MonotonicClock, t: u64) {
+    loop {
+        let now = clock.now_ns();
+        if now >= t {
+            return;
+        }
+        if t - now > 200_000 {
+            std::thread::sleep(Duration::from_nanos(t - now - 100_000));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Wall time of loop iterations that did work vs all iterations.
 #[derive(Default)]
 struct Busy {
@@ -245,8 +263,13 @@ fn run_single(
     live: &Live,
 ) -> Result<RunResult, String> {
     let cpu0 = thread_cpu_ns();
-    let t0 = clock.map_or(1_000_000_000, |c| c.now_ns());
+    // Real time: start a little ahead so that building the sides (frame pools, flow
+    // tables) does not delay the first scheduled flows.
+    let t0 = clock.map_or(1_000_000_000, |c| c.now_ns() + START_LEAD_NS);
     let (mut c, mut s) = sides(profile, cfg, t0)?;
+    if let Some(ck) = clock {
+        wait_until(ck, t0);
+    }
     let mut pcap = cfg.pcap_flows.map(PcapCap::new);
     let stop = t0 + cfg.duration_ns;
     let hard = stop + cfg.drain_ns;
@@ -335,8 +358,8 @@ fn run_single(
 fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<RunResult, String> {
     let origin = Instant::now();
     let clock = MonotonicClock::with_origin(origin);
-    // Common start a little ahead so both threads are up.
-    let t0 = clock.now_ns() + 20_000_000;
+    // Common start a little ahead so both threads are up and the sides are built.
+    let t0 = clock.now_ns() + START_LEAD_NS;
     let (c, s) = sides(&profile, cfg, t0)?;
     let stop = t0 + cfg.duration_ns;
     let hard = stop + cfg.drain_ns;
@@ -349,11 +372,8 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let _ = squall_engine::affinity::pin_current_thread(0);
             let mut c = c;
             let cpu0 = thread_cpu_ns();
-            let mut now = clock.now_ns();
-            while now < t0 {
-                std::hint::spin_loop();
-                now = clock.now_ns();
-            }
+            wait_until(&clock, t0);
+            let mut now;
             let mut last_pub = 0;
             let mut busy = Busy::default();
             loop {
@@ -391,6 +411,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         .spawn(move || {
             let _ = squall_engine::affinity::pin_current_thread(1);
             let mut s = s;
+            wait_until(&clock, t0);
             let cpu0 = thread_cpu_ns();
             let mut last_pub = 0;
             let mut done_at = None;
