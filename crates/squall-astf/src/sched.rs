@@ -210,10 +210,18 @@ impl Scheduler {
 
     /// Appends every flow due at or before `now_ns`, in order of scheduled time.
     pub fn poll(&mut self, now_ns: u64, out: &mut Vec<FlowStart>) {
+        self.poll_max(now_ns, out, usize::MAX);
+    }
+
+    /// Like [`Scheduler::poll`] but hands out at most `max` flows (the rest stay due, with
+    /// their scheduled times, for the next call). Returns how many were appended.
+    pub fn poll_max(&mut self, now_ns: u64, out: &mut Vec<FlowStart>, max: usize) -> usize {
+        let mut n = 0;
         while let Some(&Reverse((at, i))) = self.heap.peek() {
-            if at > now_ns {
+            if at > now_ns || n >= max {
                 break;
             }
+            n += 1;
             self.heap.pop();
             let i = i as usize;
             let t = &mut self.tpl[i];
@@ -233,6 +241,7 @@ impl Scheduler {
                 self.heap.push(Reverse((at, i as u16)));
             }
         }
+        n
     }
 
     /// Stops opening flows at `stop_ns` (or earlier if already set): no flow is scheduled

@@ -33,6 +33,8 @@ pub struct GroupStats {
     pub reset: u64,
     pub aborted: u64,
     pub peer_closed_early: u64,
+    /// Cut by [`AstfTcpApp::abort_all`] at the end of a run.
+    pub cut: u64,
     /// Payload bytes received / queued for sending by programs.
     pub rx_bytes: u64,
     pub tx_bytes: u64,
@@ -195,6 +197,23 @@ impl AstfTcpApp {
             ..Slot::default()
         };
         Ok(f)
+    }
+
+    /// Ends every flow whose program still runs, with RST (the "cut" way to stop a run;
+    /// the other is to let them drain). They are counted as `cut`, not as errors.
+    pub fn abort_all<S: TxSink>(&mut self, host: &mut TcpHost, tx: &mut S, now: u64) {
+        self.now = now;
+        for i in 0..self.slots.len() {
+            let slot = &mut self.slots[i];
+            let running = matches!(&slot.st, Some(st) if !st.is_done());
+            if !running {
+                continue;
+            }
+            slot.flags |= COUNTED;
+            let tg = self.profile.templates[slot.tpl as usize].tg_id as usize;
+            self.groups[tg].cut += 1;
+            host.abort(now, self, tx, FlowId(i as u32));
+        }
     }
 
     /// Moves the (template, source address) of client flows that ended since the last call

@@ -264,3 +264,18 @@ fn zero_multiplier_opens_nothing() {
     let s = Scheduler::new(&p, &SchedConfig::from_profile(&p, 0.0, Some(S), 0, 1));
     assert!(s.is_finished());
 }
+
+#[test]
+fn poll_max_bounds_a_catch_up() {
+    let p = profile(&[(1000.0, None)], 0, "even");
+    let mut s = Scheduler::new(&p, &SchedConfig::from_profile(&p, 1.0, Some(S), 0, 1));
+    let mut out = Vec::new();
+    assert_eq!(s.poll_max(S, &mut out, 300), 300);
+    assert_eq!(s.poll_max(S, &mut out, 300), 300);
+    assert_eq!(s.poll_max(S, &mut out, 1000), 400);
+    assert_eq!(out.len(), 1000);
+    assert!(out
+        .iter()
+        .enumerate()
+        .all(|(k, f)| f.at_ns == k as u64 * 1_000_000));
+}

@@ -296,3 +296,80 @@ fn ports_are_released_and_reused() {
     assert_eq!(group(&r.capp, &p, "http").closed, 1000);
     assert_eq!(group(&r.sapp, &p, "http").closed, 1000);
 }
+
+#[test]
+fn cut_stops_running_flows_without_errors() {
+    let p = example("loop-elephant.json");
+    let t0 = &p.templates[0];
+    let base = TcpConfig {
+        max_flows: 64,
+        ..TcpConfig::default()
+    };
+    let mut now = 1_000_000_000;
+    let mut ch = TcpHost::new(
+        tcp_config(
+            &t0.client,
+            TcpConfig {
+                mac: [2, 0, 0, 0, 0, 1],
+                ..base.clone()
+            },
+        ),
+        now,
+    );
+    let mut sh = TcpHost::new(
+        tcp_config(
+            &t0.server,
+            TcpConfig {
+                mac: [2, 0, 0, 0, 0, 2],
+                ..base
+            },
+        ),
+        now,
+    );
+    let mut capp = AstfTcpApp::new(p.clone(), &mut ch, now, 1);
+    let mut sapp = AstfTcpApp::new(p.clone(), &mut sh, now, 2);
+    sapp.listen_all(&mut sh);
+    let (mut cq, mut sq) = (Sink::default(), Sink::default());
+    let mut alloc = ClientAlloc::new(&p.ip_gens[0], 0, 0, 1, PortRange::default(), 1).unwrap();
+    for k in 0..3 {
+        let start = FlowStart {
+            template: TemplateIdx(0),
+            at_ns: now,
+            seq: k,
+        };
+        let a = alloc.alloc(|_, _| false).unwrap();
+        capp.open(
+            &mut ch,
+            &mut cq,
+            now,
+            &start,
+            a,
+            u32::from(std::net::Ipv4Addr::new(48, 0, 0, 1)),
+        )
+        .unwrap();
+    }
+    // A few milliseconds of the 1000-round elephants.
+    for _ in 0..300 {
+        for f in std::mem::take(&mut cq.frames) {
+            sapp.rx(&mut sh, &mut sq, now, &f);
+        }
+        for f in std::mem::take(&mut sq.frames) {
+            capp.rx(&mut ch, &mut cq, now, &f);
+        }
+        capp.poll(&mut ch, &mut cq, now);
+        sapp.poll(&mut sh, &mut sq, now);
+        now += 10_000;
+    }
+    assert_eq!(capp.running(), 3);
+    capp.abort_all(&mut ch, &mut cq, now);
+    for f in std::mem::take(&mut cq.frames) {
+        sapp.rx(&mut sh, &mut sq, now, &f);
+    }
+    let c = group(&capp, &p, "elephant");
+    assert_eq!((c.cut, c.aborted, c.closed), (3, 0, 0), "{c:?}");
+    assert_eq!(capp.running(), 0);
+    // The servers saw the RSTs.
+    let s = group(&sapp, &p, "elephant");
+    assert_eq!((s.aborted, sapp.running()), (3, 0), "{s:?}");
+    assert!(c.rx_bytes > 65536, "the elephants were running: {c:?}");
+}
