@@ -11,7 +11,7 @@ use crate::counters::TcpCounters;
 use crate::flowtable::{FlowKey, FlowTable};
 use crate::isn::IsnKey;
 use crate::ooo::{OooInsert, OooQueue};
-use crate::pkt::{self, Segment, TxHdr, ACK, FIN, HDRS_LEN, PSH, RST, SYN};
+use crate::pkt::{self, Segment, TxHdr, ACK, FIN, HDRS_LEN, PSH, RST, SYN, URG};
 use crate::rtt::{RtoConfig, Rtt};
 use crate::sack::Scoreboard;
 use crate::sendq::{BufId, BufRegistry, ChunkPool, SendQueue};
@@ -1404,6 +1404,41 @@ impl TcpHost {
             return;
         }
         let flags = seg.flags;
+        // Header prediction (RFC 9293 §3.10.7.4 common case, BSD tcp_input): in-order pure
+        // ACK or in-order data, nothing unusual pending.
+        {
+            let t = &self.flows[i as usize];
+            if state == State::Established
+                && flags & (SYN | FIN | RST | URG | ACK) == ACK
+                && seg.seq == t.rcv_nxt
+                && t.flags & (F_TS | F_SACK) == 0
+                && t.ooo == NO_SIDE
+                && t.snd_nxt == t.snd_max
+                && !t.cc.in_recovery
+                && ((seg.wnd as u32) << t.snd_wscale) == t.snd_wnd
+            {
+                if seg.payload.is_empty()
+                    && seq::gt(seg.ack, t.snd_una)
+                    && seq::le(seg.ack, t.snd_max)
+                {
+                    self.counters.tcps_predack += 1;
+                    if !self.process_ack(i, seg, &pkt::TcpOpts::default(), app, tx) {
+                        self.output(i, tx);
+                    }
+                    return;
+                }
+                if !seg.payload.is_empty()
+                    && seg.ack == t.snd_una
+                    && seg.payload.len() as u32 <= self.cfg.rcv_wnd
+                {
+                    self.counters.tcps_preddat += 1;
+                    if !self.deliver_in_order(i, seg.payload, app, tx) {
+                        self.output(i, tx);
+                    }
+                    return;
+                }
+            }
+        }
         let listening = self.listening(seg.dst_port);
         let t = &mut self.flows[i as usize];
         // TIME_WAIT reuse: a new SYN above RCV.NXT may reopen the 4-tuple (RFC 9293 §3.6.1 / RFC 6191 spirit).

@@ -1083,3 +1083,27 @@ fn rfc6675_5_sack_recovery_retransmits_holes() {
     );
     assert!(!t.host.tcb(t.flow.unwrap()).unwrap().cc.in_recovery);
 }
+
+// Header prediction (RFC 9293 §3.10.7.4 common case): in-order data and pure ACKs take the
+// fast path and are counted.
+#[test]
+fn rfc9293_3_10_7_4_header_prediction_counted() {
+    let mut t = T::new(cfg());
+    let (b, l) = with_data(&mut t, 100);
+    t.app.send_on_connect = Some((b, l));
+    let iss1 = t.established(&[2, 4, 5, 0xb4]);
+    t.take();
+    t.feed(t.pseq, iss1.wrapping_add(100), ACK, 65535, &[], &[]);
+    assert_eq!(t.host.counters().tcps_predack, 1);
+    assert_eq!(t.app.ev.last(), Some(&Ev::Acked(100)));
+    t.feed(
+        t.pseq,
+        iss1.wrapping_add(100),
+        ACK | PSH,
+        65535,
+        &[],
+        b"hello",
+    );
+    assert_eq!(t.host.counters().tcps_preddat, 1);
+    assert_eq!(t.app.ev.last(), Some(&Ev::Data(b"hello".to_vec())));
+}
