@@ -121,6 +121,10 @@ pub struct TcpHost {
     active: u32,
 }
 
+/// Bytes per token of `squall_engine::TimerWheel` (deadline u64, next/prev u32, slot u16,
+/// padded).
+pub const TIMER_NODE_BYTES: usize = 24;
+
 /// MSS values encodable in a SYN cookie (3 bits).
 const COOKIE_MSS: [u16; 8] = [216, 536, 1024, 1200, 1360, 1440, 1452, 1460];
 
@@ -190,6 +194,25 @@ impl TcpHost {
             .get(f.0 as usize)
             .filter(|t| t.state != State::Closed)
     }
+    /// Heap bytes held by this host's flow structures: TCB slab (capacity), flow table,
+    /// timer wheel nodes, send-queue chunk pool, side tables (out-of-order queues, SACK
+    /// scoreboards). Registered application buffers are not included.
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let ooo_each =
+            self.cfg.ooo_bytes.max(16).next_power_of_two() as usize + size_of::<OooQueue>();
+        let ooo_live = self.ooo.iter().filter(|q| q.is_some()).count();
+        self.flows.capacity() * size_of::<Tcb>()
+            + self.free.capacity() * 4
+            + self.table.slots() * FlowTable::SLOT_BYTES
+            + self.wheel.capacity() * TIMER_NODE_BYTES
+            + self.chunks.allocated() * 16
+            + ooo_live * ooo_each
+            + self.sboards.capacity() * size_of::<Scoreboard>()
+            + (self.ooo_free.capacity() + self.sb_free.capacity()) * 4
+            + self.listen.len() * 8
+    }
+
     /// Earliest pending timer (lower bound), for virtual-clock drivers.
     pub fn next_timer(&self) -> Option<u64> {
         self.wheel.next_deadline()
