@@ -484,7 +484,9 @@ impl TcpHost {
                     let key = t.key;
                     let wnd = self.adv_wnd(i);
                     self.counters.tcps_keepprobe += 1;
-                    self.write_seg(tx, &key, seq, ack, ACK, wnd, &[], None);
+                    let mut ob = [0u8; 40];
+                    let ol = self.seg_opts(i, &mut ob);
+                    self.write_seg(tx, &key, seq, ack, ACK, wnd, &ob[..ol], None);
                     self.flows[i as usize].rexmt_at = now + intvl;
                 }
             }
@@ -1644,13 +1646,19 @@ impl TcpHost {
                     self.flows[i as usize].ooo = o;
                 }
                 let t = &mut self.flows[i as usize];
-                let q = self.ooo[t.ooo as usize].as_mut().expect("ooo slot");
-                match q.insert(t.rcv_nxt, sseq, payload) {
-                    OooInsert::Full => self.counters.tcps_rcvoopackdrop += 1,
-                    OooInsert::Duplicate => self.counters.tcps_rcvduppack += 1,
-                    OooInsert::Stored => {}
-                }
-                if q.is_empty() {
+                // Slots are never emptied (pooled), so the None arm is unreachable in practice.
+                let empty = match self.ooo[t.ooo as usize].as_mut() {
+                    Some(q) => {
+                        match q.insert(t.rcv_nxt, sseq, payload) {
+                            OooInsert::Full => self.counters.tcps_rcvoopackdrop += 1,
+                            OooInsert::Duplicate => self.counters.tcps_rcvduppack += 1,
+                            OooInsert::Stored => {}
+                        }
+                        q.is_empty()
+                    }
+                    None => true,
+                };
+                if empty {
                     let o = t.ooo;
                     t.ooo = NO_SIDE;
                     self.release_ooo(o);

@@ -136,7 +136,7 @@ mod tests {
         let slot = crate::flowtable::FlowTable::SLOT_BYTES * 2; // table is sized 2x
         let timer_node = 24; // squall-engine TimerWheel node: deadline u64 + next/prev u32 + slot u16
         eprintln!("TCB {tcb} bytes, footprint {}", tcb + slot + timer_node);
-        assert!(tcb <= 160, "TCB is {tcb} bytes");
+        assert!(tcb <= 144, "TCB is {tcb} bytes");
         assert!(
             tcb + slot + timer_node <= 256,
             "footprint {}",
