@@ -134,3 +134,64 @@ fn failed_run_exits_1() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("result: FAILED"));
 }
+
+/// A stand-in for the `squall` Python package: `squall.compile` prints the IR of a file
+/// named in the profile, or fails with a message, so the pass-through can be tested
+/// without the real compiler.
+fn fake_compiler(dir: &Path) {
+    let pkg = dir.join("squall");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("__init__.py"), "").unwrap();
+    std::fs::write(
+        pkg.join("compile.py"),
+        r#"import sys
+args = sys.argv[1:]
+src = open(args[0]).read()
+tun = [args[i + 1] for i, a in enumerate(args) if a == "-t"]
+if "fail" in src:
+    sys.stderr.write("profile.py:3: NameError: name 'ASTFProgrm' is not defined\n")
+    sys.exit(1)
+if tun != ["mult=2"]:
+    sys.stderr.write("expected -t mult=2, got %r\n" % tun)
+    sys.exit(1)
+sys.stdout.write(open(src.strip()).read())
+"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn py_profiles_are_compiled_and_errors_passed_through() {
+    if Command::new("python3").arg("-V").output().is_err() {
+        eprintln!("python3 not available: skipped");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("squall-py-{}", std::process::id()));
+    fake_compiler(&dir);
+    let good = dir.join("good.py");
+    let loop_json = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/profiles/loop.json");
+    std::fs::write(&good, loop_json.to_str().unwrap()).unwrap();
+    let out = squall()
+        .env("SQUALL_PYTHONPATH", &dir)
+        .args(["run", "--sim", "--duration", "1", "-q", "-t", "mult=2"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = dir.join("bad.py");
+    std::fs::write(&bad, "fail").unwrap();
+    let out = squall()
+        .env("SQUALL_PYTHONPATH", &dir)
+        .arg("validate")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NameError: name 'ASTFProgrm'"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -148,3 +148,21 @@ fn two_threads_run_w1() {
     assert_eq!(r.client.app.total().started, 60);
     assert_eq!(r.client.app.total().completed, 60);
 }
+
+#[test]
+fn unmatched_connections_are_counted_and_reset() {
+    let p = profile("tests/profiles/no-template.json");
+    let r = sim(&p, 1.0, 1.0, |_| {});
+    assert_eq!(r.server.app.no_template, 3);
+    let ct = r.client.app.total();
+    assert_eq!(ct.started, 3);
+    assert_eq!(ct.aborted, 3);
+    assert_eq!(ct.reset_by_peer, 3);
+    assert_eq!(squall::report::error_count(&r), 6);
+    // Still every flow is accounted for.
+    for c in squall::report::invariants(&r) {
+        if c.name.ends_with("accounted") {
+            assert!(c.ok, "{}", c.detail);
+        }
+    }
+}

@@ -132,8 +132,6 @@ pub struct Side<P: Port> {
     rxq: Vec<P::Frame>,
     scratch: Vec<u32>,
     pub client: Option<ClientGen>,
-    /// Frames the port could not take yet (kept and retried).
-    pub tx_backlog_max: usize,
 }
 
 impl<P: Port> Side<P> {
@@ -174,7 +172,6 @@ impl<P: Port> Side<P> {
             rxq: Vec::with_capacity(BURST),
             scratch: Vec::with_capacity(256),
             client,
-            tx_backlog_max: 0,
         }
     }
 
@@ -279,8 +276,8 @@ impl<P: Port> Side<P> {
         // Transmit.
         if !self.tx.out.is_empty() {
             work = true;
+            // Frames the port cannot take yet stay queued and are retried next turn.
             self.port.tx_burst(&mut self.tx.out);
-            self.tx_backlog_max = self.tx_backlog_max.max(self.tx.out.len());
         }
         work
     }
