@@ -173,8 +173,8 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
     );
     let _ = writeln!(
         o,
-        "rates: {:.1} CPS, L7 {:.3} Gbit/s, wire {:.3} Gbit/s, {:.3} Mpps\n",
-        rt.cps, rt.l7_gbps, rt.wire_gbps, rt.mpps
+        "rates: {:.1} CPS, L7 {:.3} Gbit/s, wire {:.3} Gbit/s, {:.3} Mpps; active flows peak {} (client) {} (server)\n",
+        rt.cps, rt.l7_gbps, rt.wire_gbps, rt.mpps, r.client.peak_active, r.server.peak_active
     );
     let _ = writeln!(
         o,
@@ -334,6 +334,7 @@ fn side_json(s: &SideReport) -> Value {
         "cpu_sec": secs(s.cpu_ns),
         "still_open": s.still_open,
         "running_at_end": s.live_end,
+        "peak_active": s.peak_active,
     })
 }
 

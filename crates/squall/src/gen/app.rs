@@ -169,6 +169,8 @@ pub struct GenApp {
     pub released: Vec<(u16, ClientAddr)>,
     /// Flows with a live program-or-connection (started, not yet ended).
     pub live: u64,
+    /// Highest `live` seen.
+    pub peak_live: u64,
     pub stats: SideStats,
 }
 
@@ -210,6 +212,7 @@ impl GenApp {
             txbuf,
             released: Vec::new(),
             live: 0,
+            peak_live: 0,
             stats,
             profile,
         }
@@ -262,6 +265,7 @@ impl GenApp {
         let prog = self.profile.templates[tpl.0 as usize].client_program;
         self.progs[i] = ProgState::new(prog);
         self.live += 1;
+        self.peak_live = self.peak_live.max(self.live);
         self.tgc(tpl.0).started += 1;
         self.step(f.0, Event::Start);
     }
@@ -398,6 +402,7 @@ impl TcpApp for GenApp {
             let prog = self.profile.templates[t.0 as usize].server_program;
             self.progs[i] = ProgState::new(prog);
             self.live += 1;
+            self.peak_live = self.peak_live.max(self.live);
             self.tgc(t.0).accepted += 1;
             self.step(f.0, Event::Start);
         } else {
