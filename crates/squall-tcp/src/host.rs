@@ -1667,9 +1667,17 @@ impl TcpHost {
             }
         }
 
-        // 8. FIN.
+        // 8. FIN (in sequence, or an earlier out-of-order FIN now reached).
         let t = &mut self.flows[i as usize];
-        if flags & FIN != 0 && seg.seq.wrapping_add(seg.payload.len() as u32) == t.rcv_nxt {
+        let fin_end = seg.seq.wrapping_add(seg.payload.len() as u32);
+        if flags & FIN != 0 && seq::gt(fin_end, t.rcv_nxt) && t.ooo != NO_SIDE && data_state {
+            if let Some(q) = self.ooo[t.ooo as usize].as_mut() {
+                q.fin = Some(fin_end);
+            }
+        }
+        let fin_now = (flags & FIN != 0 && fin_end == t.rcv_nxt) || t.has(F_FIN_READY);
+        t.flags &= !F_FIN_READY;
+        if fin_now {
             match t.state {
                 State::Established | State::FinWait1 | State::FinWait2 => {
                     t.rcv_nxt = t.rcv_nxt.wrapping_add(1);
@@ -1732,6 +1740,9 @@ impl TcpHost {
             let Some(q) = self.ooo[o].as_mut() else { break };
             let Some((start, l)) = q.pop_ready(t.rcv_nxt) else {
                 if q.is_empty() {
+                    if q.fin == Some(t.rcv_nxt) {
+                        t.flags |= F_FIN_READY;
+                    }
                     t.ooo = NO_SIDE;
                     self.release_ooo(o as u32);
                 }

@@ -28,6 +28,8 @@ pub struct OooQueue {
     n: u8,
     /// Start of the most recently stored segment (first SACK block, RFC 2018 §4).
     last: u32,
+    /// Sequence number of a FIN that arrived out of order (processed once data reaches it).
+    pub fin: Option<u32>,
 }
 
 impl OooQueue {
@@ -39,6 +41,7 @@ impl OooQueue {
             ranges: [(0, 0); MAX_RANGES],
             n: 0,
             last: 0,
+            fin: None,
         }
     }
 
@@ -50,6 +53,7 @@ impl OooQueue {
     }
     pub fn clear(&mut self) {
         self.n = 0;
+        self.fin = None;
     }
     /// Current ranges (for SACK blocks and tests).
     pub fn ranges(&self) -> &[(u32, u32)] {

@@ -50,6 +50,8 @@ pub const F_HALF_OPEN: u16 = 1 << 9;
 pub const F_TS: u16 = 1 << 10;
 /// SACK negotiated (RFC 2018).
 pub const F_SACK: u16 = 1 << 11;
+/// A FIN that arrived out of order is now in sequence: process it.
+pub const F_FIN_READY: u16 = 1 << 12;
 
 /// Per-flow state.
 #[derive(Clone, Copy, Debug, Default)]

@@ -1107,3 +1107,21 @@ fn rfc9293_3_10_7_4_header_prediction_counted() {
     assert_eq!(t.host.counters().tcps_preddat, 1);
     assert_eq!(t.app.ev.last(), Some(&Ev::Data(b"hello".to_vec())));
 }
+
+// RFC 9293 §3.10.7.4 (eighth check) with out-of-order arrival: a FIN queued behind a hole
+// takes effect once the hole fills, without waiting for its retransmission.
+#[test]
+fn rfc9293_3_10_7_4_out_of_order_fin() {
+    let mut t = T::new(cfg());
+    let iss1 = t.established(&[]);
+    t.take();
+    let p = t.pseq;
+    t.feed(p + 5, iss1, ACK | FIN, 65535, &[], b"fghij");
+    assert_eq!(t.state(), State::Established);
+    t.take();
+    t.feed(p, iss1, ACK, 65535, &[], b"abcde");
+    assert_eq!(t.state(), State::CloseWait);
+    assert_eq!(t.app.ev.last(), Some(&Ev::PeerClosed));
+    let a = t.take();
+    assert_eq!(a.last().unwrap().ack, p + 11, "data and FIN acknowledged");
+}
