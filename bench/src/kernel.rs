@@ -53,6 +53,41 @@ struct Shared {
     ops: AtomicU64,
     errors: AtomicU64,
     l7_bytes: AtomicU64,
+    /// Errors by kind (see [`ERR_KINDS`]).
+    kinds: [AtomicU64; ERR_KINDS.len()],
+}
+
+/// Names of the error kinds counted separately (reported in the note).
+const ERR_KINDS: [&str; 8] = [
+    "connect",
+    "epollerr",
+    "client_io",
+    "bad_bytes",
+    "early_eof",
+    "server_io",
+    "server_incomplete",
+    "accept",
+];
+
+impl Shared {
+    fn error(&self, kind: usize) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if let Some(k) = self.kinds.get(kind) {
+            k.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn kinds_note(&self) -> Option<String> {
+        let parts: Vec<String> = ERR_KINDS
+            .iter()
+            .zip(&self.kinds)
+            .filter_map(|(n, k)| {
+                let v = k.load(Ordering::Relaxed);
+                (v > 0).then(|| format!("{n}={v}"))
+            })
+            .collect();
+        (!parts.is_empty()).then(|| format!("errors: {}", parts.join(" ")))
+    }
 }
 
 fn errno() -> i32 {
@@ -340,8 +375,10 @@ fn server_thread(cfg: LoopCfg, sh: Arc<Shared>, ready: mpsc::Sender<io::Result<(
             let w1_done = cfg.workload == LoopWorkload::W1 && s.sent == resp.len();
             if fail || (s.eof && (w1_done || cfg.workload == LoopWorkload::W2)) {
                 let complete = cfg.workload == LoopWorkload::W2 || (w1_done && s.got == req.len());
-                if fail || !complete {
-                    sh.errors.fetch_add(1, Ordering::Relaxed);
+                if fail {
+                    sh.error(if s.bad { 3 } else { 5 });
+                } else if !complete {
+                    sh.error(6);
                 }
                 s.live = false;
                 close_fd(fd);
@@ -406,8 +443,11 @@ fn client_thread(cfg: LoopCfg, sh: Arc<Shared>, port: u16, tid: mpsc::Sender<i32
             opened += 1;
             match client_open(&ep, &mut conns, port, opened) {
                 Ok(_) => live += 1,
-                Err(_) => {
-                    sh.errors.fetch_add(1, Ordering::Relaxed);
+                Err(e) => {
+                    if std::env::var_os("SQUALL_BENCH_DEBUG").is_some() {
+                        eprintln!("connect: {e}");
+                    }
+                    sh.error(0);
                     break;
                 }
             }
@@ -425,6 +465,7 @@ fn client_thread(cfg: LoopCfg, sh: Arc<Shared>, port: u16, tid: mpsc::Sender<i32
                 continue;
             }
             let mut fail = ev & libc::EPOLLERR as u32 != 0;
+            let mut kind = 1;
             if !s.connected && !fail && ev & libc::EPOLLOUT as u32 != 0 {
                 s.connected = true;
             }
@@ -434,7 +475,10 @@ fn client_thread(cfg: LoopCfg, sh: Arc<Shared>, port: u16, tid: mpsc::Sender<i32
                 }
                 let (n, e) = write_some(fd, &req[s.sent..]);
                 s.sent += n;
-                fail |= e;
+                if e && !fail {
+                    fail = true;
+                    kind = 2;
+                }
             }
             let (_, eof, err) = read_all(fd, &mut buf, |b| {
                 if !matches_at(&resp, s.got, b) {
@@ -442,7 +486,10 @@ fn client_thread(cfg: LoopCfg, sh: Arc<Shared>, port: u16, tid: mpsc::Sender<i32
                 }
                 s.got += b.len();
             });
-            fail |= err || s.bad;
+            if (err || s.bad) && !fail {
+                fail = true;
+                kind = if s.bad { 3 } else { 2 };
+            }
             let mut done = false;
             if !fail && s.got == resp.len() {
                 sh.ops.fetch_add(1, Ordering::Relaxed);
@@ -458,15 +505,28 @@ fn client_thread(cfg: LoopCfg, sh: Arc<Shared>, port: u16, tid: mpsc::Sender<i32
                         s.t_sent = Some(Instant::now());
                         let (n, e) = write_some(fd, &req);
                         s.sent = n;
-                        fail |= e;
+                        if e {
+                            fail = true;
+                            kind = 2;
+                        }
                     }
                 }
-            } else if eof {
+            } else if eof && !fail {
                 fail = true;
+                kind = 4;
             }
             if fail || done {
                 if fail {
-                    sh.errors.fetch_add(1, Ordering::Relaxed);
+                    if std::env::var_os("SQUALL_BENCH_DEBUG").is_some() {
+                        eprintln!(
+                            "client fd {fd} kind {kind} ev {ev:#x} sent {} got {} connected {} errno {}",
+                            s.sent,
+                            s.got,
+                            s.connected,
+                            io::Error::last_os_error()
+                        );
+                    }
+                    sh.error(kind);
                 }
                 s.live = false;
                 close_fd(fd);
@@ -492,6 +552,7 @@ pub fn run_loop(cfg: &LoopCfg) -> io::Result<Record> {
         ops: AtomicU64::new(0),
         errors: AtomicU64::new(0),
         l7_bytes: AtomicU64::new(0),
+        kinds: Default::default(),
     });
     let (stx, srx) = mpsc::channel();
     let sh2 = sh.clone();
@@ -527,6 +588,10 @@ pub fn run_loop(cfg: &LoopCfg) -> io::Result<Record> {
     let a = snap(&sh);
     std::thread::sleep(Duration::from_secs_f64(cfg.seconds));
     let b = snap(&sh);
+    // Errors up to the end of the window; tearing down (each side closing its live
+    // connections under the other) is not part of the run.
+    let errors = sh.errors.load(Ordering::Relaxed);
+    let kinds = sh.kinds_note();
     sh.measuring.store(false, Ordering::Relaxed);
     sh.stop.store(true, Ordering::Relaxed);
     let hist = client.join().unwrap_or_else(|_| Histogram::new(1));
@@ -546,7 +611,7 @@ pub fn run_loop(cfg: &LoopCfg) -> io::Result<Record> {
     let w2 = cfg.workload == LoopWorkload::W2;
     // Both cores fully busy while our threads ran a fraction of that: other load shares
     // the cores and the /proc/stat figure over-counts.
-    let note = if cb + sb > 1.5 * threads_us + 0.05 * secs * 2e6 {
+    let load_note = if cb + sb > 1.5 * threads_us + 0.05 * secs * 2e6 {
         Some(format!(
             "cores busy {:.0}% while the two threads ran {:.0}%: other load on cores {} and {}; \
              prefer thread_us_per_op (softirq time outside the threads not included)",
@@ -557,6 +622,10 @@ pub fn run_loop(cfg: &LoopCfg) -> io::Result<Record> {
         ))
     } else {
         None
+    };
+    let note = match (kinds, load_note) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
     };
     Ok(Record {
         workload: if w2 { "W2" } else { "W1" }.into(),
@@ -573,7 +642,7 @@ pub fn run_loop(cfg: &LoopCfg) -> io::Result<Record> {
         client_us_per_op: per_op(cb),
         server_us_per_op: per_op(sb),
         thread_us_per_op: per_op(threads_us),
-        errors: sh.errors.load(Ordering::Relaxed),
+        errors,
         seconds: secs,
         note,
         ..Default::default()
