@@ -114,6 +114,8 @@ counters! {
     tcps_preddat,
     /// challenge ACKs sent (RFC 5961)
     tcps_challengeack,
+    /// challenge ACKs suppressed by the rate limit (RFC 5961 §7)
+    tcps_challengeack_limited,
     /// RSTs sent
     tcps_sndrst,
     /// RSTs received and accepted

@@ -55,6 +55,8 @@ pub struct TcpConfig {
     /// Maximum half-open (SYN_RECEIVED) flows; beyond it SYNs get SYN cookies (or are
     /// dropped and counted when `syn_cookies` is off).
     pub max_half_open: u32,
+    /// Challenge ACKs per second per host (RFC 5961 §7 rate limit).
+    pub challenge_ack_limit: u32,
     /// Answer SYNs with stateless SYN cookies when the half-open table is full (RFC 4987 §3.6).
     pub syn_cookies: bool,
     /// Capacity of a flow's out-of-order queue in bytes.
@@ -89,6 +91,7 @@ impl Default for TcpConfig {
             keepalive: None,
             max_half_open: 16_384,
             syn_cookies: true,
+            challenge_ack_limit: 1000,
             ooo_bytes: 65_536,
             seed: 0x5157_4c4c_7463_7031,
             tx_checksum: true,
@@ -118,6 +121,8 @@ pub struct TcpHost {
     counters: TcpCounters,
     ctl: Ctl,
     now: u64,
+    challenge_sec: u64,
+    challenge_count: u32,
     active: u32,
 }
 
@@ -156,6 +161,8 @@ impl TcpHost {
             counters: TcpCounters::default(),
             ctl: Ctl::default(),
             now: now_ns,
+            challenge_sec: u64::MAX,
+            challenge_count: 0,
             active: 0,
             cfg,
         }
@@ -1775,7 +1782,18 @@ impl TcpHost {
         false
     }
 
+    /// Challenge ACK (RFC 5961 §3.2, §4.2, §5.2), rate limited per host (§7).
     fn challenge_ack<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let sec = self.now / 1_000_000_000;
+        if sec != self.challenge_sec {
+            self.challenge_sec = sec;
+            self.challenge_count = 0;
+        }
+        if self.challenge_count >= self.cfg.challenge_ack_limit {
+            self.counters.tcps_challengeack_limited += 1;
+            return;
+        }
+        self.challenge_count += 1;
         self.counters.tcps_challengeack += 1;
         self.flows[i as usize].flags |= F_ACKNOW;
         self.output(i, tx);
@@ -1845,6 +1863,13 @@ impl TcpHost {
             self.output(i, tx);
             return true; // segment dropped (flow remains)
         }
+        // RFC 5961 §5.2: an ACK older than SND.UNA - MAX.SND.WND is not acceptable.
+        let max_wnd = t.snd_wnd.max(65_535);
+        if seq::lt(ack, t.snd_una.wrapping_sub(max_wnd)) {
+            self.challenge_ack(i, tx);
+            return true;
+        }
+        let t = &mut self.flows[i as usize];
         let wnd = (seg.wnd as u32) << t.snd_wscale;
         if seq::le(ack, t.snd_una) {
             // Duplicate ACK per RFC 5681 §2: no data, no window change, outstanding data.

@@ -1125,3 +1125,30 @@ fn rfc9293_3_10_7_4_out_of_order_fin() {
     let a = t.take();
     assert_eq!(a.last().unwrap().ack, p + 11, "data and FIN acknowledged");
 }
+
+// RFC 5961 §5.2: an ACK below SND.UNA - MAX.SND.WND is answered by a challenge ACK and its
+// data dropped; §7: challenge ACKs are rate limited.
+#[test]
+fn rfc5961_5_2_too_old_ack_and_7_rate_limit() {
+    let mut t = T::new(TcpConfig {
+        challenge_ack_limit: 3,
+        ..cfg()
+    });
+    let iss1 = t.established(&[]);
+    t.take();
+    t.feed(t.pseq, iss1.wrapping_sub(200_000), ACK, 65535, &[], b"zzz");
+    assert_eq!(t.one().ack, t.pseq);
+    assert!(t.app.ev.iter().all(|e| !matches!(e, Ev::Data(_))));
+    for _ in 0..5 {
+        t.feed(t.pseq + 10, 0, RST, 0, &[], &[]);
+    }
+    assert_eq!(
+        t.take().len(),
+        2,
+        "limit of 3 per second (one already used)"
+    );
+    assert_eq!(t.host.counters().tcps_challengeack_limited, 3);
+    t.now += 1_000 * MS;
+    t.feed(t.pseq + 10, 0, RST, 0, &[], &[]);
+    assert_eq!(t.take().len(), 1, "budget renewed next second");
+}
