@@ -252,6 +252,8 @@ struct Rig {
     ss: PortSink,
     rxv: Vec<MemFrame>,
     next_port: u32,
+    /// The clock: `start.elapsed()` plus the idle gaps skipped.
+    start: Instant,
     skipped_ns: u64,
 }
 
@@ -324,6 +326,7 @@ impl Rig {
             ss: PortSink::new(b),
             rxv: Vec::with_capacity(BURST),
             next_port: 0,
+            start: Instant::now(),
             skipped_ns: 0,
         })
     }
@@ -353,12 +356,17 @@ impl Rig {
 
     /// Delivers frames both ways until the wire is quiet, runs timers; returns whether
     /// any frame moved.
-    fn step(&mut self, now: u64) -> bool {
+    fn step(&mut self, mut now: u64) -> bool {
         self.capp.now_ns = now;
         let before = self.cs.sent() + self.ss.sent();
         self.ch.poll(now, &mut self.capp, &mut self.cs);
         self.sh.poll(now, &mut self.sapp, &mut self.ss);
-        for _ in 0..256 {
+        for round in 0..256 {
+            if round > 0 {
+                // Time moves on between rounds (latency is measured on this clock).
+                now = now.max(self.start.elapsed().as_nanos() as u64 + self.skipped_ns + 1);
+                self.capp.now_ns = now;
+            }
             self.cs.flush();
             self.ss.flush();
             let mut moved = false;
@@ -441,7 +449,7 @@ pub fn run(requests: bool, cfg: &RunCfg) -> Result<Record, String> {
             Some((_, _, _, ops0, _)) if real >= end || rig.capp.ops - ops0 >= cfg.max_ops => break,
             _ => {}
         }
-        let now = real.as_nanos() as u64 + rig.skipped_ns + 1;
+        let now = rig.start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
         if !rig.open_owed(now, 4096) {
             refused += 1;
         }
@@ -520,12 +528,11 @@ impl crate::workload::IdleFlows for SquallIdle {
     fn establish_idle(&mut self, n: usize, deadline: Instant) -> Result<usize, String> {
         let mut rig = Rig::new(Wl::Idle, 0, n as u32 + 1024)?;
         rig.capp.to_open = n;
-        let start = Instant::now();
         while (rig.capp.connected as usize) < n || (rig.sapp.accepted as usize) < n {
             if Instant::now() >= deadline {
                 break;
             }
-            let now = start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
+            let now = rig.start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
             if !rig.open_owed(now, 1024) {
                 return Err("flow table full".into());
             }
