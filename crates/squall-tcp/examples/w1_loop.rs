@@ -95,7 +95,36 @@ fn cpu_ns() -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
+/// Hands every frame of `q` to `host`, in bursts of 32 (`rx_burst`) or one by one.
+fn rx_all<A: TcpApp>(
+    host: &mut TcpHost,
+    now: u64,
+    q: &Queue,
+    app: &mut A,
+    out: &mut Queue,
+    single: bool,
+) {
+    if single {
+        for i in 0..q.n {
+            host.rx(now, &q.slots[i][..q.lens[i]], app, out);
+        }
+        return;
+    }
+    let mut i = 0;
+    while i < q.n {
+        let n = (q.n - i).min(32);
+        let mut burst: [&[u8]; 32] = [&[]; 32];
+        for (k, b) in burst.iter_mut().enumerate().take(n) {
+            *b = &q.slots[i + k][..q.lens[i + k]];
+        }
+        host.rx_burst(now, &burst[..n], app, out);
+        i += n;
+    }
+}
+
 fn main() {
+    // SQUALL_RX_SINGLE=1: per-frame `rx` instead of `rx_burst` (for comparison).
+    let single = std::env::var("SQUALL_RX_SINGLE").is_ok_and(|v| v == "1");
     let mut args = std::env::args().skip(1);
     let n: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let conc: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
@@ -157,15 +186,11 @@ fn main() {
         }
         // Client -> server.
         std::mem::swap(&mut cq, &mut tmp);
-        for i in 0..tmp.n {
-            sh.rx(now, &tmp.slots[i][..tmp.lens[i]], &mut sapp, &mut sq);
-        }
+        rx_all(&mut sh, now, &tmp, &mut sapp, &mut sq, single);
         tmp.n = 0;
         // Server -> client.
         std::mem::swap(&mut sq, &mut tmp);
-        for i in 0..tmp.n {
-            ch.rx(now, &tmp.slots[i][..tmp.lens[i]], &mut capp, &mut cq);
-        }
+        rx_all(&mut ch, now, &tmp, &mut capp, &mut cq, single);
         tmp.n = 0;
         now += 1_000; // 1 us per round
         if cq.n == 0 && sq.n == 0 {

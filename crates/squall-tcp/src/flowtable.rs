@@ -82,6 +82,22 @@ impl FlowTable {
         k.hash(self.seed)
     }
 
+    /// Prefetches the slot where a key with hash `h` starts probing.
+    #[inline(always)]
+    pub fn prefetch(&self, h: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let p = &self.slots[h as usize & self.mask] as *const Slot as *const i8;
+            // SAFETY: prefetch is a hint that never faults; `p` points into `self.slots`.
+            #[allow(unused_unsafe)]
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(p, std::arch::x86_64::_MM_HINT_T0);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = h;
+    }
+
     /// Looks up `k` whose hash is `h`.
     #[inline]
     pub fn find(&self, k: &FlowKey, h: u64) -> Option<u32> {

@@ -1126,6 +1126,51 @@ impl TcpHost {
 
     /// Processes one received frame (Ethernet + IPv4 + TCP).
     pub fn rx<A: TcpApp, S: TxSink>(&mut self, now: u64, frame: &[u8], app: &mut A, tx: &mut S) {
+        self.rx_one(now, frame, None, app, tx);
+    }
+
+    /// Processes a burst of received frames. The 4-tuples of the whole burst are read and
+    /// their flow-table slots and TCBs prefetched before any frame is processed, hiding the
+    /// cache misses that dominate when flows are many; each frame is hashed once.
+    pub fn rx_burst<A: TcpApp, S: TxSink>(
+        &mut self,
+        now: u64,
+        frames: &[&[u8]],
+        app: &mut A,
+        tx: &mut S,
+    ) {
+        const B: usize = 32;
+        for chunk in frames.chunks(B) {
+            let mut hashes = [None::<u64>; B];
+            for (k, f) in chunk.iter().enumerate() {
+                if let Some(key) = pkt::peek_key(f) {
+                    let h = self.table.hash(&key);
+                    self.table.prefetch(h);
+                    hashes[k] = Some(h);
+                }
+            }
+            for (k, f) in chunk.iter().enumerate() {
+                if let (Some(h), Some(key)) = (hashes[k], pkt::peek_key(f)) {
+                    if let Some(i) = self.table.find(&key, h) {
+                        prefetch_lines(&self.flows[i as usize]);
+                    }
+                }
+            }
+            for (k, f) in chunk.iter().enumerate() {
+                self.rx_one(now, f, hashes[k], app, tx);
+            }
+        }
+    }
+
+    #[inline]
+    fn rx_one<A: TcpApp, S: TxSink>(
+        &mut self,
+        now: u64,
+        frame: &[u8],
+        hash: Option<u64>,
+        app: &mut A,
+        tx: &mut S,
+    ) {
         self.now = now;
         self.counters.tcps_rcvtotal += 1;
         let seg = match pkt::parse_opt(frame, self.cfg.rx_checksum) {
@@ -1146,7 +1191,10 @@ impl TcpHost {
             local_port: seg.dst_port,
             remote_port: seg.src_port,
         };
-        let h = self.table.hash(&key);
+        let h = match hash {
+            Some(h) => h,
+            None => self.table.hash(&key),
+        };
         match self.table.find(&key, h) {
             Some(i) => self.segment(i, &seg, h, app, tx),
             None => {
@@ -2017,6 +2065,28 @@ impl TcpHost {
         }
         false
     }
+}
+
+/// Prefetches the cache lines of `v` (a hint; never faults).
+#[inline(always)]
+fn prefetch_lines<T>(v: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let p = v as *const T as *const i8;
+        let n = std::mem::size_of::<T>().div_ceil(64);
+        for k in 0..n {
+            // SAFETY: prefetch is a hint that never faults; the address lies inside `v`.
+            #[allow(unused_unsafe)]
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(
+                    p.wrapping_add(k * 64),
+                    std::arch::x86_64::_MM_HINT_T0,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = v;
 }
 
 /// An application that ignores every event (used internally when recycling flows).

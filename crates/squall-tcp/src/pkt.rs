@@ -146,6 +146,21 @@ pub fn parse_opt(frame: &[u8], verify_tcp_csum: bool) -> Result<Segment<'_>, RxE
     })
 }
 
+/// Reads the 4-tuple (as seen by the receiving host) of an IPv4/TCP frame without any
+/// verification, for prefetching; None for anything unusual (full parsing decides later).
+#[inline]
+pub fn peek_key(f: &[u8]) -> Option<crate::flowtable::FlowKey> {
+    if f.len() < HDRS_LEN || f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45 || f[23] != 6 {
+        return None;
+    }
+    Some(crate::flowtable::FlowKey {
+        local_ip: be32(f, 30),
+        remote_ip: be32(f, 26),
+        local_port: be16(f, 36),
+        remote_port: be16(f, 34),
+    })
+}
+
 /// TCP options of interest (RFC 9293 §3.2, RFC 7323, RFC 2018).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TcpOpts {

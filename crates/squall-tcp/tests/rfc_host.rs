@@ -1152,3 +1152,23 @@ fn rfc5961_5_2_too_old_ack_and_7_rate_limit() {
     t.feed(t.pseq + 10, 0, RST, 0, &[], &[]);
     assert_eq!(t.take().len(), 1, "budget renewed next second");
 }
+
+// rx_burst processes every frame of a burst exactly like rx (including garbage).
+#[test]
+fn rx_burst_matches_rx() {
+    let mut t = T::new(cfg());
+    t.host.listen(HP);
+    let a = syn_from(2000, 1, SYN, 0, &[]);
+    let b = syn_from(2001, 1, SYN, 0, &[]);
+    let junk = vec![0u8; 20];
+    let burst: Vec<&[u8]> = vec![&a, &junk, &b];
+    t.host.rx_burst(0, &burst, &mut t.app, &mut t.sink);
+    let out = t.take();
+    assert_eq!(out.len(), 2);
+    assert!(out.iter().all(|o| o.flags == SYN | ACK));
+    assert_eq!(t.host.counters().tcps_rcvtotal, 3);
+    assert_eq!(
+        t.host.counters().tcps_rcvshort + t.host.counters().tcps_rcvnottcp,
+        1
+    );
+}
