@@ -15,6 +15,7 @@ use squall_bench::workload::{self, RunCfg};
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
                     [--stacks smoltcp,squall] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
+                    [--offload]   (emulate checksum offload on both sides: a second row)
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
   squall-bench w3-child --stack smoltcp|squall --flows N [--max-seconds S]   (internal)";
 
@@ -31,6 +32,8 @@ struct Opts {
     max_seconds: f64,
     /// `port` (squall-port's mem wire, default) or `harness` (the harness's own queues).
     wire: String,
+    /// Emulated checksum offload on both sides.
+    offload: bool,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -44,9 +47,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         max_ops: u64::MAX,
         max_seconds: 120.0,
         wire: "port".into(),
+        offload: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
+        if a == "--offload" {
+            o.offload = true;
+            continue;
+        }
         let mut val = || {
             it.next()
                 .cloned()
@@ -187,12 +195,12 @@ fn run_cell<P: workload_pair::MemPair>(pair: &mut P, w: &str, cfg: &RunCfg) -> R
 }
 
 #[cfg(feature = "squall")]
-fn run_squall(requests: bool, cfg: &RunCfg) -> Result<Record, String> {
-    squall::run(requests, cfg)
+fn run_squall(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String> {
+    squall::run(requests, cfg, offload)
 }
 
 #[cfg(not(feature = "squall"))]
-fn run_squall(_requests: bool, _cfg: &RunCfg) -> Result<Record, String> {
+fn run_squall(_requests: bool, _cfg: &RunCfg, _offload: bool) -> Result<Record, String> {
     Err("built without the `squall` feature (squall-tcp)".into())
 }
 
@@ -212,16 +220,22 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                         for i in 0..o.runs {
                             let mut cfg = RunCfg::new(c, o.seconds);
                             cfg.max_ops = o.max_ops;
-                            let sc = SmolConfig::new(c);
+                            let mut sc = SmolConfig::new(c);
+                            sc.offload = o.offload;
                             let mut r = if stack == "squall" {
-                                run_squall(w == "W2", &cfg)?
+                                run_squall(w == "W2", &cfg, o.offload)?
                             } else if o.wire == "port" {
                                 run_cell(&mut SmolPair::on_port(sc)?, w, &cfg)
                             } else {
                                 run_cell(&mut SmolPair::new(sc), w, &cfg)
                             };
                             if stack != "squall" {
-                                r.note = Some(format!("wire={}", o.wire));
+                                let off = if o.offload {
+                                    "; checksum offload emulated (no checksums)"
+                                } else {
+                                    ""
+                                };
+                                r.note = Some(format!("wire={}{off}", o.wire));
                             }
                             progress(&r, i, o.runs);
                             runs.push(r);

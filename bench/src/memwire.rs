@@ -83,25 +83,36 @@ impl Lane {
 /// A full-duplex wire: lane 0 carries A -> B, lane 1 carries B -> A.
 pub struct Wire {
     pub lanes: [Lane; 2],
+    /// Emulated checksum offload: smoltcp neither computes nor verifies checksums.
+    pub offload: bool,
 }
 
 impl Wire {
     pub fn new(limit: usize) -> Self {
         Wire {
             lanes: [Lane::new(limit), Lane::new(limit)],
+            offload: false,
         }
     }
 
     /// The device seen by end A (sends on lane 0, receives from lane 1).
     pub fn end_a(&mut self) -> End<'_> {
         let [l0, l1] = &mut self.lanes;
-        End { tx: l0, rx: l1 }
+        End {
+            tx: l0,
+            rx: l1,
+            offload: self.offload,
+        }
     }
 
     /// The device seen by end B (sends on lane 1, receives from lane 0).
     pub fn end_b(&mut self) -> End<'_> {
         let [l0, l1] = &mut self.lanes;
-        End { tx: l1, rx: l0 }
+        End {
+            tx: l1,
+            rx: l0,
+            offload: self.offload,
+        }
     }
 
     /// Frames carried in both directions.
@@ -119,6 +130,7 @@ impl Wire {
 pub struct End<'w> {
     tx: &'w mut Lane,
     rx: &'w mut Lane,
+    offload: bool,
 }
 
 pub struct RxToken<'w> {
@@ -157,6 +169,9 @@ impl phy::Device for End<'_> {
         caps.medium = Medium::Ethernet;
         caps.max_transmission_unit = MAX_FRAME;
         caps.max_burst_size = None;
+        if self.offload {
+            caps.checksum = phy::ChecksumCapabilities::ignored();
+        }
         caps
     }
 }

@@ -20,6 +20,8 @@ pub struct PortDevice<P: Port> {
     tx_free: Vec<P::Frame>,
     tx_out: Vec<P::Frame>,
     mtu: usize,
+    /// Emulated checksum offload: smoltcp neither computes nor verifies checksums.
+    pub offload: bool,
     /// Frames smoltcp wrote that did not fit a port frame (dropped, counted).
     pub oversize: u64,
 }
@@ -34,6 +36,7 @@ impl<P: Port> PortDevice<P> {
             tx_free: Vec::with_capacity(BURST),
             tx_out: Vec::with_capacity(4 * BURST),
             mtu,
+            offload: false,
             oversize: 0,
         }
     }
@@ -131,6 +134,9 @@ impl<P: Port> phy::Device for PortDevice<P> {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
         caps.max_transmission_unit = self.mtu;
+        if self.offload {
+            caps.checksum = phy::ChecksumCapabilities::ignored();
+        }
         caps
     }
 }

@@ -20,6 +20,8 @@ use crate::portwire::PortWire;
 pub trait PairWire {
     /// Name for notes ("harness" or "squall-port").
     fn name(&self) -> &'static str;
+    /// Emulate checksum offload on both ends (before the interfaces are built).
+    fn set_offload(&mut self, on: bool);
     /// Builds an interface on end A (`a == true`) or B.
     fn new_iface(&mut self, a: bool, cfg: Config, now: Instant) -> Interface;
     /// Polls `iface` on end A or B and hands its output to the wire.
@@ -35,6 +37,9 @@ pub trait PairWire {
 impl PairWire for Wire {
     fn name(&self) -> &'static str {
         "harness"
+    }
+    fn set_offload(&mut self, on: bool) {
+        self.offload = on;
     }
     fn new_iface(&mut self, a: bool, cfg: Config, now: Instant) -> Interface {
         if a {
@@ -64,6 +69,10 @@ impl PairWire for Wire {
 impl PairWire for PortWire {
     fn name(&self) -> &'static str {
         "squall-port"
+    }
+    fn set_offload(&mut self, on: bool) {
+        self.a.offload = on;
+        self.b.offload = on;
     }
     fn new_iface(&mut self, a: bool, cfg: Config, now: Instant) -> Interface {
         Interface::new(cfg, if a { &mut self.a } else { &mut self.b }, now)
@@ -114,6 +123,8 @@ pub struct SmolConfig {
     pub listeners: usize,
     /// Frames the wire holds per direction.
     pub wire_limit: usize,
+    /// Emulate checksum offload on both sides (no software checksums at all).
+    pub offload: bool,
 }
 
 impl SmolConfig {
@@ -130,6 +141,7 @@ impl SmolConfig {
             clients,
             listeners: clients + clients / 2 + 8,
             wire_limit: 65_536,
+            offload: false,
         }
     }
 }
@@ -207,6 +219,7 @@ impl SmolPair<PortWire> {
 
 impl<W: PairWire> SmolPair<W> {
     pub fn with_wire(cfg: SmolConfig, mut wire: W) -> Self {
+        wire.set_offload(cfg.offload);
         let clock = Clock {
             elapsed_us: 0,
             skipped_us: 0,

@@ -258,7 +258,7 @@ struct Rig {
 }
 
 impl Rig {
-    fn new(wl: Wl, conns: usize, max_flows: u32) -> Result<Self, String> {
+    fn new(wl: Wl, conns: usize, max_flows: u32, offload: bool) -> Result<Self, String> {
         let frames = (conns * 24 + 256).next_power_of_two().clamp(1024, 32_768) as u32;
         let (a, b) = pair(MemConfig {
             frames,
@@ -272,6 +272,8 @@ impl Rig {
         };
         let base = TcpConfig {
             max_flows,
+            tx_checksum: !offload,
+            rx_checksum: !offload,
             ..TcpConfig::default()
         };
         let mut ch = TcpHost::new(
@@ -420,12 +422,13 @@ fn w(wl: Wl) -> &'static str {
     }
 }
 
-/// Runs W1 or W2 (`requests == true`) between two Squall hosts; one line.
-pub fn run(requests: bool, cfg: &RunCfg) -> Result<Record, String> {
+/// Runs W1 or W2 (`requests == true`) between two Squall hosts; one line. `offload`
+/// emulates TCP checksum offload on both hosts (no TCP checksums computed or verified).
+pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String> {
     let wl = if requests { Wl::W2 } else { Wl::W1 };
     // Room for the live flows plus one second of TIME_WAIT at a generous rate.
     let max_flows = (cfg.conns as u32 * 4 + 4096).max(1 << 18);
-    let mut rig = Rig::new(wl, cfg.conns, max_flows)?;
+    let mut rig = Rig::new(wl, cfg.conns, max_flows, offload)?;
     let start = Instant::now();
     let warmup = Duration::from_secs_f64(cfg.warmup);
     let end = warmup + Duration::from_secs_f64(cfg.seconds);
@@ -467,6 +470,9 @@ pub fn run(requests: bool, cfg: &RunCfg) -> Result<Record, String> {
     let rate = Some(ops as f64 / secs);
     let hist = rig.capp.hist.take();
     let mut note = String::from("wire=squall-port");
+    if offload {
+        note.push_str("; checksum offload emulated (no TCP checksums)");
+    }
     if refused > 0 {
         note.push_str(&format!(
             "; connect refused (flow table full) {refused} times"
@@ -526,7 +532,7 @@ impl crate::workload::IdleFlows for SquallIdle {
     }
 
     fn establish_idle(&mut self, n: usize, deadline: Instant) -> Result<usize, String> {
-        let mut rig = Rig::new(Wl::Idle, 0, n as u32 + 1024)?;
+        let mut rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false)?;
         rig.capp.to_open = n;
         while (rig.capp.connected as usize) < n || (rig.sapp.accepted as usize) < n {
             if Instant::now() >= deadline {

@@ -47,3 +47,12 @@ fn smoltcp_runs_clean_on_squall_port_mem_wire() {
     assert_eq!(r.errors, 0, "{r:?}");
     assert!((1.9..2.5).contains(&r.frames_per_op.unwrap()));
 }
+
+#[test]
+fn smoltcp_with_emulated_offload_is_error_free() {
+    let mut c = SmolConfig::new(10);
+    c.offload = true;
+    let mut p = SmolPair::new(c);
+    let r = run_w1(&mut p, &cfg(10, 200));
+    assert_eq!(r.errors, 0, "{r:?}");
+}

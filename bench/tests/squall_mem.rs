@@ -15,7 +15,7 @@ fn cfg(conns: usize, max_ops: u64) -> RunCfg {
 
 #[test]
 fn w1_squall_pair_is_error_free() {
-    let r = run(false, &cfg(20, 500)).expect("rig");
+    let r = run(false, &cfg(20, 500), false).expect("rig");
     assert_eq!(r.errors, 0, "{r:?}");
     assert!(r.cps.unwrap() > 0.0, "{r:?}");
     assert_eq!(r.client, "squall");
@@ -25,7 +25,7 @@ fn w1_squall_pair_is_error_free() {
 
 #[test]
 fn w2_squall_pair_is_error_free() {
-    let r = run(true, &cfg(10, 5000)).expect("rig");
+    let r = run(true, &cfg(10, 5000), false).expect("rig");
     assert_eq!(r.errors, 0, "{r:?}");
     assert!(r.rps.unwrap() > 0.0, "{r:?}");
     let f = r.frames_per_op.unwrap();
@@ -38,4 +38,11 @@ fn w3_squall_establishes_idle_flows() {
     assert_eq!(r.errors, 0, "{r:?}");
     assert_eq!(r.conns, Some(2000));
     assert!(r.bytes_per_flow.unwrap() > 0.0);
+}
+
+#[test]
+fn w1_squall_with_emulated_offload_is_error_free() {
+    let r = run(false, &cfg(10, 200), true).expect("rig");
+    assert_eq!(r.errors, 0, "{r:?}");
+    assert!(r.note.unwrap().contains("offload"));
 }
