@@ -1821,8 +1821,9 @@ impl TcpHost {
         // segment, immediately when a gap was filled, otherwise within the delack timeout.
         let delack = self.cfg.delack_ns;
         let t = &mut self.flows[i as usize];
-        if filled_gap || t.ooo != NO_SIDE || delack == 0 || t.rcv_unacked >= 2 * self.cfg.mss as u32
-        {
+        // A full-sized segment from the peer: our advertised MSS less the timestamp option.
+        let rcv_mss = self.cfg.mss as u32 - if t.has(F_TS) { 12 } else { 0 };
+        if filled_gap || t.ooo != NO_SIDE || delack == 0 || t.rcv_unacked >= 2 * rcv_mss {
             t.flags |= F_ACKNOW;
         } else if t.delack_at == 0 {
             t.delack_at = now + delack;

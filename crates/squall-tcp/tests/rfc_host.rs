@@ -1172,3 +1172,31 @@ fn rx_burst_matches_rx() {
         1
     );
 }
+
+// RFC 5681 §4.2 with timestamps: "full-sized" means the effective MSS (1448 with the option),
+// so the second 1448-byte segment is ACKed at once.
+#[test]
+fn rfc5681_4_2_every_second_segment_with_timestamps() {
+    let mut t = T::new(TcpConfig {
+        timestamps: true,
+        ..cfg()
+    });
+    let syn = t.connect();
+    let mut o = vec![2, 4, 0x05, 0xb4];
+    o.extend(ts_opt(1000, 1));
+    t.feed(t.pseq, syn.seq.wrapping_add(1), SYN | ACK, 65535, &o, &[]);
+    t.pseq += 1;
+    t.take();
+    let iss1 = syn.seq.wrapping_add(1);
+    t.feed(t.pseq, iss1, ACK, 65535, &ts_opt(1001, 1), &[1u8; 1448]);
+    assert!(t.take().is_empty());
+    t.feed(
+        t.pseq + 1448,
+        iss1,
+        ACK,
+        65535,
+        &ts_opt(1002, 1),
+        &[1u8; 1448],
+    );
+    assert_eq!(t.one().ack, t.pseq + 2896);
+}
