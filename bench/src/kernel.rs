@@ -423,7 +423,7 @@ fn client_open(ep: &Epoll, conns: &mut Vec<Conn>, port: u16, n: u64) -> io::Resu
 fn client_thread(cfg: LoopCfg, sh: Arc<Shared>, port: u16, tid: mpsc::Sender<i32>) -> Histogram {
     measure::pin_to_core(cfg.client_core);
     let _ = tid.send(gettid());
-    let mut hist = Histogram::new(1_000_000);
+    let mut hist = Histogram::new();
     let (req, resp) = match cfg.workload {
         LoopWorkload::W1 => (http::w1_request(), http::w1_response()),
         LoopWorkload::W2 => (http::w2_request(), http::w2_response()),
@@ -496,7 +496,7 @@ fn client_thread(cfg: LoopCfg, sh: Arc<Shared>, port: u16, tid: mpsc::Sender<i32
                 sh.l7_bytes
                     .fetch_add((req.len() + resp.len()) as u64, Ordering::Relaxed);
                 if let (true, Some(t)) = (measuring, s.t_sent) {
-                    hist.record_us(t.elapsed().as_micros() as u64);
+                    hist.record_ns(t.elapsed().as_nanos() as u64);
                 }
                 match cfg.workload {
                     LoopWorkload::W1 => done = true,
@@ -594,7 +594,7 @@ pub fn run_loop(cfg: &LoopCfg) -> io::Result<Record> {
     let kinds = sh.kinds_note();
     sh.measuring.store(false, Ordering::Relaxed);
     sh.stop.store(true, Ordering::Relaxed);
-    let hist = client.join().unwrap_or_else(|_| Histogram::new(1));
+    let hist = client.join().unwrap_or_else(|_| Histogram::new());
     let _ = server.join();
 
     let secs = (b.0 - a.0).as_secs_f64();

@@ -102,23 +102,56 @@ pub fn raise_nofile() -> u64 {
     }
 }
 
-/// A latency histogram with 1 us buckets up to a bound (larger values land in the last).
+/// Sub-buckets per power of two in [`Histogram`] (relative precision 1/32, ~3 %).
+const SUB: u64 = 32;
+const SUB_BITS: u32 = 5;
+
+/// A log-linear latency histogram over nanoseconds: exact below 32 ns, then 32 buckets
+/// per power of two (values within ~3 %), up to 2^63 ns. Fixed size, no allocation when
+/// recording.
 pub struct Histogram {
     buckets: Vec<u64>,
     count: u64,
 }
 
+impl Default for Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Histogram {
-    pub fn new(max_us: usize) -> Self {
+    pub fn new() -> Self {
         Histogram {
-            buckets: vec![0; max_us.max(1) + 1],
+            buckets: vec![0; (SUB + (64 - SUB_BITS as u64) * SUB) as usize],
             count: 0,
         }
     }
 
+    fn index(ns: u64) -> usize {
+        if ns < SUB {
+            return ns as usize;
+        }
+        let e = 63 - ns.leading_zeros(); // >= SUB_BITS
+        let shift = e - SUB_BITS;
+        let sub = (ns >> shift) & (SUB - 1);
+        (SUB + (shift as u64) * SUB + sub) as usize
+    }
+
+    /// The smallest value that lands in bucket `i`.
+    fn lower(i: usize) -> u64 {
+        let i = i as u64;
+        if i < SUB {
+            return i;
+        }
+        let shift = (i - SUB) / SUB;
+        let sub = (i - SUB) % SUB;
+        (SUB + sub) << shift
+    }
+
     #[inline]
-    pub fn record_us(&mut self, us: u64) {
-        let i = (us as usize).min(self.buckets.len() - 1);
+    pub fn record_ns(&mut self, ns: u64) {
+        let i = Self::index(ns).min(self.buckets.len() - 1);
         self.buckets[i] += 1;
         self.count += 1;
     }
@@ -127,7 +160,8 @@ impl Histogram {
         self.count
     }
 
-    /// The value (us) at quantile `q` in [0, 1], or `None` if empty.
+    /// The value in microseconds at quantile `q` in [0, 1] (the lower bound of its
+    /// bucket), or `None` if empty.
     pub fn quantile(&self, q: f64) -> Option<f64> {
         if self.count == 0 {
             return None;
@@ -137,10 +171,10 @@ impl Histogram {
         for (i, &b) in self.buckets.iter().enumerate() {
             seen += b;
             if seen >= target {
-                return Some(i as f64);
+                return Some(Self::lower(i) as f64 / 1000.0);
             }
         }
-        Some((self.buckets.len() - 1) as f64)
+        None
     }
 
     pub fn clear(&mut self) {
@@ -168,18 +202,32 @@ mod tests {
     }
 
     #[test]
-    fn histogram_quantiles() {
-        let mut h = Histogram::new(100);
+    fn histogram_quantiles_within_precision() {
+        let mut h = Histogram::new();
         assert_eq!(h.quantile(0.5), None);
-        for us in 1..=100 {
-            h.record_us(us);
+        for us in 1..=100u64 {
+            h.record_ns(us * 1000);
         }
-        h.record_us(10_000); // clamps into the last bucket
+        h.record_ns(u64::MAX); // lands in the last bucket, no panic
         assert_eq!(h.count(), 101);
-        assert_eq!(h.quantile(0.5), Some(51.0));
-        assert_eq!(h.quantile(1.0), Some(100.0));
+        let p50 = h.quantile(0.5).unwrap();
+        assert!((49.0..=51.0).contains(&p50), "{p50}");
+        let p99 = h.quantile(0.99).unwrap();
+        assert!((96.0..=100.0).contains(&p99), "{p99}");
         h.clear();
         assert_eq!(h.count(), 0);
+        h.record_ns(7);
+        assert_eq!(h.quantile(1.0), Some(0.007));
+    }
+
+    #[test]
+    fn histogram_buckets_bound_their_values() {
+        for v in [0u64, 31, 32, 33, 63, 64, 1000, 123_456, 1 << 40] {
+            let i = Histogram::index(v);
+            let lo = Histogram::lower(i);
+            assert!(lo <= v, "{v}: lower {lo}");
+            assert!(v - lo <= v / 32 + 1, "{v}: lower {lo}");
+        }
     }
 
     #[test]

@@ -159,7 +159,7 @@ impl TcpApp for ClientApp {
                     self.ops += 1;
                     self.l7_bytes += (self.req_len as usize + resp.len()) as u64;
                     if let Some(h) = self.hist.as_mut() {
-                        h.record_us(self.now_ns.saturating_sub(s.t_sent) / 1000);
+                        h.record_ns(self.now_ns.saturating_sub(s.t_sent));
                     }
                     s.got = 0;
                     s.t_sent = self.now_ns;
@@ -439,7 +439,7 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
         match window {
             None if real >= warmup => {
                 if requests {
-                    rig.capp.hist = Some(Histogram::new(1_000_000));
+                    rig.capp.hist = Some(Histogram::new());
                 }
                 window = Some((
                     Instant::now(),

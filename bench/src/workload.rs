@@ -330,7 +330,7 @@ pub fn run_w2<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
     let mut capps = vec![ClientApp::default(); cfg.conns];
     let mut sapps: Vec<ServerApp> = Vec::new();
     let mut tally = Tally::default();
-    let mut hist = Histogram::new(1_000_000);
+    let mut hist = Histogram::new();
     let window = drive(
         pair,
         cfg,
@@ -406,7 +406,7 @@ fn w2_client<P: MemPair>(
                 tally.ops += 1;
                 tally.l7_bytes += (req.len() + resp.len()) as u64;
                 if let Some(h) = hist {
-                    h.record_us(now.saturating_sub(c.t_sent).as_micros() as u64);
+                    h.record_ns(now.saturating_sub(c.t_sent).as_nanos() as u64);
                 }
                 // Next request right away.
                 c.t_sent = now;
