@@ -199,10 +199,10 @@ fn mem_config(p: &Profile, cfg: &RunConfig) -> MemConfig {
     let mut b_to_a = cfg.impair.clone();
     b_to_a.seed = seed ^ 0xb2a;
     MemConfig {
-        frames: 8192,
+        frames: 16_384,
         frame_size,
         headroom,
-        ring_size: 4096,
+        ring_size: 16_384,
         mtu,
         a_to_b,
         b_to_a,

@@ -16,8 +16,9 @@ use super::pcap::PcapCap;
 
 /// Rx frames taken per burst.
 const BURST: usize = 64;
-/// Most rx bursts handled per iteration (so tx and timers keep their turn).
-const MAX_RX_BURSTS: usize = 8;
+/// Most rx bursts handled per iteration: enough to empty the wire ring, so frames the
+/// peer sent in one turn are all consumed in the next (a backlog would exhaust the pool).
+const MAX_RX_BURSTS: usize = 256;
 
 /// Frames a side holds between port calls.
 struct TxState<F> {
