@@ -820,11 +820,11 @@ impl TcpHost {
             }
             let sb = &self.sboards[t.sb as usize];
             let mss = t.mss as u32;
-            let pipe = sb.pipe(t.snd_una, t.snd_max);
+            let pipe = sb.pipe(t.snd_una, t.snd_max, mss);
             if pipe + mss > t.cc.cwnd {
                 break;
             }
-            if let Some((x, len)) = sb.next_hole(t.snd_una) {
+            if let Some((x, len)) = sb.next_hole(t.snd_una, mss) {
                 let sent = self.send_at(i, x, len.min(mss), tx);
                 if sent == 0 {
                     break;

@@ -112,23 +112,53 @@ impl Scoreboard {
             .sum()
     }
 
-    /// RFC 6675 SetPipe (approximation: un-SACKed bytes below the highest SACKed byte are
-    /// lost unless retransmitted): the bytes believed in flight.
-    pub fn pipe(&self, una: u32, max: u32) -> u32 {
-        let hs = self.high_sacked(una);
-        let tail = max.wrapping_sub(hs);
-        let rx = seq::max(seq::min(self.high_rxt, hs), una);
-        let rexmitted = rx.wrapping_sub(una).saturating_sub(self.sacked_below(rx));
-        tail + rexmitted
+    /// RFC 6675 IsLost boundary: un-SACKed bytes below the returned sequence have more than
+    /// (DupThresh - 1) * SMSS bytes SACKed above them and are deemed lost.
+    fn lost_limit(&self, una: u32, mss: u32) -> u32 {
+        let mut above = 0u32;
+        for &(s, e) in self.ranges().iter().rev() {
+            above += e.wrapping_sub(s);
+            if above > 2 * mss {
+                return s;
+            }
+        }
+        una
     }
 
-    /// RFC 6675 NextSeg rule 1: the first un-SACKed byte at or above max(HighRxt, una) and
-    /// below the highest SACKed byte, with the length of that hole.
-    pub fn next_hole(&self, una: u32) -> Option<(u32, u32)> {
+    /// Un-SACKed bytes in [from, to).
+    fn unsacked(&self, from: u32, to: u32) -> u32 {
+        if !seq::lt(from, to) {
+            return 0;
+        }
+        let mut n = to.wrapping_sub(from);
+        for &(s, e) in self.ranges() {
+            let (a, b) = (seq::max(s, from), seq::min(e, to));
+            if seq::lt(a, b) {
+                n -= b.wrapping_sub(a);
+            }
+        }
+        n
+    }
+
+    /// RFC 6675 SetPipe: un-SACKed bytes not deemed lost, plus lost bytes already
+    /// retransmitted (below HighRxt).
+    pub fn pipe(&self, una: u32, max: u32, mss: u32) -> u32 {
+        let l = self.lost_limit(una, mss);
+        let rx_to = seq::min(seq::max(self.high_rxt, una), l);
+        self.unsacked(l, max) + self.unsacked(una, rx_to)
+    }
+
+    /// RFC 6675 NextSeg rule 1: the first lost (IsLost) un-SACKed byte at or above
+    /// max(HighRxt, una), with the length of its hole.
+    pub fn next_hole(&self, una: u32, mss: u32) -> Option<(u32, u32)> {
+        let l = self.lost_limit(una, mss);
         let mut x = seq::max(self.high_rxt, una);
         for &(s, e) in self.ranges() {
+            if !seq::lt(x, l) {
+                return None;
+            }
             if seq::lt(x, s) {
-                return Some((x, s.wrapping_sub(x)));
+                return Some((x, seq::min(s, l).wrapping_sub(x)));
             }
             x = seq::max(x, e);
         }
@@ -167,13 +197,26 @@ mod tests {
         };
         b.add(0, 10_000, 1000, 3000);
         b.add(0, 10_000, 4000, 8000);
-        assert_eq!(b.next_hole(0), Some((0, 1000)));
-        assert_eq!(b.pipe(0, 10_000), 2000);
+        assert_eq!(b.next_hole(0, 1000), Some((0, 1000)));
+        assert_eq!(b.pipe(0, 10_000, 1000), 2000);
         b.high_rxt = 1000;
-        assert_eq!(b.next_hole(0), Some((3000, 1000)));
-        assert_eq!(b.pipe(0, 10_000), 3000);
+        assert_eq!(b.next_hole(0, 1000), Some((3000, 1000)));
+        assert_eq!(b.pipe(0, 10_000, 1000), 3000);
         b.high_rxt = 4000;
-        assert_eq!(b.next_hole(0), None);
-        assert_eq!(b.pipe(0, 10_000), 4000);
+        assert_eq!(b.next_hole(0, 1000), None);
+        assert_eq!(b.pipe(0, 10_000, 1000), 4000);
+    }
+
+    // RFC 6675 §4 IsLost: a hole with at most (DupThresh-1)*SMSS bytes SACKed above it is
+    // not yet lost (reordering tolerance) and stays in the pipe.
+    #[test]
+    fn rfc6675_4_is_lost_needs_dupthresh_bytes_above() {
+        let mut b = Scoreboard::default();
+        b.add(0, 10_000, 1000, 2000);
+        assert_eq!(b.next_hole(0, 1000), None);
+        assert_eq!(b.pipe(0, 10_000, 1000), 9000);
+        b.add(0, 10_000, 2000, 4500);
+        assert_eq!(b.next_hole(0, 1000), Some((0, 1000)));
+        assert_eq!(b.pipe(0, 10_000, 1000), 5500);
     }
 }

@@ -402,3 +402,45 @@ fn w1_loss_20pct_with_sack() {
     );
     check("sack-loss20", &r, false);
 }
+
+/// Everything at once (loss, duplication, reordering, corruption, jitter) with each option
+/// set: every flow still completes with verified bytes.
+#[test]
+fn w1_chaos_all_impairments_all_option_sets() {
+    let imp = Impair {
+        loss: 0.05,
+        dup: 0.03,
+        corrupt: 0.02,
+        reorder: 0.05,
+        reorder_extra_ns: 200_000,
+        delay_ns: 100_000,
+        jitter_ns: 50_000,
+    };
+    let sets = [
+        squall_tcp::TcpConfig { ..w1_config() },
+        squall_tcp::TcpConfig {
+            sack: true,
+            timestamps: true,
+            wscale: Some(4),
+            rcv_wnd: 1 << 20,
+            ooo_bytes: 1 << 20,
+            ..w1_config()
+        },
+        squall_tcp::TcpConfig {
+            sack: true,
+            init_cwnd: 20,
+            nagle: true,
+            ..w1_config()
+        },
+        squall_tcp::TcpConfig {
+            timestamps: true,
+            init_cwnd: 1,
+            delack_ns: 0,
+            ..w1_config()
+        },
+    ];
+    for (k, cfg) in sets.into_iter().enumerate() {
+        let r = run_w1(flows().min(400), 100, imp, 100 + k as u64, cfg);
+        check(&format!("chaos-{k}"), &r, false);
+    }
+}
