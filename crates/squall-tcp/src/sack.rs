@@ -98,20 +98,6 @@ impl Scoreboard {
         }
     }
 
-    /// Bytes SACKed in [una, upto).
-    fn sacked_below(&self, upto: u32) -> u32 {
-        self.ranges()
-            .iter()
-            .map(|&(s, e)| {
-                if seq::ge(s, upto) {
-                    0
-                } else {
-                    seq::min(e, upto).wrapping_sub(s)
-                }
-            })
-            .sum()
-    }
-
     /// RFC 6675 IsLost boundary: un-SACKed bytes below the returned sequence have more than
     /// (DupThresh - 1) * SMSS bytes SACKed above them and are deemed lost.
     fn lost_limit(&self, una: u32, mss: u32) -> u32 {
