@@ -138,6 +138,8 @@ counters! {
     tcps_pawsdrop,
     /// TIME_WAIT flows recycled by a new SYN or connect
     tcps_twrecycled,
+    /// flows dropped after the FIN_WAIT_2 timeout
+    tcps_finwait2_drops,
 }
 
 #[cfg(test)]

@@ -50,6 +50,8 @@ pub struct TcpConfig {
     pub max_retries: u8,
     /// TIME_WAIT period (2*MSL; short by default for a generator), ns.
     pub time_wait_ns: u64,
+    /// How long FIN_WAIT_2 waits for the peer's FIN before the flow is dropped, ns.
+    pub fin_wait2_ns: u64,
     /// Keepalive: (idle ns, interval ns, probes); None = off.
     pub keepalive: Option<(u64, u64, u8)>,
     /// Maximum half-open (SYN_RECEIVED) flows; beyond it SYNs get SYN cookies (or are
@@ -88,6 +90,7 @@ impl Default for TcpConfig {
             max_syn_retries: 6,
             max_retries: 12,
             time_wait_ns: 1_000_000_000,
+            fin_wait2_ns: 60_000_000_000,
             keepalive: None,
             max_half_open: 16_384,
             syn_cookies: true,
@@ -420,6 +423,12 @@ impl TcpHost {
         match t.state {
             State::TimeWait => {
                 self.close_flow(i, CloseReason::Normal, app);
+                return true;
+            }
+            State::FinWait2 => {
+                // The peer never closed its side (FIN_WAIT_2 timeout, as BSD/Linux do).
+                self.counters.tcps_finwait2_drops += 1;
+                self.close_flow(i, CloseReason::Timeout, app);
                 return true;
             }
             State::SynSent | State::SynReceived => {
@@ -2035,7 +2044,12 @@ impl TcpHost {
             if fin_acked {
                 let t = &mut self.flows[i as usize];
                 match t.state {
-                    State::FinWait1 => t.state = State::FinWait2,
+                    State::FinWait1 => {
+                        // Our FIN is acked; bound the wait for the peer's FIN.
+                        t.state = State::FinWait2;
+                        t.rexmt_at = now + self.cfg.fin_wait2_ns;
+                        self.schedule(i);
+                    }
                     State::Closing => {
                         self.enter_time_wait(i, app);
                         return true;

@@ -1200,3 +1200,24 @@ fn rfc5681_4_2_every_second_segment_with_timestamps() {
     );
     assert_eq!(t.one().ack, t.pseq + 2896);
 }
+
+// FIN_WAIT_2 is bounded: a peer that never sends its FIN does not hold the flow forever.
+#[test]
+fn rfc9293_3_6_fin_wait_2_timeout() {
+    let mut t = T::new(TcpConfig {
+        fin_wait2_ns: 30_000 * MS,
+        ..cfg()
+    });
+    let iss1 = t.established(&[]);
+    t.take();
+    let f = t.flow.unwrap();
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    t.feed(t.pseq, iss1.wrapping_add(1), ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::FinWait2);
+    t.advance(29_999 * MS);
+    assert_eq!(t.state(), State::FinWait2);
+    t.advance(30_001 * MS);
+    assert_eq!(t.state(), State::Closed);
+    assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Timeout)));
+    assert_eq!(t.host.counters().tcps_finwait2_drops, 1);
+}

@@ -331,6 +331,8 @@ pub fn w1_config() -> TcpConfig {
         delack_ns: 100_000_000,
         max_syn_retries: 12,
         max_retries: 15,
+        // At 20 % loss the peer's FIN can need many backed-off retransmissions.
+        fin_wait2_ns: 3_600_000_000_000,
         ..TcpConfig::default()
     }
 }
