@@ -27,6 +27,19 @@
 //!   [`TcpHost::listen`], [`TcpHost::send`], [`TcpHost::close`], [`TcpHost::abort`].
 //! * **Counters**: [`TcpHost::counters`] returns TRex-named `tcps_*` counters.
 //!
+//! # Protocol coverage
+//! RFC 9293 state machine (active/passive/simultaneous open, simultaneous close,
+//! half-close, RST handling, TIME_WAIT with a configurable period and 4-tuple recycling,
+//! FIN_WAIT_2 timeout), RFC 6528 ISNs (SipHash-2-4), MSS option, window scaling and
+//! timestamps with PAWS (RFC 7323, negotiable), Nagle on/off, delayed ACK (timeout,
+//! every second full segment, immediate on gaps), zero-window probes, optional
+//! keepalive, RFC 6298 RTO (Karn, backoff, min/max), NewReno (RFC 5681/3465/6582), SACK
+//! (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable), RFC 5961 challenge ACKs
+//! (rate limited), bounded half-open table with SYN cookies (RFC 4987), header
+//! prediction, out-of-order queue with merging/trimming (and out-of-order FIN).
+//! The receive window is constant (`TcpConfig::rcv_wnd`): applications consume data
+//! as it is delivered, so no window updates are ever needed.
+//!
 //! # Example: a W1 exchange between a client and a server host
 //! ```
 //! use std::sync::Arc;

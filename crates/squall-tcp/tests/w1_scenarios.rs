@@ -444,3 +444,27 @@ fn w1_chaos_all_impairments_all_option_sets() {
         check(&format!("chaos-{k}"), &r, false);
     }
 }
+
+#[test]
+#[ignore = "100,000 flows: run with --release -- --ignored"]
+fn w1_loss_20pct_sack_ts_100k() {
+    let cfg = squall_tcp::TcpConfig {
+        sack: true,
+        timestamps: true,
+        wscale: Some(2),
+        ..w1_config()
+    };
+    let r = run_w1(
+        100_000,
+        200,
+        Impair {
+            loss: 0.20,
+            reorder: 0.02,
+            reorder_extra_ns: 100_000,
+            ..clean()
+        },
+        21,
+        cfg,
+    );
+    check("loss20-sack-ts-100k", &r, false);
+}
