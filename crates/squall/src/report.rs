@@ -273,6 +273,13 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
             imp.0.lost, imp.1.lost, imp.0.duplicated, imp.1.duplicated, imp.0.reordered, imp.1.reordered, imp.0.corrupted, imp.1.corrupted
         );
     }
+    if r.client.throttled_turns > 0 {
+        let _ = writeln!(
+            o,
+            "\nwarning: the generator was over capacity: {} loop turns opened no flow because the wire's frame pools ran low (flows started late; their latency counts from the schedule)",
+            r.client.throttled_turns
+        );
+    }
     let errors = error_count(r);
     let bad: Vec<_> = checks.iter().filter(|c| !c.ok).collect();
     let _ = writeln!(o);
@@ -334,6 +341,7 @@ fn side_json(s: &SideReport) -> Value {
         "cpu_sec": secs(s.cpu_ns),
         "still_open": s.still_open,
         "running_at_end": s.live_end,
+        "throttled_turns": s.throttled_turns,
         "peak_active": s.peak_active,
     })
 }

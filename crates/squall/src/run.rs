@@ -70,6 +70,9 @@ pub struct SideReport {
     pub live_end: u64,
     /// Most flows running at once.
     pub peak_active: u64,
+    /// Loop turns in which no flow was opened because the wire's frame pools ran low
+    /// (client side; the generator was over capacity then).
+    pub throttled_turns: u64,
 }
 
 /// Result of a run.
@@ -132,8 +135,45 @@ fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
         still_open: s.host.flow_count() as u64,
         live_end: s.app.live,
         peak_active: s.app.peak_live,
+        throttled_turns: 0,
     }
 }
+
+/// Frames in each side's pool of the wire.
+const POOL_FRAMES: u32 = 16_384;
+/// With more frames than this waiting on either direction of the wire, no new flow is
+/// opened (single-threaded real-time runs).
+const HIGH_FRAMES: u64 = POOL_FRAMES as u64 / 4;
+
+/// Wire pressure seen by a single-threaded run: frames sent but not yet received on
+/// either direction (port counters), or, when impairment drops frames, any new
+/// allocation failure since the last turn.
+struct Pressure {
+    impaired: bool,
+    alloc_fail: u64,
+}
+
+impl Pressure {
+    fn new(impaired: bool) -> Self {
+        Pressure {
+            impaired,
+            alloc_fail: 0,
+        }
+    }
+    fn high(&mut self, a: &MemPort, b: &MemPort) -> bool {
+        let (sa, sb) = (a.stats(), b.stats());
+        if self.impaired {
+            let f = sa.alloc_fail + sb.alloc_fail;
+            let grew = f > self.alloc_fail;
+            self.alloc_fail = f;
+            return grew;
+        }
+        sa.tx_frames.saturating_sub(sb.rx_frames) > HIGH_FRAMES
+            || sb.tx_frames.saturating_sub(sa.rx_frames) > HIGH_FRAMES
+    }
+}
+/// Most flows opened per loop turn in real-time runs.
+const START_BUDGET: usize = 256;
 
 /// Lead between reading the clock and the first scheduled flow (real-time runs).
 const START_LEAD_NS: u64 = 100_000_000;
@@ -199,10 +239,10 @@ fn mem_config(p: &Profile, cfg: &RunConfig) -> MemConfig {
     let mut b_to_a = cfg.impair.clone();
     b_to_a.seed = seed ^ 0xb2a;
     MemConfig {
-        frames: 16_384,
+        frames: POOL_FRAMES,
         frame_size,
         headroom,
-        ring_size: 16_384,
+        ring_size: POOL_FRAMES,
         mtu,
         a_to_b,
         b_to_a,
@@ -280,9 +320,18 @@ fn run_single(
     let mut last_pub = 0u64;
     let mut same_time = 0u64;
     let mut busy = Busy::default();
+    let mut throttled = 0u64;
+    let mut pressure = Pressure::new(cfg.impair.is_active());
+    if clock.is_some() {
+        c.pace = Some(START_BUDGET);
+    }
     loop {
         if let Some(ck) = clock {
             now = ck.now_ns();
+        }
+        if clock.is_some() {
+            c.throttle = pressure.high(&c.port, &s.port);
+            throttled += u64::from(c.throttle);
         }
         let w1 = c.iterate(now, pcap.as_mut());
         let w2 = s.iterate(now, pcap.as_mut());
@@ -342,8 +391,10 @@ fn run_single(
     c.release_frames();
     s.release_frames();
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    let mut client = report(&c, cpu);
+    client.throttled_turns = throttled;
     Ok(RunResult {
-        client: report(&c, cpu),
+        client,
         server: report(&s, cpu),
         elapsed_ns: now - t0,
         gen_ns: cfg.duration_ns,
@@ -379,6 +430,8 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut now;
             let mut last_pub = 0;
             let mut busy = Busy::default();
+            let throttled = 0u64;
+            c.pace = Some(START_BUDGET);
             loop {
                 now = clock.now_ns();
                 let w = c.iterate(now, None);
@@ -405,7 +458,9 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             cd.store(true, Ordering::Release);
             c.release_frames();
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
-            (report(&c, cpu), now, busy.scale(cpu))
+            let mut rep = report(&c, cpu);
+            rep.throttled_turns = throttled;
+            (rep, now, busy.scale(cpu))
         })
         .map_err(|e| e.to_string())?;
     let live_s = live.clone();

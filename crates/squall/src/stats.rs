@@ -35,6 +35,8 @@ tg_counters! {
     ports_exhausted: true,
     /// flows not opened: the TCP host refused the connect (flow table full, tuple in use)
     connect_failed: true,
+    /// flows scheduled before the stop but not opened when the run ended (generator behind)
+    not_opened: true,
     /// flows whose connection died before their program ended
     aborted: true,
     /// of `aborted`: retransmissions exhausted

@@ -2,6 +2,7 @@
 //! side) the flow scheduler with address allocation. [`Side::iterate`] is one turn of the
 //! loop: rx burst -> TCP -> TCP timers -> program timers -> new flows -> tx burst.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use squall_astf::alloc::{ClientAlloc, PortRange, ServerPick};
@@ -16,9 +17,9 @@ use super::pcap::PcapCap;
 
 /// Rx frames taken per burst.
 const BURST: usize = 64;
-/// Most rx bursts handled per iteration: enough to empty the wire ring, so frames the
-/// peer sent in one turn are all consumed in the next (a backlog would exhaust the pool).
-const MAX_RX_BURSTS: usize = 256;
+/// Most rx bursts handled per iteration: large enough to keep up with the peer, small
+/// enough that the frames one turn produces in reply stay well within the frame pool.
+const MAX_RX_BURSTS: usize = 64;
 
 /// Frames a side holds between port calls.
 struct TxState<F> {
@@ -68,6 +69,8 @@ pub struct ClientGen {
     allocs: Vec<ClientAlloc>,
     servers: Vec<ServerPick>,
     starts: Vec<FlowStart>,
+    /// Flows due but not opened yet (pacing or throttling); opened in order.
+    pending: VecDeque<FlowStart>,
 }
 
 impl ClientGen {
@@ -89,14 +92,20 @@ impl ClientGen {
             allocs,
             servers,
             starts: Vec::with_capacity(64),
+            pending: VecDeque::new(),
         })
     }
     /// Stops opening flows from `at` on.
     pub fn stop_at(&mut self, at: u64) {
         self.sched.stop_at(at);
     }
+    /// No flow will be opened any more.
     pub fn is_finished(&self) -> bool {
-        self.sched.is_finished()
+        self.sched.is_finished() && self.pending.is_empty()
+    }
+    /// Flows due and waiting to be opened.
+    pub fn backlog(&self) -> usize {
+        self.pending.len()
     }
 }
 
@@ -133,6 +142,12 @@ pub struct Side<P: Port> {
     rxq: Vec<P::Frame>,
     scratch: Vec<u32>,
     pub client: Option<ClientGen>,
+    /// Most client flows opened per turn (`None`: all that are due). Real-time runs pace
+    /// so that a burst of late flows cannot flood the wire's frame pool in one turn.
+    pub pace: Option<usize>,
+    /// Set by the driver while the wire's frame pools run low: no new flow is opened
+    /// (due flows wait; their latency still counts from their scheduled start).
+    pub throttle: bool,
 }
 
 impl<P: Port> Side<P> {
@@ -173,6 +188,8 @@ impl<P: Port> Side<P> {
             rxq: Vec::with_capacity(BURST),
             scratch: Vec::with_capacity(256),
             client,
+            pace: None,
+            throttle: false,
         }
     }
 
@@ -257,15 +274,24 @@ impl<P: Port> Side<P> {
         }
         // New client flows.
         if let Some(mut cg) = self.client.take() {
-            if cg.sched.next_due().is_some_and(|t| t <= now) {
-                work = true;
-                let mut starts = std::mem::take(&mut cg.starts);
-                starts.clear();
-                cg.sched.poll(now, &mut starts);
-                for s in &starts {
-                    self.start_flow(now, &mut cg, s, &mut pcap);
+            if !self.throttle {
+                if cg.pending.is_empty() && cg.sched.next_due().is_some_and(|t| t <= now) {
+                    let mut starts = std::mem::take(&mut cg.starts);
+                    starts.clear();
+                    cg.sched.poll(now, &mut starts);
+                    cg.pending.extend(starts.drain(..));
+                    cg.starts = starts;
                 }
-                cg.starts = starts;
+                let budget = self.pace.unwrap_or(usize::MAX);
+                let mut n = 0;
+                while n < budget {
+                    let Some(s) = cg.pending.pop_front() else {
+                        break;
+                    };
+                    self.start_flow(now, &mut cg, &s, &mut pcap);
+                    n += 1;
+                }
+                work |= n > 0;
             }
             for (tpl, addr) in self.app.released.drain(..) {
                 if let Some(a) = cg.allocs.get_mut(tpl as usize) {
@@ -342,6 +368,21 @@ impl<P: Port> Side<P> {
         }
         self.scratch = live;
         self.port.tx_burst(&mut self.tx.out);
+        // Flows scheduled before the stop but never opened (the generator fell behind).
+        if let Some(cg) = self.client.as_mut() {
+            let mut starts = std::mem::take(&mut cg.starts);
+            starts.clear();
+            cg.sched.poll(now, &mut starts);
+            cg.pending.extend(starts.drain(..));
+            cg.starts = starts;
+            for s in cg.pending.drain(..) {
+                let ti = s.template.0 as usize;
+                let tg = self.app.profile().templates[ti].tg_id as usize;
+                if let Some(g) = self.app.stats.tg.get_mut(tg) {
+                    g.c.not_opened += 1;
+                }
+            }
+        }
         n
     }
 
@@ -351,7 +392,13 @@ impl<P: Port> Side<P> {
             self.host.next_timer(),
             self.app.next_timer(),
             self.port.next_event_ns(),
-            self.client.as_ref().and_then(|c| c.sched.next_due()),
+            self.client.as_ref().and_then(|c| {
+                if c.pending.is_empty() {
+                    c.sched.next_due()
+                } else {
+                    Some(now)
+                }
+            }),
         ]
         .into_iter()
         .flatten()
