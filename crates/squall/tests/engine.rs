@@ -166,3 +166,33 @@ fn unmatched_connections_are_counted_and_reset() {
         }
     }
 }
+
+#[test]
+fn throttled_flows_are_counted_as_not_opened_at_the_end() {
+    use squall::gen::{tcp_config, ClientGen, Side};
+    use squall_astf::sched::SchedConfig;
+    let p = profile("tests/profiles/loop.json"); // limit 4 flows at 100 CPS
+    let (a, _b) = squall_port::mem::pair(Default::default()).unwrap();
+    let mut sc = SchedConfig::from_profile(&p, 1.0, Some(1_000_000_000), 0, 1);
+    sc.start_ns = 0;
+    let cg = ClientGen::new(&p, &sc).unwrap();
+    let cfg = tcp_config(
+        &p.templates[0].client,
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        64,
+        1,
+    );
+    let mut c = Side::new(p.clone(), a, cfg, Some(cg), 0, 1);
+    c.throttle = true;
+    for t in 0..100u64 {
+        c.iterate(t * 1_000_000, None);
+    }
+    assert_eq!(c.app.stats.total().started, 0);
+    assert!(!c.is_idle());
+    c.cut_all(2_000_000_000, None);
+    let t = c.app.stats.total();
+    assert_eq!(t.not_opened, 4);
+    assert_eq!(t.errors(), 4);
+    assert!(c.client.as_ref().unwrap().is_finished());
+}
