@@ -12,6 +12,8 @@
 //! `Port::set_time`, so a single-threaded simulation on a virtual clock is deterministic.
 //! Delayed frames carry their delivery time; the receiver only takes frames whose time has
 //! come, and `next_event_ns` gives the earliest pending time so a simulation can jump to it.
+//! The sender's and the receiver's times must come from one clock (one virtual clock, or
+//! monotonic clocks with the same origin) for delays to mean what they say.
 
 mod impair;
 mod pool;
