@@ -193,7 +193,7 @@ impl PortWire {
     /// plus slack). The mem port recycles its whole pool before reusing a frame, so
     /// the pool is the cache working set: oversizing it makes every frame a cache miss.
     pub fn new(conns: usize) -> Result<Self, String> {
-        let frames = (conns * 4 + 256).next_power_of_two().clamp(512, 16_384) as u32;
+        let frames = (conns * 4 + 64).next_power_of_two().clamp(128, 16_384) as u32;
         let cfg = MemConfig {
             frames,
             ring_size: frames,

@@ -259,7 +259,7 @@ struct Rig {
 
 impl Rig {
     fn new(wl: Wl, conns: usize, max_flows: u32, offload: bool) -> Result<Self, String> {
-        let frames = (conns * 24 + 256).next_power_of_two().clamp(1024, 32_768) as u32;
+        let frames = (conns * 24 + 64).next_power_of_two().clamp(128, 32_768) as u32;
         let (a, b) = pair(MemConfig {
             frames,
             ring_size: frames,
