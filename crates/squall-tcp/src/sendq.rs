@@ -13,9 +13,50 @@ pub struct BufId(pub u32);
 
 enum BufData {
     Free,
-    Shared(Arc<[u8]>),
-    Static(&'static [u8]),
+    /// Shared bytes and their per-64-byte-block prefix checksum sums.
+    Shared(Arc<[u8]>, Box<[u64]>),
+    Static(&'static [u8], Box<[u64]>),
     Owned(Box<[u8]>),
+}
+
+/// Block size of the precomputed checksum sums.
+const CSUM_BLOCK: usize = 64;
+
+/// Prefix sums of the big-endian ones'-complement sums of each full 64-byte block
+/// (`p[k]` = sum of blocks `0..k`, unfolded, exact in u64). Lets a segment's payload sum be
+/// taken from the immutable buffer in O(1) + at most two partial blocks.
+fn prefix_sums(d: &[u8]) -> Box<[u64]> {
+    let mut p = Vec::with_capacity(d.len() / CSUM_BLOCK + 1);
+    let mut acc = 0u64;
+    p.push(0);
+    for b in d.chunks_exact(CSUM_BLOCK) {
+        acc += squall_wire::checksum::sum(b) as u64;
+        p.push(acc);
+    }
+    p.into_boxed_slice()
+}
+
+/// Ones'-complement sum (folded, big-endian words counted from `a`) of `d[a..b]`, using the
+/// block prefix sums `p` of `d` for the aligned middle part.
+#[inline]
+fn range_sum(d: &[u8], p: &[u64], a: usize, b: usize) -> u16 {
+    let ba = a.div_ceil(CSUM_BLOCK);
+    let bb = b / CSUM_BLOCK;
+    if b - a < 4 * CSUM_BLOCK || ba >= bb || bb >= p.len() {
+        return squall_wire::checksum::sum(&d[a..b]);
+    }
+    let odd = a % 2 == 1;
+    // Head, counted from `a`; re-expressed counted from the buffer start (swap if odd).
+    let head = squall_wire::checksum::sum(&d[a..ba * CSUM_BLOCK]);
+    let head0 = if odd { head.swap_bytes() } else { head };
+    let mid = p[bb] - p[ba];
+    let tail = squall_wire::checksum::sum(&d[bb * CSUM_BLOCK..b]);
+    let s0 = crate::pkt::csum_fold(head0 as u64 + mid + tail as u64);
+    if odd {
+        s0.swap_bytes()
+    } else {
+        s0
+    }
 }
 
 /// Per-core registry of immutable send buffers.
@@ -48,11 +89,12 @@ impl BufRegistry {
     }
     /// Registers a shared immutable buffer (e.g. a template's bytes).
     pub fn register(&mut self, data: Arc<[u8]>) -> BufId {
-        self.put(BufData::Shared(data))
+        let p = prefix_sums(&data);
+        self.put(BufData::Shared(data, p))
     }
     /// Registers a static buffer.
     pub fn register_static(&mut self, data: &'static [u8]) -> BufId {
-        self.put(BufData::Static(data))
+        self.put(BufData::Static(data, prefix_sums(data)))
     }
     /// Registers owned bytes; freed by the stack once fully acknowledged.
     pub fn register_owned(&mut self, data: Box<[u8]>) -> BufId {
@@ -74,12 +116,28 @@ impl BufRegistry {
     #[inline]
     pub fn get(&self, id: BufId) -> &[u8] {
         match self.bufs.get(id.0 as usize) {
-            Some(BufData::Shared(a)) => a,
-            Some(BufData::Static(s)) => s,
+            Some(BufData::Shared(a, _)) => a,
+            Some(BufData::Static(s, _)) => s,
             Some(BufData::Owned(b)) => b,
             _ => &[],
         }
     }
+    /// Copies `d.len()` bytes of buffer `id` from `start` into `dst` and returns their
+    /// folded sum (words counted from `start`), or None if the range is invalid.
+    #[inline]
+    fn copy_sum(&self, id: BufId, start: usize, dst: &mut [u8]) -> Option<u16> {
+        let end = start + dst.len();
+        let (d, p): (&[u8], &[u64]) = match self.bufs.get(id.0 as usize) {
+            Some(BufData::Shared(a, p)) => (a, p),
+            Some(BufData::Static(s, p)) => (s, p),
+            Some(BufData::Owned(b)) => (b, &[]),
+            _ => return None,
+        };
+        let src = d.get(start..end)?;
+        dst.copy_from_slice(src);
+        Some(range_sum(d, p, start, end))
+    }
+
     /// Number of live buffers.
     pub fn live(&self) -> usize {
         self.bufs.len() - self.free.len()
@@ -290,15 +348,11 @@ impl ChunkPool {
                 h = c.next;
                 continue;
             }
-            let src = reg.get(BufId(c.buf));
             let start = (c.off + offset) as usize;
             let avail = (c.len - offset) as usize;
             let take = avail.min(dst.len() - done);
-            let part = match src.get(start..start + take) {
-                Some(s) => {
-                    dst[done..done + take].copy_from_slice(s);
-                    squall_wire::checksum::sum(s)
-                }
+            let part = match reg.copy_sum(BufId(c.buf), start, &mut dst[done..done + take]) {
+                Some(sum) => sum,
                 None => {
                     dst[done..done + take].fill(0);
                     0
@@ -358,6 +412,33 @@ mod tests {
         let mut again = [0u8; 3];
         pool.copy_out(&q, 0, &mut again, &reg);
         assert_eq!(out, again);
+    }
+
+    // RFC 1071 §2: sums from the block prefix table equal direct sums for every range,
+    // both parities of start and length.
+    #[test]
+    fn rfc1071_prefix_range_sums_match_direct_sums() {
+        let data: Vec<u8> = (0..5000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let p = prefix_sums(&data);
+        let mut seed = 7u64;
+        for _ in 0..5000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let a = (seed >> 33) as usize % 5000;
+            let b = a + (seed >> 17) as usize % (5000 - a + 1);
+            assert_eq!(
+                range_sum(&data, &p, a, b),
+                squall_wire::checksum::sum(&data[a..b]),
+                "{a}..{b}"
+            );
+        }
+        let ones = vec![0xffu8; 4096];
+        let p = prefix_sums(&ones);
+        assert_eq!(
+            range_sum(&ones, &p, 1, 4001),
+            squall_wire::checksum::sum(&ones[1..4001])
+        );
     }
 
     #[test]
