@@ -105,6 +105,10 @@ pub struct Live {
     /// Per-side errors/bytes for the two-thread mode.
     pub server_errors: AtomicU64,
     pub server_wire_bytes: AtomicU64,
+    /// Server port counters published every turn (two-thread pressure estimate).
+    pub server_tx_frames: AtomicU64,
+    pub server_rx_frames: AtomicU64,
+    pub server_alloc_fail: AtomicU64,
     pub done: AtomicBool,
 }
 
@@ -161,7 +165,19 @@ impl Pressure {
         }
     }
     fn high(&mut self, a: &MemPort, b: &MemPort) -> bool {
-        let (sa, sb) = (a.stats(), b.stats());
+        self.high_stats(a.stats(), b.stats())
+    }
+    /// Two threads: the server's counters come from its last published turn.
+    fn high_live(&mut self, a: &MemPort, live: &Live) -> bool {
+        let sb = PortStats {
+            tx_frames: live.server_tx_frames.load(Ordering::Relaxed),
+            rx_frames: live.server_rx_frames.load(Ordering::Relaxed),
+            alloc_fail: live.server_alloc_fail.load(Ordering::Relaxed),
+            ..PortStats::default()
+        };
+        self.high_stats(a.stats(), sb)
+    }
+    fn high_stats(&mut self, sa: PortStats, sb: PortStats) -> bool {
         if self.impaired {
             let f = sa.alloc_fail + sb.alloc_fail;
             let grew = f > self.alloc_fail;
@@ -417,6 +433,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
     let (c, s) = sides(&profile, cfg, t0)?;
     let stop = t0 + cfg.duration_ns;
     let hard = stop + cfg.drain_ns;
+    let impaired = cfg.impair.is_active();
     let client_done = Arc::new(AtomicBool::new(false));
     let cd = client_done.clone();
     let live_c = live.clone();
@@ -430,10 +447,13 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut now;
             let mut last_pub = 0;
             let mut busy = Busy::default();
-            let throttled = 0u64;
+            let mut throttled = 0u64;
+            let mut pressure = Pressure::new(impaired);
             c.pace = Some(START_BUDGET);
             loop {
                 now = clock.now_ns();
+                c.throttle = pressure.high_live(&c.port, &live_c);
+                throttled += u64::from(c.throttle);
                 let w = c.iterate(now, None);
                 busy.add(now, clock.now_ns(), w);
                 if c.is_idle() {
@@ -478,6 +498,16 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                 let now = clock.now_ns();
                 let w = s.iterate(now, None);
                 busy.add(now, clock.now_ns(), w);
+                let ps = s.port.stats();
+                live_s
+                    .server_tx_frames
+                    .store(ps.tx_frames, Ordering::Relaxed);
+                live_s
+                    .server_rx_frames
+                    .store(ps.rx_frames, Ordering::Relaxed);
+                live_s
+                    .server_alloc_fail
+                    .store(ps.alloc_fail, Ordering::Relaxed);
                 if client_done.load(Ordering::Acquire) {
                     // Let the client's last frames (final ACKs, RSTs) arrive.
                     let d = *done_at.get_or_insert(now);
