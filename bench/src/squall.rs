@@ -258,8 +258,15 @@ struct Rig {
 }
 
 impl Rig {
-    fn new(wl: Wl, conns: usize, max_flows: u32, offload: bool) -> Result<Self, String> {
-        let frames = (conns * 24 + 64).next_power_of_two().clamp(128, 32_768) as u32;
+    /// `frames`: the wire's pool per side (the port cycles its whole pool, so it is the
+    /// cache working set: size it to the frames in flight).
+    fn new(
+        wl: Wl,
+        conns: usize,
+        max_flows: u32,
+        offload: bool,
+        frames: u32,
+    ) -> Result<Self, String> {
         let (a, b) = pair(MemConfig {
             frames,
             ring_size: frames,
@@ -428,7 +435,8 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
     let wl = if requests { Wl::W2 } else { Wl::W1 };
     // Room for the live flows plus one second of TIME_WAIT at a generous rate.
     let max_flows = (cfg.conns as u32 * 4 + 4096).max(1 << 18);
-    let mut rig = Rig::new(wl, cfg.conns, max_flows, offload)?;
+    let frames = (cfg.conns * 24 + 64).next_power_of_two().clamp(128, 32_768) as u32;
+    let mut rig = Rig::new(wl, cfg.conns, max_flows, offload, frames)?;
     let start = Instant::now();
     let warmup = Duration::from_secs_f64(cfg.warmup);
     let end = warmup + Duration::from_secs_f64(cfg.seconds);
@@ -532,14 +540,15 @@ impl crate::workload::IdleFlows for SquallIdle {
     }
 
     fn establish_idle(&mut self, n: usize, deadline: Instant) -> Result<usize, String> {
-        let mut rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false)?;
+        // 1024 frames per side (2 MiB) for 256 opens per step.
+        let mut rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false, 1024)?;
         rig.capp.to_open = n;
         while (rig.capp.connected as usize) < n || (rig.sapp.accepted as usize) < n {
             if Instant::now() >= deadline {
                 break;
             }
             let now = rig.start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
-            if !rig.open_owed(now, 1024) {
+            if !rig.open_owed(now, 256) {
                 return Err("flow table full".into());
             }
             if !rig.step(now) && rig.capp.to_open == 0 {
