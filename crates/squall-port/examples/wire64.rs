@@ -4,6 +4,9 @@
 //!
 //! The sender writes every frame's 64 bytes (Ethernet header + sequence number); the
 //! receiver reads the header and checks the sequence (a gap or a bad header is an error).
+//! A thread that finds the ring full (sender) or empty (receiver) 4096 times in a row
+//! yields its core: on a shared machine its peer is then probably descheduled, and
+//! spinning would only delay it (on a quiet machine this never triggers).
 //!
 //! Usage: `cargo run --release -p squall-port --example wire64 -- [--seconds S]
 //! [--runs R] [--burst B] [--cores C0,C1] [--ring N] [--frames N] [--same-thread]`
@@ -21,6 +24,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 const FRAME: usize = 64;
+/// Consecutive idle polls (ring empty or full) after which a thread yields its core.
+const STALL_YIELD: u32 = 4096;
 
 struct Args {
     same_thread: bool,
@@ -247,6 +252,7 @@ fn two_threads(args: &Args, seconds: f64) -> Result<Run, String> {
         let mut v = Vec::with_capacity(burst);
         let mut seq: u64 = 0;
         let mut bursts = 0;
+        let mut stalls = 0u32;
         sb.wait();
         let cpu0 = thread_cpu_ns();
         while !st.load(Ordering::Relaxed) {
@@ -264,8 +270,16 @@ fn two_threads(args: &Args, seconds: f64) -> Result<Run, String> {
                 }
             }
             if tx_port.tx_burst(&mut v) == 0 {
-                // Ring full: back off a little instead of hammering the shared line.
+                // Ring full: back off a little instead of hammering the shared line, and
+                // give the core away if the receiver seems descheduled.
                 std::hint::spin_loop();
+                stalls += 1;
+                if stalls >= STALL_YIELD {
+                    std::thread::yield_now();
+                    stalls = 0;
+                }
+            } else {
+                stalls = 0;
             }
         }
         let cpu_ns = thread_cpu_ns() - cpu0;
@@ -287,17 +301,24 @@ fn two_threads(args: &Args, seconds: f64) -> Result<Run, String> {
         let mut next: u64 = 0;
         let mut errors = 0;
         let mut bursts = 0;
+        let mut stalls = 0u32;
         sb.wait();
         let cpu0 = thread_cpu_ns();
         loop {
             let n = rx_port.rx_burst(&mut v, burst);
             if n == 0 {
                 std::hint::spin_loop();
+                stalls += 1;
+                if stalls >= STALL_YIELD {
+                    std::thread::yield_now();
+                    stalls = 0;
+                }
                 // Stop once the sender is done and everything it sent was taken.
                 if sd.load(Ordering::Acquire) && rx_port.rx_burst(&mut v, burst) == 0 {
                     break;
                 }
             } else {
+                stalls = 0;
                 bursts += 1;
             }
             for f in &v {
