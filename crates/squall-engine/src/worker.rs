@@ -56,6 +56,9 @@ pub struct WorkerConfig {
     pub burst: usize,
     /// Tokens of the timer wheel (grow it later through `timers_mut` if needed).
     pub timer_capacity: usize,
+    /// `run` yields the core after this many idle iterations in a row (0 = never: pure
+    /// busy polling). Useful when workers share cores with other work.
+    pub idle_yield_after: u32,
 }
 
 impl Default for WorkerConfig {
@@ -63,6 +66,7 @@ impl Default for WorkerConfig {
         WorkerConfig {
             burst: 32,
             timer_capacity: 1024,
+            idle_yield_after: 0,
         }
     }
 }
@@ -107,6 +111,7 @@ pub struct Worker<P: Port, H: Handler<P>, C: Clock> {
     tx: Vec<P::Frame>,
     expired: Vec<u32>,
     burst: usize,
+    idle_yield_after: u32,
     now: u64,
     stats: WorkerStats,
     published: Option<Published>,
@@ -126,6 +131,7 @@ impl<P: Port, H: Handler<P>, C: Clock> Worker<P, H, C> {
             tx: Vec::with_capacity(burst * 4),
             expired: Vec::with_capacity(burst),
             burst,
+            idle_yield_after: cfg.idle_yield_after,
             now,
             stats: WorkerStats::default(),
             published: None,
@@ -203,10 +209,20 @@ impl<P: Port, H: Handler<P>, C: Clock> Worker<P, H, C> {
         busy
     }
 
-    /// Runs until `stop` is set (checked every iteration, relaxed).
+    /// Runs until `stop` is set (checked every iteration, relaxed). Yields the core after
+    /// `idle_yield_after` idle iterations in a row, if set.
     pub fn run(&mut self, stop: &AtomicBool) {
+        let mut idle = 0u32;
         while !stop.load(Ordering::Relaxed) {
-            self.run_once();
+            if self.run_once() {
+                idle = 0;
+            } else {
+                idle += 1;
+                if self.idle_yield_after > 0 && idle >= self.idle_yield_after {
+                    std::thread::yield_now();
+                    idle = 0;
+                }
+            }
         }
     }
 

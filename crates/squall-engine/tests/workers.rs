@@ -100,7 +100,10 @@ fn two_threads_echo_over_the_mem_wire() {
         b,
         Echo,
         MonotonicClock::with_origin(origin),
-        WorkerConfig::default(),
+        WorkerConfig {
+            idle_yield_after: 1000,
+            ..WorkerConfig::default()
+        },
     );
     wb.publish_counters(&registry, "core1").unwrap();
 
