@@ -25,7 +25,13 @@
 //!   `on_peer_closed`, `on_closed`); act on the current flow through [`Ctl`] (`send`,
 //!   `send_owned`, `close`, `abort`). Outside callbacks: [`TcpHost::connect`],
 //!   [`TcpHost::listen`], [`TcpHost::send`], [`TcpHost::close`], [`TcpHost::abort`].
-//! * **Counters**: [`TcpHost::counters`] returns TRex-named `tcps_*` counters.
+//! * **Bursts**: [`TcpHost::rx_burst`] takes a port's RX burst; it prefetches the flow-table
+//!   slots and TCBs of the whole burst first and hashes each frame once.
+//! * **Checksums**: TX payload sums come from per-64-byte prefix sums of the registered
+//!   immutable buffers (O(1) per segment); `TcpConfig::tx_checksum` / `rx_checksum` = false
+//!   hand them to a port with checksum offload.
+//! * **Counters**: [`TcpHost::counters`] returns TRex-named `tcps_*` counters;
+//!   [`TcpHost::memory_bytes`] the flow structures' footprint (W3).
 //!
 //! # Protocol coverage
 //! RFC 9293 state machine (active/passive/simultaneous open, simultaneous close,
@@ -91,7 +97,8 @@
 //! assert_eq!(capp.closed, Some(CloseReason::Normal));
 //! assert_eq!(server.counters().tcps_sndbyte, 32_768);
 //! ```
-//! `examples/w1_loop.rs` runs many such flows and prints CPU time per connection.
+//! `examples/w1_loop.rs` runs many such flows and prints CPU time per connection;
+//! `examples/w2_loop.rs` does the same for persistent request/response (W2).
 
 pub mod api;
 pub mod cc;
