@@ -1221,3 +1221,56 @@ fn rfc9293_3_6_fin_wait_2_timeout() {
     assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Timeout)));
     assert_eq!(t.host.counters().tcps_finwait2_drops, 1);
 }
+
+// RFC 9293 §3.8.4 / RFC 1122 §4.2.3.6: keepalive probes after idle (SEG.SEQ = SND.NXT-1),
+// the connection is dropped after the configured number of unanswered probes, and an
+// answer resets the count.
+#[test]
+fn rfc9293_3_8_4_keepalive_probes_and_drop() {
+    let mut t = T::new(TcpConfig {
+        keepalive: Some((10_000 * MS, 1_000 * MS, 3)),
+        ..cfg()
+    });
+    let iss1 = t.established(&[]);
+    t.take();
+    t.advance(10_000 * MS);
+    let p = t.one();
+    assert_eq!(
+        (p.seq, p.flags, p.payload.len()),
+        (iss1.wrapping_sub(1), ACK, 0)
+    );
+    // The peer answers: still established, probing continues.
+    t.feed(t.pseq, iss1, ACK, 65535, &[], &[]);
+    t.take();
+    for k in 1..=3u64 {
+        t.advance(10_000 * MS + k * 1_000 * MS);
+        assert_eq!(t.take().len(), 1, "probe {k}");
+    }
+    t.advance(14_000 * MS);
+    assert_eq!(t.state(), State::Closed);
+    assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Timeout)));
+    assert_eq!(t.host.counters().tcps_keepdrops, 1);
+}
+
+// TIME_WAIT on the passive side: a new SYN above RCV.NXT on the same 4-tuple recycles the
+// old flow and is accepted (safe port reuse).
+#[test]
+fn rfc9293_3_6_1_time_wait_reused_by_new_syn() {
+    let mut t = T::new(cfg());
+    t.host.listen(HP);
+    t.feed(7000, 0, SYN, 65535, &[], &[]);
+    let sa = t.one();
+    t.feed(7001, sa.seq.wrapping_add(1), ACK, 65535, &[], &[]);
+    let f = FlowId(0);
+    assert_eq!(t.host.state(f), State::Established);
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    t.take();
+    t.feed(7001, sa.seq.wrapping_add(2), FIN | ACK, 65535, &[], &[]);
+    assert_eq!(t.host.state(f), State::TimeWait);
+    t.take();
+    t.feed(9000, 0, SYN, 65535, &[], &[]);
+    let sa2 = t.one();
+    assert_eq!((sa2.flags, sa2.ack), (SYN | ACK, 9001));
+    assert_eq!(t.host.counters().tcps_twrecycled, 1);
+    // An old SYN (below RCV.NXT) would not have been accepted: it is answered as a duplicate.
+}
