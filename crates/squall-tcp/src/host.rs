@@ -141,7 +141,12 @@ type Gone = bool;
 
 impl TcpHost {
     /// A host at time `now_ns` (the host never reads a clock; callers pass time).
-    pub fn new(cfg: TcpConfig, now_ns: u64) -> Self {
+    pub fn new(mut cfg: TcpConfig, now_ns: u64) -> Self {
+        // Sanitise values that would make no sense on the wire.
+        cfg.mss = cfg.mss.clamp(64, 65_495);
+        cfg.init_cwnd = cfg.init_cwnd.clamp(1, 20);
+        cfg.rcv_wnd = cfg.rcv_wnd.clamp(1, 1 << 30);
+        cfg.wscale = cfg.wscale.map(|w| w.min(14));
         let max = cfg.max_flows.max(1) as usize;
         let k0 = cfg.seed ^ 0x736f_6d65;
         let k1 = cfg.seed.rotate_left(17) ^ 0x646f_7261;
@@ -1831,7 +1836,7 @@ impl TcpHost {
         let delack = self.cfg.delack_ns;
         let t = &mut self.flows[i as usize];
         // A full-sized segment from the peer: our advertised MSS less the timestamp option.
-        let rcv_mss = self.cfg.mss as u32 - if t.has(F_TS) { 12 } else { 0 };
+        let rcv_mss = (self.cfg.mss as u32).saturating_sub(if t.has(F_TS) { 12 } else { 0 });
         if filled_gap || t.ooo != NO_SIDE || delack == 0 || t.rcv_unacked >= 2 * rcv_mss {
             t.flags |= F_ACKNOW;
         } else if t.delack_at == 0 {
