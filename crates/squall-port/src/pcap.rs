@@ -272,6 +272,10 @@ impl<P: Port, W: Write> Port for Tap<P, W> {
         self.inner.release(frame)
     }
 
+    fn release_all(&mut self, frames: &mut Vec<P::Frame>) {
+        self.inner.release_all(frames)
+    }
+
     fn caps(&self) -> PortCaps {
         self.inner.caps()
     }
