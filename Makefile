@@ -47,10 +47,16 @@ fmt:
 
 bench: bench-mem
 
+# One JSON line per cell (docs/BENCHMARKS.md): the wire64 floor, W1/W2/W3 for Squall and
+# smoltcp on T-mem1 (software checksums, then a second row with checksum offload emulated on
+# both sides), and the kernel on T-loop for context. About 5 minutes.
 bench-mem:
-	$(CARGO) build --release -p squall-port --example wire64 -p squall-bench
+	$(CARGO) build --release -p squall-port --example wire64
+	$(CARGO) build --release -p squall-bench
 	./target/release/examples/wire64 --seconds 3
 	./target/release/squall-bench mem
+	./target/release/squall-bench mem --offload --workloads W1,W2
+	./target/release/squall-bench loop
 
 clean:
 	$(CARGO) clean
