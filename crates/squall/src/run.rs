@@ -4,7 +4,7 @@
 //! the per-side reports; progress is published through [`Live`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use squall_astf::sched::SchedConfig;
@@ -110,6 +110,74 @@ pub struct Live {
     pub server_rx_frames: AtomicU64,
     pub server_alloc_fail: AtomicU64,
     pub done: AtomicBool,
+    /// Live control of the run (`squall daemon`); unused by `squall run`.
+    pub ctl: Control,
+}
+
+/// Live control of a real-time run (`squall daemon`): written by the control thread and
+/// read by the client worker once per loop turn (relaxed atomics). Per-side snapshots are
+/// published every [`SNAP_NS`] with `try_lock` only, so the data path never waits.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// Stop opening flows now; in-flight flows get the run's drain time (or are cut).
+    pub stop: AtomicBool,
+    /// With `stop`: cut in-flight flows at once instead of draining them.
+    pub cut: AtomicBool,
+    mult_bits: AtomicU64,
+    mult_seq: AtomicU64,
+    /// Publish per-side snapshots for live statistics.
+    pub snapshots: AtomicBool,
+    pub client: Snapshot,
+    pub server: Snapshot,
+}
+
+/// The latest published report of one side.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    last_ns: AtomicU64,
+    pub report: Mutex<Option<SideReport>>,
+}
+
+/// Period of the live snapshots.
+pub const SNAP_NS: u64 = 200_000_000;
+
+impl Control {
+    /// Requests a new rate multiplier (applied by the client worker at its next turn).
+    pub fn set_mult(&self, mult: f64) {
+        self.mult_bits.store(mult.to_bits(), Ordering::Relaxed);
+        self.mult_seq.fetch_add(1, Ordering::Release);
+    }
+    /// Applies pending requests to the client side; returns the (maybe earlier) hard end.
+    fn apply(&self, seen: &mut u64, c: &mut Side<MemPort>, now: u64, hard: u64, drain: u64) -> u64 {
+        let seq = self.mult_seq.load(Ordering::Acquire);
+        if seq != *seen {
+            *seen = seq;
+            let m = f64::from_bits(self.mult_bits.load(Ordering::Relaxed));
+            if let Some(g) = c.client.as_mut() {
+                g.set_mult(now, m);
+            }
+        }
+        if !self.stop.swap(false, Ordering::Relaxed) {
+            return hard;
+        }
+        if let Some(g) = c.client.as_mut() {
+            g.stop_at(now);
+        }
+        let cut = self.cut.load(Ordering::Relaxed);
+        hard.min(if cut { now } else { now.saturating_add(drain) })
+    }
+    /// Publishes `s`'s report into `slot` if snapshots are on and one is due.
+    fn publish(&self, slot: &Snapshot, s: &Side<MemPort>, cpu0: u64, now: u64) {
+        if !self.snapshots.load(Ordering::Relaxed)
+            || now.saturating_sub(slot.last_ns.load(Ordering::Relaxed)) < SNAP_NS
+        {
+            return;
+        }
+        if let Ok(mut g) = slot.report.try_lock() {
+            *g = Some(report(s, thread_cpu_ns().saturating_sub(cpu0)));
+            slot.last_ns.store(now, Ordering::Relaxed);
+        }
+    }
 }
 
 fn publish_client(live: &Live, s: &Side<MemPort>) {
@@ -331,7 +399,8 @@ fn run_single(
     }
     let mut pcap = cfg.pcap_flows.map(PcapCap::new);
     let stop = t0 + cfg.duration_ns;
-    let hard = stop + cfg.drain_ns;
+    let mut hard = stop + cfg.drain_ns;
+    let mut ctl_seen = 0u64;
     let mut now = t0;
     let mut last_pub = 0u64;
     let mut same_time = 0u64;
@@ -348,6 +417,9 @@ fn run_single(
         if clock.is_some() {
             c.throttle = pressure.high(&c.port, &s.port);
             throttled += u64::from(c.throttle);
+            hard = live
+                .ctl
+                .apply(&mut ctl_seen, &mut c, now, hard, cfg.drain_ns);
         }
         let w1 = c.iterate(now, pcap.as_mut());
         let w2 = s.iterate(now, pcap.as_mut());
@@ -387,6 +459,8 @@ fn run_single(
                     last_pub = now;
                     publish_client(live, &c);
                     publish_server(live, &s);
+                    live.ctl.publish(&live.ctl.client, &c, cpu0, now);
+                    live.ctl.publish(&live.ctl.server, &s, cpu0, now);
                 }
                 if !w1 && !w2 && c.app.live == 0 && s.app.live == 0 {
                     let next = [c.next_event(now), s.next_event(now)]
@@ -434,6 +508,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
     let stop = t0 + cfg.duration_ns;
     let hard = stop + cfg.drain_ns;
     let impaired = cfg.impair.is_active();
+    let drain_ns = cfg.drain_ns;
     let client_done = Arc::new(AtomicBool::new(false));
     let cd = client_done.clone();
     let live_c = live.clone();
@@ -449,11 +524,13 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut busy = Busy::default();
             let mut throttled = 0u64;
             let mut pressure = Pressure::new(impaired);
+            let (mut hard, mut ctl_seen, drain) = (hard, 0u64, drain_ns);
             c.pace = Some(START_BUDGET);
             loop {
                 now = clock.now_ns();
                 c.throttle = pressure.high_live(&c.port, &live_c);
                 throttled += u64::from(c.throttle);
+                hard = live_c.ctl.apply(&mut ctl_seen, &mut c, now, hard, drain);
                 let w = c.iterate(now, None);
                 busy.add(now, clock.now_ns(), w);
                 if c.is_idle() {
@@ -466,6 +543,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                 if now - last_pub >= 10_000_000 {
                     last_pub = now;
                     publish_client(&live_c, &c);
+                    live_c.ctl.publish(&live_c.ctl.client, &c, cpu0, now);
                 }
                 if !w && c.app.live == 0 {
                     let next = c.next_event(now).unwrap_or(now + 1_000_000);
@@ -525,6 +603,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                 if now - last_pub >= 10_000_000 {
                     last_pub = now;
                     publish_server(&live_s, &s);
+                    live_s.ctl.publish(&live_s.ctl.server, &s, cpu0, now);
                 }
                 if !w && s.app.live == 0 {
                     std::thread::sleep(Duration::from_micros(50));

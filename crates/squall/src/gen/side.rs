@@ -99,6 +99,10 @@ impl ClientGen {
     pub fn stop_at(&mut self, at: u64) {
         self.sched.stop_at(at);
     }
+    /// Changes the rate multiplier from `now` on (live rate control: `squall daemon`).
+    pub fn set_mult(&mut self, now: u64, mult: f64) {
+        self.sched.set_mult(now, mult);
+    }
     /// No flow will be opened any more.
     pub fn is_finished(&self) -> bool {
         self.sched.is_finished() && self.pending.is_empty()
