@@ -1,5 +1,6 @@
 //! The `squall` command: `squall run PROFILE ...` generates the profile's traffic over the
-//! in-memory wire and reports; `squall validate PROFILE` only loads and checks it.
+//! in-memory wire and reports; `squall validate PROFILE` only loads and checks it;
+//! `squall daemon` runs the engine under a JSON-RPC 2.0 control API (`docs/API.md`).
 //! Exit status: 0 clean run, 1 errors or invariant violations, 2 invalid profile/usage.
 
 use std::path::PathBuf;
@@ -9,6 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+
+mod daemon;
 use squall::report::{self, RunInfo};
 use squall::run::{self, Live, RunConfig};
 use squall::source;
@@ -35,6 +38,15 @@ enum Cmd {
         /// Profile tunable for `.py` profiles (repeatable).
         #[arg(short = 't', value_name = "KEY=VALUE")]
         tunables: Vec<String>,
+    },
+    /// Run the engine under control: JSON-RPC 2.0 on a loopback TCP port or a unix socket.
+    Daemon {
+        /// Loopback address and port (newline-delimited JSON-RPC; port 0 picks one).
+        #[arg(long, default_value = "127.0.0.1:4501", conflicts_with = "unix")]
+        listen: std::net::SocketAddr,
+        /// Listen on this unix socket path instead.
+        #[arg(long, value_name = "PATH")]
+        unix: Option<PathBuf>,
     },
 }
 
@@ -111,6 +123,16 @@ fn main() -> ExitCode {
             Err(c) => c,
         },
         Cmd::Run(a) => run_cmd(a),
+        Cmd::Daemon { listen, unix } => {
+            let l = match unix {
+                Some(p) => daemon::Listen::Unix(p),
+                None => daemon::Listen::Tcp(listen),
+            };
+            match daemon::serve(l) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => usage(&format!("daemon: {e}")),
+            }
+        }
     }
 }
 

@@ -68,6 +68,8 @@ pub struct SideReport {
     pub still_open: u64,
     /// Flows with a running program at the end (should be 0: the rest were cut).
     pub live_end: u64,
+    /// Of `live_end`: UDP flows.
+    pub udp_live_end: u64,
     /// Most flows running at once.
     pub peak_active: u64,
     /// Loop turns in which no flow was opened because the wire's frame pools ran low
@@ -206,6 +208,7 @@ fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
         cpu_ns,
         still_open: s.host.flow_count() as u64,
         live_end: s.app.live,
+        udp_live_end: s.udp.live,
         peak_active: s.app.peak_live,
         throttled_turns: 0,
     }

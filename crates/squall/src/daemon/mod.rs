@@ -1,0 +1,194 @@
+//! `squall daemon`: runs the engine under control of a JSON-RPC 2.0 API (see `docs/API.md`)
+//! on a loopback TCP port or a unix socket. One thread per connection (bounded); requests
+//! are newline-delimited JSON; bad input gets an error response, never a crash.
+
+pub mod rpc;
+pub mod service;
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use service::Service;
+
+/// Longest request line accepted (bytes); a profile IR object travels in one line.
+pub const MAX_LINE: u64 = 64 << 20;
+/// Most connections served at once.
+const MAX_CONNS: usize = 32;
+
+/// Where the daemon listens.
+#[derive(Clone, Debug)]
+pub enum Listen {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+trait Conn: Read + Write + Send + 'static {
+    fn split(&self) -> io::Result<Box<dyn Write + Send>>;
+}
+
+impl Conn for std::net::TcpStream {
+    fn split(&self) -> io::Result<Box<dyn Write + Send>> {
+        Ok(Box::new(self.try_clone()?))
+    }
+}
+
+impl Conn for UnixStream {
+    fn split(&self) -> io::Result<Box<dyn Write + Send>> {
+        Ok(Box::new(self.try_clone()?))
+    }
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes. `Ok(None)`: end of stream;
+/// `Err(())`: the line is too long (the connection is then closed).
+fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<Option<Result<(), ()>>> {
+    buf.clear();
+    let n = r.by_ref().take(MAX_LINE + 1).read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() != Some(&b'\n') && n as u64 > MAX_LINE {
+        return Ok(Some(Err(())));
+    }
+    Ok(Some(Ok(())))
+}
+
+fn serve_conn<C: Conn>(svc: Arc<Service>, conn: C, on_shutdown: &(dyn Fn() + Sync)) {
+    let Ok(mut out) = conn.split() else { return };
+    let mut rd = BufReader::new(conn);
+    let mut buf = Vec::new();
+    loop {
+        let resp = match read_line(&mut rd, &mut buf) {
+            Ok(None) | Err(_) => return,
+            Ok(Some(Err(()))) => {
+                let e = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"request line too long"}}"#;
+                let _ = out.write_all(format!("{e}\n").as_bytes());
+                return;
+            }
+            Ok(Some(Ok(()))) => {
+                let text = String::from_utf8_lossy(&buf);
+                let line = text.trim();
+                if line.is_empty() {
+                    continue;
+                }
+                rpc::handle_line(line, &mut |req| svc.call(&req.method, &req.params))
+            }
+        };
+        if let Some(r) = resp {
+            if out
+                .write_all(format!("{r}\n").as_bytes())
+                .and_then(|_| out.flush())
+                .is_err()
+            {
+                return;
+            }
+        }
+        if svc.shutdown.load(Ordering::SeqCst) {
+            on_shutdown();
+        }
+    }
+}
+
+fn spawn_conn<C: Conn>(
+    svc: &Arc<Service>,
+    conn: C,
+    active: &Arc<AtomicUsize>,
+    on_shutdown: Arc<dyn Fn() + Send + Sync>,
+) {
+    if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNS {
+        active.fetch_sub(1, Ordering::SeqCst);
+        let mut c = conn;
+        let e = serde_json::json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": rpc::INTERNAL_ERROR, "message": "too many connections"}});
+        let _ = c.write_all(format!("{e}\n").as_bytes());
+        return;
+    }
+    let (svc, active) = (svc.clone(), active.clone());
+    let r = std::thread::Builder::new()
+        .name("squall-conn".into())
+        .spawn(move || {
+            serve_conn(svc, conn, &*on_shutdown);
+            active.fetch_sub(1, Ordering::SeqCst);
+        });
+    if r.is_err() {
+        eprintln!("squall daemon: cannot start a connection thread");
+    }
+}
+
+/// Ends the process after `shutdown`: lets the run end (bounded), removes the socket file.
+fn exit_after_shutdown(svc: &Service, sock: Option<&Path>) -> ! {
+    svc.wait_idle(Duration::from_secs(10));
+    if let Some(p) = sock {
+        let _ = std::fs::remove_file(p);
+    }
+    eprintln!("squall daemon: shut down");
+    std::process::exit(0)
+}
+
+/// Binds and serves until a `shutdown` request. Prints `listening tcp ADDR` or
+/// `listening unix PATH` on stdout once ready (with the actual port for port 0).
+pub fn serve(listen: Listen) -> io::Result<()> {
+    let svc = Arc::new(Service::default());
+    let active = Arc::new(AtomicUsize::new(0));
+    match listen {
+        Listen::Tcp(addr) => {
+            if !addr.ip().is_loopback() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "the control API has no authentication: listen on a loopback address only",
+                ));
+            }
+            let l = TcpListener::bind(addr)?;
+            println!("listening tcp {}", l.local_addr()?);
+            io::stdout().flush()?;
+            let s2 = svc.clone();
+            let stop: Arc<dyn Fn() + Send + Sync> =
+                Arc::new(move || exit_after_shutdown(&s2, None));
+            for c in l.incoming() {
+                match c {
+                    Ok(c) => spawn_conn(&svc, c, &active, stop.clone()),
+                    Err(e) => {
+                        eprintln!("squall daemon: accept: {e}");
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                }
+            }
+        }
+        Listen::Unix(path) => {
+            if let Ok(md) = std::fs::symlink_metadata(&path) {
+                use std::os::unix::fs::FileTypeExt;
+                if !md.file_type().is_socket() || UnixStream::connect(&path).is_ok() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!(
+                            "{}: exists (not a stale socket of a stopped daemon)",
+                            path.display()
+                        ),
+                    ));
+                }
+                std::fs::remove_file(&path)?;
+            }
+            let l = UnixListener::bind(&path)?;
+            println!("listening unix {}", path.display());
+            io::stdout().flush()?;
+            let s2 = svc.clone();
+            let p2 = path.clone();
+            let stop: Arc<dyn Fn() + Send + Sync> =
+                Arc::new(move || exit_after_shutdown(&s2, Some(&p2)));
+            for c in l.incoming() {
+                match c {
+                    Ok(c) => spawn_conn(&svc, c, &active, stop.clone()),
+                    Err(e) => {
+                        eprintln!("squall daemon: accept: {e}");
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,284 @@
+//! `squall daemon` driven over its sockets: JSON-RPC errors for bad input, a live run of
+//! the W1 profile (stats that move, a rate update, stop, a clean end), unix socket, shutdown.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The daemon process; killed on drop unless it exited.
+struct Daemon {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn manifest() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn w1() -> PathBuf {
+    manifest().join("../../examples/w1-astf-http.json")
+}
+
+fn spawn(args: &[&str]) -> Daemon {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_squall"))
+        .arg("daemon")
+        .args(args)
+        .current_dir(manifest())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn squall daemon");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(line.starts_with("listening "), "unexpected: {line:?}");
+    Daemon { child, addr }
+}
+
+struct Rpc<S: std::io::Read + Write> {
+    rd: BufReader<S>,
+    wr: S,
+    id: u64,
+}
+
+fn tcp(d: &Daemon) -> Rpc<TcpStream> {
+    let s = TcpStream::connect(&d.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    Rpc {
+        rd: BufReader::new(s.try_clone().unwrap()),
+        wr: s,
+        id: 0,
+    }
+}
+
+impl<S: std::io::Read + Write> Rpc<S> {
+    fn raw(&mut self, line: &[u8]) -> Value {
+        self.wr.write_all(line).unwrap();
+        self.wr.write_all(b"\n").unwrap();
+        let mut l = String::new();
+        self.rd.read_line(&mut l).unwrap();
+        serde_json::from_str(&l).unwrap_or_else(|e| panic!("bad response {l:?}: {e}"))
+    }
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        let r = self.raw(req.to_string().as_bytes());
+        assert_eq!(r["id"], self.id, "{r}");
+        r
+    }
+    fn ok(&mut self, method: &str, params: Value) -> Value {
+        let r = self.call(method, params);
+        assert!(r.get("error").is_none(), "{method}: {r}");
+        r["result"].clone()
+    }
+    fn err(&mut self, method: &str, params: Value) -> (i64, Value) {
+        let r = self.call(method, params);
+        let e = &r["error"];
+        (
+            e["code"]
+                .as_i64()
+                .unwrap_or_else(|| panic!("{method}: no error: {r}")),
+            e.clone(),
+        )
+    }
+    fn started(&mut self) -> u64 {
+        self.ok("get_stats", json!({}))["client"]["flows"]["started"]
+            .as_u64()
+            .unwrap()
+    }
+}
+
+fn shutdown(d: &mut Daemon, r: &mut Rpc<impl std::io::Read + Write>) {
+    assert_eq!(r.ok("shutdown", json!({}))["ok"], true);
+    let t = Instant::now();
+    while d.child.try_wait().unwrap().is_none() {
+        assert!(t.elapsed() < Duration::from_secs(20), "daemon did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(d.child.try_wait().unwrap().unwrap().success());
+}
+
+#[test]
+fn bad_requests_get_json_rpc_errors() {
+    let mut d = spawn(&["--listen", "127.0.0.1:0"]);
+    let mut r = tcp(&d);
+    assert_eq!(r.raw(b"{not json")["error"]["code"], -32700);
+    assert_eq!(r.raw(b"\xff\xfe garbage")["error"]["code"], -32700);
+    assert_eq!(
+        r.raw(br#"{"jsonrpc":"2.0","id":1}"#)["error"]["code"],
+        -32600
+    );
+    assert_eq!(
+        r.raw(br#"{"id":1,"method":"get_status"}"#)["error"]["code"],
+        -32600
+    );
+    assert_eq!(r.raw(b"[]")["error"]["code"], -32600);
+    assert_eq!(r.err("no_such_method", json!({})).0, -32601);
+    assert_eq!(r.err("start", json!({})).0, -32000);
+    assert_eq!(r.err("update", json!({"mult": 2})).0, -32003);
+    assert_eq!(r.err("stop", json!({})).0, -32003);
+    assert_eq!(r.err("load_profile", json!({})).0, -32602);
+    assert_eq!(r.err("load_profile", json!({"path": 5})).0, -32602);
+    // Invalid profile: every error with its JSON path.
+    let mut bad: Value = serde_json::from_str(&std::fs::read_to_string(w1()).unwrap()).unwrap();
+    bad["global"]["tcp"]["mss"] = json!(-3);
+    let (code, e) = r.err("load_profile", json!({"profile": bad}));
+    assert_eq!(code, -32002);
+    let paths: Vec<&str> = e["data"]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["path"].as_str())
+        .collect();
+    assert!(paths.contains(&"global.tcp.mss"), "{e}");
+    let (code, e) = r.err(
+        "load_profile",
+        json!({"path": "tests/profiles/invalid.json"}),
+    );
+    assert_eq!(code, -32002);
+    assert!(e["data"]["errors"].as_array().unwrap().len() >= 3, "{e}");
+    let (code, _) = r.err("load_profile", json!({"path": "/nonexistent/p.json"}));
+    assert_eq!(code, -32002);
+    // Bad start parameters once a profile is loaded.
+    r.ok("load_profile", json!({"path": w1()}));
+    for p in [
+        json!({"mult": 0}),
+        json!({"mult": "x"}),
+        json!({"duration": 0}),
+        json!({"cores": 3}),
+        json!({"sim": true}),
+        json!({"impair": "loss=7"}),
+    ] {
+        assert_eq!(r.err("start", p.clone()).0, -32602, "{p}");
+    }
+    // Notifications get no answer; the next call is answered in order.
+    r.wr.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"get_status\"}\n")
+        .unwrap();
+    assert_eq!(r.ok("get_status", json!({}))["state"], "idle");
+    assert_eq!(r.ok("get_warnings", json!({})), json!([]));
+    // A second connection works while the first stays open.
+    let mut r2 = tcp(&d);
+    assert_eq!(r2.ok("api_version", json!({}))["api_version"], "1.0");
+    shutdown(&mut d, &mut r);
+}
+
+#[test]
+fn live_run_update_stop_clean() {
+    let mut d = spawn(&["--listen", "127.0.0.1:0"]);
+    let mut r = tcp(&d);
+    r.ok("load_profile", json!({"path": w1()}));
+    let s = r.ok("start", json!({"mult": 100, "duration": -1}));
+    assert_eq!(s["state"], "running");
+    assert_eq!(r.err("start", json!({})).0, -32001);
+    assert_eq!(r.err("load_profile", json!({"path": w1()})).0, -32001);
+    // Live stats move.
+    std::thread::sleep(Duration::from_millis(1200));
+    let a = r.started();
+    std::thread::sleep(Duration::from_millis(1000));
+    let b = r.started();
+    assert!(b > a && a > 0, "stats do not move: {a} -> {b}");
+    let st = r.ok("get_stats", json!({}));
+    assert_eq!(st["state"], "running");
+    assert!(st["groups"].as_array().is_some_and(|g| !g.is_empty()));
+    assert!(st["client"]["tcp"]["tcps_connects"].as_u64().unwrap() > 0);
+    // Rate x3: flows opened per second follow (the schedule, not the machine, sets them).
+    let window = Duration::from_millis(2000);
+    let a = r.started();
+    std::thread::sleep(window);
+    let before = r.started() - a;
+    assert_eq!(r.ok("update", json!({"mult": 300}))["mult"], 300.0);
+    std::thread::sleep(Duration::from_millis(300));
+    let a = r.started();
+    std::thread::sleep(window);
+    let after = r.started() - a;
+    assert!(
+        after as f64 >= 2.0 * before as f64,
+        "update did not raise the rate: {before} -> {after} flows per window"
+    );
+    assert_eq!(r.ok("get_status", json!({}))["mult"], 300.0);
+    // Stop (drain) and wait for the end.
+    assert_eq!(r.ok("stop", json!({"drain": true}))["state"], "stopping");
+    let w = r.ok("wait_on_traffic", json!({"timeout": 30}));
+    assert_eq!(w["finished"], true, "{w}");
+    let st = r.ok("get_stats", json!({}));
+    assert_eq!(st["state"], "done");
+    assert_eq!(st["errors"], 0, "{st}");
+    assert_eq!(st["clean"], true, "{st}");
+    let started = st["client"]["flows"]["started"].as_u64().unwrap();
+    assert_eq!(
+        st["client"]["flows"]["completed"].as_u64().unwrap(),
+        started
+    );
+    assert!(
+        st["rates"]["cps"].as_f64().unwrap() > 50.0,
+        "{}",
+        st["rates"]
+    );
+    assert_eq!(r.ok("get_warnings", json!({})), json!([]));
+    assert_eq!(r.err("update", json!({"mult": 1})).0, -32003);
+    // clear_stats zeroes the counters (not the latency histograms).
+    r.ok("clear_stats", json!({}));
+    let st = r.ok("get_stats", json!({}));
+    assert_eq!(st["client"]["flows"]["started"], 0);
+    assert_eq!(st["client"]["tcp"]["tcps_connects"], 0);
+    // A second run after the first one ended.
+    r.ok("start", json!({"mult": 50, "duration": 0.5}));
+    let w = r.ok("wait_on_traffic", json!({"timeout": 30}));
+    assert_eq!(w["finished"], true);
+    let st = r.ok("get_stats", json!({}));
+    assert_eq!(
+        (st["run_id"].as_u64(), st["clean"].as_bool()),
+        (Some(2), Some(true))
+    );
+    shutdown(&mut d, &mut r);
+}
+
+#[test]
+fn unix_socket_and_profile_object() {
+    let dir = std::env::temp_dir().join(format!("squall-daemon-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("ctl.sock");
+    let mut d = spawn(&["--unix", sock.to_str().unwrap()]);
+    let s = UnixStream::connect(&sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut r = Rpc {
+        rd: BufReader::new(s.try_clone().unwrap()),
+        wr: s,
+        id: 0,
+    };
+    let ir: Value = serde_json::from_str(&std::fs::read_to_string(w1()).unwrap()).unwrap();
+    let l = r.ok("load_profile", json!({"profile": ir}));
+    assert_eq!(l["templates"], 1);
+    r.ok("start", json!({"mult": 20, "duration": 0.5, "sim": true}));
+    assert_eq!(
+        r.ok("wait_on_traffic", json!({"timeout": 60}))["finished"],
+        true
+    );
+    let st = r.ok("get_stats", json!({}));
+    assert_eq!(st["clean"], true, "{st}");
+    assert_eq!(st["client"]["flows"]["started"], 10);
+    shutdown(&mut d, &mut r);
+    assert!(!sock.exists(), "socket file left behind");
+    let _ = std::fs::remove_dir_all(&dir);
+}
