@@ -1,0 +1,266 @@
+"""`squall.Client`: drive a running `squall daemon` over its JSON-RPC 2.0 control API.
+
+The method names follow TRex's `ASTFClient` where they map (`connect`, `load_profile`,
+`start`, `update`, `stop`, `wait_on_traffic`, `get_stats`, `get_warnings`, `clear_stats`,
+`disconnect`); see docs/PYTHON.md ("Client") for the differences and docs/API.md for the
+protocol. Standard library only.
+
+    from squall import Client
+    with Client(port=4501) as c:
+        c.load_profile("examples/w1-astf-http.py")
+        c.start(mult=100, duration=10)
+        c.wait_on_traffic(timeout=60)
+        print(c.get_stats()["client"]["flows"]["completed"])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+__all__ = ["Client", "ClientError", "ProfileLoadError"]
+
+# Error codes of the control API (docs/API.md).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+NO_PROFILE = -32000
+ALREADY_RUNNING = -32001
+INVALID_PROFILE = -32002
+NOT_RUNNING = -32003
+RUN_FAILED = -32004
+
+# The longest a single `wait_on_traffic` request blocks the daemon-side (seconds); longer
+# waits are made of several requests.
+_WAIT_CHUNK = 5.0
+
+Tunables = Union[Mapping[str, Any], None]
+
+
+class ClientError(Exception):
+    """A JSON-RPC error returned by the daemon (or a connection failure, code `None`)."""
+
+    def __init__(self, message: str, code: Optional[int] = None, data: Any = None) -> None:
+        super().__init__(message if code is None else f"[{code}] {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ProfileLoadError(ClientError):
+    """The daemon refused the profile: `errors` lists `{"path", "message"}` items."""
+
+    @property
+    def errors(self) -> List[Dict[str, str]]:
+        if isinstance(self.data, dict):
+            errs = self.data.get("errors")
+            if isinstance(errs, list):
+                return errs
+        return []
+
+    def __str__(self) -> str:
+        lines = [super().__str__()]
+        lines += [f"  {e.get('path', '?')}: {e.get('message', '')}" for e in self.errors]
+        return "\n".join(lines)
+
+
+def _profile_ir(profile: Any, tunables: Tunables) -> Dict[str, Any]:
+    """The JSON IR dict of an `ASTFProfile`, a `.py`/`.json` path or a dict."""
+    if isinstance(profile, dict):
+        return profile
+    if isinstance(profile, (str, os.PathLike)):
+        path = os.fspath(profile)
+        if path.endswith(".py"):
+            from .loader import compile_profile
+
+            tun = {str(k): str(v) for k, v in (tunables or {}).items()}
+            return compile_profile(path, tun)
+        with open(path, encoding="utf-8") as f:
+            ir = json.load(f)
+        if not isinstance(ir, dict):
+            raise ValueError(f"{path}: the profile must be a JSON object")
+        return ir
+    to_json = getattr(profile, "to_json", None)
+    if callable(to_json):
+        ir = to_json()
+        if isinstance(ir, dict):
+            return ir
+    raise TypeError("profile must be an ASTFProfile, a .py/.json path or an IR dict")
+
+
+class Client:
+    """A connection to a `squall daemon` (TCP on `server:port`, or the unix socket `unix`)."""
+
+    def __init__(self, server: str = "127.0.0.1", port: int = 4501,
+                 unix: Optional[str] = None, timeout: float = 30.0) -> None:
+        self.server = server
+        self.port = port
+        self.unix = unix
+        self.timeout = timeout
+        self._sock: Optional[socket.socket] = None
+        self._rfile: Any = None
+        self._id = 0
+
+    # ---- connection --------------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Connect to the daemon and check the API version."""
+        if self._sock is not None:
+            return
+        try:
+            if self.unix is not None:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(self.timeout)
+                s.connect(self.unix)
+            else:
+                s = socket.create_connection((self.server, self.port), timeout=self.timeout)
+        except OSError as e:
+            where = self.unix if self.unix is not None else f"{self.server}:{self.port}"
+            raise ClientError(f"cannot connect to the squall daemon at {where}: {e}") from e
+        self._sock = s
+        self._rfile = s.makefile("rb")
+        v = self.api_version()
+        if not str(v.get("api_version", "")).startswith("1."):
+            self.disconnect()
+            raise ClientError(f"unsupported daemon API version {v.get('api_version')!r}")
+
+    def disconnect(self) -> None:
+        """Close the connection (the daemon and any run keep going)."""
+        if self._rfile is not None:
+            self._rfile.close()
+            self._rfile = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def is_connected(self) -> bool:
+        return self._sock is not None
+
+    def __enter__(self) -> "Client":
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.disconnect()
+
+    def call(self, method: str, params: Optional[Mapping[str, Any]] = None,
+             timeout: Optional[float] = None) -> Any:
+        """Send one request (named `params`) and return its `result`; raises `ClientError`
+        on an error response. `timeout`: socket timeout for this call (seconds)."""
+        if self._sock is None:
+            raise ClientError("not connected (call connect() first)")
+        self._id += 1
+        req = {"jsonrpc": "2.0", "id": self._id, "method": method, "params": dict(params or {})}
+        line = (json.dumps(req, separators=(",", ":")) + "\n").encode()
+        try:
+            self._sock.settimeout(timeout if timeout is not None else self.timeout)
+            self._sock.sendall(line)
+            raw = self._rfile.readline()
+        except OSError as e:
+            self.disconnect()
+            raise ClientError(f"{method}: connection to the daemon failed: {e}") from e
+        if not raw:
+            self.disconnect()
+            raise ClientError(f"{method}: the daemon closed the connection")
+        resp = json.loads(raw)
+        if not isinstance(resp, dict) or resp.get("id") != self._id:
+            raise ClientError(f"{method}: unexpected response {raw[:200]!r}")
+        err = resp.get("error")
+        if isinstance(err, dict):
+            code = err.get("code")
+            cls = ProfileLoadError if code == INVALID_PROFILE else ClientError
+            raise cls(str(err.get("message", "")), code if isinstance(code, int) else None,
+                      err.get("data"))
+        return resp.get("result")
+
+    def _dict(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        r = self.call(method, params)
+        if not isinstance(r, dict):
+            raise ClientError(f"{method}: unexpected result {r!r}")
+        return r
+
+    # ---- methods -----------------------------------------------------------------------
+
+    def api_version(self) -> Dict[str, Any]:
+        """`{"api_version", "server", "version"}` of the daemon."""
+        return self._dict("api_version")
+
+    def load_profile(self, profile: Any, tunables: Tunables = None) -> Dict[str, Any]:
+        """Load a profile: an `ASTFProfile`, a path to a `.py` (compiled here, with
+        `tunables` passed to `get_profile`) or `.json` file, or an IR dict. Raises
+        `ProfileLoadError` (with `.errors`, each a JSON path and a message) if invalid."""
+        ir = _profile_ir(profile, tunables)
+        return self._dict("load_profile", {"profile": ir})
+
+    def start(self, mult: float = 1.0, duration: float = -1.0, cores: Optional[int] = None,
+              sim: bool = False, impair: Optional[str] = None,
+              drain_sec: Optional[float] = None, seed: Optional[int] = None) -> Dict[str, Any]:
+        """Start generating: every template at `cps * mult`, for `duration` seconds
+        (-1: until `stop`). `cores` 1 or 2, `sim` for the virtual-clock simulation,
+        `impair` as `squall run --impair`."""
+        params: Dict[str, Any] = {"mult": mult, "duration": duration, "sim": sim}
+        for k, v in (("cores", cores), ("impair", impair), ("drain_sec", drain_sec),
+                     ("seed", seed)):
+            if v is not None:
+                params[k] = v
+        return self._dict("start", params)
+
+    def update(self, mult: float) -> None:
+        """Change the rate multiplier of the running traffic."""
+        self.call("update", {"mult": mult})
+
+    def stop(self, block: bool = True, drain: bool = True, timeout: Optional[float] = None) -> None:
+        """Stop opening flows; in-flight flows finish (`drain`) or are cut. With `block`,
+        wait until the run has ended."""
+        try:
+            self.call("stop", {"drain": drain})
+        except ClientError as e:
+            if e.code != NOT_RUNNING:
+                raise
+        if block:
+            self.wait_on_traffic(timeout=timeout)
+
+    def wait_on_traffic(self, timeout: Optional[float] = None) -> None:
+        """Block until the run ends; raise `TimeoutError` after `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            chunk = _WAIT_CHUNK
+            if deadline is not None:
+                chunk = max(0.0, min(chunk, deadline - time.monotonic()))
+            r = self.call("wait_on_traffic", {"timeout": chunk}, timeout=self.timeout + chunk)
+            if not isinstance(r, dict):
+                raise ClientError(f"wait_on_traffic: unexpected result {r!r}")
+            if r.get("finished"):
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"traffic still {r.get('state')} after {timeout} s")
+
+    def is_traffic_active(self) -> bool:
+        return self.get_status().get("state") in ("running", "stopping")
+
+    def get_status(self) -> Dict[str, Any]:
+        """`{"state": idle|running|stopping|done, "profile_loaded", ...}`."""
+        return self._dict("get_status")
+
+    def get_stats(self) -> Dict[str, Any]:
+        """Live counters in the shape of `squall run --json` (plus `state` and `live`)."""
+        return self._dict("get_stats")
+
+    def clear_stats(self) -> None:
+        """Zero the counters seen by `get_stats` (latency histograms are kept)."""
+        self.call("clear_stats")
+
+    def get_warnings(self) -> List[str]:
+        """Invariant violations, error counts and run failures of the current run."""
+        r = self.call("get_warnings")
+        return [str(w) for w in r] if isinstance(r, list) else []
+
+    def shutdown(self) -> None:
+        """Stop any run and end the daemon process."""
+        self.call("shutdown")
+        self.disconnect()
