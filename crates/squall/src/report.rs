@@ -62,6 +62,56 @@ pub fn invariants(r: &RunResult) -> Vec<Check> {
         s.tcp.tcps_accepts,
         "client tcps_connects vs server tcps_accepts",
     );
+    let (cu, su) = (&c.app.udp, &s.app.udp);
+    if cu.udps_connects + su.udps_accepts > 0 {
+        // Datagrams are not retransmitted: a lossy wire legitimately breaks these.
+        let lost = c.impair.lost + s.impair.lost;
+        let mut udp_eq = |name, a: u64, b: u64, what: &str| {
+            let skip = cut > 0 || lost > 0;
+            v.push(Check {
+                name,
+                ok: a == b || skip,
+                detail: if skip && a != b {
+                    format!("{what}: {a} vs {b} (not checked: {cut} flows cut, {lost} frames lost)")
+                } else {
+                    format!("{what}: {a} vs {b}")
+                },
+            })
+        };
+        udp_eq(
+            "udp_client_sent_eq_server_received",
+            cu.udps_sndpkt,
+            su.udps_rcvpkt,
+            "client udps_sndpkt vs server udps_rcvpkt",
+        );
+        udp_eq(
+            "udp_server_sent_eq_client_received",
+            su.udps_sndpkt,
+            cu.udps_rcvpkt,
+            "server udps_sndpkt vs client udps_rcvpkt",
+        );
+        udp_eq(
+            "udp_client_bytes_eq_server_bytes",
+            cu.udps_sndbyte,
+            su.udps_rcvbyte,
+            "client udps_sndbyte vs server udps_rcvbyte",
+        );
+        for (name, side, r) in [
+            ("udp_client_connects_eq_closed", "client", c),
+            ("udp_server_accepts_eq_closed", "server", s),
+        ] {
+            let u = &r.app.udp;
+            let opened = u.udps_connects + u.udps_accepts;
+            v.push(Check {
+                name,
+                ok: opened == u.udps_closed + r.udp_live_end,
+                detail: format!(
+                    "{side} UDP flows opened {opened} vs udps_closed {} + running {}",
+                    u.udps_closed, r.udp_live_end
+                ),
+            });
+        }
+    }
     v.push(Check {
         name: "client_connattempt_eq_closed",
         ok: c.tcp.tcps_connattempt == c.tcp.tcps_closed + c.still_open,
@@ -116,7 +166,10 @@ pub struct Rates {
 
 pub fn rates(r: &RunResult) -> Rates {
     let flows = r.client.app.total().completed;
-    let l7 = r.client.tcp.tcps_sndbyte + r.server.tcp.tcps_sndbyte;
+    let l7 = r.client.tcp.tcps_sndbyte
+        + r.server.tcp.tcps_sndbyte
+        + r.client.app.udp.udps_sndbyte
+        + r.server.app.udp.udps_sndbyte;
     let wire = r.client.port.tx_bytes + r.server.port.tx_bytes;
     let pkts = r.client.port.tx_frames + r.server.port.tx_frames;
     Rates {
@@ -215,7 +268,7 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         "\nlatency (us, from the scheduled start)   count      p50      p90      p99    p99.9      max"
     );
     for (g, t) in r.client.app.tg.iter().enumerate() {
-        if t.lat.connect.count() == 0 {
+        if t.lat.connect.count() == 0 && t.lat.first_byte.count() == 0 {
             continue;
         }
         for (name, h) in t.lat.iter() {
@@ -263,6 +316,19 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
     for ((name, a), (_, b)) in r.client.tcp.iter().zip(r.server.tcp.iter()) {
         if a != 0 || b != 0 {
             let _ = writeln!(o, "  {:<26} {:>14} {:>14}", name, a, b);
+        }
+    }
+    let (cu, su) = (&r.client.app.udp, &r.server.app.udp);
+    if cu.udps_connects + su.udps_accepts + cu.errors() + su.errors() > 0 {
+        let _ = writeln!(
+            o,
+            "\n{:<28} {:>14} {:>14}",
+            "UDP counters", "client", "server"
+        );
+        for ((name, a, err), (_, b, _)) in cu.iter().zip(su.iter()) {
+            if a != 0 || b != 0 || err {
+                let _ = writeln!(o, "  {:<26} {:>14} {:>14}", name, a, b);
+            }
         }
     }
     let imp = (r.client.impair, r.server.impair);
@@ -323,12 +389,18 @@ fn side_json(s: &SideReport) -> Value {
     for (n, v) in s.tcp.iter() {
         tcp.insert(n.into(), v.into());
     }
+    let mut udp = Map::new();
+    for (n, v, _) in s.app.udp.iter() {
+        udp.insert(n.into(), v.into());
+    }
+    udp.insert("errors".into(), s.app.udp.errors().into());
     json!({
         "flows": counters_json(&s.app.total()),
         "no_template": s.app.no_template,
         "send_errors": s.app.send_errors,
         "errors": s.app.errors(),
         "tcp": Value::Object(tcp),
+        "udp": Value::Object(udp),
         "port": {
             "rx_frames": s.port.rx_frames, "rx_bytes": s.port.rx_bytes,
             "tx_frames": s.port.tx_frames, "tx_bytes": s.port.tx_bytes,

@@ -1,13 +1,11 @@
 //! Loading a profile: a `.json` IR file directly, or a `.py` profile compiled to the IR by
 //! `python3 -m squall.compile PROFILE.py [-t key=value ...]` (its error text is passed
-//! through). Also the engine's own restrictions on valid profiles (UDP is not carried yet).
+//! through). Also the engine's own restrictions on valid profiles (at least one template).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use squall_astf::{
-    load_profile_file, load_profile_str, LoadError, Profile, ProfileError, Transport,
-};
+use squall_astf::{load_profile_file, load_profile_str, LoadError, Profile, ProfileError};
 
 /// Why a profile cannot be run. Every variant means exit status 2.
 #[derive(Debug)]
@@ -98,14 +96,6 @@ pub fn compile_py(path: &Path, tunables: &[String]) -> Result<String, SourceErro
 /// Errors for what the engine cannot run (valid IR otherwise).
 pub fn unsupported(p: &Profile) -> Vec<ProfileError> {
     let mut v = Vec::new();
-    for (i, t) in p.templates.iter().enumerate() {
-        if t.transport == Transport::Udp {
-            v.push(ProfileError::new(
-                format!("templates[{i}].transport"),
-                "UDP templates are not supported yet: the TCP host carries TCP only",
-            ));
-        }
-    }
     if p.templates.is_empty() {
         v.push(ProfileError::new(
             "templates",

@@ -1,30 +1,36 @@
 //! Application-level statistics of a side: per template group flow counters (started,
-//! completed, every error class) and latency histograms (HDR, microseconds), with merge
-//! and the list of error counters.
+//! completed, every error class), the side's TRex-named UDP counters and latency
+//! histograms (HDR, microseconds), with merge and the list of error counters.
 
 use hdrhistogram::Histogram;
 
-macro_rules! tg_counters {
-    ($($(#[doc = $d:literal])* $name:ident: $err:literal),* $(,)?) => {
-        /// Flow counters of one template group on one side.
+macro_rules! counters {
+    ($(#[doc = $sd:literal])* $ty:ident { $($(#[doc = $d:literal])* $name:ident: $err:literal),* $(,)? }) => {
+        $(#[doc = $sd])*
         #[derive(Clone, Debug, Default, PartialEq, Eq)]
-        pub struct TgCounters {
+        pub struct $ty {
             $($(#[doc = $d])* pub $name: u64,)*
         }
-        impl TgCounters {
+        impl $ty {
             /// (name, value, is an error counter) in declaration order.
             pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64, bool)> + '_ {
                 [$((stringify!($name), self.$name, $err)),*].into_iter()
             }
             /// Adds another block.
-            pub fn add(&mut self, o: &TgCounters) {
+            pub fn add(&mut self, o: &$ty) {
                 $(self.$name += o.$name;)*
+            }
+            /// Sum of the error counters.
+            pub fn errors(&self) -> u64 {
+                self.iter().filter(|(_, _, e)| *e).map(|(_, v, _)| v).sum()
             }
         }
     };
 }
 
-tg_counters! {
+counters! {
+    /// Flow counters of one template group on one side.
+    TgCounters {
     /// client flows opened (connect issued)
     started: false,
     /// server flows accepted and matched to a template
@@ -53,17 +59,43 @@ tg_counters! {
     cut: true,
     /// program operations the engine cannot perform (UDP commands on TCP, bad buffer)
     io_misuse: true,
-    /// payload bytes sent and acknowledged by the peer
+    /// payload bytes sent and acknowledged by the peer (UDP: sent)
     l7_tx_acked: false,
     /// payload bytes received in order
     l7_rx_bytes: false,
 }
+}
 
-impl TgCounters {
-    /// Sum of the error counters.
-    pub fn errors(&self) -> u64 {
-        self.iter().filter(|(_, _, e)| *e).map(|(_, v, _)| v).sum()
-    }
+counters! {
+    /// UDP counters of one side (TRex names).
+    UdpCounters {
+    /// client UDP flows opened
+    udps_connects: false,
+    /// server UDP flows created by a first datagram to an associated address and port
+    udps_accepts: false,
+    /// UDP flows released (program end, aging or cut)
+    udps_closed: false,
+    /// datagrams sent
+    udps_sndpkt: false,
+    /// UDP payload bytes sent
+    udps_sndbyte: false,
+    /// datagrams received by a flow
+    udps_rcvpkt: false,
+    /// UDP payload bytes received by a flow
+    udps_rcvbyte: false,
+    /// flows released by keepalive aging (idle for the `set_keepalive_msg` time)
+    udps_keepdrops: false,
+    /// datagrams not sent: no frame available, or larger than a frame
+    udps_nombuf: true,
+    /// datagrams dropped: no flow and no server template for their address and port
+    udps_notconn: true,
+    /// flows not created: the UDP flow table is full
+    udps_nomem: true,
+    /// datagrams dropped: bad IPv4 or UDP checksum
+    udps_badsum: true,
+    /// datagrams dropped: malformed or fragmented IPv4/UDP
+    udps_hdrops: true,
+}
 }
 
 /// A latency histogram in microseconds.
@@ -146,6 +178,8 @@ pub struct SideStats {
     pub no_template: u64,
     /// Send operations the TCP host refused (queue full, bad range).
     pub send_errors: u64,
+    /// UDP counters of the side.
+    pub udp: UdpCounters,
 }
 
 impl SideStats {
@@ -165,7 +199,7 @@ impl SideStats {
     }
     /// Every error of the side.
     pub fn errors(&self) -> u64 {
-        self.total().errors() + self.no_template + self.send_errors
+        self.total().errors() + self.no_template + self.send_errors + self.udp.errors()
     }
     pub fn merge(&mut self, o: &SideStats) {
         if self.tg.len() < o.tg.len() {
@@ -177,6 +211,7 @@ impl SideStats {
         }
         self.no_template += o.no_template;
         self.send_errors += o.send_errors;
+        self.udp.add(&o.udp);
     }
 }
 

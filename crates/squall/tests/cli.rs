@@ -29,13 +29,34 @@ fn invalid_profile_exits_2_with_every_json_path() {
 }
 
 #[test]
-fn udp_profile_is_refused_with_exit_2() {
+fn udp_profile_runs_clean_with_udp_counters_in_json() {
+    let json = std::env::temp_dir().join(format!("squall-udp-{}.json", std::process::id()));
     let out = squall()
-        .args(["run", "tests/profiles/udp.json", "--sim", "--duration", "1"])
+        .args([
+            "run",
+            "tests/profiles/udp.json",
+            "--sim",
+            "--duration",
+            "1",
+            "--json",
+        ])
+        .arg(&json)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("templates[0].transport"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("udps_sndpkt"), "{stdout}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let sent = v["client"]["udp"]["udps_sndpkt"].as_u64().unwrap();
+    assert!(sent > 0);
+    assert_eq!(v["server"]["udp"]["udps_rcvpkt"].as_u64(), Some(sent));
+    assert_eq!(v["client"]["udp"]["errors"].as_u64(), Some(0));
 }
 
 #[test]

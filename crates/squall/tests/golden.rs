@@ -50,6 +50,14 @@ const CASES: &[(&str, &str, f64, f64, &str, usize)] = &[
         "loss=0.05,delay_us=50",
         4,
     ),
+    (
+        "udp",
+        "../../examples/udp-dns.json",
+        1.0,
+        1.0,
+        "delay_us=50",
+        5,
+    ),
 ];
 
 fn generate(profile_rel: &str, secs: f64, mult: f64, imp: &str, flows: usize) -> Vec<u8> {
@@ -121,4 +129,24 @@ fn loss_golden_has_retransmissions_and_w1_has_whole_flows() {
         .sum();
     // 3 flows x (100 + 32768) payload bytes, no retransmission.
     assert_eq!(payload, 3 * (100 + 32_768));
+}
+
+#[test]
+fn udp_golden_holds_request_response_pairs() {
+    let c = CASES[5];
+    let got = generate(c.1, c.2, c.3, c.4, c.5);
+    let (_, recs) = squall_port::pcap::read_pcap(&got).unwrap();
+    // 5 flows x (query 32 bytes + answer 48 bytes), all IPv4/UDP.
+    assert_eq!(recs.len(), 10);
+    for (k, r) in recs.iter().enumerate() {
+        let d = &r.data;
+        assert_eq!(d[23], 17, "frame {k}: not UDP");
+        let ulen = usize::from(u16::from_be_bytes([d[38], d[39]]));
+        assert_eq!(ulen - 8, if k % 2 == 0 { 32 } else { 48 }, "frame {k}");
+        assert_ne!(
+            u16::from_be_bytes([d[40], d[41]]),
+            0,
+            "frame {k}: no checksum"
+        );
+    }
 }

@@ -1,4 +1,5 @@
-//! The generator application of one side: a [`TcpApp`] that runs an astf program per flow.
+//! The generator application of one side: a [`TcpApp`] that runs an astf program per TCP
+//! flow (UDP flows are in [`super::udp`], which borrows this app's counters).
 //!
 //! Per-flow state lives in two vectors indexed by the TCP host's flow id (slab index):
 //! the interpreter's 32-byte [`ProgState`] and a small [`FlowSlot`] (template, scheduled
@@ -16,6 +17,7 @@ use squall_astf::{BufIdx, Insn, Profile, ProgIdx, TemplateIdx, Transport};
 use squall_engine::TimerWheel;
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp};
 
+use super::udp::UdpCtx;
 use crate::stats::{SideStats, TgCounters};
 
 const F_LIVE: u8 = 1;
@@ -126,7 +128,7 @@ impl FlowIo for Io<'_> {
     }
 }
 
-fn splitmix(s: &mut u64) -> u64 {
+pub(crate) fn splitmix(s: &mut u64) -> u64 {
     *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *s;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -220,6 +222,20 @@ impl GenApp {
 
     pub fn profile(&self) -> &Profile {
         &self.profile
+    }
+
+    /// Lends the side's profile, statistics, flow counts and random state to the UDP
+    /// flows for one call.
+    pub fn udp_ctx(&mut self) -> UdpCtx<'_> {
+        UdpCtx {
+            profile: &self.profile,
+            stats: &mut self.stats,
+            live: &mut self.live,
+            peak_live: &mut self.peak_live,
+            released: &mut self.released,
+            rng: &mut self.rng,
+            now: self.now,
+        }
     }
 
     /// Sets the time used by program steps (call once per iteration and before steps).

@@ -35,7 +35,7 @@ impl PcapCap {
         if self.keys.is_empty() {
             return;
         }
-        if let Some((src, sport, dst, dport)) = tcp_endpoints(f) {
+        if let Some((src, sport, dst, dport)) = endpoints(f) {
             if self.keys.contains(&(src, sport)) || self.keys.contains(&(dst, dport)) {
                 self.w.record(now, f);
             }
@@ -53,9 +53,9 @@ impl PcapCap {
     }
 }
 
-/// (src ip, src port, dst ip, dst port) of an Ethernet/IPv4/TCP frame.
-fn tcp_endpoints(f: &[u8]) -> Option<(u32, u16, u32, u16)> {
-    if f.len() < 34 || f[12..14] != [0x08, 0x00] || f[23] != 6 {
+/// (src ip, src port, dst ip, dst port) of an Ethernet/IPv4/TCP or UDP frame.
+fn endpoints(f: &[u8]) -> Option<(u32, u16, u32, u16)> {
+    if f.len() < 34 || f[12..14] != [0x08, 0x00] || !matches!(f[23], 6 | 17) {
         return None;
     }
     let ihl = usize::from(f[14] & 0x0f) * 4;

@@ -1,6 +1,7 @@
 //! One side of a run: a `TcpHost`, its [`GenApp`], the port it talks through and (client
-//! side) the flow scheduler with address allocation. [`Side::iterate`] is one turn of the
-//! loop: rx burst -> TCP -> TCP timers -> program timers -> new flows -> tx burst.
+//! side) the flow scheduler with address allocation, and the side's [`UdpFlows`].
+//! [`Side::iterate`] is one turn of the loop: rx burst (UDP frames to the UDP flows, the
+//! rest to TCP) -> TCP timers -> program timers -> new flows -> tx burst.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -8,12 +9,13 @@ use std::sync::Arc;
 use squall_astf::alloc::{ClientAlloc, PortRange, ServerPick};
 use squall_astf::interp::Event;
 use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
-use squall_astf::{Profile, SideTunables};
+use squall_astf::{Profile, SideTunables, Transport};
 use squall_port::{FrameBuf, Port};
 use squall_tcp::{FlowId, TcpConfig, TcpHost, TxSink};
 
 use super::app::{GenApp, IoOp};
 use super::pcap::PcapCap;
+use super::udp::{is_udp, UdpFlows};
 
 /// Rx frames taken per burst.
 const BURST: usize = 64;
@@ -141,6 +143,7 @@ pub fn tcp_config(
 pub struct Side<P: Port> {
     pub host: TcpHost,
     pub app: GenApp,
+    pub udp: UdpFlows,
     pub port: P,
     tx: TxState<P::Frame>,
     rxq: Vec<P::Frame>,
@@ -166,6 +169,14 @@ impl<P: Port> Side<P> {
         seed: u64,
     ) -> Self {
         let max = cfg.max_flows as usize;
+        let udp = UdpFlows::new(
+            &profile,
+            cfg.mac,
+            cfg.gateway_mac,
+            cfg.max_flows,
+            client.is_none(),
+            now,
+        );
         let mut host = TcpHost::new(cfg, now);
         let bufs = profile
             .buffers
@@ -183,6 +194,7 @@ impl<P: Port> Side<P> {
         Side {
             host,
             app: GenApp::new(profile, bufs, max, now, seed),
+            udp,
             port,
             tx: TxState {
                 spare: Vec::with_capacity(BURST),
@@ -247,7 +259,12 @@ impl<P: Port> Side<P> {
                 now,
             };
             for f in &self.rxq {
-                self.host.rx(now, f.data(), &mut self.app, &mut sink);
+                let d = f.data();
+                if is_udp(d) {
+                    self.udp.rx(&mut self.app.udp_ctx(), &mut sink, d);
+                } else {
+                    self.host.rx(now, d, &mut self.app, &mut sink);
+                }
             }
             self.port.release_all(&mut self.rxq);
             if n < BURST {
@@ -275,6 +292,16 @@ impl<P: Port> Side<P> {
                 self.apply_ops(now, f, &mut pcap);
             }
             self.app.put_expired(exp);
+        }
+        if self.udp.next_timer().is_some_and(|t| t <= now) {
+            work = true;
+            let mut sink = Sink {
+                port: &mut self.port,
+                tx: &mut self.tx,
+                pcap: pcap.as_deref_mut(),
+                now,
+            };
+            self.udp.expire(&mut self.app.udp_ctx(), &mut sink);
         }
         // New client flows.
         if let Some(mut cg) = self.client.take() {
@@ -313,6 +340,8 @@ impl<P: Port> Side<P> {
         work
     }
 
+    /// Opens a client flow: picks the server, allocates a client tuple (for UDP one no UDP
+    /// flow uses), then connects (TCP) or opens the UDP flow and runs its program.
     fn start_flow(
         &mut self,
         now: u64,
@@ -321,16 +350,18 @@ impl<P: Port> Side<P> {
         pcap: &mut Option<&mut PcapCap>,
     ) {
         let ti = s.template.0 as usize;
-        let tg = self.app.profile().templates[ti].tg_id as usize;
-        let dport = self.app.profile().templates[ti].port;
-        let addr = match cg.allocs[ti].alloc(|_, _| false) {
-            Ok(a) => a,
-            Err(_) => {
-                self.app.stats.tg[tg].c.ports_exhausted += 1;
-                return;
-            }
-        };
+        let t = &self.app.profile().templates[ti];
+        let (tg, dport, is_udp) = (t.tg_id as usize, t.port, t.transport == Transport::Udp);
         let server = cg.servers[ti].pick();
+        let udp = &self.udp;
+        let addr =
+            match cg.allocs[ti].alloc(|ip, port| is_udp && udp.in_use(ip, port, server, dport)) {
+                Ok(a) => a,
+                Err(_) => {
+                    self.app.stats.tg[tg].c.ports_exhausted += 1;
+                    return;
+                }
+            };
         if let Some(p) = pcap.as_deref_mut() {
             p.want(addr.ip, addr.port);
         }
@@ -340,18 +371,26 @@ impl<P: Port> Side<P> {
             pcap: pcap.as_deref_mut(),
             now,
         };
-        match self
-            .host
-            .connect(now, &mut sink, addr.ip, addr.port, server, dport)
-        {
-            Ok(f) => {
-                self.app.start_client(f, s.template, s.at_ns, addr);
-                self.apply_ops(now, f.0, pcap);
+        let opened = if is_udp {
+            let mut cx = self.app.udp_ctx();
+            self.udp
+                .open_client(&mut cx, &mut sink, s.template, s.at_ns, addr, server, dport)
+        } else {
+            match self
+                .host
+                .connect(now, &mut sink, addr.ip, addr.port, server, dport)
+            {
+                Ok(f) => {
+                    self.app.start_client(f, s.template, s.at_ns, addr);
+                    self.apply_ops(now, f.0, pcap);
+                    true
+                }
+                Err(_) => false,
             }
-            Err(_) => {
-                cg.allocs[ti].release(addr);
-                self.app.stats.tg[tg].c.connect_failed += 1;
-            }
+        };
+        if !opened {
+            cg.allocs[ti].release(addr);
+            self.app.stats.tg[tg].c.connect_failed += 1;
         }
     }
 
@@ -359,7 +398,7 @@ impl<P: Port> Side<P> {
     pub fn cut_all(&mut self, now: u64, pcap: Option<&mut PcapCap>) -> u64 {
         let mut live = std::mem::take(&mut self.scratch);
         self.app.live_flows(&mut live);
-        let n = live.len() as u64;
+        let n = live.len() as u64 + self.udp.cut_all(&mut self.app.udp_ctx());
         let mut sink = Sink {
             port: &mut self.port,
             tx: &mut self.tx,
@@ -395,6 +434,7 @@ impl<P: Port> Side<P> {
         let mut t = [
             self.host.next_timer(),
             self.app.next_timer(),
+            self.udp.next_timer(),
             self.port.next_event_ns(),
             self.client.as_ref().and_then(|c| {
                 if c.pending.is_empty() {
@@ -413,10 +453,13 @@ impl<P: Port> Side<P> {
         t
     }
 
-    /// No client flow will be opened any more, no flow runs, and the host holds no flow
-    /// (TIME_WAIT included).
+    /// No client flow will be opened any more, no flow runs, the host holds no flow
+    /// (TIME_WAIT included) and no frame is on its way to this side (a datagram to a
+    /// released UDP flow still gets counted).
     pub fn is_idle(&self) -> bool {
         self.app.live == 0
+            && self.udp.live == 0
+            && self.port.next_event_ns().is_none()
             && self.host.flow_count() == 0
             && !matches!(&self.client, Some(c) if !c.is_finished())
     }
