@@ -103,6 +103,7 @@
 pub mod api;
 pub mod cc;
 pub mod counters;
+pub mod csum;
 pub mod flowtable;
 pub mod host;
 pub mod isn;

@@ -66,7 +66,7 @@ fn be32(b: &[u8], o: usize) -> u32 {
 /// added to `acc`. Uses squall-wire's vectorisable native-order sum.
 #[inline]
 pub fn csum_add(acc: u64, data: &[u8]) -> u64 {
-    acc + squall_wire::checksum::sum(data) as u64
+    acc + crate::csum::sum(data) as u64
 }
 
 /// Folds a 64-bit accumulated sum to 16 bits.
