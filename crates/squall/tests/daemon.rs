@@ -282,3 +282,55 @@ fn unix_socket_and_profile_object() {
     assert!(!sock.exists(), "socket file left behind");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn two_cores_update_then_cut() {
+    let mut d = spawn(&["--listen", "127.0.0.1:0"]);
+    let mut r = tcp(&d);
+    r.ok("load_profile", json!({"path": w1()}));
+    r.ok("start", json!({"mult": 100, "duration": -1, "cores": 2}));
+    std::thread::sleep(Duration::from_millis(1000));
+    r.ok("update", json!({"mult": 200}));
+    std::thread::sleep(Duration::from_millis(1000));
+    let a = r.started();
+    assert!(a > 0);
+    let s = r.ok("stop", json!({"drain": false}));
+    assert_eq!(s["drain"], false);
+    // A second stop while stopping is accepted (it can only bring the end forward).
+    r.ok("stop", json!({"drain": true}));
+    let w = r.ok("wait_on_traffic", json!({"timeout": 30}));
+    assert_eq!(w["finished"], true, "{w}");
+    assert_eq!(r.err("stop", json!({})).0, -32003);
+    let st = r.ok("get_stats", json!({}));
+    assert_eq!(st["state"], "done");
+    assert_eq!(st["cores"], 2);
+    let f = &st["client"]["flows"];
+    let started = f["started"].as_u64().unwrap();
+    assert!(started >= a);
+    // Every flow is accounted for: completed or cut (nothing left running).
+    assert_eq!(st["client"]["running_at_end"], 0, "{st}");
+    let inv = st["invariants"].as_array().unwrap();
+    assert!(
+        inv.iter()
+            .any(|c| c["name"] == "client_flows_accounted" && c["ok"] == true),
+        "{st}"
+    );
+    shutdown(&mut d, &mut r);
+}
+
+#[test]
+fn udp_profile_runs_under_the_daemon() {
+    let mut d = spawn(&["--listen", "127.0.0.1:0"]);
+    let mut r = tcp(&d);
+    let udp = manifest().join("../../examples/udp-dns.json");
+    r.ok("load_profile", json!({"path": udp}));
+    r.ok("start", json!({"mult": 1, "duration": 1, "sim": true}));
+    assert_eq!(
+        r.ok("wait_on_traffic", json!({"timeout": 60}))["finished"],
+        true
+    );
+    let st = r.ok("get_stats", json!({}));
+    assert_eq!(st["errors"], 0, "{st}");
+    assert_eq!(st["clean"], true, "{st}");
+    shutdown(&mut d, &mut r);
+}
