@@ -5,7 +5,7 @@ the rate, stop, and check that the run was clean (exit status 0 only then).
 Start a daemon first, then run this script against it:
 
     squall daemon --listen 127.0.0.1:4501 &            # or: --unix /tmp/squall.sock
-    PYTHONPATH=python python3 examples/automation.py   # --unix /tmp/squall.sock, --profile ..., --mult ...
+    PYTHONPATH=python python3 examples/automation/automation.py   # --unix /tmp/squall.sock, --profile ..., --mult ...
 
 The profile (.py or .json) is compiled on the client side and sent as JSON IR, so the
 daemon may run from another directory.
@@ -22,7 +22,7 @@ from squall import Client, ProfileLoadError
 
 
 def main() -> int:
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--server", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=4501)
