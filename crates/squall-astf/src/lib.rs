@@ -6,7 +6,9 @@
 //! - [`interp`]: the per-flow program interpreter, a pure state machine over [`interp::FlowIo`].
 //! - [`sched`]: flow start times per template (CPS x multiplier, even/Poisson, ramp-up, limit).
 //! - [`alloc`]: client address and per-core source port allocation.
-//! - `tcp` (feature `tcp`, default): adapter running programs on squall-tcp flows.
+//!
+//! The crate is independent of the TCP/UDP engine: the engine that runs programs on real
+//! flows is `squall::gen` (the `squall` crate).
 
 pub mod alloc;
 pub mod error;
@@ -16,8 +18,6 @@ pub mod model;
 mod raw;
 pub mod rng;
 pub mod sched;
-#[cfg(feature = "tcp")]
-pub mod tcp;
 mod tunables;
 
 pub use error::{LoadError, ProfileError};

@@ -76,15 +76,25 @@ pub struct ClientGen {
 }
 
 impl ClientGen {
-    /// Scheduler and allocators for every template (one client core).
+    /// Scheduler and allocators for every template (one client core), source ports from
+    /// the default range.
     pub fn new(profile: &Profile, cfg: &SchedConfig) -> Result<Self, String> {
+        Self::with_ports(profile, cfg, PortRange::default())
+    }
+
+    /// As [`ClientGen::new`] with source ports from `ports` (ports are reused as flows end).
+    pub fn with_ports(
+        profile: &Profile,
+        cfg: &SchedConfig,
+        ports: PortRange,
+    ) -> Result<Self, String> {
         let mut allocs = Vec::new();
         let mut servers = Vec::new();
         for (i, t) in profile.templates.iter().enumerate() {
             let gen = &profile.ip_gens[t.ip_gen as usize];
             let seed = cfg.seed ^ (i as u64).wrapping_mul(0x9E37_79B9);
             allocs.push(
-                ClientAlloc::new(gen, 0, 0, 1, PortRange::default(), seed)
+                ClientAlloc::new(gen, 0, 0, 1, ports, seed)
                     .map_err(|e| format!("template {i}: client allocation: {e:?}"))?,
             );
             servers.push(ServerPick::new(gen, 0, 0, seed));
@@ -115,6 +125,19 @@ impl ClientGen {
     }
 }
 
+/// Window scale needed to advertise `rxbufsize` (RFC 7323), when `do_rfc1323` allows it
+/// and the buffer exceeds what an unscaled window can say.
+fn wscale_for(t: &SideTunables) -> Option<u8> {
+    let rx = u64::from(t.tcp.rxbufsize);
+    (t.tcp.do_rfc1323 && rx > 65_535).then(|| {
+        let mut s = 0u8;
+        while (65_535u64 << s) < rx && s < 14 {
+            s += 1;
+        }
+        s
+    })
+}
+
 /// Host configuration from a side's tunables.
 pub fn tcp_config(
     t: &SideTunables,
@@ -123,13 +146,20 @@ pub fn tcp_config(
     max_flows: u32,
     seed: u64,
 ) -> TcpConfig {
+    let wscale = wscale_for(t);
     TcpConfig {
         mac,
         gateway_mac: gw,
         max_flows,
         mss: t.tcp.mss,
         init_cwnd: t.tcp.initwnd.clamp(1, 20),
-        rcv_wnd: t.tcp.rxbufsize.clamp(1, 65_535),
+        // Without window scaling the advertised window cannot exceed 65535.
+        rcv_wnd: if wscale.is_some() {
+            t.tcp.rxbufsize
+        } else {
+            t.tcp.rxbufsize.clamp(1, 65_535)
+        },
+        wscale,
         nagle: !t.tcp.no_delay,
         delack_ns: u64::from(t.tcp.delay_ack_msec) * 1_000_000,
         max_syn_retries: 8,
@@ -184,7 +214,11 @@ impl<P: Port> Side<P> {
             .map(|b| (host.buffers().register(b.data.clone()), b.data.len() as u32))
             .collect();
         if client.is_none() {
-            for t in &profile.templates {
+            for t in profile
+                .templates
+                .iter()
+                .filter(|t| t.transport == Transport::Tcp)
+            {
                 for r in &t.assoc {
                     host.listen(r.port);
                 }
@@ -471,5 +505,24 @@ impl<P: Port> Side<P> {
         if let Some(f) = self.tx.cur.take() {
             self.port.release(f);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_scale_only_when_the_buffer_needs_it() {
+        let mut t = SideTunables::default();
+        t.tcp.rxbufsize = 32_768;
+        let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
+        assert_eq!((c.wscale, c.rcv_wnd), (None, 32_768));
+        t.tcp.rxbufsize = 262_144;
+        let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
+        assert_eq!((c.wscale, c.rcv_wnd), (Some(3), 262_144));
+        t.tcp.do_rfc1323 = false;
+        let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
+        assert_eq!((c.wscale, c.rcv_wnd), (None, 65_535));
     }
 }
