@@ -180,6 +180,16 @@ fn bad_requests_get_json_rpc_errors() {
     // A second connection works while the first stays open.
     let mut r2 = tcp(&d);
     assert_eq!(r2.ok("api_version", json!({}))["api_version"], "1.0");
+    // A line longer than 16 MiB: an error, then the connection is closed.
+    let mut r3 = tcp(&d);
+    r3.wr.write_all(&vec![b'a'; (16 << 20) + 1]).unwrap();
+    let mut l = String::new();
+    r3.rd.read_line(&mut l).unwrap();
+    let e: Value = serde_json::from_str(&l).unwrap();
+    assert_eq!(e["error"]["code"], -32700, "{e}");
+    l.clear();
+    assert_eq!(r3.rd.read_line(&mut l).unwrap(), 0, "connection not closed");
+    assert_eq!(r2.ok("get_status", json!({}))["state"], "idle");
     shutdown(&mut d, &mut r);
 }
 

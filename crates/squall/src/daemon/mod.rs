@@ -16,7 +16,7 @@ use std::time::Duration;
 use service::Service;
 
 /// Longest request line accepted (bytes); a profile IR object travels in one line.
-pub const MAX_LINE: u64 = 64 << 20;
+pub const MAX_LINE: u64 = 16 << 20;
 /// Most connections served at once.
 const MAX_CONNS: usize = 32;
 
