@@ -159,9 +159,11 @@ impl Control {
                 g.set_mult(now, m);
             }
         }
-        if !self.stop.swap(false, Ordering::Relaxed) {
+        // A plain load every turn; the flag is cleared (one store) only when set.
+        if !self.stop.load(Ordering::Relaxed) {
             return hard;
         }
+        self.stop.store(false, Ordering::Relaxed);
         if let Some(g) = c.client.as_mut() {
             g.stop_at(now);
         }
