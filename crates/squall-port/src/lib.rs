@@ -16,8 +16,10 @@
 //!
 //! Modules: [`frame`] (FrameBuf, offload flags), [`port`] (Port, caps, stats),
 //! [`ring`] (lock-free SPSC ring), [`mem`] (the in-memory wire with impairment),
-//! [`pcap`] (pcap writer, reader and a tap that wraps any port), [`rng`] (seeded RNG).
+//! [`pcap`] (pcap writer, reader and a tap that wraps any port), [`rng`] (seeded RNG),
+//! [`afpacket`] (a Linux AF_PACKET socket on a real interface).
 
+pub mod afpacket;
 pub mod frame;
 pub mod mem;
 pub mod pcap;
