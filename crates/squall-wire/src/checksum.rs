@@ -152,20 +152,6 @@ pub fn sum(data: &[u8]) -> u16 {
     native_to_be(fold(acc))
 }
 
-/// The same as [`sum`], always inlined: for a caller that wraps it in a function
-/// compiled for a wider instruction set (e.g. `#[target_feature(enable = "avx2")]`
-/// behind runtime detection), so that the long-buffer loop is vectorised with
-/// that instruction set. This crate itself has no `unsafe` and so no dispatch.
-#[inline(always)]
-pub fn sum_inline(data: &[u8]) -> u16 {
-    let acc = if data.len() >= WIDE_MIN {
-        acc_wide(data)
-    } else {
-        acc_generic(data)
-    };
-    native_to_be(fold(acc))
-}
-
 /// Sum of a 20-byte header (e.g. an IPv4 header without options).
 #[inline]
 pub fn sum20(data: &[u8; 20]) -> u16 {
@@ -308,10 +294,6 @@ mod tests {
             for len in (WIDE_MIN - 3..WIDE_MIN + 200).chain([1460, 1461, 2048, 4095, 4096]) {
                 let d = &buf[start..start + len];
                 assert!(same(sum(d), sum_reference(d)), "start {start} len {len}");
-                assert!(
-                    same(sum_inline(d), sum_reference(d)),
-                    "start {start} len {len}"
-                );
                 assert!(
                     same(fold(acc_wide(d)), fold(acc_generic(d))),
                     "start {start} len {len}"
