@@ -5,9 +5,12 @@
 //! - [`stats`]: per template group counters and latency histograms;
 //! - [`report`]: invariants, the summary table and the JSON document;
 //! - [`source`]: loading a profile from `.json` or `.py`;
-//! - [`impair`]: the `--impair` option parser.
+//! - [`impair`]: the `--impair` option parser;
+//! - [`iface`], [`arp`]: single-side runs on a real interface (AF_PACKET) with ARP.
 
+pub mod arp;
 pub mod gen;
+pub mod iface;
 pub mod impair;
 pub mod report;
 pub mod run;

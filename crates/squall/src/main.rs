@@ -30,7 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Generate a profile's traffic (both sides over the in-memory wire) and report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Load and validate a profile; print every error with its JSON path.
     Validate {
         /// Profile: `.json` IR or `.py` (compiled with `python3 -m squall.compile`).
@@ -63,9 +63,20 @@ struct RunArgs {
     /// 1: both sides in one thread (T-mem1); 2: client on core 0, server on core 1.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
     cores: u32,
-    /// Interface: only `mem` (the in-memory wire) for now.
+    /// Interface: `mem` (the in-memory wire, both sides) or `afpacket:IFNAME` (a real
+    /// interface, one side: needs --mode client|server and root).
     #[arg(long, default_value = "mem")]
     iface: String,
+    /// Side(s) Squall plays: `both` (mem only), `client` or `server` (real interface).
+    #[arg(long, value_name = "client|server|both")]
+    mode: Option<String>,
+    /// Real interface: address whose MAC is resolved by ARP (default: the profile's first
+    /// server address in client mode, first client address in server mode).
+    #[arg(long, value_name = "IP")]
+    peer_ip: Option<String>,
+    /// Real interface: the peer's MAC (skips ARP resolution).
+    #[arg(long, value_name = "MAC")]
+    peer_mac: Option<String>,
     /// Write every counter and histogram summary to this JSON file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -122,7 +133,7 @@ fn main() -> ExitCode {
             }
             Err(c) => c,
         },
-        Cmd::Run(a) => run_cmd(a),
+        Cmd::Run(a) => run_cmd(*a),
         Cmd::Daemon { listen, unix } => {
             let l = match unix {
                 Some(p) => daemon::Listen::Unix(p),
@@ -142,8 +153,19 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 fn run_cmd(a: RunArgs) -> ExitCode {
-    if a.iface != "mem" {
-        return usage(&format!("--iface {}: only `mem` is available", a.iface));
+    let real = match squall::iface::parse(
+        &a.iface,
+        a.mode.as_deref(),
+        a.peer_ip.as_deref(),
+        a.peer_mac.as_deref(),
+    ) {
+        Ok(r) => r,
+        Err(e) => return usage(&e),
+    };
+    if real.is_some() && (a.sim || a.cores != 1 || a.pcap.is_some() || a.impair.is_some()) {
+        return usage(
+            "a real interface runs one side in one thread: no --sim, --cores, --pcap or --impair",
+        );
     }
     if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 1e6) {
         return usage("--duration must be a positive number of seconds");
@@ -179,7 +201,11 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     };
     let live = Arc::new(Live::default());
     let (p2, c2, l2) = (profile.clone(), cfg.clone(), live.clone());
-    let h = std::thread::spawn(move || run::run(p2, &c2, l2));
+    let r2 = real.clone();
+    let h = std::thread::spawn(move || match r2 {
+        None => run::run(p2, &c2, l2),
+        Some(rc) => squall::iface::run_real(p2, &c2, &rc, l2),
+    });
     if !a.sim && !a.quiet {
         progress(&live, &h);
     }
@@ -194,11 +220,19 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let checks = report::invariants(&result);
+    let checks = match &real {
+        None => report::invariants(&result),
+        Some(rc) => squall::iface::single_side_checks(&result, rc.mode),
+    };
+    let real_mode = real
+        .as_ref()
+        .map(|rc| format!("real time, afpacket:{}, {} only", rc.ifname, rc.mode.name()));
     let path = a.profile.display().to_string();
     let info = RunInfo {
         profile_path: &path,
-        mode: if a.sim {
+        mode: if let Some(m) = &real_mode {
+            m
+        } else if a.sim {
             "simulation (virtual clock)"
         } else if cfg.cores == 2 {
             "real time, 2 threads (T-mem2)"

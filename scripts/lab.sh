@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The lab (T-veth, ../shared/BENCHMARKS.md): two network namespaces joined by a veth pair.
+#
+#   sq-cli [sq-cli0] <---- veth, MTU 1500 ----> [sq-srv0] sq-srv
+#   client 198.18.0.2, client pool 198.18.16.0/24      server 198.18.0.1, W1 server 198.18.48.1
+#
+# usage: scripts/lab.sh up [--squall none|client|server]   (idempotent: rebuilds from scratch)
+#        scripts/lab.sh down
+#        scripts/lab.sh status
+#
+# An address belongs to the kernel of its namespace when a kernel program (nginx, curl, ab,
+# wrk) plays that side, and to Squall otherwise: then the interface of that namespace gets
+# NO address (the kernel would answer Squall's SYN-ACKs with RSTs), Squall answers ARP for
+# its addresses itself, and the other namespace reaches them on-link (routes `dev`, no
+# gateway), so the kernel there ARPs for each address and Squall answers.
+#   --squall none   (default) kernel on both sides: client 198.18.0.2 + pool routes,
+#                   server 198.18.0.1 and 198.18.48.1.
+#   --squall client Squall plays the client in sq-cli (AF_PACKET on sq-cli0, no address);
+#                   sq-srv: 198.18.0.1/24 and 198.18.48.1/32 on sq-srv0, pool on-link.
+#   --squall server Squall plays the server in sq-srv (AF_PACKET on sq-srv0, no address);
+#                   sq-cli: 198.18.0.2/24 on sq-cli0, 198.18.48.0/24 on-link.
+#
+# Offloads: a veth hands the peer's frames over as the sender's skbs. With TSO/GSO on, the
+# kernel side sends 64 KiB TCP super-frames that an AF_PACKET socket on the other end sees
+# as one oversized frame; with tx checksum offload on, the frames carry only a partial
+# (pseudo-header) checksum (CHECKSUM_PARTIAL) that Squall, which verifies checksums,
+# would drop; GRO/rx offloads would merge frames before AF_PACKET sees them. So every
+# offload is turned off on both ends (ethtool -K ... tso off gso off gro off tx off rx off):
+# what AF_PACKET sees is then exactly what a real wire would carry.
+set -euo pipefail
+
+CLI=sq-cli
+SRV=sq-srv
+CIF=sq-cli0
+SIF=sq-srv0
+
+need() { command -v "$1" >/dev/null || { echo "lab.sh: '$1' not found (apt-get install $2)" >&2; exit 2; }; }
+
+down() {
+    ip netns del "$CLI" 2>/dev/null || true
+    ip netns del "$SRV" 2>/dev/null || true
+    # A veth whose peer namespace vanished is deleted with it; this catches a half-built one.
+    ip link del "$CIF" 2>/dev/null || true
+}
+
+offloads_off() {
+    ip netns exec "$1" ethtool -K "$2" tso off gso off gro off tx off rx off >/dev/null 2>&1 ||
+        ip netns exec "$1" ethtool -K "$2" tso off gso off gro off tx off rx off
+}
+
+up() {
+    local squall=none
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --squall) squall="${2:-}"; shift 2 ;;
+            *) echo "lab.sh: unknown option $1" >&2; exit 2 ;;
+        esac
+    done
+    case "$squall" in none|client|server) ;; *) echo "lab.sh: --squall none|client|server" >&2; exit 2 ;; esac
+    [ "$(id -u)" = 0 ] || { echo "lab.sh: needs root" >&2; exit 2; }
+    need ip iproute2
+    need ethtool ethtool
+    down
+    trap 'echo "lab.sh: setup failed, cleaning up" >&2; down' ERR
+    ip netns add "$CLI"
+    ip netns add "$SRV"
+    ip link add "$CIF" netns "$CLI" type veth peer name "$SIF" netns "$SRV"
+    for ns in "$CLI" "$SRV"; do
+        ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+        ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+        ip netns exec "$ns" ip link set lo up
+    done
+    ip -n "$CLI" link set "$CIF" mtu 1500
+    ip -n "$SRV" link set "$SIF" mtu 1500
+    offloads_off "$CLI" "$CIF"
+    offloads_off "$SRV" "$SIF"
+    case "$squall" in
+        none)
+            ip -n "$CLI" addr add 198.18.0.2/24 dev "$CIF"
+            ip -n "$SRV" addr add 198.18.0.1/24 dev "$SIF"
+            ip -n "$SRV" addr add 198.18.48.1/32 dev lo
+            ip -n "$CLI" link set "$CIF" up
+            ip -n "$SRV" link set "$SIF" up
+            # The client pool lives in sq-cli (on lo, so that kernel clients can bind it).
+            ip -n "$CLI" addr add 198.18.16.0/24 dev lo
+            ip -n "$CLI" route add 198.18.48.0/24 via 198.18.0.1
+            ip -n "$SRV" route add 198.18.16.0/24 via 198.18.0.2
+            ;;
+        client)
+            ip -n "$SRV" addr add 198.18.0.1/24 dev "$SIF"
+            ip -n "$SRV" addr add 198.18.48.1/32 dev "$SIF"
+            ip -n "$CLI" link set "$CIF" up
+            ip -n "$SRV" link set "$SIF" up
+            ip -n "$SRV" route add 198.18.16.0/24 dev "$SIF"
+            ;;
+        server)
+            ip -n "$CLI" addr add 198.18.0.2/24 dev "$CIF"
+            ip -n "$CLI" link set "$CIF" up
+            ip -n "$SRV" link set "$SIF" up
+            ip -n "$CLI" route add 198.18.48.0/24 dev "$CIF"
+            ;;
+    esac
+    trap - ERR
+    echo "lab up (squall plays: $squall)"
+}
+
+status() {
+    for ns in "$CLI" "$SRV"; do
+        echo "== $ns"
+        ip -n "$ns" -br addr 2>/dev/null || echo "(absent)"
+        ip -n "$ns" route 2>/dev/null || true
+    done
+}
+
+case "${1:-}" in
+    up) shift; up "$@" ;;
+    down) down; echo "lab down" ;;
+    status) status ;;
+    *) echo "usage: $0 up [--squall none|client|server] | down | status" >&2; exit 2 ;;
+esac
