@@ -43,6 +43,8 @@ impl Mode {
 pub struct RealConfig {
     /// Interface name (AF_PACKET).
     pub ifname: String,
+    /// Receive through the TPACKET_V3 mmap ring (`afpacket:IFNAME,ring`).
+    pub rx_ring: bool,
     /// `Client` or `Server`.
     pub mode: Mode,
     /// Address whose MAC is resolved (default: the first peer address of template 0).
@@ -99,10 +101,15 @@ pub fn parse(
         }
         return Ok(None);
     }
-    let Some(ifname) = iface.strip_prefix("afpacket:") else {
+    let Some(spec) = iface.strip_prefix("afpacket:") else {
         return Err(format!(
-            "--iface {iface}: expected `mem` or `afpacket:IFNAME`"
+            "--iface {iface}: expected `mem`, `afpacket:IFNAME` or `afpacket:IFNAME,ring`"
         ));
+    };
+    let (ifname, rx_ring) = match spec.split_once(',') {
+        None => (spec, false),
+        Some((n, "ring")) => (n, true),
+        Some((_, o)) => return Err(format!("--iface {iface}: unknown option `{o}` (ring)")),
     };
     if ifname.is_empty() {
         return Err("--iface afpacket: needs an interface name".into());
@@ -116,6 +123,7 @@ pub fn parse(
     };
     Ok(Some(RealConfig {
         ifname: ifname.to_string(),
+        rx_ring,
         mode,
         peer_ip: peer_ip.map(parse_ip).transpose()?,
         peer_mac: peer_mac.map(parse_mac).transpose()?,
@@ -195,7 +203,7 @@ pub fn run_real(
         return Err("the profile has no template".into());
     }
     let mut pc = AfPacketConfig::new(&rc.ifname);
-    pc.promisc = false;
+    pc.rx_ring = rc.rx_ring;
     let mut port = AfPacketPort::open(pc)?;
     let caps = port.caps();
     let own = owned(&profile, rc.mode);
@@ -278,9 +286,10 @@ pub fn run_real(
     let a = s.port.arp;
     let x = s.port.inner.extra_stats();
     eprintln!(
-        "squall: afpacket:{} mac {} peer {} at {}: ARP requests answered {}, ARP ignored {}, \
+        "squall: afpacket:{} (rx {}) mac {} peer {} at {}: ARP requests answered {}, ARP ignored {}, \
          unrelated frames dropped {}, own outgoing skipped {}, rx truncated {}, tx refused {}",
         rc.ifname,
+        if rc.rx_ring { "TPACKET_V3 ring" } else { "recvmmsg" },
         fmt_mac(caps.mac),
         std::net::Ipv4Addr::from(peer_ip),
         fmt_mac(peer_mac),
@@ -389,6 +398,12 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(r.ifname, "sq-cli0");
+        assert!(!r.rx_ring);
+        let r = parse("afpacket:sq-cli0,ring", Some("client"), None, None)
+            .unwrap()
+            .unwrap();
+        assert!(r.rx_ring && r.ifname == "sq-cli0");
+        assert!(parse("afpacket:x,bogus", Some("client"), None, None).is_err());
         assert_eq!(r.mode, Mode::Server);
         assert_eq!(r.peer_ip, Some([198, 18, 0, 2]));
         assert_eq!(r.peer_mac, Some([2, 0, 10, 11, 12, 255]));

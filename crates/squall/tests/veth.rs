@@ -110,6 +110,15 @@ fn num(v: &Value, path: &[&str]) -> u64 {
 
 #[test]
 fn client_only_squall_against_nginx() {
+    client_against_nginx("afpacket:sq-cli0");
+}
+
+#[test]
+fn client_only_squall_against_nginx_rx_ring() {
+    client_against_nginx("afpacket:sq-cli0,ring");
+}
+
+fn client_against_nginx(iface: &str) {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = skip(&["ip", "ethtool", "nginx", "curl"]) {
         eprintln!("skipped: {r}");
@@ -185,7 +194,7 @@ fn client_only_squall_against_nginx() {
             "run",
             prof.to_str().unwrap(),
             "--iface",
-            "afpacket:sq-cli0",
+            iface,
             "--mode",
             "client",
             "--duration",
@@ -218,7 +227,7 @@ fn client_only_squall_against_nginx() {
         .iter()
         .any(|c| c["name"] == "client_sent_eq_server_received"));
     eprintln!(
-        "veth client-only vs nginx: {flows} flows, {} errors, {:.1} CPS, {total} bytes each",
+        "veth client-only ({iface}) vs nginx: {flows} flows, {} errors, {:.1} CPS, {total} bytes each",
         num(&r, &["errors"]),
         r["rates"]["cps"].as_f64().unwrap()
     );
