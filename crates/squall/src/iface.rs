@@ -399,10 +399,10 @@ mod tests {
         .unwrap();
         assert_eq!(r.ifname, "sq-cli0");
         assert!(!r.rx_ring);
-        let r = parse("afpacket:sq-cli0,ring", Some("client"), None, None)
+        let r2 = parse("afpacket:sq-cli0,ring", Some("client"), None, None)
             .unwrap()
             .unwrap();
-        assert!(r.rx_ring && r.ifname == "sq-cli0");
+        assert!(r2.rx_ring && r2.ifname == "sq-cli0");
         assert!(parse("afpacket:x,bogus", Some("client"), None, None).is_err());
         assert_eq!(r.mode, Mode::Server);
         assert_eq!(r.peer_ip, Some([198, 18, 0, 2]));
