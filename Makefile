@@ -33,11 +33,14 @@ lint:
 
 test-rust:
 	$(CARGO) test --workspace --profile ci
+	# The full-size TCP scenarios: 100,000 W1 flows under each impairment (virtual clock).
+	$(CARGO) test --profile ci -p squall-tcp --test w1_scenarios -- --ignored
 
 test-python:
 	cd python && $(PY) -m mypy --strict squall
 	$(CARGO) build --profile ci -p squall --bin squall
-	SQUALL_BIN=$(CURDIR)/target/ci/squall $(PY) -m pytest -q python/tests tests/crosscheck
+	SQUALL_BIN=$(CURDIR)/target/ci/squall $(PY) -m pytest -q python/tests
+	$(PY) -m pytest -q tests/crosscheck
 
 fuzz:
 	scripts/fuzz.sh $(SECONDS_PER_FUZZ)
