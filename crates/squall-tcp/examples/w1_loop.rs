@@ -3,32 +3,40 @@
 //! two in-process frame queues, on a virtual clock. Prints CPU time per connection for both
 //! ends together.
 //!
-//! `cargo run --release -p squall-tcp --example w1_loop -- [flows] [concurrency]`
+//! `cargo run --release -p squall-tcp --example w1_loop -- [flows] [concurrency] [offload]`
+//! (environment: `SQUALL_RING=N` frames per direction, default 512, 0 = unbounded;
+//! `SQUALL_RX_SINGLE=1` per-frame `rx` instead of `rx_burst`). Concurrency up to
+//! 100,000 and more works (flows get distinct 4-tuples from 200 client addresses).
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp, TcpConfig, TcpHost, TxSink};
 
-/// Pool of frame slots reused forever (grows only while the peak burst grows; no
-/// per-packet allocation in steady state).
+/// Pool of frame slots reused forever (no per-packet allocation in steady state). With
+/// a `limit` it is a bounded ring like a NIC's TX ring: `alloc` fails when `limit` frames
+/// wait, the host counts `tcps_txfull` and resumes the flow later (`TcpHost::poll`), so
+/// the frames in flight (and the memory they touch) stay bounded and cache-hot. Without
+/// a limit (0) it grows to whatever the windows of all flows put in flight at once.
 struct Queue {
     slots: Vec<[u8; 1600]>,
     lens: Vec<usize>,
     n: usize,
+    limit: usize,
 }
 impl Queue {
-    fn new(cap: usize) -> Self {
+    fn new(cap: usize, limit: usize) -> Self {
         Queue {
             slots: vec![[0u8; 1600]; cap],
             lens: vec![0; cap],
             n: 0,
+            limit,
         }
     }
 }
 impl TxSink for Queue {
     fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
-        if len > 1600 {
+        if len > 1600 || (self.limit != 0 && self.n >= self.limit) {
             return None;
         }
         if self.n == self.slots.len() {
@@ -125,6 +133,11 @@ fn rx_all<A: TcpApp>(
 fn main() {
     // SQUALL_RX_SINGLE=1: per-frame `rx` instead of `rx_burst` (for comparison).
     let single = std::env::var("SQUALL_RX_SINGLE").is_ok_and(|v| v == "1");
+    // SQUALL_RING=N: frames that may wait in each direction (a NIC ring); 0 = unbounded.
+    let ring: usize = std::env::var("SQUALL_RING")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512);
     let mut args = std::env::args().skip(1);
     let n: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let conc: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
@@ -168,14 +181,18 @@ fn main() {
         resp,
         rx: vec![0; max_flows as usize],
     };
-    let mut cq = Queue::new(1024);
-    let mut sq = Queue::new(1024);
-    let mut tmp = Queue::new(1024);
+    let cap = if ring == 0 { 1024 } else { ring };
+    let mut cq = Queue::new(cap, ring);
+    let mut sq = Queue::new(cap, ring);
+    let mut tmp = Queue::new(cap, ring);
     let mut started = 0u32;
     let t0 = Instant::now();
     let c0 = cpu_ns();
     while capp.done < n as u64 {
         while started < n && (started as u64) < capp.done + conc as u64 {
+            if ring != 0 && cq.n >= ring {
+                break; // the wire backs up: open more flows next round
+            }
             let k = started;
             let ip = 0x1000_0001 + (k % 200);
             let port = 1025 + ((k / 200) % 60_000) as u16;
@@ -212,10 +229,11 @@ fn main() {
     };
     let c = ch.counters();
     println!(
-        "W1 loop: {} flows (ok {}), concurrency {}, {:.3} s CPU, {:.2} us per connection (both ends), client sndtotal {} rcvtotal {}, server sndtotal {}, txfull {}/{}, rexmit {}",
+        "W1 loop: {} flows (ok {}), concurrency {}, ring {}, {:.3} s CPU, {:.2} us per connection (both ends), client sndtotal {} rcvtotal {}, server sndtotal {}, txfull {}/{}, rexmit {}",
         n,
         capp.ok,
         conc,
+        ring,
         dt.as_secs_f64(),
         dt.as_secs_f64() * 1e6 / n as f64,
         c.tcps_sndtotal,

@@ -17,6 +17,7 @@ use crate::sack::Scoreboard;
 use crate::sendq::{BufId, BufRegistry, ChunkPool, SendQueue};
 use crate::seq;
 use crate::tcb::*;
+use std::collections::VecDeque;
 
 /// Host and TCP configuration.
 #[derive(Clone, Debug)]
@@ -111,6 +112,9 @@ pub struct TcpHost {
     table: FlowTable,
     wheel: TimerWheel,
     expired: Vec<u32>,
+    /// Flows whose output stopped on a full TX sink (flag `F_TX_BLOCKED`), oldest
+    /// first; resumed by [`TcpHost::tx_resume`] (and at every [`TcpHost::poll`]).
+    tx_blocked: VecDeque<u32>,
     chunks: ChunkPool,
     bufs: BufRegistry,
     ooo: Vec<Option<Box<OooQueue>>>,
@@ -156,6 +160,7 @@ impl TcpHost {
             flows: Vec::with_capacity(max),
             free: Vec::new(),
             expired: Vec::with_capacity(256),
+            tx_blocked: VecDeque::with_capacity(256),
             chunks: ChunkPool::new(),
             bufs: BufRegistry::new(),
             ooo: Vec::new(),
@@ -219,6 +224,7 @@ impl TcpHost {
         let ooo_live = self.ooo.iter().filter(|q| q.is_some()).count();
         self.flows.capacity() * size_of::<Tcb>()
             + self.free.capacity() * 4
+            + self.tx_blocked.capacity() * 4
             + self.table.slots() * FlowTable::SLOT_BYTES
             + self.wheel.capacity() * TIMER_NODE_BYTES
             + self.chunks.allocated() * 16
@@ -386,6 +392,7 @@ impl TcpHost {
     /// [`TcpHost::next_timer`] says.
     pub fn poll<A: TcpApp, S: TxSink>(&mut self, now: u64, app: &mut A, tx: &mut S) {
         self.now = now;
+        self.resume_blocked(tx);
         let mut exp = std::mem::take(&mut self.expired);
         exp.clear();
         self.wheel.advance(now, &mut exp);
@@ -393,6 +400,48 @@ impl TcpHost {
             self.on_timer(i, app, tx);
         }
         self.expired = exp;
+    }
+
+    /// Resumes output of flows that stopped on a full TX sink (oldest first), until
+    /// the sink is full again. [`TcpHost::poll`] does this too; a driver whose TX ring
+    /// drains between polls can call it directly. Returns how many flows remain blocked.
+    pub fn tx_resume<S: TxSink>(&mut self, now: u64, tx: &mut S) -> usize {
+        self.now = now;
+        self.resume_blocked(tx);
+        self.tx_blocked.len()
+    }
+
+    fn resume_blocked<S: TxSink>(&mut self, tx: &mut S) {
+        // At most one pass over the entries present now: a flow that blocks again is
+        // re-queued at the back and ends the pass (the sink is full).
+        for _ in 0..self.tx_blocked.len() {
+            let Some(i) = self.tx_blocked.pop_front() else {
+                break;
+            };
+            let t = &mut self.flows[i as usize];
+            if !t.has(F_TX_BLOCKED) {
+                continue; // stale entry: flow closed (and maybe reused) meanwhile
+            }
+            t.flags &= !F_TX_BLOCKED;
+            match t.state {
+                State::Closed => continue,
+                // The SYN or SYN-ACK itself was not sent (it is idempotent: seq = ISS).
+                State::SynSent | State::SynReceived => self.send_syn(i, tx),
+                _ => self.output(i, tx),
+            }
+            if self.flows[i as usize].has(F_TX_BLOCKED) {
+                break;
+            }
+        }
+    }
+
+    /// Notes that flow `i` could not send because the TX sink was full.
+    fn mark_tx_blocked(&mut self, i: u32) {
+        let t = &mut self.flows[i as usize];
+        if !t.has(F_TX_BLOCKED) {
+            t.flags |= F_TX_BLOCKED;
+            self.tx_blocked.push_back(i);
+        }
     }
 
     fn on_timer<A: TcpApp, S: TxSink>(&mut self, i: u32, app: &mut A, tx: &mut S) {
@@ -675,7 +724,7 @@ impl TcpHost {
         // The window in a SYN segment is never scaled (RFC 7323 §2.2).
         let wnd = self.cfg.rcv_wnd.min(65_535) as u16;
         self.counters.tcps_sndctrl += 1;
-        self.write_seg(
+        let sent = self.write_seg(
             tx,
             &key,
             seq,
@@ -685,6 +734,11 @@ impl TcpHost {
             &opts[..olen],
             None,
         );
+        if !sent {
+            // Resent by `resume_blocked` when the sink has room (the RTO stays armed).
+            self.counters.tcps_sndctrl -= 1;
+            self.mark_tx_blocked(i);
+        }
         let t = &mut self.flows[i as usize];
         t.snd_nxt = t.snd_una.wrapping_add(1);
         t.snd_max = seq::max(t.snd_max, t.snd_nxt);
@@ -724,7 +778,11 @@ impl TcpHost {
                     self.counters.tcps_sndacks += 1;
                     let mut ob = [0u8; 40];
                     let ol = self.seg_opts(i, &mut ob);
-                    self.write_seg(tx, &key, seq, ack, ACK, wnd_adv, &ob[..ol], None);
+                    if !self.write_seg(tx, &key, seq, ack, ACK, wnd_adv, &ob[..ol], None) {
+                        self.counters.tcps_sndacks -= 1;
+                        self.flows[i as usize].flags |= F_ACKNOW;
+                        self.mark_tx_blocked(i);
+                    }
                 }
                 break;
             }
@@ -783,6 +841,7 @@ impl TcpHost {
             let mut ob = [0u8; 40];
             let ol = self.seg_opts(i, &mut ob);
             if !self.write_seg(tx, &key, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
+                self.mark_tx_blocked(i);
                 break;
             }
             if len > 0 {

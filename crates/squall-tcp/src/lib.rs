@@ -14,6 +14,11 @@
 //! * **Output**: frames are written straight into buffers handed out by a [`TxSink`]
 //!   (e.g. a port's TX pool): headers, then the payload copied once from the application's
 //!   immutable buffer, with the TCP checksum computed during the copy.
+//! * **TX backpressure**: when [`TxSink::alloc`] fails (a full TX ring) the flow is put
+//!   on a resume list (`tcps_txfull` counts it) and its output, SYN or SYN-ACK is sent
+//!   at the next [`TcpHost::poll`] or [`TcpHost::tx_resume`], without waiting for a
+//!   retransmission timeout. A bounded ring keeps the frames in flight, and so the
+//!   memory they touch, small and cache-hot whatever the number of flows.
 //! * **Timers**: call [`TcpHost::poll`] with the current time; [`TcpHost::next_timer`] tells
 //!   a virtual-clock driver when the next one is due.
 //! * **Send side (pull)**: register immutable buffers once ([`TcpHost::buffers`] ->

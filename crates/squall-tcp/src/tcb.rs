@@ -52,6 +52,8 @@ pub const F_TS: u16 = 1 << 10;
 pub const F_SACK: u16 = 1 << 11;
 /// A FIN that arrived out of order is now in sequence: process it.
 pub const F_FIN_READY: u16 = 1 << 12;
+/// Output stopped because the TX sink was full; the flow is on the host's resume list.
+pub const F_TX_BLOCKED: u16 = 1 << 13;
 
 /// Per-flow state.
 #[derive(Clone, Copy, Debug, Default)]

@@ -91,7 +91,7 @@ fn acc_generic(data: &[u8]) -> u64 {
 }
 
 /// Bytes from which [`acc_wide`] is used instead of [`acc_generic`].
-const WIDE_MIN: usize = 128;
+const WIDE_MIN: usize = 512;
 
 /// Blocks of 64 bytes accumulated in the u32 lanes before they are flushed into
 /// the u64 total: each lane gains at most 2 * 0xffff per block, so 32,768 blocks
