@@ -5,6 +5,8 @@
 pub mod http;
 pub mod kernel;
 pub mod measure;
+#[cfg(feature = "squall")]
+pub mod mem2;
 pub mod memwire;
 pub mod pair;
 pub mod portwire;

@@ -5,6 +5,8 @@
 use std::process::ExitCode;
 
 use squall_bench::kernel::{self, LoopCfg, LoopWorkload};
+#[cfg(feature = "squall")]
+use squall_bench::mem2::{self, Mem2Cfg, Placement};
 use squall_bench::pair as workload_pair;
 use squall_bench::report::{median_record, Record};
 use squall_bench::smol::{SmolConfig, SmolPair};
@@ -16,6 +18,10 @@ const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
                     [--stacks smoltcp,squall] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
                     [--offload]   (emulate checksum offload on both sides: a second row)
+                    [--initwnd 2,10]  (W1 Squall rows per initial window, mem2 driver on one
+                                       thread; smoltcp has no initial-window knob: row omitted)
+  squall-bench mem2 [--workloads W1,W2] [--conns 100,1000] [--seconds S] [--runs N] [--initwnd 2]
+                    (T-mem2: Squall client thread on core 0, server thread on core 1)
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
   squall-bench w3-child --stack smoltcp|squall --flows N [--max-seconds S]   (internal)";
 
@@ -34,6 +40,11 @@ struct Opts {
     wire: String,
     /// Emulated checksum offload on both sides.
     offload: bool,
+    /// Initial congestion windows (segments) for the initwnd rows; empty = not asked.
+    initwnd: Vec<u8>,
+    /// Whether `--workloads` / `--conns` were given (mem2 has its own defaults).
+    workloads_set: bool,
+    conns_set: bool,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -48,6 +59,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         max_seconds: 120.0,
         wire: "port".into(),
         offload: false,
+        initwnd: Vec::new(),
+        workloads_set: false,
+        conns_set: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -67,8 +81,21 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 .collect()
         };
         match a.as_str() {
-            "--workloads" => o.workloads = list(val()?).iter().map(|w| w.to_uppercase()).collect(),
+            "--workloads" => {
+                o.workloads = list(val()?).iter().map(|w| w.to_uppercase()).collect();
+                o.workloads_set = true;
+            }
+            "--initwnd" => {
+                o.initwnd = list(val()?)
+                    .iter()
+                    .map(|c| match c.parse::<u8>() {
+                        Ok(k) if (1..=20).contains(&k) => Ok(k),
+                        _ => Err(format!("bad --initwnd value {c} (1..=20 segments)")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             "--conns" => {
+                o.conns_set = true;
                 o.conns = list(val()?)
                     .iter()
                     .map(|c| c.parse().map_err(|_| format!("bad --conns value {c}")))
@@ -214,6 +241,20 @@ fn run_mem(o: &Opts) -> Result<(), String> {
         }
         for w in &o.workloads {
             match w.as_str() {
+                "W1" if !o.initwnd.is_empty() => {
+                    if stack == "smoltcp" {
+                        eprintln!(
+                            "W1 smoltcp --initwnd: row omitted (smoltcp 0.12 has no \
+                             initial-window knob)"
+                        );
+                        continue;
+                    }
+                    for &c in &o.conns {
+                        for &k in &o.initwnd {
+                            run_mem2_cell("W1", c, k, false, o)?;
+                        }
+                    }
+                }
                 "W1" | "W2" => {
                     for &c in &o.conns {
                         let mut runs = Vec::new();
@@ -338,6 +379,67 @@ fn run_w3_child(o: &Opts) -> Result<(), String> {
     Ok(())
 }
 
+/// One Squall cell through the mem2 driver (`two_threads`: T-mem2, else T-mem1), median
+/// of `--runs`, printed.
+#[cfg(feature = "squall")]
+fn run_mem2_cell(
+    w: &str,
+    conns: usize,
+    initwnd: u8,
+    two_threads: bool,
+    o: &Opts,
+) -> Result<(), String> {
+    let wl = mem2::Workload::parse(w).ok_or_else(|| format!("workload {w} is not run by mem2"))?;
+    let mut runs = Vec::new();
+    for i in 0..o.runs {
+        let mut cfg = Mem2Cfg::new(wl, conns, o.seconds);
+        cfg.init_cwnd = initwnd;
+        if !two_threads {
+            cfg.placement = Placement::OneThread;
+        }
+        let r = mem2::run(&cfg)?;
+        progress(&r, i, o.runs);
+        runs.push(r);
+    }
+    emit(&runs);
+    Ok(())
+}
+
+#[cfg(not(feature = "squall"))]
+fn run_mem2_cell(_w: &str, _c: usize, _k: u8, _two: bool, _o: &Opts) -> Result<(), String> {
+    Err("built without the `squall` feature (squall-tcp)".into())
+}
+
+/// T-mem2: Squall client on core 0, server on core 1 (W1, W2; C = 100, 1000 by default).
+fn run_mem2(o: &Opts) -> Result<(), String> {
+    let workloads: Vec<String> = if o.workloads_set {
+        o.workloads.clone()
+    } else {
+        vec!["W1".into(), "W2".into()]
+    };
+    let conns = if o.conns_set {
+        o.conns.clone()
+    } else {
+        vec![100, 1000]
+    };
+    let initwnd = if o.initwnd.is_empty() {
+        vec![2]
+    } else {
+        o.initwnd.clone()
+    };
+    for w in &workloads {
+        if w != "W1" && w != "W2" {
+            return Err(format!("workload {w} is not run on T-mem2 (W1, W2)"));
+        }
+        for &c in &conns {
+            for &k in &initwnd {
+                run_mem2_cell(w, c, k, true, o)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn run_kernel(o: &Opts) -> Result<(), String> {
     for w in &o.workloads {
         let wl = match w.as_str() {
@@ -379,6 +481,7 @@ fn main() -> ExitCode {
     let res = match cmd.as_str() {
         "mem" => run_mem(&opts),
         "loop" => run_kernel(&opts),
+        "mem2" => run_mem2(&opts),
         "w3-child" => run_w3_child(&opts),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
@@ -418,6 +521,18 @@ mod tests {
         assert!(parse(&args("--conns x")).is_err());
         assert!(parse(&args("--bogus")).is_err());
         assert!(parse(&args("--runs")).is_err());
+    }
+
+    #[test]
+    fn parses_initwnd_and_marks_explicit_lists() {
+        let o = parse(&args("--initwnd 2,10 --conns 100")).unwrap();
+        assert_eq!(o.initwnd, vec![2, 10]);
+        assert!(o.conns_set);
+        assert!(!o.workloads_set);
+        assert!(parse(&args("--initwnd 0")).is_err());
+        assert!(parse(&args("--initwnd 21")).is_err());
+        assert!(parse(&args("--initwnd x")).is_err());
+        assert!(parse(&[]).unwrap().initwnd.is_empty());
     }
 
     #[test]

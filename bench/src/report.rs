@@ -11,6 +11,8 @@ pub struct Record {
     pub client: String,
     pub server: String,
     pub conns: Option<u64>,
+    /// Extra: initial congestion window in segments, on rows that vary it.
+    pub initwnd: Option<u64>,
     pub cps: Option<f64>,
     pub rps: Option<f64>,
     pub gbps: Option<f64>,
@@ -87,6 +89,9 @@ impl Record {
         if let Some(c) = self.conns {
             let _ = write!(o, ",\"conns\":{c}");
         }
+        if let Some(w) = self.initwnd {
+            let _ = write!(o, ",\"initwnd\":{w}");
+        }
         num(&mut o, "cps", self.cps);
         num(&mut o, "rps", self.rps);
         num(&mut o, "gbps", self.gbps);
@@ -142,6 +147,7 @@ pub fn median_record(runs: &[Record]) -> Option<Record> {
         client: first.client.clone(),
         server: first.server.clone(),
         conns: first.conns,
+        initwnd: first.initwnd,
         cps: pick(&|r| r.cps),
         rps: pick(&|r| r.rps),
         gbps: pick(&|r| r.gbps),

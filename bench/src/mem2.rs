@@ -1,0 +1,883 @@
+//! T-mem2 (and the T-mem1 initial-window rows) for Squall: a client `TcpHost` with the
+//! W1/W2 client app and a server `TcpHost` with the server app, joined by squall-port's
+//! mem wire. With [`Placement::TwoThreads`] each side runs on its own thread (client
+//! pinned to core 0, server to core 1) and the wire crosses cores; with
+//! [`Placement::OneThread`] one loop polls both sides (T-mem1, virtual clock that skips
+//! idle gaps, as `squall.rs` does).
+//!
+//! CPU accounting: each thread reads its own CPU time (getrusage `RUSAGE_THREAD`) at the
+//! start and end of the measured window and also times every loop iteration on the
+//! monotonic clock, splitting them into busy iterations (a frame received or sent, a
+//! connection opened) and idle ones (polled, found nothing). The CPU billed to a side is
+//! its thread CPU times the busy share of its wall time; idle spins are not billed. The raw
+//! CPU of both threads (idle spins included) goes into `thread_us_per_op`.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use squall_port::mem::{pair, MemConfig, MemFrame, MemPort};
+use squall_port::{FrameBuf, Port};
+use squall_tcp::{
+    BufId, CloseReason, ConnectError, Ctl, FlowId, TcpApp, TcpConfig, TcpHost, TxSink,
+};
+
+use crate::http::{self, matches_at};
+use crate::measure::{self, Histogram};
+use crate::report::Record;
+
+const CLIENT_IP: u32 = 0x1000_0001; // 16.0.0.1 (pool of 200 addresses)
+const CLIENT_ADDRS: u32 = 200;
+const SERVER_IP: u32 = 0x3000_0001; // 48.0.0.1
+const SERVER_PORT: u16 = 80;
+const BURST: usize = 32;
+
+/// The two request workloads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// astf-http: a new connection per 100-byte GET / 32 KiB answer.
+    W1,
+    /// keepalive-tiny: persistent connections looping a tiny request/response.
+    W2,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::W1 => "W1",
+            Workload::W2 => "W2",
+        }
+    }
+
+    /// `"W1"` / `"W2"` (any case).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_uppercase().as_str() {
+            "W1" => Some(Workload::W1),
+            "W2" => Some(Workload::W2),
+            _ => None,
+        }
+    }
+}
+
+/// Where the two stacks run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// T-mem1: one thread polls both hosts.
+    OneThread,
+    /// T-mem2: client thread on `client_core`, server thread on `server_core`.
+    TwoThreads {
+        client_core: usize,
+        server_core: usize,
+    },
+}
+
+/// One cell's configuration.
+#[derive(Clone, Debug)]
+pub struct Mem2Cfg {
+    pub workload: Workload,
+    pub placement: Placement,
+    pub conns: usize,
+    /// Measured wall time.
+    pub seconds: f64,
+    /// Unmeasured warm-up before it.
+    pub warmup: f64,
+    /// Initial congestion window in segments (the spec's default is 2).
+    pub init_cwnd: u8,
+}
+
+impl Mem2Cfg {
+    /// T-mem2 defaults: cores 0 and 1, initial window 2.
+    pub fn new(workload: Workload, conns: usize, seconds: f64) -> Self {
+        Mem2Cfg {
+            workload,
+            placement: Placement::TwoThreads {
+                client_core: 0,
+                server_core: 1,
+            },
+            conns,
+            seconds,
+            warmup: (seconds / 4.0).clamp(0.05, 0.5),
+            init_cwnd: 2,
+        }
+    }
+}
+
+/// A [`TxSink`] over a mem port: frames are written in place in the port's pool.
+struct PortSink {
+    port: MemPort,
+    free: Vec<MemFrame>,
+    out: Vec<MemFrame>,
+    cur: Option<MemFrame>,
+    alloc_fail: u64,
+}
+
+impl PortSink {
+    fn new(port: MemPort) -> Self {
+        PortSink {
+            port,
+            free: Vec::with_capacity(BURST),
+            out: Vec::with_capacity(4 * BURST),
+            cur: None,
+            alloc_fail: 0,
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.out.is_empty() {
+            self.port.tx_burst(&mut self.out);
+        }
+    }
+
+    /// Frames handed to the wire or queued for it.
+    fn sent(&self) -> u64 {
+        self.port.stats().tx_frames + self.out.len() as u64
+    }
+}
+
+impl TxSink for PortSink {
+    fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
+        if self.cur.is_none() {
+            if self.free.is_empty() && self.port.alloc_tx(&mut self.free, BURST) == 0 {
+                self.flush();
+                if self.port.alloc_tx(&mut self.free, BURST) == 0 {
+                    self.alloc_fail += 1;
+                    return None;
+                }
+            }
+            self.cur = self.free.pop();
+        }
+        let f = self.cur.as_mut()?;
+        f.set_len(len).ok()?;
+        Some(f.data_mut())
+    }
+
+    fn commit(&mut self, len: usize) {
+        if let Some(mut f) = self.cur.take() {
+            if f.set_len(len).is_ok() {
+                self.out.push(f);
+                if self.out.len() >= BURST {
+                    self.port.tx_burst(&mut self.out);
+                }
+            } else {
+                self.port.release(f);
+            }
+        }
+    }
+}
+
+/// Per-flow application state (indexed by `FlowId`).
+#[derive(Clone, Copy, Default)]
+struct FlowApp {
+    got: u32,
+    bad: bool,
+    responding: bool,
+    t_sent: u64,
+}
+
+fn flow_slot(v: &mut Vec<FlowApp>, f: FlowId) -> &mut FlowApp {
+    let i = f.0 as usize;
+    if i >= v.len() {
+        v.resize(i + 1, FlowApp::default());
+    }
+    &mut v[i]
+}
+
+struct ClientApp {
+    wl: Workload,
+    req: BufId,
+    req_len: u32,
+    resp: Arc<[u8]>,
+    flows: Vec<FlowApp>,
+    ops: u64,
+    errors: u64,
+    l7_bytes: u64,
+    to_open: usize,
+    now_ns: u64,
+    hist: Option<Histogram>,
+}
+
+impl TcpApp for ClientApp {
+    fn on_connected(&mut self, ctl: &mut Ctl, f: FlowId) {
+        let now = self.now_ns;
+        *flow_slot(&mut self.flows, f) = FlowApp {
+            t_sent: now,
+            ..FlowApp::default()
+        };
+        ctl.send(self.req, 0, self.req_len);
+    }
+
+    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        let resp = &self.resp;
+        let s = flow_slot(&mut self.flows, f);
+        if !matches_at(resp, s.got as usize, data) {
+            s.bad = true;
+        }
+        s.got += data.len() as u32;
+        if s.bad {
+            ctl.abort();
+            return;
+        }
+        if s.got as usize == resp.len() {
+            match self.wl {
+                Workload::W1 => ctl.close(),
+                Workload::W2 => {
+                    self.ops += 1;
+                    self.l7_bytes += (self.req_len as usize + resp.len()) as u64;
+                    if let Some(h) = self.hist.as_mut() {
+                        h.record_ns(self.now_ns.saturating_sub(s.t_sent));
+                    }
+                    s.got = 0;
+                    s.t_sent = self.now_ns;
+                    ctl.send(self.req, 0, self.req_len);
+                }
+            }
+        }
+    }
+
+    fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
+        let resp_len = self.resp.len();
+        let s = flow_slot(&mut self.flows, f);
+        let ok = self.wl == Workload::W1
+            && reason == CloseReason::Normal
+            && !s.bad
+            && s.got as usize == resp_len;
+        if ok {
+            self.ops += 1;
+            self.l7_bytes += (self.req_len as usize + resp_len) as u64;
+        } else {
+            self.errors += 1;
+        }
+        *s = FlowApp::default();
+        self.to_open += 1;
+    }
+}
+
+struct ServerApp {
+    wl: Workload,
+    req: Arc<[u8]>,
+    resp: BufId,
+    resp_len: u32,
+    flows: Vec<FlowApp>,
+    errors: u64,
+}
+
+impl TcpApp for ServerApp {
+    fn on_connected(&mut self, _ctl: &mut Ctl, f: FlowId) {
+        *flow_slot(&mut self.flows, f) = FlowApp::default();
+    }
+
+    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        let req = &self.req;
+        let s = flow_slot(&mut self.flows, f);
+        if s.responding && self.wl == Workload::W1 {
+            s.bad = true; // W1 carries one request per connection
+        }
+        if !matches_at(req, s.got as usize, data) {
+            s.bad = true;
+        }
+        s.got += data.len() as u32;
+        if s.bad {
+            ctl.abort();
+            return;
+        }
+        if s.got as usize == req.len() {
+            ctl.send(self.resp, 0, self.resp_len);
+            match self.wl {
+                Workload::W1 => s.responding = true,
+                Workload::W2 => s.got = 0,
+            }
+        }
+    }
+
+    fn on_peer_closed(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        ctl.close();
+    }
+
+    fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
+        let s = flow_slot(&mut self.flows, f);
+        let ok = self.wl != Workload::W1
+            || (reason == CloseReason::Normal && !s.bad && s.got as usize == self.req.len());
+        if !ok {
+            self.errors += 1;
+        }
+        *s = FlowApp::default();
+    }
+}
+
+/// The client side: host, app, its end of the wire.
+struct ClientSide {
+    host: TcpHost,
+    app: ClientApp,
+    sink: PortSink,
+    rxv: Vec<MemFrame>,
+    next_port: u32,
+    refused: u64,
+}
+
+impl ClientSide {
+    /// One loop iteration; true if it did anything.
+    fn turn(&mut self, now: u64) -> bool {
+        self.app.now_ns = now;
+        let before = self.sink.sent();
+        let mut busy = self.open_owed(now, 4096) > 0;
+        self.host.poll(now, &mut self.app, &mut self.sink);
+        if self.sink.port.rx_burst(&mut self.rxv, BURST) > 0 {
+            busy = true;
+            for f in &self.rxv {
+                self.host.rx(now, f.data(), &mut self.app, &mut self.sink);
+            }
+            self.sink.port.release_all(&mut self.rxv);
+        }
+        self.sink.flush();
+        busy || self.sink.sent() != before
+    }
+
+    /// Opens up to `limit` of the connections owed; returns how many were opened.
+    fn open_owed(&mut self, now: u64, limit: usize) -> usize {
+        let mut opened = 0;
+        let mut tries = 0;
+        while self.app.to_open > 0 && opened < limit && tries < 2 * limit {
+            tries += 1;
+            let k = self.next_port;
+            self.next_port = self.next_port.wrapping_add(1);
+            let ip = CLIENT_IP + (k % CLIENT_ADDRS);
+            let port = 1024 + ((k / CLIENT_ADDRS) % 64_000) as u16;
+            match self
+                .host
+                .connect(now, &mut self.sink, ip, port, SERVER_IP, SERVER_PORT)
+            {
+                Ok(_) => {
+                    self.app.to_open -= 1;
+                    opened += 1;
+                }
+                Err(ConnectError::InUse) => continue,
+                Err(ConnectError::NoResources) => {
+                    self.refused += 1;
+                    break;
+                }
+            }
+        }
+        opened
+    }
+}
+
+/// The server side.
+struct ServerSide {
+    host: TcpHost,
+    app: ServerApp,
+    sink: PortSink,
+    rxv: Vec<MemFrame>,
+}
+
+impl ServerSide {
+    fn turn(&mut self, now: u64) -> bool {
+        let before = self.sink.sent();
+        let mut busy = false;
+        self.host.poll(now, &mut self.app, &mut self.sink);
+        if self.sink.port.rx_burst(&mut self.rxv, BURST) > 0 {
+            busy = true;
+            for f in &self.rxv {
+                self.host.rx(now, f.data(), &mut self.app, &mut self.sink);
+            }
+            self.sink.port.release_all(&mut self.rxv);
+        }
+        self.sink.flush();
+        busy || self.sink.sent() != before
+    }
+}
+
+fn build(cfg: &Mem2Cfg) -> Result<(ClientSide, ServerSide), String> {
+    // Room for the live flows plus one second of TIME_WAIT at a generous rate.
+    let max_flows = (cfg.conns as u32 * 4 + 4096).max(1 << 18);
+    let frames = (cfg.conns * 24 + 64).next_power_of_two().clamp(128, 32_768) as u32;
+    let (a, b) = pair(MemConfig {
+        frames,
+        ring_size: frames,
+        ..MemConfig::default()
+    })
+    .map_err(|e| e.to_string())?;
+    let (req, resp) = match cfg.workload {
+        Workload::W1 => (http::w1_request(), http::w1_response()),
+        Workload::W2 => (http::w2_request(), http::w2_response()),
+    };
+    let base = TcpConfig {
+        max_flows,
+        init_cwnd: cfg.init_cwnd,
+        ..TcpConfig::default()
+    };
+    let mut ch = TcpHost::new(
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 1],
+            gateway_mac: [2, 0, 0, 0, 0, 2],
+            ..base.clone()
+        },
+        1,
+    );
+    let mut sh = TcpHost::new(
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 2],
+            gateway_mac: [2, 0, 0, 0, 0, 1],
+            ..base
+        },
+        1,
+    );
+    sh.listen(SERVER_PORT);
+    let (req_len, resp_len) = (req.len() as u32, resp.len() as u32);
+    let req: Arc<[u8]> = Arc::from(req);
+    let resp: Arc<[u8]> = Arc::from(resp);
+    let req_id = ch.buffers().register(req.clone());
+    let resp_id = sh.buffers().register(resp.clone());
+    let client = ClientSide {
+        host: ch,
+        app: ClientApp {
+            wl: cfg.workload,
+            req: req_id,
+            req_len,
+            resp,
+            flows: Vec::new(),
+            ops: 0,
+            errors: 0,
+            l7_bytes: 0,
+            to_open: cfg.conns,
+            now_ns: 1,
+            hist: None,
+        },
+        sink: PortSink::new(a),
+        rxv: Vec::with_capacity(BURST),
+        next_port: 0,
+        refused: 0,
+    };
+    let server = ServerSide {
+        host: sh,
+        app: ServerApp {
+            wl: cfg.workload,
+            req,
+            resp: resp_id,
+            resp_len,
+            flows: Vec::new(),
+            errors: 0,
+        },
+        sink: PortSink::new(b),
+        rxv: Vec::with_capacity(BURST),
+    };
+    Ok((client, server))
+}
+
+/// Run phases, driven by the coordinating thread.
+const WARMUP: u8 = 0;
+const MEASURE: u8 = 1;
+const STOP: u8 = 2;
+
+/// Busy/idle bookkeeping of one thread over the measured window.
+#[derive(Clone, Copy, Debug, Default)]
+struct Meter {
+    cpu: Duration,
+    wall_ns: u64,
+    busy_ns: u64,
+}
+
+impl Meter {
+    /// Thread CPU billed to work: raw CPU times the busy share of wall time.
+    fn busy_cpu_us(&self) -> f64 {
+        if self.wall_ns == 0 {
+            return 0.0;
+        }
+        let share = (self.busy_ns as f64 / self.wall_ns as f64).min(1.0);
+        self.cpu.as_secs_f64() * 1e6 * share
+    }
+}
+
+/// Times loop iterations inside the window.
+struct IterClock {
+    last: Instant,
+    in_window: bool,
+    cpu0: Duration,
+    t0: Instant,
+    busy_ns: u64,
+}
+
+impl IterClock {
+    fn new() -> Self {
+        let now = Instant::now();
+        IterClock {
+            last: now,
+            in_window: false,
+            cpu0: Duration::ZERO,
+            t0: now,
+            busy_ns: 0,
+        }
+    }
+
+    fn open(&mut self) {
+        self.in_window = true;
+        self.cpu0 = measure::thread_cpu();
+        self.t0 = Instant::now();
+        self.last = self.t0;
+        self.busy_ns = 0;
+    }
+
+    /// Ends an iteration; `busy` says whether it did anything.
+    #[inline]
+    fn tick(&mut self, busy: bool) {
+        let t = Instant::now();
+        if self.in_window && busy {
+            self.busy_ns += t.duration_since(self.last).as_nanos() as u64;
+        }
+        self.last = t;
+    }
+
+    fn close(&self) -> Meter {
+        Meter {
+            cpu: measure::thread_cpu().saturating_sub(self.cpu0),
+            wall_ns: self.t0.elapsed().as_nanos() as u64,
+            busy_ns: self.busy_ns,
+        }
+    }
+}
+
+/// What a side reports at the end.
+struct ClientOut {
+    meter: Meter,
+    ops: u64,
+    l7_bytes: u64,
+    frames: u64,
+    errors: u64,
+    secs: f64,
+    hist: Option<Histogram>,
+    refused: u64,
+    alloc_fail: u64,
+    pinned: bool,
+}
+
+struct ServerOut {
+    meter: Meter,
+    frames: u64,
+    errors: u64,
+    alloc_fail: u64,
+    pinned: bool,
+}
+
+fn client_loop(
+    mut c: ClientSide,
+    phase: &AtomicU8,
+    origin: Instant,
+    core: Option<usize>,
+) -> ClientOut {
+    let pinned = core.map(measure::pin_to_core).unwrap_or(false);
+    let mut clock = IterClock::new();
+    let (mut ops0, mut bytes0, mut frames0) = (0, 0, 0);
+    let mut t0 = Instant::now();
+    loop {
+        let p = phase.load(Ordering::Relaxed);
+        if p == STOP {
+            break;
+        }
+        if p == MEASURE && !clock.in_window {
+            if c.app.wl == Workload::W2 {
+                c.app.hist = Some(Histogram::new());
+            }
+            ops0 = c.app.ops;
+            bytes0 = c.app.l7_bytes;
+            frames0 = c.sink.sent();
+            t0 = Instant::now();
+            clock.open();
+        }
+        let now = origin.elapsed().as_nanos() as u64 + 1;
+        let busy = c.turn(now);
+        clock.tick(busy);
+        if !busy {
+            std::hint::spin_loop();
+        }
+    }
+    let meter = clock.close();
+    let in_window = clock.in_window;
+    ClientOut {
+        meter,
+        ops: if in_window { c.app.ops - ops0 } else { 0 },
+        l7_bytes: c.app.l7_bytes - bytes0,
+        frames: c.sink.sent() - frames0,
+        errors: c.app.errors,
+        secs: t0.elapsed().as_secs_f64(),
+        hist: c.app.hist.take(),
+        refused: c.refused,
+        alloc_fail: c.sink.alloc_fail,
+        pinned,
+    }
+}
+
+fn server_loop(
+    mut s: ServerSide,
+    phase: &AtomicU8,
+    origin: Instant,
+    core: Option<usize>,
+) -> ServerOut {
+    let pinned = core.map(measure::pin_to_core).unwrap_or(false);
+    let mut clock = IterClock::new();
+    let mut frames0 = 0;
+    loop {
+        let p = phase.load(Ordering::Relaxed);
+        if p == STOP {
+            break;
+        }
+        if p == MEASURE && !clock.in_window {
+            frames0 = s.sink.sent();
+            clock.open();
+        }
+        let now = origin.elapsed().as_nanos() as u64 + 1;
+        let busy = s.turn(now);
+        clock.tick(busy);
+        if !busy {
+            std::hint::spin_loop();
+        }
+    }
+    ServerOut {
+        meter: clock.close(),
+        frames: s.sink.sent() - frames0,
+        errors: s.app.errors,
+        alloc_fail: s.sink.alloc_fail,
+        pinned,
+    }
+}
+
+/// T-mem1 variant: one loop polls both sides; the clock skips idle gaps to the next timer
+/// (as the T-mem1 Squall driver does), so idle spins hardly occur; those that do are
+/// still excluded the same way.
+fn one_thread(cfg: &Mem2Cfg, mut c: ClientSide, mut s: ServerSide) -> (ClientOut, ServerOut) {
+    let start = Instant::now();
+    let warmup = Duration::from_secs_f64(cfg.warmup);
+    let end = warmup + Duration::from_secs_f64(cfg.seconds);
+    let mut clock = IterClock::new();
+    let mut skipped = 0u64;
+    let (mut ops0, mut bytes0, mut cf0, mut sf0) = (0, 0, 0, 0);
+    let mut t0 = start;
+    loop {
+        let real = start.elapsed();
+        if real >= end {
+            break;
+        }
+        if real >= warmup && !clock.in_window {
+            if cfg.workload == Workload::W2 {
+                c.app.hist = Some(Histogram::new());
+            }
+            ops0 = c.app.ops;
+            bytes0 = c.app.l7_bytes;
+            cf0 = c.sink.sent();
+            sf0 = s.sink.sent();
+            t0 = Instant::now();
+            clock.open();
+        }
+        let now = real.as_nanos() as u64 + skipped + 1;
+        let mut busy = false;
+        // Deliver until quiet, as one stack pair on one core would.
+        for _ in 0..256 {
+            let a = c.turn(now);
+            let b = s.turn(now);
+            busy |= a | b;
+            if !(a | b) {
+                break;
+            }
+        }
+        clock.tick(busy);
+        if !busy && c.app.to_open == 0 {
+            match [c.host.next_timer(), s.host.next_timer()]
+                .into_iter()
+                .flatten()
+                .min()
+            {
+                Some(t) if t > now => skipped += t - now,
+                Some(_) => {}
+                None => skipped += 1_000,
+            }
+        }
+    }
+    // One thread: its CPU is not split between the sides (the record gives the total
+    // only); the whole meter goes with the client.
+    let m = clock.close();
+    let cf = c.sink.sent() - cf0;
+    let sf = s.sink.sent() - sf0;
+    let secs = t0.elapsed().as_secs_f64();
+    (
+        ClientOut {
+            meter: m,
+            ops: if clock.in_window { c.app.ops - ops0 } else { 0 },
+            l7_bytes: c.app.l7_bytes - bytes0,
+            frames: cf,
+            errors: c.app.errors,
+            secs,
+            hist: c.app.hist.take(),
+            refused: c.refused,
+            alloc_fail: c.sink.alloc_fail,
+            pinned: false,
+        },
+        ServerOut {
+            meter: Meter::default(),
+            frames: sf,
+            errors: s.app.errors,
+            alloc_fail: s.sink.alloc_fail,
+            pinned: false,
+        },
+    )
+}
+
+/// Runs one cell; one record (`topology` T-mem2 or T-mem1 by placement).
+pub fn run(cfg: &Mem2Cfg) -> Result<Record, String> {
+    if cfg.conns == 0 {
+        return Err("conns must be at least 1".into());
+    }
+    let (client, server) = build(cfg)?;
+    let (co, so) = match cfg.placement {
+        Placement::OneThread => one_thread(cfg, client, server),
+        Placement::TwoThreads {
+            client_core,
+            server_core,
+        } => {
+            let phase = Arc::new(AtomicU8::new(WARMUP));
+            let origin = Instant::now();
+            let (pc, ps) = (phase.clone(), phase.clone());
+            let ct = std::thread::Builder::new()
+                .name("mem2-client".into())
+                .spawn(move || client_loop(client, &pc, origin, Some(client_core)))
+                .map_err(|e| e.to_string())?;
+            let st = std::thread::Builder::new()
+                .name("mem2-server".into())
+                .spawn(move || server_loop(server, &ps, origin, Some(server_core)));
+            let st = match st {
+                Ok(t) => t,
+                Err(e) => {
+                    phase.store(STOP, Ordering::Relaxed);
+                    let _ = ct.join();
+                    return Err(e.to_string());
+                }
+            };
+            std::thread::sleep(Duration::from_secs_f64(cfg.warmup));
+            phase.store(MEASURE, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_secs_f64(cfg.seconds));
+            phase.store(STOP, Ordering::Relaxed);
+            let co = ct
+                .join()
+                .map_err(|_| "client thread panicked".to_string())?;
+            let so = st
+                .join()
+                .map_err(|_| "server thread panicked".to_string())?;
+            (co, so)
+        }
+    };
+    Ok(record(cfg, co, so))
+}
+
+fn record(cfg: &Mem2Cfg, co: ClientOut, so: ServerOut) -> Record {
+    let secs = co.secs.max(1e-9);
+    let ops = co.ops;
+    let per_op = |x: f64| if ops > 0 { Some(x / ops as f64) } else { None };
+    let cu = co.meter.busy_cpu_us();
+    let su = so.meter.busy_cpu_us();
+    let raw = (co.meter.cpu + so.meter.cpu).as_secs_f64() * 1e6;
+    let frames = co.frames + so.frames;
+    let rate = Some(ops as f64 / secs);
+    let two = matches!(cfg.placement, Placement::TwoThreads { .. });
+    let mut note = String::from("driver=mem2");
+    if two {
+        let pct = |m: &Meter| {
+            if m.wall_ns > 0 {
+                100.0 * m.busy_ns as f64 / m.wall_ns as f64
+            } else {
+                0.0
+            }
+        };
+        note.push_str(&format!(
+            "; CPU billed = thread CPU x busy share (client {:.0}%, server {:.0}%)",
+            pct(&co.meter),
+            pct(&so.meter)
+        ));
+        if !(co.pinned && so.pinned) {
+            note.push_str("; pinning refused (threads unpinned)");
+        }
+    } else {
+        note.push_str("; one thread, virtual clock skips idle gaps");
+    }
+    if cfg.init_cwnd != 2 {
+        note.push_str(&format!("; initial window {} segments", cfg.init_cwnd));
+    }
+    if co.refused > 0 {
+        note.push_str(&format!(
+            "; connect refused (flow table full) {} times",
+            co.refused
+        ));
+    }
+    if co.alloc_fail + so.alloc_fail > 0 {
+        note.push_str(&format!(
+            "; tx pool empty {} times",
+            co.alloc_fail + so.alloc_fail
+        ));
+    }
+    let hist = co.hist.as_ref();
+    Record {
+        workload: cfg.workload.name().into(),
+        topology: if two { "T-mem2" } else { "T-mem1" }.into(),
+        client: "squall".into(),
+        server: "squall".into(),
+        conns: Some(cfg.conns as u64),
+        initwnd: Some(cfg.init_cwnd as u64),
+        cps: if cfg.workload == Workload::W1 {
+            rate
+        } else {
+            None
+        },
+        rps: if cfg.workload == Workload::W2 {
+            rate
+        } else {
+            None
+        },
+        gbps: Some(co.l7_bytes as f64 * 8.0 / secs / 1e9),
+        mpps: Some(frames as f64 / secs / 1e6),
+        p50_us: hist.and_then(|h| h.quantile(0.5)),
+        p99_us: hist.and_then(|h| h.quantile(0.99)),
+        frames_per_op: per_op(frames as f64),
+        cpu_us_per_op: per_op(cu + su),
+        // One thread cannot tell the sides' CPU apart: only the total is given.
+        client_us_per_op: if two { per_op(cu) } else { None },
+        server_us_per_op: if two { per_op(su) } else { None },
+        thread_us_per_op: per_op(raw),
+        errors: co.errors + so.errors,
+        seconds: secs,
+        note: Some(note),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_share_scales_cpu() {
+        let m = Meter {
+            cpu: Duration::from_millis(100),
+            wall_ns: 1_000_000_000,
+            busy_ns: 250_000_000,
+        };
+        assert!((m.busy_cpu_us() - 25_000.0).abs() < 1e-6);
+        let idle = Meter::default();
+        assert_eq!(idle.busy_cpu_us(), 0.0);
+    }
+
+    #[test]
+    fn workload_names_round_trip() {
+        for w in [Workload::W1, Workload::W2] {
+            assert_eq!(Workload::parse(w.name()), Some(w));
+        }
+        assert_eq!(Workload::parse("w2"), Some(Workload::W2));
+        assert_eq!(Workload::parse("W3"), None);
+    }
+
+    #[test]
+    fn one_thread_w2_verifies_bytes() {
+        let mut cfg = Mem2Cfg::new(Workload::W2, 4, 0.05);
+        cfg.placement = Placement::OneThread;
+        cfg.warmup = 0.02;
+        let r = run(&cfg).unwrap();
+        assert_eq!(r.topology, "T-mem1");
+        assert_eq!(r.errors, 0);
+        assert!(r.rps.unwrap() > 0.0);
+    }
+}
