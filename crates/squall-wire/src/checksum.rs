@@ -73,7 +73,7 @@ fn acc_fixed<const N: usize>(a: &[u8; N]) -> u64 {
 
 /// Unfolded native-order accumulation for any length (two accumulators for
 /// instruction-level parallelism, 16 bytes per iteration).
-#[inline(always)]
+#[inline]
 fn acc_generic(data: &[u8]) -> u64 {
     let mut a0 = 0u64;
     let mut a1 = 0u64;
@@ -105,7 +105,7 @@ const WIDE_FLUSH: u32 = 32_768;
 /// per 4 lanes at a time; no carries to track because the lanes are flushed into
 /// a u64 long before they can overflow). About half the instructions of
 /// [`acc_generic`] per byte.
-#[inline(always)]
+#[inline(never)]
 fn acc_wide(data: &[u8]) -> u64 {
     let mut total = 0u64;
     let mut rest = data;
