@@ -32,7 +32,7 @@
 //!   [`TcpHost::listen`], [`TcpHost::send`], [`TcpHost::close`], [`TcpHost::abort`].
 //! * **Bursts**: [`TcpHost::rx_burst`] takes a port's RX burst; it prefetches the flow-table
 //!   slots and TCBs of the whole burst first and hashes each frame once.
-//! * **Checksums**: TX payload sums come from per-64-byte prefix sums of the registered
+//! * **Checksums**: TX payload sums come from per-32-byte prefix sums of the registered
 //!   immutable buffers (O(1) per segment); `TcpConfig::tx_checksum` / `rx_checksum` = false
 //!   hand them to a port with checksum offload.
 //! * **Counters**: [`TcpHost::counters`] returns TRex-named `tcps_*` counters;

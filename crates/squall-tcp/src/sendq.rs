@@ -13,24 +13,30 @@ pub struct BufId(pub u32);
 
 enum BufData {
     Free,
-    /// Shared bytes and their per-64-byte-block prefix checksum sums.
-    Shared(Arc<[u8]>, Box<[u64]>),
-    Static(&'static [u8], Box<[u64]>),
+    /// Shared bytes and their per-32-byte-block prefix checksum sums.
+    Shared(Arc<[u8]>, Box<[u32]>),
+    Static(&'static [u8], Box<[u32]>),
     Owned(Box<[u8]>),
 }
 
 /// Block size of the precomputed checksum sums.
-const CSUM_BLOCK: usize = 64;
+const CSUM_BLOCK: usize = 32;
 
-/// Prefix sums of the big-endian ones'-complement sums of each full 64-byte block
-/// (`p[k]` = sum of blocks `0..k`, unfolded, exact in u64). Lets a segment's payload sum be
-/// taken from the immutable buffer in O(1) + at most two partial blocks.
-fn prefix_sums(d: &[u8]) -> Box<[u64]> {
+/// Most blocks a prefix difference may span: each block adds at most 0xffff, so the
+/// difference of two wrapping u32 prefix sums is exact below 65,537 blocks (2 MiB).
+const MAX_PREFIX_BLOCKS: usize = 65_536;
+
+/// Prefix sums of the big-endian ones'-complement sums of each full 32-byte block
+/// (`p[k]` = sum of blocks `0..k`, unfolded, wrapping in u32: 4 bytes per 32, and a
+/// difference of two entries is exact for ranges up to [`MAX_PREFIX_BLOCKS`]). Lets a
+/// segment's payload sum be taken from the immutable buffer in O(1) + at most two
+/// partial blocks (< 32 bytes each).
+fn prefix_sums(d: &[u8]) -> Box<[u32]> {
     let mut p = Vec::with_capacity(d.len() / CSUM_BLOCK + 1);
-    let mut acc = 0u64;
+    let mut acc = 0u32;
     p.push(0);
     for b in d.chunks_exact(CSUM_BLOCK) {
-        acc += squall_wire::checksum::sum(b) as u64;
+        acc = acc.wrapping_add(squall_wire::checksum::sum(b) as u32);
         p.push(acc);
     }
     p.into_boxed_slice()
@@ -39,17 +45,17 @@ fn prefix_sums(d: &[u8]) -> Box<[u64]> {
 /// Ones'-complement sum (folded, big-endian words counted from `a`) of `d[a..b]`, using the
 /// block prefix sums `p` of `d` for the aligned middle part.
 #[inline]
-fn range_sum(d: &[u8], p: &[u64], a: usize, b: usize) -> u16 {
+fn range_sum(d: &[u8], p: &[u32], a: usize, b: usize) -> u16 {
     let ba = a.div_ceil(CSUM_BLOCK);
     let bb = b / CSUM_BLOCK;
-    if b - a < 4 * CSUM_BLOCK || ba >= bb || bb >= p.len() {
+    if b - a < 4 * CSUM_BLOCK || ba >= bb || bb >= p.len() || bb - ba > MAX_PREFIX_BLOCKS {
         return squall_wire::checksum::sum(&d[a..b]);
     }
     let odd = a % 2 == 1;
     // Head, counted from `a`; re-expressed counted from the buffer start (swap if odd).
     let head = squall_wire::checksum::sum(&d[a..ba * CSUM_BLOCK]);
     let head0 = if odd { head.swap_bytes() } else { head };
-    let mid = p[bb] - p[ba];
+    let mid = p[bb].wrapping_sub(p[ba]) as u64;
     let tail = squall_wire::checksum::sum(&d[bb * CSUM_BLOCK..b]);
     let s0 = crate::pkt::csum_fold(head0 as u64 + mid + tail as u64);
     if odd {
@@ -127,7 +133,7 @@ impl BufRegistry {
     #[inline]
     fn copy_sum(&self, id: BufId, start: usize, dst: &mut [u8]) -> Option<u16> {
         let end = start + dst.len();
-        let (d, p): (&[u8], &[u64]) = match self.bufs.get(id.0 as usize) {
+        let (d, p): (&[u8], &[u32]) = match self.bufs.get(id.0 as usize) {
             Some(BufData::Shared(a, p)) => (a, p),
             Some(BufData::Static(s, p)) => (s, p),
             Some(BufData::Owned(b)) => (b, &[]),
@@ -439,6 +445,24 @@ mod tests {
             range_sum(&ones, &p, 1, 4001),
             squall_wire::checksum::sum(&ones[1..4001])
         );
+        // Ranges around the exactness limit of the wrapping u32 prefix sums (all ones is
+        // the largest sum per block); the prefix sums themselves wrap several times.
+        let big = vec![0xffu8; 5 << 20];
+        let p = prefix_sums(&big);
+        let lim = MAX_PREFIX_BLOCKS * CSUM_BLOCK;
+        for (a, b) in [
+            (0, lim),
+            (1, lim + 1),
+            (0, lim + CSUM_BLOCK),
+            (3, 5 << 20),
+            (64, lim + 64),
+        ] {
+            assert_eq!(
+                range_sum(&big, &p, a, b),
+                squall_wire::checksum::sum(&big[a..b]),
+                "{a}..{b}"
+            );
+        }
     }
 
     #[test]
