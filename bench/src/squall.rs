@@ -394,6 +394,9 @@ impl Rig {
                 }
                 self.cs.port.release_all(&mut self.rxv);
             }
+            // Flows that stopped on a full TX pool go on now that frames came back.
+            self.sh.tx_resume(now, &mut self.ss);
+            self.ch.tx_resume(now, &mut self.cs);
             if !moved && self.cs.out.is_empty() && self.ss.out.is_empty() {
                 break;
             }
@@ -435,7 +438,11 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
     let wl = if requests { Wl::W2 } else { Wl::W1 };
     // Room for the live flows plus one second of TIME_WAIT at a generous rate.
     let max_flows = (cfg.conns as u32 * 4 + 4096).max(1 << 18);
-    let frames = (cfg.conns * 24 + 64).next_power_of_two().clamp(128, 32_768) as u32;
+    // A bounded pool, like a NIC ring: when it is full the hosts stop building frames
+    // (`tcps_txfull`) and resume when frames come back (`TcpHost::tx_resume`), so the
+    // frames in flight stay few and cache-hot whatever C is (a pool sized to C x the
+    // window put tens of MB in flight at C = 1000).
+    let frames = (cfg.conns * 24 + 64).next_power_of_two().clamp(128, 1024) as u32;
     let mut rig = Rig::new(wl, cfg.conns, max_flows, offload, frames)?;
     let start = Instant::now();
     let warmup = Duration::from_secs_f64(cfg.warmup);
