@@ -21,7 +21,7 @@ build:
 # The main job on the embedded default (both sides over the in-memory wire, no root needed).
 run: deps-run
 	$(CARGO) build --release -p squall
-	./target/release/squall run examples/w1-astf-http.json --duration 5
+	./target/release/squall run examples/w1-astf-http.json --duration 5 --mult 20000
 
 # Everything CI runs: format, lints, Rust unit + integration tests, Python tests,
 # scapy/tshark cross-checks, a short fuzz run of every parser.
