@@ -14,4 +14,6 @@ pub mod report;
 pub mod smol;
 #[cfg(feature = "squall")]
 pub mod squall;
+#[cfg(feature = "squall")]
+mod squall_apps;
 pub mod workload;

@@ -16,21 +16,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use squall_port::mem::{pair, MemConfig, MemFrame, MemPort};
-use squall_port::{FrameBuf, Port};
-use squall_tcp::{
-    BufId, CloseReason, ConnectError, Ctl, FlowId, TcpApp, TcpConfig, TcpHost, TxSink,
-};
+use squall_tcp::TcpConfig;
 
-use crate::http::{self, matches_at};
 use crate::measure::{self, Histogram};
 use crate::report::Record;
-
-const CLIENT_IP: u32 = 0x1000_0001; // 16.0.0.1 (pool of 200 addresses)
-const CLIENT_ADDRS: u32 = 200;
-const SERVER_IP: u32 = 0x3000_0001; // 48.0.0.1
-const SERVER_PORT: u16 = 80;
-const BURST: usize = 32;
+use crate::squall_apps::{self, ClientApp, OpenStop, ServerApp, Side, Wl};
 
 /// The two request workloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,9 +33,14 @@ pub enum Workload {
 
 impl Workload {
     pub fn name(self) -> &'static str {
+        self.apps().name()
+    }
+
+    /// What the shared apps play.
+    fn apps(self) -> Wl {
         match self {
-            Workload::W1 => "W1",
-            Workload::W2 => "W2",
+            Workload::W1 => Wl::W1,
+            Workload::W2 => Wl::W2,
         }
     }
 
@@ -102,365 +97,39 @@ impl Mem2Cfg {
     }
 }
 
-/// A [`TxSink`] over a mem port: frames are written in place in the port's pool.
-struct PortSink {
-    port: MemPort,
-    free: Vec<MemFrame>,
-    out: Vec<MemFrame>,
-    cur: Option<MemFrame>,
-    alloc_fail: u64,
-}
-
-impl PortSink {
-    fn new(port: MemPort) -> Self {
-        PortSink {
-            port,
-            free: Vec::with_capacity(BURST),
-            out: Vec::with_capacity(4 * BURST),
-            cur: None,
-            alloc_fail: 0,
-        }
-    }
-
-    fn flush(&mut self) {
-        if !self.out.is_empty() {
-            self.port.tx_burst(&mut self.out);
-        }
-    }
-
-    /// Frames handed to the wire or queued for it.
-    fn sent(&self) -> u64 {
-        self.port.stats().tx_frames + self.out.len() as u64
-    }
-}
-
-impl TxSink for PortSink {
-    fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
-        if self.cur.is_none() {
-            if self.free.is_empty() && self.port.alloc_tx(&mut self.free, BURST) == 0 {
-                self.flush();
-                if self.port.alloc_tx(&mut self.free, BURST) == 0 {
-                    self.alloc_fail += 1;
-                    return None;
-                }
-            }
-            self.cur = self.free.pop();
-        }
-        let f = self.cur.as_mut()?;
-        f.set_len(len).ok()?;
-        Some(f.data_mut())
-    }
-
-    fn commit(&mut self, len: usize) {
-        if let Some(mut f) = self.cur.take() {
-            if f.set_len(len).is_ok() {
-                self.out.push(f);
-                if self.out.len() >= BURST {
-                    self.port.tx_burst(&mut self.out);
-                }
-            } else {
-                self.port.release(f);
-            }
-        }
-    }
-}
-
-/// Per-flow application state (indexed by `FlowId`).
-#[derive(Clone, Copy, Default)]
-struct FlowApp {
-    got: u32,
-    bad: bool,
-    responding: bool,
-    t_sent: u64,
-}
-
-fn flow_slot(v: &mut Vec<FlowApp>, f: FlowId) -> &mut FlowApp {
-    let i = f.0 as usize;
-    if i >= v.len() {
-        v.resize(i + 1, FlowApp::default());
-    }
-    &mut v[i]
-}
-
-struct ClientApp {
-    wl: Workload,
-    req: BufId,
-    req_len: u32,
-    resp: Arc<[u8]>,
-    flows: Vec<FlowApp>,
-    ops: u64,
-    errors: u64,
-    l7_bytes: u64,
-    to_open: usize,
-    now_ns: u64,
-    hist: Option<Histogram>,
-}
-
-impl TcpApp for ClientApp {
-    fn on_connected(&mut self, ctl: &mut Ctl, f: FlowId) {
-        let now = self.now_ns;
-        *flow_slot(&mut self.flows, f) = FlowApp {
-            t_sent: now,
-            ..FlowApp::default()
-        };
-        ctl.send(self.req, 0, self.req_len);
-    }
-
-    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
-        let resp = &self.resp;
-        let s = flow_slot(&mut self.flows, f);
-        if !matches_at(resp, s.got as usize, data) {
-            s.bad = true;
-        }
-        s.got += data.len() as u32;
-        if s.bad {
-            ctl.abort();
-            return;
-        }
-        if s.got as usize == resp.len() {
-            match self.wl {
-                Workload::W1 => ctl.close(),
-                Workload::W2 => {
-                    self.ops += 1;
-                    self.l7_bytes += (self.req_len as usize + resp.len()) as u64;
-                    if let Some(h) = self.hist.as_mut() {
-                        h.record_ns(self.now_ns.saturating_sub(s.t_sent));
-                    }
-                    s.got = 0;
-                    s.t_sent = self.now_ns;
-                    ctl.send(self.req, 0, self.req_len);
-                }
-            }
-        }
-    }
-
-    fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
-        let resp_len = self.resp.len();
-        let s = flow_slot(&mut self.flows, f);
-        let ok = self.wl == Workload::W1
-            && reason == CloseReason::Normal
-            && !s.bad
-            && s.got as usize == resp_len;
-        if ok {
-            self.ops += 1;
-            self.l7_bytes += (self.req_len as usize + resp_len) as u64;
-        } else {
-            self.errors += 1;
-        }
-        *s = FlowApp::default();
-        self.to_open += 1;
-    }
-}
-
-struct ServerApp {
-    wl: Workload,
-    req: Arc<[u8]>,
-    resp: BufId,
-    resp_len: u32,
-    flows: Vec<FlowApp>,
-    errors: u64,
-}
-
-impl TcpApp for ServerApp {
-    fn on_connected(&mut self, _ctl: &mut Ctl, f: FlowId) {
-        *flow_slot(&mut self.flows, f) = FlowApp::default();
-    }
-
-    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
-        let req = &self.req;
-        let s = flow_slot(&mut self.flows, f);
-        if s.responding && self.wl == Workload::W1 {
-            s.bad = true; // W1 carries one request per connection
-        }
-        if !matches_at(req, s.got as usize, data) {
-            s.bad = true;
-        }
-        s.got += data.len() as u32;
-        if s.bad {
-            ctl.abort();
-            return;
-        }
-        if s.got as usize == req.len() {
-            ctl.send(self.resp, 0, self.resp_len);
-            match self.wl {
-                Workload::W1 => s.responding = true,
-                Workload::W2 => s.got = 0,
-            }
-        }
-    }
-
-    fn on_peer_closed(&mut self, ctl: &mut Ctl, _f: FlowId) {
-        ctl.close();
-    }
-
-    fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
-        let s = flow_slot(&mut self.flows, f);
-        let ok = self.wl != Workload::W1
-            || (reason == CloseReason::Normal && !s.bad && s.got as usize == self.req.len());
-        if !ok {
-            self.errors += 1;
-        }
-        *s = FlowApp::default();
-    }
-}
-
-/// The client side: host, app, its end of the wire.
+/// The client side: host, app, its end of the wire, and the connects refused.
 struct ClientSide {
-    host: TcpHost,
-    app: ClientApp,
-    sink: PortSink,
-    rxv: Vec<MemFrame>,
-    next_port: u32,
+    side: Side<ClientApp>,
     refused: u64,
 }
 
 impl ClientSide {
     /// One loop iteration; true if it did anything.
     fn turn(&mut self, now: u64) -> bool {
-        self.app.now_ns = now;
-        let before = self.sink.sent();
-        let mut busy = self.open_owed(now, 4096) > 0;
-        self.host.poll(now, &mut self.app, &mut self.sink);
-        if self.sink.port.rx_burst(&mut self.rxv, BURST) > 0 {
-            busy = true;
-            for f in &self.rxv {
-                self.host.rx(now, f.data(), &mut self.app, &mut self.sink);
-            }
-            self.sink.port.release_all(&mut self.rxv);
+        self.side.app.now_ns = now;
+        let (opened, stop) = self.side.open_owed(now, 4096, 2 * 4096);
+        if stop == OpenStop::Refused {
+            self.refused += 1;
         }
-        self.sink.flush();
-        busy || self.sink.sent() != before
-    }
-
-    /// Opens up to `limit` of the connections owed; returns how many were opened.
-    fn open_owed(&mut self, now: u64, limit: usize) -> usize {
-        let mut opened = 0;
-        let mut tries = 0;
-        while self.app.to_open > 0 && opened < limit && tries < 2 * limit {
-            tries += 1;
-            let k = self.next_port;
-            self.next_port = self.next_port.wrapping_add(1);
-            let ip = CLIENT_IP + (k % CLIENT_ADDRS);
-            let port = 1024 + ((k / CLIENT_ADDRS) % 64_000) as u16;
-            match self
-                .host
-                .connect(now, &mut self.sink, ip, port, SERVER_IP, SERVER_PORT)
-            {
-                Ok(_) => {
-                    self.app.to_open -= 1;
-                    opened += 1;
-                }
-                Err(ConnectError::InUse) => continue,
-                Err(ConnectError::NoResources) => {
-                    self.refused += 1;
-                    break;
-                }
-            }
-        }
-        opened
+        let busy = self.side.turn(now);
+        opened > 0 || busy
     }
 }
 
 /// The server side.
-struct ServerSide {
-    host: TcpHost,
-    app: ServerApp,
-    sink: PortSink,
-    rxv: Vec<MemFrame>,
-}
-
-impl ServerSide {
-    fn turn(&mut self, now: u64) -> bool {
-        let before = self.sink.sent();
-        let mut busy = false;
-        self.host.poll(now, &mut self.app, &mut self.sink);
-        if self.sink.port.rx_burst(&mut self.rxv, BURST) > 0 {
-            busy = true;
-            for f in &self.rxv {
-                self.host.rx(now, f.data(), &mut self.app, &mut self.sink);
-            }
-            self.sink.port.release_all(&mut self.rxv);
-        }
-        self.sink.flush();
-        busy || self.sink.sent() != before
-    }
-}
+type ServerSide = Side<ServerApp>;
 
 fn build(cfg: &Mem2Cfg) -> Result<(ClientSide, ServerSide), String> {
     // Room for the live flows plus one second of TIME_WAIT at a generous rate.
     let max_flows = (cfg.conns as u32 * 4 + 4096).max(1 << 18);
     let frames = (cfg.conns * 24 + 64).next_power_of_two().clamp(128, 32_768) as u32;
-    let (a, b) = pair(MemConfig {
-        frames,
-        ring_size: frames,
-        ..MemConfig::default()
-    })
-    .map_err(|e| e.to_string())?;
-    let (req, resp) = match cfg.workload {
-        Workload::W1 => (http::w1_request(), http::w1_response()),
-        Workload::W2 => (http::w2_request(), http::w2_response()),
-    };
     let base = TcpConfig {
         max_flows,
         init_cwnd: cfg.init_cwnd,
         ..TcpConfig::default()
     };
-    let mut ch = TcpHost::new(
-        TcpConfig {
-            mac: [2, 0, 0, 0, 0, 1],
-            gateway_mac: [2, 0, 0, 0, 0, 2],
-            ..base.clone()
-        },
-        1,
-    );
-    let mut sh = TcpHost::new(
-        TcpConfig {
-            mac: [2, 0, 0, 0, 0, 2],
-            gateway_mac: [2, 0, 0, 0, 0, 1],
-            ..base
-        },
-        1,
-    );
-    sh.listen(SERVER_PORT);
-    let (req_len, resp_len) = (req.len() as u32, resp.len() as u32);
-    let req: Arc<[u8]> = Arc::from(req);
-    let resp: Arc<[u8]> = Arc::from(resp);
-    let req_id = ch.buffers().register(req.clone());
-    let resp_id = sh.buffers().register(resp.clone());
-    let client = ClientSide {
-        host: ch,
-        app: ClientApp {
-            wl: cfg.workload,
-            req: req_id,
-            req_len,
-            resp,
-            flows: Vec::new(),
-            ops: 0,
-            errors: 0,
-            l7_bytes: 0,
-            to_open: cfg.conns,
-            now_ns: 1,
-            hist: None,
-        },
-        sink: PortSink::new(a),
-        rxv: Vec::with_capacity(BURST),
-        next_port: 0,
-        refused: 0,
-    };
-    let server = ServerSide {
-        host: sh,
-        app: ServerApp {
-            wl: cfg.workload,
-            req,
-            resp: resp_id,
-            resp_len,
-            flows: Vec::new(),
-            errors: 0,
-        },
-        sink: PortSink::new(b),
-        rxv: Vec::with_capacity(BURST),
-    };
-    Ok((client, server))
+    let (side, server) = squall_apps::build(cfg.workload.apps(), cfg.conns, base, frames)?;
+    Ok((ClientSide { side, refused: 0 }, server))
 }
 
 /// Run phases, driven by the coordinating thread.
@@ -573,12 +242,12 @@ fn client_loop(
             break;
         }
         if p == MEASURE && !clock.in_window {
-            if c.app.wl == Workload::W2 {
-                c.app.hist = Some(Histogram::new());
+            if c.side.app.wl == Wl::W2 {
+                c.side.app.hist = Some(Histogram::new());
             }
-            ops0 = c.app.ops;
-            bytes0 = c.app.l7_bytes;
-            frames0 = c.sink.sent();
+            ops0 = c.side.app.ops;
+            bytes0 = c.side.app.l7_bytes;
+            frames0 = c.side.sink.sent();
             t0 = Instant::now();
             clock.open();
         }
@@ -593,14 +262,14 @@ fn client_loop(
     let in_window = clock.in_window;
     ClientOut {
         meter,
-        ops: if in_window { c.app.ops - ops0 } else { 0 },
-        l7_bytes: c.app.l7_bytes - bytes0,
-        frames: c.sink.sent() - frames0,
-        errors: c.app.errors,
+        ops: if in_window { c.side.app.ops - ops0 } else { 0 },
+        l7_bytes: c.side.app.l7_bytes - bytes0,
+        frames: c.side.sink.sent() - frames0,
+        errors: c.side.app.errors,
         secs: t0.elapsed().as_secs_f64(),
-        hist: c.app.hist.take(),
+        hist: c.side.app.hist.take(),
         refused: c.refused,
-        alloc_fail: c.sink.alloc_fail,
+        alloc_fail: c.side.sink.alloc_fail,
         pinned,
     }
 }
@@ -657,11 +326,11 @@ fn one_thread(cfg: &Mem2Cfg, mut c: ClientSide, mut s: ServerSide) -> (ClientOut
         }
         if real >= warmup && !clock.in_window {
             if cfg.workload == Workload::W2 {
-                c.app.hist = Some(Histogram::new());
+                c.side.app.hist = Some(Histogram::new());
             }
-            ops0 = c.app.ops;
-            bytes0 = c.app.l7_bytes;
-            cf0 = c.sink.sent();
+            ops0 = c.side.app.ops;
+            bytes0 = c.side.app.l7_bytes;
+            cf0 = c.side.sink.sent();
             sf0 = s.sink.sent();
             t0 = Instant::now();
             clock.open();
@@ -678,8 +347,8 @@ fn one_thread(cfg: &Mem2Cfg, mut c: ClientSide, mut s: ServerSide) -> (ClientOut
             }
         }
         clock.tick(busy);
-        if !busy && c.app.to_open == 0 {
-            match [c.host.next_timer(), s.host.next_timer()]
+        if !busy && c.side.app.to_open == 0 {
+            match [c.side.host.next_timer(), s.host.next_timer()]
                 .into_iter()
                 .flatten()
                 .min()
@@ -693,20 +362,24 @@ fn one_thread(cfg: &Mem2Cfg, mut c: ClientSide, mut s: ServerSide) -> (ClientOut
     // One thread: its CPU is not split between the sides (the record gives the total
     // only); the whole meter goes with the client.
     let m = clock.close();
-    let cf = c.sink.sent() - cf0;
+    let cf = c.side.sink.sent() - cf0;
     let sf = s.sink.sent() - sf0;
     let secs = t0.elapsed().as_secs_f64();
     (
         ClientOut {
             meter: m,
-            ops: if clock.in_window { c.app.ops - ops0 } else { 0 },
-            l7_bytes: c.app.l7_bytes - bytes0,
+            ops: if clock.in_window {
+                c.side.app.ops - ops0
+            } else {
+                0
+            },
+            l7_bytes: c.side.app.l7_bytes - bytes0,
             frames: cf,
-            errors: c.app.errors,
+            errors: c.side.app.errors,
             secs,
-            hist: c.app.hist.take(),
+            hist: c.side.app.hist.take(),
             refused: c.refused,
-            alloc_fail: c.sink.alloc_fail,
+            alloc_fail: c.side.sink.alloc_fail,
             pinned: false,
         },
         ServerOut {

@@ -116,6 +116,45 @@ struct ClientApp {
     last_iter: u64,
 }
 
+impl ClientApp {
+    /// Records progress at `now` (iteration `iter`) if the slot `acted`; returns `acted`.
+    fn note_progress(&mut self, acted: bool, now: Duration, iter: u64) -> bool {
+        if acted {
+            self.last_progress = now;
+            self.last_iter = iter;
+        }
+        acted
+    }
+}
+
+/// Resets the client slot and opens a new connection on it (a refused open counts as an
+/// error); always "acted".
+fn reopen<P: MemPair>(pair: &mut P, id: usize, c: &mut ClientApp, tally: &mut Tally) -> bool {
+    *c = ClientApp::default();
+    if !pair.open(id) {
+        tally.errors += 1;
+    }
+    true
+}
+
+/// Receives on `(side, id)`, checking every byte against `expect` at offset `*got`
+/// (advanced; `*bad` set on a mismatch); returns the bytes received.
+fn recv_verified<P: MemPair>(
+    pair: &mut P,
+    side: Side,
+    id: usize,
+    expect: &[u8],
+    got: &mut usize,
+    bad: &mut bool,
+) -> usize {
+    pair.recv(side, id, |b| {
+        if !matches_at(expect, *got, b) {
+            *bad = true;
+        }
+        *got += b.len();
+    })
+}
+
 /// A flow with no progress for this long at the end of a run is counted as an error...
 pub const STALL: Duration = Duration::from_secs(1);
 /// ...if the driver also went round this many times meanwhile (a thread starved by other
@@ -205,11 +244,7 @@ pub fn run_w1<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
             Side::Client => {
                 let c = &mut capps[id];
                 let acted = w1_client(pair, id, c, &req, &resp, tally);
-                if acted {
-                    c.last_progress = now;
-                    c.last_iter = tally.iters;
-                }
-                acted
+                c.note_progress(acted, now, tally.iters)
             }
             Side::Server => w1_server(pair, id, server_app(&mut sapps, id), &req, &resp, tally),
         },
@@ -228,13 +263,7 @@ fn w1_client<P: MemPair>(
 ) -> bool {
     let st = pair.state(Side::Client, id);
     match st {
-        SockState::Idle => {
-            *c = ClientApp::default();
-            if !pair.open(id) {
-                tally.errors += 1;
-            }
-            true
-        }
+        SockState::Idle => reopen(pair, id, c, tally),
         SockState::Opening => false,
         SockState::Open | SockState::PeerClosed | SockState::Closing => {
             // After our close (possibly early, on bad data) keep draining so the server
@@ -245,12 +274,7 @@ fn w1_client<P: MemPair>(
                 c.sent += n;
                 acted |= n > 0;
             }
-            let n = pair.recv(Side::Client, id, |b| {
-                if !matches_at(resp, c.got, b) {
-                    c.bad = true;
-                }
-                c.got += b.len();
-            });
+            let n = recv_verified(pair, Side::Client, id, resp, &mut c.got, &mut c.bad);
             acted |= n > 0;
             if !c.closed && (c.got >= resp.len() || st == SockState::PeerClosed || c.bad) {
                 pair.close(Side::Client, id);
@@ -268,11 +292,7 @@ fn w1_client<P: MemPair>(
                 tally.errors += 1;
             }
             pair.release(Side::Client, id);
-            *c = ClientApp::default();
-            if !pair.open(id) {
-                tally.errors += 1;
-            }
-            true
+            reopen(pair, id, c, tally)
         }
     }
 }
@@ -290,12 +310,7 @@ fn w1_server<P: MemPair>(
         SockState::Idle | SockState::Opening | SockState::Closing => false,
         SockState::Open | SockState::PeerClosed => {
             let mut acted = false;
-            let n = pair.recv(Side::Server, id, |b| {
-                if !matches_at(req, s.got, b) {
-                    s.bad = true;
-                }
-                s.got += b.len();
-            });
+            let n = recv_verified(pair, Side::Server, id, req, &mut s.got, &mut s.bad);
             acted |= n > 0;
             if s.got >= req.len() && s.sent < resp.len() && !s.bad {
                 let n = pair.send(Side::Server, id, &resp[s.sent..]);
@@ -340,11 +355,7 @@ pub fn run_w2<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
                 let h = if measuring { Some(&mut hist) } else { None };
                 let c = &mut capps[id];
                 let acted = w2_client(pair, id, c, &req, &resp, now, h, tally);
-                if acted {
-                    c.last_progress = now;
-                    c.last_iter = tally.iters;
-                }
-                acted
+                c.note_progress(acted, now, tally.iters)
             }
             Side::Server => w2_server(pair, id, server_app(&mut sapps, id), &req, &resp, tally),
         },
@@ -369,13 +380,7 @@ fn w2_client<P: MemPair>(
 ) -> bool {
     let st = pair.state(Side::Client, id);
     match st {
-        SockState::Idle => {
-            *c = ClientApp::default();
-            if !pair.open(id) {
-                tally.errors += 1;
-            }
-            true
-        }
+        SockState::Idle => reopen(pair, id, c, tally),
         SockState::Opening | SockState::Closing => false,
         SockState::Open => {
             let mut acted = false;
@@ -390,12 +395,7 @@ fn w2_client<P: MemPair>(
                 c.sent += n;
                 acted |= n > 0;
             }
-            let n = pair.recv(Side::Client, id, |b| {
-                if !matches_at(resp, c.got, b) {
-                    c.bad = true;
-                }
-                c.got += b.len();
-            });
+            let n = recv_verified(pair, Side::Client, id, resp, &mut c.got, &mut c.bad);
             acted |= n > 0;
             if c.bad {
                 tally.errors += 1;
@@ -442,12 +442,7 @@ fn w2_server<P: MemPair>(
         SockState::Idle | SockState::Opening | SockState::Closing => false,
         SockState::Open => {
             let mut acted = false;
-            let n = pair.recv(Side::Server, id, |b| {
-                if !matches_at(req, s.got, b) {
-                    s.bad = true;
-                }
-                s.got += b.len();
-            });
+            let n = recv_verified(pair, Side::Server, id, req, &mut s.got, &mut s.bad);
             acted |= n > 0;
             if s.bad {
                 tally.errors += 1;
