@@ -97,6 +97,19 @@ impl NewReno {
 
     /// A duplicate ACK arrived (RFC 5681 §2 definition checked by the caller).
     pub fn on_dupack(&mut self, snd_una: u32, snd_max: u32, mss: u32, flight: u32) -> DupAck {
+        self.on_dupack_thresh(snd_una, snd_max, mss, flight, 3)
+    }
+
+    /// [`NewReno::on_dupack`] with `thresh` duplicate ACKs triggering fast retransmit
+    /// (RFC 5681 §3.2 uses 3; TRex's `tcp.rexmtthresh`).
+    pub fn on_dupack_thresh(
+        &mut self,
+        snd_una: u32,
+        snd_max: u32,
+        mss: u32,
+        flight: u32,
+        thresh: u8,
+    ) -> DupAck {
         if flight == 0 {
             self.dupacks = 0;
             return DupAck::Nothing;
@@ -106,7 +119,7 @@ impl NewReno {
             self.cwnd = self.cwnd.saturating_add(mss);
             return DupAck::Inflate;
         }
-        if self.dupacks == 3 {
+        if self.dupacks == thresh.max(1) {
             // RFC 6582 §3.2 step 2: only if the ACK covers more than "recover" (avoid
             // multiple fast retransmits for one window).
             if seq::gt(snd_una, self.recover) {

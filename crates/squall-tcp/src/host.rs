@@ -11,6 +11,7 @@ use crate::counters::TcpCounters;
 use crate::flowtable::{FlowKey, FlowTable};
 use crate::isn::IsnKey;
 use crate::ooo::{OooInsert, OooQueue};
+use crate::opts::{FlowOpts, OptsId, MAX_OPTS};
 use crate::pkt::{self, Segment, TxHdr, ACK, FIN, HDRS_LEN, PSH, RST, SYN, URG};
 use crate::rtt::{RtoConfig, Rtt};
 use crate::sack::Scoreboard;
@@ -122,6 +123,11 @@ pub struct TcpHost {
     sboards: Vec<Scoreboard>,
     sb_free: Vec<u32>,
     listen: Vec<u64>,
+    /// Option set of flows accepted on a port (sorted by port); ports not listed use
+    /// the default set.
+    listen_opts: Vec<(u16, u8)>,
+    /// Per-flow option sets; index 0 is derived from `cfg`.
+    opts: Vec<FlowOpts>,
     half_open: u32,
     isn_key: IsnKey,
     ip_id: u16,
@@ -168,6 +174,8 @@ impl TcpHost {
             sboards: Vec::new(),
             sb_free: Vec::new(),
             listen: vec![0u64; 1024],
+            listen_opts: Vec::new(),
+            opts: vec![FlowOpts::from_config(&cfg)],
             half_open: 0,
             isn_key: IsnKey { k0, k1 },
             ip_id: 0,
@@ -232,6 +240,8 @@ impl TcpHost {
             + self.sboards.capacity() * size_of::<Scoreboard>()
             + (self.ooo_free.capacity() + self.sb_free.capacity()) * 4
             + self.listen.len() * 8
+            + self.listen_opts.capacity() * 4
+            + self.opts.capacity() * size_of::<FlowOpts>()
     }
 
     /// Earliest pending timer (lower bound), for virtual-clock drivers.
@@ -243,9 +253,63 @@ impl TcpHost {
     pub fn listen(&mut self, port: u16) {
         self.listen[port as usize / 64] |= 1 << (port % 64);
     }
+    /// Accept connections on `port`; flows accepted there get option set `opts`
+    /// (an id from [`TcpHost::add_flow_opts`]; unknown ids mean the default set).
+    pub fn listen_with(&mut self, port: u16, opts: OptsId) {
+        self.listen(port);
+        let o = self.valid_opts(opts);
+        match self.listen_opts.binary_search_by_key(&port, |e| e.0) {
+            Ok(k) => self.listen_opts[k].1 = o,
+            Err(k) => self.listen_opts.insert(k, (port, o)),
+        }
+    }
     /// Stop accepting on `port`.
     pub fn unlisten(&mut self, port: u16) {
         self.listen[port as usize / 64] &= !(1 << (port % 64));
+        if let Ok(k) = self.listen_opts.binary_search_by_key(&port, |e| e.0) {
+            self.listen_opts.remove(k);
+        }
+    }
+    /// Option set of flows accepted on `port`.
+    #[inline]
+    fn port_opts(&self, port: u16) -> u8 {
+        if self.listen_opts.is_empty() {
+            return 0;
+        }
+        self.listen_opts
+            .binary_search_by_key(&port, |e| e.0)
+            .map_or(0, |k| self.listen_opts[k].1)
+    }
+    #[inline]
+    fn valid_opts(&self, o: OptsId) -> u8 {
+        if (o.0 as usize) < self.opts.len() {
+            o.0
+        } else {
+            0
+        }
+    }
+    /// Adds an option set for [`TcpHost::connect_with`] / [`TcpHost::listen_with`]
+    /// (values are sanitised, see [`FlowOpts::sanitised`]). An identical set already
+    /// present is reused. None when the table holds 256 sets.
+    pub fn add_flow_opts(&mut self, o: FlowOpts) -> Option<OptsId> {
+        let o = o.sanitised();
+        if let Some(k) = self.opts.iter().position(|e| *e == o) {
+            return Some(OptsId(k as u8));
+        }
+        if self.opts.len() >= MAX_OPTS {
+            return None;
+        }
+        self.opts.push(o);
+        Some(OptsId((self.opts.len() - 1) as u8))
+    }
+    /// The option set `id` (the default set for unknown ids).
+    pub fn flow_opts(&self, id: OptsId) -> &FlowOpts {
+        &self.opts[self.valid_opts(id) as usize]
+    }
+    /// Options of a flow's set.
+    #[inline(always)]
+    fn fo(&self, i: u32) -> &FlowOpts {
+        &self.opts[self.flows[i as usize].opt as usize]
     }
     #[inline]
     fn listening(&self, port: u16) -> bool {
@@ -254,7 +318,7 @@ impl TcpHost {
 
     // ------------------------------------------------------------------ flow slab
 
-    fn alloc_flow(&mut self, key: FlowKey, h: u64) -> Option<u32> {
+    fn alloc_flow(&mut self, key: FlowKey, h: u64, opt: u8) -> Option<u32> {
         let i = if let Some(i) = self.free.pop() {
             i
         } else if self.flows.len() < self.cfg.max_flows as usize {
@@ -269,15 +333,16 @@ impl TcpHost {
             self.counters.tcps_flowfull += 1;
             return None;
         }
-        let mss = self.cfg.mss as u32;
+        let o = self.opts[opt as usize];
         self.flows[i as usize] = Tcb {
             key,
-            flags: if self.cfg.nagle { F_NAGLE } else { 0 },
-            mss: self.cfg.mss,
+            flags: if o.nagle { F_NAGLE } else { 0 },
+            mss: o.mss,
+            opt,
             ooo: NO_SIDE,
             sb: NO_SIDE,
             rtt: Rtt::new(&self.cfg.rto),
-            cc: NewReno::new(self.cfg.init_cwnd, mss, 0),
+            cc: NewReno::new(o.init_cwnd, o.mss as u32, 0),
             ..Tcb::default()
         };
         self.active += 1;
@@ -556,7 +621,8 @@ impl TcpHost {
                     self.counters.tcps_keepprobe += 1;
                     let mut ob = [0u8; 40];
                     let ol = self.seg_opts(i, &mut ob);
-                    self.write_seg(tx, &key, seq, ack, ACK, wnd, &ob[..ol], None);
+                    let o = self.flows[i as usize].opt;
+                    self.write_seg(tx, &key, o, seq, ack, ACK, wnd, &ob[..ol], None);
                     self.flows[i as usize].rexmt_at = now + intvl;
                 }
             }
@@ -615,10 +681,11 @@ impl TcpHost {
     #[inline]
     fn adv_wnd(&self, i: u32) -> u16 {
         let t = &self.flows[i as usize];
+        let rcv_wnd = self.opts[t.opt as usize].rcv_wnd;
         let w = if t.has(F_WSCALE) {
-            self.cfg.rcv_wnd >> t.rcv_wscale
+            rcv_wnd >> t.rcv_wscale
         } else {
-            self.cfg.rcv_wnd
+            rcv_wnd
         };
         w.min(65_535) as u16
     }
@@ -631,6 +698,7 @@ impl TcpHost {
         &mut self,
         tx: &mut S,
         key: &FlowKey,
+        opt: u8,
         seq: u32,
         ack: u32,
         flags: u8,
@@ -641,7 +709,10 @@ impl TcpHost {
         let plen = data.map_or(0, |d| d.2 as usize);
         let flen = HDRS_LEN + opts.len() + plen;
         self.ip_id = self.ip_id.wrapping_add(1);
+        let fo = &self.opts[opt as usize];
         let h = TxHdr {
+            ttl: fo.ttl,
+            tos: fo.tos,
             src_mac: self.cfg.mac,
             dst_mac: self.cfg.gateway_mac,
             src_ip: key.local_ip,
@@ -685,48 +756,42 @@ impl TcpHost {
     fn send_syn<S: TxSink>(&mut self, i: u32, tx: &mut S) {
         let tso = self.ts_opts(i);
         let t = &self.flows[i as usize];
+        let fo = self.opts[t.opt as usize];
         let passive = t.state == State::SynReceived;
         let mut opts = [0u8; 24];
-        opts[..4].copy_from_slice(&[2, 4, (self.cfg.mss >> 8) as u8, self.cfg.mss as u8]);
+        opts[..4].copy_from_slice(&[2, 4, (fo.mss >> 8) as u8, fo.mss as u8]);
         let mut olen = 4;
         // Window scale: offered on SYN; on SYN-ACK only if the peer offered it (RFC 7323 §2.2).
         let ws = if passive {
             t.has(F_WSCALE)
         } else {
-            self.cfg.wscale.is_some()
+            fo.wscale.is_some()
         };
         if ws {
-            opts[4..8].copy_from_slice(&[1, 3, 3, self.cfg.wscale.unwrap_or(0).min(14)]);
+            opts[4..8].copy_from_slice(&[1, 3, 3, fo.wscale.unwrap_or(0).min(14)]);
             olen = 8;
         }
         // Timestamps: offered on SYN; on SYN-ACK only if the peer offered them (RFC 7323 §3.2).
-        let ts = if passive {
-            t.has(F_TS)
-        } else {
-            self.cfg.timestamps
-        };
+        let ts = if passive { t.has(F_TS) } else { fo.timestamps };
         if ts {
             opts[olen..olen + 12].copy_from_slice(&tso);
             olen += 12;
         }
         // SACK permitted (RFC 2018 §2): on SYN if configured, on SYN-ACK if negotiated.
-        let sack = if passive {
-            t.has(F_SACK)
-        } else {
-            self.cfg.sack
-        };
+        let sack = if passive { t.has(F_SACK) } else { fo.sack };
         if sack && olen + 4 <= opts.len() {
             opts[olen..olen + 4].copy_from_slice(&[1, 1, 4, 2]);
             olen += 4;
         }
         let flags = if passive { SYN | ACK } else { SYN };
-        let (key, seq, ack) = (t.key, t.snd_una, t.rcv_nxt);
+        let (key, seq, ack, o) = (t.key, t.snd_una, t.rcv_nxt, t.opt);
         // The window in a SYN segment is never scaled (RFC 7323 §2.2).
-        let wnd = self.cfg.rcv_wnd.min(65_535) as u16;
+        let wnd = fo.rcv_wnd.min(65_535) as u16;
         self.counters.tcps_sndctrl += 1;
         let sent = self.write_seg(
             tx,
             &key,
+            o,
             seq,
             if passive { ack } else { 0 },
             flags,
@@ -749,10 +814,10 @@ impl TcpHost {
         if matches!(t.state, State::SynSent | State::TimeWait | State::Closed) {
             return;
         }
-        let (key, seq, ack) = (t.key, t.snd_nxt, t.rcv_nxt);
+        let (key, seq, ack, o) = (t.key, t.snd_nxt, t.rcv_nxt, t.opt);
         self.counters.tcps_sndrst += 1;
         self.counters.tcps_sndctrl += 1;
-        self.write_seg(tx, &key, seq, ack, RST | ACK, 0, &[], None);
+        self.write_seg(tx, &key, o, seq, ack, RST | ACK, 0, &[], None);
     }
 
     /// Sends whatever the windows allow plus a pending ACK (BSD `tcp_output`).
@@ -774,11 +839,11 @@ impl TcpHost {
                     t.flags &= !F_ACKNOW;
                     t.rcv_unacked = 0;
                     t.delack_at = 0;
-                    let (key, seq, ack) = (t.key, t.snd_nxt, t.rcv_nxt);
+                    let (key, seq, ack, o) = (t.key, t.snd_nxt, t.rcv_nxt, t.opt);
                     self.counters.tcps_sndacks += 1;
                     let mut ob = [0u8; 40];
                     let ol = self.seg_opts(i, &mut ob);
-                    if !self.write_seg(tx, &key, seq, ack, ACK, wnd_adv, &ob[..ol], None) {
+                    if !self.write_seg(tx, &key, o, seq, ack, ACK, wnd_adv, &ob[..ol], None) {
                         self.counters.tcps_sndacks -= 1;
                         self.flows[i as usize].flags |= F_ACKNOW;
                         self.mark_tx_blocked(i);
@@ -827,6 +892,7 @@ impl TcpHost {
                 flags |= FIN;
             }
             let key = t.key;
+            let o = t.opt;
             let seqno = t.snd_nxt;
             let ack = t.rcv_nxt;
             let sq = t.sq;
@@ -840,7 +906,7 @@ impl TcpHost {
             let data = if len > 0 { Some((sq, off, len)) } else { None };
             let mut ob = [0u8; 40];
             let ol = self.seg_opts(i, &mut ob);
-            if !self.write_seg(tx, &key, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
+            if !self.write_seg(tx, &key, o, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
                 self.mark_tx_blocked(i);
                 break;
             }
@@ -942,7 +1008,7 @@ impl TcpHost {
             return 0;
         }
         let rexmit = seq::lt(seqno, t.snd_max);
-        let (key, ack, sq) = (t.key, t.rcv_nxt, t.sq);
+        let (key, ack, sq, o) = (t.key, t.rcv_nxt, t.sq, t.opt);
         let mut flags = ACK;
         if fin {
             flags |= FIN;
@@ -950,7 +1016,7 @@ impl TcpHost {
         let mut ob = [0u8; 40];
         let ol = self.seg_opts(i, &mut ob);
         let data = if len > 0 { Some((sq, off, len)) } else { None };
-        if !self.write_seg(tx, &key, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
+        if !self.write_seg(tx, &key, o, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
             return 0;
         }
         if len > 0 {
@@ -988,8 +1054,9 @@ impl TcpHost {
 
     // ------------------------------------------------------------------ app calls
 
-    /// Opens a connection (active open, RFC 9293 §3.10.1). A flow in TIME_WAIT on the same
-    /// 4-tuple is recycled (the new ISN comes from the RFC 6528 clock).
+    /// Opens a connection (active open, RFC 9293 §3.10.1) with the default options. A
+    /// flow in TIME_WAIT on the same 4-tuple is recycled (the new ISN comes from the
+    /// RFC 6528 clock).
     #[allow(clippy::too_many_arguments)]
     pub fn connect<S: TxSink>(
         &mut self,
@@ -1000,6 +1067,24 @@ impl TcpHost {
         remote_ip: u32,
         remote_port: u16,
     ) -> Result<FlowId, ConnectError> {
+        let d = OptsId::DEFAULT;
+        self.connect_with(now, tx, local_ip, local_port, remote_ip, remote_port, d)
+    }
+
+    /// [`TcpHost::connect`] with option set `opts` (an id from
+    /// [`TcpHost::add_flow_opts`]; unknown ids mean the default set).
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect_with<S: TxSink>(
+        &mut self,
+        now: u64,
+        tx: &mut S,
+        local_ip: u32,
+        local_port: u16,
+        remote_ip: u32,
+        remote_port: u16,
+        opts: OptsId,
+    ) -> Result<FlowId, ConnectError> {
+        let opt = self.valid_opts(opts);
         self.now = now;
         let key = FlowKey {
             local_ip,
@@ -1016,7 +1101,9 @@ impl TcpHost {
                 return Err(ConnectError::InUse);
             }
         }
-        let i = self.alloc_flow(key, h).ok_or(ConnectError::NoResources)?;
+        let i = self
+            .alloc_flow(key, h, opt)
+            .ok_or(ConnectError::NoResources)?;
         let iss = self
             .isn_key
             .isn(now, local_ip, local_port, remote_ip, remote_port);
@@ -1285,7 +1372,7 @@ impl TcpHost {
         }
     }
 
-    fn send_rst_reply<S: TxSink>(&mut self, seg: &Segment, key: &FlowKey, tx: &mut S) {
+    fn send_rst_reply<S: TxSink>(&mut self, seg: &Segment, key: &FlowKey, opt: u8, tx: &mut S) {
         if seg.flags & RST != 0 {
             return;
         }
@@ -1297,7 +1384,7 @@ impl TcpHost {
         };
         self.counters.tcps_sndrst += 1;
         self.counters.tcps_sndctrl += 1;
-        self.write_seg(tx, key, seqno, ack, flags, 0, &[], None);
+        self.write_seg(tx, key, opt, seqno, ack, flags, 0, &[], None);
     }
 
     fn no_flow<S: TxSink>(&mut self, seg: &Segment, key: FlowKey, h: u64, tx: &mut S) {
@@ -1309,7 +1396,7 @@ impl TcpHost {
             return;
         }
         self.counters.tcps_noconn += 1;
-        self.send_rst_reply(seg, &key, tx);
+        self.send_rst_reply(seg, &key, 0, tx);
     }
 
     /// SYN cookie (RFC 4987 §3.6): 5 bits of a 64 s counter, 3 bits of MSS index and 24 bits
@@ -1332,20 +1419,23 @@ impl TcpHost {
 
     fn send_cookie<S: TxSink>(&mut self, seg: &Segment, key: FlowKey, tx: &mut S) {
         let o = pkt::parse_opts(seg.opts);
+        let opt = self.port_opts(key.local_port);
+        let fo = self.opts[opt as usize];
         let peer_mss = if o.mss == 0 { 536 } else { o.mss };
         let idx = COOKIE_MSS
             .iter()
-            .rposition(|&m| m <= peer_mss.min(self.cfg.mss))
+            .rposition(|&m| m <= peer_mss.min(fo.mss))
             .unwrap_or(0) as u32;
         let c = self.cookie(&key, seg.seq, self.cookie_clock(), idx);
-        let m = self.cfg.mss;
+        let m = fo.mss;
         let opts = [2, 4, (m >> 8) as u8, m as u8];
-        let wnd = self.cfg.rcv_wnd.min(65_535) as u16;
+        let wnd = fo.rcv_wnd.min(65_535) as u16;
         self.counters.tcps_sc_sendcookie += 1;
         self.counters.tcps_sndctrl += 1;
         self.write_seg(
             tx,
             &key,
+            opt,
             c,
             seg.seq.wrapping_add(1),
             SYN | ACK,
@@ -1370,10 +1460,12 @@ impl TcpHost {
         if self.cookie(&key, peer_isn, now_t.wrapping_sub(age), idx) != c {
             return None;
         }
-        let i = self.alloc_flow(key, h)?;
+        let opt = self.port_opts(key.local_port);
+        let i = self.alloc_flow(key, h, opt)?;
         self.counters.tcps_sc_recvcookie += 1;
-        let mss = COOKIE_MSS[idx as usize].min(self.cfg.mss);
-        let init = self.cfg.init_cwnd;
+        let fo = self.opts[opt as usize];
+        let mss = COOKIE_MSS[idx as usize].min(fo.mss);
+        let init = fo.init_cwnd;
         let t = &mut self.flows[i as usize];
         t.state = State::SynReceived;
         t.flags |= F_PASSIVE;
@@ -1398,9 +1490,11 @@ impl TcpHost {
             }
             return;
         }
-        let Some(i) = self.alloc_flow(key, h) else {
+        let opt = self.port_opts(key.local_port);
+        let Some(i) = self.alloc_flow(key, h, opt) else {
             return;
         };
+        let fo = self.opts[opt as usize];
         let iss = self.isn_key.isn(
             self.now,
             key.local_ip,
@@ -1409,13 +1503,11 @@ impl TcpHost {
             key.remote_port,
         );
         let o = pkt::parse_opts(seg.opts);
-        let cfg_ws = self.cfg.wscale;
-        let cfg_ts = self.cfg.timestamps;
+        let cfg_ws = fo.wscale;
+        let cfg_ts = fo.timestamps;
         let ts_now = self.ts_now();
-        let mss = if o.mss == 0 { 536 } else { o.mss }
-            .min(self.cfg.mss)
-            .max(64);
-        let init = self.cfg.init_cwnd;
+        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo.mss).max(64);
+        let init = fo.init_cwnd;
         let now = self.now;
         let t = &mut self.flows[i as usize];
         t.state = State::SynReceived;
@@ -1434,7 +1526,7 @@ impl TcpHost {
             t.snd_wscale = peer;
             t.rcv_wscale = ours.min(14);
         }
-        if o.sack_ok && self.cfg.sack {
+        if o.sack_ok && fo.sack {
             t.flags |= F_SACK;
         }
         if let (Some((tsval, _)), true) = (o.ts, cfg_ts) {
@@ -1456,13 +1548,14 @@ impl TcpHost {
     /// SYN-SENT state processing (RFC 9293 §3.10.7.3).
     fn syn_sent<A: TcpApp, S: TxSink>(&mut self, i: u32, seg: &Segment, app: &mut A, tx: &mut S) {
         let now = self.now;
+        let fo = *self.fo(i);
         let t = &mut self.flows[i as usize];
         let iss = t.snd_una;
         let has_ack = seg.flags & ACK != 0;
         if has_ack && (seq::le(seg.ack, iss) || seq::gt(seg.ack, t.snd_max)) {
             if seg.flags & RST == 0 {
-                let key = t.key;
-                self.send_rst_reply(seg, &key, tx);
+                let (key, o) = (t.key, t.opt);
+                self.send_rst_reply(seg, &key, o, tx);
             }
             return;
         }
@@ -1478,27 +1571,25 @@ impl TcpHost {
             return;
         }
         let o = pkt::parse_opts(seg.opts);
-        let mss = if o.mss == 0 { 536 } else { o.mss }
-            .min(self.cfg.mss)
-            .max(64);
+        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo.mss).max(64);
         t.rcv_nxt = seg.seq.wrapping_add(1);
         t.mss = mss;
-        if let (Some(peer), Some(ours)) = (o.wscale, self.cfg.wscale) {
+        if let (Some(peer), Some(ours)) = (o.wscale, fo.wscale) {
             t.flags |= F_WSCALE;
             t.snd_wscale = peer;
             t.rcv_wscale = ours.min(14);
         }
-        if o.sack_ok && self.cfg.sack {
+        if o.sack_ok && fo.sack {
             t.flags |= F_SACK;
         }
-        if let (Some((tsval, _)), true) = (o.ts, self.cfg.timestamps) {
+        if let (Some((tsval, _)), true) = (o.ts, fo.timestamps) {
             t.flags |= F_TS;
             t.ts_recent = tsval;
             t.ts_recent_age = (now / 1_000_000) as u32;
             t.mss -= 12;
         }
         let mss = t.mss;
-        t.cc.set_initial(self.cfg.init_cwnd, mss as u32);
+        t.cc.set_initial(fo.init_cwnd, mss as u32);
         t.snd_wnd = seg.wnd as u32; // never scaled in a SYN
         t.snd_wl1 = seg.seq;
         t.snd_wl2 = seg.ack;
@@ -1582,7 +1673,7 @@ impl TcpHost {
                 }
                 if !seg.payload.is_empty()
                     && seg.ack == t.snd_una
-                    && seg.payload.len() as u32 <= self.cfg.rcv_wnd
+                    && seg.payload.len() as u32 <= self.opts[t.opt as usize].rcv_wnd
                 {
                     self.counters.tcps_preddat += 1;
                     if !self.deliver_in_order(i, seg.payload, app, tx) {
@@ -1638,10 +1729,10 @@ impl TcpHost {
                 }
             }
         }
+        let rcv_wnd = self.fo(i).rcv_wnd;
         let t = &mut self.flows[i as usize];
 
         // 1. Sequence number check.
-        let rcv_wnd = self.cfg.rcv_wnd;
         let seg_len = seg.seg_len();
         let acceptable = if seg_len == 0 {
             seq::in_window(seg.seq, t.rcv_nxt, rcv_wnd.max(1))
@@ -1702,8 +1793,8 @@ impl TcpHost {
         let t = &mut self.flows[i as usize];
         if state == State::SynReceived {
             if seq::le(seg.ack, t.snd_una) || seq::gt(seg.ack, t.snd_max) {
-                let key = t.key;
-                self.send_rst_reply(seg, &key, tx);
+                let (key, o) = (t.key, t.opt);
+                self.send_rst_reply(seg, &key, o, tx);
                 return;
             }
             // SYN acked: ESTABLISHED.
@@ -1892,10 +1983,10 @@ impl TcpHost {
         }
         // Delayed ACK (RFC 9293 §3.8.6.3, RFC 5681 §4.2): ACK at least every second full
         // segment, immediately when a gap was filled, otherwise within the delack timeout.
-        let delack = self.cfg.delack_ns;
+        let (delack, our_mss) = (self.fo(i).delack_ns, self.fo(i).mss);
         let t = &mut self.flows[i as usize];
         // A full-sized segment from the peer: our advertised MSS less the timestamp option.
-        let rcv_mss = (self.cfg.mss as u32).saturating_sub(if t.has(F_TS) { 12 } else { 0 });
+        let rcv_mss = (our_mss as u32).saturating_sub(if t.has(F_TS) { 12 } else { 0 });
         if filled_gap || t.ooo != NO_SIDE || delack == 0 || t.rcv_unacked >= 2 * rcv_mss {
             t.flags |= F_ACKNOW;
         } else if t.delack_at == 0 {
@@ -1956,6 +2047,7 @@ impl TcpHost {
         tx: &mut S,
     ) -> Gone {
         let now = self.now;
+        let thresh = self.fo(i).rexmt_thresh;
         let ts_ecr = if self.flows[i as usize].has(F_TS) {
             opts.ts.map_or(0, |x| x.1)
         } else {
@@ -2004,7 +2096,7 @@ impl TcpHost {
                 self.counters.tcps_rcvdupack += 1;
                 let (una, max, mss, fl) = (t.snd_una, t.snd_max, t.mss as u32, t.flight());
                 let sack = t.sb != NO_SIDE;
-                match t.cc.on_dupack(una, max, mss, fl) {
+                match t.cc.on_dupack_thresh(una, max, mss, fl, thresh) {
                     DupAck::FastRetransmit if sack => {
                         // RFC 6675 §5 step 4: cwnd = ssthresh, then send by pipe.
                         self.counters.tcps_fastrexmt += 1;

@@ -30,6 +30,12 @@
 //!   `on_peer_closed`, `on_closed`); act on the current flow through [`Ctl`] (`send`,
 //!   `send_owned`, `close`, `abort`). Outside callbacks: [`TcpHost::connect`],
 //!   [`TcpHost::listen`], [`TcpHost::send`], [`TcpHost::close`], [`TcpHost::abort`].
+//! * **Per-flow options**: [`TcpHost::add_flow_opts`] registers a [`FlowOpts`] set (MSS,
+//!   initial window, receive window, RFC 7323 / SACK offers, Nagle, delayed ACK,
+//!   duplicate-ACK threshold, IPv4 TTL and TOS) and returns its [`OptsId`];
+//!   [`TcpHost::connect_with`] opens a flow with it, [`TcpHost::listen_with`] gives it to
+//!   every flow accepted on a port. A flow stores only the one-byte index; `connect` /
+//!   `listen` use the set derived from the [`TcpConfig`].
 //! * **Bursts**: [`TcpHost::rx_burst`] takes a port's RX burst; it prefetches the flow-table
 //!   slots and TCBs of the whole burst first and hashes each frame once.
 //! * **Checksums**: TX payload sums come from per-32-byte prefix sums of the registered
@@ -113,6 +119,7 @@ pub mod flowtable;
 pub mod host;
 pub mod isn;
 pub mod ooo;
+pub mod opts;
 pub mod pkt;
 pub mod rtt;
 pub mod sack;
@@ -123,5 +130,6 @@ pub mod tcb;
 pub use api::{CloseReason, ConnectError, Ctl, FlowId, SendError, TcpApp, TxSink};
 pub use flowtable::FlowKey;
 pub use host::{TcpConfig, TcpHost};
+pub use opts::{FlowOpts, OptsId};
 pub use sendq::{BufId, BufRegistry};
 pub use tcb::State;

@@ -228,6 +228,10 @@ pub struct TxHdr {
     pub ack: u32,
     pub flags: u8,
     pub wnd: u16,
+    /// IPv4 time to live.
+    pub ttl: u8,
+    /// IPv4 type of service.
+    pub tos: u8,
 }
 
 /// Writes Ethernet, IPv4 and TCP headers (with `opts`, a multiple of 4 bytes) for a segment
@@ -258,15 +262,21 @@ pub fn write_headers_sum(
         + (h.src_ip & 0xffff) as u64
         + (h.dst_ip >> 16) as u64
         + (h.dst_ip & 0xffff) as u64;
-    let ip_sum = 0x4500u64 + total as u64 + h.ip_id as u64 + 0x4000 + 0x4006 + addr_sum;
+    let ip_sum = 0x4500u64
+        + h.tos as u64
+        + total as u64
+        + h.ip_id as u64
+        + 0x4000
+        + ((h.ttl as u64) << 8 | 6)
+        + addr_sum;
     let ip_csum = !csum_fold(ip_sum);
     let ip = &mut hdr[ETH_LEN..ETH_LEN + IP_LEN];
     ip[0] = 0x45;
-    ip[1] = 0;
+    ip[1] = h.tos;
     ip[2..4].copy_from_slice(&total.to_be_bytes());
     ip[4..6].copy_from_slice(&h.ip_id.to_be_bytes());
     ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
-    ip[8] = 64;
+    ip[8] = h.ttl;
     ip[9] = 6;
     ip[10..12].copy_from_slice(&ip_csum.to_be_bytes());
     ip[12..16].copy_from_slice(&h.src_ip.to_be_bytes());
@@ -337,6 +347,8 @@ mod tests {
             ack: 2000,
             flags: ACK | PSH,
             wnd: 65535,
+            ttl: 64,
+            tos: 0,
         };
         let mut buf = vec![0u8; 1514];
         let off = write_headers(&mut buf, &h, opts, payload.len());

@@ -69,6 +69,8 @@ pub struct Tcb {
     pub snd_wscale: u8,
     /// Our window scale shift (applied to advertised windows).
     pub rcv_wscale: u8,
+    /// Index of the flow's option set in the host's table (`crate::opts::FlowOpts`).
+    pub opt: u8,
     pub snd_una: u32,
     pub snd_nxt: u32,
     pub snd_max: u32,

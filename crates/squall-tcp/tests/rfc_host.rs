@@ -136,6 +136,8 @@ impl T {
             ack,
             flags,
             wnd,
+            ttl: 64,
+            tos: 0,
         };
         let mut buf = vec![0u8; 1600];
         let off = pkt::write_headers(&mut buf, &h, opts, payload.len());
@@ -739,6 +741,8 @@ fn syn_from(port: u16, seq: u32, flags: u8, ack: u32, payload: &[u8]) -> Vec<u8>
         ack,
         flags,
         wnd: 1000,
+        ttl: 64,
+        tos: 0,
     };
     let opts: &[u8] = if flags & SYN != 0 { &MSS_1000 } else { &[] };
     let mut buf = vec![0u8; 1600];
@@ -827,6 +831,8 @@ fn half_open_table_is_bounded() {
             ack: 0,
             flags: SYN,
             wnd: 1000,
+            ttl: 64,
+            tos: 0,
         };
         let mut buf = vec![0u8; 64];
         let off = pkt::write_headers(&mut buf, &h, &[], 0);
@@ -872,6 +878,8 @@ fn rfc9293_3_1_bad_checksum_counted() {
         ack: 0,
         flags: SYN,
         wnd: 1,
+        ttl: 64,
+        tos: 0,
     };
     let mut buf = vec![0u8; 64];
     let off = pkt::write_headers(&mut buf, &h, &[], 0);

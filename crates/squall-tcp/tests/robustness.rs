@@ -50,6 +50,8 @@ fn frame(r: &mut Rng, port: u16, seq: u32, ack: u32) -> Vec<u8> {
         ack,
         flags,
         wnd: (r.next() & 0xffff) as u16,
+        ttl: 64,
+        tos: 0,
     };
     let olen = (r.below(11) * 4) as usize;
     let mut opts = vec![0u8; olen];

@@ -10,4 +10,4 @@ pub mod udp;
 
 pub use app::GenApp;
 pub use pcap::PcapCap;
-pub use side::{tcp_config, ClientGen, Side};
+pub use side::{flow_opts, tcp_config, ClientGen, Side};

@@ -11,7 +11,7 @@ use squall_astf::interp::Event;
 use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
 use squall_astf::{Profile, SideTunables, Transport};
 use squall_port::{FrameBuf, Port};
-use squall_tcp::{FlowId, TcpConfig, TcpHost, TxSink};
+use squall_tcp::{FlowId, FlowOpts, OptsId, TcpConfig, TcpHost, TxSink};
 
 use super::app::{GenApp, IoOp};
 use super::pcap::PcapCap;
@@ -138,19 +138,13 @@ fn wscale_for(t: &SideTunables) -> Option<u8> {
     })
 }
 
-/// Host configuration from a side's tunables.
-pub fn tcp_config(
-    t: &SideTunables,
-    mac: [u8; 6],
-    gw: [u8; 6],
-    max_flows: u32,
-    seed: u64,
-) -> TcpConfig {
+/// Per-flow TCP/IP options from a side's tunables: MSS, initial window, delayed ACK,
+/// Nagle (`no_delay`), RFC 7323 (`do_rfc1323`: timestamps, and window scaling when the
+/// receive buffer needs it), SACK, receive window (`rxbufsize`), duplicate-ACK
+/// threshold (`rexmtthresh`), TTL and TOS.
+pub fn flow_opts(t: &SideTunables) -> FlowOpts {
     let wscale = wscale_for(t);
-    TcpConfig {
-        mac,
-        gateway_mac: gw,
-        max_flows,
+    FlowOpts {
         mss: t.tcp.mss,
         init_cwnd: t.tcp.initwnd.clamp(1, 20),
         // Without window scaling the advertised window cannot exceed 65535.
@@ -160,8 +154,39 @@ pub fn tcp_config(
             t.tcp.rxbufsize.clamp(1, 65_535)
         },
         wscale,
+        timestamps: t.tcp.do_rfc1323,
+        sack: t.tcp.do_sack,
         nagle: !t.tcp.no_delay,
         delack_ns: u64::from(t.tcp.delay_ack_msec) * 1_000_000,
+        rexmt_thresh: t.tcp.rexmtthresh,
+        ttl: t.ip.ttl,
+        tos: t.ip.tos,
+    }
+    .sanitised()
+}
+
+/// Host configuration from a side's tunables (its defaults: flows of templates with
+/// other tunables get their own option set, see [`flow_opts`]).
+pub fn tcp_config(
+    t: &SideTunables,
+    mac: [u8; 6],
+    gw: [u8; 6],
+    max_flows: u32,
+    seed: u64,
+) -> TcpConfig {
+    let o = flow_opts(t);
+    TcpConfig {
+        mac,
+        gateway_mac: gw,
+        max_flows,
+        mss: o.mss,
+        init_cwnd: o.init_cwnd,
+        rcv_wnd: o.rcv_wnd,
+        wscale: o.wscale,
+        timestamps: o.timestamps,
+        sack: o.sack,
+        nagle: o.nagle,
+        delack_ns: o.delack_ns,
         max_syn_retries: 8,
         max_retries: 12,
         seed,
@@ -179,6 +204,9 @@ pub struct Side<P: Port> {
     rxq: Vec<P::Frame>,
     scratch: Vec<u32>,
     pub client: Option<ClientGen>,
+    /// Option set of each template's flows on this side (client tunables on a client
+    /// side, server tunables on a server side).
+    tpl_opts: Vec<OptsId>,
     /// Most client flows opened per turn (`None`: all that are due). Real-time runs pace
     /// so that a burst of late flows cannot flood the wire's frame pool in one turn.
     pub pace: Option<usize>,
@@ -213,16 +241,27 @@ impl<P: Port> Side<P> {
             .iter()
             .map(|b| (host.buffers().register(b.data.clone()), b.data.len() as u32))
             .collect();
-        if client.is_none() {
-            for t in profile
-                .templates
-                .iter()
-                .filter(|t| t.transport == Transport::Tcp)
-            {
-                for r in &t.assoc {
-                    host.listen(r.port);
+        let is_client = client.is_some();
+        let tpl_opts: Vec<OptsId> = profile
+            .templates
+            .iter()
+            .map(|t| {
+                let o = flow_opts(if is_client { &t.client } else { &t.server });
+                // More than 256 distinct option sets: the rest use the host's defaults.
+                host.add_flow_opts(o).unwrap_or(OptsId::DEFAULT)
+            })
+            .collect();
+        if !is_client {
+            // Options are per listening port: where templates share a port, the first
+            // template (the first association match) sets them, hence the reverse order.
+            for (t, &o) in profile.templates.iter().zip(&tpl_opts).rev() {
+                if t.transport != Transport::Tcp {
+                    continue;
                 }
-                host.listen(t.port);
+                for r in &t.assoc {
+                    host.listen_with(r.port, o);
+                }
+                host.listen_with(t.port, o);
             }
         }
         Side {
@@ -238,6 +277,7 @@ impl<P: Port> Side<P> {
             rxq: Vec::with_capacity(BURST),
             scratch: Vec::with_capacity(256),
             client,
+            tpl_opts,
             pace: None,
             throttle: false,
         }
@@ -410,9 +450,10 @@ impl<P: Port> Side<P> {
             self.udp
                 .open_client(&mut cx, &mut sink, s.template, s.at_ns, addr, server, dport)
         } else {
+            let o = self.tpl_opts[ti];
             match self
                 .host
-                .connect(now, &mut sink, addr.ip, addr.port, server, dport)
+                .connect_with(now, &mut sink, addr.ip, addr.port, server, dport, o)
             {
                 Ok(f) => {
                     self.app.start_client(f, s.template, s.at_ns, addr);

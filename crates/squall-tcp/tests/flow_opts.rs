@@ -1,0 +1,362 @@
+//! Per-flow options (`FlowOpts`): flows opened with `connect_with` or accepted on a port
+//! set up with `listen_with` use their own MSS, initial window, delayed ACK, RFC 7323 /
+//! SACK offers, TTL and TOS, while other flows of the same host keep the defaults. Every
+//! check reads the emitted frames.
+
+mod common;
+use common::*;
+use squall_tcp::pkt::{self, ACK, SYN};
+use squall_tcp::{FlowOpts, OptsId, TcpConfig, TcpHost};
+
+const T0: u64 = 1_000_000_000;
+
+fn hosts(ccfg: TcpConfig, scfg: TcpConfig) -> (TcpHost, TcpHost) {
+    let c = TcpHost::new(
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 1],
+            gateway_mac: [2, 0, 0, 0, 0, 2],
+            ..ccfg
+        },
+        T0,
+    );
+    let s = TcpHost::new(
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 2],
+            gateway_mac: [2, 0, 0, 0, 0, 1],
+            ..scfg
+        },
+        T0,
+    );
+    (c, s)
+}
+
+/// A client and a server host with the W1 applications, driven in lock step; every
+/// frame each side emitted is kept for inspection.
+struct Pair {
+    ch: TcpHost,
+    sh: TcpHost,
+    capp: W1Client,
+    sapp: W1Server,
+    cq: VecSink,
+    sq: VecSink,
+    /// Frames sent by the client / by the server, in order.
+    c_sent: Vec<Vec<u8>>,
+    s_sent: Vec<Vec<u8>>,
+    now: u64,
+}
+
+impl Pair {
+    fn new(ccfg: TcpConfig, scfg: TcpConfig) -> Self {
+        let (mut ch, mut sh) = hosts(ccfg, scfg);
+        let req = pattern(REQ_LEN, 0x11);
+        let resp = pattern(RESP_LEN, 0x5a);
+        let req_id = ch.buffers().register(req.clone());
+        let resp_id = sh.buffers().register(resp.clone());
+        Pair {
+            ch,
+            sh,
+            capp: W1Client::new(req_id, resp),
+            sapp: W1Server::new(req, resp_id),
+            cq: VecSink::default(),
+            sq: VecSink::default(),
+            c_sent: Vec::new(),
+            s_sent: Vec::new(),
+            now: T0,
+        }
+    }
+
+    fn connect(&mut self, k: u32, port: u16, opts: OptsId) {
+        let f = self
+            .ch
+            .connect_with(
+                self.now,
+                &mut self.cq,
+                client_ip(k),
+                client_port(k),
+                SERVER_IP,
+                port,
+                opts,
+            )
+            .unwrap();
+        self.capp.started(f, k);
+    }
+
+    /// Delivers the frames queued by the client to the server; returns how many.
+    fn client_to_server(&mut self) -> usize {
+        let fr = std::mem::take(&mut self.cq.frames);
+        for f in &fr {
+            self.sh.rx(self.now, f, &mut self.sapp, &mut self.sq);
+        }
+        let n = fr.len();
+        self.c_sent.extend(fr);
+        n
+    }
+
+    fn server_to_client(&mut self) -> usize {
+        let fr = std::mem::take(&mut self.sq.frames);
+        for f in &fr {
+            self.ch.rx(self.now, f, &mut self.capp, &mut self.cq);
+        }
+        let n = fr.len();
+        self.s_sent.extend(fr);
+        n
+    }
+
+    /// Runs until every flow is closed on both sides (bounded).
+    fn finish(&mut self, flows: u64) {
+        for _ in 0..100_000 {
+            if self.capp.done >= flows && self.sapp.done >= flows && self.ch.flow_count() == 0 {
+                break;
+            }
+            let n = self.client_to_server() + self.server_to_client();
+            if n == 0 {
+                self.now = [self.ch.next_timer(), self.sh.next_timer()]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .unwrap_or(self.now + 1)
+                    .max(self.now + 1);
+            }
+            self.ch.poll(self.now, &mut self.capp, &mut self.cq);
+            self.sh.poll(self.now, &mut self.sapp, &mut self.sq);
+        }
+        assert_eq!(
+            self.capp.ok, flows,
+            "client failures {:?}",
+            self.capp.failed
+        );
+        assert_eq!(
+            self.sapp.ok, flows,
+            "server failures {:?}",
+            self.sapp.failed
+        );
+    }
+}
+
+/// Parsed view of an emitted frame.
+fn seg_of(f: &[u8]) -> pkt::Segment<'_> {
+    pkt::parse(f).expect("every emitted frame parses with valid checksums")
+}
+
+/// Frames of client flow `k` (either direction).
+fn of_flow(frames: &[Vec<u8>], k: u32) -> Vec<&Vec<u8>> {
+    let (ip, port) = (client_ip(k), client_port(k));
+    frames
+        .iter()
+        .filter(|f| {
+            let s = seg_of(f);
+            (s.src_ip, s.src_port) == (ip, port) || (s.dst_ip, s.dst_port) == (ip, port)
+        })
+        .collect()
+}
+
+fn syn_mss(f: &[u8]) -> u16 {
+    let s = seg_of(f);
+    assert!(s.flags & SYN != 0);
+    pkt::parse_opts(s.opts).mss
+}
+
+#[test]
+fn mss_536_flow_sends_and_advertises_536_others_keep_1460() {
+    let mut p = Pair::new(w1_config(), w1_config());
+    p.sh.listen(80);
+    let small =
+        p.ch.add_flow_opts(FlowOpts {
+            mss: 536,
+            ..*p.ch.flow_opts(OptsId::DEFAULT)
+        })
+        .unwrap();
+    assert_ne!(small, OptsId::DEFAULT);
+    p.connect(0, 80, small);
+    p.connect(1, 80, OptsId::DEFAULT);
+    p.finish(2);
+    let c_small = of_flow(&p.c_sent, 0);
+    let c_big = of_flow(&p.c_sent, 1);
+    assert_eq!(syn_mss(c_small[0]), 536);
+    assert_eq!(syn_mss(c_big[0]), 1460);
+    let s_small = of_flow(&p.s_sent, 0);
+    let s_big = of_flow(&p.s_sent, 1);
+    let max_small = s_small.iter().map(|f| seg_of(f).payload.len()).max();
+    let max_big = s_big.iter().map(|f| seg_of(f).payload.len()).max();
+    assert_eq!(max_small, Some(536));
+    assert_eq!(max_big, Some(1460));
+    let data_small = s_small
+        .iter()
+        .filter(|f| !seg_of(f).payload.is_empty())
+        .count();
+    assert_eq!(data_small, RESP_LEN.div_ceil(536));
+}
+
+#[test]
+fn listen_with_gives_accepted_flows_the_ports_options() {
+    // Server side: port 80 accepts with MSS 1000, port 81 with the default 1460.
+    let mut p = Pair::new(w1_config(), w1_config());
+    let o =
+        p.sh.add_flow_opts(FlowOpts {
+            mss: 1000,
+            ..FlowOpts::from_config(&w1_config())
+        })
+        .unwrap();
+    p.sh.listen_with(80, o);
+    p.sh.listen(81);
+    p.connect(0, 80, OptsId::DEFAULT);
+    p.connect(1, 81, OptsId::DEFAULT);
+    p.finish(2);
+    let s80 = of_flow(&p.s_sent, 0);
+    let s81 = of_flow(&p.s_sent, 1);
+    assert_eq!(syn_mss(s80[0]), 1000);
+    assert_eq!(syn_mss(s81[0]), 1460);
+    let max = |v: &[&Vec<u8>]| v.iter().map(|f| seg_of(f).payload.len()).max();
+    assert_eq!(max(&s80), Some(1000));
+    assert_eq!(max(&s81), Some(1460));
+}
+
+/// Server data segments sent before the client acknowledged any of them.
+fn first_flight(init: u8) -> usize {
+    let mut p = Pair::new(w1_config(), w1_config());
+    let o =
+        p.sh.add_flow_opts(FlowOpts {
+            init_cwnd: init,
+            ..FlowOpts::from_config(&w1_config())
+        })
+        .unwrap();
+    p.sh.listen_with(80, o);
+    p.connect(0, 80, OptsId::DEFAULT);
+    p.client_to_server(); // SYN
+    p.server_to_client(); // SYN-ACK -> client ACK + request
+    p.client_to_server(); // the server answers: its first flight
+    let n =
+        p.sq.frames
+            .iter()
+            .filter(|f| !seg_of(f).payload.is_empty())
+            .count();
+    p.finish(1);
+    n
+}
+
+#[test]
+fn init_cwnd_10_vs_2_first_flight() {
+    assert_eq!(first_flight(10), 10);
+    assert_eq!(first_flight(2), 2);
+}
+
+#[test]
+fn delack_zero_acks_every_segment_at_once() {
+    for (delack, want_ack) in [(0u64, true), (100_000_000, false)] {
+        let mut p = Pair::new(w1_config(), w1_config());
+        p.sh.listen(80);
+        let o =
+            p.ch.add_flow_opts(FlowOpts {
+                delack_ns: delack,
+                ..*p.ch.flow_opts(OptsId::DEFAULT)
+            })
+            .unwrap();
+        p.connect(0, 80, o);
+        p.client_to_server();
+        p.server_to_client();
+        p.client_to_server();
+        // Hand the client only the first data segment of the server's flight.
+        let fr = std::mem::take(&mut p.sq.frames);
+        let first = fr
+            .iter()
+            .position(|f| !seg_of(f).payload.is_empty())
+            .unwrap();
+        p.ch.rx(p.now, &fr[first], &mut p.capp, &mut p.cq);
+        let acks =
+            p.cq.frames
+                .iter()
+                .filter(|f| {
+                    let s = seg_of(f);
+                    s.flags & ACK != 0 && s.payload.is_empty()
+                })
+                .count();
+        assert_eq!(acks > 0, want_ack, "delack {delack}");
+        // Deliver the rest in order and finish.
+        for f in &fr[first + 1..] {
+            p.ch.rx(p.now, f, &mut p.capp, &mut p.cq);
+        }
+        p.finish(1);
+    }
+}
+
+#[test]
+fn ttl_and_tos_appear_in_every_frame_of_the_flow() {
+    let mut p = Pair::new(w1_config(), w1_config());
+    let so =
+        p.sh.add_flow_opts(FlowOpts {
+            ttl: 9,
+            tos: 0x48,
+            ..FlowOpts::from_config(&w1_config())
+        })
+        .unwrap();
+    p.sh.listen_with(80, so);
+    p.sh.listen(81);
+    let co =
+        p.ch.add_flow_opts(FlowOpts {
+            ttl: 200,
+            tos: 0xb8,
+            ..*p.ch.flow_opts(OptsId::DEFAULT)
+        })
+        .unwrap();
+    p.connect(0, 80, co);
+    p.connect(1, 81, OptsId::DEFAULT);
+    p.finish(2);
+    let ip = |f: &[u8]| (f[14 + 8], f[14 + 1]);
+    let c0 = of_flow(&p.c_sent, 0);
+    let s0 = of_flow(&p.s_sent, 0);
+    assert!(c0.len() > 5 && s0.len() > 20);
+    assert!(c0.iter().all(|f| ip(f) == (200, 0xb8)));
+    assert!(s0.iter().all(|f| ip(f) == (9, 0x48)));
+    let c1 = of_flow(&p.c_sent, 1);
+    let s1 = of_flow(&p.s_sent, 1);
+    assert!(c1.iter().chain(s1.iter()).all(|f| ip(f) == (64, 0)));
+}
+
+#[test]
+fn sack_and_timestamps_not_offered_when_disabled() {
+    let cfg = TcpConfig {
+        timestamps: true,
+        sack: true,
+        wscale: Some(2),
+        ..w1_config()
+    };
+    let mut p = Pair::new(cfg.clone(), cfg.clone());
+    p.sh.listen(80);
+    let plain =
+        p.ch.add_flow_opts(FlowOpts {
+            timestamps: false,
+            sack: false,
+            wscale: None,
+            ..FlowOpts::from_config(&cfg)
+        })
+        .unwrap();
+    p.connect(0, 80, plain);
+    p.connect(1, 80, OptsId::DEFAULT);
+    p.finish(2);
+    let opts = |f: &[u8]| pkt::parse_opts(seg_of(f).opts);
+    let syn0 = opts(of_flow(&p.c_sent, 0)[0]);
+    let syn1 = opts(of_flow(&p.c_sent, 1)[0]);
+    assert!(!syn0.sack_ok && syn0.ts.is_none() && syn0.wscale.is_none());
+    assert!(syn1.sack_ok && syn1.ts.is_some() && syn1.wscale == Some(2));
+    // The server answers in kind: no timestamps on the plain flow's segments.
+    let s0 = of_flow(&p.s_sent, 0);
+    assert!(s0.iter().all(|f| opts(f).ts.is_none() && !opts(f).sack_ok));
+    let s1 = of_flow(&p.s_sent, 1);
+    assert!(s1.iter().all(|f| opts(f).ts.is_some()));
+}
+
+#[test]
+fn option_sets_are_shared_and_bounded() {
+    let (mut h, _) = hosts(TcpConfig::default(), TcpConfig::default());
+    let d = *h.flow_opts(OptsId::DEFAULT);
+    assert_eq!(h.add_flow_opts(d), Some(OptsId::DEFAULT));
+    let mut last = None;
+    for ttl in 1..=255u8 {
+        last = h.add_flow_opts(FlowOpts { ttl, ..d });
+    }
+    // TTL 64 is the default set: 254 new sets (ids 1..=254) besides it.
+    assert_eq!(last, Some(OptsId(254)));
+    assert!(h.add_flow_opts(FlowOpts { tos: 1, ..d }).is_some());
+    assert_eq!(h.add_flow_opts(FlowOpts { tos: 2, ..d }), None);
+    assert_eq!(*h.flow_opts(OptsId(255)), FlowOpts { tos: 1, ..d });
+}
