@@ -226,86 +226,142 @@ struct ServerOut {
     pinned: bool,
 }
 
-fn client_loop(
-    mut c: ClientSide,
-    phase: &AtomicU8,
-    origin: Instant,
-    core: Option<usize>,
-) -> ClientOut {
-    let pinned = core.map(measure::pin_to_core).unwrap_or(false);
-    let mut clock = IterClock::new();
-    let (mut ops0, mut bytes0, mut frames0) = (0, 0, 0);
-    let mut t0 = Instant::now();
-    loop {
-        let p = phase.load(Ordering::Relaxed);
-        if p == STOP {
-            break;
-        }
-        if p == MEASURE && !clock.in_window {
-            if c.side.app.wl == Wl::W2 {
-                c.side.app.hist = Some(Histogram::new());
-            }
-            ops0 = c.side.app.ops;
-            bytes0 = c.side.app.l7_bytes;
-            frames0 = c.side.sink.sent();
-            t0 = Instant::now();
-            clock.open();
-        }
-        let now = origin.elapsed().as_nanos() as u64 + 1;
-        let busy = c.turn(now);
-        clock.tick(busy);
-        if !busy {
-            std::hint::spin_loop();
+/// The client's counters when the measured window opened.
+struct ClientMark {
+    ops: u64,
+    l7_bytes: u64,
+    frames: u64,
+    t0: Instant,
+}
+
+impl ClientMark {
+    /// Before the window: zero counters, `t0` as given.
+    fn before(t0: Instant) -> Self {
+        ClientMark {
+            ops: 0,
+            l7_bytes: 0,
+            frames: 0,
+            t0,
         }
     }
-    let meter = clock.close();
-    let in_window = clock.in_window;
-    ClientOut {
-        meter,
-        ops: if in_window { c.side.app.ops - ops0 } else { 0 },
-        l7_bytes: c.side.app.l7_bytes - bytes0,
-        frames: c.side.sink.sent() - frames0,
-        errors: c.side.app.errors,
-        secs: t0.elapsed().as_secs_f64(),
-        hist: c.side.app.hist.take(),
-        refused: c.refused,
-        alloc_fail: c.side.sink.alloc_fail,
-        pinned,
+
+    /// Opens the window on the client: W2 starts recording latencies, counters are read.
+    fn open(c: &mut ClientSide) -> Self {
+        if c.side.app.wl == Wl::W2 {
+            c.side.app.hist = Some(Histogram::new());
+        }
+        ClientMark {
+            ops: c.side.app.ops,
+            l7_bytes: c.side.app.l7_bytes,
+            frames: c.side.sink.sent(),
+            t0: Instant::now(),
+        }
+    }
+
+    /// What the client did since the mark.
+    fn out(&self, c: &mut ClientSide, meter: Meter, in_window: bool, pinned: bool) -> ClientOut {
+        ClientOut {
+            meter,
+            ops: if in_window {
+                c.side.app.ops - self.ops
+            } else {
+                0
+            },
+            l7_bytes: c.side.app.l7_bytes - self.l7_bytes,
+            frames: c.side.sink.sent() - self.frames,
+            errors: c.side.app.errors,
+            secs: self.t0.elapsed().as_secs_f64(),
+            hist: c.side.app.hist.take(),
+            refused: c.refused,
+            alloc_fail: c.side.sink.alloc_fail,
+            pinned,
+        }
     }
 }
 
-fn server_loop(
-    mut s: ServerSide,
+/// One side as its own thread runs it (T-mem2).
+trait Threaded: Send {
+    type Out;
+    /// The measured window opens: snapshot the counters.
+    fn open(&mut self);
+    /// One loop iteration; true if it did anything.
+    fn turn(&mut self, now: u64) -> bool;
+    /// What the side did in the window.
+    fn out(self, meter: Meter, in_window: bool, pinned: bool) -> Self::Out;
+}
+
+/// The client thread's state: the side and its counters at the window's start.
+struct ClientRun(ClientSide, ClientMark);
+
+impl Threaded for ClientRun {
+    type Out = ClientOut;
+
+    fn open(&mut self) {
+        self.1 = ClientMark::open(&mut self.0);
+    }
+
+    fn turn(&mut self, now: u64) -> bool {
+        self.0.turn(now)
+    }
+
+    fn out(mut self, meter: Meter, in_window: bool, pinned: bool) -> ClientOut {
+        self.1.out(&mut self.0, meter, in_window, pinned)
+    }
+}
+
+/// The server thread's state: the side and its frames sent at the window's start.
+struct ServerRun(ServerSide, u64);
+
+impl Threaded for ServerRun {
+    type Out = ServerOut;
+
+    fn open(&mut self) {
+        self.1 = self.0.sink.sent();
+    }
+
+    fn turn(&mut self, now: u64) -> bool {
+        self.0.turn(now)
+    }
+
+    fn out(self, meter: Meter, _in_window: bool, pinned: bool) -> ServerOut {
+        let s = self.0;
+        ServerOut {
+            meter,
+            frames: s.sink.sent() - self.1,
+            errors: s.app.errors,
+            alloc_fail: s.sink.alloc_fail,
+            pinned,
+        }
+    }
+}
+
+/// A side's thread: pinned to `core` if given, it turns until [`STOP`]; when [`MEASURE`]
+/// begins the side snapshots its counters and the clock's window opens. Idle turns spin.
+fn side_loop<T: Threaded>(
+    mut side: T,
     phase: &AtomicU8,
     origin: Instant,
     core: Option<usize>,
-) -> ServerOut {
+) -> T::Out {
     let pinned = core.map(measure::pin_to_core).unwrap_or(false);
     let mut clock = IterClock::new();
-    let mut frames0 = 0;
     loop {
         let p = phase.load(Ordering::Relaxed);
         if p == STOP {
             break;
         }
         if p == MEASURE && !clock.in_window {
-            frames0 = s.sink.sent();
+            side.open();
             clock.open();
         }
         let now = origin.elapsed().as_nanos() as u64 + 1;
-        let busy = s.turn(now);
+        let busy = side.turn(now);
         clock.tick(busy);
         if !busy {
             std::hint::spin_loop();
         }
     }
-    ServerOut {
-        meter: clock.close(),
-        frames: s.sink.sent() - frames0,
-        errors: s.app.errors,
-        alloc_fail: s.sink.alloc_fail,
-        pinned,
-    }
+    side.out(clock.close(), clock.in_window, pinned)
 }
 
 /// T-mem1 variant: one loop polls both sides; the clock skips idle gaps to the next timer
@@ -317,22 +373,16 @@ fn one_thread(cfg: &Mem2Cfg, mut c: ClientSide, mut s: ServerSide) -> (ClientOut
     let end = warmup + Duration::from_secs_f64(cfg.seconds);
     let mut clock = IterClock::new();
     let mut skipped = 0u64;
-    let (mut ops0, mut bytes0, mut cf0, mut sf0) = (0, 0, 0, 0);
-    let mut t0 = start;
+    let mut mark = ClientMark::before(start);
+    let mut sf0 = 0;
     loop {
         let real = start.elapsed();
         if real >= end {
             break;
         }
         if real >= warmup && !clock.in_window {
-            if cfg.workload == Workload::W2 {
-                c.side.app.hist = Some(Histogram::new());
-            }
-            ops0 = c.side.app.ops;
-            bytes0 = c.side.app.l7_bytes;
-            cf0 = c.side.sink.sent();
+            mark = ClientMark::open(&mut c);
             sf0 = s.sink.sent();
-            t0 = Instant::now();
             clock.open();
         }
         let now = real.as_nanos() as u64 + skipped + 1;
@@ -348,40 +398,15 @@ fn one_thread(cfg: &Mem2Cfg, mut c: ClientSide, mut s: ServerSide) -> (ClientOut
         }
         clock.tick(busy);
         if !busy && c.side.app.to_open == 0 {
-            match [c.side.host.next_timer(), s.host.next_timer()]
-                .into_iter()
-                .flatten()
-                .min()
-            {
-                Some(t) if t > now => skipped += t - now,
-                Some(_) => {}
-                None => skipped += 1_000,
-            }
+            skipped += squall_apps::idle_skip(&c.side.host, &s.host, now);
         }
     }
     // One thread: its CPU is not split between the sides (the record gives the total
     // only); the whole meter goes with the client.
     let m = clock.close();
-    let cf = c.side.sink.sent() - cf0;
     let sf = s.sink.sent() - sf0;
-    let secs = t0.elapsed().as_secs_f64();
     (
-        ClientOut {
-            meter: m,
-            ops: if clock.in_window {
-                c.side.app.ops - ops0
-            } else {
-                0
-            },
-            l7_bytes: c.side.app.l7_bytes - bytes0,
-            frames: cf,
-            errors: c.side.app.errors,
-            secs,
-            hist: c.side.app.hist.take(),
-            refused: c.refused,
-            alloc_fail: c.side.sink.alloc_fail,
-            pinned: false,
-        },
+        mark.out(&mut c, m, clock.in_window, false),
         ServerOut {
             meter: Meter::default(),
             frames: sf,
@@ -409,11 +434,14 @@ pub fn run(cfg: &Mem2Cfg) -> Result<Record, String> {
             let (pc, ps) = (phase.clone(), phase.clone());
             let ct = std::thread::Builder::new()
                 .name("mem2-client".into())
-                .spawn(move || client_loop(client, &pc, origin, Some(client_core)))
+                .spawn(move || {
+                    let run = ClientRun(client, ClientMark::before(Instant::now()));
+                    side_loop(run, &pc, origin, Some(client_core))
+                })
                 .map_err(|e| e.to_string())?;
             let st = std::thread::Builder::new()
                 .name("mem2-server".into())
-                .spawn(move || server_loop(server, &ps, origin, Some(server_core)));
+                .spawn(move || side_loop(ServerRun(server, 0), &ps, origin, Some(server_core)));
             let st = match st {
                 Ok(t) => t,
                 Err(e) => {

@@ -12,7 +12,7 @@ use squall_tcp::TcpConfig;
 
 use crate::measure::{self, Histogram};
 use crate::report::Record;
-use crate::squall_apps::{build, ClientApp, OpenStop, ServerApp, Side, Wl};
+use crate::squall_apps::{build, idle_skip, ClientApp, OpenStop, ServerApp, Side, Wl};
 use crate::workload::RunCfg;
 
 /// Two hosts, their apps and the wire.
@@ -87,17 +87,7 @@ impl Rig {
 
     /// Jumps the clock to the next timer when nothing is happening.
     fn idle(&mut self, now: u64) {
-        let next = [self.c.host.next_timer(), self.s.host.next_timer()]
-            .into_iter()
-            .flatten()
-            .min();
-        if let Some(t) = next {
-            if t > now {
-                self.skipped_ns += t - now;
-            }
-        } else {
-            self.skipped_ns += 1_000;
-        }
+        self.skipped_ns += idle_skip(&self.c.host, &self.s.host, now);
     }
 }
 

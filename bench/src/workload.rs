@@ -233,24 +233,44 @@ fn drive<P: MemPair>(
 pub fn run_w1<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
     let req = http::w1_request();
     let resp = http::w1_response();
-    let mut capps = vec![ClientApp::default(); cfg.conns];
-    let mut sapps: Vec<ServerApp> = Vec::new();
     let mut tally = Tally::default();
-    let window = drive(
+    let window = drive_slots(
         pair,
         cfg,
         &mut tally,
-        |pair, side, id, now, _, tally| match side {
+        |pair, id, c, _, _, tally| w1_client(pair, id, c, &req, &resp, tally),
+        |pair, id, s, tally| w1_server(pair, id, s, &req, &resp, tally),
+    );
+    window.record(pair, &tally, "W1", cfg.conns, false)
+}
+
+/// [`drive`] with per-slot app state: `client` / `server` handle one ready slot with
+/// its state; client progress is noted for stall detection, and stalled client slots
+/// are counted as errors at the end.
+fn drive_slots<P: MemPair>(
+    pair: &mut P,
+    cfg: &RunCfg,
+    tally: &mut Tally,
+    mut client: impl FnMut(&mut P, usize, &mut ClientApp, Duration, bool, &mut Tally) -> bool,
+    mut server: impl FnMut(&mut P, usize, &mut ServerApp, &mut Tally) -> bool,
+) -> Window {
+    let mut capps = vec![ClientApp::default(); cfg.conns];
+    let mut sapps: Vec<ServerApp> = Vec::new();
+    let window = drive(
+        pair,
+        cfg,
+        tally,
+        |pair, side, id, now, measuring, tally| match side {
             Side::Client => {
                 let c = &mut capps[id];
-                let acted = w1_client(pair, id, c, &req, &resp, tally);
+                let acted = client(pair, id, c, now, measuring, tally);
                 c.note_progress(acted, now, tally.iters)
             }
-            Side::Server => w1_server(pair, id, server_app(&mut sapps, id), &req, &resp, tally),
+            Side::Server => server(pair, id, server_app(&mut sapps, id), tally),
         },
     );
-    count_stalled(pair, &capps, &window, &mut tally);
-    window.record(pair, &tally, "W1", cfg.conns, false)
+    count_stalled(pair, &capps, &window, tally);
+    window
 }
 
 fn w1_client<P: MemPair>(
@@ -342,25 +362,18 @@ fn w1_server<P: MemPair>(
 pub fn run_w2<P: MemPair>(pair: &mut P, cfg: &RunCfg) -> Record {
     let req = http::w2_request();
     let resp = http::w2_response();
-    let mut capps = vec![ClientApp::default(); cfg.conns];
-    let mut sapps: Vec<ServerApp> = Vec::new();
     let mut tally = Tally::default();
     let mut hist = Histogram::new();
-    let window = drive(
+    let window = drive_slots(
         pair,
         cfg,
         &mut tally,
-        |pair, side, id, now, measuring, tally| match side {
-            Side::Client => {
-                let h = if measuring { Some(&mut hist) } else { None };
-                let c = &mut capps[id];
-                let acted = w2_client(pair, id, c, &req, &resp, now, h, tally);
-                c.note_progress(acted, now, tally.iters)
-            }
-            Side::Server => w2_server(pair, id, server_app(&mut sapps, id), &req, &resp, tally),
+        |pair, id, c, now, measuring, tally| {
+            let h = if measuring { Some(&mut hist) } else { None };
+            w2_client(pair, id, c, &req, &resp, now, h, tally)
         },
+        |pair, id, s, tally| w2_server(pair, id, s, &req, &resp, tally),
     );
-    count_stalled(pair, &capps, &window, &mut tally);
     let mut r = window.record(pair, &tally, "W2", cfg.conns, true);
     r.p50_us = hist.quantile(0.5);
     r.p99_us = hist.quantile(0.99);

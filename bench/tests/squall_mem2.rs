@@ -77,10 +77,10 @@ fn text<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     Some(&line[i..i + end])
 }
 
-#[test]
-fn cli_prints_t_mem2_lines_with_required_fields() {
+/// Runs the harness binary; its stdout and stderr (the run must succeed).
+fn cli(args: &[&str]) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_squall-bench"))
-        .args(["mem2", "--conns", "10", "--seconds", "0.2", "--runs", "1"])
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -88,7 +88,13 @@ fn cli_prints_t_mem2_lines_with_required_fields() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (String::from_utf8(out.stdout).unwrap(), stderr)
+}
+
+#[test]
+fn cli_prints_t_mem2_lines_with_required_fields() {
+    let (stdout, _) = cli(&["mem2", "--conns", "10", "--seconds", "0.2", "--runs", "1"]);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "one line per workload: {stdout}");
     for (line, w) in lines.iter().zip(["W1", "W2"]) {
@@ -117,30 +123,21 @@ fn cli_prints_t_mem2_lines_with_required_fields() {
 
 #[test]
 fn cli_initwnd_rows_carry_the_window() {
-    let out = Command::new(env!("CARGO_BIN_EXE_squall-bench"))
-        .args([
-            "mem",
-            "--stacks",
-            "squall,smoltcp",
-            "--workloads",
-            "W1",
-            "--conns",
-            "5",
-            "--seconds",
-            "0.15",
-            "--runs",
-            "1",
-            "--initwnd",
-            "2,10",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let (stdout, stderr) = cli(&[
+        "mem",
+        "--stacks",
+        "squall,smoltcp",
+        "--workloads",
+        "W1",
+        "--conns",
+        "5",
+        "--seconds",
+        "0.15",
+        "--runs",
+        "1",
+        "--initwnd",
+        "2,10",
+    ]);
     let lines: Vec<&str> = stdout.lines().collect();
     // Squall: one row per window; smoltcp: omitted (no initial-window knob).
     assert_eq!(lines.len(), 2, "{stdout}");
@@ -150,5 +147,5 @@ fn cli_initwnd_rows_carry_the_window() {
         assert_eq!(text(l, "topology"), Some("T-mem1"));
         assert_eq!(num(l, "errors"), Some(0.0));
     }
-    assert!(String::from_utf8_lossy(&out.stderr).contains("smoltcp"));
+    assert!(stderr.contains("smoltcp"), "{stderr}");
 }
