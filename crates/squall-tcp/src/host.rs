@@ -1681,6 +1681,24 @@ impl TcpHost {
                     }
                     return;
                 }
+                // In-order data that also acknowledges new data (a request/response
+                // exchange): exactly the slow path's steps for it (sequence check passes,
+                // no RST/SYN/FIN, no options to parse, nothing out of order or pending FIN):
+                // process the ACK, deliver the text, then output.
+                if !seg.payload.is_empty()
+                    && t.flags & F_FIN_READY == 0
+                    && seq::gt(seg.ack, t.snd_una)
+                    && seq::le(seg.ack, t.snd_max)
+                    && seg.payload.len() as u32 <= self.opts[t.opt as usize].rcv_wnd
+                {
+                    if self.process_ack(i, seg, &pkt::TcpOpts::default(), app, tx) {
+                        return;
+                    }
+                    if !self.deliver_in_order(i, seg.payload, app, tx) {
+                        self.output(i, tx);
+                    }
+                    return;
+                }
             }
         }
         let listening = self.listening(seg.dst_port);
