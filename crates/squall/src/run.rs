@@ -216,11 +216,14 @@ fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
     }
 }
 
-/// Frames in each side's pool of the wire.
-const POOL_FRAMES: u32 = 16_384;
+/// Frames in each side's pool of the wire: a bounded, cache-hot set like a NIC's TX
+/// ring, whatever the number of flows. A flow that finds the pool empty waits on the
+/// host's resume list (`TcpHost::tx_resume`, called after every RX burst and every
+/// turn) and no new flow is opened meanwhile; nothing is lost or retransmitted.
+const POOL_FRAMES: u32 = 1024;
 /// With more frames than this waiting on either direction of the wire, no new flow is
-/// opened (single-threaded real-time runs).
-const HIGH_FRAMES: u64 = POOL_FRAMES as u64 / 4;
+/// opened (real-time runs).
+const HIGH_FRAMES: u64 = POOL_FRAMES as u64 / 2;
 
 /// Wire pressure seen by a single-threaded run: frames sent but not yet received on
 /// either direction (port counters), or, when impairment drops frames, any new
@@ -331,7 +334,8 @@ fn mem_config(p: &Profile, cfg: &RunConfig) -> MemConfig {
         frames: POOL_FRAMES,
         frame_size,
         headroom,
-        ring_size: POOL_FRAMES,
+        // Room for every frame of the pool (and duplicates): a full ring never holds up TX.
+        ring_size: 2 * POOL_FRAMES,
         mtu,
         a_to_b,
         b_to_a,

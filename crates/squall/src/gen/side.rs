@@ -1,7 +1,9 @@
 //! One side of a run: a `TcpHost`, its [`GenApp`], the port it talks through and (client
 //! side) the flow scheduler with address allocation, and the side's [`UdpFlows`].
-//! [`Side::iterate`] is one turn of the loop: rx burst (UDP frames to the UDP flows, the
-//! rest to TCP) -> TCP timers -> program timers -> new flows -> tx burst.
+//! [`Side::iterate`] is one turn of the loop: rx bursts of 32 (UDP frames to the UDP
+//! flows, the rest to TCP), each followed by a TX flush and the host's `tx_resume` ->
+//! TCP timers -> program timers -> new flows (none while flows wait for TX frames) ->
+//! TX flush and `tx_resume`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -17,11 +19,12 @@ use super::app::{GenApp, IoOp};
 use super::pcap::PcapCap;
 use super::udp::{is_udp, UdpFlows};
 
-/// Rx frames taken per burst.
+/// TX frames taken from the port's pool at once.
 const BURST: usize = 64;
-/// Most rx bursts handled per iteration: large enough to keep up with the peer, small
-/// enough that the frames one turn produces in reply stay well within the frame pool.
-const MAX_RX_BURSTS: usize = 64;
+/// Rx frames taken per burst; the replies they cause are flushed after each burst.
+const RX_BURST: usize = 32;
+/// Most rx bursts handled per iteration.
+const MAX_RX_BURSTS: usize = 128;
 
 /// Frames a side holds between port calls.
 struct TxState<F> {
@@ -213,6 +216,12 @@ pub struct Side<P: Port> {
     /// Set by the driver while the wire's frame pools run low: no new flow is opened
     /// (due flows wait; their latency still counts from their scheduled start).
     pub throttle: bool,
+    /// Flows of the host still waiting for TX frames after the last `tx_resume` (the
+    /// port's pool was empty): no new flow is opened while there are any.
+    pub tx_waiting: usize,
+    /// The last turn did something (virtual-clock drivers: a side that waits for TX
+    /// frames gets another turn at the same instant only after a turn that moved).
+    progressed: bool,
 }
 
 impl<P: Port> Side<P> {
@@ -280,6 +289,8 @@ impl<P: Port> Side<P> {
             tpl_opts,
             pace: None,
             throttle: false,
+            tx_waiting: 0,
+            progressed: false,
         }
     }
 
@@ -314,6 +325,25 @@ impl<P: Port> Side<P> {
         self.app.ops = ops;
     }
 
+    /// Hands the queued frames to the port, then lets flows that stopped on an empty TX
+    /// pool continue with the frames that came back (`TcpHost::tx_resume`). Returns true
+    /// if a resumed flow wrote frames.
+    fn flush_tx(&mut self, now: u64, pcap: &mut Option<&mut PcapCap>) -> bool {
+        if !self.tx.out.is_empty() {
+            // Frames the port cannot take yet stay queued and are retried next time.
+            self.port.tx_burst(&mut self.tx.out);
+        }
+        let mut sink = Sink {
+            port: &mut self.port,
+            tx: &mut self.tx,
+            pcap: pcap.as_deref_mut(),
+            now,
+        };
+        let queued = sink.tx.out.len();
+        self.tx_waiting = self.host.tx_resume(now, &mut sink);
+        self.tx.out.len() > queued
+    }
+
     /// One loop turn at time `now`. Returns true if anything happened.
     pub fn iterate(&mut self, now: u64, mut pcap: Option<&mut PcapCap>) -> bool {
         let mut work = false;
@@ -321,7 +351,7 @@ impl<P: Port> Side<P> {
         self.app.set_now(now);
         // Receive.
         for _ in 0..MAX_RX_BURSTS {
-            let n = self.port.rx_burst(&mut self.rxq, BURST);
+            let n = self.port.rx_burst(&mut self.rxq, RX_BURST);
             if n == 0 {
                 break;
             }
@@ -341,7 +371,8 @@ impl<P: Port> Side<P> {
                 }
             }
             self.port.release_all(&mut self.rxq);
-            if n < BURST {
+            let _ = self.flush_tx(now, &mut pcap);
+            if n < RX_BURST {
                 break;
             }
         }
@@ -379,7 +410,7 @@ impl<P: Port> Side<P> {
         }
         // New client flows.
         if let Some(mut cg) = self.client.take() {
-            if !self.throttle {
+            if !self.throttle && self.tx_waiting == 0 {
                 if cg.pending.is_empty() && cg.sched.next_due().is_some_and(|t| t <= now) {
                     let mut starts = std::mem::take(&mut cg.starts);
                     starts.clear();
@@ -405,12 +436,13 @@ impl<P: Port> Side<P> {
             }
             self.client = Some(cg);
         }
-        // Transmit.
+        // Transmit, then resume flows that waited for frames (and send what they wrote).
+        work |= !self.tx.out.is_empty();
+        work |= self.flush_tx(now, &mut pcap);
         if !self.tx.out.is_empty() {
-            work = true;
-            // Frames the port cannot take yet stay queued and are retried next turn.
             self.port.tx_burst(&mut self.tx.out);
         }
+        self.progressed = work;
         work
     }
 
@@ -512,7 +544,10 @@ impl<P: Port> Side<P> {
             self.udp.next_timer(),
             self.port.next_event_ns(),
             self.client.as_ref().and_then(|c| {
-                if c.pending.is_empty() {
+                if self.tx_waiting > 0 {
+                    // No flow opens before frames come back (a peer's turn or a timer).
+                    None
+                } else if c.pending.is_empty() {
                     c.sched.next_due()
                 } else {
                     Some(now)
@@ -522,7 +557,7 @@ impl<P: Port> Side<P> {
         .into_iter()
         .flatten()
         .min();
-        if !self.tx.out.is_empty() {
+        if !self.tx.out.is_empty() || (self.tx_waiting > 0 && self.progressed) {
             t = Some(now);
         }
         t
