@@ -936,7 +936,9 @@ impl TcpHost {
             if used > 0 && (was_idle || t.rexmt_at == 0) {
                 t.rexmt_at = now + rto;
             }
-            if one_seg || len == 0 {
+            // All queued data sent and no FIN to send: the next round would find nothing
+            // to do (no data, FIN or ACK pending), so stop here.
+            if one_seg || len == 0 || (len == avail && !t.fin_pending()) {
                 break;
             }
         }
