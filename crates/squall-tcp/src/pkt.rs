@@ -85,6 +85,19 @@ fn pseudo(src: u32, dst: u32, tcp_len: usize) -> u64 {
     src as u64 + dst as u64 + 6 + tcp_len as u64
 }
 
+/// True if the IPv4 header `h` sums to 0xffff (RFC 791 header checksum). The common
+/// 20-byte header is summed inline as five native-order 32-bit words: folded, that is the
+/// byte-swapped big-endian sum, and 0xffff is its own byte swap.
+#[inline(always)]
+fn ip_header_sum_ok(h: &[u8]) -> bool {
+    if let Ok(h) = <&[u8; IP_LEN]>::try_from(h) {
+        let w = |k: usize| u32::from_ne_bytes([h[k], h[k + 1], h[k + 2], h[k + 3]]) as u64;
+        csum_fold(w(0) + w(4) + w(8) + w(12) + w(16)) == 0xffff
+    } else {
+        csum_fold(csum_add(0, h)) == 0xffff
+    }
+}
+
 /// Parses and verifies an Ethernet/IPv4/TCP frame (IPv4 and TCP checksums).
 pub fn parse(frame: &[u8]) -> Result<Segment<'_>, RxError> {
     parse_opt(frame, true)
@@ -110,7 +123,7 @@ pub fn parse_opt(frame: &[u8], verify_tcp_csum: bool) -> Result<Segment<'_>, RxE
     if total < ihl || total > ip.len() {
         return Err(RxError::BadIp);
     }
-    if csum_fold(csum_add(0, &ip[..ihl])) != 0xffff {
+    if !ip_header_sum_ok(&ip[..ihl]) {
         return Err(RxError::BadIp);
     }
     if ip[9] != 6 || be16(ip, 6) & 0x3fff != 0 {
@@ -381,6 +394,43 @@ mod tests {
             let mut g = f.clone();
             g[i] ^= 0x5a;
             assert!(parse(&g).is_err(), "flip at {i} not detected");
+        }
+    }
+
+    // RFC 791: a bad IPv4 header checksum is BadIp (20-byte and optioned headers), and
+    // the inline 20-byte sum agrees with the generic one on random headers.
+    #[test]
+    fn ip_header_checksum_checked() {
+        let f = build(b"abc", &[]);
+        for i in ETH_LEN..ETH_LEN + IP_LEN {
+            let mut g = f.clone();
+            g[i] ^= 0x01;
+            assert!(parse(&g).is_err(), "flip at {i} not detected");
+        }
+        let mut g = f.clone();
+        g[ETH_LEN + 4] ^= 0x80; // IP ID: only the IPv4 checksum covers it
+        assert_eq!(parse(&g).unwrap_err(), RxError::BadIp);
+        let mut x = 0x1234_5678u32;
+        for _ in 0..1000 {
+            let mut h = [0u8; IP_LEN];
+            for b in h.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                *b = x as u8;
+            }
+            let generic = csum_fold(csum_add(0, &h)) == 0xffff;
+            assert_eq!(ip_header_sum_ok(&h), generic);
+            // Make it valid: store the checksum over the rest.
+            h[10] = 0;
+            h[11] = 0;
+            let c = !csum_fold(csum_add(0, &h));
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            assert!(ip_header_sum_ok(&h));
+            assert!(
+                ip_header_sum_ok(&[h.as_slice(), &[1, 2, 3, 4]].concat())
+                    == (csum_fold(csum_add(0, &[h.as_slice(), &[1, 2, 3, 4]].concat())) == 0xffff)
+            );
         }
     }
 
