@@ -1303,23 +1303,22 @@ impl TcpHost {
     ) {
         const B: usize = 32;
         for chunk in frames.chunks(B) {
-            let mut hashes = [None::<u64>; B];
+            // Each frame's 4-tuple is read once and kept with its hash.
+            let mut keys = [None::<(FlowKey, u64)>; B];
             for (k, f) in chunk.iter().enumerate() {
                 if let Some(key) = pkt::peek_key(f) {
                     let h = self.table.hash(&key);
                     self.table.prefetch(h);
-                    hashes[k] = Some(h);
+                    keys[k] = Some((key, h));
+                }
+            }
+            for (key, h) in keys[..chunk.len()].iter().flatten() {
+                if let Some(i) = self.table.find(key, *h) {
+                    prefetch_lines(&self.flows[i as usize]);
                 }
             }
             for (k, f) in chunk.iter().enumerate() {
-                if let (Some(h), Some(key)) = (hashes[k], pkt::peek_key(f)) {
-                    if let Some(i) = self.table.find(&key, h) {
-                        prefetch_lines(&self.flows[i as usize]);
-                    }
-                }
-            }
-            for (k, f) in chunk.iter().enumerate() {
-                self.rx_one(now, f, hashes[k], app, tx);
+                self.rx_one(now, f, keys[k].map(|(_, h)| h), app, tx);
             }
         }
     }
