@@ -15,7 +15,60 @@ pub fn sum(data: &[u8]) -> u16 {
         // this CPU was just checked at run time.
         return unsafe { sum_avx2(data) };
     }
+    if data.len() < AVX2_MIN {
+        return sum_short(data);
+    }
     squall_wire::checksum::sum(data)
+}
+
+#[inline(always)]
+fn word64(c: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&c[..8]);
+    u64::from_ne_bytes(w)
+}
+
+/// Short buffers (headers, small segments, partial blocks): 8-byte native-order words
+/// added in two chains with end-around carry counted separately (add + adc; 2^64 is 1
+/// modulo 0xffff, so each carry counts 1). Equal to `squall_wire::checksum::sum` for
+/// every input (tested).
+#[inline]
+fn sum_short(data: &[u8]) -> u16 {
+    let (mut a, mut b, mut carries) = (0u64, 0u64, 0u64);
+    let mut chunks = data.chunks_exact(16);
+    for c in &mut chunks {
+        let (s, o) = a.overflowing_add(word64(&c[..8]));
+        a = s;
+        carries += o as u64;
+        let (s, o) = b.overflowing_add(word64(&c[8..]));
+        b = s;
+        carries += o as u64;
+    }
+    let mut rem = chunks.remainder();
+    if rem.len() >= 8 {
+        let (s, o) = a.overflowing_add(word64(rem));
+        a = s;
+        carries += o as u64;
+        rem = &rem[8..];
+    }
+    let mut tail = 0u64;
+    if rem.len() >= 4 {
+        tail += u32::from_ne_bytes([rem[0], rem[1], rem[2], rem[3]]) as u64;
+        rem = &rem[4..];
+    }
+    if rem.len() >= 2 {
+        tail += u16::from_ne_bytes([rem[0], rem[1]]) as u64;
+        rem = &rem[2..];
+    }
+    if let Some(&x) = rem.first() {
+        tail += u16::from_ne_bytes([x, 0]) as u64;
+    }
+    // Each term < 2^33: no overflow; fold to 16 bits and convert to the big-endian sum.
+    let t = (a & 0xffff_ffff) + (a >> 32) + (b & 0xffff_ffff) + (b >> 32) + carries + tail;
+    let t = (t & 0xffff_ffff) + (t >> 32);
+    let t = (t & 0xffff) + (t >> 16);
+    let t = (t & 0xffff) + (t >> 16);
+    u16::from_be(t as u16)
 }
 
 /// Blocks of 128 bytes summed into the u32 lanes before they are widened: each lane
@@ -132,6 +185,27 @@ mod tests {
                 same(sum(d), squall_wire::checksum::sum_reference(d)),
                 "len {len}"
             );
+        }
+    }
+
+    /// The short path gives exactly squall-wire's sum (not just an equal one's-complement
+    /// value) for every length below the AVX2 threshold, at odd and even offsets,
+    /// including all-ones data (maximal carries) and all zeros.
+    #[test]
+    fn short_sum_equals_wire_sum() {
+        let buf = random_bytes(600, 0x0bad_cafe_f00d_d00d);
+        let ones = [0xffu8; 300];
+        let zeros = [0u8; 300];
+        for start in 0..9usize {
+            for len in 0..AVX2_MIN {
+                let d = &buf[start..start + len];
+                assert_eq!(sum_short(d), squall_wire::checksum::sum(d), "{start} {len}");
+                assert_eq!(sum(d), squall_wire::checksum::sum(d), "{start} {len}");
+                let o = &ones[start..start + len];
+                assert_eq!(sum_short(o), squall_wire::checksum::sum(o), "ones {len}");
+                let z = &zeros[start..start + len];
+                assert_eq!(sum_short(z), squall_wire::checksum::sum(z), "zeros {len}");
+            }
         }
     }
 
