@@ -125,7 +125,8 @@ impl NewReno {
             if seq::gt(snd_una, self.recover) {
                 self.ssthresh = (flight / 2).max(2 * mss);
                 self.recover = snd_max;
-                self.cwnd = self.ssthresh + 3 * mss;
+                // Inflated by the segments the duplicate ACKs say have left the network.
+                self.cwnd = self.ssthresh + u32::from(thresh.max(1)) * mss;
                 self.in_recovery = true;
                 return DupAck::FastRetransmit;
             }
@@ -188,6 +189,22 @@ mod tests {
         assert_eq!(c.recover, 10_100);
         assert_eq!(c.on_dupack(100, 10_100, MSS, 10_000), DupAck::Inflate);
         assert_eq!(c.cwnd, 9000);
+    }
+
+    // A configured threshold (TRex tcp.rexmtthresh): the thresh-th dupack retransmits and
+    // the window is inflated by that many segments.
+    #[test]
+    fn configurable_dupack_threshold() {
+        for thresh in [2u8, 5] {
+            let mut c = NewReno::new(10, MSS, 0);
+            for _ in 1..thresh {
+                let d = c.on_dupack_thresh(100, 10_100, MSS, 10_000, thresh);
+                assert_eq!(d, DupAck::Nothing);
+            }
+            let d = c.on_dupack_thresh(100, 10_100, MSS, 10_000, thresh);
+            assert_eq!(d, DupAck::FastRetransmit, "threshold {thresh}");
+            assert_eq!(c.cwnd, 5000 + u32::from(thresh) * MSS);
+        }
     }
 
     // RFC 6582 §3.2 step 2: dupacks not covering more than "recover" do not re-enter.
