@@ -149,6 +149,8 @@ fn main() {
         time_wait_ns: 1_000_000, // short TIME_WAIT so slots recycle in this loop
         tx_checksum: !offload,
         rx_checksum: !offload,
+        // SQUALL_TS=1: RFC 7323 timestamps on both ends (as the engine's W1/W2 run).
+        timestamps: std::env::var("SQUALL_TS").is_ok_and(|v| v == "1"),
         ..TcpConfig::default()
     };
     let mut now = 1u64;

@@ -140,6 +140,8 @@ fn main() {
         max_flows,
         tx_checksum: !offload,
         rx_checksum: !offload,
+        // SQUALL_TS=1: RFC 7323 timestamps on both ends (as the engine's W1/W2 run).
+        timestamps: std::env::var("SQUALL_TS").is_ok_and(|v| v == "1"),
         ..TcpConfig::default()
     };
     let mut now = 1u64;

@@ -1634,6 +1634,19 @@ impl TcpHost {
     }
 
     /// Processing for every synchronized state plus SYN-RECEIVED (RFC 9293 §3.10.7.4).
+    /// TS.Recent update of the header-prediction path (RFC 7323 §4.3 / §5.3): the segment
+    /// is in order (SEG.SEQ = RCV.NXT) and its TSval >= TS.Recent, so the slow path would
+    /// record it; nothing to do without a timestamp.
+    #[inline]
+    fn fast_ts_recent(&mut self, i: u32, o: &pkt::TcpOpts) {
+        if let Some((tsval, _)) = o.ts {
+            let now_ms = (self.now / 1_000_000) as u32;
+            let t = &mut self.flows[i as usize];
+            t.ts_recent = tsval;
+            t.ts_recent_age = now_ms;
+        }
+    }
+
     fn segment<A: TcpApp, S: TxSink>(
         &mut self,
         i: u32,
@@ -1653,21 +1666,37 @@ impl TcpHost {
         // ACK or in-order data, nothing unusual pending.
         {
             let t = &self.flows[i as usize];
+            // Options: none negotiated (what the segment carries is ignored, as on the slow
+            // path), or timestamps only with the segment carrying exactly NOP, NOP, TS
+            // (RFC 7323 Appendix A layout) whose TSval passes PAWS and advances TS.Recent.
+            let neg = t.flags & (F_TS | F_SACK);
             if state == State::Established
                 && flags & (SYN | FIN | RST | URG | ACK) == ACK
                 && seg.seq == t.rcv_nxt
-                && t.flags & (F_TS | F_SACK) == 0
+                && (neg == 0
+                    || (neg == F_TS
+                        && pkt::canonical_ts(seg.opts)
+                            .is_some_and(|(tsval, _)| seq::ge(tsval, t.ts_recent))))
                 && t.ooo == NO_SIDE
                 && t.snd_nxt == t.snd_max
                 && !t.cc.in_recovery
                 && ((seg.wnd as u32) << t.snd_wscale) == t.snd_wnd
             {
+                let fast_opts = pkt::TcpOpts {
+                    ts: if neg == 0 {
+                        None
+                    } else {
+                        pkt::canonical_ts(seg.opts)
+                    },
+                    ..pkt::TcpOpts::default()
+                };
                 if seg.payload.is_empty()
                     && seq::gt(seg.ack, t.snd_una)
                     && seq::le(seg.ack, t.snd_max)
                 {
                     self.counters.tcps_predack += 1;
-                    if !self.process_ack(i, seg, &pkt::TcpOpts::default(), app, tx) {
+                    self.fast_ts_recent(i, &fast_opts);
+                    if !self.process_ack(i, seg, &fast_opts, app, tx) {
                         self.output(i, tx);
                     }
                     return;
@@ -1677,6 +1706,7 @@ impl TcpHost {
                     && seg.payload.len() as u32 <= self.opts[t.opt as usize].rcv_wnd
                 {
                     self.counters.tcps_preddat += 1;
+                    self.fast_ts_recent(i, &fast_opts);
                     if !self.deliver_in_order(i, seg.payload, app, tx) {
                         self.output(i, tx);
                     }
@@ -1692,7 +1722,8 @@ impl TcpHost {
                     && seq::le(seg.ack, t.snd_max)
                     && seg.payload.len() as u32 <= self.opts[t.opt as usize].rcv_wnd
                 {
-                    if self.process_ack(i, seg, &pkt::TcpOpts::default(), app, tx) {
+                    self.fast_ts_recent(i, &fast_opts);
+                    if self.process_ack(i, seg, &fast_opts, app, tx) {
                         return;
                     }
                     if !self.deliver_in_order(i, seg.payload, app, tx) {

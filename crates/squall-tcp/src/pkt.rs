@@ -227,6 +227,18 @@ pub fn parse_opts(mut o: &[u8]) -> TcpOpts {
     r
 }
 
+/// (TSval, TSecr) if `o` is exactly NOP, NOP, TS (the layout every stack sends on
+/// non-SYN segments, RFC 7323 Appendix A); then [`parse_opts`] gives these timestamps and
+/// nothing else.
+#[inline]
+pub fn canonical_ts(o: &[u8]) -> Option<(u32, u32)> {
+    if o.len() == 12 && o[..4] == [1, 1, 8, 10] {
+        Some((be32(o, 4), be32(o, 8)))
+    } else {
+        None
+    }
+}
+
 /// Header fields of an outgoing segment.
 #[derive(Clone, Copy, Debug)]
 pub struct TxHdr {
@@ -432,6 +444,27 @@ mod tests {
                     == (csum_fold(csum_add(0, &[h.as_slice(), &[1, 2, 3, 4]].concat())) == 0xffff)
             );
         }
+    }
+
+    #[test]
+    fn canonical_ts_agrees_with_parse_opts() {
+        let o = [1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9];
+        assert_eq!(canonical_ts(&o), Some((7, 9)));
+        let p = parse_opts(&o);
+        assert_eq!(
+            p,
+            TcpOpts {
+                ts: Some((7, 9)),
+                ..TcpOpts::default()
+            }
+        );
+        assert_eq!(canonical_ts(&[]), None);
+        assert_eq!(canonical_ts(&[8, 10, 0, 0, 0, 7, 0, 0, 0, 9, 1, 1]), None);
+        assert_eq!(
+            canonical_ts(&[1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9, 1, 1, 1, 1]),
+            None
+        );
+        assert_eq!(canonical_ts(&[1, 1, 8, 9, 0, 0, 0, 7, 0, 0, 0, 9]), None);
     }
 
     #[test]
