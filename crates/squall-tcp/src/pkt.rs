@@ -324,7 +324,14 @@ pub fn write_headers_sum(
         + (h.ack >> 16) as u64
         + (h.ack & 0xffff) as u64;
     sum += off_flags as u64 + h.wnd as u64;
-    if !opts.is_empty() {
+    if opts.len().is_multiple_of(4) {
+        // Options (12 bytes of timestamps, usually): 16-bit halves of big-endian words,
+        // inline (congruent to the folded sum modulo 0xffff, so the checksum is the same).
+        for w in opts.chunks_exact(4) {
+            let w = u32::from_be_bytes([w[0], w[1], w[2], w[3]]);
+            sum += (w >> 16) as u64 + (w & 0xffff) as u64;
+        }
+    } else {
         sum = csum_add(sum, opts);
     }
     (ETH_LEN + IP_LEN + tcp_hlen, sum)
@@ -443,6 +450,41 @@ mod tests {
                 ip_header_sum_ok(&[h.as_slice(), &[1, 2, 3, 4]].concat())
                     == (csum_fold(csum_add(0, &[h.as_slice(), &[1, 2, 3, 4]].concat())) == 0xffff)
             );
+        }
+    }
+
+    // RFC 9293 §3.1: the header sum from write_headers_sum (options summed inline) plus
+    // the payload sum gives a checksum the receiver verifies, for option blocks of
+    // every multiple of 4 up to 40 bytes and odd/even payloads.
+    #[test]
+    fn header_sum_with_options_gives_valid_checksum() {
+        let h = TxHdr {
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src_ip: 0xc612_0001,
+            dst_ip: 0xc613_ffff,
+            ip_id: 0xfffe,
+            src_port: 0xffff,
+            dst_port: 80,
+            seq: 0xffff_fff0,
+            ack: 0x8000_ffff,
+            flags: ACK | PSH,
+            wnd: 0xffff,
+            ttl: 64,
+            tos: 0,
+        };
+        for olen in (0..=40).step_by(4) {
+            let opts: Vec<u8> = (0..olen).map(|k| (k * 37 + 255) as u8).collect();
+            for payload in [&b""[..], b"x", b"\xff\xff\xff", b"hello world!"] {
+                let mut buf = vec![0u8; 200];
+                let (off, hs) = write_headers_sum(&mut buf, &h, &opts, payload.len());
+                buf[off..off + payload.len()].copy_from_slice(payload);
+                let psum = crate::csum::sum(payload) as u64;
+                store_tcp_checksum(&mut buf, hs, psum);
+                let f = &buf[..off + payload.len()];
+                let s = parse(f).expect("checksum verifies");
+                assert_eq!((s.opts, s.payload), (&opts[..], payload), "olen {olen}");
+            }
         }
     }
 
