@@ -232,13 +232,22 @@ mod tests {
 
     #[test]
     fn thread_cpu_advances_and_rss_is_nonzero() {
+        // The kernel may account thread CPU time in ticks: spin (bounded by 5 s of wall
+        // time) until the thread's CPU clock moves, and require that it does.
         let a = thread_cpu();
+        let start = std::time::Instant::now();
         let mut x = 0u64;
-        for i in 0..20_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
+        let mut i = 0u64;
+        while thread_cpu() <= a && start.elapsed() < std::time::Duration::from_secs(5) {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+                i += 1;
+            }
         }
-        std::hint::black_box(x);
-        assert!(thread_cpu() > a);
+        assert!(
+            thread_cpu() > a,
+            "thread CPU time did not advance in 5 s of spinning"
+        );
         assert!(rss_bytes() > 0);
     }
 }
