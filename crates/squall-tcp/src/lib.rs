@@ -3,7 +3,7 @@
 //!
 //! # Model
 //! One [`TcpHost`] per core owns every flow of that core: a preallocated slab of compact
-//! TCBs ([`tcb::Tcb`], 136 bytes), an open-addressing 4-tuple table
+//! TCBs ([`tcb::Tcb`], 144 bytes), an open-addressing 4-tuple table
 //! ([`flowtable::FlowTable`]) and one `squall_engine::TimerWheel` (token = slab index). The
 //! host never reads a clock: every call takes `now` in nanoseconds (monotonic or virtual).
 //!
