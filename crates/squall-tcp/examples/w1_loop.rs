@@ -11,45 +11,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp, TcpConfig, TcpHost, TxSink};
+use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp, TcpConfig};
 
-/// Pool of frame slots reused forever (no per-packet allocation in steady state). With
-/// a `limit` it is a bounded ring like a NIC's TX ring: `alloc` fails when `limit` frames
-/// wait, the host counts `tcps_txfull` and resumes the flow later (`TcpHost::poll`), so
-/// the frames in flight (and the memory they touch) stay bounded and cache-hot. Without
-/// a limit (0) it grows to whatever the windows of all flows put in flight at once.
-struct Queue {
-    slots: Vec<[u8; 1600]>,
-    lens: Vec<usize>,
-    n: usize,
-    limit: usize,
-}
-impl Queue {
-    fn new(cap: usize, limit: usize) -> Self {
-        Queue {
-            slots: vec![[0u8; 1600]; cap],
-            lens: vec![0; cap],
-            n: 0,
-            limit,
-        }
-    }
-}
-impl TxSink for Queue {
-    fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
-        if len > 1600 || (self.limit != 0 && self.n >= self.limit) {
-            return None;
-        }
-        if self.n == self.slots.len() {
-            self.slots.push([0u8; 1600]);
-            self.lens.push(0);
-        }
-        Some(&mut self.slots[self.n][..len])
-    }
-    fn commit(&mut self, len: usize) {
-        self.lens[self.n] = len;
-        self.n += 1;
-    }
-}
+#[path = "loop_common/mod.rs"]
+mod loop_common;
+use loop_common::{cpu_ns, host_pair, rx_all, Queue};
 
 struct Client {
     req: BufId,
@@ -97,39 +63,6 @@ impl TcpApp for Server {
     }
 }
 
-/// CPU time of this thread in ns (Linux schedstat), falling back to None.
-fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-/// Hands every frame of `q` to `host`, in bursts of 32 (`rx_burst`) or one by one.
-fn rx_all<A: TcpApp>(
-    host: &mut TcpHost,
-    now: u64,
-    q: &Queue,
-    app: &mut A,
-    out: &mut Queue,
-    single: bool,
-) {
-    if single {
-        for i in 0..q.n {
-            host.rx(now, &q.slots[i][..q.lens[i]], app, out);
-        }
-        return;
-    }
-    let mut i = 0;
-    while i < q.n {
-        let n = (q.n - i).min(32);
-        let mut burst: [&[u8]; 32] = [&[]; 32];
-        for (k, b) in burst.iter_mut().enumerate().take(n) {
-            *b = &q.slots[i + k][..q.lens[i + k]];
-        }
-        host.rx_burst(now, &burst[..n], app, out);
-        i += n;
-    }
-}
-
 fn main() {
     // SQUALL_RX_SINGLE=1: per-frame `rx` instead of `rx_burst` (for comparison).
     let single = std::env::var("SQUALL_RX_SINGLE").is_ok_and(|v| v == "1");
@@ -154,22 +87,7 @@ fn main() {
         ..TcpConfig::default()
     };
     let mut now = 1u64;
-    let mut ch = TcpHost::new(
-        TcpConfig {
-            mac: [2, 0, 0, 0, 0, 1],
-            gateway_mac: [2, 0, 0, 0, 0, 2],
-            ..base.clone()
-        },
-        now,
-    );
-    let mut sh = TcpHost::new(
-        TcpConfig {
-            mac: [2, 0, 0, 0, 0, 2],
-            gateway_mac: [2, 0, 0, 0, 0, 1],
-            ..base
-        },
-        now,
-    );
+    let (mut ch, mut sh) = host_pair(base, now);
     sh.listen(80);
     let req = ch.buffers().register(Arc::from(vec![b'G'; 100]));
     let resp = sh.buffers().register(Arc::from(vec![b'x'; 32_768]));

@@ -1,0 +1,98 @@
+//! The frame loop shared by the `w1_loop` and `w2_loop` examples: in-process frame queues
+//! acting as the wire between a client and a server `TcpHost`, thread CPU time, and the
+//! receive step (burst or per frame).
+
+use squall_tcp::{TcpApp, TcpConfig, TcpHost, TxSink};
+
+/// Pool of frame slots reused forever (no per-packet allocation in steady state). With
+/// a `limit` it is a bounded ring like a NIC's TX ring: `alloc` fails when `limit` frames
+/// wait, the host counts `tcps_txfull` and resumes the flow later (`TcpHost::poll`), so
+/// the frames in flight (and the memory they touch) stay bounded and cache-hot. Without
+/// a limit (0) it grows to whatever the windows of all flows put in flight at once.
+pub struct Queue {
+    pub slots: Vec<[u8; 1600]>,
+    pub lens: Vec<usize>,
+    pub n: usize,
+    limit: usize,
+}
+impl Queue {
+    pub fn new(cap: usize, limit: usize) -> Self {
+        Queue {
+            slots: vec![[0u8; 1600]; cap],
+            lens: vec![0; cap],
+            n: 0,
+            limit,
+        }
+    }
+}
+impl TxSink for Queue {
+    fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
+        if len > 1600 || (self.limit != 0 && self.n >= self.limit) {
+            return None;
+        }
+        if self.n == self.slots.len() {
+            self.slots.push([0u8; 1600]);
+            self.lens.push(0);
+        }
+        Some(&mut self.slots[self.n][..len])
+    }
+    fn commit(&mut self, len: usize) {
+        self.lens[self.n] = len;
+        self.n += 1;
+    }
+}
+
+/// CPU time of this thread in ns (Linux schedstat), falling back to None.
+pub fn cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Hands every frame of `q` to `host`, in bursts of 32 (`rx_burst`) or one by one.
+pub fn rx_all<A: TcpApp>(
+    host: &mut TcpHost,
+    now: u64,
+    q: &Queue,
+    app: &mut A,
+    out: &mut Queue,
+    single: bool,
+) {
+    if single {
+        for i in 0..q.n {
+            host.rx(now, &q.slots[i][..q.lens[i]], app, out);
+        }
+        return;
+    }
+    let mut i = 0;
+    while i < q.n {
+        let n = (q.n - i).min(32);
+        let mut burst: [&[u8]; 32] = [&[]; 32];
+        for (k, b) in burst.iter_mut().enumerate().take(n) {
+            *b = &q.slots[i + k][..q.lens[i + k]];
+        }
+        host.rx_burst(now, &burst[..n], app, out);
+        i += n;
+    }
+}
+
+/// A client host (MAC ..:01) and a server host (MAC ..:02) pointing at each other, both
+/// built from `base` at time `now`.
+pub fn host_pair(base: TcpConfig, now: u64) -> (TcpHost, TcpHost) {
+    let ch = TcpHost::new(
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 1],
+            gateway_mac: [2, 0, 0, 0, 0, 2],
+            ..base.clone()
+        },
+        now,
+    );
+    let sh = TcpHost::new(
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 2],
+            gateway_mac: [2, 0, 0, 0, 0, 1],
+            ..base
+        },
+        now,
+    );
+    (ch, sh)
+}
