@@ -942,13 +942,10 @@ fn rfc7323_5_3_paws_rejects_old_timestamps() {
         timestamps: true,
         ..cfg()
     });
-    let syn = t.connect();
     let mut o = vec![2, 4, 0x05, 0xb4];
     o.extend(ts_opt(1000, 1));
-    t.feed(t.pseq, syn.seq.wrapping_add(1), SYN | ACK, 65535, &o, &[]);
-    t.pseq += 1;
+    let iss1 = t.established(&o);
     t.take();
-    let iss1 = syn.seq.wrapping_add(1);
     t.feed(t.pseq, iss1, ACK, 65535, &ts_opt(900, 1), b"old");
     let a = t.one();
     assert_eq!(a.ack, t.pseq, "old segment not accepted");
@@ -1189,13 +1186,10 @@ fn rfc5681_4_2_every_second_segment_with_timestamps() {
         timestamps: true,
         ..cfg()
     });
-    let syn = t.connect();
     let mut o = vec![2, 4, 0x05, 0xb4];
     o.extend(ts_opt(1000, 1));
-    t.feed(t.pseq, syn.seq.wrapping_add(1), SYN | ACK, 65535, &o, &[]);
-    t.pseq += 1;
+    let iss1 = t.established(&o);
     t.take();
-    let iss1 = syn.seq.wrapping_add(1);
     t.feed(t.pseq, iss1, ACK, 65535, &ts_opt(1001, 1), &[1u8; 1448]);
     assert!(t.take().is_empty());
     t.feed(
