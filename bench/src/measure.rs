@@ -1,20 +1,12 @@
-//! Measurement helpers: thread CPU time (getrusage), per-core busy time (/proc/stat),
+//! Measurement helpers: thread CPU time (the engine's per-thread CPU clock), per-core busy
+//! time (/proc/stat),
 //! process RSS (/proc/self/statm), core pinning and the open-file limit.
 
 use std::time::Duration;
 
 /// CPU time (user + system) consumed so far by the calling thread.
 pub fn thread_cpu() -> Duration {
-    // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_THREAD is valid on Linux.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
-            return Duration::ZERO;
-        }
-        ru
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    Duration::from_nanos(squall_engine::clock::thread_cpu_ns())
 }
 
 /// Busy time per core since boot, from one `/proc/stat` read (user + nice + system + irq +
@@ -74,17 +66,10 @@ pub fn trim_heap() {
     }
 }
 
-/// Pins the calling thread to `core`. Returns false if the kernel refused.
+/// Pins the calling thread to `core` (the engine's pinning). Returns false if the kernel
+/// refused or the core does not exist.
 pub fn pin_to_core(core: usize) -> bool {
-    // SAFETY: cpu_set_t is plain data; CPU_SET stays in bounds for core < CPU_SETSIZE.
-    unsafe {
-        if core >= libc::CPU_SETSIZE as usize {
-            return false;
-        }
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(core, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    }
+    squall_engine::affinity::pin_current_thread(core).is_ok()
 }
 
 /// Raises the soft open-file limit to the hard limit; returns the new soft limit.

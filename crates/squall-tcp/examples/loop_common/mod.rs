@@ -42,10 +42,9 @@ impl TxSink for Queue {
     }
 }
 
-/// CPU time of this thread in ns (Linux schedstat), falling back to None.
+/// CPU time of this thread in ns (the engine's per-thread CPU clock), or None if unavailable.
 pub fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
+    Some(squall_engine::clock::thread_cpu_ns()).filter(|&ns| ns > 0)
 }
 
 /// Hands every frame of `q` to `host`, in bursts of 32 (`rx_burst`) or one by one.
