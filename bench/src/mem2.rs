@@ -5,7 +5,7 @@
 //! [`Placement::OneThread`] one loop polls both sides (T-mem1, virtual clock that skips
 //! idle gaps, as `squall.rs` does).
 //!
-//! CPU accounting: each thread reads its own CPU time (getrusage `RUSAGE_THREAD`) at the
+//! CPU accounting: each thread reads its own CPU time (`measure::thread_cpu`, the thread CPU clock) at the
 //! start and end of the measured window and also times every loop iteration on the
 //! monotonic clock, splitting them into busy iterations (a frame received or sent, a
 //! connection opened) and idle ones (polled, found nothing). The CPU billed to a side is

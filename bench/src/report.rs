@@ -27,7 +27,7 @@ pub struct Record {
     pub cpu_us_per_op: Option<f64>,
     pub client_us_per_op: Option<f64>,
     pub server_us_per_op: Option<f64>,
-    /// Extra: the benchmark threads' own CPU time (getrusage) per op, a cross-check
+    /// Extra: the benchmark threads' own CPU time per op, a cross-check
     /// for `/proc/stat` figures on a shared machine (T-loop).
     pub thread_us_per_op: Option<f64>,
     pub errors: u64,
