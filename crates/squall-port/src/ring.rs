@@ -114,6 +114,90 @@ impl<T: Copy + Send> Producer<T> {
     pub fn capacity(&self) -> usize {
         self.cap
     }
+
+    /// Writes one value per item of `src` while slots are known free (call `space_fresh`
+    /// first to see every free slot), keeping those for which `make` says `true`: a value
+    /// not kept is overwritten by the next one. Returns `(looked at, kept)`; the items
+    /// looked at are a prefix of `src`. Branch-free per item, so a burst that may hold a
+    /// rare bad item costs no more than one that cannot.
+    #[inline]
+    pub fn push_filtered<S>(
+        &mut self,
+        src: &[S],
+        mut make: impl FnMut(&S) -> (T, bool),
+    ) -> (usize, usize) {
+        let room = self.cap - self.head.wrapping_sub(self.cached_tail);
+        let n = room.min(src.len());
+        let slots = self.shared.slots.as_ptr() as *mut MaybeUninit<T>;
+        let mask = self.shared.mask;
+        let start = self.head;
+        let mut pos = start;
+        for s in &src[..n] {
+            let (v, keep) = make(s);
+            // SAFETY: before item i, pos - start <= i < n <= free slots, so the slot is
+            // outside [tail, head) (the consumer does not read it; `&mut self` makes this
+            // the only writer) and `pos & mask` < capacity = length of the slot array.
+            unsafe { (*slots.add(pos & mask)).write(v) };
+            pos = pos.wrapping_add(keep as usize);
+        }
+        self.head = pos;
+        (n, pos.wrapping_sub(start))
+    }
+
+    /// A writer over the free slots known now (call `space_fresh` first to see every
+    /// free slot): its pushes check one counter and touch no shared state; the values
+    /// count as pushed when it is dropped (visible to the consumer at `publish`).
+    #[inline]
+    pub fn writer(&mut self) -> Writer<'_, T> {
+        let room = self.cap - self.head.wrapping_sub(self.cached_tail);
+        let head = self.head;
+        Writer {
+            slots: self.shared.slots.as_ptr() as *mut MaybeUninit<T>,
+            mask: self.shared.mask,
+            pos: head,
+            end: head.wrapping_add(room),
+            head: &mut self.head,
+        }
+    }
+}
+
+/// Burst writer of a [`Producer`] (see [`Producer::writer`]).
+pub struct Writer<'a, T> {
+    /// The producer's local head, updated on drop.
+    head: &'a mut usize,
+    slots: *mut MaybeUninit<T>,
+    mask: usize,
+    pos: usize,
+    end: usize,
+}
+
+impl<T: Copy> Writer<'_, T> {
+    /// Writes a value. Gives it back if the slots known free are used up.
+    #[inline]
+    pub fn push(&mut self, v: T) -> Result<(), T> {
+        if self.pos == self.end {
+            return Err(v);
+        }
+        // SAFETY: `pos` is in [head, head + free) of the producer, which borrows mutably:
+        // the slot is outside [tail, head) so the consumer does not read it, and
+        // `pos & mask` < capacity = length of the slot array.
+        unsafe { (*self.slots.add(self.pos & self.mask)).write(v) };
+        self.pos = self.pos.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Slots still free for `push`.
+    #[inline]
+    pub fn room(&self) -> usize {
+        self.end.wrapping_sub(self.pos)
+    }
+}
+
+impl<T> Drop for Writer<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        *self.head = self.pos;
+    }
 }
 
 /// The reading end.
@@ -195,6 +279,43 @@ impl<T: Copy + Send> Consumer<T> {
         n
     }
 
+    /// The values readable now, at most `max` (the producer's position is read again if
+    /// fewer than `max` are known), as two slices in ring order (the second is the part
+    /// that wrapped around). Nothing is consumed: call `consume` with how many were used.
+    #[inline]
+    pub fn readable(&mut self, max: usize) -> (&[T], &[T]) {
+        let mut n = self.cached_head.wrapping_sub(self.tail);
+        if n < max {
+            self.cached_head = self.shared.head.0.load(Ordering::Acquire);
+            n = self.cached_head.wrapping_sub(self.tail);
+        }
+        let n = n.min(max);
+        let cap = self.shared.mask + 1;
+        let start = self.tail & self.shared.mask;
+        let first = n.min(cap - start);
+        let base = self.shared.slots.as_ptr() as *const T;
+        // SAFETY: [tail, tail + n) is inside [tail, head) as published with release and
+        // read after an acquire load, so those slots are initialised and the producer
+        // does not write them until the consumer publishes a tail past them, which needs
+        // `&mut self` (the slices borrow `self`). `UnsafeCell<MaybeUninit<T>>` has the
+        // layout of `T`; start + first <= cap and n - first <= start keep both slices in
+        // the slot array.
+        unsafe {
+            (
+                std::slice::from_raw_parts(base.add(start), first),
+                std::slice::from_raw_parts(base, n - first),
+            )
+        }
+    }
+
+    /// Consumes `n` values seen with `readable` (at most as many as it gave); their slots
+    /// go back to the producer at `publish`.
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        let n = n.min(self.cached_head.wrapping_sub(self.tail));
+        self.tail = self.tail.wrapping_add(n);
+    }
+
     /// Hands the slots of popped values back to the producer.
     #[inline]
     pub fn publish(&mut self) {
@@ -240,6 +361,79 @@ mod tests {
         c.publish();
         assert_eq!(c.pop_burst(100, |_| true, |_| {}), 3);
         assert_eq!(c.pop_burst(100, |_| true, |_| {}), 0);
+    }
+
+    #[test]
+    fn writer_stops_at_free_slots_and_counts_on_drop() {
+        let (mut p, mut c) = ring::<u32>(4);
+        p.push(100).unwrap();
+        {
+            let mut w = p.writer();
+            assert_eq!(w.room(), 3);
+            for i in 0..3 {
+                w.push(i).unwrap();
+            }
+            assert_eq!(w.push(9), Err(9));
+            assert_eq!(w.room(), 0);
+        }
+        assert_eq!(p.space(), 0);
+        p.publish();
+        let mut got = Vec::new();
+        while let Some(v) = c.pop() {
+            got.push(v);
+        }
+        assert_eq!(got, vec![100, 0, 1, 2]);
+        c.publish();
+        assert_eq!(p.writer().room(), 0, "writer uses the cached tail");
+        assert_eq!(p.space_fresh(), 4);
+        assert_eq!(p.writer().room(), 4);
+    }
+
+    #[test]
+    fn push_filtered_keeps_chosen_values_and_stops_at_room() {
+        let (mut p, mut c) = ring::<u32>(4);
+        // Odd items are not kept; the free slots (4) bound the items looked at.
+        let src: Vec<u32> = (0..10).collect();
+        assert_eq!(p.push_filtered(&src[..3], |&v| (v, v % 2 == 0)), (3, 2));
+        assert_eq!(p.space(), 2);
+        assert_eq!(p.push_filtered(&src[3..], |&v| (v * 10, true)), (2, 2));
+        assert_eq!(p.push_filtered(&src, |&v| (v, true)), (0, 0));
+        p.publish();
+        let mut got = Vec::new();
+        while let Some(v) = c.pop() {
+            got.push(v);
+        }
+        assert_eq!(got, vec![0, 2, 30, 40]);
+        c.publish();
+        // Wraps around the end of the slot array.
+        assert_eq!(p.space_fresh(), 4);
+        assert_eq!(p.push_filtered(&src[5..8], |&v| (v, v != 6)), (3, 2));
+        p.publish();
+        assert_eq!((c.pop(), c.pop(), c.pop()), (Some(5), Some(7), None));
+    }
+
+    #[test]
+    fn readable_wraps_into_two_slices_and_consume_advances() {
+        let (mut p, mut c) = ring::<u32>(8);
+        for i in 0..6 {
+            p.push(i).unwrap();
+        }
+        p.publish();
+        c.consume(0);
+        assert_eq!(c.readable(4), (&[0, 1, 2, 3][..], &[][..]));
+        c.consume(5);
+        c.publish();
+        for i in 6..12 {
+            p.push(i).unwrap();
+        }
+        p.publish();
+        // tail = 5: slots 5, 6, 7 then 0..4 after the wrap.
+        let (a, b) = c.readable(usize::MAX);
+        assert_eq!((a, b), (&[5, 6, 7][..], &[8, 9, 10, 11][..]));
+        c.consume(100);
+        assert_eq!(c.readable(usize::MAX), (&[][..], &[][..]));
+        c.publish();
+        assert_eq!(p.space_fresh(), 8);
     }
 
     #[test]

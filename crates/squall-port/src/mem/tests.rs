@@ -189,6 +189,71 @@ fn dropped_frame_handle_does_not_dangle() {
 }
 
 #[test]
+fn foreign_frames_in_bursts_are_refused_and_counted() {
+    let (mut a, mut b) = pair(small(8)).unwrap();
+    let (mut c, _d) = pair(small(8)).unwrap();
+    let (mut v, mut w) = (Vec::new(), Vec::new());
+    assert_eq!(a.alloc_tx(&mut v, 2), 2);
+    assert_eq!(c.alloc_tx(&mut w, 2), 2);
+    // A burst of [a, c, a]: the foreign frame is taken off the burst and counted.
+    v.insert(1, w.pop().unwrap());
+    for (i, f) in v.iter_mut().enumerate() {
+        f.fill(&[i as u8; 60][..50 + i]).unwrap();
+    }
+    assert_eq!(a.tx_burst(&mut v), 3);
+    assert!(v.is_empty());
+    let st = a.stats();
+    assert_eq!((st.tx_frames, st.tx_bytes, st.dropped), (2, 50 + 52, 1));
+    assert_eq!(a.foreign_frames(), 1);
+    let mut r = Vec::new();
+    assert_eq!(b.rx_burst(&mut r, 8), 2);
+    assert_eq!((r[0].data()[0], r[1].data()[0]), (0, 2));
+    // A release burst mixing the peer's frames, an own frame and a foreign one.
+    assert_eq!(b.alloc_tx(&mut r, 1), 1);
+    r.insert(1, w.pop().unwrap());
+    let free_b = b.free_frames();
+    b.release_all(&mut r);
+    assert!(r.is_empty());
+    assert_eq!(b.foreign_frames(), 1);
+    assert_eq!(b.free_frames(), free_b + 1);
+    assert_eq!(a.alloc_tx(&mut v, 8), 8, "A's two slots came back");
+    a.release_all(&mut v);
+    assert_eq!(a.free_frames(), 8);
+}
+
+#[test]
+fn pools_are_freed_only_when_no_handle_is_out() {
+    // Frames cross both ways, are echoed, released by the other side's port and sent;
+    // the per-pool handle counts must net out to zero, or to one for a kept frame.
+    // Received order at A: A's 4 slots, then B's 2. Keep none, one of A's, one of B's.
+    for (keep, want) in [(None, [0, 0]), (Some(0), [1, 0]), (Some(5), [0, 1])] {
+        let (mut a, mut b) = pair(small(16)).unwrap();
+        let pools = a.pools.clone();
+        let (mut v, mut r) = (Vec::new(), Vec::new());
+        a.alloc_tx(&mut v, 4);
+        b.alloc_tx(&mut v, 2);
+        for f in v.iter_mut() {
+            f.set_len(60).unwrap();
+        }
+        a.tx_burst(&mut v);
+        b.rx_burst(&mut r, 16);
+        b.tx_burst(&mut r);
+        a.rx_burst(&mut r, 16);
+        assert_eq!(r.len(), 6);
+        let kept = keep.map(|i| r.remove(i));
+        b.release_all(&mut r);
+        drop((a, b));
+        let held = [0, 1].map(|p| pools[p].held.load(Ordering::Acquire));
+        assert_eq!(held, want);
+        assert_eq!(
+            kept.is_some(),
+            keep.is_some(),
+            "the kept handle is still ours"
+        );
+    }
+}
+
+#[test]
 fn cross_thread_transfer() {
     let (mut a, mut b) = pair(small(512)).unwrap();
     const N: u32 = 100_000;
