@@ -245,11 +245,10 @@ fn pools_are_freed_only_when_no_handle_is_out() {
         drop((a, b));
         let held = [0, 1].map(|p| pools[p].held.load(Ordering::Acquire));
         assert_eq!(held, want);
-        assert_eq!(
-            kept.is_some(),
-            keep.is_some(),
-            "the kept handle is still ours"
-        );
+        if let Some(f) = kept {
+            // Its pool was leaked, not freed: the handle still reads its bytes.
+            assert_eq!(f.data(), &[0u8; 60][..]);
+        }
     }
 }
 
