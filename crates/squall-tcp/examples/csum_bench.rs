@@ -7,7 +7,9 @@
 //! `taskset -c 1 cargo run --release -p squall-tcp --example csum_bench -- [offset] [runs] [len...]`
 //! (`offset`: start of the buffer modulo 64, default 34 = an Ethernet + IPv4 header before
 //! the TCP segment in a 64-byte-aligned frame; `runs`: timed runs per figure, default 7,
-//! the median is printed; lengths up to 32 KiB, default a fixed list). Timing is thread CPU time, so preemption by neighbours on a
+//! the median is printed; lengths up to 32 KiB, default a fixed list). With
+//! `CSUM_POOL=<bytes>` each call sums the next of as many buffers as fit in that many
+//! bytes (e.g. 1048576: L2-resident rather than L1-resident data, as frames in a ring). Timing is thread CPU time, so preemption by neighbours on a
 //! shared machine does not count.
 
 use std::hint::black_box;
@@ -36,7 +38,11 @@ fn main() {
     impls.extend(csum::implementations());
 
     // 64-byte-aligned backing store, so `offset` is the real start alignment.
-    let mut store = vec![[0u64; 8]; (32_768 + 128) / 64];
+    let pool: usize = std::env::var("CSUM_POOL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut store = vec![[0u64; 8]; (pool.max(32_768) + 32_768 + 128) / 64];
     let bytes: &mut [u8] = {
         let p = store.as_mut_ptr() as *mut u8;
         let n = store.len() * 64;
@@ -53,7 +59,9 @@ fn main() {
     }
     let buf = &bytes[offset..];
 
-    println!("offset {offset} (mod 64), median of {runs} runs, thread CPU time");
+    println!(
+        "offset {offset} (mod 64), buffer pool {pool} bytes, median of {runs} runs, thread CPU time"
+    );
     print!("{:>7}", "len");
     for (name, _) in &impls {
         print!(" {name:>20}");
@@ -61,7 +69,13 @@ fn main() {
     println!("\n{:>7} {:>20}", "", "(ns/call  bytes/ns)");
     let mut sink = 0u16;
     for len in lengths {
-        let data = &buf[..len];
+        // Buffers one after the other, each starting at `offset` modulo 64.
+        let stride = len.next_multiple_of(64);
+        let count = (pool / stride).max(1);
+        let bufs: Vec<&[u8]> = (0..count)
+            .map(|i| &buf[i * stride..i * stride + len])
+            .collect();
+        let data = bufs[0];
         let want = squall_wire::checksum::sum_reference(data);
         let iters = (64usize << 20).div_ceil(len).max(200_000) as u64;
         let mut samples = vec![Vec::with_capacity(runs); impls.len()];
@@ -74,8 +88,13 @@ fn main() {
                     "{name} len {len}: {got:#06x} != {want:#06x}"
                 );
                 let t0 = thread_cpu_ns();
+                let mut k = 0;
                 for _ in 0..iters {
-                    sink ^= f(black_box(data));
+                    sink ^= f(black_box(bufs[k]));
+                    k += 1;
+                    if k == count {
+                        k = 0;
+                    }
                 }
                 let t1 = thread_cpu_ns();
                 samples[i].push((t1 - t0) as f64 / iters as f64);

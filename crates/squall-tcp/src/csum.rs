@@ -1,9 +1,10 @@
 //! Checksum dispatch for the data path: the one's-complement sum of received segments
 //! and payloads, by the fastest implementation this CPU has (run-time detection, cached
-//! by std): AVX-512 (with VNNI if present) from [`ZMM_MIN`] bytes, else AVX2 (with
-//! AVX-VNNI if present) from [`YMM_MIN`] bytes, else a portable scalar loop. Every
-//! implementation gives exactly `squall_wire::checksum::sum` (tested); valgrind hides
-//! AVX-512, so runs under it take the AVX2 or scalar paths.
+//! by std): AVX-512 (with VNNI if present) from 128 bytes, else AVX2 (with
+//! AVX-VNNI if present) from 256 bytes, else a portable scalar loop (other
+//! architectures: `squall_wire::checksum::sum` for long buffers). Every implementation
+//! gives exactly `squall_wire::checksum::sum` (tested); valgrind hides AVX-512, so runs
+//! under it take the AVX2 or scalar paths (the tests pass under valgrind).
 //!
 //! The vector sums read the data as native-order u16 words with the top bit flipped
 //! (xor 0x8000, i.e. minus 0x8000 as a signed word), so that `vpmaddwd` against ones,
@@ -15,11 +16,19 @@
 
 /// Lengths from which the AVX-512 sums beat [`sum_short`] on a Sapphire Rapids core
 /// (about equal at 128 bytes, 20 % faster at 192 and twice as fast from 512 on).
+#[cfg(target_arch = "x86_64")]
 const ZMM_MIN: usize = 128;
 
 /// Lengths from which the AVX2 sums beat [`sum_short`] (their reduction and scalar tail
 /// cost more than the AVX-512 ones).
+#[cfg(target_arch = "x86_64")]
 const YMM_MIN: usize = 256;
+
+/// Other architectures: lengths from which `squall_wire::checksum::sum` (vectorised by
+/// the compiler with the target's baseline SIMD) is used. On x86_64 its SSE2 loop is
+/// half as fast as [`sum_short`], which therefore takes every length there.
+#[cfg(not(target_arch = "x86_64"))]
+const WIRE_MIN: usize = 256;
 
 /// Vectors summed into the i32 lanes before they are folded into the scalar total: a
 /// lane's exact (corrected) sum grows by at most 2 * 0xffff per vector, so it stays
@@ -54,6 +63,10 @@ pub fn sum(data: &[u8]) -> u16 {
             }
         }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    if data.len() >= WIRE_MIN {
+        return squall_wire::checksum::sum(data);
+    }
     sum_short(data)
 }
 
@@ -64,6 +77,7 @@ pub type SumFn = fn(&[u8]) -> u16;
 /// tests and `examples/csum_bench.rs`). Each one sums any length; [`sum`] picks among
 /// them by length.
 pub fn implementations() -> Vec<(&'static str, SumFn)> {
+    #[allow(unused_mut)] // pushed to on x86_64 only
     let mut v: Vec<(&'static str, SumFn)> = vec![("scalar", sum_short)];
     #[cfg(target_arch = "x86_64")]
     {
@@ -157,9 +171,9 @@ fn short_acc(data: &[u8]) -> u64 {
     (a & 0xffff_ffff) + (a >> 32) + (b & 0xffff_ffff) + (b >> 32) + carries + tail
 }
 
-/// The portable sum (short buffers on every CPU, all buffers on CPUs without AVX2 or
-/// under valgrind without it): twice as fast as `squall_wire::checksum::sum` from 64
-/// bytes on (whose SSE2 long-buffer loop it also beats).
+/// The portable sum (short buffers on every CPU, all buffers on x86_64 CPUs without
+/// AVX2): on x86_64 twice as fast as `squall_wire::checksum::sum` from 64 bytes on,
+/// whose SSE2 long-buffer loop it also beats (`csum_bench`).
 #[inline]
 fn sum_short(data: &[u8]) -> u16 {
     fold_be(short_acc(data))
@@ -450,9 +464,12 @@ mod tests {
         let ones = vec![0xffu8; max + 1];
         let random = random_bytes(max + 1, 0x0bad_cafe_f00d_d00d);
         let mut lens = vec![max, 4 * 1024 * 1024];
+        const FOLD_VECS: usize = 32_000;
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(FOLD_VECS, VEC_CHUNK);
         for unit in [32usize, 64] {
             for r in [0usize, 1, 31, 63, 64, 65, 127] {
-                lens.push(VEC_CHUNK * unit + r);
+                lens.push(FOLD_VECS * unit + r);
             }
         }
         for len in lens {
