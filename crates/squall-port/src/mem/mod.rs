@@ -25,7 +25,7 @@ use crate::frame::{FrameBuf, Offload, OffloadFlags};
 use crate::port::{Port, PortCaps, PortStats};
 use crate::ring::{ring, Consumer, Producer};
 use impair::ImpairState;
-use pool::{PoolMem, POOL_BIT};
+use pool::{FrameRaw, PoolMem, POOL_BIT};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -99,6 +99,21 @@ impl core::fmt::Display for MemError {
 
 impl std::error::Error for MemError {}
 
+/// The offload metadata a receiver sees: the rx checksum results if offload is emulated
+/// ("bad" for a frame corrupted on the wire), nothing otherwise.
+fn wire_offload(offload: bool, corrupted: bool) -> Offload {
+    let flags = match (offload, corrupted) {
+        (false, _) => OffloadFlags::NONE,
+        (true, false) => OffloadFlags::RX_IP_CSUM_GOOD | OffloadFlags::RX_L4_CSUM_GOOD,
+        (true, true) => OffloadFlags::RX_CSUM_BAD,
+    };
+    Offload {
+        flags,
+        l2_len: 0,
+        l3_len: 0,
+    }
+}
+
 /// Appends one value per item of `src` to `out`, made by `make`, with one capacity check
 /// (the bursts build frame handles this way).
 #[inline(always)]
@@ -110,15 +125,13 @@ fn extend_map<S, T>(
     let n = src.len();
     out.reserve(n);
     let len = out.len();
-    let mut written = 0;
     for (slot, s) in out.spare_capacity_mut()[..n].iter_mut().zip(src) {
         slot.write(make(s));
-        written += 1;
     }
-    // SAFETY: `reserve` made room for `n` more and the loop initialised the `written`
-    // (<= n) slots after `len` (a panic in `make` leaves the length as it was; frame
-    // handles need no drop).
-    unsafe { out.set_len(len + written) };
+    // SAFETY: `reserve` made room for `n` more and the loop initialised the `n` slots
+    // after `len`: an `ExactSizeIterator` yields exactly `len()` items (a panic in
+    // `make` leaves the length as it was; frame handles need no drop).
+    unsafe { out.set_len(len + n) };
 }
 
 /// Starts loading the cache line at `p` (a hint; never faults).
@@ -146,24 +159,22 @@ fn prefetch_write(p: *const u8) {
     let _ = p;
 }
 
-/// Slot bits of a descriptor index (pools are at most 2^24 frames).
-const SLOT_MASK: u32 = (1 << 24) - 1;
-/// The rx checksum flags (the low 3 bits of `OffloadFlags`) ride in descriptor index
-/// bits 24..27.
-const FLAG_SHIFT: u32 = 24;
-
-/// Descriptor of a frame on a direction ring: 16 bytes, four per cache line.
+/// Descriptor of a frame on a direction ring: the handle as the receiver gets it (the
+/// rx offload results in place of the sender's tx requests) and when it may take it.
+/// 32 bytes, two per cache line; receiving is a copy of `frame`.
 #[derive(Clone, Copy, Debug)]
 struct Desc {
+    frame: FrameRaw,
     /// Time from which the receiver may take it (0 = at once).
     deliver_ns: u64,
-    /// Bit 31: pool; bits 24..27: rx offload flags; bits 0..24: slot.
-    idx: u32,
-    off: u16,
-    len: u16,
 }
 
-const _: () = assert!(std::mem::size_of::<Desc>() == 16);
+const _: () = assert!(std::mem::size_of::<Desc>() == 32);
+
+// SAFETY: a descriptor is a frame handle in transit from one port to the other (the
+// sender gave up the slot when it pushed it); handles are `Send` for the reasons given
+// at `MemFrame`.
+unsafe impl Send for Desc {}
 
 /// Where the two pools of a wire are: enough to check that a frame handle is one of their
 /// slots and to turn a descriptor back into a handle (copied into locals by the bursts).
@@ -183,11 +194,11 @@ impl PoolView {
     /// pool's memory is never reused while a handle may point into it).
     #[inline(always)]
     fn owns(&self, f: &MemFrame) -> bool {
-        let pool = (f.idx >> 31) as usize;
-        let slot = f.idx & !POOL_BIT;
+        let pool = (f.raw.idx >> 31) as usize;
+        let slot = f.raw.idx & !POOL_BIT;
         // `&`, not `&&`: both are cheap and a branch-free check keeps burst loops tight.
         (slot < self.frames)
-            & (self.bases[pool].wrapping_add(slot as usize * self.frame_size) == f.buf)
+            & (self.bases[pool].wrapping_add(slot as usize * self.frame_size) == f.raw.buf)
     }
 
     /// Start of slot `slot` of pool `pool` (in bounds for the slots of the pool).
@@ -223,8 +234,8 @@ pub struct MemPort {
     impair: Option<Box<ImpairState>>,
     held: Vec<Held>,
     offload: bool,
-    /// Descriptor index bits of an unimpaired sent frame (the rx offload flags).
-    tx_flags: u32,
+    /// Offload metadata the receiver sees on an unimpaired frame.
+    rx_offload: Offload,
     /// Whether frames coming in may carry a delivery time (the peer's outgoing
     /// direction is impaired); otherwise every descriptor is deliverable at once.
     rx_timed: bool,
@@ -314,12 +325,6 @@ pub fn pair(cfg: MemConfig) -> Result<(MemPort, MemPort), MemError> {
             frames: pools[0].frames,
             frame_size: fs,
         };
-        let tx_flags = if cfg.offload {
-            u32::from((OffloadFlags::RX_IP_CSUM_GOOD | OffloadFlags::RX_L4_CSUM_GOOD).0 & 7)
-                << FLAG_SHIFT
-        } else {
-            0
-        };
         MemPort {
             side,
             view,
@@ -334,7 +339,7 @@ pub fn pair(cfg: MemConfig) -> Result<(MemPort, MemPort), MemError> {
             impair: impair(imp),
             held: Vec::with_capacity(HELD_MAX),
             offload: cfg.offload,
-            tx_flags,
+            rx_offload: wire_offload(cfg.offload, false),
             rx_timed: imp_in.is_active(),
             now: 0,
             caps: caps(mac),
@@ -445,25 +450,12 @@ impl MemPort {
     #[inline]
     fn desc_of(&self, f: &MemFrame, corrupted: bool) -> Desc {
         Desc {
+            frame: FrameRaw {
+                offload: wire_offload(self.offload, corrupted),
+                ..f.raw
+            },
             deliver_ns: 0,
-            idx: f.idx | (self.wire_flags(corrupted) << FLAG_SHIFT),
-            off: f.off,
-            len: f.len,
         }
-    }
-
-    /// The rx checksum flags the receiver sees (offload emulation), as 3 bits.
-    #[inline]
-    fn wire_flags(&self, corrupted: bool) -> u32 {
-        if !self.offload {
-            return 0;
-        }
-        let flags = if corrupted {
-            OffloadFlags::RX_CSUM_BAD
-        } else {
-            OffloadFlags::RX_IP_CSUM_GOOD | OffloadFlags::RX_L4_CSUM_GOOD
-        };
-        u32::from(flags.0 & 7)
     }
 
     /// Sends held (reordered) frames whose time is up.
@@ -518,18 +510,18 @@ impl MemPort {
                 self.stats.dropped += 1;
                 continue;
             }
-            self.user_held[(f.idx >> 31) as usize] -= 1;
+            self.user_held[(f.raw.idx >> 31) as usize] -= 1;
             self.stats.tx_frames += 1;
-            self.stats.tx_bytes += f.len as u64;
+            self.stats.tx_bytes += f.raw.len as u64;
             if st.rng.chance(st.t_loss) {
                 st.stats.lost += 1;
                 self.stats.dropped += 1;
-                self.release_idx(f.idx);
+                self.release_idx(f.raw.idx);
                 continue;
             }
             let mut corrupted = false;
-            if f.len > 0 && st.rng.chance(st.t_corrupt) {
-                let bits = f.len as u64 * 8;
+            if f.raw.len > 0 && st.rng.chance(st.t_corrupt) {
+                let bits = f.raw.len as u64 * 8;
                 let data = f.data_mut();
                 for _ in 0..st.cfg.corrupt_bits.max(1) {
                     let pos = st.rng.below(bits);
@@ -540,14 +532,14 @@ impl MemPort {
             }
             // Rate limit: the frame leaves when the link is free, after its
             // serialisation time; too long a queue means tail drop.
-            let cost = st.frame_cost_ns(f.len as usize);
+            let cost = st.frame_cost_ns(f.raw.len as usize);
             let mut depart = self.now;
             if cost > 0 {
                 let start = st.link_free_at.max(self.now);
                 if start - self.now > st.cfg.queue_limit_ns {
                     st.stats.rate_dropped += 1;
                     self.stats.dropped += 1;
-                    self.release_idx(f.idx);
+                    self.release_idx(f.raw.idx);
                     continue;
                 }
                 st.link_free_at = start.saturating_add(cost);
@@ -579,11 +571,15 @@ impl MemPort {
                         // this port); off + len <= frame_size as for the original.
                         unsafe {
                             let dst = self.view.bases[self.side as usize]
-                                .add(slot as usize * self.view.frame_size + f.off as usize);
+                                .add(slot as usize * self.view.frame_size + f.raw.off as usize);
                             std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
                         }
                         dup = Some(Desc {
-                            idx: slot | (self.side << 31) | (desc.idx & !(SLOT_MASK | POOL_BIT)),
+                            frame: FrameRaw {
+                                buf: self.view.slot_ptr(self.side as usize, slot),
+                                idx: slot | (self.side << 31),
+                                ..desc.frame
+                            },
                             ..desc
                         });
                         st.stats.duplicated += 1;
@@ -633,7 +629,6 @@ impl Port for MemPort {
         self.flush_returns();
         self.pump_held();
         let now = self.now;
-        let view = self.view;
         let (mut a, mut b) = self.rx.readable(max);
         if self.rx_timed {
             // Delivery times never decrease along the ring: take the ones that are due.
@@ -651,23 +646,11 @@ impl Port for MemPort {
         }
         let (mut bytes, mut from_b) = (0u64, 0usize);
         let mut frame = |d: &Desc| {
-            let pool = (d.idx >> 31) as usize;
-            let buf = view.slot_ptr(pool, d.idx & SLOT_MASK);
-            prefetch(buf.wrapping_add(d.off as usize));
-            bytes += d.len as u64;
-            from_b += pool;
-            MemFrame {
-                buf,
-                idx: d.idx & (POOL_BIT | SLOT_MASK),
-                off: d.off,
-                len: d.len,
-                size: view.frame_size as u16,
-                offload: Offload {
-                    flags: OffloadFlags(((d.idx >> FLAG_SHIFT) & 7) as u16),
-                    l2_len: 0,
-                    l3_len: 0,
-                },
-            }
+            let raw = d.frame;
+            prefetch(raw.buf.wrapping_add(raw.off as usize));
+            bytes += raw.len as u64;
+            from_b += (raw.idx >> 31) as usize;
+            MemFrame { raw }
         };
         extend_map(out, a.iter(), &mut frame);
         extend_map(out, b.iter(), &mut frame);
@@ -694,12 +677,14 @@ impl Port for MemPort {
             let buf = view.slot_ptr(side, slot);
             prefetch_write(buf.wrapping_add(headroom as usize));
             MemFrame {
-                buf,
-                idx: slot | (side as u32) << 31,
-                off: headroom,
-                len: 0,
-                size: view.frame_size as u16,
-                offload: Offload::default(),
+                raw: FrameRaw {
+                    buf,
+                    idx: slot | (side as u32) << 31,
+                    off: headroom,
+                    len: 0,
+                    size: view.frame_size as u16,
+                    offload: Offload::default(),
+                },
             }
         });
         self.free.truncate(start);
@@ -724,24 +709,25 @@ impl Port for MemPort {
             if self.tx.space() < frames.len() {
                 self.tx.space_fresh();
             }
-            let (view, flags) = (self.view, self.tx_flags);
+            let (view, rx_offload) = (self.view, self.rx_offload);
             let (mut bytes, mut from_b) = (0u64, 0usize);
             let (k, sent) = self.tx.push_filtered(frames, |f| {
-                bytes += f.len as u64;
-                from_b += (f.idx >> 31) as usize;
+                bytes += f.raw.len as u64;
+                from_b += (f.raw.idx >> 31) as usize;
                 let d = Desc {
+                    frame: FrameRaw {
+                        offload: rx_offload,
+                        ..f.raw
+                    },
                     deliver_ns: 0,
-                    idx: f.idx | flags,
-                    off: f.off,
-                    len: f.len,
                 };
                 (d, view.owns(f))
             });
             if sent < k {
                 // Frames not of this wire (rare): they were counted above, take them out.
                 for f in frames[..k].iter().filter(|f| !view.owns(f)) {
-                    bytes -= f.len as u64;
-                    from_b -= (f.idx >> 31) as usize;
+                    bytes -= f.raw.len as u64;
+                    from_b -= (f.raw.idx >> 31) as usize;
                 }
                 let refused = (k - sent) as u64;
                 self.foreign += refused;
@@ -771,8 +757,8 @@ impl Port for MemPort {
             self.foreign += 1;
             return;
         }
-        self.user_held[(frame.idx >> 31) as usize] -= 1;
-        self.release_idx(frame.idx);
+        self.user_held[(frame.raw.idx >> 31) as usize] -= 1;
+        self.release_idx(frame.raw.idx);
     }
 
     fn release_all(&mut self, frames: &mut Vec<MemFrame>) {
@@ -791,8 +777,8 @@ impl Port for MemPort {
         let mut freed = 0usize;
         let (looked, returned) = self.returns_out.push_filtered(frames, |f| {
             let ours = view.owns(f);
-            let own_pool = f.idx >> 31 == side;
-            let slot = f.idx & !POOL_BIT;
+            let own_pool = f.raw.idx >> 31 == side;
+            let slot = f.raw.idx & !POOL_BIT;
             // SAFETY: before frame i, freed <= i < n, so the write is inside the `n`
             // spare slots (a measured hot spot: no bounds check per frame).
             unsafe { (*spare.add(freed)).write(slot) };

@@ -60,9 +60,11 @@ impl Drop for PoolMem {
     }
 }
 
-/// A frame of the in-memory wire: a fixed-size slot of a side's pool.
-#[derive(Debug)]
-pub struct MemFrame {
+/// The fields of a frame handle as plain data: what a [`MemFrame`] holds and what a
+/// direction ring carries (as the receiver will see it), so receiving is a copy.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub(crate) struct FrameRaw {
     /// Start of the slot (not of the data).
     pub(crate) buf: *mut u8,
     /// Slot index, with [`POOL_BIT`] naming the pool.
@@ -73,6 +75,15 @@ pub struct MemFrame {
     pub(crate) offload: Offload,
 }
 
+/// A frame of the in-memory wire: a fixed-size slot of a side's pool.
+///
+/// Not `Clone`: the handle owns its slot. Only this module makes one, from a slot it
+/// owns (`alloc_tx`) or one handed over on a direction ring (`rx_burst`).
+#[derive(Debug)]
+pub struct MemFrame {
+    pub(crate) raw: FrameRaw,
+}
+
 // SAFETY: a MemFrame exclusively owns its slot (the pool protocol never hands a slot to
 // two holders) and the pool memory is Sync and outlives every handle (leaked if a handle
 // may remain), so moving a handle to another thread is sound.
@@ -81,7 +92,7 @@ unsafe impl Send for MemFrame {}
 impl MemFrame {
     /// Index of the slot in its pool and the pool's side (0 = A, 1 = B); for diagnostics.
     pub fn slot(&self) -> (u8, u32) {
-        ((self.idx >> 31) as u8, self.idx & !POOL_BIT)
+        ((self.raw.idx >> 31) as u8, self.raw.idx & !POOL_BIT)
     }
 }
 
@@ -91,59 +102,67 @@ impl FrameBuf for MemFrame {
         // SAFETY: `buf` points to a live slot of `size` bytes exclusively owned by this
         // handle (pool protocol; memory kept alive while handles may exist), and
         // off + len <= size is kept by every method.
-        unsafe { std::slice::from_raw_parts(self.buf.add(self.off as usize), self.len as usize) }
+        unsafe {
+            std::slice::from_raw_parts(
+                self.raw.buf.add(self.raw.off as usize),
+                self.raw.len as usize,
+            )
+        }
     }
     #[inline]
     fn data_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `data`, and `&mut self` gives exclusive access.
         unsafe {
-            std::slice::from_raw_parts_mut(self.buf.add(self.off as usize), self.len as usize)
+            std::slice::from_raw_parts_mut(
+                self.raw.buf.add(self.raw.off as usize),
+                self.raw.len as usize,
+            )
         }
     }
     #[inline]
     fn len(&self) -> usize {
-        self.len as usize
+        self.raw.len as usize
     }
     #[inline]
     fn set_len(&mut self, len: usize) -> Result<(), FrameError> {
         if len > self.capacity() {
             return Err(FrameError::NoRoom);
         }
-        self.len = len as u16;
+        self.raw.len = len as u16;
         Ok(())
     }
     #[inline]
     fn capacity(&self) -> usize {
-        (self.size - self.off) as usize
+        (self.raw.size - self.raw.off) as usize
     }
     #[inline]
     fn headroom(&self) -> usize {
-        self.off as usize
+        self.raw.off as usize
     }
     #[inline]
     fn prepend(&mut self, n: usize) -> Result<(), FrameError> {
-        if n > self.off as usize {
+        if n > self.raw.off as usize {
             return Err(FrameError::NoRoom);
         }
-        self.off -= n as u16;
-        self.len += n as u16;
+        self.raw.off -= n as u16;
+        self.raw.len += n as u16;
         Ok(())
     }
     #[inline]
     fn adjust(&mut self, n: usize) -> Result<(), FrameError> {
-        if n > self.len as usize {
+        if n > self.raw.len as usize {
             return Err(FrameError::NoRoom);
         }
-        self.off += n as u16;
-        self.len -= n as u16;
+        self.raw.off += n as u16;
+        self.raw.len -= n as u16;
         Ok(())
     }
     #[inline]
     fn offload(&self) -> Offload {
-        self.offload
+        self.raw.offload
     }
     #[inline]
     fn set_offload(&mut self, o: Offload) {
-        self.offload = o;
+        self.raw.offload = o;
     }
 }

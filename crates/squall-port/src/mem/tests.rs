@@ -528,3 +528,40 @@ fn same_seed_same_run_other_seed_other_run() {
     let z = trace(78);
     assert_ne!(x.0, z.0);
 }
+
+#[test]
+fn receiver_sees_rx_results_not_sender_requests() {
+    for offload in [false, true] {
+        let (mut a, mut b) = pair(MemConfig {
+            offload,
+            ..small(8)
+        })
+        .unwrap();
+        let mut v = Vec::new();
+        a.alloc_tx(&mut v, 1);
+        v[0].fill(&[7; 60]).unwrap();
+        v[0].set_offload(Offload {
+            flags: OffloadFlags::TX_IP_CSUM | OffloadFlags::TX_TCP_CSUM,
+            l2_len: 14,
+            l3_len: 20,
+        });
+        assert_eq!(a.tx_burst(&mut v), 1);
+        let mut r = Vec::new();
+        assert_eq!(b.rx_burst(&mut r, 8), 1);
+        let want = if offload {
+            OffloadFlags::RX_IP_CSUM_GOOD | OffloadFlags::RX_L4_CSUM_GOOD
+        } else {
+            OffloadFlags::NONE
+        };
+        assert_eq!(
+            r[0].offload(),
+            Offload {
+                flags: want,
+                l2_len: 0,
+                l3_len: 0
+            }
+        );
+        assert_eq!((r[0].data(), r[0].headroom()), (&[7; 60][..], 128));
+        b.release_all(&mut r);
+    }
+}
