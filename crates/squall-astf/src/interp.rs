@@ -108,6 +108,43 @@ enum Wait {
     Done,
 }
 
+/// What a waiting program needs before a [`Event::Data`] or [`Event::Acked`] can move it
+/// ([`ProgState::wake`]). An engine may skip delivering those two events while the need is
+/// not met: the program would only re-check its condition and keep waiting, with no effect.
+/// Every other event must still be delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// Any event may move it.
+    Any,
+    /// Only its timer (`delay`, a yield) or an abort: no data or ack event moves it.
+    Timer,
+    /// At least this many received bytes in all ([`FlowIo::rx_bytes`]), or the peer's FIN.
+    RxBytes(u64),
+    /// At most this many unacknowledged bytes ([`FlowIo::tx_unacked`]).
+    Unacked(u64),
+    /// The peer's FIN ([`FlowIo::peer_closed`]).
+    PeerClosed,
+    /// The handshake ([`FlowIo::established`]).
+    Established,
+    /// The program has finished: no event moves it.
+    Done,
+}
+
+impl Wake {
+    /// Can a `Data` or `Acked` event move the program, given the flow's counters now?
+    #[inline]
+    pub fn met(self, rx_bytes: u64, tx_unacked: u64, peer_closed: bool, established: bool) -> bool {
+        match self {
+            Wake::Any => true,
+            Wake::Timer | Wake::Done => false,
+            Wake::RxBytes(n) => rx_bytes >= n || peer_closed,
+            Wake::Unacked(n) => tx_unacked <= n,
+            Wake::PeerClosed => peer_closed,
+            Wake::Established => established,
+        }
+    }
+}
+
 const F_NONBLOCK: u8 = 1;
 const F_OUTCOME_SHIFT: u8 = 4;
 
@@ -173,6 +210,41 @@ impl ProgState {
     /// Is the program waiting for its timer (`delay`, `delay_rand` or a yield)?
     pub fn waits_for_timer(&self) -> bool {
         matches!(self.wait, Wait::Timer | Wait::Yield)
+    }
+
+    /// What the program waits for now (see [`Wake`]); `send_watermark` is the flow's
+    /// [`FlowIo::send_watermark`]. Mirrors the conditions [`ProgState::on_event`] re-checks.
+    pub fn wake(&self, profile: &Profile, send_watermark: u64) -> Wake {
+        let insn = || {
+            profile
+                .programs
+                .get(self.prog as usize)
+                .and_then(|p| p.insns.get(self.pc as usize))
+        };
+        match self.wait {
+            Wait::Done => Wake::Done,
+            Wait::Timer | Wait::Yield => Wake::Timer,
+            Wait::Idle => Wake::Any,
+            Wait::Acked => match insn() {
+                Some(&Insn::Send { mode, .. }) => {
+                    let blocking = match mode {
+                        SendMode::Current => self.flags & F_NONBLOCK == 0,
+                        SendMode::Blocking => true,
+                        SendMode::NonBlocking => false,
+                    };
+                    Wake::Unacked(if blocking { 0 } else { send_watermark })
+                }
+                _ => Wake::Any,
+            },
+            Wait::Cond => match insn() {
+                Some(&Insn::Recv { bytes, .. }) => {
+                    Wake::RxBytes(self.rx_base.saturating_add(u64::from(bytes)))
+                }
+                Some(Insn::WaitForPeerClose) => Wake::PeerClosed,
+                Some(Insn::Connect | Insn::Accept) => Wake::Established,
+                _ => Wake::Any,
+            },
+        }
     }
 
     fn finish(&mut self, o: Outcome) -> Status {
@@ -358,6 +430,178 @@ mod tests {
         ] {
             assert_eq!(outcome_of(outcome_code(o)), o);
         }
+    }
+
+    /// A flow whose counters the test moves by hand; records every action.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct Fake {
+        now: u64,
+        rx: u64,
+        unacked: u64,
+        est: bool,
+        peer_closed: bool,
+        actions: Vec<&'static str>,
+    }
+
+    impl FlowIo for Fake {
+        fn now_ns(&self) -> u64 {
+            self.now
+        }
+        fn send(&mut self, _buf: BufIdx) -> bool {
+            self.actions.push("send");
+            self.unacked += 1000;
+            true
+        }
+        fn tx_unacked(&self) -> u64 {
+            self.unacked
+        }
+        fn send_watermark(&self) -> u64 {
+            1500
+        }
+        fn rx_bytes(&self) -> u64 {
+            self.rx
+        }
+        fn established(&self) -> bool {
+            self.est
+        }
+        fn peer_closed(&self) -> bool {
+            self.peer_closed
+        }
+        fn close(&mut self) {
+            self.actions.push("close");
+        }
+        fn reset(&mut self) {
+            self.actions.push("reset");
+        }
+        fn send_msg(&mut self, _buf: BufIdx) {
+            self.actions.push("send_msg");
+        }
+        fn rx_msgs(&self) -> u64 {
+            0
+        }
+        fn set_keepalive(&mut self, _msec: u32, _rx_mode: bool) {}
+        fn arm_timer(&mut self, _deadline_ns: u64) {
+            self.actions.push("timer");
+        }
+        fn random_u32(&mut self) -> u32 {
+            7
+        }
+    }
+
+    fn test_profile() -> Profile {
+        let prog = |cmds: serde_json::Value| serde_json::json!({"name": "p", "commands": cmds});
+        let mut progs = vec![
+            prog(
+                serde_json::json!([{"op": "connect"}, {"op": "send", "buf": "b"},
+                {"op": "recv", "bytes": 2500, "clear": true}, {"op": "delay", "usec": 10},
+                {"op": "recv", "bytes": 500, "clear": true}, {"op": "wait_for_peer_close"}]),
+            ),
+            prog(
+                serde_json::json!([{"op": "accept"}, {"op": "recv", "bytes": 100},
+                {"op": "set_send_blocking", "block": false}, {"op": "send", "buf": "b"},
+                {"op": "send", "buf": "b"}, {"op": "set_send_blocking", "block": true},
+                {"op": "send", "buf": "b"}, {"op": "wait_for_peer_close"}]),
+            ),
+            prog(
+                serde_json::json!([{"op": "set_var", "id": 0, "val": 3}, {"op": "set_label", "label": "a"},
+                {"op": "send", "buf": "b"}, {"op": "recv", "bytes": 700, "clear": true},
+                {"op": "jmp_nz", "id": 0, "label": "a"}, {"op": "reset"}]),
+            ),
+        ];
+        for (i, p) in progs.iter_mut().enumerate() {
+            p["name"] = serde_json::json!(format!("p{i}"));
+        }
+        let v = serde_json::json!({
+            "version": 1,
+            "buffers": [{"name": "b", "text": "x", "size": 1000}],
+            "ip_gens": [{"name": "g", "clients": {"range": ["16.0.0.1", "16.0.0.1"]},
+                "servers": {"range": ["48.0.0.1", "48.0.0.1"]}}],
+            "programs": progs,
+            "templates": [{"client_program": "p0", "server_program": "p1"},
+                {"client_program": "p2", "server_program": "p1", "port": 81}]
+        });
+        match crate::load_profile_value(v) {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Whenever `wake` says a data or ack event cannot move the program, delivering one
+    /// changes nothing (no action, same state); and the programs do reach their end.
+    #[test]
+    fn unmet_wake_means_data_and_acks_are_no_ops() {
+        let profile = test_profile();
+        let mut skipped = 0;
+        for prog in 0..3u16 {
+            for seed in 0..40u64 {
+                let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                let mut next = |n: u64| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng % n
+                };
+                let mut st = ProgState::new(ProgIdx(prog));
+                let mut io = Fake::default();
+                let mut status = st.on_event(&profile, &mut io, Event::Start);
+                for _ in 0..400 {
+                    if status != Status::Running {
+                        break;
+                    }
+                    io.now += 1000;
+                    let ev = match next(8) {
+                        0 => {
+                            io.est = true;
+                            Event::Established
+                        }
+                        1 | 2 => {
+                            io.rx += next(400);
+                            Event::Data
+                        }
+                        3 | 4 => {
+                            io.unacked = io.unacked.saturating_sub(next(1200));
+                            Event::Acked
+                        }
+                        5 if next(10) == 0 => {
+                            io.peer_closed = true;
+                            Event::PeerClosed
+                        }
+                        _ => Event::Timer,
+                    };
+                    let w = st.wake(&profile, io.send_watermark());
+                    let moves = w.met(io.rx, io.unacked, io.peer_closed, io.est);
+                    if matches!(ev, Event::Data | Event::Acked) && !moves {
+                        let (before, io_before) = (st.clone(), io.clone());
+                        let s2 = st.on_event(&profile, &mut io, ev);
+                        assert_eq!(s2, Status::Running, "{prog} {seed} {w:?}");
+                        assert_eq!((&st, &io), (&before, &io_before), "{prog} {seed} {w:?}");
+                        skipped += 1;
+                    } else {
+                        status = st.on_event(&profile, &mut io, ev);
+                    }
+                }
+                if status != Status::Running {
+                    assert_eq!(st.wake(&profile, 1500), Wake::Done);
+                }
+            }
+        }
+        assert!(skipped > 100, "{skipped}");
+    }
+
+    #[test]
+    fn wake_conditions() {
+        assert!(Wake::Any.met(0, 9, false, false));
+        assert!(!Wake::Timer.met(9, 0, true, true));
+        assert!(!Wake::Done.met(9, 0, true, true));
+        assert!(!Wake::RxBytes(10).met(9, 0, false, true));
+        assert!(Wake::RxBytes(10).met(10, 0, false, true));
+        assert!(Wake::RxBytes(10).met(0, 0, true, true));
+        assert!(!Wake::Unacked(5).met(0, 6, false, true));
+        assert!(Wake::Unacked(5).met(0, 5, false, true));
+        assert!(!Wake::PeerClosed.met(9, 0, false, true));
+        assert!(Wake::PeerClosed.met(0, 9, true, false));
+        assert!(!Wake::Established.met(9, 0, true, false));
+        assert!(Wake::Established.met(0, 0, false, true));
     }
 
     #[test]

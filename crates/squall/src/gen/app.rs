@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use squall_astf::alloc::ClientAddr;
-use squall_astf::interp::{Event, FlowIo, Outcome, ProgState, Status};
+use squall_astf::interp::{Event, FlowIo, Outcome, ProgState, Status, Wake};
 use squall_astf::{BufIdx, Insn, Profile, ProgIdx, TemplateIdx, Transport};
 use squall_engine::TimerWheel;
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp};
@@ -48,11 +48,52 @@ pub struct FlowSlot {
     flags: u8,
     /// 0 while the program runs, else 1 + outcome code.
     outcome: u8,
+    /// What the program waits for after its last step ([`Wake`], packed: kind and
+    /// argument): `Data` and `Acked` events that cannot meet it are not delivered.
+    wake_kind: u8,
+    wake_arg: u64,
 }
+
+const W_ANY: u8 = 0;
+const W_TIMER: u8 = 1;
+const W_RX: u8 = 2;
+const W_UNACKED: u8 = 3;
+const W_PEER_CLOSED: u8 = 4;
+const W_ESTABLISHED: u8 = 5;
 
 impl FlowSlot {
     fn has(&self, f: u8) -> bool {
         self.flags & f != 0
+    }
+    fn set_wake(&mut self, w: Wake) {
+        (self.wake_kind, self.wake_arg) = match w {
+            Wake::Any => (W_ANY, 0),
+            Wake::Timer | Wake::Done => (W_TIMER, 0),
+            Wake::RxBytes(n) => (W_RX, n),
+            Wake::Unacked(n) => (W_UNACKED, n),
+            Wake::PeerClosed => (W_PEER_CLOSED, 0),
+            Wake::Established => (W_ESTABLISHED, 0),
+        };
+    }
+    fn wake(&self) -> Wake {
+        match self.wake_kind {
+            W_TIMER => Wake::Timer,
+            W_RX => Wake::RxBytes(self.wake_arg),
+            W_UNACKED => Wake::Unacked(self.wake_arg),
+            W_PEER_CLOSED => Wake::PeerClosed,
+            W_ESTABLISHED => Wake::Established,
+            _ => Wake::Any,
+        }
+    }
+    /// Can a `Data` or `Acked` event move the flow's program now?
+    #[inline]
+    fn data_or_ack_moves(&self) -> bool {
+        self.wake().met(
+            self.rx,
+            self.queued.saturating_sub(self.acked),
+            self.has(F_PEER_CLOSED),
+            self.has(F_EST),
+        )
     }
 }
 
@@ -295,6 +336,10 @@ impl GenApp {
         if !slot.has(F_LIVE) || slot.outcome != 0 {
             return;
         }
+        if matches!(ev, Event::Data | Event::Acked) && !slot.data_or_ack_moves() {
+            // The program would only re-check its wait condition and keep waiting.
+            return;
+        }
         let mut misuse = 0u64;
         let (ctx, stx) = self.txbuf.get(slot.tpl as usize).copied().unwrap_or((0, 0));
         let watermark = if slot.has(F_CLIENT) { ctx } else { stx };
@@ -310,6 +355,8 @@ impl GenApp {
             misuse: &mut misuse,
         };
         let st = self.progs[i].on_event(&self.profile, &mut io, ev);
+        let wake = self.progs[i].wake(&self.profile, watermark);
+        self.flows[i].set_wake(wake);
         if misuse > 0 {
             let tpl = self.flows[i].tpl;
             self.tgc(tpl).io_misuse += misuse;
@@ -334,18 +381,21 @@ impl GenApp {
     }
 
     /// Applies recorded operations through a callback's `Ctl`.
+    #[inline]
     fn apply_ctl(&mut self, ctl: &mut Ctl) {
-        for op in self.ops.drain(..) {
-            match op {
-                IoOp::Send(id, len) => ctl.send(id, 0, len),
-                IoOp::Close => ctl.close(),
-                IoOp::Reset => {
-                    ctl.abort();
-                    break;
+        if !self.ops.is_empty() {
+            for op in self.ops.drain(..) {
+                match op {
+                    IoOp::Send(id, len) => ctl.send(id, 0, len),
+                    IoOp::Close => ctl.close(),
+                    IoOp::Reset => {
+                        ctl.abort();
+                        break;
+                    }
                 }
             }
+            self.ops.clear();
         }
-        self.ops.clear();
         if ctl.errors > self.stats.send_errors {
             self.stats.send_errors = ctl.errors;
         }

@@ -362,13 +362,29 @@ impl<P: Port> Side<P> {
                 pcap: pcap.as_deref_mut(),
                 now,
             };
+            // Runs of consecutive TCP frames go to the host as one burst (it prefetches
+            // their flow-table slots and TCBs first); frames keep their arrival order.
+            let mut tcp: [&[u8]; RX_BURST] = [&[]; RX_BURST];
+            let mut k = 0;
             for f in &self.rxq {
                 let d = f.data();
                 if is_udp(d) {
+                    if k > 0 {
+                        self.host.rx_burst(now, &tcp[..k], &mut self.app, &mut sink);
+                        k = 0;
+                    }
                     self.udp.rx(&mut self.app.udp_ctx(), &mut sink, d);
                 } else {
-                    self.host.rx(now, d, &mut self.app, &mut sink);
+                    tcp[k] = d;
+                    k += 1;
+                    if k == RX_BURST {
+                        self.host.rx_burst(now, &tcp, &mut self.app, &mut sink);
+                        k = 0;
+                    }
                 }
+            }
+            if k > 0 {
+                self.host.rx_burst(now, &tcp[..k], &mut self.app, &mut sink);
             }
             self.port.release_all(&mut self.rxq);
             let _ = self.flush_tx(now, &mut pcap);
