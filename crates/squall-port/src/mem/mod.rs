@@ -231,7 +231,7 @@ pub struct MemPort {
     pools: [Arc<PoolMem>; 2],
     view: PoolView,
     headroom: u16,
-    /// Free slots of this side's pool.
+    /// Free slots of this side's pool: a LIFO stack (the most recently freed first).
     free: Vec<u32>,
     /// This side's slots coming back from the peer.
     returns_in: Consumer<u32>,
@@ -339,7 +339,13 @@ pub fn pair(cfg: MemConfig) -> Result<(MemPort, MemPort), MemError> {
             view,
             pools,
             headroom: cfg.headroom,
-            free: (0..cfg.frames).rev().collect(),
+            free: {
+                // Twice the pool: `release_all` reserves room for a whole burst before
+                // it knows which frames are its own, and must not reallocate then.
+                let mut free = Vec::with_capacity(2 * cfg.frames as usize);
+                free.extend((0..cfg.frames).rev());
+                free
+            },
             returns_in,
             returns_out,
             returns_pending: 0,

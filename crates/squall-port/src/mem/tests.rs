@@ -565,3 +565,23 @@ fn receiver_sees_rx_results_not_sender_requests() {
         b.release_all(&mut r);
     }
 }
+
+#[test]
+fn release_of_a_full_burst_does_not_grow_the_free_stack() {
+    let (mut a, mut b) = pair(small(64)).unwrap();
+    let cap = b.free.capacity();
+    let (mut v, mut r) = (Vec::new(), Vec::new());
+    assert_eq!(a.alloc_tx(&mut v, 64), 64);
+    for f in v.iter_mut() {
+        f.set_len(60).unwrap();
+    }
+    assert_eq!(a.tx_burst(&mut v), 64);
+    assert_eq!(b.alloc_tx(&mut r, 64), 64);
+    assert_eq!(b.free_frames(), 0);
+    assert_eq!(b.rx_burst(&mut r, 64), 64);
+    // 128 frames: B's whole pool (free stack) and A's whole pool (return ring).
+    b.release_all(&mut r);
+    assert_eq!((b.free_frames(), b.free.capacity()), (64, cap));
+    assert_eq!(a.alloc_tx(&mut v, 64), 64);
+    a.release_all(&mut v);
+}
