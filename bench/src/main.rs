@@ -17,6 +17,7 @@ use squall_bench::workload::{self, RunCfg};
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
                     [--stacks smoltcp,squall] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
+                    [--pool N]  (frames per side of Squall's wire; default sized from C)
                     [--offload]   (emulate checksum offload on both sides: a second row)
                     [--initwnd 2,10]  (W1 Squall rows per initial window, mem2 driver on one
                                        thread; smoltcp has no initial-window knob: row omitted)
@@ -35,6 +36,8 @@ struct Opts {
     /// W3 flow counts (the child gets one).
     flows: Vec<usize>,
     max_ops: u64,
+    /// Frames per side of Squall's wire (0 = sized from C).
+    pool: u32,
     max_seconds: f64,
     /// `port` (squall-port's mem wire, default) or `harness` (the harness's own queues).
     wire: String,
@@ -56,6 +59,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         stacks: vec!["smoltcp".into(), "squall".into()],
         flows: vec![100_000, 1_000_000],
         max_ops: u64::MAX,
+        pool: 0,
         max_seconds: 120.0,
         wire: "port".into(),
         offload: false,
@@ -121,6 +125,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                     .collect::<Result<_, _>>()?
             }
             "--max-ops" => o.max_ops = val()?.parse().map_err(|_| "bad --max-ops".to_string())?,
+            "--pool" => {
+                o.pool = match val()?.parse() {
+                    Ok(n @ 16..=65_536) => n,
+                    _ => return Err("bad --pool value (16..=65536 frames per side)".into()),
+                }
+            }
             "--max-seconds" => {
                 o.max_seconds = val()?
                     .parse()
@@ -261,6 +271,7 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                         for i in 0..o.runs {
                             let mut cfg = RunCfg::new(c, o.seconds);
                             cfg.max_ops = o.max_ops;
+                            cfg.pool = o.pool;
                             let mut sc = SmolConfig::new(c);
                             sc.offload = o.offload;
                             let mut r = if stack == "squall" {

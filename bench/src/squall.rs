@@ -101,7 +101,11 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
     // (`tcps_txfull`) and resume when frames come back (`TcpHost::tx_resume`), so the
     // frames in flight stay few and cache-hot whatever C is (a pool sized to C x the
     // window put tens of MB in flight at C = 1000).
-    let frames = (cfg.conns * 24 + 64).next_power_of_two().clamp(128, 1024) as u32;
+    let frames = if cfg.pool > 0 {
+        cfg.pool
+    } else {
+        (cfg.conns * 24 + 64).next_power_of_two().clamp(128, 256) as u32
+    };
     let mut rig = Rig::new(wl, cfg.conns, max_flows, offload, frames)?;
     let start = Instant::now();
     let warmup = Duration::from_secs_f64(cfg.warmup);

@@ -21,6 +21,8 @@ pub struct RunCfg {
     pub warmup: f64,
     /// Stop early after this many measured operations.
     pub max_ops: u64,
+    /// Frames per side of the in-memory wire (0 = sized from `conns`).
+    pub pool: u32,
 }
 
 impl RunCfg {
@@ -30,6 +32,7 @@ impl RunCfg {
             seconds,
             warmup: (seconds / 4.0).clamp(0.05, 0.5),
             max_ops: u64::MAX,
+            pool: 0,
         }
     }
 }

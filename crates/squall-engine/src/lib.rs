@@ -6,12 +6,14 @@
 //! - [`counters`]: per-core counters written without locks or atomic RMW and summed by
 //!   name from another thread;
 //! - [`affinity`]: pinning a thread to a core;
+//! - [`hugemem`]: large tables hinted into transparent huge pages;
 //! - [`worker`]: the loop `rx burst -> handler -> timers -> poll -> tx burst` over any
 //!   `squall_port::Port`.
 
 pub mod affinity;
 pub mod clock;
 pub mod counters;
+pub mod hugemem;
 pub mod timer;
 pub mod worker;
 

@@ -93,7 +93,7 @@ impl TimerWheel {
             "timer wheel capacity above u32 range"
         );
         TimerWheel {
-            nodes: vec![EMPTY_NODE; capacity],
+            nodes: crate::hugemem::huge_vec(capacity, EMPTY_NODE),
             heads: [NIL; LEVELS * SLOTS],
             occupied: [0; LEVELS],
             elapsed: now_ns >> TICK_SHIFT,

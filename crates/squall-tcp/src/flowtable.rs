@@ -52,13 +52,13 @@ impl FlowTable {
     pub fn new(max_entries: usize, seed: u64) -> Self {
         let n = (max_entries.max(4) * 2).next_power_of_two();
         FlowTable {
-            slots: vec![
+            slots: squall_engine::hugemem::huge_vec(
+                n,
                 Slot {
                     key: FlowKey::default(),
-                    idx: EMPTY
-                };
-                n
-            ],
+                    idx: EMPTY,
+                },
+            ),
             mask: n - 1,
             len: 0,
             max_len: max_entries.max(4),

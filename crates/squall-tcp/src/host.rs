@@ -163,7 +163,7 @@ impl TcpHost {
         TcpHost {
             table: FlowTable::new(max, cfg.seed.rotate_left(7)),
             wheel: TimerWheel::new(max, now_ns),
-            flows: Vec::with_capacity(max),
+            flows: squall_engine::hugemem::with_capacity_huge(max),
             free: Vec::new(),
             expired: Vec::with_capacity(256),
             tx_blocked: VecDeque::with_capacity(256),
