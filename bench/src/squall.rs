@@ -109,13 +109,19 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
     let mut rig = Rig::new(wl, cfg.conns, max_flows, offload, frames)?;
     let start = Instant::now();
     let warmup = Duration::from_secs_f64(cfg.warmup);
-    let end = warmup + Duration::from_secs_f64(cfg.seconds);
+    let measured = Duration::from_secs_f64(cfg.seconds);
+    // W1 with many connections reaches its steady state only once every connection of
+    // the first wave has completed (until then all C are in their first round trips):
+    // the warm-up lasts until C connections are done (at most 60 s).
+    let steady_ops = if requests { 0 } else { cfg.conns as u64 };
     let mut window: Option<(Instant, Duration, u64, u64, u64)> = None;
     let mut refused = 0u64;
     loop {
         let real = start.elapsed();
         match window {
-            None if real >= warmup => {
+            None if real >= warmup
+                && (rig.c.app.ops >= steady_ops || real >= Duration::from_secs(60)) =>
+            {
                 if requests {
                     rig.c.app.hist = Some(Histogram::new());
                 }
@@ -127,7 +133,11 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
                     rig.c.app.l7_bytes,
                 ));
             }
-            Some((_, _, _, ops0, _)) if real >= end || rig.c.app.ops - ops0 >= cfg.max_ops => break,
+            Some((t0, _, _, ops0, _))
+                if t0.elapsed() >= measured || rig.c.app.ops - ops0 >= cfg.max_ops =>
+            {
+                break
+            }
             _ => {}
         }
         let now = rig.start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
