@@ -52,7 +52,8 @@ bench: bench-mem
 
 # One JSON line per cell (docs/BENCHMARKS.md): the wire64 floor, W1/W2/W3 for Squall and
 # smoltcp on T-mem1 (software checksums, then a second row with checksum offload emulated on
-# both sides), and the kernel on T-loop for context. About 5 minutes.
+# both sides), W1 at C = 100,000 (Squall; smoltcp finds sockets by linear scan), and the
+# kernel on T-loop for context. About 7 minutes.
 bench-mem:
 	$(CARGO) build --release -p squall-port --example wire64
 	$(CARGO) build --release -p squall-bench
@@ -60,6 +61,7 @@ bench-mem:
 	./target/release/squall-bench mem
 	./target/release/squall-bench mem --offload --workloads W1,W2
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100,1000 --initwnd 2,10
+	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100000 --seconds 5
 	./target/release/squall-bench mem2
 	./target/release/squall-bench loop
 

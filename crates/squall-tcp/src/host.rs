@@ -651,8 +651,15 @@ impl TcpHost {
 
     /// Options for a non-SYN segment of flow `i`: timestamps (RFC 7323) and, while we hold
     /// out-of-order data, SACK blocks (RFC 2018 §4). Returns the length used in `buf`.
-    #[inline]
+    #[inline(always)]
     fn seg_opts(&self, i: u32, buf: &mut [u8; 40]) -> usize {
+        if self.flows[i as usize].flags & (F_TS | F_SACK) == 0 {
+            return 0;
+        }
+        self.seg_opts_negotiated(i, buf)
+    }
+
+    fn seg_opts_negotiated(&self, i: u32, buf: &mut [u8; 40]) -> usize {
         let t = &self.flows[i as usize];
         let mut n = 0;
         if t.has(F_TS) {
@@ -1236,8 +1243,17 @@ impl TcpHost {
 
     /// Applies the operations queued by a callback; returns true if the flow is gone.
     fn apply_ops<A: TcpApp, S: TxSink>(&mut self, i: u32, app: &mut A, tx: &mut S) -> Gone {
-        if self.ctl.ops.is_empty() {
-            return false;
+        match self.ctl.ops.as_slice() {
+            [] => return false,
+            // The common case (a callback queued one send): no queue juggling.
+            &[Op::Send(b, off, len)] => {
+                self.ctl.ops.clear();
+                if self.check_sendable(FlowId(i)).is_ok() && self.queue(i, b, off, len).is_err() {
+                    self.ctl.errors += 1;
+                }
+                return false;
+            }
+            _ => {}
         }
         let mut ops = std::mem::take(&mut self.ctl.ops);
         let mut gone = false;
