@@ -328,9 +328,9 @@ impl GenApp {
     }
 
     /// Runs the flow's program on `ev`; records operations in `ops`.
+    #[inline]
     pub fn step(&mut self, f: u32, ev: Event) {
-        let i = f as usize;
-        let Some(slot) = self.flows.get_mut(i) else {
+        let Some(slot) = self.flows.get(f as usize) else {
             return;
         };
         if !slot.has(F_LIVE) || slot.outcome != 0 {
@@ -340,6 +340,16 @@ impl GenApp {
             // The program would only re-check its wait condition and keep waiting.
             return;
         }
+        self.run_step(f, ev);
+    }
+
+    /// [`GenApp::step`] past its checks: runs the interpreter.
+    #[inline(never)]
+    fn run_step(&mut self, f: u32, ev: Event) {
+        let i = f as usize;
+        let Some(slot) = self.flows.get_mut(i) else {
+            return;
+        };
         let mut misuse = 0u64;
         let (ctx, stx) = self.txbuf.get(slot.tpl as usize).copied().unwrap_or((0, 0));
         let watermark = if slot.has(F_CLIENT) { ctx } else { stx };

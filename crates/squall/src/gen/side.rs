@@ -23,6 +23,8 @@ use super::udp::{is_udp, UdpFlows};
 const BURST: usize = 64;
 /// Rx frames taken per burst; the replies they cause are flushed after each burst.
 const RX_BURST: usize = 32;
+/// Runs of fewer received TCP frames than this skip the host's prefetching burst path.
+const PREFETCH_MIN: usize = 4;
 /// Most rx bursts handled per iteration.
 const MAX_RX_BURSTS: usize = 128;
 
@@ -64,6 +66,19 @@ impl<P: Port> TxSink for Sink<'_, P> {
                 p.frame(self.now, f.data());
             }
             self.tx.out.push(f);
+        }
+    }
+}
+
+/// Hands received TCP frames to the host: a few one by one, more as a burst (prefetching
+/// pays off only when there are frames to overlap).
+#[inline]
+fn tcp_rx<S: TxSink>(host: &mut TcpHost, now: u64, frames: &[&[u8]], app: &mut GenApp, tx: &mut S) {
+    if frames.len() >= PREFETCH_MIN {
+        host.rx_burst(now, frames, app, tx);
+    } else {
+        for f in frames {
+            host.rx(now, f, app, tx);
         }
     }
 }
@@ -369,23 +384,19 @@ impl<P: Port> Side<P> {
             for f in &self.rxq {
                 let d = f.data();
                 if is_udp(d) {
-                    if k > 0 {
-                        self.host.rx_burst(now, &tcp[..k], &mut self.app, &mut sink);
-                        k = 0;
-                    }
+                    tcp_rx(&mut self.host, now, &tcp[..k], &mut self.app, &mut sink);
+                    k = 0;
                     self.udp.rx(&mut self.app.udp_ctx(), &mut sink, d);
                 } else {
                     tcp[k] = d;
                     k += 1;
                     if k == RX_BURST {
-                        self.host.rx_burst(now, &tcp, &mut self.app, &mut sink);
+                        tcp_rx(&mut self.host, now, &tcp, &mut self.app, &mut sink);
                         k = 0;
                     }
                 }
             }
-            if k > 0 {
-                self.host.rx_burst(now, &tcp[..k], &mut self.app, &mut sink);
-            }
+            tcp_rx(&mut self.host, now, &tcp[..k], &mut self.app, &mut sink);
             self.port.release_all(&mut self.rxq);
             let _ = self.flush_tx(now, &mut pcap);
             if n < RX_BURST {
