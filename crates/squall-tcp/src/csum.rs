@@ -179,6 +179,14 @@ fn sum_short(data: &[u8]) -> u16 {
     fold_be(short_acc(data))
 }
 
+/// [`sum`] for buffers the caller knows are short (below 128 bytes: headers, the
+/// partial blocks at a segment's ends), inlined without the dispatch. Any length is
+/// correct; long ones are just slower than [`sum`].
+#[inline(always)]
+pub fn sum_small(data: &[u8]) -> u16 {
+    fold_be(short_acc(data))
+}
+
 /// The AVX-512 sums: 64 bytes per vector in eight independent accumulators (the
 /// `vpdpwssd` latency is 4-5 cycles at one per cycle); the last < 64 bytes are read by
 /// one masked load (zero bytes past the end: exactly the padding of an odd trailing

@@ -943,9 +943,14 @@ impl TcpHost {
             if used > 0 && (was_idle || t.rexmt_at == 0) {
                 t.rexmt_at = now + rto;
             }
-            // All queued data sent and no FIN to send: the next round would find nothing
-            // to do (no data, FIN or ACK pending), so stop here.
-            if one_seg || len == 0 || (len == avail && !t.fin_pending()) {
+            // All queued data sent and no FIN to send, or the window used up with data
+            // left (the next round would find no room, and a FIN only follows the last
+            // byte): the next round would send nothing, so stop here.
+            if one_seg
+                || len == 0
+                || (len == avail && !t.fin_pending())
+                || (len == usable && len < avail)
+            {
                 break;
             }
         }

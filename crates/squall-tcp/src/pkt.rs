@@ -377,7 +377,12 @@ pub fn write_headers_sum(
     hdr[46..48].copy_from_slice(&off_flags.to_be_bytes());
     hdr[48..50].copy_from_slice(&h.wnd.to_be_bytes());
     hdr[50..54].copy_from_slice(&[0, 0, 0, 0]);
-    rest[..opts.len()].copy_from_slice(opts);
+    // Fixed-size copies for the usual option blocks (none; NOP, NOP, timestamps).
+    match (<&[u8; 12]>::try_from(opts), rest.first_chunk_mut::<12>()) {
+        (Ok(o), Some(r)) => *r = *o,
+        _ if opts.is_empty() => {}
+        _ => rest[..opts.len()].copy_from_slice(opts),
+    }
     let tcp_len = tcp_hlen + payload_len;
     let mut sum = addr_sum + 6 + tcp_len as u64;
     sum += h.src_port as u64 + h.dst_port as u64;
