@@ -137,6 +137,8 @@ pub struct TcpHost {
     challenge_sec: u64,
     challenge_count: u32,
     active: u32,
+    /// `resume_blocked` is running (its `output` calls must not defer to the queue).
+    resuming: bool,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (deadline u64, next/prev u32, slot u16,
@@ -185,6 +187,7 @@ impl TcpHost {
             challenge_sec: u64::MAX,
             challenge_count: 0,
             active: 0,
+            resuming: false,
             cfg,
         }
     }
@@ -477,6 +480,12 @@ impl TcpHost {
     }
 
     fn resume_blocked<S: TxSink>(&mut self, tx: &mut S) {
+        self.resuming = true;
+        self.resume_pass(tx);
+        self.resuming = false;
+    }
+
+    fn resume_pass<S: TxSink>(&mut self, tx: &mut S) {
         // At most one pass over the entries present now: a flow that blocks again is
         // re-queued at the back and ends the pass (the sink is full).
         for _ in 0..self.tx_blocked.len() {
@@ -830,6 +839,14 @@ impl TcpHost {
     /// Sends whatever the windows allow plus a pending ACK (BSD `tcp_output`).
     fn output<S: TxSink>(&mut self, i: u32, tx: &mut S) {
         let now = self.now;
+        if !self.tx_blocked.is_empty() && !self.resuming {
+            // Flows are still waiting for the sink after the resume pass that ran when
+            // this receive (or timer run) began: the sink is full, so join the queue
+            // instead of building a segment that cannot be sent (its turn comes in order).
+            self.mark_tx_blocked(i);
+            self.schedule(i);
+            return;
+        }
         loop {
             let wnd_adv = self.adv_wnd(i);
             let t = &mut self.flows[i as usize];
@@ -1309,7 +1326,19 @@ impl TcpHost {
 
     /// Processes one received frame (Ethernet + IPv4 + TCP).
     pub fn rx<A: TcpApp, S: TxSink>(&mut self, now: u64, frame: &[u8], app: &mut A, tx: &mut S) {
+        self.now = now;
+        self.resume_first(tx);
         self.rx_one(now, frame, None, app, tx);
+    }
+
+    /// Flows that stopped on a full TX sink get the frames that came back before the
+    /// segments this receive triggers do (FIFO fairness: otherwise busy flows would keep
+    /// taking every freed frame and a blocked SYN could wait forever).
+    #[inline]
+    fn resume_first<S: TxSink>(&mut self, tx: &mut S) {
+        if !self.tx_blocked.is_empty() {
+            self.resume_blocked(tx);
+        }
     }
 
     /// Processes a burst of received frames. The 4-tuples of the whole burst are read and
@@ -1323,6 +1352,8 @@ impl TcpHost {
         tx: &mut S,
     ) {
         const B: usize = 32;
+        self.now = now;
+        self.resume_first(tx);
         for chunk in frames.chunks(B) {
             // Each frame's 4-tuple is read once and kept with its hash.
             let mut keys = [None::<(FlowKey, u64)>; B];
