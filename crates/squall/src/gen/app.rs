@@ -7,7 +7,8 @@
 //! [`Io`], which only *records* operations ([`IoOp`]); the caller applies them through
 //! the callback's `Ctl` (inside TCP callbacks) or through `TcpHost::send/close/abort`
 //! (program timers, flow starts). Program timers live in this app's own timer wheel
-//! (token = flow index).
+//! (token = flow index). After each step the slot keeps what the program waits for
+//! ([`Wake`]): data and ack events that cannot meet it skip the interpreter.
 
 use std::sync::Arc;
 

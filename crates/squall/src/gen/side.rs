@@ -1,7 +1,8 @@
 //! One side of a run: a `TcpHost`, its [`GenApp`], the port it talks through and (client
 //! side) the flow scheduler with address allocation, and the side's [`UdpFlows`].
 //! [`Side::iterate`] is one turn of the loop: rx bursts of 32 (UDP frames to the UDP
-//! flows, the rest to TCP), each followed by a TX flush and the host's `tx_resume` ->
+//! flows, runs of TCP frames to `TcpHost::rx_burst`, which prefetches their flow-table
+//! slots and TCBs), each followed by a TX flush and the host's `tx_resume` ->
 //! TCP timers -> program timers -> new flows (none while flows wait for TX frames) ->
 //! TX flush and `tx_resume`.
 
