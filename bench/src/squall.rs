@@ -98,13 +98,15 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
     // Room for the live flows plus one second of TIME_WAIT at a generous rate.
     let max_flows = (cfg.conns as u32 * 4 + 4096).max(1 << 18);
     // A bounded pool, like a NIC ring: when it is full the hosts stop building frames
-    // (`tcps_txfull`) and resume when frames come back (`TcpHost::tx_resume`), so the
-    // frames in flight stay few and cache-hot whatever C is (a pool sized to C x the
-    // window put tens of MB in flight at C = 1000).
+    // (`tcps_txfull`) and resume when frames come back (`TcpHost::tx_resume`, blocked
+    // flows first), so the frames in flight stay few and cache-hot whatever C is (a pool
+    // sized to C x the window put tens of MB in flight at C = 1000). Room for one frame
+    // per connection and direction (a W2 exchange never waits for a slot), at least 256
+    // and at most 2048 frames (4 MiB) per side.
     let frames = if cfg.pool > 0 {
         cfg.pool
     } else {
-        (cfg.conns * 24 + 64).next_power_of_two().clamp(128, 256) as u32
+        (cfg.conns + 64).next_power_of_two().clamp(256, 2048) as u32
     };
     let mut rig = Rig::new(wl, cfg.conns, max_flows, offload, frames)?;
     let start = Instant::now();
