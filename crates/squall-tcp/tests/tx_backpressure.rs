@@ -137,3 +137,65 @@ fn ring_of_one_frame_still_completes() {
         0
     );
 }
+
+// A flow that found the sink full is served before the segments a later receive
+// triggers: its SYN leaves first when a slot frees, the receiving flow's ACK waits.
+#[test]
+fn blocked_flow_goes_before_output_triggered_by_a_receive() {
+    let cfg = w1_config();
+    let now = 1_000_000_000u64;
+    let mut ch = TcpHost::new(
+        squall_tcp::TcpConfig {
+            mac: [2, 0, 0, 0, 0, 1],
+            gateway_mac: [2, 0, 0, 0, 0, 2],
+            ..cfg.clone()
+        },
+        now,
+    );
+    let mut sh = TcpHost::new(
+        squall_tcp::TcpConfig {
+            mac: [2, 0, 0, 0, 0, 2],
+            gateway_mac: [2, 0, 0, 0, 0, 1],
+            ..cfg
+        },
+        now,
+    );
+    sh.listen(80);
+    let req = pattern(REQ_LEN, 0x11);
+    let resp = pattern(RESP_LEN, 0x5a);
+    let req_id = ch.buffers().register(req.clone());
+    let resp_id = sh.buffers().register(resp.clone());
+    let mut capp = W1Client::new(req_id, resp);
+    let mut sapp = W1Server::new(req, resp_id);
+    let mut cq = Ring::new(1);
+    let mut sq = Ring::new(8);
+    let port = |f: &[u8]| u16::from_be_bytes([f[34], f[35]]);
+    let flags = |f: &[u8]| f[47];
+    // A's SYN takes the only slot; B's SYN finds the sink full and waits.
+    let a = ch
+        .connect(now, &mut cq, client_ip(0), client_port(0), SERVER_IP, 80)
+        .expect("connect A");
+    capp.started(a, 0);
+    let b = ch
+        .connect(now, &mut cq, client_ip(1), client_port(1), SERVER_IP, 80)
+        .expect("connect B");
+    capp.started(b, 1);
+    assert_eq!(cq.frames.len(), 1);
+    assert_eq!(ch.counters().tcps_txfull, 1);
+    // A's SYN reaches the server; its SYN-ACK comes back to the client.
+    for f in std::mem::take(&mut cq.frames) {
+        sh.rx(now, &f, &mut sapp, &mut sq);
+    }
+    let synack = sq.frames.pop().expect("SYN-ACK");
+    ch.rx(now, &synack, &mut capp, &mut cq);
+    // The freed slot went to B's SYN, not to A's handshake ACK.
+    assert_eq!(cq.frames.len(), 1);
+    assert_eq!(flags(&cq.frames[0]), 0x02, "a SYN");
+    assert_eq!(port(&cq.frames[0]), client_port(1));
+    // A's ACK (and request) follow when the ring drains.
+    cq.frames.clear();
+    ch.tx_resume(now, &mut cq);
+    assert_eq!(cq.frames.len(), 1);
+    assert_eq!(port(&cq.frames[0]), client_port(0));
+    assert_eq!(flags(&cq.frames[0]) & 0x10, 0x10, "A's ACK");
+}
