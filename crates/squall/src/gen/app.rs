@@ -27,6 +27,9 @@ const F_PEER_CLOSED: u8 = 4;
 const F_CLIENT: u8 = 8;
 const F_CUT: u8 = 16;
 const F_FIRST: u8 = 32;
+/// The program has armed its timer at least once (else there is nothing to cancel, and
+/// the flow's node of the timer wheel, a cold line, is not touched).
+const F_TIMER: u8 = 64;
 
 /// Per-flow engine state beside the program state.
 #[derive(Clone, Copy, Debug, Default)]
@@ -163,6 +166,7 @@ impl FlowIo for Io<'_> {
     }
     fn set_keepalive(&mut self, _msec: u32, _rx_mode: bool) {}
     fn arm_timer(&mut self, deadline_ns: u64) {
+        self.slot.flags |= F_TIMER;
         self.timers.arm(self.token, deadline_ns);
     }
     fn random_u32(&mut self) -> u32 {
@@ -381,7 +385,9 @@ impl GenApp {
     fn finished(&mut self, i: usize, o: Outcome) {
         let slot = self.flows[i];
         self.flows[i].outcome = outcome_code(o);
-        self.timers.cancel(i as u32);
+        if slot.has(F_TIMER) {
+            self.timers.cancel(i as u32);
+        }
         if slot.has(F_CLIENT) && slot.rx > 0 && matches!(o, Outcome::Closed | Outcome::Reset) {
             let g = self.tg(slot.tpl);
             self.stats.tg[g]
@@ -568,7 +574,9 @@ impl TcpApp for GenApp {
         }
         let outcome = self.flows[i].outcome;
         self.flows[i].flags &= !F_LIVE;
-        self.timers.cancel(f.0);
+        if self.flows[i].has(F_TIMER) {
+            self.timers.cancel(f.0);
+        }
         self.live = self.live.saturating_sub(1);
         let expect_reset = self
             .expect_reset
