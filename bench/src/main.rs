@@ -242,6 +242,11 @@ fn run_squall(_requests: bool, _cfg: &RunCfg, _offload: bool) -> Result<Record, 
 }
 
 fn run_mem(o: &Opts) -> Result<(), String> {
+    // T-mem1 is one thread: keep it on one core (caches, no migrations), the same for
+    // every stack. Core 1: the kernel tends to put its own work on core 0.
+    if !squall_bench::measure::pin_to_core(1) {
+        eprintln!("note: could not pin the T-mem1 thread to core 1; running unpinned");
+    }
     for stack in &o.stacks {
         if stack != "smoltcp" && stack != "squall" {
             return Err(format!(
