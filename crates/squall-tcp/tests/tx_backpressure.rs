@@ -39,32 +39,13 @@ impl TxSink for Ring {
 /// Runs `n` W1 flows, `conc` at a time, with no loss, over a client->server ring of
 /// `climit` frames and a server->client ring of `slimit` frames.
 fn run(n: u32, conc: u32, climit: usize, slimit: usize) -> (W1Client, W1Server, TcpHost, TcpHost) {
-    let mut cfg = w1_config();
-    cfg.max_flows = n + conc + 16;
     let mut now = 1_000_000_000u64;
-    let mut ch = TcpHost::new(
-        squall_tcp::TcpConfig {
-            mac: [2, 0, 0, 0, 0, 1],
-            gateway_mac: [2, 0, 0, 0, 0, 2],
-            ..cfg.clone()
-        },
-        now,
-    );
-    let mut sh = TcpHost::new(
-        squall_tcp::TcpConfig {
-            mac: [2, 0, 0, 0, 0, 2],
-            gateway_mac: [2, 0, 0, 0, 0, 1],
-            ..cfg
-        },
-        now,
-    );
-    sh.listen(80);
-    let req = pattern(REQ_LEN, 0x11);
-    let resp = pattern(RESP_LEN, 0x5a);
-    let req_id = ch.buffers().register(req.clone());
-    let resp_id = sh.buffers().register(resp.clone());
-    let mut capp = W1Client::new(req_id, resp);
-    let mut sapp = W1Server::new(req, resp_id);
+    let W1Pair {
+        mut ch,
+        mut sh,
+        mut capp,
+        mut sapp,
+    } = w1_pair(w1_config(), n + conc + 16, 0, now);
     let mut cq = Ring::new(climit);
     let mut sq = Ring::new(slimit);
     let mut next = 0u32;
@@ -142,31 +123,13 @@ fn ring_of_one_frame_still_completes() {
 // triggers: its SYN leaves first when a slot frees, the receiving flow's ACK waits.
 #[test]
 fn blocked_flow_goes_before_output_triggered_by_a_receive() {
-    let cfg = w1_config();
     let now = 1_000_000_000u64;
-    let mut ch = TcpHost::new(
-        squall_tcp::TcpConfig {
-            mac: [2, 0, 0, 0, 0, 1],
-            gateway_mac: [2, 0, 0, 0, 0, 2],
-            ..cfg.clone()
-        },
-        now,
-    );
-    let mut sh = TcpHost::new(
-        squall_tcp::TcpConfig {
-            mac: [2, 0, 0, 0, 0, 2],
-            gateway_mac: [2, 0, 0, 0, 0, 1],
-            ..cfg
-        },
-        now,
-    );
-    sh.listen(80);
-    let req = pattern(REQ_LEN, 0x11);
-    let resp = pattern(RESP_LEN, 0x5a);
-    let req_id = ch.buffers().register(req.clone());
-    let resp_id = sh.buffers().register(resp.clone());
-    let mut capp = W1Client::new(req_id, resp);
-    let mut sapp = W1Server::new(req, resp_id);
+    let W1Pair {
+        mut ch,
+        mut sh,
+        mut capp,
+        mut sapp,
+    } = w1_pair(w1_config(), 64, 0, now);
     let mut cq = Ring::new(1);
     let mut sq = Ring::new(8);
     let port = |f: &[u8]| u16::from_be_bytes([f[34], f[35]]);

@@ -337,19 +337,26 @@ pub fn w1_config() -> TcpConfig {
     }
 }
 
-/// Runs `n` W1 flows, at most `conc` at a time, over a wire with `imp`.
-pub fn run_w1(n: u32, conc: u32, imp: Impair, seed: u64, cfg: TcpConfig) -> W1Result {
+/// A W1 client host and a server host listening on port 80, built from `cfg` (MACs,
+/// per-side seeds derived from `seed`, room for `max_flows`), with their applications.
+pub struct W1Pair {
+    pub ch: TcpHost,
+    pub sh: TcpHost,
+    pub capp: W1Client,
+    pub sapp: W1Server,
+}
+
+pub fn w1_pair(cfg: TcpConfig, max_flows: u32, seed: u64, now: u64) -> W1Pair {
     let mut ccfg = cfg.clone();
-    ccfg.max_flows = n + conc + 16;
+    ccfg.max_flows = max_flows;
     ccfg.mac = [2, 0, 0, 0, 0, 1];
     ccfg.gateway_mac = [2, 0, 0, 0, 0, 2];
     ccfg.seed = seed ^ 0xc11e;
     let mut scfg = cfg;
-    scfg.max_flows = n + conc + 16;
+    scfg.max_flows = max_flows;
     scfg.mac = [2, 0, 0, 0, 0, 2];
     scfg.gateway_mac = [2, 0, 0, 0, 0, 1];
     scfg.seed = seed ^ 0x5e4e;
-    let mut now = 1_000_000_000u64;
     let mut ch = TcpHost::new(ccfg, now);
     let mut sh = TcpHost::new(scfg, now);
     sh.listen(80);
@@ -357,8 +364,23 @@ pub fn run_w1(n: u32, conc: u32, imp: Impair, seed: u64, cfg: TcpConfig) -> W1Re
     let resp = pattern(RESP_LEN, 0x5a);
     let req_id = ch.buffers().register(req.clone());
     let resp_id = sh.buffers().register(resp.clone());
-    let mut capp = W1Client::new(req_id, resp);
-    let mut sapp = W1Server::new(req, resp_id);
+    W1Pair {
+        ch,
+        sh,
+        capp: W1Client::new(req_id, resp),
+        sapp: W1Server::new(req, resp_id),
+    }
+}
+
+/// Runs `n` W1 flows, at most `conc` at a time, over a wire with `imp`.
+pub fn run_w1(n: u32, conc: u32, imp: Impair, seed: u64, cfg: TcpConfig) -> W1Result {
+    let mut now = 1_000_000_000u64;
+    let W1Pair {
+        mut ch,
+        mut sh,
+        mut capp,
+        mut sapp,
+    } = w1_pair(cfg, n + conc + 16, seed, now);
     let mut csink = VecSink::default();
     let mut ssink = VecSink::default();
     let mut wire = Wire::new(imp, seed);
