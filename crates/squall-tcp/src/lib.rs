@@ -16,9 +16,15 @@
 //!   immutable buffer, with the TCP checksum computed during the copy.
 //! * **TX backpressure**: when [`TxSink::alloc`] fails (a full TX ring) the flow is put
 //!   on a resume list (`tcps_txfull` counts it) and its output, SYN or SYN-ACK is sent
-//!   at the next [`TcpHost::poll`] or [`TcpHost::tx_resume`], without waiting for a
-//!   retransmission timeout. A bounded ring keeps the frames in flight, and so the
-//!   memory they touch, small and cache-hot whatever the number of flows.
+//!   at the next [`TcpHost::poll`], [`TcpHost::tx_resume`] or receive, without waiting
+//!   for a retransmission timeout. The list is served first, in order: every receive
+//!   resumes it before processing, and a flow with output to do while others wait joins
+//!   the list rather than taking a freed slot (busy flows cannot starve a waiting SYN).
+//!   A bounded ring keeps the frames in flight, and so the memory they touch, small and
+//!   cache-hot whatever the number of flows.
+//! * **Memory**: the flow table, the TCB slab and the timer nodes are hinted into
+//!   transparent huge pages (`squall_engine::hugemem`), which removes most TLB misses
+//!   when flows are counted in hundreds of thousands.
 //! * **Timers**: call [`TcpHost::poll`] with the current time; [`TcpHost::next_timer`] tells
 //!   a virtual-clock driver when the next one is due.
 //! * **Send side (pull)**: register immutable buffers once ([`TcpHost::buffers`] ->
