@@ -47,9 +47,6 @@ pub(crate) struct PortSink {
     free: Vec<MemFrame>,
     out: Vec<MemFrame>,
     cur: Option<MemFrame>,
-    /// The pool was found empty: refuse at once until the driver next moves frames
-    /// (nothing can come back before the peer receives and releases some).
-    empty: bool,
     pub(crate) alloc_fail: u64,
 }
 
@@ -60,14 +57,8 @@ impl PortSink {
             free: Vec::with_capacity(BURST),
             out: Vec::with_capacity(4 * BURST),
             cur: None,
-            empty: false,
             alloc_fail: 0,
         }
-    }
-
-    /// The driver moved frames: the pool may have slots again.
-    pub(crate) fn rearm(&mut self) {
-        self.empty = false;
     }
 
     pub(crate) fn flush(&mut self) {
@@ -90,19 +81,12 @@ impl PortSink {
 impl TxSink for PortSink {
     fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
         if self.cur.is_none() {
-            if self.free.is_empty()
-                && (self.empty || self.port.alloc_tx(&mut self.free, BURST) == 0)
-            {
-                self.alloc_fail += 1;
-                if self.empty {
-                    return None;
-                }
+            if self.free.is_empty() && self.port.alloc_tx(&mut self.free, BURST) == 0 {
                 self.flush();
                 if self.port.alloc_tx(&mut self.free, BURST) == 0 {
-                    self.empty = true;
+                    self.alloc_fail += 1;
                     return None;
                 }
-                self.alloc_fail -= 1;
             }
             self.cur = self.free.pop();
         }
@@ -302,7 +286,6 @@ impl<A: TcpApp> Side<A> {
 
     /// Runs the host's timers.
     pub(crate) fn poll(&mut self, now: u64) {
-        self.sink.rearm();
         self.host.poll(now, &mut self.app, &mut self.sink);
     }
 
@@ -311,7 +294,6 @@ impl<A: TcpApp> Side<A> {
         if self.sink.port.rx_burst(&mut self.rxv, BURST) == 0 {
             return false;
         }
-        self.sink.rearm();
         // One call per burst: the host reads every 4-tuple first and prefetches the
         // flow-table slots and TCBs (what keeps the cost flat when flows are many).
         let mut frames: [&[u8]; BURST] = [&[]; BURST];
@@ -327,7 +309,6 @@ impl<A: TcpApp> Side<A> {
 
     /// Flows that stopped on a full TX pool go on.
     pub(crate) fn tx_resume(&mut self, now: u64) {
-        self.sink.rearm();
         self.host.tx_resume(now, &mut self.sink);
     }
 

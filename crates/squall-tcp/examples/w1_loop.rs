@@ -15,7 +15,7 @@ use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp, TcpConfig};
 
 #[path = "loop_common/mod.rs"]
 mod loop_common;
-use loop_common::{cpu_ns, host_pair, rx_all, Queue};
+use loop_common::{cpu_ns, host_pair, loop_config, rx_all, Queue};
 
 struct Client {
     req: BufId,
@@ -78,13 +78,8 @@ fn main() {
     let offload = args.next().as_deref() == Some("offload");
     let max_flows = conc * 4 + 1024;
     let base = TcpConfig {
-        max_flows,
         time_wait_ns: 1_000_000, // short TIME_WAIT so slots recycle in this loop
-        tx_checksum: !offload,
-        rx_checksum: !offload,
-        // SQUALL_TS=1: RFC 7323 timestamps on both ends (as the engine's W1/W2 run).
-        timestamps: std::env::var("SQUALL_TS").is_ok_and(|v| v == "1"),
-        ..TcpConfig::default()
+        ..loop_config(max_flows, offload)
     };
     let mut now = 1u64;
     let (mut ch, mut sh) = host_pair(base, now);

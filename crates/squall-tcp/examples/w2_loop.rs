@@ -8,11 +8,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use squall_tcp::{BufId, Ctl, FlowId, TcpApp, TcpConfig};
+use squall_tcp::{BufId, Ctl, FlowId, TcpApp};
 
 #[path = "loop_common/mod.rs"]
 mod loop_common;
-use loop_common::{cpu_ns, host_pair, rx_all, Queue};
+use loop_common::{cpu_ns, host_pair, loop_config, rx_all, Queue};
 
 const REQ: &[u8] = b"GET /testu HTTP/1.1\r\nHost: 48.0.0.1\r\n\r\n";
 
@@ -74,14 +74,7 @@ fn main() {
     .into_bytes();
     resp.extend_from_slice(&body);
     let max_flows = conns + 16;
-    let base = TcpConfig {
-        max_flows,
-        tx_checksum: !offload,
-        rx_checksum: !offload,
-        // SQUALL_TS=1: RFC 7323 timestamps on both ends (as the engine's W1/W2 run).
-        timestamps: std::env::var("SQUALL_TS").is_ok_and(|v| v == "1"),
-        ..TcpConfig::default()
-    };
+    let base = loop_config(max_flows, offload);
     let mut now = 1u64;
     let (mut ch, mut sh) = host_pair(base, now);
     sh.listen(80);

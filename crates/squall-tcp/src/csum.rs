@@ -173,17 +173,11 @@ fn short_acc(data: &[u8]) -> u64 {
 
 /// The portable sum (short buffers on every CPU, all buffers on x86_64 CPUs without
 /// AVX2): on x86_64 twice as fast as `squall_wire::checksum::sum` from 64 bytes on,
-/// whose SSE2 long-buffer loop it also beats (`csum_bench`).
-#[inline]
-fn sum_short(data: &[u8]) -> u16 {
-    fold_be(short_acc(data))
-}
-
-/// [`sum`] for buffers the caller knows are short (below 128 bytes: headers, the
-/// partial blocks at a segment's ends), inlined without the dispatch. Any length is
-/// correct; long ones are just slower than [`sum`].
+/// whose SSE2 long-buffer loop it also beats (`csum_bench`). Callers that know their
+/// buffer is short (below 128 bytes: headers, the partial blocks at a segment's ends)
+/// call it directly, inlined without [`sum`]'s dispatch; any length is correct.
 #[inline(always)]
-pub fn sum_small(data: &[u8]) -> u16 {
+pub fn sum_short(data: &[u8]) -> u16 {
     fold_be(short_acc(data))
 }
 

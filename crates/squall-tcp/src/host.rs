@@ -137,8 +137,6 @@ pub struct TcpHost {
     challenge_sec: u64,
     challenge_count: u32,
     active: u32,
-    /// `resume_blocked` is running (its `output` calls must not defer to the queue).
-    resuming: bool,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (deadline u64, next/prev u32, slot u16,
@@ -187,7 +185,6 @@ impl TcpHost {
             challenge_sec: u64::MAX,
             challenge_count: 0,
             active: 0,
-            resuming: false,
             cfg,
         }
     }
@@ -480,12 +477,6 @@ impl TcpHost {
     }
 
     fn resume_blocked<S: TxSink>(&mut self, tx: &mut S) {
-        self.resuming = true;
-        self.resume_pass(tx);
-        self.resuming = false;
-    }
-
-    fn resume_pass<S: TxSink>(&mut self, tx: &mut S) {
         // At most one pass over the entries present now: a flow that blocks again is
         // re-queued at the back and ends the pass (the sink is full).
         for _ in 0..self.tx_blocked.len() {
@@ -501,7 +492,7 @@ impl TcpHost {
                 State::Closed => continue,
                 // The SYN or SYN-ACK itself was not sent (it is idempotent: seq = ISS).
                 State::SynSent | State::SynReceived => self.send_syn(i, tx),
-                _ => self.output(i, tx),
+                _ => self.output_now(i, tx),
             }
             if self.flows[i as usize].has(F_TX_BLOCKED) {
                 break;
@@ -838,8 +829,7 @@ impl TcpHost {
 
     /// Sends whatever the windows allow plus a pending ACK (BSD `tcp_output`).
     fn output<S: TxSink>(&mut self, i: u32, tx: &mut S) {
-        let now = self.now;
-        if !self.tx_blocked.is_empty() && !self.resuming {
+        if !self.tx_blocked.is_empty() {
             // Flows are still waiting for the sink after the resume pass that ran when
             // this receive (or timer run) began: the sink is full, so join the queue
             // instead of building a segment that cannot be sent (its turn comes in order).
@@ -847,6 +837,12 @@ impl TcpHost {
             self.schedule(i);
             return;
         }
+        self.output_now(i, tx);
+    }
+
+    /// [`TcpHost::output`] without the queue check (the resume pass: the flow's turn).
+    fn output_now<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let now = self.now;
         loop {
             let wnd_adv = self.adv_wnd(i);
             let t = &mut self.flows[i as usize];

@@ -49,7 +49,7 @@ fn range_sum(d: &[u8], p: &[u32], a: usize, b: usize) -> u16 {
     let ba = a.div_ceil(CSUM_BLOCK);
     let bb = b / CSUM_BLOCK;
     if b - a < 4 * CSUM_BLOCK {
-        return crate::csum::sum_small(&d[a..b]);
+        return crate::csum::sum_short(&d[a..b]);
     }
     if ba >= bb || bb >= p.len() || bb - ba > MAX_PREFIX_BLOCKS {
         return crate::csum::sum(&d[a..b]);
@@ -57,10 +57,10 @@ fn range_sum(d: &[u8], p: &[u32], a: usize, b: usize) -> u16 {
     let odd = a % 2 == 1;
     // Head, counted from `a`; re-expressed counted from the buffer start (swap if odd).
     // Head and tail are each shorter than one block.
-    let head = crate::csum::sum_small(&d[a..ba * CSUM_BLOCK]);
+    let head = crate::csum::sum_short(&d[a..ba * CSUM_BLOCK]);
     let head0 = if odd { head.swap_bytes() } else { head };
     let mid = p[bb].wrapping_sub(p[ba]) as u64;
-    let tail = crate::csum::sum_small(&d[bb * CSUM_BLOCK..b]);
+    let tail = crate::csum::sum_short(&d[bb * CSUM_BLOCK..b]);
     let s0 = crate::pkt::csum_fold(head0 as u64 + mid + tail as u64);
     if odd {
         s0.swap_bytes()

@@ -11,23 +11,7 @@ use squall_tcp::{FlowOpts, OptsId, TcpConfig, TcpHost};
 const T0: u64 = 1_000_000_000;
 
 fn hosts(ccfg: TcpConfig, scfg: TcpConfig) -> (TcpHost, TcpHost) {
-    let c = TcpHost::new(
-        TcpConfig {
-            mac: [2, 0, 0, 0, 0, 1],
-            gateway_mac: [2, 0, 0, 0, 0, 2],
-            ..ccfg
-        },
-        T0,
-    );
-    let s = TcpHost::new(
-        TcpConfig {
-            mac: [2, 0, 0, 0, 0, 2],
-            gateway_mac: [2, 0, 0, 0, 0, 1],
-            ..scfg
-        },
-        T0,
-    );
-    (c, s)
+    host_pair(ccfg, scfg, T0)
 }
 
 /// A client and a server host with the W1 applications, driven in lock step; every
@@ -48,15 +32,12 @@ struct Pair {
 impl Pair {
     fn new(ccfg: TcpConfig, scfg: TcpConfig) -> Self {
         let (mut ch, mut sh) = hosts(ccfg, scfg);
-        let req = pattern(REQ_LEN, 0x11);
-        let resp = pattern(RESP_LEN, 0x5a);
-        let req_id = ch.buffers().register(req.clone());
-        let resp_id = sh.buffers().register(resp.clone());
+        let (capp, sapp) = w1_apps(&mut ch, &mut sh);
         Pair {
             ch,
             sh,
-            capp: W1Client::new(req_id, resp),
-            sapp: W1Server::new(req, resp_id),
+            capp,
+            sapp,
             cq: VecSink::default(),
             sq: VecSink::default(),
             c_sent: Vec::new(),

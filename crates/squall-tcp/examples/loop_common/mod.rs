@@ -76,6 +76,18 @@ pub fn rx_all<A: TcpApp>(
 
 /// A client host (MAC ..:01) and a server host (MAC ..:02) pointing at each other, both
 /// built from `base` at time `now`.
+/// The hosts' configuration for `max_flows` flows: software checksums unless `offload`,
+/// RFC 7323 timestamps on both ends with `SQUALL_TS=1` (as the engine's W1/W2 run).
+pub fn loop_config(max_flows: u32, offload: bool) -> TcpConfig {
+    TcpConfig {
+        max_flows,
+        tx_checksum: !offload,
+        rx_checksum: !offload,
+        timestamps: std::env::var("SQUALL_TS").is_ok_and(|v| v == "1"),
+        ..TcpConfig::default()
+    }
+}
+
 pub fn host_pair(base: TcpConfig, now: u64) -> (TcpHost, TcpHost) {
     let ch = TcpHost::new(
         TcpConfig {

@@ -347,29 +347,52 @@ pub struct W1Pair {
 }
 
 pub fn w1_pair(cfg: TcpConfig, max_flows: u32, seed: u64, now: u64) -> W1Pair {
-    let mut ccfg = cfg.clone();
-    ccfg.max_flows = max_flows;
-    ccfg.mac = [2, 0, 0, 0, 0, 1];
-    ccfg.gateway_mac = [2, 0, 0, 0, 0, 2];
-    ccfg.seed = seed ^ 0xc11e;
-    let mut scfg = cfg;
-    scfg.max_flows = max_flows;
-    scfg.mac = [2, 0, 0, 0, 0, 2];
-    scfg.gateway_mac = [2, 0, 0, 0, 0, 1];
-    scfg.seed = seed ^ 0x5e4e;
-    let mut ch = TcpHost::new(ccfg, now);
-    let mut sh = TcpHost::new(scfg, now);
+    let ccfg = TcpConfig {
+        max_flows,
+        seed: seed ^ 0xc11e,
+        ..cfg.clone()
+    };
+    let scfg = TcpConfig {
+        max_flows,
+        seed: seed ^ 0x5e4e,
+        ..cfg
+    };
+    let (mut ch, mut sh) = host_pair(ccfg, scfg, now);
     sh.listen(80);
+    let (capp, sapp) = w1_apps(&mut ch, &mut sh);
+    W1Pair { ch, sh, capp, sapp }
+}
+
+/// A client host (MAC ...:01) and a server host (MAC ...:02) addressed to each other;
+/// everything else from `ccfg` / `scfg`.
+pub fn host_pair(ccfg: TcpConfig, scfg: TcpConfig, now: u64) -> (TcpHost, TcpHost) {
+    let c = TcpHost::new(
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 1],
+            gateway_mac: [2, 0, 0, 0, 0, 2],
+            ..ccfg
+        },
+        now,
+    );
+    let s = TcpHost::new(
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 2],
+            gateway_mac: [2, 0, 0, 0, 0, 1],
+            ..scfg
+        },
+        now,
+    );
+    (c, s)
+}
+
+/// Registers the W1 request at the client and the response at the server and returns
+/// the W1 applications that send and verify them.
+pub fn w1_apps(ch: &mut TcpHost, sh: &mut TcpHost) -> (W1Client, W1Server) {
     let req = pattern(REQ_LEN, 0x11);
     let resp = pattern(RESP_LEN, 0x5a);
     let req_id = ch.buffers().register(req.clone());
     let resp_id = sh.buffers().register(resp.clone());
-    W1Pair {
-        ch,
-        sh,
-        capp: W1Client::new(req_id, resp),
-        sapp: W1Server::new(req, resp_id),
-    }
+    (W1Client::new(req_id, resp), W1Server::new(req, resp_id))
 }
 
 /// Runs `n` W1 flows, at most `conc` at a time, over a wire with `imp`.
