@@ -192,6 +192,10 @@ impl TcpHost {
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
     }
+    /// Sets the MAC every frame is sent to (the next hop, once resolved).
+    pub fn set_gateway_mac(&mut self, mac: [u8; 6]) {
+        self.cfg.gateway_mac = mac;
+    }
     pub fn counters(&self) -> &TcpCounters {
         &self.counters
     }

@@ -1,7 +1,7 @@
 //! Runs on a real interface (`--iface afpacket:IFNAME`): one side only (`--mode client`
-//! or `--mode server`) against a real peer, over an [`AfPacketPort`] wrapped in an
-//! [`ArpPort`] (Squall answers ARP for the addresses it owns and learns the peer's MAC
-//! first). Also the CLI parsing of `--iface`/`--mode`/`--peer-*` and the single-side
+//! or `--mode server`) against a real peer, over an [`AfPacketPort`] under the side's
+//! node (which answers ARP and ping for the addresses Squall owns, and learns the peer's
+//! MAC first). Also the CLI parsing of `--iface`/`--mode`/`--peer-*` and the single-side
 //! invariants (checks that need both sides are skipped and say so).
 
 use std::sync::atomic::Ordering;
@@ -15,8 +15,9 @@ use squall_engine::{Clock, MonotonicClock};
 use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
 use squall_port::Port;
 
-use crate::arp::{resolve, ArpPort, Owned};
-use crate::gen::{tcp_config, ClientGen, Side};
+use squall_stack::Owned;
+
+use crate::gen::{owned_ranges, tcp_config, ClientGen, Side};
 use crate::report::{self, Check};
 use crate::run::{Live, RunConfig, RunResult, SideReport};
 
@@ -134,19 +135,7 @@ pub fn parse(
 /// Addresses Squall owns in `mode`: every client pool (client) or every server pool
 /// (server) of the profile.
 pub fn owned(p: &Profile, mode: Mode) -> Owned {
-    Owned(
-        p.ip_gens
-            .iter()
-            .map(|g| {
-                let pool = if mode == Mode::Server {
-                    &g.servers
-                } else {
-                    &g.clients
-                };
-                (pool.first, pool.last)
-            })
-            .collect(),
-    )
+    owned_ranges(p, mode != Mode::Server)
 }
 
 /// Default address to resolve: the first server (client mode) or client (server mode)
@@ -161,24 +150,24 @@ fn addresses(p: &Profile, mode: Mode) -> ([u8; 4], [u8; 4]) {
     (mine.to_be_bytes(), peer.to_be_bytes())
 }
 
-type RealSide = Side<ArpPort<AfPacketPort>>;
+type RealSide = Side<AfPacketPort>;
 
 fn side_report(s: &RealSide, cpu_ns: u64) -> SideReport {
     SideReport {
-        tcp: s.host.counters().clone(),
-        app: s.app.stats.clone(),
-        port: s.port.stats(),
+        tcp: s.node.tcp.counters().clone(),
+        app: s.stats(),
+        port: s.node.port.stats(),
         cpu_ns,
-        still_open: s.host.flow_count() as u64,
-        live_end: s.app.live,
-        udp_live_end: s.udp.live,
-        peak_active: s.app.peak_live,
+        still_open: s.node.tcp.flow_count() as u64,
+        live_end: s.gen.app.live,
+        udp_live_end: s.gen.udp.live,
+        peak_active: s.gen.app.peak_live,
         ..SideReport::default()
     }
 }
 
 fn publish(live: &Live, s: &RealSide, mode: Mode) {
-    let t = s.app.stats.total();
+    let t = s.gen.app.stats.total();
     let started = if mode == Mode::Server {
         t.accepted
     } else {
@@ -186,10 +175,11 @@ fn publish(live: &Live, s: &RealSide, mode: Mode) {
     };
     live.started.store(started, Ordering::Relaxed);
     live.completed.store(t.completed, Ordering::Relaxed);
-    live.errors.store(s.app.stats.errors(), Ordering::Relaxed);
-    live.active.store(s.app.live, Ordering::Relaxed);
+    live.errors
+        .store(s.gen.app.stats.errors(), Ordering::Relaxed);
+    live.active.store(s.gen.app.live, Ordering::Relaxed);
     live.wire_bytes
-        .store(s.port.stats().tx_bytes, Ordering::Relaxed);
+        .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
 }
 
 /// Runs one side of `profile` on a real interface (single thread, monotonic clock).
@@ -204,16 +194,10 @@ pub fn run_real(
     }
     let mut pc = AfPacketConfig::new(&rc.ifname);
     pc.rx_ring = rc.rx_ring;
-    let mut port = AfPacketPort::open(pc)?;
+    let port = AfPacketPort::open(pc)?;
     let caps = port.caps();
-    let own = owned(&profile, rc.mode);
     let (mine, peer_default) = addresses(&profile, rc.mode);
     let peer_ip = rc.peer_ip.unwrap_or(peer_default);
-    let peer_mac = match rc.peer_mac {
-        Some(m) => m,
-        None => resolve(&mut port, &own, mine, peer_ip, rc.arp_timeout)
-            .map_err(|e| format!("afpacket:{}: {e}", rc.ifname))?,
-    };
     let clock = MonotonicClock::new();
     let cpu0 = thread_cpu_ns();
     let t0 = clock.now_ns() + 100_000_000;
@@ -224,7 +208,13 @@ pub fn run_real(
     } else {
         &t.client
     };
-    let mut tc = tcp_config(tun, caps.mac, peer_mac, cfg.max_flows, seed ^ 0xaf9);
+    let mut tc = tcp_config(
+        tun,
+        caps.mac,
+        rc.peer_mac.unwrap_or([0; 6]),
+        cfg.max_flows,
+        seed ^ 0xaf9,
+    );
     // Segments must fit the interface's MTU.
     tc.mss = tc.mss.min(caps.mtu.saturating_sub(40)).max(64);
     let cg = if rc.mode == Mode::Client {
@@ -235,10 +225,23 @@ pub fn run_real(
     } else {
         None
     };
-    let port = ArpPort::new(port, own);
     let mut s = Side::new(profile.clone(), port, tc, cg, t0, seed ^ 0x1);
+    // The node answers ARP for its pools from here on; it asks for the peer unless told.
+    let peer_mac = match rc.peer_mac {
+        Some(m) => m,
+        None => s
+            .node
+            .resolve(
+                u32::from_be_bytes(mine),
+                u32::from_be_bytes(peer_ip),
+                rc.arp_timeout,
+            )
+            .map_err(|e| format!("afpacket:{}: {e}", rc.ifname))?,
+    };
+    s.node.set_next_hop(peer_mac);
+    s.node.announce(clock.now_ns());
     if rc.mode == Mode::Client {
-        s.pace = Some(256);
+        s.gen.pace = Some(256);
     }
     let stop = t0 + cfg.duration_ns;
     let hard = stop + cfg.drain_ns;
@@ -260,7 +263,7 @@ pub fn run_real(
             break;
         }
         if now >= hard {
-            if s.app.live > 0 {
+            if s.gen.app.live > 0 {
                 s.cut_all(now, None);
             }
             break;
@@ -283,19 +286,22 @@ pub fn run_real(
     live.done.store(true, Ordering::Relaxed);
     s.release_frames();
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
-    let a = s.port.arp;
-    let x = s.port.inner.extra_stats();
+    let a = s.node.neigh.stats;
+    let n = s.node.counters;
+    let x = s.node.port.extra_stats();
     eprintln!(
         "squall: afpacket:{} (rx {}) mac {} peer {} at {}: ARP requests answered {}, ARP ignored {}, \
-         unrelated frames dropped {}, own outgoing skipped {}, rx truncated {}, tx refused {}",
+         ICMP echo requests answered {}, unrelated frames dropped {}, own outgoing skipped {}, \
+         rx truncated {}, tx refused {}",
         rc.ifname,
         if rc.rx_ring { "TPACKET_V3 ring" } else { "recvmmsg" },
         fmt_mac(caps.mac),
         std::net::Ipv4Addr::from(peer_ip),
         fmt_mac(peer_mac),
         a.requests_answered,
-        a.arp_ignored,
-        a.unrelated,
+        a.ignored,
+        s.node.icmp.echo_answered,
+        n.rx_not_ours + n.rx_other_ip + n.rx_other_ether + n.rx_bad,
         x.rx_outgoing,
         x.rx_truncated,
         x.tx_refused

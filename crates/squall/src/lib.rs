@@ -6,9 +6,8 @@
 //! - [`report`]: invariants, the summary table and the JSON document;
 //! - [`source`]: loading a profile from `.json` or `.py`;
 //! - [`impair`]: the `--impair` option parser;
-//! - [`iface`], [`arp`]: single-side runs on a real interface (AF_PACKET) with ARP.
+//! - [`iface`]: single-side runs on a real interface (AF_PACKET); ARP is the node's.
 
-pub mod arp;
 pub mod gen;
 pub mod iface;
 pub mod impair;

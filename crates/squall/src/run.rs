@@ -155,7 +155,7 @@ impl Control {
         if seq != *seen {
             *seen = seq;
             let m = f64::from_bits(self.mult_bits.load(Ordering::Relaxed));
-            if let Some(g) = c.client.as_mut() {
+            if let Some(g) = c.gen.client.as_mut() {
                 g.set_mult(now, m);
             }
         }
@@ -164,7 +164,7 @@ impl Control {
             return hard;
         }
         self.stop.store(false, Ordering::Relaxed);
-        if let Some(g) = c.client.as_mut() {
+        if let Some(g) = c.gen.client.as_mut() {
             g.stop_at(now);
         }
         let cut = self.cut.load(Ordering::Relaxed);
@@ -185,33 +185,34 @@ impl Control {
 }
 
 fn publish_client(live: &Live, s: &Side<MemPort>) {
-    let t = s.app.stats.total();
+    let t = s.gen.app.stats.total();
     live.started.store(t.started, Ordering::Relaxed);
     live.completed.store(t.completed, Ordering::Relaxed);
-    live.errors.store(s.app.stats.errors(), Ordering::Relaxed);
-    live.active.store(s.app.live, Ordering::Relaxed);
+    live.errors
+        .store(s.gen.app.stats.errors(), Ordering::Relaxed);
+    live.active.store(s.gen.app.live, Ordering::Relaxed);
     live.wire_bytes
-        .store(s.port.stats().tx_bytes, Ordering::Relaxed);
+        .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
 }
 
 fn publish_server(live: &Live, s: &Side<MemPort>) {
     live.server_errors
-        .store(s.app.stats.errors(), Ordering::Relaxed);
+        .store(s.gen.app.stats.errors(), Ordering::Relaxed);
     live.server_wire_bytes
-        .store(s.port.stats().tx_bytes, Ordering::Relaxed);
+        .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
 }
 
 fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
     SideReport {
-        tcp: s.host.counters().clone(),
-        app: s.app.stats.clone(),
-        port: s.port.stats(),
-        impair: s.port.impair_stats(),
+        tcp: s.node.tcp.counters().clone(),
+        app: s.stats(),
+        port: s.node.port.stats(),
+        impair: s.node.port.impair_stats(),
         cpu_ns,
-        still_open: s.host.flow_count() as u64,
-        live_end: s.app.live,
-        udp_live_end: s.udp.live,
-        peak_active: s.app.peak_live,
+        still_open: s.node.tcp.flow_count() as u64,
+        live_end: s.gen.app.live,
+        udp_live_end: s.gen.udp.live,
+        peak_active: s.gen.app.peak_live,
         throttled_turns: 0,
     }
 }
@@ -438,15 +439,15 @@ fn run_single(
     let mut throttled = 0u64;
     let mut pressure = Pressure::new(cfg.impair.is_active(), pool_frames(cfg));
     if clock.is_some() {
-        c.pace = Some(START_BUDGET);
+        c.gen.pace = Some(START_BUDGET);
     }
     loop {
         if let Some(ck) = clock {
             now = ck.now_ns();
         }
         if clock.is_some() {
-            c.throttle = pressure.high(&c.port, &s.port);
-            throttled += u64::from(c.throttle);
+            c.gen.throttle = pressure.high(&c.node.port, &s.node.port);
+            throttled += u64::from(c.gen.throttle);
             hard = live
                 .ctl
                 .apply(&mut ctl_seen, &mut c, now, hard, cfg.drain_ns);
@@ -492,7 +493,7 @@ fn run_single(
                     live.ctl.publish(&live.ctl.client, &c, cpu0, now);
                     live.ctl.publish(&live.ctl.server, &s, cpu0, now);
                 }
-                if !w1 && !w2 && c.app.live == 0 && s.app.live == 0 {
+                if !w1 && !w2 && c.gen.app.live == 0 && s.gen.app.live == 0 {
                     let next = [c.next_event(now), s.next_event(now)]
                         .into_iter()
                         .flatten()
@@ -556,11 +557,11 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut throttled = 0u64;
             let mut pressure = Pressure::new(impaired, pool);
             let (mut hard, mut ctl_seen, drain) = (hard, 0u64, drain_ns);
-            c.pace = Some(START_BUDGET);
+            c.gen.pace = Some(START_BUDGET);
             loop {
                 now = clock.now_ns();
-                c.throttle = pressure.high_live(&c.port, &live_c);
-                throttled += u64::from(c.throttle);
+                c.gen.throttle = pressure.high_live(&c.node.port, &live_c);
+                throttled += u64::from(c.gen.throttle);
                 hard = live_c.ctl.apply(&mut ctl_seen, &mut c, now, hard, drain);
                 let w = c.iterate(now, None);
                 busy.add(now, clock.now_ns(), w);
@@ -576,7 +577,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                     publish_client(&live_c, &c);
                     live_c.ctl.publish(&live_c.ctl.client, &c, cpu0, now);
                 }
-                if !w && c.app.live == 0 {
+                if !w && c.gen.app.live == 0 {
                     let next = c.next_event(now).unwrap_or(now + 1_000_000);
                     if next > now + 1_000_000 {
                         std::thread::sleep(Duration::from_micros(200));
@@ -607,7 +608,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                 let now = clock.now_ns();
                 let w = s.iterate(now, None);
                 busy.add(now, clock.now_ns(), w);
-                let ps = s.port.stats();
+                let ps = s.node.port.stats();
                 live_s
                     .server_tx_frames
                     .store(ps.tx_frames, Ordering::Relaxed);
@@ -636,7 +637,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                     publish_server(&live_s, &s);
                     live_s.ctl.publish(&live_s.ctl.server, &s, cpu0, now);
                 }
-                if !w && s.app.live == 0 {
+                if !w && s.gen.app.live == 0 {
                     std::thread::sleep(Duration::from_micros(50));
                 }
             }

@@ -38,7 +38,7 @@ fn tiny_frame_pool_completes_every_flow_without_retransmission() {
     for _ in 0..10_000_000u64 {
         c.iterate(now, None);
         s.iterate(now, None);
-        waited_turns += u64::from(c.tx_waiting > 0 || s.tx_waiting > 0);
+        waited_turns += u64::from(c.node.tx_waiting() > 0 || s.node.tx_waiting() > 0);
         if c.is_idle() && s.is_idle() {
             break;
         }
@@ -53,26 +53,26 @@ fn tiny_frame_pool_completes_every_flow_without_retransmission() {
     assert!(
         c.is_idle() && s.is_idle(),
         "stuck at {now}: waiting {} / {}, next {:?} / {:?}, free {} / {}, client {:?}, c tcp {:?}",
-        c.tx_waiting,
-        s.tx_waiting,
+        c.node.tx_waiting(),
+        s.node.tx_waiting(),
         c.next_event(now),
         s.next_event(now),
-        c.port.free_frames(),
-        s.port.free_frames(),
-        c.app.stats.total(),
-        c.host.counters()
+        c.node.port.free_frames(),
+        s.node.port.free_frames(),
+        c.gen.app.stats.total(),
+        c.node.tcp.counters()
     );
-    let tot = c.app.stats.total();
+    let tot = c.gen.app.stats.total();
     assert_eq!(tot.started, 300);
     assert_eq!(tot.completed, 300, "{tot:?}");
     assert_eq!(tot.errors(), 0, "{tot:?}");
-    assert_eq!(s.app.stats.total().errors(), 0);
-    let (cc, sc) = (c.host.counters(), s.host.counters());
+    assert_eq!(s.gen.app.stats.total().errors(), 0);
+    let (cc, sc) = (c.node.tcp.counters(), s.node.tcp.counters());
     // The pools ran dry (flows waited for frames) ...
     assert!(cc.tcps_txfull + sc.tcps_txfull > 0, "pool never ran dry");
     assert!(waited_turns > 0);
     // ... yet nothing was lost: no retransmission of any kind.
     assert_eq!(cc.tcps_rexmttimeo + sc.tcps_rexmttimeo, 0);
     assert_eq!(cc.tcps_sndrexmitpack + sc.tcps_sndrexmitpack, 0);
-    assert_eq!(c.port.stats().dropped + s.port.stats().dropped, 0);
+    assert_eq!(c.node.port.stats().dropped + s.node.port.stats().dropped, 0);
 }

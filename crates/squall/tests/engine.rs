@@ -184,15 +184,15 @@ fn throttled_flows_are_counted_as_not_opened_at_the_end() {
         1,
     );
     let mut c = Side::new(p.clone(), a, cfg, Some(cg), 0, 1);
-    c.throttle = true;
+    c.gen.throttle = true;
     for t in 0..100u64 {
         c.iterate(t * 1_000_000, None);
     }
-    assert_eq!(c.app.stats.total().started, 0);
+    assert_eq!(c.gen.app.stats.total().started, 0);
     assert!(!c.is_idle());
     c.cut_all(2_000_000_000, None);
-    let t = c.app.stats.total();
+    let t = c.gen.app.stats.total();
     assert_eq!(t.not_opened, 4);
     assert_eq!(t.errors(), 4);
-    assert!(c.client.as_ref().unwrap().is_finished());
+    assert!(c.gen.client.as_ref().unwrap().is_finished());
 }

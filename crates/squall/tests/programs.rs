@@ -85,13 +85,13 @@ fn thousand_flows_reuse_four_hundred_tuples() {
             last: 2001,
         },
     );
-    let (ct, st) = (c.app.stats.total(), s.app.stats.total());
+    let (ct, st) = (c.gen.app.stats.total(), s.gen.app.stats.total());
     assert_eq!((ct.started, ct.completed), (1000, 1000), "{ct:?}");
     assert_eq!((st.accepted, st.completed), (1000, 1000), "{st:?}");
     assert_eq!(ct.errors() + st.errors(), 0, "{ct:?} {st:?}");
     assert_eq!(ct.l7_rx_bytes, 1000 * 32_768);
     assert_eq!(st.l7_rx_bytes, 1000 * 100);
-    assert_eq!(c.host.flow_count() + s.host.flow_count(), 0);
+    assert_eq!(c.node.tcp.flow_count() + s.node.tcp.flow_count(), 0);
 }
 
 #[test]

@@ -374,3 +374,88 @@ fn server_only_squall_answers_curl_and_ab() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The node answers the kernel: while Squall runs server-only (owning 198.18.48.1, which
+/// no kernel in the lab holds), `arping` from the client namespace gets Squall's MAC and
+/// `ping` gets echo replies; an address Squall does not own gets neither.
+#[test]
+fn the_node_answers_kernel_arping_and_ping() {
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = skip(&["ip", "ethtool", "ping", "arping"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let prof = root().join("crates/squall/tests/profiles/veth-server.json");
+    let prof = prof.to_str().unwrap().to_string();
+    let _lab = Lab::up("server");
+    let srv = std::thread::spawn(move || {
+        let a = [
+            "run",
+            prof.as_str(),
+            "--iface",
+            "afpacket:sq-srv0",
+            "--mode",
+            "server",
+            "--duration",
+            "4",
+            "--drain-sec",
+            "1",
+            "-q",
+        ];
+        squall_in("sq-srv", &a, 30)
+    });
+    std::thread::sleep(Duration::from_millis(1200));
+    let mac = String::from_utf8(
+        ns("sq-srv", &["cat", "/sys/class/net/sq-srv0/address"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_lowercase();
+    let arp = ns(
+        "sq-cli",
+        &[
+            "arping",
+            "-c",
+            "2",
+            "-w",
+            "3",
+            "-I",
+            "sq-cli0",
+            "198.18.48.1",
+        ],
+    )
+    .output()
+    .unwrap();
+    let arp_out = String::from_utf8_lossy(&arp.stdout).to_lowercase();
+    let ping = ns(
+        "sq-cli",
+        &["ping", "-c", "3", "-i", "0.2", "-W", "1", "198.18.48.1"],
+    )
+    .output()
+    .unwrap();
+    let ping_out = String::from_utf8_lossy(&ping.stdout).to_string();
+    let other = ns("sq-cli", &["ping", "-c", "1", "-W", "1", "198.18.48.2"])
+        .output()
+        .unwrap();
+    let (code, text) = srv.join().unwrap();
+    eprintln!("arping:\n{arp_out}\nping:\n{ping_out}\nsquall:\n{text}");
+    assert!(arp.status.success(), "arping got no reply: {arp_out}");
+    assert!(
+        arp_out.contains(&mac),
+        "arping's reply does not carry Squall's MAC {mac}: {arp_out}"
+    );
+    assert!(ping.status.success(), "ping got no reply: {ping_out}");
+    assert!(ping_out.contains("3 received"), "{ping_out}");
+    assert!(
+        !other.status.success(),
+        "an address Squall does not own was answered"
+    );
+    assert_eq!(code, 0, "squall server run not clean:\n{text}");
+    assert!(
+        text.contains("echo requests answered 3"),
+        "squall's own count of echo replies: {text}"
+    );
+}

@@ -1,7 +1,7 @@
 //! The per-side generator: [`app::GenApp`] runs astf programs over TCP flows,
-//! [`udp::UdpFlows`] over UDP flows, [`side::Side`] joins them with a `TcpHost`, a port
-//! and (client side) the scheduler,
-//! [`pcap::PcapCap`] records the first flows of a run.
+//! [`udp::UdpFlows`] over UDP flows, [`side::GenSide`] joins them with (client side) the
+//! scheduler as one application of a `squall_stack::Node`, [`side::Side`] is that app on
+//! its node, [`pcap::PcapCap`] records the first flows of a run (the nodes' frame tap).
 
 pub mod app;
 pub mod pcap;
@@ -10,4 +10,4 @@ pub mod udp;
 
 pub use app::GenApp;
 pub use pcap::PcapCap;
-pub use side::{flow_opts, tcp_config, ClientGen, Side};
+pub use side::{flow_opts, owned_ranges, tcp_config, ClientGen, GenSide, Side};

@@ -1,6 +1,7 @@
 //! Capture of the first N client flows of a run, both directions, into a pcap held in
 //! memory (written to a file at the end). Frames are taken at each side's transmit (as
-//! written by the sender, so frames lost on an impaired wire appear once).
+//! written by the sender, so frames lost on an impaired wire appear once). It is the
+//! nodes' frame tap (`squall_stack::FrameTap`).
 
 use squall_port::pcap::PcapWriter;
 
@@ -50,6 +51,15 @@ impl PcapCap {
     /// The pcap file bytes.
     pub fn into_bytes(self) -> Vec<u8> {
         self.w.into_inner().unwrap_or_default()
+    }
+}
+
+impl squall_stack::FrameTap for PcapCap {
+    fn frame(&mut self, now: u64, data: &[u8]) {
+        PcapCap::frame(self, now, data)
+    }
+    fn watch(&mut self, ip: u32, port: u16) {
+        self.want(ip, port)
     }
 }
 

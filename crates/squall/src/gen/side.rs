@@ -1,10 +1,9 @@
-//! One side of a run: a `TcpHost`, its [`GenApp`], the port it talks through and (client
-//! side) the flow scheduler with address allocation, and the side's [`UdpFlows`].
-//! [`Side::iterate`] is one turn of the loop: rx bursts of 32 (UDP frames to the UDP
-//! flows, runs of TCP frames to `TcpHost::rx_burst`, which prefetches their flow-table
-//! slots and TCBs), each followed by a TX flush and the host's `tx_resume` ->
-//! TCP timers -> program timers -> new flows (none while flows wait for TX frames) ->
-//! TX flush and `tx_resume`.
+//! One side of a run: the generator app ([`GenSide`]: TCP programs in [`GenApp`], UDP
+//! programs in [`UdpFlows`], and on a client side the flow scheduler with address
+//! allocation) on a `squall_stack::Node` that owns the port, the TCP host and the UDP
+//! layer. [`Side::iterate`] is one node turn; the generator's part of it
+//! ([`NodeApp::poll`]) fires program timers and UDP timers, then opens the flows that are
+//! due (none while TCP flows wait for TX frames, or while the driver throttles).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -13,76 +12,14 @@ use squall_astf::alloc::{ClientAlloc, PortRange, ServerPick};
 use squall_astf::interp::Event;
 use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
 use squall_astf::{Profile, SideTunables, Transport};
-use squall_port::{FrameBuf, Port};
-use squall_tcp::{FlowId, FlowOpts, OptsId, TcpConfig, TcpHost, TxSink};
+use squall_port::Port;
+use squall_stack::{Datagram, Node, NodeApp, NodeConfig, NodeIo, Owned, TapRef, UdpFlowId, UdpKey};
+use squall_tcp::{CloseReason, Ctl, FlowId, FlowOpts, OptsId, TcpApp, TcpConfig};
 
 use super::app::{GenApp, IoOp};
 use super::pcap::PcapCap;
-use super::udp::{is_udp, UdpFlows};
-
-/// TX frames taken from the port's pool at once.
-const BURST: usize = 64;
-/// Rx frames taken per burst; the replies they cause are flushed after each burst.
-const RX_BURST: usize = 32;
-/// Runs of fewer received TCP frames than this skip the host's prefetching burst path.
-const PREFETCH_MIN: usize = 4;
-/// Most rx bursts handled per iteration.
-const MAX_RX_BURSTS: usize = 128;
-
-/// Frames a side holds between port calls.
-struct TxState<F> {
-    spare: Vec<F>,
-    out: Vec<F>,
-    cur: Option<F>,
-}
-
-/// The host's [`TxSink`]: frames come from the port's pool in bursts and are queued for
-/// the end-of-iteration `tx_burst`; the pcap tap sees each committed frame.
-struct Sink<'a, P: Port> {
-    port: &'a mut P,
-    tx: &'a mut TxState<P::Frame>,
-    pcap: Option<&'a mut PcapCap>,
-    now: u64,
-}
-
-impl<P: Port> TxSink for Sink<'_, P> {
-    fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
-        if self.tx.cur.is_none() {
-            if self.tx.spare.is_empty() {
-                self.port.alloc_tx(&mut self.tx.spare, BURST);
-            }
-            self.tx.cur = self.tx.spare.pop();
-        }
-        let f = self.tx.cur.as_mut()?;
-        f.set_len(len).ok()?;
-        Some(f.data_mut())
-    }
-    fn commit(&mut self, len: usize) {
-        if let Some(mut f) = self.tx.cur.take() {
-            if f.set_len(len).is_err() {
-                self.tx.spare.push(f);
-                return;
-            }
-            if let Some(p) = self.pcap.as_deref_mut() {
-                p.frame(self.now, f.data());
-            }
-            self.tx.out.push(f);
-        }
-    }
-}
-
-/// Hands received TCP frames to the host: a few one by one, more as a burst (prefetching
-/// pays off only when there are frames to overlap).
-#[inline]
-fn tcp_rx<S: TxSink>(host: &mut TcpHost, now: u64, frames: &[&[u8]], app: &mut GenApp, tx: &mut S) {
-    if frames.len() >= PREFETCH_MIN {
-        host.rx_burst(now, frames, app, tx);
-    } else {
-        for f in frames {
-            host.rx(now, f, app, tx);
-        }
-    }
-}
+use super::udp::{udp_prealloc, UdpFlows};
+use crate::stats::SideStats;
 
 /// The client side's flow source.
 pub struct ClientGen {
@@ -213,15 +150,25 @@ pub fn tcp_config(
     }
 }
 
-/// One side of a run.
-pub struct Side<P: Port> {
-    pub host: TcpHost,
+/// The addresses a side owns (answers ARP and ping for): every client pool on a client
+/// side, every server pool on a server side.
+pub fn owned_ranges(p: &Profile, client: bool) -> Owned {
+    Owned(
+        p.ip_gens
+            .iter()
+            .map(|g| {
+                let pool = if client { &g.clients } else { &g.servers };
+                (pool.first, pool.last)
+            })
+            .collect(),
+    )
+}
+
+/// The generator as an application of the node: one side's programs and (client side)
+/// its flow source.
+pub struct GenSide {
     pub app: GenApp,
     pub udp: UdpFlows,
-    pub port: P,
-    tx: TxState<P::Frame>,
-    rxq: Vec<P::Frame>,
-    scratch: Vec<u32>,
     pub client: Option<ClientGen>,
     /// Option set of each template's flows on this side (client tunables on a client
     /// side, server tunables on a server side).
@@ -232,17 +179,217 @@ pub struct Side<P: Port> {
     /// Set by the driver while the wire's frame pools run low: no new flow is opened
     /// (due flows wait; their latency still counts from their scheduled start).
     pub throttle: bool,
-    /// Flows of the host still waiting for TX frames after the last `tx_resume` (the
-    /// port's pool was empty): no new flow is opened while there are any.
-    pub tx_waiting: usize,
-    /// The last turn did something (virtual-clock drivers: a side that waits for TX
-    /// frames gets another turn at the same instant only after a turn that moved).
-    progressed: bool,
+    /// TCP flows waiting for TX frames at the last poll: no new flow opens meanwhile.
+    tx_waiting: usize,
+    scratch: Vec<u32>,
+}
+
+impl TcpApp for GenSide {
+    #[inline]
+    fn on_connected(&mut self, ctl: &mut Ctl, f: FlowId) {
+        self.app.on_connected(ctl, f)
+    }
+    #[inline]
+    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        self.app.on_data(ctl, f, data)
+    }
+    #[inline]
+    fn on_acked(&mut self, ctl: &mut Ctl, f: FlowId, bytes: u32) {
+        self.app.on_acked(ctl, f, bytes)
+    }
+    #[inline]
+    fn on_peer_closed(&mut self, ctl: &mut Ctl, f: FlowId) {
+        self.app.on_peer_closed(ctl, f)
+    }
+    #[inline]
+    fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
+        self.app.on_closed(f, reason)
+    }
+}
+
+impl NodeApp for GenSide {
+    fn begin_turn(&mut self, now: u64) {
+        self.app.set_now(now);
+    }
+
+    fn on_udp<P: Port>(
+        &mut self,
+        io: &mut NodeIo<'_, P>,
+        flow: Option<UdpFlowId>,
+        d: &Datagram<'_>,
+    ) -> bool {
+        self.udp.rx(&mut self.app.udp_ctx(), io, flow, d)
+    }
+
+    fn owns_tcp_port(&self, port: u16) -> bool {
+        self.client.is_none()
+            && self.app.profile().templates.iter().any(|t| {
+                t.transport == Transport::Tcp
+                    && (t.port == port || t.assoc.iter().any(|r| r.port == port))
+            })
+    }
+
+    fn owns_udp_port(&self, port: u16) -> bool {
+        self.client.is_none()
+            && self.app.profile().templates.iter().any(|t| {
+                t.transport == Transport::Udp
+                    && (t.port == port || t.assoc.iter().any(|r| r.port == port))
+            })
+    }
+
+    fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
+        let now = io.now();
+        let mut work = false;
+        self.tx_waiting = io.tx_waiting();
+        // Program timers.
+        if self.app.next_timer().is_some_and(|t| t <= now) {
+            work = true;
+            let mut exp = self.app.take_expired();
+            self.app.expire_timers(now, &mut exp);
+            for &f in &exp {
+                self.app.step(f, Event::Timer);
+                self.apply_ops(io, f);
+            }
+            self.app.put_expired(exp);
+        }
+        if self.udp.next_timer().is_some_and(|t| t <= now) {
+            work = true;
+            self.udp.expire(&mut self.app.udp_ctx(), io);
+        }
+        // New client flows.
+        if let Some(mut cg) = self.client.take() {
+            if !self.throttle && self.tx_waiting == 0 {
+                if cg.pending.is_empty() && cg.sched.next_due().is_some_and(|t| t <= now) {
+                    let mut starts = std::mem::take(&mut cg.starts);
+                    starts.clear();
+                    cg.sched.poll(now, &mut starts);
+                    cg.pending.extend(starts.drain(..));
+                    cg.starts = starts;
+                }
+                let budget = self.pace.unwrap_or(usize::MAX);
+                let mut n = 0;
+                while n < budget {
+                    let Some(s) = cg.pending.pop_front() else {
+                        break;
+                    };
+                    self.start_flow(io, &mut cg, &s);
+                    n += 1;
+                }
+                work |= n > 0;
+            }
+            for (tpl, addr) in self.app.released.drain(..) {
+                if let Some(a) = cg.allocs.get_mut(tpl as usize) {
+                    a.release(addr);
+                }
+            }
+            self.client = Some(cg);
+        }
+        work
+    }
+
+    fn next_event(&self, now: u64) -> Option<u64> {
+        [
+            self.app.next_timer(),
+            self.udp.next_timer(),
+            self.client.as_ref().and_then(|c| {
+                if self.tx_waiting > 0 {
+                    // No flow opens before frames come back (a peer's turn or a timer).
+                    None
+                } else if c.pending.is_empty() {
+                    c.sched.next_due()
+                } else {
+                    Some(now)
+                }
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+}
+
+impl GenSide {
+    /// Applies the app's recorded operations for flow `f` outside a callback.
+    fn apply_ops<P: Port>(&mut self, io: &mut NodeIo<'_, P>, f: u32) {
+        if self.app.ops.is_empty() {
+            return;
+        }
+        let mut ops = std::mem::take(&mut self.app.ops);
+        let fid = FlowId(f);
+        for op in ops.drain(..) {
+            match op {
+                IoOp::Send(id, len) => {
+                    if io.send(fid, id, 0, len).is_err() {
+                        self.app.stats.send_errors += 1;
+                    }
+                }
+                IoOp::Close => io.close(&mut self.app, fid),
+                IoOp::Reset => {
+                    io.abort(&mut self.app, fid);
+                    break;
+                }
+            }
+        }
+        ops.clear();
+        self.app.ops = ops;
+    }
+
+    /// Opens a client flow: picks the server, allocates a client tuple (for UDP one no UDP
+    /// flow uses), then connects (TCP) or opens the UDP flow and runs its program.
+    fn start_flow<P: Port>(&mut self, io: &mut NodeIo<'_, P>, cg: &mut ClientGen, s: &FlowStart) {
+        let ti = s.template.0 as usize;
+        let t = &self.app.profile().templates[ti];
+        let (tg, dport, is_udp) = (t.tg_id as usize, t.port, t.transport == Transport::Udp);
+        let server = cg.servers[ti].pick();
+        let udp = io.udp();
+        let addr = match cg.allocs[ti].alloc(|ip, port| {
+            is_udp
+                && udp.in_use(&UdpKey {
+                    local_ip: ip,
+                    remote_ip: server,
+                    local_port: port,
+                    remote_port: dport,
+                })
+        }) {
+            Ok(a) => a,
+            Err(_) => {
+                self.app.stats.tg[tg].c.ports_exhausted += 1;
+                return;
+            }
+        };
+        io.watch(addr.ip, addr.port);
+        let opened = if is_udp {
+            let mut cx = self.app.udp_ctx();
+            self.udp
+                .open_client(&mut cx, io, s.template, s.at_ns, addr, server, dport)
+        } else {
+            let o = self.tpl_opts[ti];
+            match io.connect(addr.ip, addr.port, server, dport, o) {
+                Ok(f) => {
+                    self.app.start_client(f, s.template, s.at_ns, addr);
+                    self.apply_ops(io, f.0);
+                    true
+                }
+                Err(_) => false,
+            }
+        };
+        if !opened {
+            cg.allocs[ti].release(addr);
+            self.app.stats.tg[tg].c.connect_failed += 1;
+        }
+    }
+}
+
+/// One side of a run: the generator on its node.
+pub struct Side<P: Port> {
+    pub node: Node<P>,
+    pub gen: GenSide,
 }
 
 impl<P: Port> Side<P> {
     /// A side over `port` with a host built from `cfg`; registers every profile buffer
-    /// once. Server sides listen on every template's port.
+    /// once. Server sides listen on every template's port. The node owns the side's
+    /// address pools (ARP, ping).
     pub fn new(
         profile: Arc<Profile>,
         port: P,
@@ -252,21 +399,21 @@ impl<P: Port> Side<P> {
         seed: u64,
     ) -> Self {
         let max = cfg.max_flows as usize;
-        let udp = UdpFlows::new(
-            &profile,
-            cfg.mac,
-            cfg.gateway_mac,
-            cfg.max_flows,
-            client.is_none(),
-            now,
-        );
-        let mut host = TcpHost::new(cfg, now);
+        let is_client = client.is_some();
+        let ncfg = NodeConfig {
+            owned: owned_ranges(&profile, is_client),
+            neighbours: Vec::new(),
+            max_udp_flows: max,
+            udp_prealloc: udp_prealloc(&profile, cfg.max_flows),
+        };
+        let udp = UdpFlows::new(&profile, cfg.max_flows, !is_client, now);
+        let mut node = Node::new(port, cfg, ncfg, now);
+        let host = &mut node.tcp;
         let bufs = profile
             .buffers
             .iter()
             .map(|b| (host.buffers().register(b.data.clone()), b.data.len() as u32))
             .collect();
-        let is_client = client.is_some();
         let tpl_opts: Vec<OptsId> = profile
             .templates
             .iter()
@@ -290,264 +437,44 @@ impl<P: Port> Side<P> {
             }
         }
         Side {
-            host,
-            app: GenApp::new(profile, bufs, max, now, seed),
-            udp,
-            port,
-            tx: TxState {
-                spare: Vec::with_capacity(BURST),
-                out: Vec::with_capacity(4 * BURST),
-                cur: None,
+            node,
+            gen: GenSide {
+                app: GenApp::new(profile, bufs, max, now, seed),
+                udp,
+                client,
+                tpl_opts,
+                pace: None,
+                throttle: false,
+                tx_waiting: 0,
+                scratch: Vec::with_capacity(256),
             },
-            rxq: Vec::with_capacity(BURST),
-            scratch: Vec::with_capacity(256),
-            client,
-            tpl_opts,
-            pace: None,
-            throttle: false,
-            tx_waiting: 0,
-            progressed: false,
         }
-    }
-
-    /// Applies the app's recorded operations for flow `f` outside a callback.
-    fn apply_ops(&mut self, now: u64, f: u32, pcap: &mut Option<&mut PcapCap>) {
-        if self.app.ops.is_empty() {
-            return;
-        }
-        let mut ops = std::mem::take(&mut self.app.ops);
-        let mut sink = Sink {
-            port: &mut self.port,
-            tx: &mut self.tx,
-            pcap: pcap.as_deref_mut(),
-            now,
-        };
-        let fid = FlowId(f);
-        for op in ops.drain(..) {
-            match op {
-                IoOp::Send(id, len) => {
-                    if self.host.send(now, &mut sink, fid, id, 0, len).is_err() {
-                        self.app.stats.send_errors += 1;
-                    }
-                }
-                IoOp::Close => self.host.close(now, &mut self.app, &mut sink, fid),
-                IoOp::Reset => {
-                    self.host.abort(now, &mut self.app, &mut sink, fid);
-                    break;
-                }
-            }
-        }
-        ops.clear();
-        self.app.ops = ops;
-    }
-
-    /// Hands the queued frames to the port, then lets flows that stopped on an empty TX
-    /// pool continue with the frames that came back (`TcpHost::tx_resume`). Returns true
-    /// if a resumed flow wrote frames.
-    fn flush_tx(&mut self, now: u64, pcap: &mut Option<&mut PcapCap>) -> bool {
-        if !self.tx.out.is_empty() {
-            // Frames the port cannot take yet stay queued and are retried next time.
-            self.port.tx_burst(&mut self.tx.out);
-        }
-        let mut sink = Sink {
-            port: &mut self.port,
-            tx: &mut self.tx,
-            pcap: pcap.as_deref_mut(),
-            now,
-        };
-        let queued = sink.tx.out.len();
-        self.tx_waiting = self.host.tx_resume(now, &mut sink);
-        self.tx.out.len() > queued
     }
 
     /// One loop turn at time `now`. Returns true if anything happened.
-    pub fn iterate(&mut self, now: u64, mut pcap: Option<&mut PcapCap>) -> bool {
-        let mut work = false;
-        self.port.set_time(now);
-        self.app.set_now(now);
-        // Receive.
-        for _ in 0..MAX_RX_BURSTS {
-            let n = self.port.rx_burst(&mut self.rxq, RX_BURST);
-            if n == 0 {
-                break;
-            }
-            work = true;
-            let mut sink = Sink {
-                port: &mut self.port,
-                tx: &mut self.tx,
-                pcap: pcap.as_deref_mut(),
-                now,
-            };
-            // Runs of consecutive TCP frames go to the host as one burst (it prefetches
-            // their flow-table slots and TCBs first); frames keep their arrival order.
-            let mut tcp: [&[u8]; RX_BURST] = [&[]; RX_BURST];
-            let mut k = 0;
-            for f in &self.rxq {
-                let d = f.data();
-                if is_udp(d) {
-                    tcp_rx(&mut self.host, now, &tcp[..k], &mut self.app, &mut sink);
-                    k = 0;
-                    self.udp.rx(&mut self.app.udp_ctx(), &mut sink, d);
-                } else {
-                    tcp[k] = d;
-                    k += 1;
-                    if k == RX_BURST {
-                        tcp_rx(&mut self.host, now, &tcp, &mut self.app, &mut sink);
-                        k = 0;
-                    }
-                }
-            }
-            tcp_rx(&mut self.host, now, &tcp[..k], &mut self.app, &mut sink);
-            self.port.release_all(&mut self.rxq);
-            let _ = self.flush_tx(now, &mut pcap);
-            if n < RX_BURST {
-                break;
-            }
-        }
-        // TCP timers.
-        if self.host.next_timer().is_some_and(|t| t <= now) {
-            work = true;
-            let mut sink = Sink {
-                port: &mut self.port,
-                tx: &mut self.tx,
-                pcap: pcap.as_deref_mut(),
-                now,
-            };
-            self.host.poll(now, &mut self.app, &mut sink);
-        }
-        // Program timers.
-        if self.app.next_timer().is_some_and(|t| t <= now) {
-            work = true;
-            let mut exp = self.app.take_expired();
-            self.app.expire_timers(now, &mut exp);
-            for &f in &exp {
-                self.app.step(f, Event::Timer);
-                self.apply_ops(now, f, &mut pcap);
-            }
-            self.app.put_expired(exp);
-        }
-        if self.udp.next_timer().is_some_and(|t| t <= now) {
-            work = true;
-            let mut sink = Sink {
-                port: &mut self.port,
-                tx: &mut self.tx,
-                pcap: pcap.as_deref_mut(),
-                now,
-            };
-            self.udp.expire(&mut self.app.udp_ctx(), &mut sink);
-        }
-        // New client flows.
-        if let Some(mut cg) = self.client.take() {
-            if !self.throttle && self.tx_waiting == 0 {
-                if cg.pending.is_empty() && cg.sched.next_due().is_some_and(|t| t <= now) {
-                    let mut starts = std::mem::take(&mut cg.starts);
-                    starts.clear();
-                    cg.sched.poll(now, &mut starts);
-                    cg.pending.extend(starts.drain(..));
-                    cg.starts = starts;
-                }
-                let budget = self.pace.unwrap_or(usize::MAX);
-                let mut n = 0;
-                while n < budget {
-                    let Some(s) = cg.pending.pop_front() else {
-                        break;
-                    };
-                    self.start_flow(now, &mut cg, &s, &mut pcap);
-                    n += 1;
-                }
-                work |= n > 0;
-            }
-            for (tpl, addr) in self.app.released.drain(..) {
-                if let Some(a) = cg.allocs.get_mut(tpl as usize) {
-                    a.release(addr);
-                }
-            }
-            self.client = Some(cg);
-        }
-        // Transmit, then resume flows that waited for frames (and send what they wrote).
-        work |= !self.tx.out.is_empty();
-        work |= self.flush_tx(now, &mut pcap);
-        if !self.tx.out.is_empty() {
-            self.port.tx_burst(&mut self.tx.out);
-        }
-        self.progressed = work;
-        work
-    }
-
-    /// Opens a client flow: picks the server, allocates a client tuple (for UDP one no UDP
-    /// flow uses), then connects (TCP) or opens the UDP flow and runs its program.
-    fn start_flow(
-        &mut self,
-        now: u64,
-        cg: &mut ClientGen,
-        s: &FlowStart,
-        pcap: &mut Option<&mut PcapCap>,
-    ) {
-        let ti = s.template.0 as usize;
-        let t = &self.app.profile().templates[ti];
-        let (tg, dport, is_udp) = (t.tg_id as usize, t.port, t.transport == Transport::Udp);
-        let server = cg.servers[ti].pick();
-        let udp = &self.udp;
-        let addr =
-            match cg.allocs[ti].alloc(|ip, port| is_udp && udp.in_use(ip, port, server, dport)) {
-                Ok(a) => a,
-                Err(_) => {
-                    self.app.stats.tg[tg].c.ports_exhausted += 1;
-                    return;
-                }
-            };
-        if let Some(p) = pcap.as_deref_mut() {
-            p.want(addr.ip, addr.port);
-        }
-        let mut sink = Sink {
-            port: &mut self.port,
-            tx: &mut self.tx,
-            pcap: pcap.as_deref_mut(),
-            now,
-        };
-        let opened = if is_udp {
-            let mut cx = self.app.udp_ctx();
-            self.udp
-                .open_client(&mut cx, &mut sink, s.template, s.at_ns, addr, server, dport)
-        } else {
-            let o = self.tpl_opts[ti];
-            match self
-                .host
-                .connect_with(now, &mut sink, addr.ip, addr.port, server, dport, o)
-            {
-                Ok(f) => {
-                    self.app.start_client(f, s.template, s.at_ns, addr);
-                    self.apply_ops(now, f.0, pcap);
-                    true
-                }
-                Err(_) => false,
-            }
-        };
-        if !opened {
-            cg.allocs[ti].release(addr);
-            self.app.stats.tg[tg].c.connect_failed += 1;
-        }
+    pub fn iterate(&mut self, now: u64, pcap: Option<&mut PcapCap>) -> bool {
+        self.node
+            .turn(now, &mut self.gen, pcap.map(|p| p as TapRef))
     }
 
     /// Aborts every live flow (stop after the drain period); they are counted as cut.
     pub fn cut_all(&mut self, now: u64, pcap: Option<&mut PcapCap>) -> u64 {
-        let mut live = std::mem::take(&mut self.scratch);
-        self.app.live_flows(&mut live);
-        let n = live.len() as u64 + self.udp.cut_all(&mut self.app.udp_ctx());
-        let mut sink = Sink {
-            port: &mut self.port,
-            tx: &mut self.tx,
-            pcap,
-            now,
+        let g = &mut self.gen;
+        let mut live = std::mem::take(&mut g.scratch);
+        g.app.live_flows(&mut live);
+        let n = {
+            let mut io = self.node.io(now, pcap.map(|p| p as TapRef));
+            let n = live.len() as u64 + g.udp.cut_all(&mut g.app.udp_ctx(), &mut io);
+            for &f in &live {
+                g.app.mark_cut(f);
+                io.abort(&mut g.app, FlowId(f));
+            }
+            n
         };
-        for &f in &live {
-            self.app.mark_cut(f);
-            self.host.abort(now, &mut self.app, &mut sink, FlowId(f));
-        }
-        self.scratch = live;
-        self.port.tx_burst(&mut self.tx.out);
+        g.scratch = live;
+        self.node.flush();
         // Flows scheduled before the stop but never opened (the generator fell behind).
-        if let Some(cg) = self.client.as_mut() {
+        if let Some(cg) = g.client.as_mut() {
             let mut starts = std::mem::take(&mut cg.starts);
             starts.clear();
             cg.sched.poll(now, &mut starts);
@@ -555,9 +482,9 @@ impl<P: Port> Side<P> {
             cg.starts = starts;
             for s in cg.pending.drain(..) {
                 let ti = s.template.0 as usize;
-                let tg = self.app.profile().templates[ti].tg_id as usize;
-                if let Some(g) = self.app.stats.tg.get_mut(tg) {
-                    g.c.not_opened += 1;
+                let tg = g.app.profile().templates[ti].tg_id as usize;
+                if let Some(t) = g.app.stats.tg.get_mut(tg) {
+                    t.c.not_opened += 1;
                 }
             }
         }
@@ -566,49 +493,33 @@ impl<P: Port> Side<P> {
 
     /// Earliest moment this side has something to do (virtual-clock driver).
     pub fn next_event(&self, now: u64) -> Option<u64> {
-        let mut t = [
-            self.host.next_timer(),
-            self.app.next_timer(),
-            self.udp.next_timer(),
-            self.port.next_event_ns(),
-            self.client.as_ref().and_then(|c| {
-                if self.tx_waiting > 0 {
-                    // No flow opens before frames come back (a peer's turn or a timer).
-                    None
-                } else if c.pending.is_empty() {
-                    c.sched.next_due()
-                } else {
-                    Some(now)
-                }
-            }),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        if !self.tx.out.is_empty() || (self.tx_waiting > 0 && self.progressed) {
-            t = Some(now);
-        }
-        t
+        self.node.next_event(now, &self.gen)
     }
 
     /// No client flow will be opened any more, no flow runs, the host holds no flow
     /// (TIME_WAIT included) and no frame is on its way to this side (a datagram to a
     /// released UDP flow still gets counted).
     pub fn is_idle(&self) -> bool {
-        self.app.live == 0
-            && self.udp.live == 0
-            && self.port.next_event_ns().is_none()
-            && self.host.flow_count() == 0
-            && !matches!(&self.client, Some(c) if !c.is_finished())
+        self.gen.app.live == 0
+            && self.gen.udp.live == 0
+            && self.node.port.next_event_ns().is_none()
+            && self.node.tcp.flow_count() == 0
+            && !matches!(&self.gen.client, Some(c) if !c.is_finished())
+    }
+
+    /// The side's statistics with the node's UDP drops folded in under their TRex names
+    /// (the node checks datagrams before the generator sees them).
+    pub fn stats(&self) -> SideStats {
+        let mut s = self.gen.app.stats.clone();
+        let u = &self.node.udp.stats;
+        s.udp.udps_badsum += u.rx_bad_sum;
+        s.udp.udps_hdrops += u.rx_bad_hdr;
+        s
     }
 
     /// Gives every frame this side still holds back to the port.
     pub fn release_frames(&mut self) {
-        self.port.release_all(&mut self.tx.spare);
-        self.port.release_all(&mut self.tx.out);
-        if let Some(f) = self.tx.cur.take() {
-            self.port.release(f);
-        }
+        self.node.release_frames();
     }
 }
 

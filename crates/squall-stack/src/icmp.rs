@@ -1,0 +1,76 @@
+//! ICMP echo: requests to an owned address are answered with a reply carrying the same
+//! identifier, sequence number and data (RFC 792); everything else ICMP is counted and
+//! dropped.
+
+use squall_tcp::TxSink;
+use squall_wire::checksum;
+
+use crate::ipv4::{Ipv4In, IP_PROTO_ICMP};
+use crate::neigh::ETH_HLEN;
+
+const ECHO_REQUEST: u8 = 8;
+const ECHO_REPLY: u8 = 0;
+/// TTL of replies.
+const REPLY_TTL: u8 = 64;
+
+/// ICMP counters of a node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IcmpStats {
+    /// Echo requests answered.
+    pub echo_answered: u64,
+    /// ICMP messages other than echo requests to us (counted, dropped).
+    pub other: u64,
+    /// Messages with a bad checksum or length.
+    pub bad: u64,
+    /// Replies that could not be sent (no TX frame).
+    pub tx_failed: u64,
+}
+
+/// Answers the echo request in frame `d` (IPv4 already checked: `ip`) with `mac` as the
+/// source MAC.
+pub fn on_icmp<S: TxSink>(d: &[u8], ip: &Ipv4In, mac: [u8; 6], st: &mut IcmpStats, tx: &mut S) {
+    debug_assert_eq!(ip.proto, IP_PROTO_ICMP);
+    let (l4, end) = (ETH_HLEN + ip.ihl, ETH_HLEN + ip.total);
+    let Some(msg) = d.get(l4..end) else {
+        st.bad += 1;
+        return;
+    };
+    if msg.len() < 8 || checksum::sum(msg) != 0xffff {
+        st.bad += 1;
+        return;
+    }
+    if msg[0] != ECHO_REQUEST || msg[1] != 0 {
+        st.other += 1;
+        return;
+    }
+    // The reply: Ethernet and IPv4 (options dropped) rebuilt, the ICMP message copied.
+    let len = ETH_HLEN + 20 + msg.len();
+    let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
+        st.tx_failed += 1;
+        return;
+    };
+    f[0..6].copy_from_slice(&d[6..12]);
+    f[6..12].copy_from_slice(&mac);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let h = &mut f[ETH_HLEN..ETH_HLEN + 20];
+    h[0] = 0x45;
+    h[1] = d[ETH_HLEN + 1];
+    h[2..4].copy_from_slice(&((20 + msg.len()) as u16).to_be_bytes());
+    h[4..6].copy_from_slice(&d[ETH_HLEN + 4..ETH_HLEN + 6]);
+    h[6..8].copy_from_slice(&[0x40, 0]);
+    h[8] = REPLY_TTL;
+    h[9] = IP_PROTO_ICMP;
+    h[10..12].copy_from_slice(&[0, 0]);
+    h[12..16].copy_from_slice(&ip.dst.to_be_bytes());
+    h[16..20].copy_from_slice(&ip.src.to_be_bytes());
+    let c = checksum::checksum(h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    let m = &mut f[ETH_HLEN + 20..];
+    m.copy_from_slice(msg);
+    m[0] = ECHO_REPLY;
+    m[2..4].copy_from_slice(&[0, 0]);
+    let c = checksum::checksum(m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    tx.commit(len);
+    st.echo_answered += 1;
+}

@@ -1,0 +1,33 @@
+//! squall-stack: one core's network node, the layer between a port and the applications.
+//!
+//! A [`Node`] owns a port, the TCP host (`squall-tcp`), a UDP layer, the neighbour cache
+//! with ARP, ICMP echo for the addresses it owns, its counters, and the loop turn
+//! ([`Node::turn`]): rx bursts -> demux -> apps -> timers -> tx flush. Applications
+//! implement [`NodeApp`] (TCP callbacks from `squall-tcp`'s `TcpApp`, UDP datagrams, and a
+//! poll per turn for their own timers and new flows) and act through [`NodeIo`]. One node
+//! carries one app or several ([`Pair`]: passive flows by local port, active flows by
+//! who opened them). The generator (`squall run`), the benchmark apps and servers all run
+//! on this node; none of them touches frames except through it.
+//!
+//! Modules: [`node`] (the node and its turn), [`sink`] (frames from the port, offload
+//! flags, the tap), [`ipv4`] (classification and checks of received frames), [`neigh`]
+//! (owned addresses, neighbour cache, ARP), [`icmp`] (echo replies), [`udp`] (UDP flows
+//! and datagrams), [`app`] (the application interface), [`tap`] (capture).
+//!
+//! Must not depend on: the generator (`squall-astf`, `squall`) or any application.
+
+pub mod app;
+pub mod icmp;
+pub mod ipv4;
+pub mod neigh;
+pub mod node;
+pub mod sink;
+pub mod tap;
+pub mod udp;
+
+pub use app::{NoApp, NodeApp, NodeIo, Pair};
+pub use neigh::{Neighbours, Owned};
+pub use node::{Node, NodeConfig, NodeCounters};
+pub use sink::PortSink;
+pub use tap::{FrameTap, TapRef};
+pub use udp::{Datagram, UdpFlowId, UdpKey, UdpLayer};

@@ -1,0 +1,360 @@
+//! Neighbours: the addresses the node owns (whole ranges, as a generator's client pools
+//! need), the neighbour cache (learned from ARP, or static entries), and ARP itself:
+//! requests for owned addresses answered, requests sent to resolve a neighbour,
+//! gratuitous ARP to announce owned addresses.
+
+use std::collections::HashMap;
+
+use squall_tcp::TxSink;
+use squall_wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address, MacAddress, ARP_LEN};
+
+pub(crate) const ETH_HLEN: usize = 14;
+pub(crate) const ETHERTYPE_IPV4: u16 = 0x0800;
+pub(crate) const ETHERTYPE_ARP: u16 = 0x0806;
+/// The Ethernet broadcast address.
+pub const BROADCAST: [u8; 6] = [0xff; 6];
+/// Length of an ARP frame on the wire (padded to the Ethernet minimum).
+pub const ARP_FRAME_LEN: usize = 60;
+
+/// Inclusive IPv4 ranges (host order) the node owns: it answers ARP and ICMP echo for them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Owned(pub Vec<(u32, u32)>);
+
+impl Owned {
+    /// Whether `ip` (host order) is in one of the ranges.
+    pub fn contains(&self, ip: u32) -> bool {
+        self.0.iter().any(|&(a, b)| a <= ip && ip <= b)
+    }
+    /// Adds the inclusive range `first..=last` (host order; swapped if reversed).
+    pub fn add(&mut self, first: u32, last: u32) {
+        self.0.push((first.min(last), first.max(last)));
+    }
+    /// The first address of every range (what gratuitous ARP announces).
+    pub fn firsts(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().map(|&(a, _)| a)
+    }
+}
+
+/// ARP counters of a node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArpStats {
+    /// Requests for our addresses answered.
+    pub requests_answered: u64,
+    /// Requests we sent (resolution).
+    pub requests_sent: u64,
+    /// Gratuitous announcements sent.
+    pub gratuitous_sent: u64,
+    /// Neighbour entries learned or refreshed from ARP.
+    pub learned: u64,
+    /// ARP frames not for us (other targets, replies to others, malformed).
+    pub ignored: u64,
+    /// Frames that could not be sent (no TX frame).
+    pub tx_failed: u64,
+}
+
+/// What an ARP frame asks of the node.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// A request for an address we own: answer with this reply.
+    Answer(ArpRepr),
+    /// Anything else; the sender (if the packet parsed) is reported for learning.
+    Other(Option<(Ipv4Address, MacAddress)>),
+}
+
+/// Classifies the ARP packet of frame `d` (Ethernet header included) for a node with
+/// MAC `mac` owning `owned`.
+pub fn classify(d: &[u8], mac: [u8; 6], owned: &Owned) -> Verdict {
+    let Some(p) = d
+        .get(ETH_HLEN..)
+        .and_then(|b| ArpPacket::new_checked(b).ok())
+    else {
+        return Verdict::Other(None);
+    };
+    let a = ArpRepr::parse(&p);
+    let target = u32::from_be_bytes(a.target_ip.0);
+    if a.operation == ArpOperation::REQUEST && owned.contains(target) {
+        Verdict::Answer(ArpRepr::reply_to(&a, MacAddress(mac)))
+    } else {
+        Verdict::Other(Some((a.sender_ip, a.sender_mac)))
+    }
+}
+
+/// Writes an Ethernet + ARP frame for `a` from `src` into `buf` (at least 60 bytes,
+/// padded); returns its length. Requests go to the broadcast address.
+pub fn emit_frame(a: &ArpRepr, src: [u8; 6], buf: &mut [u8]) -> Option<usize> {
+    let b = buf.get_mut(..ARP_FRAME_LEN)?;
+    b.fill(0);
+    let dst = if a.operation == ArpOperation::REQUEST {
+        BROADCAST
+    } else {
+        a.target_mac.0
+    };
+    b[..6].copy_from_slice(&dst);
+    b[6..12].copy_from_slice(&src);
+    b[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
+    a.emit(&mut b[ETH_HLEN..ETH_HLEN + ARP_LEN]).ok()?;
+    Some(ARP_FRAME_LEN)
+}
+
+/// One neighbour entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    mac: [u8; 6],
+    /// Configured, never replaced by what ARP says.
+    fixed: bool,
+}
+
+/// The owned addresses, the neighbour cache and the ARP counters of one node.
+#[derive(Debug, Default)]
+pub struct Neighbours {
+    mac: [u8; 6],
+    owned: Owned,
+    cache: HashMap<u32, Entry>,
+    /// Addresses being resolved: learned from any ARP that names them.
+    wanted: Vec<u32>,
+    pub stats: ArpStats,
+}
+
+impl Neighbours {
+    /// Neighbours of a node with MAC `mac` owning `owned`.
+    pub fn new(mac: [u8; 6], owned: Owned) -> Self {
+        Neighbours {
+            mac,
+            owned,
+            ..Neighbours::default()
+        }
+    }
+    /// The addresses the node owns.
+    pub fn owned(&self) -> &Owned {
+        &self.owned
+    }
+    /// Whether the node owns `ip` (host order).
+    pub fn owns(&self, ip: u32) -> bool {
+        self.owned.contains(ip)
+    }
+    /// Adds a static entry (never overwritten by ARP).
+    pub fn add_static(&mut self, ip: u32, mac: [u8; 6]) {
+        self.cache.insert(ip, Entry { mac, fixed: true });
+    }
+    /// The MAC of neighbour `ip`, if known.
+    pub fn lookup(&self, ip: u32) -> Option<[u8; 6]> {
+        self.cache.get(&ip).map(|e| e.mac)
+    }
+    /// Entries in the cache.
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+    /// True when the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+
+    fn learn(&mut self, ip: u32, mac: [u8; 6]) {
+        if mac == [0; 6] || mac == BROADCAST || ip == 0 {
+            return;
+        }
+        match self.cache.get_mut(&ip) {
+            Some(e) if e.fixed => {}
+            Some(e) => {
+                e.mac = mac;
+                self.stats.learned += 1;
+            }
+            None => {
+                self.cache.insert(ip, Entry { mac, fixed: false });
+                self.stats.learned += 1;
+            }
+        }
+        self.wanted.retain(|&w| w != ip);
+    }
+
+    /// Handles a received ARP frame: answers requests for owned addresses, learns the
+    /// sender of requests for us, of entries we hold and of addresses being resolved.
+    pub fn on_arp<S: TxSink>(&mut self, d: &[u8], tx: &mut S) {
+        match classify(d, self.mac, &self.owned) {
+            Verdict::Answer(r) => {
+                // The asker wants to talk to us: it is a neighbour (RFC 826's merge).
+                self.learn(u32::from_be_bytes(r.target_ip.0), r.target_mac.0);
+                if send(tx, &r, self.mac) {
+                    self.stats.requests_answered += 1;
+                } else {
+                    self.stats.tx_failed += 1;
+                }
+            }
+            Verdict::Other(Some((ip, mac))) => {
+                let ip = u32::from_be_bytes(ip.0);
+                if self.cache.contains_key(&ip) || self.wanted.contains(&ip) {
+                    self.learn(ip, mac.0);
+                } else {
+                    self.stats.ignored += 1;
+                }
+            }
+            Verdict::Other(None) => self.stats.ignored += 1,
+        }
+    }
+
+    /// Sends a request for `target` from `from` (both host order); the reply is learned.
+    pub fn request<S: TxSink>(&mut self, from: u32, target: u32, tx: &mut S) -> bool {
+        if !self.wanted.contains(&target) {
+            self.wanted.push(target);
+        }
+        let r = ArpRepr::request(
+            MacAddress(self.mac),
+            Ipv4Address(from.to_be_bytes()),
+            Ipv4Address(target.to_be_bytes()),
+        );
+        let ok = send(tx, &r, self.mac);
+        if ok {
+            self.stats.requests_sent += 1;
+        } else {
+            self.stats.tx_failed += 1;
+        }
+        ok
+    }
+
+    /// Announces `ip` with a gratuitous ARP request (sender and target both `ip`).
+    pub fn announce<S: TxSink>(&mut self, ip: u32, tx: &mut S) -> bool {
+        let a = Ipv4Address(ip.to_be_bytes());
+        let r = ArpRepr::request(MacAddress(self.mac), a, a);
+        let ok = send(tx, &r, self.mac);
+        if ok {
+            self.stats.gratuitous_sent += 1;
+        } else {
+            self.stats.tx_failed += 1;
+        }
+        ok
+    }
+}
+
+/// Writes one ARP frame into a frame from `tx`.
+fn send<S: TxSink>(tx: &mut S, a: &ArpRepr, mac: [u8; 6]) -> bool {
+    let Some(buf) = tx.alloc(ARP_FRAME_LEN) else {
+        return false;
+    };
+    match emit_frame(a, mac, buf) {
+        Some(n) => {
+            tx.commit(n);
+            true
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
+    const B: [u8; 6] = [2, 0, 0, 0, 0, 0xb];
+
+    fn owned() -> Owned {
+        Owned(vec![(0xc612_1000, 0xc612_10ff)]) // 198.18.16.0/24
+    }
+
+    /// Frames written to a Vec.
+    #[derive(Default)]
+    struct Frames {
+        cur: Vec<u8>,
+        out: Vec<Vec<u8>>,
+    }
+    impl TxSink for Frames {
+        fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
+            self.cur.resize(len, 0);
+            Some(&mut self.cur[..])
+        }
+        fn commit(&mut self, len: usize) {
+            self.out.push(self.cur[..len].to_vec());
+        }
+    }
+
+    fn frame(r: &ArpRepr, src: [u8; 6]) -> Vec<u8> {
+        let mut buf = [0u8; 64];
+        let n = emit_frame(r, src, &mut buf).unwrap();
+        buf[..n].to_vec()
+    }
+
+    #[test]
+    fn answers_only_requests_for_owned_addresses() {
+        let req = ArpRepr::request(
+            MacAddress(B),
+            Ipv4Address([198, 18, 0, 1]),
+            Ipv4Address([198, 18, 16, 7]),
+        );
+        let f = frame(&req, B);
+        assert_eq!(f.len(), 60);
+        assert_eq!(f[..6], BROADCAST);
+        match classify(&f, A, &owned()) {
+            Verdict::Answer(r) => {
+                assert_eq!(r.operation, ArpOperation::REPLY);
+                assert_eq!(r.sender_mac.0, A);
+                assert_eq!(r.sender_ip.0, [198, 18, 16, 7]);
+                assert_eq!(r.target_mac.0, B);
+                assert_eq!(r.target_ip.0, [198, 18, 0, 1]);
+            }
+            v => panic!("{v:?}"),
+        }
+        let other = ArpRepr::request(
+            MacAddress(B),
+            Ipv4Address([198, 18, 0, 1]),
+            Ipv4Address([198, 18, 17, 7]),
+        );
+        assert_eq!(
+            classify(&frame(&other, B), A, &owned()),
+            Verdict::Other(Some((Ipv4Address([198, 18, 0, 1]), MacAddress(B))))
+        );
+        assert_eq!(classify(&f[..20], A, &owned()), Verdict::Other(None));
+        assert_eq!(classify(&f[..5], A, &owned()), Verdict::Other(None));
+    }
+
+    #[test]
+    fn a_request_is_answered_and_its_sender_learned() {
+        let mut n = Neighbours::new(A, owned());
+        let req = ArpRepr::request(
+            MacAddress(B),
+            Ipv4Address([198, 18, 0, 1]),
+            Ipv4Address([198, 18, 16, 200]),
+        );
+        let mut out = Frames::default();
+        n.on_arp(&frame(&req, B), &mut out);
+        assert_eq!(n.stats.requests_answered, 1);
+        assert_eq!(out.out.len(), 1);
+        let rep = ArpRepr::parse(&ArpPacket::new_checked(&out.out[0][14..]).unwrap());
+        assert_eq!(rep.operation, ArpOperation::REPLY);
+        assert_eq!(rep.sender_ip.0, [198, 18, 16, 200]);
+        assert_eq!(out.out[0][..6], B);
+        assert_eq!(n.lookup(0xc612_0001), Some(B));
+        // A request for someone else is ignored and teaches nothing.
+        let other = ArpRepr::request(
+            MacAddress([2, 0, 0, 0, 0, 0xc]),
+            Ipv4Address([198, 18, 0, 9]),
+            Ipv4Address([198, 18, 99, 1]),
+        );
+        n.on_arp(&frame(&other, B), &mut out);
+        assert_eq!(n.lookup(0xc612_0009), None);
+        assert_eq!(n.stats.ignored, 1);
+    }
+
+    #[test]
+    fn resolution_learns_the_reply_and_static_entries_stay() {
+        let mut n = Neighbours::new(A, owned());
+        let mut out = Frames::default();
+        assert!(n.request(0xc612_1001, 0xc612_3001, &mut out));
+        let req = ArpRepr::parse(&ArpPacket::new_checked(&out.out[0][14..]).unwrap());
+        assert_eq!(req.operation, ArpOperation::REQUEST);
+        assert_eq!(out.out[0][..6], BROADCAST);
+        let reply = ArpRepr::reply_to(&req, MacAddress(B));
+        // The reply is addressed to us but its sender is 198.18.48.1 with MAC B.
+        n.on_arp(&frame(&reply, B), &mut out);
+        assert_eq!(n.lookup(0xc612_3001), Some(B));
+        n.add_static(0xc612_3002, [2, 0, 0, 0, 0, 0xd]);
+        let spoof = ArpRepr {
+            sender_ip: Ipv4Address([198, 18, 48, 2]),
+            ..reply
+        };
+        n.on_arp(&frame(&spoof, B), &mut out);
+        assert_eq!(n.lookup(0xc612_3002), Some([2, 0, 0, 0, 0, 0xd]));
+        assert!(n.announce(0xc612_1001, &mut out));
+        let g = ArpRepr::parse(&ArpPacket::new_checked(&out.out[1][14..]).unwrap());
+        assert_eq!(g.sender_ip, g.target_ip);
+        assert_eq!(n.stats.gratuitous_sent, 1);
+    }
+}

@@ -1,0 +1,426 @@
+//! The node: one core's port, TCP host, UDP layer, neighbours and counters, and the loop
+//! turn that runs them: rx bursts -> demux (TCP runs to the host's prefetching burst
+//! path; UDP, ARP, ICMP to their handlers) -> TX flush and resume after each burst ->
+//! TCP timers -> the apps' poll (their timers, new flows) -> TX flush and resume.
+
+use std::time::{Duration, Instant};
+
+use squall_port::{FrameBuf, Offload, OffloadFlags, Port};
+use squall_tcp::{FlowId, TcpApp, TcpConfig, TcpHost, TxSink};
+use squall_wire::Ipv4Address;
+
+use crate::app::{NodeApp, NodeIo};
+use crate::icmp::{on_icmp, IcmpStats};
+use crate::ipv4::{self, Class};
+use crate::neigh::{Neighbours, Owned};
+use crate::sink::{tcp_offload, PortSink, TxFrames};
+use crate::tap::TapRef;
+use crate::udp::{self, UdpError, UdpLayer, UdpTx};
+
+/// Rx frames taken per burst; the replies they cause are flushed after each burst.
+pub const RX_BURST: usize = 32;
+/// Runs of fewer received TCP frames than this skip the host's prefetching burst path.
+const PREFETCH_MIN: usize = 4;
+/// Most rx bursts handled per turn.
+const MAX_RX_BURSTS: usize = 128;
+
+/// What a node is besides its TCP host.
+#[derive(Clone, Debug, Default)]
+pub struct NodeConfig {
+    /// Addresses the node answers ARP and ICMP echo for.
+    pub owned: Owned,
+    /// Static neighbour entries (ip in host order, MAC).
+    pub neighbours: Vec<(u32, [u8; 6])>,
+    /// Most UDP flows at once.
+    pub max_udp_flows: usize,
+    /// UDP flow-table entries allocated at start.
+    pub udp_prealloc: usize,
+}
+
+/// Frame counters of a node (what the demux saw and dropped).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeCounters {
+    /// Frames received.
+    pub rx_frames: u64,
+    /// IPv4/TCP frames handed to the TCP host.
+    pub rx_tcp: u64,
+    /// IPv4/UDP frames.
+    pub rx_udp: u64,
+    /// ICMP messages.
+    pub rx_icmp: u64,
+    /// ARP frames.
+    pub rx_arp: u64,
+    /// IPv4 frames to an address the node does not own (ICMP), or to another MAC.
+    pub rx_not_ours: u64,
+    /// IPv4 with a protocol the node does not carry.
+    pub rx_other_ip: u64,
+    /// Neither IPv4 nor ARP (IPv6, LLDP, ...).
+    pub rx_other_ether: u64,
+    /// Truncated or malformed frames, and frames the port flagged with a bad checksum.
+    pub rx_bad: u64,
+    /// Turns that did something.
+    pub busy_turns: u64,
+    /// Turns.
+    pub turns: u64,
+}
+
+/// One core's network node over port `P`.
+pub struct Node<P: Port> {
+    pub port: P,
+    pub tcp: TcpHost,
+    pub udp: UdpLayer,
+    pub neigh: Neighbours,
+    pub icmp: IcmpStats,
+    pub counters: NodeCounters,
+    mac: [u8; 6],
+    tx: TxFrames<P::Frame>,
+    rxq: Vec<P::Frame>,
+    opened: Vec<FlowId>,
+    offload: Option<Offload>,
+    /// TCP flows still waiting for TX frames after the last resume.
+    tx_waiting: usize,
+    /// The last turn did something.
+    progressed: bool,
+}
+
+/// Hands received TCP frames to the host: a few one by one, more as a burst (prefetching
+/// pays off only when there are frames to overlap).
+#[inline]
+fn tcp_rx<A: TcpApp, S: TxSink>(
+    host: &mut TcpHost,
+    now: u64,
+    frames: &[&[u8]],
+    app: &mut A,
+    tx: &mut S,
+) {
+    if frames.len() >= PREFETCH_MIN {
+        host.rx_burst(now, frames, app, tx);
+    } else {
+        for f in frames {
+            host.rx(now, f, app, tx);
+        }
+    }
+}
+
+impl<P: Port> Node<P> {
+    /// A node over `port` with a TCP host built from `tcp`. Where the port offloads TCP
+    /// checksums (its capabilities say so) the host leaves them to it and each TCP frame
+    /// carries the offload request; where it verifies them on receive, the host does not.
+    pub fn new(port: P, mut tcp: TcpConfig, cfg: NodeConfig, now: u64) -> Self {
+        let caps = port.caps().offloads;
+        if caps.contains(OffloadFlags::TX_TCP_CSUM) {
+            tcp.tx_checksum = false;
+        }
+        if caps.contains(OffloadFlags::RX_L4_CSUM_GOOD) {
+            tcp.rx_checksum = false;
+        }
+        let offload = (!tcp.tx_checksum).then(tcp_offload);
+        let (mac, next_hop) = (tcp.mac, tcp.gateway_mac);
+        let mut neigh = Neighbours::new(mac, cfg.owned);
+        for &(ip, m) in &cfg.neighbours {
+            neigh.add_static(ip, m);
+        }
+        Node {
+            port,
+            tcp: TcpHost::new(tcp, now),
+            udp: UdpLayer::new(cfg.max_udp_flows, cfg.udp_prealloc, UdpTx { mac, next_hop }),
+            neigh,
+            icmp: IcmpStats::default(),
+            counters: NodeCounters::default(),
+            mac,
+            tx: TxFrames::new(),
+            rxq: Vec::with_capacity(RX_BURST),
+            opened: Vec::with_capacity(64),
+            offload,
+            tx_waiting: 0,
+            progressed: false,
+        }
+    }
+
+    /// The node's MAC address.
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    /// TCP flows waiting for TX frames after the last turn.
+    pub fn tx_waiting(&self) -> usize {
+        self.tx_waiting
+    }
+
+    /// A handle for acting outside a turn (e.g. cutting every flow at the end of a run);
+    /// call [`Node::flush`] afterwards.
+    pub fn io<'a>(&'a mut self, now: u64, tap: Option<TapRef<'a>>) -> NodeIo<'a, P> {
+        self.opened.clear();
+        NodeIo {
+            now,
+            tcp: &mut self.tcp,
+            udp: &mut self.udp,
+            sink: PortSink::new(&mut self.port, &mut self.tx, tap, now, self.offload),
+            opened: &mut self.opened,
+            app: 0,
+            tx_waiting: self.tx_waiting,
+        }
+    }
+
+    /// Hands queued frames to the port.
+    pub fn flush(&mut self) {
+        if !self.tx.out.is_empty() {
+            self.port.tx_burst(&mut self.tx.out);
+        }
+    }
+
+    /// Hands the queued frames to the port, then lets flows that stopped on an empty TX
+    /// pool continue with the frames that came back (`TcpHost::tx_resume`). Returns true
+    /// if a resumed flow wrote frames.
+    fn flush_resume(&mut self, now: u64, tap: Option<TapRef<'_>>) -> bool {
+        self.flush();
+        let mut sink = PortSink::new(&mut self.port, &mut self.tx, tap, now, self.offload);
+        let queued = sink.tx.out.len();
+        self.tx_waiting = self.tcp.tx_resume(now, &mut sink);
+        self.tx.out.len() > queued
+    }
+
+    /// One turn of the loop at time `now` for `app`; `tap` sees every frame sent.
+    /// Returns true if anything happened.
+    pub fn turn<A: NodeApp>(&mut self, now: u64, app: &mut A, mut tap: Option<TapRef<'_>>) -> bool {
+        let mut work = false;
+        self.counters.turns += 1;
+        self.port.set_time(now);
+        app.begin_turn(now);
+        for _ in 0..MAX_RX_BURSTS {
+            let n = self.port.rx_burst(&mut self.rxq, RX_BURST);
+            if n == 0 {
+                break;
+            }
+            work = true;
+            self.rx_frames(now, app, tap.as_deref_mut());
+            self.port.release_all(&mut self.rxq);
+            let _ = self.flush_resume(now, tap.as_deref_mut());
+            if n < RX_BURST {
+                break;
+            }
+        }
+        // TCP timers.
+        if self.tcp.next_timer().is_some_and(|t| t <= now) {
+            work = true;
+            let mut sink = PortSink::new(
+                &mut self.port,
+                &mut self.tx,
+                tap.as_deref_mut(),
+                now,
+                self.offload,
+            );
+            self.tcp.poll(now, app, &mut sink);
+        }
+        // The apps' own work.
+        {
+            let mut io = self.io(now, tap.as_deref_mut());
+            work |= app.poll(&mut io);
+        }
+        // Transmit, then resume flows that waited for frames (and send what they wrote).
+        work |= !self.tx.out.is_empty();
+        work |= self.flush_resume(now, tap);
+        self.flush();
+        self.progressed = work;
+        self.counters.busy_turns += u64::from(work);
+        work
+    }
+
+    /// Demultiplexes the received burst in `rxq`. Runs of consecutive TCP frames go to
+    /// the host as one burst; frames keep their arrival order.
+    fn rx_frames<A: NodeApp>(&mut self, now: u64, app: &mut A, mut tap: Option<TapRef<'_>>) {
+        let Node {
+            port,
+            tcp,
+            udp,
+            neigh,
+            icmp,
+            counters,
+            tx,
+            rxq,
+            opened,
+            offload,
+            mac,
+            tx_waiting,
+            ..
+        } = self;
+        // A sink for one call (the borrows end with the call).
+        macro_rules! sink {
+            () => {
+                PortSink::new(&mut *port, &mut *tx, tap.as_deref_mut(), now, *offload)
+            };
+        }
+        let mut burst: [&[u8]; RX_BURST] = [&[]; RX_BURST];
+        let mut k = 0;
+        counters.rx_frames += rxq.len() as u64;
+        for f in rxq.iter() {
+            let d = f.data();
+            let class = ipv4::classify(d);
+            if class == Class::Tcp && ipv4::for_mac(d, mac) {
+                if f.offload().flags.contains(OffloadFlags::RX_CSUM_BAD) {
+                    counters.rx_bad += 1;
+                    continue;
+                }
+                burst[k] = d;
+                k += 1;
+                if k == RX_BURST {
+                    tcp_rx(tcp, now, &burst, app, &mut sink!());
+                    counters.rx_tcp += k as u64;
+                    k = 0;
+                }
+                continue;
+            }
+            // A cold frame: the TCP frames before it go first.
+            if k > 0 {
+                tcp_rx(tcp, now, &burst[..k], app, &mut sink!());
+                counters.rx_tcp += k as u64;
+                k = 0;
+            }
+            match class {
+                Class::Arp => {
+                    counters.rx_arp += 1;
+                    neigh.on_arp(d, &mut sink!());
+                }
+                Class::Tcp | Class::Udp | Class::Icmp | Class::OtherIp
+                    if !ipv4::for_mac(d, mac) =>
+                {
+                    counters.rx_not_ours += 1;
+                }
+                Class::Udp => {
+                    counters.rx_udp += 1;
+                    let dg = match udp::parse(d) {
+                        Ok(dg) => dg,
+                        Err(UdpError::Checksum) => {
+                            udp.stats.rx_bad_sum += 1;
+                            continue;
+                        }
+                        Err(UdpError::Header) => {
+                            udp.stats.rx_bad_hdr += 1;
+                            continue;
+                        }
+                    };
+                    let flow = udp.lookup(&dg.key());
+                    opened.clear();
+                    let taken = {
+                        let mut io = NodeIo {
+                            now,
+                            tcp: &mut *tcp,
+                            udp: &mut *udp,
+                            sink: sink!(),
+                            opened: &mut *opened,
+                            app: 0,
+                            tx_waiting: *tx_waiting,
+                        };
+                        app.on_udp(&mut io, flow, &dg)
+                    };
+                    if taken {
+                        udp.stats.rx_delivered += 1;
+                    } else {
+                        udp.stats.rx_no_port += 1;
+                    }
+                }
+                Class::Icmp => {
+                    counters.rx_icmp += 1;
+                    match ipv4::check(d) {
+                        Ok(ip) if neigh.owns(ip.dst) => {
+                            on_icmp(d, &ip, *mac, icmp, &mut sink!());
+                        }
+                        Ok(_) => counters.rx_not_ours += 1,
+                        Err(_) => icmp.bad += 1,
+                    }
+                }
+                Class::OtherIp => counters.rx_other_ip += 1,
+                Class::OtherEther => counters.rx_other_ether += 1,
+                Class::Bad | Class::Tcp => counters.rx_bad += 1,
+            }
+        }
+        if k > 0 {
+            tcp_rx(tcp, now, &burst[..k], app, &mut sink!());
+            counters.rx_tcp += k as u64;
+        }
+    }
+
+    /// The earliest time this node or `app` has something to do (virtual-clock drivers):
+    /// now if frames wait for the port, or flows wait for frames after a turn that moved.
+    pub fn next_event<A: NodeApp>(&self, now: u64, app: &A) -> Option<u64> {
+        if !self.tx.out.is_empty() || (self.tx_waiting > 0 && self.progressed) {
+            return Some(now);
+        }
+        [
+            self.tcp.next_timer(),
+            self.port.next_event_ns(),
+            app.next_event(now),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Gives every frame the node still holds back to the port.
+    pub fn release_frames(&mut self) {
+        self.port.release_all(&mut self.tx.spare);
+        self.port.release_all(&mut self.tx.out);
+        if let Some(f) = self.tx.cur.take() {
+            self.port.release(f);
+        }
+    }
+
+    /// Sends a gratuitous ARP for the first address of every owned range.
+    pub fn announce(&mut self, now: u64) {
+        let firsts: Vec<u32> = self.neigh.owned().firsts().collect();
+        let mut sink = PortSink::new(&mut self.port, &mut self.tx, None, now, self.offload);
+        for ip in firsts {
+            self.neigh.announce(ip, &mut sink);
+        }
+        self.flush();
+    }
+
+    /// Resolves `target`'s MAC (asking from `from`, host order), every 200 ms until
+    /// `timeout`, before the run: ARP is answered meanwhile (the peer may ask first),
+    /// every other frame is dropped (nothing runs yet).
+    pub fn resolve(
+        &mut self,
+        from: u32,
+        target: u32,
+        timeout: Duration,
+    ) -> Result<[u8; 6], String> {
+        let t0 = Instant::now();
+        let mut last: Option<Instant> = None;
+        loop {
+            if let Some(m) = self.neigh.lookup(target) {
+                return Ok(m);
+            }
+            if t0.elapsed() >= timeout {
+                break;
+            }
+            let now = t0.elapsed().as_nanos() as u64;
+            let mut sink = PortSink::new(&mut self.port, &mut self.tx, None, now, self.offload);
+            if last.map_or(true, |l: Instant| l.elapsed() >= Duration::from_millis(200)) {
+                self.neigh.request(from, target, &mut sink);
+                last = Some(Instant::now());
+            }
+            let n = sink.port.rx_burst(&mut self.rxq, RX_BURST);
+            for f in self.rxq.iter() {
+                if ipv4::classify(f.data()) == Class::Arp {
+                    self.neigh.on_arp(f.data(), &mut sink);
+                }
+            }
+            self.port.release_all(&mut self.rxq);
+            self.flush();
+            if n == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Err(format!(
+            "no ARP reply from {} within {:.1} s (give --peer-mac, or check the peer's address)",
+            Ipv4Address(target.to_be_bytes()),
+            timeout.as_secs_f64()
+        ))
+    }
+
+    /// Sets the MAC every frame is sent to (the gateway or the directly connected peer).
+    pub fn set_next_hop(&mut self, mac: [u8; 6]) {
+        self.udp.tx.next_hop = mac;
+        self.tcp.set_gateway_mac(mac);
+    }
+}
