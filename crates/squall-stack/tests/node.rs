@@ -1,0 +1,300 @@
+//! Nodes over the in-memory wire: two apps on one node (a server on one port and a client
+//! of the peer, on each side), ARP and ICMP echo answered by the node, resolution of a
+//! neighbour, and frames the node does not carry counted and dropped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use squall_port::mem::{pair, MemConfig, MemPort};
+use squall_port::{FrameBuf, Port};
+use squall_stack::{NoApp, Node, NodeApp, NodeConfig, NodeIo, Owned, Pair};
+use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
+use squall_wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address, MacAddress};
+
+const MA: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
+const MB: [u8; 6] = [2, 0, 0, 0, 0, 0xb];
+const IP_A: u32 = 0xc612_0001; // 198.18.0.1
+const IP_B: u32 = 0xc612_0002; // 198.18.0.2
+
+fn node(port: MemPort, mac: [u8; 6], peer: [u8; 6], ip: u32) -> Node<MemPort> {
+    let tcp = TcpConfig {
+        mac,
+        gateway_mac: peer,
+        ..TcpConfig::default()
+    };
+    let cfg = NodeConfig {
+        owned: Owned(vec![(ip, ip)]),
+        max_udp_flows: 16,
+        ..NodeConfig::default()
+    };
+    Node::new(port, tcp, cfg, 0)
+}
+
+/// Answers every request on its port with one buffer; counts what it saw.
+struct Server {
+    port: u16,
+    reply: BufId,
+    len: u32,
+    accepted: u32,
+    requests: u32,
+    closed: u32,
+}
+
+impl TcpApp for Server {
+    fn on_connected(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        assert!(ctl.passive(), "a server got an active flow");
+        assert_eq!(ctl.key().local_port, self.port, "a flow of another port");
+        self.accepted += 1;
+    }
+    fn on_data(&mut self, ctl: &mut Ctl, _f: FlowId, _data: &[u8]) {
+        self.requests += 1;
+        ctl.send(self.reply, 0, self.len);
+    }
+    fn on_peer_closed(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        ctl.close();
+    }
+    fn on_closed(&mut self, _f: FlowId, _r: CloseReason) {
+        self.closed += 1;
+    }
+}
+
+impl NodeApp for Server {
+    fn owns_tcp_port(&self, port: u16) -> bool {
+        port == self.port
+    }
+}
+
+/// Opens one connection from its poll, sends a request, checks the answer byte for byte.
+struct Client {
+    src: u32,
+    dst: u32,
+    dport: u16,
+    req: BufId,
+    expect: Vec<u8>,
+    got: Vec<u8>,
+    flow: Option<FlowId>,
+    closed: Option<CloseReason>,
+}
+
+impl TcpApp for Client {
+    fn on_connected(&mut self, ctl: &mut Ctl, f: FlowId) {
+        assert!(!ctl.passive(), "a client got a passive flow");
+        assert_eq!(Some(f), self.flow);
+        assert_eq!(ctl.key().remote_port, self.dport);
+        ctl.send(self.req, 0, 3);
+    }
+    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        assert_eq!(Some(f), self.flow, "data of a flow this client did not open");
+        self.got.extend_from_slice(data);
+        if self.got.len() == self.expect.len() {
+            ctl.close();
+        }
+    }
+    fn on_closed(&mut self, f: FlowId, r: CloseReason) {
+        assert_eq!(Some(f), self.flow);
+        self.closed = Some(r);
+    }
+}
+
+impl NodeApp for Client {
+    fn owns_tcp_port(&self, _port: u16) -> bool {
+        false
+    }
+    fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
+        if self.flow.is_some() {
+            return false;
+        }
+        let f = io
+            .connect(self.src, 40_000, self.dst, self.dport, OptsId::DEFAULT)
+            .expect("connect");
+        self.flow = Some(f);
+        true
+    }
+}
+
+fn server(n: &mut Node<MemPort>, port: u16, reply: &[u8]) -> Server {
+    n.tcp.listen(port);
+    Server {
+        port,
+        reply: n.tcp.buffers().register(Arc::from(reply)),
+        len: reply.len() as u32,
+        accepted: 0,
+        requests: 0,
+        closed: 0,
+    }
+}
+
+fn client(n: &mut Node<MemPort>, src: u32, dst: u32, dport: u16, expect: &[u8]) -> Client {
+    Client {
+        src,
+        dst,
+        dport,
+        req: n.tcp.buffers().register(Arc::from(&b"req"[..])),
+        expect: expect.to_vec(),
+        got: Vec::new(),
+        flow: None,
+        closed: None,
+    }
+}
+
+/// Each node carries a server on its own port and a client of the other node's server:
+/// every flow reaches the app it belongs to (the apps assert it), both exchanges
+/// complete byte for byte and close normally.
+#[test]
+fn two_apps_on_one_node() {
+    let (pa, pb) = pair(MemConfig::default()).unwrap();
+    let (mut a, mut b) = (node(pa, MA, MB, IP_A), node(pb, MB, MA, IP_B));
+    let body_a = vec![b'a'; 5_000];
+    let body_b = vec![b'b'; 700];
+    let mut on_a = Pair::new(
+        server(&mut a, 80, &body_a),
+        client(&mut a, IP_A, IP_B, 7000, &body_b),
+    );
+    let mut on_b = Pair::new(
+        client(&mut b, IP_B, IP_A, 80, &body_a),
+        server(&mut b, 7000, &body_b),
+    );
+    let mut now = 0;
+    for _ in 0..10_000 {
+        now += 10_000;
+        a.turn(now, &mut on_a, None);
+        b.turn(now, &mut on_b, None);
+        if on_a.b.closed.is_some() && on_b.a.closed.is_some() && on_a.a.closed == 1 {
+            break;
+        }
+    }
+    assert_eq!(on_a.b.got, body_b, "A's client");
+    assert_eq!(on_b.a.got, body_a, "B's client");
+    assert_eq!(on_a.b.closed, Some(CloseReason::Normal));
+    assert_eq!(on_b.a.closed, Some(CloseReason::Normal));
+    assert_eq!((on_a.a.accepted, on_a.a.requests), (1, 1));
+    assert_eq!((on_b.b.accepted, on_b.b.requests), (1, 1));
+    assert_eq!(a.counters.rx_not_ours + b.counters.rx_not_ours, 0);
+    assert_eq!(a.tcp.counters().tcps_connects, 2);
+}
+
+fn raw_frame(port: &mut MemPort, bytes: &[u8]) {
+    let mut v = Vec::new();
+    assert_eq!(port.alloc_tx(&mut v, 1), 1);
+    let mut f = v.pop().unwrap();
+    f.set_len(bytes.len()).unwrap();
+    f.data_mut().copy_from_slice(bytes);
+    v.push(f);
+    assert_eq!(port.tx_burst(&mut v), 1);
+}
+
+fn raw_rx(port: &mut MemPort) -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    port.rx_burst(&mut v, 64);
+    let out = v.iter().map(|f| f.data().to_vec()).collect();
+    port.release_all(&mut v);
+    out
+}
+
+fn echo_request(dst_mac: [u8; 6], src: u32, dst: u32, seq: u16, data: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 20 + 8 + data.len()];
+    f[0..6].copy_from_slice(&dst_mac);
+    f[6..12].copy_from_slice(&MB);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip = &mut f[14..34];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&((28 + data.len()) as u16).to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 1;
+    ip[12..16].copy_from_slice(&src.to_be_bytes());
+    ip[16..20].copy_from_slice(&dst.to_be_bytes());
+    let c = squall_wire::checksum::checksum(ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let m = &mut f[34..];
+    m[0] = 8;
+    m[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+    m[6..8].copy_from_slice(&seq.to_be_bytes());
+    m[8..].copy_from_slice(data);
+    let c = squall_wire::checksum::checksum(m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
+/// A peer that is only a raw port: the node answers its ARP request and its ping for the
+/// owned address, not for others, and counts an IPv6 frame and a bad ICMP message.
+#[test]
+fn arp_and_ping_are_answered_for_owned_addresses() {
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, MB, IP_A);
+    // ARP request for 198.18.0.1 (owned) and 198.18.0.9 (not).
+    for target in [IP_A, 0xc612_0009] {
+        let r = ArpRepr::request(
+            MacAddress(MB),
+            Ipv4Address(IP_B.to_be_bytes()),
+            Ipv4Address(target.to_be_bytes()),
+        );
+        let mut buf = [0u8; 60];
+        squall_stack::neigh::emit_frame(&r, MB, &mut buf).unwrap();
+        raw_frame(&mut raw, &buf);
+    }
+    a.turn(1_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 1, "one reply, for the owned address only");
+    let rep = ArpRepr::parse(&ArpPacket::new_checked(&got[0][14..]).unwrap());
+    assert_eq!(rep.operation, ArpOperation::REPLY);
+    assert_eq!((rep.sender_mac.0, rep.sender_ip.0), (MA, IP_A.to_be_bytes()));
+    assert_eq!(a.neigh.lookup(IP_B), Some(MB), "the asker is learned");
+    // Echo requests: to us (answered), to an address we do not own, corrupted.
+    let data: Vec<u8> = (0..56u8).collect();
+    raw_frame(&mut raw, &echo_request(MA, IP_B, IP_A, 7, &data));
+    raw_frame(&mut raw, &echo_request(MA, IP_B, 0xc612_0009, 8, &data));
+    let mut bad = echo_request(MA, IP_B, IP_A, 9, &data);
+    *bad.last_mut().unwrap() ^= 1;
+    raw_frame(&mut raw, &bad);
+    let mut v6 = vec![0u8; 60];
+    v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    raw_frame(&mut raw, &v6);
+    a.turn(2_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 1, "one echo reply");
+    let r = &got[0];
+    assert_eq!((&r[0..6], &r[6..12]), (&MB[..], &MA[..]));
+    assert_eq!(squall_wire::checksum::sum(&r[14..34]), 0xffff, "IPv4 checksum");
+    assert_eq!(&r[26..30], &IP_A.to_be_bytes());
+    assert_eq!(&r[30..34], &IP_B.to_be_bytes());
+    assert_eq!(r[34], 0, "echo reply");
+    assert_eq!(squall_wire::checksum::sum(&r[34..]), 0xffff, "ICMP checksum");
+    assert_eq!(&r[38..40], &0x1234u16.to_be_bytes());
+    assert_eq!(&r[40..42], &7u16.to_be_bytes());
+    assert_eq!(&r[42..], &data[..]);
+    assert_eq!(a.icmp.echo_answered, 1);
+    assert_eq!(a.icmp.bad, 1);
+    assert_eq!(a.counters.rx_not_ours, 1);
+    assert_eq!(a.counters.rx_other_ether, 1);
+    assert_eq!(a.counters.rx_arp, 2);
+}
+
+/// `resolve` on one node learns the other's MAC from its reply (the other node answers
+/// from its turns in another thread); an unanswered resolution times out with a clear
+/// error.
+#[test]
+fn resolve_learns_the_peer_mac_over_a_wire() {
+    let (pa, pb) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, [0; 6], IP_A);
+    let mut b = node(pb, MB, MA, IP_B);
+    let h = std::thread::spawn(move || {
+        for i in 0..2000u64 {
+            b.turn(i * 1_000_000, &mut NoApp, None);
+            if b.neigh.stats.requests_answered > 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        b.neigh.stats
+    });
+    let got = a.resolve(IP_A, IP_B, Duration::from_secs(5));
+    let st = h.join().unwrap();
+    assert_eq!(got, Ok(MB));
+    assert_eq!(st.requests_answered, 1);
+    a.set_next_hop(MB);
+    assert_eq!(a.tcp.config().gateway_mac, MB);
+    let (pc, _pd) = pair(MemConfig::default()).unwrap();
+    let mut c = node(pc, MA, [0; 6], IP_A);
+    let e = c.resolve(IP_A, IP_B, Duration::from_millis(300));
+    assert!(e.unwrap_err().contains("no ARP reply from 198.18.0.2"));
+}
