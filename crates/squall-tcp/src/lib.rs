@@ -41,7 +41,7 @@
 //!   duplicate-ACK threshold, IPv4 TTL and TOS) and returns its [`OptsId`];
 //!   [`TcpHost::connect_with`] opens a flow with it, [`TcpHost::listen_with`] gives it to
 //!   every flow accepted on a port. A flow stores only the one-byte index; `connect` /
-//!   `listen` use the set derived from the [`TcpConfig`].
+//!   `listen` use the host's default set, [`TcpConfig::opts`].
 //! * **Bursts**: [`TcpHost::rx_burst`] takes a port's RX burst; it prefetches the flow-table
 //!   slots and TCBs of the whole burst first and hashes each frame once.
 //! * **Checksums**: TX payload sums come from per-32-byte prefix sums of the registered
@@ -60,7 +60,7 @@
 //! (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable), RFC 5961 challenge ACKs
 //! (rate limited), bounded half-open table with SYN cookies (RFC 4987), header
 //! prediction, out-of-order queue with merging/trimming (and out-of-order FIN).
-//! The receive window is constant (`TcpConfig::rcv_wnd`): applications consume data
+//! The receive window is constant (`FlowOpts::rcv_wnd`): applications consume data
 //! as it is delivered, so no window updates are ever needed.
 //!
 //! # Example: a W1 exchange between a client and a server host

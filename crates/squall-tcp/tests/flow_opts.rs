@@ -175,7 +175,7 @@ fn listen_with_gives_accepted_flows_the_ports_options() {
     let o =
         p.sh.add_flow_opts(FlowOpts {
             mss: 1000,
-            ..FlowOpts::from_config(&w1_config())
+            ..w1_config().opts
         })
         .unwrap();
     p.sh.listen_with(80, o);
@@ -198,7 +198,7 @@ fn first_flight(init: u8) -> usize {
     let o =
         p.sh.add_flow_opts(FlowOpts {
             init_cwnd: init,
-            ..FlowOpts::from_config(&w1_config())
+            ..w1_config().opts
         })
         .unwrap();
     p.sh.listen_with(80, o);
@@ -267,7 +267,7 @@ fn ttl_and_tos_appear_in_every_frame_of_the_flow() {
         p.sh.add_flow_opts(FlowOpts {
             ttl: 9,
             tos: 0x48,
-            ..FlowOpts::from_config(&w1_config())
+            ..w1_config().opts
         })
         .unwrap();
     p.sh.listen_with(80, so);
@@ -296,9 +296,12 @@ fn ttl_and_tos_appear_in_every_frame_of_the_flow() {
 #[test]
 fn sack_and_timestamps_not_offered_when_disabled() {
     let cfg = TcpConfig {
-        timestamps: true,
-        sack: true,
-        wscale: Some(2),
+        opts: FlowOpts {
+            timestamps: true,
+            sack: true,
+            wscale: Some(2),
+            ..FlowOpts::default()
+        },
         ..w1_config()
     };
     let mut p = Pair::new(cfg.clone(), cfg.clone());
@@ -308,7 +311,7 @@ fn sack_and_timestamps_not_offered_when_disabled() {
             timestamps: false,
             sack: false,
             wscale: None,
-            ..FlowOpts::from_config(&cfg)
+            ..cfg.opts
         })
         .unwrap();
     p.connect(0, 80, plain);

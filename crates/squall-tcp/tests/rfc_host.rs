@@ -193,7 +193,10 @@ const MSS_1000: [u8; 4] = [2, 4, 0x03, 0xe8];
 #[test]
 fn rfc9293_3_5_active_open_with_mss_option() {
     let mut t = T::new(TcpConfig {
-        wscale: Some(3),
+        opts: squall_tcp::FlowOpts {
+            wscale: Some(3),
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let syn = t.connect();
@@ -230,8 +233,11 @@ fn rfc9293_3_5_active_open_with_mss_option() {
 #[test]
 fn rfc7323_2_3_window_scaling_applied() {
     let mut t = T::new(TcpConfig {
-        wscale: Some(3),
-        rcv_wnd: 262_144,
+        opts: squall_tcp::FlowOpts {
+            wscale: Some(3),
+            rcv_wnd: 262_144,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let iss1 = t.established(&[2, 4, 0x05, 0xb4, 1, 3, 3, 2]);
@@ -249,7 +255,10 @@ fn rfc7323_2_3_window_scaling_applied() {
 #[test]
 fn rfc7323_2_2_no_scaling_without_both_options() {
     let mut t = T::new(TcpConfig {
-        wscale: Some(3),
+        opts: squall_tcp::FlowOpts {
+            wscale: Some(3),
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let iss1 = t.established(&MSS_1000);
@@ -425,7 +434,10 @@ fn rfc9293_3_10_7_4_duplicate_segment_acked() {
 #[test]
 fn rfc5681_4_2_delayed_ack_and_every_second_segment() {
     let mut t = T::new(TcpConfig {
-        delack_ns: 100 * MS,
+        opts: squall_tcp::FlowOpts {
+            delack_ns: 100 * MS,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let iss1 = t.established(&[]);
@@ -556,7 +568,10 @@ fn rfc9293_3_8_3_give_up_after_max_retries() {
 #[test]
 fn rfc6582_3_2_fast_retransmit_on_three_dupacks() {
     let mut t = T::new(TcpConfig {
-        init_cwnd: 10,
+        opts: squall_tcp::FlowOpts {
+            init_cwnd: 10,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let (b, l) = with_data(&mut t, 8000);
@@ -713,7 +728,10 @@ fn rfc9293_3_10_5_abort_sends_rst() {
 #[test]
 fn rfc9293_3_7_4_nagle() {
     let mut t = T::new(TcpConfig {
-        nagle: true,
+        opts: squall_tcp::FlowOpts {
+            nagle: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let iss1 = t.established(&[]);
@@ -906,7 +924,10 @@ fn ts_opt(val: u32, ecr: u32) -> Vec<u8> {
 #[test]
 fn rfc7323_3_2_timestamps_negotiated_and_echoed() {
     let mut t = T::new(TcpConfig {
-        timestamps: true,
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     t.now = 5 * MS;
@@ -925,7 +946,10 @@ fn rfc7323_3_2_timestamps_negotiated_and_echoed() {
 #[test]
 fn rfc7323_3_2_no_timestamps_without_peer_offer() {
     let mut t = T::new(TcpConfig {
-        timestamps: true,
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     t.established(&[2, 4, 0x05, 0xb4]);
@@ -939,7 +963,10 @@ fn rfc7323_3_2_no_timestamps_without_peer_offer() {
 #[test]
 fn rfc7323_5_3_paws_rejects_old_timestamps() {
     let mut t = T::new(TcpConfig {
-        timestamps: true,
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let mut o = vec![2, 4, 0x05, 0xb4];
@@ -960,7 +987,10 @@ fn rfc7323_5_3_paws_rejects_old_timestamps() {
 #[test]
 fn rfc2018_2_sack_permitted_negotiated() {
     let mut t = T::new(TcpConfig {
-        sack: true,
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let syn = t.connect();
@@ -978,7 +1008,10 @@ fn rfc2018_2_sack_permitted_negotiated() {
         0
     );
     let mut u = T::new(TcpConfig {
-        sack: true,
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     u.established(&[2, 4, 5, 0xb4]);
@@ -992,7 +1025,10 @@ fn rfc2018_2_sack_permitted_negotiated() {
 #[test]
 fn rfc2018_4_receiver_sends_sack_blocks() {
     let mut t = T::new(TcpConfig {
-        sack: true,
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let syn = t.connect();
@@ -1026,8 +1062,11 @@ fn rfc2018_4_receiver_sends_sack_blocks() {
 #[test]
 fn rfc6675_5_sack_recovery_retransmits_holes() {
     let mut t = T::new(TcpConfig {
-        sack: true,
-        init_cwnd: 10,
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            init_cwnd: 10,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let (b, l) = with_data(&mut t, 10 * 1000);
@@ -1183,7 +1222,10 @@ fn rx_burst_matches_rx() {
 #[test]
 fn rfc5681_4_2_every_second_segment_with_timestamps() {
     let mut t = T::new(TcpConfig {
-        timestamps: true,
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let mut o = vec![2, 4, 0x05, 0xb4];

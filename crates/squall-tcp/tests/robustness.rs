@@ -88,10 +88,13 @@ fn random_segments_never_panic_and_flows_end() {
         let cfg = TcpConfig {
             max_flows: 64,
             max_half_open: 8,
-            sack: seed % 2 == 0,
-            timestamps: seed % 2 == 1,
-            wscale: Some(7),
             keepalive: Some((5_000_000_000, 1_000_000_000, 3)),
+            opts: squall_tcp::FlowOpts {
+                sack: seed % 2 == 0,
+                timestamps: seed % 2 == 1,
+                wscale: Some(7),
+                ..squall_tcp::FlowOpts::default()
+            },
             ..TcpConfig::default()
         };
         let mut host = TcpHost::new(cfg, 0);

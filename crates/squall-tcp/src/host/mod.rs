@@ -42,22 +42,12 @@ pub struct TcpConfig {
     pub gateway_mac: [u8; 6],
     /// Maximum number of flows (slab and table size).
     pub max_flows: u32,
-    /// Our MSS (advertised and upper bound for sending).
-    pub mss: u16,
-    /// Initial congestion window in segments (1..=20).
-    pub init_cwnd: u8,
-    /// Receive window we advertise (the application consumes data as it arrives).
-    pub rcv_wnd: u32,
-    /// Offer window scaling with this shift (RFC 7323 §2); None = do not offer.
-    pub wscale: Option<u8>,
-    /// Offer/accept timestamps (RFC 7323 §3: RTTM and PAWS).
-    pub timestamps: bool,
-    /// Offer/accept SACK (RFC 2018; loss recovery per RFC 6675).
-    pub sack: bool,
-    /// Nagle's algorithm (RFC 9293 §3.7.4) on new flows.
-    pub nagle: bool,
-    /// Delayed-ACK timeout (RFC 9293 §3.8.6.3), ns; 0 = ACK every segment immediately.
-    pub delack_ns: u64,
+    /// Default option set of every flow (MSS, initial window, receive window, RFC 7323 /
+    /// SACK offers, Nagle, delayed ACK, duplicate-ACK threshold, TTL, TOS): the set
+    /// [`OptsId::DEFAULT`] used by [`TcpHost::connect`] and [`TcpHost::listen`]. Sanitised
+    /// by [`TcpHost::new`] ([`FlowOpts::sanitised`]).
+    pub opts: FlowOpts,
+    /// Retransmission timeout bounds (RFC 6298).
     pub rto: RtoConfig,
     /// Retransmissions of a SYN / SYN-ACK before giving up.
     pub max_syn_retries: u8,
@@ -93,14 +83,7 @@ impl Default for TcpConfig {
             mac: [2, 0, 0, 0, 0, 1],
             gateway_mac: [2, 0, 0, 0, 0, 2],
             max_flows: 65_536,
-            mss: 1460,
-            init_cwnd: 2,
-            rcv_wnd: 65_535,
-            wscale: None,
-            timestamps: false,
-            sack: false,
-            nagle: false,
-            delack_ns: 100_000_000,
+            opts: FlowOpts::default(),
             rto: RtoConfig::default(),
             max_syn_retries: 6,
             max_retries: 12,
@@ -139,7 +122,7 @@ pub struct TcpHost {
     /// Option set of flows accepted on a port (sorted by port); ports not listed use
     /// the default set.
     listen_opts: Vec<(u16, u8)>,
-    /// Per-flow option sets; index 0 is derived from `cfg`.
+    /// Per-flow option sets; index 0 is `cfg.opts`.
     opts: Vec<FlowOpts>,
     half_open: u32,
     isn_key: IsnKey,
@@ -163,10 +146,7 @@ impl TcpHost {
     /// A host at time `now_ns` (the host never reads a clock; callers pass time).
     pub fn new(mut cfg: TcpConfig, now_ns: u64) -> Self {
         // Sanitise values that would make no sense on the wire.
-        cfg.mss = cfg.mss.clamp(64, 65_495);
-        cfg.init_cwnd = cfg.init_cwnd.clamp(1, 20);
-        cfg.rcv_wnd = cfg.rcv_wnd.clamp(1, 1 << 30);
-        cfg.wscale = cfg.wscale.map(|w| w.min(14));
+        cfg.opts = cfg.opts.sanitised();
         let max = cfg.max_flows.max(1) as usize;
         let k0 = cfg.seed ^ 0x736f_6d65;
         let k1 = cfg.seed.rotate_left(17) ^ 0x646f_7261;
@@ -185,7 +165,7 @@ impl TcpHost {
             sb_free: Vec::new(),
             listen: vec![0u64; 1024],
             listen_opts: Vec::new(),
-            opts: vec![FlowOpts::from_config(&cfg)],
+            opts: vec![cfg.opts],
             half_open: 0,
             isn_key: IsnKey { k0, k1 },
             ip_id: 0,

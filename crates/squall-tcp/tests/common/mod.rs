@@ -326,9 +326,12 @@ pub struct W1Result {
 
 pub fn w1_config() -> TcpConfig {
     TcpConfig {
-        mss: 1460,
-        init_cwnd: 2,
-        delack_ns: 100_000_000,
+        opts: squall_tcp::FlowOpts {
+            mss: 1460,
+            init_cwnd: 2,
+            delack_ns: 100_000_000,
+            ..squall_tcp::FlowOpts::default()
+        },
         max_syn_retries: 12,
         max_retries: 15,
         // At 20 % loss the peer's FIN can need many backed-off retransmissions.
