@@ -9,7 +9,7 @@
 
 use squall_engine::TimerWheel;
 
-use crate::api::{CloseReason, ConnectError, Ctl, FlowId, Op, SendError, TcpApp, TxSink};
+use crate::api::{CloseReason, ConnectError, Ctl, FlowId, FlowInfo, Op, SendError, TcpApp, TxSink};
 use crate::cc::{DupAck, NewAck, NewReno};
 use crate::counters::TcpCounters;
 use crate::flowtable::{FlowKey, FlowTable};
@@ -206,11 +206,26 @@ impl TcpHost {
             .filter(|t| t.state != State::Closed)
             .map(|t| t.key)
     }
-    /// Read-only view of a flow's TCB (tests, diagnostics).
-    pub fn tcb(&self, f: FlowId) -> Option<&Tcb> {
-        self.flows
+    /// What a live flow negotiated and where its send side stands (tests, diagnostics).
+    pub fn flow_info(&self, f: FlowId) -> Option<FlowInfo> {
+        let t = self
+            .flows
             .get(f.0 as usize)
-            .filter(|t| t.state != State::Closed)
+            .filter(|t| t.state != State::Closed)?;
+        Some(FlowInfo {
+            state: t.state,
+            mss: t.mss,
+            snd_wnd: t.snd_wnd,
+            wscale: t.has(F_WSCALE),
+            timestamps: t.has(F_TS),
+            ts_recent: t.ts_recent,
+            sack: t.has(F_SACK),
+            sack_scoreboard: t.sb != NO_SIDE,
+            in_recovery: t.cc.in_recovery,
+            srtt_us: t.rtt.srtt_us(),
+            rttvar_us: t.rtt.rttvar_us(),
+            rto_us: t.rtt.rto_us(),
+        })
     }
     /// Heap bytes held by this host's flow structures: TCB slab (capacity), flow table,
     /// timer wheel nodes, send-queue chunk pool, side tables (out-of-order queues, SACK

@@ -3,6 +3,8 @@
 //! clock, and the W1 client/server applications that verify every byte.
 #![allow(dead_code)]
 
+pub mod wire;
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -320,8 +322,8 @@ pub struct W1Result {
     pub hung: Vec<(u32, State)>,
     pub virtual_ns: u64,
     pub wire: WireStats,
-    pub client: squall_tcp::counters::TcpCounters,
-    pub server: squall_tcp::counters::TcpCounters,
+    pub client: squall_tcp::TcpCounters,
+    pub server: squall_tcp::TcpCounters,
 }
 
 pub fn w1_config() -> TcpConfig {
