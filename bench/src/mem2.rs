@@ -125,7 +125,10 @@ fn build(cfg: &Mem2Cfg) -> Result<(ClientSide, ServerSide), String> {
     let frames = (cfg.conns * 24 + 64).next_power_of_two().clamp(128, 32_768) as u32;
     let base = TcpConfig {
         max_flows,
-        init_cwnd: cfg.init_cwnd,
+        opts: squall_tcp::FlowOpts {
+            init_cwnd: cfg.init_cwnd,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..TcpConfig::default()
     };
     let (side, server) = squall_apps::build(cfg.workload.apps(), cfg.conns, base, frames)?;

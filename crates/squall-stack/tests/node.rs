@@ -84,7 +84,11 @@ impl TcpApp for Client {
         ctl.send(self.req, 0, 3);
     }
     fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
-        assert_eq!(Some(f), self.flow, "data of a flow this client did not open");
+        assert_eq!(
+            Some(f),
+            self.flow,
+            "data of a flow this client did not open"
+        );
         self.got.extend_from_slice(data);
         if self.got.len() == self.expect.len() {
             ctl.close();
@@ -237,7 +241,10 @@ fn arp_and_ping_are_answered_for_owned_addresses() {
     assert_eq!(got.len(), 1, "one reply, for the owned address only");
     let rep = ArpRepr::parse(&ArpPacket::new_checked(&got[0][14..]).unwrap());
     assert_eq!(rep.operation, ArpOperation::REPLY);
-    assert_eq!((rep.sender_mac.0, rep.sender_ip.0), (MA, IP_A.to_be_bytes()));
+    assert_eq!(
+        (rep.sender_mac.0, rep.sender_ip.0),
+        (MA, IP_A.to_be_bytes())
+    );
     assert_eq!(a.neigh.lookup(IP_B), Some(MB), "the asker is learned");
     // Echo requests: to us (answered), to an address we do not own, corrupted.
     let data: Vec<u8> = (0..56u8).collect();
@@ -254,11 +261,19 @@ fn arp_and_ping_are_answered_for_owned_addresses() {
     assert_eq!(got.len(), 1, "one echo reply");
     let r = &got[0];
     assert_eq!((&r[0..6], &r[6..12]), (&MB[..], &MA[..]));
-    assert_eq!(squall_wire::checksum::sum(&r[14..34]), 0xffff, "IPv4 checksum");
+    assert_eq!(
+        squall_wire::checksum::sum(&r[14..34]),
+        0xffff,
+        "IPv4 checksum"
+    );
     assert_eq!(&r[26..30], &IP_A.to_be_bytes());
     assert_eq!(&r[30..34], &IP_B.to_be_bytes());
     assert_eq!(r[34], 0, "echo reply");
-    assert_eq!(squall_wire::checksum::sum(&r[34..]), 0xffff, "ICMP checksum");
+    assert_eq!(
+        squall_wire::checksum::sum(&r[34..]),
+        0xffff,
+        "ICMP checksum"
+    );
     assert_eq!(&r[38..40], &0x1234u16.to_be_bytes());
     assert_eq!(&r[40..42], &7u16.to_be_bytes());
     assert_eq!(&r[42..], &data[..]);

@@ -119,3 +119,33 @@ pub trait TcpApp {
     /// The flow ended; its id is no longer valid.
     fn on_closed(&mut self, _flow: FlowId, _reason: CloseReason) {}
 }
+
+/// What a flow negotiated and where its send side stands ([`crate::TcpHost::flow_info`];
+/// tests, diagnostics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowInfo {
+    pub state: crate::State,
+    /// MSS used for sending: the smaller of the peer's MSS option (536 without one) and
+    /// ours, less 12 bytes when timestamps are on.
+    pub mss: u16,
+    /// The peer's window (SND.WND), bytes, scaled.
+    pub snd_wnd: u32,
+    /// Window scaling negotiated (RFC 7323 §2).
+    pub wscale: bool,
+    /// Timestamps negotiated (RFC 7323 §3).
+    pub timestamps: bool,
+    /// TS.Recent: the timestamp to echo (RFC 7323 §4.3).
+    pub ts_recent: u32,
+    /// SACK negotiated (RFC 2018).
+    pub sack: bool,
+    /// The flow holds a SACK scoreboard (RFC 6675 loss recovery state).
+    pub sack_scoreboard: bool,
+    /// In fast recovery (RFC 6582 / RFC 6675).
+    pub in_recovery: bool,
+    /// Smoothed RTT, us (0 before the first sample; RFC 6298).
+    pub srtt_us: u32,
+    /// RTT variation, us.
+    pub rttvar_us: u32,
+    /// Base RTO (before backoff), us.
+    pub rto_us: u32,
+}

@@ -96,6 +96,7 @@ impl NewReno {
     }
 
     /// A duplicate ACK arrived (RFC 5681 §2 definition checked by the caller).
+    #[cfg(test)]
     pub fn on_dupack(&mut self, snd_una: u32, snd_max: u32, mss: u32, flight: u32) -> DupAck {
         self.on_dupack_thresh(snd_una, snd_max, mss, flight, 3)
     }

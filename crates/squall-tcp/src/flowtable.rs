@@ -65,11 +65,9 @@ impl FlowTable {
             seed,
         }
     }
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
     /// Bytes per slot (for memory accounting).
     pub const SLOT_BYTES: usize = std::mem::size_of::<Slot>();

@@ -3,8 +3,8 @@
 //!
 //! # Model
 //! One [`TcpHost`] per core owns every flow of that core: a preallocated slab of compact
-//! TCBs ([`tcb::Tcb`], 144 bytes), an open-addressing 4-tuple table
-//! ([`flowtable::FlowTable`]) and one `squall_engine::TimerWheel` (token = slab index). The
+//! TCBs (`tcb::Tcb`, 144 bytes), an open-addressing 4-tuple table
+//! (`flowtable::FlowTable`) and one `squall_engine::TimerWheel` (token = slab index). The
 //! host never reads a clock: every call takes `now` in nanoseconds (monotonic or virtual).
 //!
 //! * **Input**: [`TcpHost::rx`] takes a received Ethernet/IPv4/TCP frame, verifies it
@@ -41,7 +41,7 @@
 //!   duplicate-ACK threshold, IPv4 TTL and TOS) and returns its [`OptsId`];
 //!   [`TcpHost::connect_with`] opens a flow with it, [`TcpHost::listen_with`] gives it to
 //!   every flow accepted on a port. A flow stores only the one-byte index; `connect` /
-//!   `listen` use the set derived from the [`TcpConfig`].
+//!   `listen` use the host's default set, [`TcpConfig::opts`].
 //! * **Bursts**: [`TcpHost::rx_burst`] takes a port's RX burst; it prefetches the flow-table
 //!   slots and TCBs of the whole burst first and hashes each frame once.
 //! * **Checksums**: TX payload sums come from per-32-byte prefix sums of the registered
@@ -60,7 +60,7 @@
 //! (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable), RFC 5961 challenge ACKs
 //! (rate limited), bounded half-open table with SYN cookies (RFC 4987), header
 //! prediction, out-of-order queue with merging/trimming (and out-of-order FIN).
-//! The receive window is constant (`TcpConfig::rcv_wnd`): applications consume data
+//! The receive window is constant (`FlowOpts::rcv_wnd`): applications consume data
 //! as it is delivered, so no window updates are ever needed.
 //!
 //! # Example: a W1 exchange between a client and a server host
@@ -117,25 +117,31 @@
 //! `examples/w1_loop.rs` runs many such flows and prints CPU time per connection;
 //! `examples/w2_loop.rs` does the same for persistent request/response (W2).
 
-pub mod api;
-pub mod cc;
-pub mod counters;
+// Internal modules: the crate's interface is the re-exports below (and `csum`, whose
+// checksum kernels `examples/csum_bench.rs` measures).
+mod api;
+mod cc;
+mod counters;
 pub mod csum;
-pub mod flowtable;
-pub mod host;
-pub mod isn;
-pub mod ooo;
-pub mod opts;
-pub mod pkt;
-pub mod rtt;
-pub mod sack;
-pub mod sendq;
-pub mod seq;
-pub mod tcb;
+mod flowtable;
+mod host;
+mod isn;
+mod ooo;
+mod opts;
+// `parse`, `write_headers` and `finish_tcp_checksum` serve pkt's own unit tests only.
+#[allow(dead_code)]
+mod pkt;
+mod rtt;
+mod sack;
+mod sendq;
+mod seq;
+mod tcb;
 
-pub use api::{CloseReason, ConnectError, Ctl, FlowId, SendError, TcpApp, TxSink};
+pub use api::{CloseReason, ConnectError, Ctl, FlowId, FlowInfo, SendError, TcpApp, TxSink};
+pub use counters::TcpCounters;
 pub use flowtable::FlowKey;
 pub use host::{TcpConfig, TcpHost};
-pub use opts::{FlowOpts, OptsId};
+pub use opts::{FlowOpts, OptsId, MAX_OPTS};
+pub use rtt::RtoConfig;
 pub use sendq::{BufId, BufRegistry};
 pub use tcb::State;

@@ -82,6 +82,7 @@ impl OooQueue {
         n
     }
     /// Bytes held.
+    #[cfg(test)]
     pub fn bytes(&self) -> u32 {
         self.ranges().iter().map(|r| r.1.wrapping_sub(r.0)).sum()
     }

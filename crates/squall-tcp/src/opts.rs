@@ -1,41 +1,42 @@
 //! Per-flow TCP/IP options ([`FlowOpts`]): the settings a traffic profile may vary per
 //! template and side (MSS, initial window, delayed ACK, Nagle, RFC 7323/2018 offers,
 //! receive window, duplicate-ACK threshold, IPv4 TTL and TOS). A host keeps a small table
-//! of option sets; a flow stores only the one-byte index ([`OptsId`]) of its set.
-
-use crate::host::TcpConfig;
+//! of option sets; a flow stores only the one-byte index ([`OptsId`]) of its set. The
+//! host's default set is [`crate::TcpConfig::opts`].
 
 /// Index of an option set in a host's table ([`crate::TcpHost::add_flow_opts`]).
-/// `OptsId::DEFAULT` (0) is the set derived from the host's [`TcpConfig`].
+/// `OptsId::DEFAULT` (0) is the host's default set ([`crate::TcpConfig::opts`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct OptsId(pub u8);
 
 impl OptsId {
-    /// The host's default option set (from its `TcpConfig`).
+    /// The host's default option set (its `TcpConfig::opts`).
     pub const DEFAULT: OptsId = OptsId(0);
 }
 
 /// Most option sets per host (the index is one byte).
 pub const MAX_OPTS: usize = 256;
 
-/// TCP/IP options of one flow.
+/// TCP/IP options of one flow. The host's defaults are [`crate::TcpConfig::opts`]; more
+/// sets are added with [`crate::TcpHost::add_flow_opts`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowOpts {
     /// Our MSS (advertised in the SYN / SYN-ACK and upper bound for sending).
     pub mss: u16,
     /// Initial congestion window in segments (1..=20).
     pub init_cwnd: u8,
-    /// Receive window we advertise, bytes (above 65,535 only with `wscale`).
+    /// Receive window we advertise, bytes (above 65,535 only with `wscale`). Constant: the
+    /// application consumes data as it is delivered.
     pub rcv_wnd: u32,
     /// Offer window scaling with this shift (RFC 7323 §2); None = do not offer.
     pub wscale: Option<u8>,
-    /// Offer/accept timestamps (RFC 7323 §3).
+    /// Offer/accept timestamps (RFC 7323 §3: RTTM and PAWS).
     pub timestamps: bool,
-    /// Offer/accept SACK (RFC 2018).
+    /// Offer/accept SACK (RFC 2018; loss recovery per RFC 6675).
     pub sack: bool,
     /// Nagle's algorithm (RFC 9293 §3.7.4).
     pub nagle: bool,
-    /// Delayed-ACK timeout, ns; 0 = ACK every segment immediately.
+    /// Delayed-ACK timeout (RFC 9293 §3.8.6.3), ns; 0 = ACK every segment immediately.
     pub delack_ns: u64,
     /// Duplicate ACKs that trigger fast retransmit (RFC 5681 §3.2: 3), 1..=10.
     pub rexmt_thresh: u8,
@@ -46,25 +47,6 @@ pub struct FlowOpts {
 }
 
 impl FlowOpts {
-    /// The options a host built from `cfg` gives flows by default (TTL 64, TOS 0,
-    /// fast retransmit after 3 duplicate ACKs).
-    pub fn from_config(cfg: &TcpConfig) -> Self {
-        FlowOpts {
-            mss: cfg.mss,
-            init_cwnd: cfg.init_cwnd,
-            rcv_wnd: cfg.rcv_wnd,
-            wscale: cfg.wscale,
-            timestamps: cfg.timestamps,
-            sack: cfg.sack,
-            nagle: cfg.nagle,
-            delack_ns: cfg.delack_ns,
-            rexmt_thresh: 3,
-            ttl: 64,
-            tos: 0,
-        }
-        .sanitised()
-    }
-
     /// The same options with values that make no sense on the wire clamped: MSS
     /// 64..=65495, initial window 1..=20, receive window 1..=2^30 (advertised as at
     /// most 65,535 unless window scaling is negotiated), shift <= 14, threshold 1..=10,
@@ -81,8 +63,22 @@ impl FlowOpts {
 }
 
 impl Default for FlowOpts {
+    /// MSS 1460, initial window 2, receive window 65,535, no RFC 7323 / SACK offers, Nagle
+    /// off, 100 ms delayed ACK, fast retransmit after 3 duplicate ACKs, TTL 64, TOS 0.
     fn default() -> Self {
-        FlowOpts::from_config(&TcpConfig::default())
+        FlowOpts {
+            mss: 1460,
+            init_cwnd: 2,
+            rcv_wnd: 65_535,
+            wscale: None,
+            timestamps: false,
+            sack: false,
+            nagle: false,
+            delack_ns: 100_000_000,
+            rexmt_thresh: 3,
+            ttl: 64,
+            tos: 0,
+        }
     }
 }
 
@@ -113,15 +109,20 @@ mod tests {
     }
 
     #[test]
-    fn defaults_follow_the_config() {
-        let cfg = TcpConfig {
-            mss: 1000,
-            init_cwnd: 4,
-            nagle: true,
-            ..TcpConfig::default()
+    fn host_default_set_is_the_config_opts() {
+        let cfg = crate::TcpConfig {
+            opts: FlowOpts {
+                mss: 1000,
+                init_cwnd: 4,
+                nagle: true,
+                ..FlowOpts::default()
+            },
+            ..crate::TcpConfig::default()
         };
-        let o = FlowOpts::from_config(&cfg);
+        let host = crate::TcpHost::new(cfg, 0);
+        let o = host.flow_opts(OptsId::DEFAULT);
         assert_eq!((o.mss, o.init_cwnd, o.nagle), (1000, 4, true));
         assert_eq!((o.ttl, o.tos, o.rexmt_thresh), (64, 0, 3));
+        assert_eq!(FlowOpts::default(), FlowOpts::default().sanitised());
     }
 }

@@ -89,15 +89,6 @@ impl Scoreboard {
         }
     }
 
-    /// Highest SACKed sequence (end of the last range), or `una`.
-    pub fn high_sacked(&self, una: u32) -> u32 {
-        if self.n == 0 {
-            una
-        } else {
-            self.ranges[self.n as usize - 1].1
-        }
-    }
-
     /// RFC 6675 IsLost boundary: un-SACKed bytes below the returned sequence have more than
     /// (DupThresh - 1) * SMSS bytes SACKed above them and are deemed lost.
     fn lost_limit(&self, una: u32, mss: u32) -> u32 {

@@ -4,8 +4,8 @@
 //! check reads the emitted frames.
 
 mod common;
+use common::wire::{self, ACK, SYN};
 use common::*;
-use squall_tcp::pkt::{self, ACK, SYN};
 use squall_tcp::{FlowOpts, OptsId, TcpConfig, TcpHost};
 
 const T0: u64 = 1_000_000_000;
@@ -115,8 +115,8 @@ impl Pair {
 }
 
 /// Parsed view of an emitted frame.
-fn seg_of(f: &[u8]) -> pkt::Segment<'_> {
-    pkt::parse(f).expect("every emitted frame parses with valid checksums")
+fn seg_of(f: &[u8]) -> wire::Seg<'_> {
+    wire::parse(f).expect("every emitted frame parses with valid checksums")
 }
 
 /// Frames of client flow `k` (either direction).
@@ -134,7 +134,7 @@ fn of_flow(frames: &[Vec<u8>], k: u32) -> Vec<&Vec<u8>> {
 fn syn_mss(f: &[u8]) -> u16 {
     let s = seg_of(f);
     assert!(s.flags & SYN != 0);
-    pkt::parse_opts(s.opts).mss
+    wire::parse_opts(s.opts).mss
 }
 
 #[test]
@@ -175,7 +175,7 @@ fn listen_with_gives_accepted_flows_the_ports_options() {
     let o =
         p.sh.add_flow_opts(FlowOpts {
             mss: 1000,
-            ..FlowOpts::from_config(&w1_config())
+            ..w1_config().opts
         })
         .unwrap();
     p.sh.listen_with(80, o);
@@ -198,7 +198,7 @@ fn first_flight(init: u8) -> usize {
     let o =
         p.sh.add_flow_opts(FlowOpts {
             init_cwnd: init,
-            ..FlowOpts::from_config(&w1_config())
+            ..w1_config().opts
         })
         .unwrap();
     p.sh.listen_with(80, o);
@@ -267,7 +267,7 @@ fn ttl_and_tos_appear_in_every_frame_of_the_flow() {
         p.sh.add_flow_opts(FlowOpts {
             ttl: 9,
             tos: 0x48,
-            ..FlowOpts::from_config(&w1_config())
+            ..w1_config().opts
         })
         .unwrap();
     p.sh.listen_with(80, so);
@@ -296,9 +296,12 @@ fn ttl_and_tos_appear_in_every_frame_of_the_flow() {
 #[test]
 fn sack_and_timestamps_not_offered_when_disabled() {
     let cfg = TcpConfig {
-        timestamps: true,
-        sack: true,
-        wscale: Some(2),
+        opts: FlowOpts {
+            timestamps: true,
+            sack: true,
+            wscale: Some(2),
+            ..FlowOpts::default()
+        },
         ..w1_config()
     };
     let mut p = Pair::new(cfg.clone(), cfg.clone());
@@ -308,13 +311,13 @@ fn sack_and_timestamps_not_offered_when_disabled() {
             timestamps: false,
             sack: false,
             wscale: None,
-            ..FlowOpts::from_config(&cfg)
+            ..cfg.opts
         })
         .unwrap();
     p.connect(0, 80, plain);
     p.connect(1, 80, OptsId::DEFAULT);
     p.finish(2);
-    let opts = |f: &[u8]| pkt::parse_opts(seg_of(f).opts);
+    let opts = |f: &[u8]| wire::parse_opts(seg_of(f).opts);
     let syn0 = opts(of_flow(&p.c_sent, 0)[0]);
     let syn1 = opts(of_flow(&p.c_sent, 1)[0]);
     assert!(!syn0.sack_ok && syn0.ts.is_none() && syn0.wscale.is_none());

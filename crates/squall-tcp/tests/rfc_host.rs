@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use squall_tcp::pkt::{self, TxHdr, ACK, FIN, PSH, RST, SYN};
+mod common;
+
+use common::wire::{self, FrameHdr, ACK, FIN, PSH, RST, SYN};
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, State, TcpApp, TcpConfig, TcpHost, TxSink};
 
 const HOST_IP: u32 = 0x1000_0001;
@@ -75,7 +77,7 @@ struct Out {
     ack: u32,
     flags: u8,
     wnd: u16,
-    opts: pkt::TcpOpts,
+    opts: wire::Opts,
     payload: Vec<u8>,
 }
 
@@ -105,13 +107,13 @@ impl T {
             .out
             .drain(..)
             .map(|f| {
-                let s = pkt::parse(&f).expect("host emitted a valid frame");
+                let s = wire::parse(&f).expect("host emitted a valid frame");
                 Out {
                     seq: s.seq,
                     ack: s.ack,
                     flags: s.flags,
                     wnd: s.wnd,
-                    opts: pkt::parse_opts(s.opts),
+                    opts: wire::parse_opts(s.opts),
                     payload: s.payload.to_vec(),
                 }
             })
@@ -124,7 +126,7 @@ impl T {
     }
     /// Feeds a peer segment (peer -> host).
     fn feed(&mut self, seq: u32, ack: u32, flags: u8, wnd: u16, opts: &[u8], payload: &[u8]) {
-        let h = TxHdr {
+        let h = FrameHdr {
             src_mac: [2, 0, 0, 0, 0, 9],
             dst_mac: [2, 0, 0, 0, 0, 1],
             src_ip: PEER_IP,
@@ -139,11 +141,7 @@ impl T {
             ttl: 64,
             tos: 0,
         };
-        let mut buf = vec![0u8; 1600];
-        let off = pkt::write_headers(&mut buf, &h, opts, payload.len());
-        buf[off..off + payload.len()].copy_from_slice(payload);
-        pkt::finish_tcp_checksum(&mut buf, PEER_IP, HOST_IP, off + payload.len());
-        buf.truncate(off + payload.len());
+        let buf = wire::frame(&h, opts, payload);
         self.host.rx(self.now, &buf, &mut self.app, &mut self.sink);
     }
     fn advance(&mut self, to: u64) {
@@ -193,7 +191,10 @@ const MSS_1000: [u8; 4] = [2, 4, 0x03, 0xe8];
 #[test]
 fn rfc9293_3_5_active_open_with_mss_option() {
     let mut t = T::new(TcpConfig {
-        wscale: Some(3),
+        opts: squall_tcp::FlowOpts {
+            wscale: Some(3),
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let syn = t.connect();
@@ -215,7 +216,7 @@ fn rfc9293_3_5_active_open_with_mss_option() {
         (ack.flags, ack.ack, ack.seq),
         (ACK, 5001, syn.seq.wrapping_add(1))
     );
-    let tcb = *t.host.tcb(t.flow.unwrap()).unwrap();
+    let tcb = t.host.flow_info(t.flow.unwrap()).unwrap();
     assert_eq!(tcb.mss, 1000);
     assert_eq!(
         tcb.snd_wnd, 1000,
@@ -230,8 +231,11 @@ fn rfc9293_3_5_active_open_with_mss_option() {
 #[test]
 fn rfc7323_2_3_window_scaling_applied() {
     let mut t = T::new(TcpConfig {
-        wscale: Some(3),
-        rcv_wnd: 262_144,
+        opts: squall_tcp::FlowOpts {
+            wscale: Some(3),
+            rcv_wnd: 262_144,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let iss1 = t.established(&[2, 4, 0x05, 0xb4, 1, 3, 3, 2]);
@@ -242,20 +246,23 @@ fn rfc7323_2_3_window_scaling_applied() {
         "our advertised window is scaled by our shift"
     );
     t.feed(t.pseq, iss1, ACK, 100, &[], &[]);
-    assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().snd_wnd, 400);
+    assert_eq!(t.host.flow_info(t.flow.unwrap()).unwrap().snd_wnd, 400);
 }
 
 // RFC 7323 §2.2: no scaling unless both sides sent the option.
 #[test]
 fn rfc7323_2_2_no_scaling_without_both_options() {
     let mut t = T::new(TcpConfig {
-        wscale: Some(3),
+        opts: squall_tcp::FlowOpts {
+            wscale: Some(3),
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let iss1 = t.established(&MSS_1000);
     t.take();
     t.feed(t.pseq, iss1, ACK, 100, &[], &[]);
-    assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().snd_wnd, 100);
+    assert_eq!(t.host.flow_info(t.flow.unwrap()).unwrap().snd_wnd, 100);
 }
 
 // RFC 9293 §3.5 / §3.10.7.2: passive open from LISTEN.
@@ -425,7 +432,10 @@ fn rfc9293_3_10_7_4_duplicate_segment_acked() {
 #[test]
 fn rfc5681_4_2_delayed_ack_and_every_second_segment() {
     let mut t = T::new(TcpConfig {
-        delack_ns: 100 * MS,
+        opts: squall_tcp::FlowOpts {
+            delack_ns: 100 * MS,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let iss1 = t.established(&[]);
@@ -492,7 +502,7 @@ fn with_data(t: &mut T, len: u32) -> (BufId, u32) {
 #[test]
 fn rfc6298_5_retransmission_timeout_and_backoff() {
     let mut t = T::new(TcpConfig {
-        rto: squall_tcp::rtt::RtoConfig {
+        rto: squall_tcp::RtoConfig {
             min_us: 200_000,
             max_us: 60_000_000,
             initial_us: 1_000_000,
@@ -556,7 +566,10 @@ fn rfc9293_3_8_3_give_up_after_max_retries() {
 #[test]
 fn rfc6582_3_2_fast_retransmit_on_three_dupacks() {
     let mut t = T::new(TcpConfig {
-        init_cwnd: 10,
+        opts: squall_tcp::FlowOpts {
+            init_cwnd: 10,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let (b, l) = with_data(&mut t, 8000);
@@ -713,7 +726,10 @@ fn rfc9293_3_10_5_abort_sends_rst() {
 #[test]
 fn rfc9293_3_7_4_nagle() {
     let mut t = T::new(TcpConfig {
-        nagle: true,
+        opts: squall_tcp::FlowOpts {
+            nagle: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let iss1 = t.established(&[]);
@@ -729,7 +745,7 @@ fn rfc9293_3_7_4_nagle() {
 }
 
 fn syn_from(port: u16, seq: u32, flags: u8, ack: u32, payload: &[u8]) -> Vec<u8> {
-    let h = TxHdr {
+    let h = FrameHdr {
         src_mac: [2, 0, 0, 0, 0, 9],
         dst_mac: [2, 0, 0, 0, 0, 1],
         src_ip: PEER_IP,
@@ -745,12 +761,7 @@ fn syn_from(port: u16, seq: u32, flags: u8, ack: u32, payload: &[u8]) -> Vec<u8>
         tos: 0,
     };
     let opts: &[u8] = if flags & SYN != 0 { &MSS_1000 } else { &[] };
-    let mut buf = vec![0u8; 1600];
-    let off = pkt::write_headers(&mut buf, &h, opts, payload.len());
-    buf[off..off + payload.len()].copy_from_slice(payload);
-    pkt::finish_tcp_checksum(&mut buf, PEER_IP, HOST_IP, off + payload.len());
-    buf.truncate(off + payload.len());
-    buf
+    wire::frame(&h, opts, payload)
 }
 
 // RFC 4987 §3.6: when the half-open table is full, SYN cookies keep accepting connections
@@ -801,7 +812,7 @@ fn rfc4987_3_6_syn_cookies_when_half_open_table_full() {
         .find(|f| t.host.flow_key(*f).map(|k| k.remote_port) == Some(1001))
         .unwrap();
     assert_eq!(
-        t.host.tcb(f).unwrap().mss,
+        t.host.flow_info(f).unwrap().mss,
         536,
         "largest encodable MSS not above the peer's 1000"
     );
@@ -819,7 +830,7 @@ fn half_open_table_is_bounded() {
     });
     t.host.listen(HP);
     for i in 0..3u16 {
-        let h = TxHdr {
+        let h = FrameHdr {
             src_mac: [2, 0, 0, 0, 0, 9],
             dst_mac: [2, 0, 0, 0, 0, 1],
             src_ip: PEER_IP,
@@ -834,9 +845,8 @@ fn half_open_table_is_bounded() {
             ttl: 64,
             tos: 0,
         };
-        let mut buf = vec![0u8; 64];
-        let off = pkt::write_headers(&mut buf, &h, &[], 0);
-        pkt::finish_tcp_checksum(&mut buf, PEER_IP, HOST_IP, off);
+        let buf = wire::frame(&h, &[], &[]);
+        let off = buf.len();
         t.host.rx(0, &buf[..off], &mut t.app, &mut t.sink);
     }
     assert_eq!(t.take().len(), 2);
@@ -866,7 +876,7 @@ fn owned_send_data_freed_when_acked() {
 fn rfc9293_3_1_bad_checksum_counted() {
     let mut t = T::new(cfg());
     t.host.listen(HP);
-    let h = TxHdr {
+    let h = FrameHdr {
         src_mac: [0; 6],
         dst_mac: [0; 6],
         src_ip: PEER_IP,
@@ -881,9 +891,9 @@ fn rfc9293_3_1_bad_checksum_counted() {
         ttl: 64,
         tos: 0,
     };
-    let mut buf = vec![0u8; 64];
-    let off = pkt::write_headers(&mut buf, &h, &[], 0);
-    pkt::finish_tcp_checksum(&mut buf, PEER_IP, HOST_IP, off);
+    let mut buf = wire::frame(&h, &[], &[]);
+    let off = buf.len();
+    buf.resize(64, 0);
     buf[40] ^= 0xff;
     t.host.rx(0, &buf[..off], &mut t.app, &mut t.sink);
     assert!(t.take().is_empty());
@@ -906,7 +916,10 @@ fn ts_opt(val: u32, ecr: u32) -> Vec<u8> {
 #[test]
 fn rfc7323_3_2_timestamps_negotiated_and_echoed() {
     let mut t = T::new(TcpConfig {
-        timestamps: true,
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     t.now = 5 * MS;
@@ -918,20 +931,23 @@ fn rfc7323_3_2_timestamps_negotiated_and_echoed() {
     t.feed(t.pseq, syn.seq.wrapping_add(1), SYN | ACK, 65535, &o, &[]);
     let a = t.one();
     assert_eq!(a.opts.ts.map(|x| x.1), Some(1000), "TS.Recent echoed");
-    assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().mss, 1448);
+    assert_eq!(t.host.flow_info(t.flow.unwrap()).unwrap().mss, 1448);
 }
 
 // RFC 7323 §3.2: no timestamps unless both sides offer them.
 #[test]
 fn rfc7323_3_2_no_timestamps_without_peer_offer() {
     let mut t = T::new(TcpConfig {
-        timestamps: true,
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     t.established(&[2, 4, 0x05, 0xb4]);
     let a = t.one();
     assert_eq!(a.opts.ts, None);
-    assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().mss, 1460);
+    assert_eq!(t.host.flow_info(t.flow.unwrap()).unwrap().mss, 1460);
 }
 
 // RFC 7323 §5.3: PAWS drops a segment whose TSval is older than TS.Recent (and ACKs);
@@ -939,7 +955,10 @@ fn rfc7323_3_2_no_timestamps_without_peer_offer() {
 #[test]
 fn rfc7323_5_3_paws_rejects_old_timestamps() {
     let mut t = T::new(TcpConfig {
-        timestamps: true,
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let mut o = vec![2, 4, 0x05, 0xb4];
@@ -953,14 +972,17 @@ fn rfc7323_5_3_paws_rejects_old_timestamps() {
     assert!(t.app.ev.iter().all(|e| !matches!(e, Ev::Data(_))));
     t.feed(t.pseq, iss1, ACK, 65535, &ts_opt(1100, 1), b"new");
     assert_eq!(t.app.ev.last(), Some(&Ev::Data(b"new".to_vec())));
-    assert_eq!(t.host.tcb(t.flow.unwrap()).unwrap().ts_recent, 1100);
+    assert_eq!(t.host.flow_info(t.flow.unwrap()).unwrap().ts_recent, 1100);
 }
 
 // RFC 2018 §2: SACK-permitted negotiated in the handshake.
 #[test]
 fn rfc2018_2_sack_permitted_negotiated() {
     let mut t = T::new(TcpConfig {
-        sack: true,
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let syn = t.connect();
@@ -973,26 +995,26 @@ fn rfc2018_2_sack_permitted_negotiated() {
         &[2, 4, 5, 0xb4, 4, 2, 1, 1],
         &[],
     );
-    assert_ne!(
-        t.host.tcb(t.flow.unwrap()).unwrap().flags & squall_tcp::tcb::F_SACK,
-        0
-    );
+    assert!(t.host.flow_info(t.flow.unwrap()).unwrap().sack);
     let mut u = T::new(TcpConfig {
-        sack: true,
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     u.established(&[2, 4, 5, 0xb4]);
-    assert_eq!(
-        u.host.tcb(u.flow.unwrap()).unwrap().flags & squall_tcp::tcb::F_SACK,
-        0
-    );
+    assert!(!u.host.flow_info(u.flow.unwrap()).unwrap().sack);
 }
 
 // RFC 2018 §4: the receiver reports out-of-order blocks, the most recent first.
 #[test]
 fn rfc2018_4_receiver_sends_sack_blocks() {
     let mut t = T::new(TcpConfig {
-        sack: true,
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let syn = t.connect();
@@ -1026,8 +1048,11 @@ fn rfc2018_4_receiver_sends_sack_blocks() {
 #[test]
 fn rfc6675_5_sack_recovery_retransmits_holes() {
     let mut t = T::new(TcpConfig {
-        sack: true,
-        init_cwnd: 10,
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            init_cwnd: 10,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let (b, l) = with_data(&mut t, 10 * 1000);
@@ -1082,11 +1107,8 @@ fn rfc6675_5_sack_recovery_retransmits_holes() {
     assert_eq!(t.host.counters().tcps_sndrexmitpack, 2);
     // Everything acknowledged: recovery ends, scoreboard released.
     t.feed(t.pseq, u.wrapping_add(10_000), ACK, 65535, &[], &[]);
-    assert_eq!(
-        t.host.tcb(t.flow.unwrap()).unwrap().sb,
-        squall_tcp::tcb::NO_SIDE
-    );
-    assert!(!t.host.tcb(t.flow.unwrap()).unwrap().cc.in_recovery);
+    assert!(!t.host.flow_info(t.flow.unwrap()).unwrap().sack_scoreboard);
+    assert!(!t.host.flow_info(t.flow.unwrap()).unwrap().in_recovery);
 }
 
 // Header prediction (RFC 9293 §3.10.7.4 common case): in-order data and pure ACKs take the
@@ -1183,7 +1205,10 @@ fn rx_burst_matches_rx() {
 #[test]
 fn rfc5681_4_2_every_second_segment_with_timestamps() {
     let mut t = T::new(TcpConfig {
-        timestamps: true,
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..cfg()
     });
     let mut o = vec![2, 4, 0x05, 0xb4];

@@ -3,8 +3,8 @@
 
 mod common;
 
+use common::wire::{self, FrameHdr};
 use common::{Rng, VecSink};
-use squall_tcp::pkt::{self, TxHdr};
 use squall_tcp::{CloseReason, Ctl, FlowId, TcpApp, TcpConfig, TcpHost};
 
 #[derive(Default)]
@@ -38,7 +38,7 @@ fn frame(r: &mut Rng, port: u16, seq: u32, ack: u32) -> Vec<u8> {
         6 => 0x11,
         _ => (r.next() & 0x3f) as u8,
     };
-    let h = TxHdr {
+    let h = FrameHdr {
         src_mac: [2, 0, 0, 0, 0, 9],
         dst_mac: [2, 0, 0, 0, 0, 1],
         src_ip: 0x1000_0001,
@@ -67,13 +67,8 @@ fn frame(r: &mut Rng, port: u16, seq: u32, ack: u32) -> Vec<u8> {
     } else {
         r.below(1400) as usize
     };
-    let mut buf = vec![0u8; 1600];
-    let off = pkt::write_headers(&mut buf, &h, &opts, plen);
-    for b in &mut buf[off..off + plen] {
-        *b = r.next() as u8;
-    }
-    pkt::finish_tcp_checksum(&mut buf, h.src_ip, h.dst_ip, off + plen);
-    buf.truncate(off + plen);
+    let payload: Vec<u8> = (0..plen).map(|_| r.next() as u8).collect();
+    let mut buf = wire::frame(&h, &opts, &payload);
     if r.chance(0.05) {
         // Raw corruption of any byte (header fields included).
         let i = r.below(buf.len() as u64) as usize;
@@ -88,10 +83,13 @@ fn random_segments_never_panic_and_flows_end() {
         let cfg = TcpConfig {
             max_flows: 64,
             max_half_open: 8,
-            sack: seed % 2 == 0,
-            timestamps: seed % 2 == 1,
-            wscale: Some(7),
             keepalive: Some((5_000_000_000, 1_000_000_000, 3)),
+            opts: squall_tcp::FlowOpts {
+                sack: seed % 2 == 0,
+                timestamps: seed % 2 == 1,
+                wscale: Some(7),
+                ..squall_tcp::FlowOpts::default()
+            },
             ..TcpConfig::default()
         };
         let mut host = TcpHost::new(cfg, 0);
@@ -126,7 +124,7 @@ fn random_segments_never_panic_and_flows_end() {
             host.rx(now, &f, &mut app, &mut sink);
             host.poll(now, &mut app, &mut sink);
             for out in sink.frames.drain(..) {
-                let s = pkt::parse(&out).expect("host frames are always valid");
+                let s = wire::parse(&out).expect("host frames are always valid");
                 seqs.push((s.dst_port, s.ack, s.seq));
             }
             if seqs.len() > 1000 {

@@ -220,8 +220,11 @@ fn w1_delay_10ms_jitter() {
 #[test]
 fn w1_initwnd_10_and_nagle() {
     let cfg = squall_tcp::TcpConfig {
-        init_cwnd: 10,
-        nagle: true,
+        opts: squall_tcp::FlowOpts {
+            init_cwnd: 10,
+            nagle: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..w1_config()
     };
     let r = run_w1(
@@ -340,10 +343,13 @@ full!(
 #[test]
 fn w1_loss_5pct_with_timestamps_and_wscale() {
     let cfg = squall_tcp::TcpConfig {
-        timestamps: true,
-        wscale: Some(2),
-        rcv_wnd: 131_072,
         ooo_bytes: 131_072,
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            wscale: Some(2),
+            rcv_wnd: 131_072,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..w1_config()
     };
     let r = run_w1(
@@ -365,8 +371,11 @@ fn w1_loss_5pct_with_timestamps_and_wscale() {
 #[test]
 fn w1_loss_5pct_with_sack_and_timestamps() {
     let cfg = squall_tcp::TcpConfig {
-        sack: true,
-        timestamps: true,
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..w1_config()
     };
     let r = run_w1(
@@ -387,7 +396,10 @@ fn w1_loss_5pct_with_sack_and_timestamps() {
 #[test]
 fn w1_loss_20pct_with_sack() {
     let cfg = squall_tcp::TcpConfig {
-        sack: true,
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            ..squall_tcp::FlowOpts::default()
+        },
         ..w1_config()
     };
     let r = run_w1(
@@ -419,23 +431,32 @@ fn w1_chaos_all_impairments_all_option_sets() {
     let sets = [
         squall_tcp::TcpConfig { ..w1_config() },
         squall_tcp::TcpConfig {
-            sack: true,
-            timestamps: true,
-            wscale: Some(4),
-            rcv_wnd: 1 << 20,
             ooo_bytes: 1 << 20,
+            opts: squall_tcp::FlowOpts {
+                sack: true,
+                timestamps: true,
+                wscale: Some(4),
+                rcv_wnd: 1 << 20,
+                ..squall_tcp::FlowOpts::default()
+            },
             ..w1_config()
         },
         squall_tcp::TcpConfig {
-            sack: true,
-            init_cwnd: 20,
-            nagle: true,
+            opts: squall_tcp::FlowOpts {
+                sack: true,
+                init_cwnd: 20,
+                nagle: true,
+                ..squall_tcp::FlowOpts::default()
+            },
             ..w1_config()
         },
         squall_tcp::TcpConfig {
-            timestamps: true,
-            init_cwnd: 1,
-            delack_ns: 0,
+            opts: squall_tcp::FlowOpts {
+                timestamps: true,
+                init_cwnd: 1,
+                delack_ns: 0,
+                ..squall_tcp::FlowOpts::default()
+            },
             ..w1_config()
         },
     ];
@@ -449,9 +470,12 @@ fn w1_chaos_all_impairments_all_option_sets() {
 #[ignore = "100,000 flows: run with --release -- --ignored"]
 fn w1_loss_20pct_sack_ts_100k() {
     let cfg = squall_tcp::TcpConfig {
-        sack: true,
-        timestamps: true,
-        wscale: Some(2),
+        opts: squall_tcp::FlowOpts {
+            sack: true,
+            timestamps: true,
+            wscale: Some(2),
+            ..squall_tcp::FlowOpts::default()
+        },
         ..w1_config()
     };
     let r = run_w1(

@@ -216,7 +216,7 @@ pub fn run_real(
         seed ^ 0xaf9,
     );
     // Segments must fit the interface's MTU.
-    tc.mss = tc.mss.min(caps.mtu.saturating_sub(40)).max(64);
+    tc.opts.mss = tc.opts.mss.min(caps.mtu.saturating_sub(40)).max(64);
     let cg = if rc.mode == Mode::Client {
         let mut sc = SchedConfig::from_profile(&profile, cfg.mult, Some(cfg.duration_ns), 0, 1);
         sc.start_ns = t0;

@@ -13,7 +13,7 @@ use squall_engine::clock::thread_cpu_ns;
 use squall_engine::{Clock, MonotonicClock};
 use squall_port::mem::{self, ImpairStats, Impairment, MemConfig, MemPort};
 use squall_port::{Port, PortStats};
-use squall_tcp::counters::TcpCounters;
+use squall_tcp::TcpCounters;
 
 use crate::gen::{tcp_config, ClientGen, PcapCap, Side};
 use crate::stats::SideStats;

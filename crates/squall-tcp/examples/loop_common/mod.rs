@@ -83,7 +83,10 @@ pub fn loop_config(max_flows: u32, offload: bool) -> TcpConfig {
         max_flows,
         tx_checksum: !offload,
         rx_checksum: !offload,
-        timestamps: std::env::var("SQUALL_TS").is_ok_and(|v| v == "1"),
+        opts: squall_tcp::FlowOpts {
+            timestamps: std::env::var("SQUALL_TS").is_ok_and(|v| v == "1"),
+            ..squall_tcp::FlowOpts::default()
+        },
         ..TcpConfig::default()
     }
 }

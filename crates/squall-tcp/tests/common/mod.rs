@@ -3,6 +3,8 @@
 //! clock, and the W1 client/server applications that verify every byte.
 #![allow(dead_code)]
 
+pub mod wire;
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -320,15 +322,18 @@ pub struct W1Result {
     pub hung: Vec<(u32, State)>,
     pub virtual_ns: u64,
     pub wire: WireStats,
-    pub client: squall_tcp::counters::TcpCounters,
-    pub server: squall_tcp::counters::TcpCounters,
+    pub client: squall_tcp::TcpCounters,
+    pub server: squall_tcp::TcpCounters,
 }
 
 pub fn w1_config() -> TcpConfig {
     TcpConfig {
-        mss: 1460,
-        init_cwnd: 2,
-        delack_ns: 100_000_000,
+        opts: squall_tcp::FlowOpts {
+            mss: 1460,
+            init_cwnd: 2,
+            delack_ns: 100_000_000,
+            ..squall_tcp::FlowOpts::default()
+        },
         max_syn_retries: 12,
         max_retries: 15,
         // At 20 % loss the peer's FIN can need many backed-off retransmissions.

@@ -130,19 +130,21 @@ pub fn tcp_config(
     max_flows: u32,
     seed: u64,
 ) -> TcpConfig {
-    let o = flow_opts(t);
+    let d = FlowOpts::default();
     TcpConfig {
         mac,
         gateway_mac: gw,
         max_flows,
-        mss: o.mss,
-        init_cwnd: o.init_cwnd,
-        rcv_wnd: o.rcv_wnd,
-        wscale: o.wscale,
-        timestamps: o.timestamps,
-        sack: o.sack,
-        nagle: o.nagle,
-        delack_ns: o.delack_ns,
+        // The side's options, except that the default set (RST replies to segments
+        // without a flow, ports without a template) keeps the host defaults for the
+        // duplicate-ACK threshold, TTL and TOS; template flows get all of their
+        // tunables through their own set (`add_flow_opts`).
+        opts: FlowOpts {
+            rexmt_thresh: d.rexmt_thresh,
+            ttl: d.ttl,
+            tos: d.tos,
+            ..flow_opts(t)
+        },
         max_syn_retries: 8,
         max_retries: 12,
         seed,
@@ -532,12 +534,12 @@ mod tests {
         let mut t = SideTunables::default();
         t.tcp.rxbufsize = 32_768;
         let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
-        assert_eq!((c.wscale, c.rcv_wnd), (None, 32_768));
+        assert_eq!((c.opts.wscale, c.opts.rcv_wnd), (None, 32_768));
         t.tcp.rxbufsize = 262_144;
         let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
-        assert_eq!((c.wscale, c.rcv_wnd), (Some(3), 262_144));
+        assert_eq!((c.opts.wscale, c.opts.rcv_wnd), (Some(3), 262_144));
         t.tcp.do_rfc1323 = false;
         let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
-        assert_eq!((c.wscale, c.rcv_wnd), (None, 65_535));
+        assert_eq!((c.opts.wscale, c.opts.rcv_wnd), (None, 65_535));
     }
 }

@@ -1,0 +1,207 @@
+//! ACK processing (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5, RFC 6298 RTT, NewReno /
+//! RFC 6675 SACK recovery).
+
+use super::*;
+
+impl TcpHost {
+    /// ACK processing (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5, RFC 6298, RFC 6582).
+    /// Returns true if processing of this segment must stop (flow gone or segment dropped).
+    pub(super) fn process_ack<A: TcpApp, S: TxSink>(
+        &mut self,
+        i: u32,
+        seg: &Segment,
+        opts: &pkt::TcpOpts,
+        app: &mut A,
+        tx: &mut S,
+    ) -> Gone {
+        let now = self.now;
+        let thresh = self.fo(i).rexmt_thresh;
+        let ts_ecr = if self.flows[i as usize].has(F_TS) {
+            opts.ts.map_or(0, |x| x.1)
+        } else {
+            0
+        };
+        // RFC 2018 §3: record SACK blocks in the scoreboard.
+        if opts.sack_n > 0 && self.flows[i as usize].has(F_SACK) {
+            if self.flows[i as usize].sb == NO_SIDE {
+                let b = self.get_sb();
+                let t = &mut self.flows[i as usize];
+                t.sb = b;
+                self.sboards[b as usize].high_rxt = t.snd_una;
+            }
+            let t = &self.flows[i as usize];
+            let (una, max) = (seq::max(t.snd_una, seg.ack), t.snd_max);
+            let sb = &mut self.sboards[t.sb as usize];
+            for &(a, b) in &opts.sack[..opts.sack_n as usize] {
+                sb.add(una, max, a, b);
+            }
+        }
+        let t = &mut self.flows[i as usize];
+        let ack = seg.ack;
+        if seq::gt(ack, t.snd_max) {
+            // Acks something not yet sent: ACK and drop (RFC 9293 / RFC 5961 §5.2).
+            self.counters.tcps_rcvacktoomuch += 1;
+            t.flags |= F_ACKNOW;
+            self.output(i, tx);
+            return true; // segment dropped (flow remains)
+        }
+        // RFC 5961 §5.2: an ACK older than SND.UNA - MAX.SND.WND is not acceptable.
+        let max_wnd = t.snd_wnd.max(65_535);
+        if seq::lt(ack, t.snd_una.wrapping_sub(max_wnd)) {
+            self.challenge_ack(i, tx);
+            return true;
+        }
+        let t = &mut self.flows[i as usize];
+        let wnd = (seg.wnd as u32) << t.snd_wscale;
+        if seq::le(ack, t.snd_una) {
+            // Duplicate ACK per RFC 5681 §2: no data, no window change, outstanding data.
+            if ack == t.snd_una
+                && seg.payload.is_empty()
+                && seg.flags & FIN == 0
+                && wnd == t.snd_wnd
+                && t.snd_una != t.snd_max
+            {
+                self.counters.tcps_rcvdupack += 1;
+                let (una, max, mss, fl) = (t.snd_una, t.snd_max, t.mss as u32, t.flight());
+                let sack = t.sb != NO_SIDE;
+                match t.cc.on_dupack_thresh(una, max, mss, fl, thresh) {
+                    DupAck::FastRetransmit if sack => {
+                        // RFC 6675 §5 step 4: cwnd = ssthresh, then send by pipe.
+                        self.counters.tcps_fastrexmt += 1;
+                        t.cc.cwnd = t.cc.ssthresh;
+                        self.sboards[t.sb as usize].high_rxt = una;
+                        self.sack_output(i, tx);
+                    }
+                    DupAck::FastRetransmit => {
+                        self.counters.tcps_fastrexmt += 1;
+                        t.rexmt_at = 0;
+                        self.retransmit_one(i, tx);
+                    }
+                    DupAck::Inflate if sack => {
+                        t.cc.cwnd = t.cc.cwnd.saturating_sub(mss); // no inflation with SACK
+                        self.sack_output(i, tx);
+                    }
+                    DupAck::Inflate => self.output(i, tx),
+                    DupAck::Nothing => {}
+                }
+            } else if ack == t.snd_una && seg.payload.is_empty() && wnd != t.snd_wnd {
+                self.counters.tcps_rcvwinupd += 1;
+            }
+        } else {
+            // New data acknowledged.
+            let acked = ack.wrapping_sub(t.snd_una);
+            self.counters.tcps_rcvackpack += 1;
+            if ts_ecr != 0 {
+                // RFC 7323 §4.1: RTT from the echoed timestamp (valid for retransmissions too).
+                let r_ms = ((now / 1_000_000) as u32).wrapping_sub(ts_ecr);
+                if r_ms < 3_600_000 {
+                    t.rtt.sample(r_ms.max(1) * 1000, &self.cfg.rto);
+                    self.counters.tcps_rttupdated += 1;
+                }
+                t.flags &= !F_TIMING;
+            } else if t.has(F_TIMING) && seq::gt(ack, t.rtt_seq) {
+                let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
+                t.rtt.sample(r, &self.cfg.rto);
+                t.flags &= !F_TIMING;
+                self.counters.tcps_rttupdated += 1;
+            }
+            let fin_acked = t.fin_pending() && seq::gt(ack, t.fin_seq());
+            let data_acked = (acked - fin_acked as u32).min(t.sq.len);
+            self.counters.tcps_rcvackbyte += data_acked as u64;
+            let mut sq = t.sq;
+            self.chunks.consume(&mut sq, data_acked, &mut self.bufs);
+            let t = &mut self.flows[i as usize];
+            t.sq = sq;
+            t.snd_una = ack;
+            if seq::lt(t.snd_nxt, ack) {
+                t.snd_nxt = ack;
+            }
+            t.backoff = 0;
+            let mss = t.mss as u32;
+            let flight = t.flight();
+            let sack = t.sb != NO_SIDE;
+            let was_recovering = t.cc.in_recovery;
+            let r = t.cc.on_new_ack(acked, ack, mss, flight);
+            if sack {
+                let b = t.sb;
+                self.sboards[b as usize].advance(ack);
+                if was_recovering && r == NewAck::PartialRetransmit {
+                    // RFC 6675: partial ACKs keep cwnd at ssthresh; holes go by pipe.
+                    let t = &mut self.flows[i as usize];
+                    t.cc.cwnd = t.cc.ssthresh;
+                }
+                if self.sboards[b as usize].is_empty() && !self.flows[i as usize].cc.in_recovery {
+                    self.flows[i as usize].sb = NO_SIDE;
+                    self.release_sb(b);
+                }
+            }
+            let t = &mut self.flows[i as usize];
+            // RFC 6298 §5.2/5.3: stop or restart the retransmission timer.
+            if t.snd_una == t.snd_max {
+                t.rexmt_at = 0;
+                self.set_idle_timer(i);
+            } else {
+                let rto = self.rto_ns(&self.flows[i as usize]);
+                self.flows[i as usize].rexmt_at = now + rto;
+            }
+            if r == NewAck::PartialRetransmit {
+                if self.flows[i as usize].sb != NO_SIDE {
+                    self.sack_output(i, tx);
+                } else {
+                    self.retransmit_one(i, tx);
+                }
+            }
+            let t = &mut self.flows[i as usize];
+            // Window update before callbacks so app sends see the new window.
+            if seq::lt(t.snd_wl1, seg.seq) || (t.snd_wl1 == seg.seq && seq::le(t.snd_wl2, ack)) {
+                t.snd_wnd = wnd;
+                t.snd_wl1 = seg.seq;
+                t.snd_wl2 = ack;
+            }
+            if data_acked > 0 {
+                self.set_ctl(i);
+                app.on_acked(&mut self.ctl, FlowId(i), data_acked);
+                if self.apply_ops(i, app, tx) {
+                    return true;
+                }
+            }
+            if fin_acked {
+                let t = &mut self.flows[i as usize];
+                match t.state {
+                    State::FinWait1 => {
+                        // Our FIN is acked; bound the wait for the peer's FIN.
+                        t.state = State::FinWait2;
+                        t.rexmt_at = now + self.cfg.fin_wait2_ns;
+                        self.schedule(i);
+                    }
+                    State::Closing => {
+                        self.enter_time_wait(i, app);
+                        return true;
+                    }
+                    State::LastAck => {
+                        self.close_flow(i, CloseReason::Normal, app);
+                        return true;
+                    }
+                    _ => {}
+                }
+            }
+            return false;
+        }
+        // Window update (RFC 9293 §3.10.7.4: SND.WL1/WL2 rule).
+        let t = &mut self.flows[i as usize];
+        if seq::lt(t.snd_wl1, seg.seq) || (t.snd_wl1 == seg.seq && seq::le(t.snd_wl2, ack)) {
+            let opened = wnd > t.snd_wnd;
+            t.snd_wnd = wnd;
+            t.snd_wl1 = seg.seq;
+            t.snd_wl2 = ack;
+            if opened && t.sq.len > t.snd_nxt.wrapping_sub(t.snd_una) {
+                if t.snd_una == t.snd_max {
+                    t.rexmt_at = 0;
+                    t.backoff = 0;
+                }
+                self.output(i, tx);
+            }
+        }
+        false
+    }
+}

@@ -1,0 +1,90 @@
+//! SYN cookies (RFC 4987 §3.6): stateless SYN-ACKs when the half-open table is full, and
+//! the validation of the ACK that returns one.
+
+use super::*;
+
+/// MSS values encodable in a SYN cookie (3 bits).
+const COOKIE_MSS: [u16; 8] = [216, 536, 1024, 1200, 1360, 1440, 1452, 1460];
+
+impl TcpHost {
+    /// SYN cookie (RFC 4987 §3.6): 5 bits of a 64 s counter, 3 bits of MSS index and 24 bits
+    /// of a keyed hash of the 4-tuple, the peer's ISN and the counter.
+    pub(super) fn cookie(&self, key: &FlowKey, peer_isn: u32, t: u32, mss_idx: u32) -> u32 {
+        let m0 = (key.local_ip as u64) << 32 | key.remote_ip as u64;
+        let m1 = ((key.local_port as u64) << 16 | key.remote_port as u64) << 32 | peer_isn as u64;
+        let h = crate::isn::siphash24(
+            self.isn_key.k0 ^ 0xc00c_1e00 ^ t as u64,
+            self.isn_key.k1,
+            m0,
+            m1,
+        ) as u32;
+        (t & 31) << 27 | (mss_idx & 7) << 24 | (h & 0x00ff_ffff)
+    }
+
+    pub(super) fn cookie_clock(&self) -> u32 {
+        (self.now / 64_000_000_000) as u32
+    }
+
+    pub(super) fn send_cookie<S: TxSink>(&mut self, seg: &Segment, key: FlowKey, tx: &mut S) {
+        let o = pkt::parse_opts(seg.opts);
+        let opt = self.port_opts(key.local_port);
+        let fo = self.opts[opt as usize];
+        let peer_mss = if o.mss == 0 { 536 } else { o.mss };
+        let idx = COOKIE_MSS
+            .iter()
+            .rposition(|&m| m <= peer_mss.min(fo.mss))
+            .unwrap_or(0) as u32;
+        let c = self.cookie(&key, seg.seq, self.cookie_clock(), idx);
+        let m = fo.mss;
+        let opts = [2, 4, (m >> 8) as u8, m as u8];
+        let wnd = fo.rcv_wnd.min(65_535) as u16;
+        self.counters.tcps_sc_sendcookie += 1;
+        self.counters.tcps_sndctrl += 1;
+        self.write_seg(
+            tx,
+            &key,
+            opt,
+            c,
+            seg.seq.wrapping_add(1),
+            SYN | ACK,
+            wnd,
+            &opts,
+            None,
+        );
+    }
+
+    /// Validates the ACK of a SYN cookie; on success creates the flow (in SYN-RECEIVED,
+    /// completed by the normal ACK processing) and returns its index.
+    pub(super) fn accept_cookie(&mut self, seg: &Segment, key: FlowKey, h: u64) -> Option<u32> {
+        let c = seg.ack.wrapping_sub(1);
+        let peer_isn = seg.seq.wrapping_sub(1);
+        let now_t = self.cookie_clock();
+        let t = c >> 27;
+        let age = (now_t & 31).wrapping_sub(t) & 31;
+        if age > 1 {
+            return None;
+        }
+        let idx = (c >> 24) & 7;
+        if self.cookie(&key, peer_isn, now_t.wrapping_sub(age), idx) != c {
+            return None;
+        }
+        let opt = self.port_opts(key.local_port);
+        let i = self.alloc_flow(key, h, opt)?;
+        self.counters.tcps_sc_recvcookie += 1;
+        let fo = self.opts[opt as usize];
+        let mss = COOKIE_MSS[idx as usize].min(fo.mss);
+        let init = fo.init_cwnd;
+        let t = &mut self.flows[i as usize];
+        t.state = State::SynReceived;
+        t.flags |= F_PASSIVE;
+        t.rcv_nxt = seg.seq;
+        t.snd_una = c;
+        t.snd_nxt = c.wrapping_add(1);
+        t.snd_max = c.wrapping_add(1);
+        t.mss = mss;
+        t.cc = NewReno::new(init, mss as u32, c);
+        t.snd_wl1 = peer_isn;
+        t.snd_wl2 = c;
+        Some(i)
+    }
+}

@@ -1,0 +1,326 @@
+//! Input: `rx` / `rx_burst` (parse, demultiplex, prefetch), replies for segments without
+//! a flow, LISTEN (passive open) and SYN-SENT processing.
+
+use super::*;
+
+impl TcpHost {
+    /// Processes one received frame (Ethernet + IPv4 + TCP).
+    pub fn rx<A: TcpApp, S: TxSink>(&mut self, now: u64, frame: &[u8], app: &mut A, tx: &mut S) {
+        self.now = now;
+        self.resume_first(tx);
+        self.rx_one(now, frame, None, app, tx);
+    }
+
+    /// Flows that stopped on a full TX sink get the frames that came back before the
+    /// segments this receive triggers do (FIFO fairness: otherwise busy flows would keep
+    /// taking every freed frame and a blocked SYN could wait forever).
+    #[inline]
+    pub(super) fn resume_first<S: TxSink>(&mut self, tx: &mut S) {
+        if !self.tx_blocked.is_empty() {
+            self.resume_blocked(tx);
+        }
+    }
+
+    /// Processes a burst of received frames. The 4-tuples of the whole burst are read and
+    /// their flow-table slots and TCBs prefetched before any frame is processed, hiding the
+    /// cache misses that dominate when flows are many; each frame is hashed once.
+    pub fn rx_burst<A: TcpApp, S: TxSink>(
+        &mut self,
+        now: u64,
+        frames: &[&[u8]],
+        app: &mut A,
+        tx: &mut S,
+    ) {
+        const B: usize = 32;
+        self.now = now;
+        self.resume_first(tx);
+        for chunk in frames.chunks(B) {
+            // Each frame's 4-tuple is read once and kept with its hash.
+            let mut keys = [None::<(FlowKey, u64)>; B];
+            for (k, f) in chunk.iter().enumerate() {
+                if let Some(key) = pkt::peek_key(f) {
+                    let h = self.table.hash(&key);
+                    self.table.prefetch(h);
+                    keys[k] = Some((key, h));
+                }
+            }
+            for (key, h) in keys[..chunk.len()].iter().flatten() {
+                if let Some(i) = self.table.find(key, *h) {
+                    prefetch_lines(&self.flows[i as usize]);
+                }
+            }
+            for (k, f) in chunk.iter().enumerate() {
+                self.rx_one(now, f, keys[k].map(|(_, h)| h), app, tx);
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn rx_one<A: TcpApp, S: TxSink>(
+        &mut self,
+        now: u64,
+        frame: &[u8],
+        hash: Option<u64>,
+        app: &mut A,
+        tx: &mut S,
+    ) {
+        self.now = now;
+        self.counters.tcps_rcvtotal += 1;
+        let seg = match pkt::parse_opt(frame, self.cfg.rx_checksum) {
+            Ok(s) => s,
+            Err(e) => {
+                match e {
+                    pkt::RxError::BadSum => self.counters.tcps_rcvbadsum += 1,
+                    pkt::RxError::BadOff => self.counters.tcps_rcvbadoff += 1,
+                    pkt::RxError::Short => self.counters.tcps_rcvshort += 1,
+                    _ => self.counters.tcps_rcvnottcp += 1,
+                }
+                return;
+            }
+        };
+        let key = FlowKey {
+            local_ip: seg.dst_ip,
+            remote_ip: seg.src_ip,
+            local_port: seg.dst_port,
+            remote_port: seg.src_port,
+        };
+        let h = match hash {
+            Some(h) => h,
+            None => self.table.hash(&key),
+        };
+        match self.table.find(&key, h) {
+            Some(i) => self.segment(i, &seg, h, app, tx),
+            None => {
+                if seg.flags & (SYN | RST | ACK) == ACK
+                    && self.cfg.syn_cookies
+                    && self.listening(seg.dst_port)
+                {
+                    if let Some(i) = self.accept_cookie(&seg, key, h) {
+                        self.segment(i, &seg, h, app, tx);
+                        return;
+                    }
+                }
+                self.no_flow(&seg, key, h, tx)
+            }
+        }
+    }
+
+    pub(super) fn send_rst_reply<S: TxSink>(
+        &mut self,
+        seg: &Segment,
+        key: &FlowKey,
+        opt: u8,
+        tx: &mut S,
+    ) {
+        if seg.flags & RST != 0 {
+            return;
+        }
+        // RFC 9293 §3.10.7.1: reply to a segment for a nonexistent connection.
+        let (seqno, ack, flags) = if seg.flags & ACK != 0 {
+            (seg.ack, 0, RST)
+        } else {
+            (0, seg.seq.wrapping_add(seg.seg_len()), RST | ACK)
+        };
+        self.counters.tcps_sndrst += 1;
+        self.counters.tcps_sndctrl += 1;
+        self.write_seg(tx, key, opt, seqno, ack, flags, 0, &[], None);
+    }
+
+    pub(super) fn no_flow<S: TxSink>(&mut self, seg: &Segment, key: FlowKey, h: u64, tx: &mut S) {
+        if seg.flags & RST != 0 {
+            return;
+        }
+        if seg.flags & (SYN | ACK | FIN) == SYN && self.listening(seg.dst_port) {
+            self.passive_open(seg, key, h, tx);
+            return;
+        }
+        self.counters.tcps_noconn += 1;
+        self.send_rst_reply(seg, &key, 0, tx);
+    }
+
+    /// LISTEN state, SYN arrival (RFC 9293 §3.10.7.2).
+    pub(super) fn passive_open<S: TxSink>(
+        &mut self,
+        seg: &Segment,
+        key: FlowKey,
+        h: u64,
+        tx: &mut S,
+    ) {
+        if self.half_open >= self.cfg.max_half_open {
+            if self.cfg.syn_cookies {
+                self.send_cookie(seg, key, tx);
+            } else {
+                self.counters.tcps_synfull += 1;
+            }
+            return;
+        }
+        let opt = self.port_opts(key.local_port);
+        let Some(i) = self.alloc_flow(key, h, opt) else {
+            return;
+        };
+        let fo = self.opts[opt as usize];
+        let iss = self.isn_key.isn(
+            self.now,
+            key.local_ip,
+            key.local_port,
+            key.remote_ip,
+            key.remote_port,
+        );
+        let o = pkt::parse_opts(seg.opts);
+        let cfg_ws = fo.wscale;
+        let cfg_ts = fo.timestamps;
+        let ts_now = self.ts_now();
+        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo.mss).max(64);
+        let init = fo.init_cwnd;
+        let now = self.now;
+        let t = &mut self.flows[i as usize];
+        t.state = State::SynReceived;
+        t.flags |= F_PASSIVE | F_HALF_OPEN;
+        t.rcv_nxt = seg.seq.wrapping_add(1);
+        t.snd_una = iss;
+        t.snd_nxt = iss;
+        t.snd_max = iss;
+        t.cc = NewReno::new(init, mss as u32, iss);
+        t.mss = mss;
+        t.snd_wnd = seg.wnd as u32;
+        t.snd_wl1 = seg.seq;
+        t.snd_wl2 = iss;
+        if let (Some(peer), Some(ours)) = (o.wscale, cfg_ws) {
+            t.flags |= F_WSCALE;
+            t.snd_wscale = peer;
+            t.rcv_wscale = ours.min(14);
+        }
+        if o.sack_ok && fo.sack {
+            t.flags |= F_SACK;
+        }
+        if let (Some((tsval, _)), true) = (o.ts, cfg_ts) {
+            t.flags |= F_TS;
+            t.ts_recent = tsval;
+            t.ts_recent_age = ts_now;
+            t.mss -= 12;
+        }
+        t.flags |= F_TIMING;
+        t.rtt_seq = iss;
+        t.rtt_ts = (now / 1000) as u32;
+        self.half_open += 1;
+        self.send_syn(i, tx);
+        let rto = self.rto_ns(&self.flows[i as usize]);
+        self.flows[i as usize].rexmt_at = now + rto;
+        self.schedule(i);
+    }
+
+    /// SYN-SENT state processing (RFC 9293 §3.10.7.3).
+    pub(super) fn syn_sent<A: TcpApp, S: TxSink>(
+        &mut self,
+        i: u32,
+        seg: &Segment,
+        app: &mut A,
+        tx: &mut S,
+    ) {
+        let now = self.now;
+        let fo = *self.fo(i);
+        let t = &mut self.flows[i as usize];
+        let iss = t.snd_una;
+        let has_ack = seg.flags & ACK != 0;
+        if has_ack && (seq::le(seg.ack, iss) || seq::gt(seg.ack, t.snd_max)) {
+            if seg.flags & RST == 0 {
+                let (key, o) = (t.key, t.opt);
+                self.send_rst_reply(seg, &key, o, tx);
+            }
+            return;
+        }
+        if seg.flags & RST != 0 {
+            if has_ack {
+                self.counters.tcps_conndrops += 1;
+                self.counters.tcps_rcvrst += 1;
+                self.close_flow(i, CloseReason::Refused, app);
+            }
+            return;
+        }
+        if seg.flags & SYN == 0 {
+            return;
+        }
+        let o = pkt::parse_opts(seg.opts);
+        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo.mss).max(64);
+        t.rcv_nxt = seg.seq.wrapping_add(1);
+        t.mss = mss;
+        if let (Some(peer), Some(ours)) = (o.wscale, fo.wscale) {
+            t.flags |= F_WSCALE;
+            t.snd_wscale = peer;
+            t.rcv_wscale = ours.min(14);
+        }
+        if o.sack_ok && fo.sack {
+            t.flags |= F_SACK;
+        }
+        if let (Some((tsval, _)), true) = (o.ts, fo.timestamps) {
+            t.flags |= F_TS;
+            t.ts_recent = tsval;
+            t.ts_recent_age = (now / 1_000_000) as u32;
+            t.mss -= 12;
+        }
+        let mss = t.mss;
+        t.cc.set_initial(fo.init_cwnd, mss as u32);
+        t.snd_wnd = seg.wnd as u32; // never scaled in a SYN
+        t.snd_wl1 = seg.seq;
+        t.snd_wl2 = seg.ack;
+        if has_ack {
+            t.snd_una = seg.ack;
+            if t.has(F_TIMING) && t.backoff == 0 {
+                let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
+                t.rtt.sample(r, &self.cfg.rto);
+                self.counters.tcps_rttupdated += 1;
+            }
+            t.flags &= !F_TIMING;
+            t.backoff = 0;
+            t.rexmt_at = 0;
+            t.state = State::Established;
+            t.flags |= F_ACKNOW;
+            self.counters.tcps_connects += 1;
+            self.set_idle_timer(i);
+            self.set_ctl(i);
+            app.on_connected(&mut self.ctl, FlowId(i));
+            if self.apply_ops(i, app, tx) {
+                return;
+            }
+            // Any data on the SYN-ACK is processed as ESTABLISHED text would be; rare, so
+            // it is dropped here and the peer retransmits it.
+            self.output(i, tx);
+        } else {
+            // Simultaneous open (RFC 9293 §3.10.7.3, fourth check): SYN-RECEIVED, send SYN-ACK.
+            t.state = State::SynReceived;
+            t.backoff = 0;
+            t.flags &= !F_TIMING;
+            self.send_syn_ack_simultaneous(i, tx);
+            let rto = self.rto_ns(&self.flows[i as usize]);
+            self.flows[i as usize].rexmt_at = now + rto;
+            self.schedule(i);
+        }
+    }
+
+    pub(super) fn send_syn_ack_simultaneous<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        // Same segment as a passive SYN-ACK (seq = ISS, ack = RCV.NXT).
+        self.send_syn(i, tx);
+    }
+}
+
+/// Prefetches the cache lines of `v` (a hint; never faults).
+#[inline(always)]
+fn prefetch_lines<T>(v: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let p = v as *const T as *const i8;
+        let n = std::mem::size_of::<T>().div_ceil(64);
+        for k in 0..n {
+            // SAFETY: prefetch is a hint that never faults; the address lies inside `v`.
+            #[allow(unused_unsafe)]
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(
+                    p.wrapping_add(k * 64),
+                    std::arch::x86_64::_MM_HINT_T0,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = v;
+}

@@ -1,0 +1,327 @@
+//! The per-core TCP host: receives Ethernet/IPv4/TCP frames, demultiplexes them to flows
+//! through the 4-tuple table, runs the RFC 9293 state machine and the application
+//! callbacks, and writes complete frames straight into caller-provided buffers
+//! ([`TxSink`]). Timers live in one `squall_engine::TimerWheel` (token = slab index).
+//!
+//! Parts: `slab` (flow allocation, side tables), `timers`, `output`, `calls` (application
+//! calls), `input` (rx, LISTEN, SYN-SENT), `cookies`, `segment`, `ack`. This file holds the
+//! configuration, the host structure, its constructor and accessors.
+
+use squall_engine::TimerWheel;
+
+use crate::api::{CloseReason, ConnectError, Ctl, FlowId, FlowInfo, Op, SendError, TcpApp, TxSink};
+use crate::cc::{DupAck, NewAck, NewReno};
+use crate::counters::TcpCounters;
+use crate::flowtable::{FlowKey, FlowTable};
+use crate::isn::IsnKey;
+use crate::ooo::{OooInsert, OooQueue};
+use crate::opts::{FlowOpts, OptsId, MAX_OPTS};
+use crate::pkt::{self, Segment, TxHdr, ACK, FIN, HDRS_LEN, PSH, RST, SYN, URG};
+use crate::rtt::{RtoConfig, Rtt};
+use crate::sack::Scoreboard;
+use crate::sendq::{BufId, BufRegistry, ChunkPool, SendQueue};
+use crate::seq;
+use crate::tcb::*;
+use std::collections::VecDeque;
+
+mod ack;
+mod calls;
+mod cookies;
+mod input;
+mod output;
+mod segment;
+mod slab;
+mod timers;
+
+/// Host and TCP configuration.
+#[derive(Clone, Debug)]
+pub struct TcpConfig {
+    /// Our MAC address.
+    pub mac: [u8; 6],
+    /// Static next-hop MAC for every outgoing frame.
+    pub gateway_mac: [u8; 6],
+    /// Maximum number of flows (slab and table size).
+    pub max_flows: u32,
+    /// Default option set of every flow (MSS, initial window, receive window, RFC 7323 /
+    /// SACK offers, Nagle, delayed ACK, duplicate-ACK threshold, TTL, TOS): the set
+    /// [`OptsId::DEFAULT`] used by [`TcpHost::connect`] and [`TcpHost::listen`]. Sanitised
+    /// by [`TcpHost::new`] ([`FlowOpts::sanitised`]).
+    pub opts: FlowOpts,
+    /// Retransmission timeout bounds (RFC 6298).
+    pub rto: RtoConfig,
+    /// Retransmissions of a SYN / SYN-ACK before giving up.
+    pub max_syn_retries: u8,
+    /// Retransmissions of data/FIN before giving up.
+    pub max_retries: u8,
+    /// TIME_WAIT period (2*MSL; short by default for a generator), ns.
+    pub time_wait_ns: u64,
+    /// How long FIN_WAIT_2 waits for the peer's FIN before the flow is dropped, ns.
+    pub fin_wait2_ns: u64,
+    /// Keepalive: (idle ns, interval ns, probes); None = off.
+    pub keepalive: Option<(u64, u64, u8)>,
+    /// Maximum half-open (SYN_RECEIVED) flows; beyond it SYNs get SYN cookies (or are
+    /// dropped and counted when `syn_cookies` is off).
+    pub max_half_open: u32,
+    /// Challenge ACKs per second per host (RFC 5961 §7 rate limit).
+    pub challenge_ack_limit: u32,
+    /// Answer SYNs with stateless SYN cookies when the half-open table is full (RFC 4987 §3.6).
+    pub syn_cookies: bool,
+    /// Capacity of a flow's out-of-order queue in bytes.
+    pub ooo_bytes: u32,
+    /// Secret for ISNs and the table hash.
+    pub seed: u64,
+    /// Compute the TCP checksum of outgoing frames (false: the port offloads it and the
+    /// field is left as the pseudo-header sum, as for CHECKSUM_PARTIAL).
+    pub tx_checksum: bool,
+    /// Verify the TCP checksum of received frames (false: the port already did).
+    pub rx_checksum: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mac: [2, 0, 0, 0, 0, 1],
+            gateway_mac: [2, 0, 0, 0, 0, 2],
+            max_flows: 65_536,
+            opts: FlowOpts::default(),
+            rto: RtoConfig::default(),
+            max_syn_retries: 6,
+            max_retries: 12,
+            time_wait_ns: 1_000_000_000,
+            fin_wait2_ns: 60_000_000_000,
+            keepalive: None,
+            max_half_open: 16_384,
+            syn_cookies: true,
+            challenge_ack_limit: 1000,
+            ooo_bytes: 65_536,
+            seed: 0x5157_4c4c_7463_7031,
+            tx_checksum: true,
+            rx_checksum: true,
+        }
+    }
+}
+
+/// A per-core TCP endpoint set.
+pub struct TcpHost {
+    cfg: TcpConfig,
+    flows: Vec<Tcb>,
+    free: Vec<u32>,
+    table: FlowTable,
+    wheel: TimerWheel,
+    expired: Vec<u32>,
+    /// Flows whose output stopped on a full TX sink (flag `F_TX_BLOCKED`), oldest
+    /// first; resumed by [`TcpHost::tx_resume`] (and at every [`TcpHost::poll`]).
+    tx_blocked: VecDeque<u32>,
+    chunks: ChunkPool,
+    bufs: BufRegistry,
+    ooo: Vec<Option<Box<OooQueue>>>,
+    ooo_free: Vec<u32>,
+    sboards: Vec<Scoreboard>,
+    sb_free: Vec<u32>,
+    listen: Vec<u64>,
+    /// Option set of flows accepted on a port (sorted by port); ports not listed use
+    /// the default set.
+    listen_opts: Vec<(u16, u8)>,
+    /// Per-flow option sets; index 0 is `cfg.opts`.
+    opts: Vec<FlowOpts>,
+    half_open: u32,
+    isn_key: IsnKey,
+    ip_id: u16,
+    counters: TcpCounters,
+    ctl: Ctl,
+    now: u64,
+    challenge_sec: u64,
+    challenge_count: u32,
+    active: u32,
+}
+
+/// Bytes per token of `squall_engine::TimerWheel` (deadline u64, next/prev u32, slot u16,
+/// padded).
+pub const TIMER_NODE_BYTES: usize = 24;
+
+/// What `segment` processing should do after a callback.
+type Gone = bool;
+
+impl TcpHost {
+    /// A host at time `now_ns` (the host never reads a clock; callers pass time).
+    pub fn new(mut cfg: TcpConfig, now_ns: u64) -> Self {
+        // Sanitise values that would make no sense on the wire.
+        cfg.opts = cfg.opts.sanitised();
+        let max = cfg.max_flows.max(1) as usize;
+        let k0 = cfg.seed ^ 0x736f_6d65;
+        let k1 = cfg.seed.rotate_left(17) ^ 0x646f_7261;
+        TcpHost {
+            table: FlowTable::new(max, cfg.seed.rotate_left(7)),
+            wheel: TimerWheel::new(max, now_ns),
+            flows: squall_engine::hugemem::with_capacity_huge(max),
+            free: Vec::new(),
+            expired: Vec::with_capacity(256),
+            tx_blocked: VecDeque::with_capacity(256),
+            chunks: ChunkPool::new(),
+            bufs: BufRegistry::new(),
+            ooo: Vec::new(),
+            ooo_free: Vec::new(),
+            sboards: Vec::new(),
+            sb_free: Vec::new(),
+            listen: vec![0u64; 1024],
+            listen_opts: Vec::new(),
+            opts: vec![cfg.opts],
+            half_open: 0,
+            isn_key: IsnKey { k0, k1 },
+            ip_id: 0,
+            counters: TcpCounters::default(),
+            ctl: Ctl::default(),
+            now: now_ns,
+            challenge_sec: u64::MAX,
+            challenge_count: 0,
+            active: 0,
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+    /// Sets the MAC every frame is sent to (the next hop, once resolved).
+    pub fn set_gateway_mac(&mut self, mac: [u8; 6]) {
+        self.cfg.gateway_mac = mac;
+    }
+    pub fn counters(&self) -> &TcpCounters {
+        &self.counters
+    }
+    /// The registry of immutable send buffers (register templates here once).
+    pub fn buffers(&mut self) -> &mut BufRegistry {
+        &mut self.bufs
+    }
+    /// Flows currently allocated (including TIME_WAIT).
+    pub fn flow_count(&self) -> usize {
+        self.active as usize
+    }
+    /// State of a flow (Closed if the id is free or out of range).
+    pub fn state(&self, f: FlowId) -> State {
+        self.flows
+            .get(f.0 as usize)
+            .map_or(State::Closed, |t| t.state)
+    }
+    /// The 4-tuple of a live flow.
+    pub fn flow_key(&self, f: FlowId) -> Option<FlowKey> {
+        self.flows
+            .get(f.0 as usize)
+            .filter(|t| t.state != State::Closed)
+            .map(|t| t.key)
+    }
+    /// What a live flow negotiated and where its send side stands (tests, diagnostics).
+    pub fn flow_info(&self, f: FlowId) -> Option<FlowInfo> {
+        let t = self
+            .flows
+            .get(f.0 as usize)
+            .filter(|t| t.state != State::Closed)?;
+        Some(FlowInfo {
+            state: t.state,
+            mss: t.mss,
+            snd_wnd: t.snd_wnd,
+            wscale: t.has(F_WSCALE),
+            timestamps: t.has(F_TS),
+            ts_recent: t.ts_recent,
+            sack: t.has(F_SACK),
+            sack_scoreboard: t.sb != NO_SIDE,
+            in_recovery: t.cc.in_recovery,
+            srtt_us: t.rtt.srtt_us(),
+            rttvar_us: t.rtt.rttvar_us(),
+            rto_us: t.rtt.rto_us(),
+        })
+    }
+    /// Heap bytes held by this host's flow structures: TCB slab (capacity), flow table,
+    /// timer wheel nodes, send-queue chunk pool, side tables (out-of-order queues, SACK
+    /// scoreboards). Registered application buffers are not included.
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let ooo_each =
+            self.cfg.ooo_bytes.max(16).next_power_of_two() as usize + size_of::<OooQueue>();
+        let ooo_live = self.ooo.iter().filter(|q| q.is_some()).count();
+        self.flows.capacity() * size_of::<Tcb>()
+            + self.free.capacity() * 4
+            + self.tx_blocked.capacity() * 4
+            + self.table.slots() * FlowTable::SLOT_BYTES
+            + self.wheel.capacity() * TIMER_NODE_BYTES
+            + self.chunks.allocated() * 16
+            + ooo_live * ooo_each
+            + self.sboards.capacity() * size_of::<Scoreboard>()
+            + (self.ooo_free.capacity() + self.sb_free.capacity()) * 4
+            + self.listen.len() * 8
+            + self.listen_opts.capacity() * 4
+            + self.opts.capacity() * size_of::<FlowOpts>()
+    }
+
+    /// Earliest pending timer (lower bound), for virtual-clock drivers.
+    pub fn next_timer(&self) -> Option<u64> {
+        self.wheel.next_deadline()
+    }
+
+    /// Accept connections on `port` (any local address).
+    pub fn listen(&mut self, port: u16) {
+        self.listen[port as usize / 64] |= 1 << (port % 64);
+    }
+    /// Accept connections on `port`; flows accepted there get option set `opts`
+    /// (an id from [`TcpHost::add_flow_opts`]; unknown ids mean the default set).
+    pub fn listen_with(&mut self, port: u16, opts: OptsId) {
+        self.listen(port);
+        let o = self.valid_opts(opts);
+        match self.listen_opts.binary_search_by_key(&port, |e| e.0) {
+            Ok(k) => self.listen_opts[k].1 = o,
+            Err(k) => self.listen_opts.insert(k, (port, o)),
+        }
+    }
+    /// Stop accepting on `port`.
+    pub fn unlisten(&mut self, port: u16) {
+        self.listen[port as usize / 64] &= !(1 << (port % 64));
+        if let Ok(k) = self.listen_opts.binary_search_by_key(&port, |e| e.0) {
+            self.listen_opts.remove(k);
+        }
+    }
+    /// Option set of flows accepted on `port`.
+    #[inline]
+    fn port_opts(&self, port: u16) -> u8 {
+        if self.listen_opts.is_empty() {
+            return 0;
+        }
+        self.listen_opts
+            .binary_search_by_key(&port, |e| e.0)
+            .map_or(0, |k| self.listen_opts[k].1)
+    }
+    #[inline]
+    fn valid_opts(&self, o: OptsId) -> u8 {
+        if (o.0 as usize) < self.opts.len() {
+            o.0
+        } else {
+            0
+        }
+    }
+    /// Adds an option set for [`TcpHost::connect_with`] / [`TcpHost::listen_with`]
+    /// (values are sanitised, see [`FlowOpts::sanitised`]). An identical set already
+    /// present is reused. None when the table holds 256 sets.
+    pub fn add_flow_opts(&mut self, o: FlowOpts) -> Option<OptsId> {
+        let o = o.sanitised();
+        if let Some(k) = self.opts.iter().position(|e| *e == o) {
+            return Some(OptsId(k as u8));
+        }
+        if self.opts.len() >= MAX_OPTS {
+            return None;
+        }
+        self.opts.push(o);
+        Some(OptsId((self.opts.len() - 1) as u8))
+    }
+    /// The option set `id` (the default set for unknown ids).
+    pub fn flow_opts(&self, id: OptsId) -> &FlowOpts {
+        &self.opts[self.valid_opts(id) as usize]
+    }
+    /// Options of a flow's set.
+    #[inline(always)]
+    fn fo(&self, i: u32) -> &FlowOpts {
+        &self.opts[self.flows[i as usize].opt as usize]
+    }
+    #[inline]
+    fn listening(&self, port: u16) -> bool {
+        self.listen[port as usize / 64] & (1 << (port % 64)) != 0
+    }
+}

@@ -1,0 +1,458 @@
+//! Output: segment options, advertised window, frame writing (`write_seg`), SYN / RST
+//! sends, `output` (BSD `tcp_output`), SACK recovery output and single retransmissions.
+
+use super::*;
+
+impl TcpHost {
+    /// Our timestamp clock: milliseconds (RFC 7323 §5.4 allows 1 ms - 1 s per tick).
+    #[inline]
+    pub(super) fn ts_now(&self) -> u32 {
+        (self.now / 1_000_000) as u32 | 1
+    }
+
+    /// Timestamp option block (NOP, NOP, TS) for flow `i`.
+    #[inline]
+    pub(super) fn ts_opts(&self, i: u32) -> [u8; 12] {
+        let t = &self.flows[i as usize];
+        let mut o = [1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0];
+        o[4..8].copy_from_slice(&self.ts_now().to_be_bytes());
+        o[8..12].copy_from_slice(&t.ts_recent.to_be_bytes());
+        o
+    }
+
+    /// Options for a non-SYN segment of flow `i`: timestamps (RFC 7323) and, while we hold
+    /// out-of-order data, SACK blocks (RFC 2018 §4). Returns the length used in `buf`.
+    #[inline(always)]
+    pub(super) fn seg_opts(&self, i: u32, buf: &mut [u8; 40]) -> usize {
+        if self.flows[i as usize].flags & (F_TS | F_SACK) == 0 {
+            return 0;
+        }
+        self.seg_opts_negotiated(i, buf)
+    }
+
+    pub(super) fn seg_opts_negotiated(&self, i: u32, buf: &mut [u8; 40]) -> usize {
+        let t = &self.flows[i as usize];
+        let mut n = 0;
+        if t.has(F_TS) {
+            buf[..12].copy_from_slice(&self.ts_opts(i));
+            n = 12;
+        }
+        if t.has(F_SACK) && t.ooo != NO_SIDE {
+            if let Some(q) = self.ooo[t.ooo as usize].as_ref() {
+                let mut blocks = [(0u32, 0u32); 4];
+                let max = if n == 0 { 4 } else { 3 };
+                let k = q.sack_blocks(&mut blocks, max);
+                if k > 0 {
+                    buf[n..n + 4].copy_from_slice(&[1, 1, 5, 2 + 8 * k as u8]);
+                    n += 4;
+                    for &(a, b) in &blocks[..k] {
+                        buf[n..n + 4].copy_from_slice(&a.to_be_bytes());
+                        buf[n + 4..n + 8].copy_from_slice(&b.to_be_bytes());
+                        n += 8;
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    #[inline]
+    pub(super) fn adv_wnd(&self, i: u32) -> u16 {
+        let t = &self.flows[i as usize];
+        let rcv_wnd = self.opts[t.opt as usize].rcv_wnd;
+        let w = if t.has(F_WSCALE) {
+            rcv_wnd >> t.rcv_wscale
+        } else {
+            rcv_wnd
+        };
+        w.min(65_535) as u16
+    }
+
+    /// Writes one segment into a frame from `tx`. Payload, if any, is copied once from the
+    /// flow's referenced buffers into the frame. Returns false if no buffer was available.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(super) fn write_seg<S: TxSink>(
+        &mut self,
+        tx: &mut S,
+        key: &FlowKey,
+        opt: u8,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        wnd: u16,
+        opts: &[u8],
+        data: Option<(SendQueue, u32, u32)>,
+    ) -> bool {
+        let plen = data.map_or(0, |d| d.2 as usize);
+        let flen = HDRS_LEN + opts.len() + plen;
+        self.ip_id = self.ip_id.wrapping_add(1);
+        let fo = &self.opts[opt as usize];
+        let h = TxHdr {
+            ttl: fo.ttl,
+            tos: fo.tos,
+            src_mac: self.cfg.mac,
+            dst_mac: self.cfg.gateway_mac,
+            src_ip: key.local_ip,
+            dst_ip: key.remote_ip,
+            ip_id: self.ip_id,
+            src_port: key.local_port,
+            dst_port: key.remote_port,
+            seq,
+            ack,
+            flags,
+            wnd,
+        };
+        let Some(buf) = tx.alloc(flen) else {
+            self.counters.tcps_txfull += 1;
+            return false;
+        };
+        if buf.len() < flen {
+            self.counters.tcps_txfull += 1;
+            return false;
+        }
+        let (off, hdr_sum) = pkt::write_headers_sum(buf, &h, opts, plen);
+        let mut psum = 0u64;
+        if let Some((sq, qoff, len)) = data {
+            let dst = &mut buf[off..off + len as usize];
+            if self.cfg.tx_checksum {
+                psum = self.chunks.copy_out_sum(&sq, qoff, dst, &self.bufs).1;
+            } else {
+                self.chunks.copy_out(&sq, qoff, dst, &self.bufs);
+            }
+        }
+        if self.cfg.tx_checksum {
+            pkt::store_tcp_checksum(buf, hdr_sum, psum);
+        } else {
+            pkt::partial_tcp_checksum(buf, key.local_ip, key.remote_ip, flen);
+        }
+        tx.commit(flen);
+        self.counters.tcps_sndtotal += 1;
+        true
+    }
+
+    pub(super) fn send_syn<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let tso = self.ts_opts(i);
+        let t = &self.flows[i as usize];
+        let fo = self.opts[t.opt as usize];
+        let passive = t.state == State::SynReceived;
+        let mut opts = [0u8; 24];
+        opts[..4].copy_from_slice(&[2, 4, (fo.mss >> 8) as u8, fo.mss as u8]);
+        let mut olen = 4;
+        // Window scale: offered on SYN; on SYN-ACK only if the peer offered it (RFC 7323 §2.2).
+        let ws = if passive {
+            t.has(F_WSCALE)
+        } else {
+            fo.wscale.is_some()
+        };
+        if ws {
+            opts[4..8].copy_from_slice(&[1, 3, 3, fo.wscale.unwrap_or(0).min(14)]);
+            olen = 8;
+        }
+        // Timestamps: offered on SYN; on SYN-ACK only if the peer offered them (RFC 7323 §3.2).
+        let ts = if passive { t.has(F_TS) } else { fo.timestamps };
+        if ts {
+            opts[olen..olen + 12].copy_from_slice(&tso);
+            olen += 12;
+        }
+        // SACK permitted (RFC 2018 §2): on SYN if configured, on SYN-ACK if negotiated.
+        let sack = if passive { t.has(F_SACK) } else { fo.sack };
+        if sack && olen + 4 <= opts.len() {
+            opts[olen..olen + 4].copy_from_slice(&[1, 1, 4, 2]);
+            olen += 4;
+        }
+        let flags = if passive { SYN | ACK } else { SYN };
+        let (key, seq, ack, o) = (t.key, t.snd_una, t.rcv_nxt, t.opt);
+        // The window in a SYN segment is never scaled (RFC 7323 §2.2).
+        let wnd = fo.rcv_wnd.min(65_535) as u16;
+        self.counters.tcps_sndctrl += 1;
+        let sent = self.write_seg(
+            tx,
+            &key,
+            o,
+            seq,
+            if passive { ack } else { 0 },
+            flags,
+            wnd,
+            &opts[..olen],
+            None,
+        );
+        if !sent {
+            // Resent by `resume_blocked` when the sink has room (the RTO stays armed).
+            self.counters.tcps_sndctrl -= 1;
+            self.mark_tx_blocked(i);
+        }
+        let t = &mut self.flows[i as usize];
+        t.snd_nxt = t.snd_una.wrapping_add(1);
+        t.snd_max = seq::max(t.snd_max, t.snd_nxt);
+    }
+
+    pub(super) fn send_rst_for<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let t = &self.flows[i as usize];
+        if matches!(t.state, State::SynSent | State::TimeWait | State::Closed) {
+            return;
+        }
+        let (key, seq, ack, o) = (t.key, t.snd_nxt, t.rcv_nxt, t.opt);
+        self.counters.tcps_sndrst += 1;
+        self.counters.tcps_sndctrl += 1;
+        self.write_seg(tx, &key, o, seq, ack, RST | ACK, 0, &[], None);
+    }
+
+    /// Sends whatever the windows allow plus a pending ACK (BSD `tcp_output`).
+    pub(super) fn output<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        if !self.tx_blocked.is_empty() {
+            // Flows are still waiting for the sink after the resume pass that ran when
+            // this receive (or timer run) began: the sink is full, so join the queue
+            // instead of building a segment that cannot be sent (its turn comes in order).
+            self.mark_tx_blocked(i);
+            self.schedule(i);
+            return;
+        }
+        self.output_now(i, tx);
+    }
+
+    /// [`TcpHost::output`] without the queue check (the resume pass: the flow's turn).
+    pub(super) fn output_now<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let now = self.now;
+        loop {
+            let wnd_adv = self.adv_wnd(i);
+            let t = &mut self.flows[i as usize];
+            let can_data = matches!(
+                t.state,
+                State::Established
+                    | State::CloseWait
+                    | State::FinWait1
+                    | State::Closing
+                    | State::LastAck
+            );
+            if !can_data {
+                if t.has(F_ACKNOW) && t.state != State::Closed && t.state != State::SynSent {
+                    t.flags &= !F_ACKNOW;
+                    t.rcv_unacked = 0;
+                    t.delack_at = 0;
+                    let (key, seq, ack, o) = (t.key, t.snd_nxt, t.rcv_nxt, t.opt);
+                    self.counters.tcps_sndacks += 1;
+                    let mut ob = [0u8; 40];
+                    let ol = self.seg_opts(i, &mut ob);
+                    if !self.write_seg(tx, &key, o, seq, ack, ACK, wnd_adv, &ob[..ol], None) {
+                        self.counters.tcps_sndacks -= 1;
+                        self.flows[i as usize].flags |= F_ACKNOW;
+                        self.mark_tx_blocked(i);
+                    }
+                }
+                break;
+            }
+            let off = t.snd_nxt.wrapping_sub(t.snd_una);
+            let qlen = t.sq.len;
+            let avail = qlen.saturating_sub(off);
+            let mss = t.mss as u32;
+            let in_flight = off;
+            let one_seg = t.has(F_ONE_SEG);
+            let mut usable = if one_seg {
+                mss
+            } else {
+                t.snd_wnd.min(t.cc.cwnd).saturating_sub(in_flight)
+            };
+            if t.has(F_FORCE) && usable == 0 && avail > 0 {
+                usable = 1;
+            }
+            let mut len = avail.min(usable).min(mss);
+            // Nagle (RFC 9293 §3.7.4): hold a small segment while data is unacknowledged.
+            if t.has(F_NAGLE) && len < mss && len < avail.max(1) && in_flight > 0 {
+                len = 0;
+            }
+            if t.has(F_NAGLE)
+                && len > 0
+                && len < mss
+                && len == avail
+                && in_flight > 0
+                && !t.has(F_FORCE)
+            {
+                len = 0;
+            }
+            let send_fin =
+                t.fin_pending() && t.snd_nxt.wrapping_add(len) == t.fin_seq() && (len == avail);
+            if len == 0 && !send_fin && !t.has(F_ACKNOW) {
+                break;
+            }
+            let mut flags = ACK;
+            if len > 0 && off + len == qlen {
+                flags |= PSH;
+            }
+            if send_fin {
+                flags |= FIN;
+            }
+            let key = t.key;
+            let o = t.opt;
+            let seqno = t.snd_nxt;
+            let ack = t.rcv_nxt;
+            let sq = t.sq;
+            let rexmit = seq::lt(seqno, t.snd_max);
+            if len > 0 && !rexmit && !t.has(F_TIMING) {
+                t.flags |= F_TIMING;
+                t.rtt_seq = seqno;
+                t.rtt_ts = (now / 1000) as u32;
+                self.counters.tcps_segstimed += 1;
+            }
+            let data = if len > 0 { Some((sq, off, len)) } else { None };
+            let mut ob = [0u8; 40];
+            let ol = self.seg_opts(i, &mut ob);
+            if !self.write_seg(tx, &key, o, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
+                self.mark_tx_blocked(i);
+                break;
+            }
+            if len > 0 {
+                if rexmit {
+                    self.counters.tcps_sndrexmitpack += 1;
+                    self.counters.tcps_sndrexmitbyte += len as u64;
+                } else {
+                    self.counters.tcps_sndpack += 1;
+                    self.counters.tcps_sndbyte += len as u64;
+                }
+            } else if send_fin {
+                self.counters.tcps_sndctrl += 1;
+            } else {
+                self.counters.tcps_sndacks += 1;
+            }
+            let rto = self.rto_ns(&self.flows[i as usize]);
+            let t = &mut self.flows[i as usize];
+            let was_idle = t.snd_una == t.snd_max;
+            let used = len + send_fin as u32;
+            t.snd_nxt = t.snd_nxt.wrapping_add(used);
+            t.snd_max = seq::max(t.snd_max, t.snd_nxt);
+            t.flags &= !(F_ACKNOW | F_ONE_SEG | F_FORCE);
+            t.rcv_unacked = 0;
+            t.delack_at = 0;
+            // RFC 6298 §5.1: start the timer if not running (replacing an idle/persist timer).
+            if used > 0 && (was_idle || t.rexmt_at == 0) {
+                t.rexmt_at = now + rto;
+            }
+            // All queued data sent and no FIN to send, or the window used up with data
+            // left (the next round would find no room, and a FIN only follows the last
+            // byte): the next round would send nothing, so stop here.
+            if one_seg
+                || len == 0
+                || (len == avail && !t.fin_pending())
+                || (len == usable && len < avail)
+            {
+                break;
+            }
+        }
+        // Persist timer: data queued, window closed, nothing in flight.
+        let rto = self.rto_ns(&self.flows[i as usize]);
+        let t = &mut self.flows[i as usize];
+        if t.snd_wnd == 0 && t.snd_una == t.snd_max && t.sq.len > 0 && t.rexmt_at == 0 {
+            t.rexmt_at = now + rto;
+        }
+        self.schedule(i);
+    }
+
+    /// RFC 6675 §5 loss recovery transmission: while `cwnd - pipe >= SMSS`, send the next
+    /// hole (NextSeg rule 1) or new data (rule 2).
+    pub(super) fn sack_output<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        for _ in 0..64 {
+            let t = &self.flows[i as usize];
+            if t.sb == NO_SIDE {
+                break;
+            }
+            let sb = &self.sboards[t.sb as usize];
+            let mss = t.mss as u32;
+            let pipe = sb.pipe(t.snd_una, t.snd_max, mss);
+            if pipe + mss > t.cc.cwnd {
+                break;
+            }
+            if let Some((x, len)) = sb.next_hole(t.snd_una, mss) {
+                let sent = self.send_at(i, x, len.min(mss), tx);
+                if sent == 0 {
+                    break;
+                }
+                let t = &self.flows[i as usize];
+                let b = t.sb as usize;
+                let hr = &mut self.sboards[b].high_rxt;
+                *hr = seq::max(*hr, x.wrapping_add(sent));
+            } else {
+                // New data, if the receive window allows.
+                let t = &mut self.flows[i as usize];
+                let una = t.snd_una;
+                if t.snd_max.wrapping_sub(una) >= t.snd_wnd
+                    || t.snd_max.wrapping_sub(una) >= t.sq.len + t.fin_pending() as u32
+                {
+                    break;
+                }
+                let x = t.snd_max;
+                let sent = self.send_at(i, x, mss, tx);
+                if sent == 0 {
+                    break;
+                }
+                let t = &mut self.flows[i as usize];
+                t.snd_max = x.wrapping_add(sent);
+                t.snd_nxt = t.snd_max;
+            }
+        }
+        self.schedule(i);
+    }
+
+    /// Sends one segment at `seqno` (at most `max_len` bytes, plus FIN if it ends there)
+    /// without moving SND.NXT; returns the sequence space used.
+    pub(super) fn send_at<S: TxSink>(
+        &mut self,
+        i: u32,
+        seqno: u32,
+        max_len: u32,
+        tx: &mut S,
+    ) -> u32 {
+        let now = self.now;
+        let wnd_adv = self.adv_wnd(i);
+        let t = &self.flows[i as usize];
+        let off = seqno.wrapping_sub(t.snd_una);
+        let avail = t.sq.len.saturating_sub(off);
+        let len = avail.min(max_len).min(t.mss as u32);
+        let fin = t.fin_pending() && seqno.wrapping_add(len) == t.fin_seq() && len == avail;
+        if len == 0 && !fin {
+            return 0;
+        }
+        let rexmit = seq::lt(seqno, t.snd_max);
+        let (key, ack, sq, o) = (t.key, t.rcv_nxt, t.sq, t.opt);
+        let mut flags = ACK;
+        if fin {
+            flags |= FIN;
+        }
+        let mut ob = [0u8; 40];
+        let ol = self.seg_opts(i, &mut ob);
+        let data = if len > 0 { Some((sq, off, len)) } else { None };
+        if !self.write_seg(tx, &key, o, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
+            return 0;
+        }
+        if len > 0 {
+            if rexmit {
+                self.counters.tcps_sndrexmitpack += 1;
+                self.counters.tcps_sndrexmitbyte += len as u64;
+            } else {
+                self.counters.tcps_sndpack += 1;
+                self.counters.tcps_sndbyte += len as u64;
+            }
+        }
+        let rto = self.rto_ns(&self.flows[i as usize]);
+        let t = &mut self.flows[i as usize];
+        t.flags &= !(F_ACKNOW | F_TIMING);
+        t.rcv_unacked = 0;
+        t.delack_at = 0;
+        if t.rexmt_at == 0 {
+            t.rexmt_at = now + rto;
+        }
+        len + fin as u32
+    }
+
+    /// Retransmits one segment at SND.UNA (fast retransmit, partial ACK).
+    pub(super) fn retransmit_one<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let t = &mut self.flows[i as usize];
+        let saved = t.snd_nxt;
+        t.snd_nxt = t.snd_una;
+        t.flags |= F_ONE_SEG;
+        t.flags &= !F_TIMING; // Karn's rule
+        self.output(i, tx);
+        let t = &mut self.flows[i as usize];
+        t.flags &= !F_ONE_SEG;
+        t.snd_nxt = seq::max(saved, t.snd_nxt);
+    }
+}

@@ -1,0 +1,459 @@
+//! Segment processing in the synchronized states (RFC 9293 §3.10.7.4): header prediction,
+//! the general path, in-order delivery, challenge ACKs and TIME_WAIT entry.
+
+use super::*;
+
+impl TcpHost {
+    /// TS.Recent update of the header-prediction path (RFC 7323 §4.3 / §5.3): the segment
+    /// is in order (SEG.SEQ = RCV.NXT) and its TSval >= TS.Recent, so the slow path would
+    /// record it; nothing to do without a timestamp.
+    #[inline]
+    pub(super) fn fast_ts_recent(&mut self, i: u32, o: &pkt::TcpOpts) {
+        if let Some((tsval, _)) = o.ts {
+            let now_ms = (self.now / 1_000_000) as u32;
+            let t = &mut self.flows[i as usize];
+            t.ts_recent = tsval;
+            t.ts_recent_age = now_ms;
+        }
+    }
+
+    /// Processing for every synchronized state plus SYN-RECEIVED (RFC 9293 §3.10.7.4).
+    pub(super) fn segment<A: TcpApp, S: TxSink>(
+        &mut self,
+        i: u32,
+        seg: &Segment,
+        h: u64,
+        app: &mut A,
+        tx: &mut S,
+    ) {
+        let now = self.now;
+        let state = self.flows[i as usize].state;
+        if state == State::SynSent {
+            self.syn_sent(i, seg, app, tx);
+            return;
+        }
+        let flags = seg.flags;
+        // Header prediction (RFC 9293 §3.10.7.4 common case, BSD tcp_input): in-order pure
+        // ACK or in-order data, nothing unusual pending.
+        {
+            let t = &self.flows[i as usize];
+            // Options: none negotiated (what the segment carries is ignored, as on the slow
+            // path), or timestamps only with the segment carrying exactly NOP, NOP, TS
+            // (RFC 7323 Appendix A layout) whose TSval passes PAWS and advances TS.Recent.
+            let neg = t.flags & (F_TS | F_SACK);
+            if state == State::Established
+                && flags & (SYN | FIN | RST | URG | ACK) == ACK
+                && seg.seq == t.rcv_nxt
+                && (neg == 0
+                    || (neg == F_TS
+                        && pkt::canonical_ts(seg.opts)
+                            .is_some_and(|(tsval, _)| seq::ge(tsval, t.ts_recent))))
+                && t.ooo == NO_SIDE
+                && t.snd_nxt == t.snd_max
+                && !t.cc.in_recovery
+                && ((seg.wnd as u32) << t.snd_wscale) == t.snd_wnd
+            {
+                let fast_opts = pkt::TcpOpts {
+                    ts: if neg == 0 {
+                        None
+                    } else {
+                        pkt::canonical_ts(seg.opts)
+                    },
+                    ..pkt::TcpOpts::default()
+                };
+                if seg.payload.is_empty()
+                    && seq::gt(seg.ack, t.snd_una)
+                    && seq::le(seg.ack, t.snd_max)
+                {
+                    self.counters.tcps_predack += 1;
+                    self.fast_ts_recent(i, &fast_opts);
+                    if !self.process_ack(i, seg, &fast_opts, app, tx) {
+                        self.output(i, tx);
+                    }
+                    return;
+                }
+                if !seg.payload.is_empty()
+                    && seg.ack == t.snd_una
+                    && seg.payload.len() as u32 <= self.opts[t.opt as usize].rcv_wnd
+                {
+                    self.counters.tcps_preddat += 1;
+                    self.fast_ts_recent(i, &fast_opts);
+                    if !self.deliver_in_order(i, seg.payload, app, tx) {
+                        self.output(i, tx);
+                    }
+                    return;
+                }
+                // In-order data that also acknowledges new data (a request/response
+                // exchange): exactly the slow path's steps for it (sequence check passes,
+                // no RST/SYN/FIN, no options to parse, nothing out of order or pending FIN):
+                // process the ACK, deliver the text, then output.
+                if !seg.payload.is_empty()
+                    && t.flags & F_FIN_READY == 0
+                    && seq::gt(seg.ack, t.snd_una)
+                    && seq::le(seg.ack, t.snd_max)
+                    && seg.payload.len() as u32 <= self.opts[t.opt as usize].rcv_wnd
+                {
+                    self.fast_ts_recent(i, &fast_opts);
+                    if self.process_ack(i, seg, &fast_opts, app, tx) {
+                        return;
+                    }
+                    if !self.deliver_in_order(i, seg.payload, app, tx) {
+                        self.output(i, tx);
+                    }
+                    return;
+                }
+            }
+        }
+        let listening = self.listening(seg.dst_port);
+        let t = &mut self.flows[i as usize];
+        // TIME_WAIT reuse: a new SYN above RCV.NXT may reopen the 4-tuple (RFC 9293 §3.6.1 / RFC 6191 spirit).
+        if state == State::TimeWait
+            && flags & (SYN | ACK | RST) == SYN
+            && seq::gt(seg.seq, t.rcv_nxt)
+            && listening
+        {
+            self.counters.tcps_twrecycled += 1;
+            let key = t.key;
+            self.close_flow(i, CloseReason::Normal, app);
+            self.passive_open(seg, key, h, tx);
+            return;
+        }
+        // Retransmitted SYN in SYN-RECEIVED: resend the SYN-ACK.
+        if state == State::SynReceived
+            && flags & (SYN | ACK | RST) == SYN
+            && seg.seq.wrapping_add(1) == t.rcv_nxt
+        {
+            self.send_syn(i, tx);
+            return;
+        }
+
+        // RFC 7323 §5.3: PAWS, and TS.Recent update.
+        let opts = if t.flags & (F_TS | F_SACK) != 0 && !seg.opts.is_empty() {
+            pkt::parse_opts(seg.opts)
+        } else {
+            pkt::TcpOpts::default()
+        };
+        if t.has(F_TS) {
+            if let Some((tsval, _)) = opts.ts {
+                let now_ms = (now / 1_000_000) as u32;
+                let idle_24d = now_ms.wrapping_sub(t.ts_recent_age) > 24 * 86_400_000;
+                if flags & RST == 0 && seq::lt(tsval, t.ts_recent) && !idle_24d {
+                    self.counters.tcps_pawsdrop += 1;
+                    self.counters.tcps_rcvduppack += 1;
+                    t.flags |= F_ACKNOW;
+                    self.output(i, tx);
+                    return;
+                }
+                if seq::le(seg.seq, t.rcv_nxt) && seq::ge(tsval, t.ts_recent) || idle_24d {
+                    t.ts_recent = tsval;
+                    t.ts_recent_age = now_ms;
+                }
+            }
+        }
+        let rcv_wnd = self.fo(i).rcv_wnd;
+        let t = &mut self.flows[i as usize];
+
+        // 1. Sequence number check.
+        let seg_len = seg.seg_len();
+        let acceptable = if seg_len == 0 {
+            seq::in_window(seg.seq, t.rcv_nxt, rcv_wnd.max(1))
+        } else {
+            seq::in_window(seg.seq, t.rcv_nxt, rcv_wnd)
+                || seq::in_window(seg.seq.wrapping_add(seg_len - 1), t.rcv_nxt, rcv_wnd)
+        };
+        if !acceptable {
+            if flags & RST == 0 {
+                if seq::le(seg.seq.wrapping_add(seg_len), t.rcv_nxt) && seg_len > 0 {
+                    self.counters.tcps_rcvduppack += 1;
+                    self.counters.tcps_rcvdupbyte += seg.payload.len() as u64;
+                } else if seg_len > 0 {
+                    self.counters.tcps_rcvpackafterwin += 1;
+                }
+                if state == State::TimeWait && flags & FIN != 0 {
+                    // Retransmitted FIN: restart the 2*MSL timer (RFC 9293 §3.10.7.4, eighth).
+                    t.rexmt_at = now + self.cfg.time_wait_ns;
+                }
+                t.flags |= F_ACKNOW;
+                self.output(i, tx);
+            }
+            return;
+        }
+
+        // 2. RST (RFC 5961 §3.2: exact match resets, otherwise challenge ACK).
+        if flags & RST != 0 {
+            if seg.seq == t.rcv_nxt {
+                self.counters.tcps_rcvrst += 1;
+                let reason = match state {
+                    State::SynReceived => {
+                        self.counters.tcps_conndrops += 1;
+                        CloseReason::Refused
+                    }
+                    State::Closing | State::LastAck | State::TimeWait => CloseReason::Normal,
+                    _ => {
+                        self.counters.tcps_drops += 1;
+                        CloseReason::Reset
+                    }
+                };
+                self.close_flow(i, reason, app);
+            } else {
+                self.challenge_ack(i, tx);
+            }
+            return;
+        }
+
+        // 4. SYN in a synchronized state (RFC 5961 §4): challenge ACK.
+        if flags & SYN != 0 {
+            self.challenge_ack(i, tx);
+            return;
+        }
+
+        // 5. ACK field.
+        if flags & ACK == 0 {
+            return;
+        }
+        let t = &mut self.flows[i as usize];
+        if state == State::SynReceived {
+            if seq::le(seg.ack, t.snd_una) || seq::gt(seg.ack, t.snd_max) {
+                let (key, o) = (t.key, t.opt);
+                self.send_rst_reply(seg, &key, o, tx);
+                return;
+            }
+            // SYN acked: ESTABLISHED.
+            t.state = State::Established;
+            if t.has(F_HALF_OPEN) {
+                t.flags &= !F_HALF_OPEN;
+                self.half_open -= 1;
+            }
+            if t.has(F_TIMING) && t.backoff == 0 {
+                let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
+                t.rtt.sample(r, &self.cfg.rto);
+                self.counters.tcps_rttupdated += 1;
+            }
+            t.flags &= !F_TIMING;
+            t.backoff = 0;
+            t.snd_una = t.snd_una.wrapping_add(1);
+            t.rexmt_at = 0;
+            t.snd_wnd = (seg.wnd as u32) << t.snd_wscale;
+            t.snd_wl1 = seg.seq;
+            t.snd_wl2 = seg.ack;
+            if t.has(F_PASSIVE) {
+                self.counters.tcps_accepts += 1;
+            }
+            self.counters.tcps_connects += 1;
+            self.set_idle_timer(i);
+            self.set_ctl(i);
+            app.on_connected(&mut self.ctl, FlowId(i));
+            if self.apply_ops(i, app, tx) {
+                return;
+            }
+        }
+        if self.process_ack(i, seg, &opts, app, tx) {
+            return;
+        }
+
+        // 7. Segment text.
+        let t = &mut self.flows[i as usize];
+        let mut payload = seg.payload;
+        let mut sseq = seg.seq;
+        let data_state = matches!(
+            t.state,
+            State::Established | State::FinWait1 | State::FinWait2
+        );
+        if !payload.is_empty() && data_state {
+            if seq::lt(sseq, t.rcv_nxt) {
+                let cut = t.rcv_nxt.wrapping_sub(sseq) as usize;
+                self.counters.tcps_rcvpartduppack += 1;
+                payload = payload.get(cut..).unwrap_or(&[]);
+                sseq = t.rcv_nxt;
+            }
+            let room = (t.rcv_nxt.wrapping_add(rcv_wnd)).wrapping_sub(sseq) as usize;
+            if payload.len() > room {
+                payload = &payload[..room];
+            }
+            if payload.is_empty() {
+                // nothing new
+            } else if sseq == t.rcv_nxt {
+                if self.deliver_in_order(i, payload, app, tx) {
+                    return;
+                }
+            } else {
+                // Out of order: queue and send an immediate duplicate ACK (RFC 5681 §4.2).
+                self.counters.tcps_rcvoopack += 1;
+                self.counters.tcps_rcvoobyte += payload.len() as u64;
+                let t = &mut self.flows[i as usize];
+                if t.ooo == NO_SIDE {
+                    let o = self.get_ooo();
+                    self.flows[i as usize].ooo = o;
+                }
+                let t = &mut self.flows[i as usize];
+                // Slots are never emptied (pooled), so the None arm is unreachable in practice.
+                let empty = match self.ooo[t.ooo as usize].as_mut() {
+                    Some(q) => {
+                        match q.insert(t.rcv_nxt, sseq, payload) {
+                            OooInsert::Full => self.counters.tcps_rcvoopackdrop += 1,
+                            OooInsert::Duplicate => self.counters.tcps_rcvduppack += 1,
+                            OooInsert::Stored => {}
+                        }
+                        q.is_empty()
+                    }
+                    None => true,
+                };
+                if empty {
+                    let o = t.ooo;
+                    t.ooo = NO_SIDE;
+                    self.release_ooo(o);
+                }
+                self.flows[i as usize].flags |= F_ACKNOW;
+            }
+        }
+
+        // 8. FIN (in sequence, or an earlier out-of-order FIN now reached).
+        let t = &mut self.flows[i as usize];
+        let fin_end = seg.seq.wrapping_add(seg.payload.len() as u32);
+        if flags & FIN != 0 && seq::gt(fin_end, t.rcv_nxt) && t.ooo != NO_SIDE && data_state {
+            if let Some(q) = self.ooo[t.ooo as usize].as_mut() {
+                q.fin = Some(fin_end);
+            }
+        }
+        let fin_now = (flags & FIN != 0 && fin_end == t.rcv_nxt) || t.has(F_FIN_READY);
+        t.flags &= !F_FIN_READY;
+        if fin_now {
+            match t.state {
+                State::Established | State::FinWait1 | State::FinWait2 => {
+                    t.rcv_nxt = t.rcv_nxt.wrapping_add(1);
+                    t.flags |= F_ACKNOW;
+                    match t.state {
+                        State::Established => {
+                            t.state = State::CloseWait;
+                            self.set_ctl(i);
+                            app.on_peer_closed(&mut self.ctl, FlowId(i));
+                            if self.apply_ops(i, app, tx) {
+                                return;
+                            }
+                        }
+                        State::FinWait1 => t.state = State::Closing,
+                        _ => {
+                            self.output(i, tx);
+                            self.enter_time_wait(i, app);
+                            return;
+                        }
+                    }
+                }
+                _ => {
+                    // FIN retransmission in CLOSE_WAIT/CLOSING/LAST_ACK: just ACK.
+                    t.flags |= F_ACKNOW;
+                }
+            }
+        }
+        self.output(i, tx);
+    }
+
+    /// Delivers in-order bytes (and then any out-of-order bytes they unblock). Returns true
+    /// if the flow is gone.
+    pub(super) fn deliver_in_order<A: TcpApp, S: TxSink>(
+        &mut self,
+        i: u32,
+        payload: &[u8],
+        app: &mut A,
+        tx: &mut S,
+    ) -> Gone {
+        let now = self.now;
+        let t = &mut self.flows[i as usize];
+        let len = payload.len() as u32;
+        t.rcv_nxt = t.rcv_nxt.wrapping_add(len);
+        t.rcv_unacked += len;
+        self.counters.tcps_rcvpack += 1;
+        self.counters.tcps_rcvbyte += len as u64;
+        let mut filled_gap = false;
+        self.set_ctl(i);
+        app.on_data(&mut self.ctl, FlowId(i), payload);
+        if self.apply_ops(i, app, tx) {
+            return true;
+        }
+        // Pull newly contiguous out-of-order data.
+        loop {
+            let t = &mut self.flows[i as usize];
+            if t.ooo == NO_SIDE {
+                break;
+            }
+            let o = t.ooo as usize;
+            let Some(q) = self.ooo[o].as_mut() else { break };
+            let Some((start, l)) = q.pop_ready(t.rcv_nxt) else {
+                if q.is_empty() {
+                    if q.fin == Some(t.rcv_nxt) {
+                        t.flags |= F_FIN_READY;
+                    }
+                    t.ooo = NO_SIDE;
+                    self.release_ooo(o as u32);
+                }
+                break;
+            };
+            filled_gap = true;
+            t.rcv_nxt = t.rcv_nxt.wrapping_add(l);
+            t.rcv_unacked += l;
+            self.counters.tcps_rcvbyte += l as u64;
+            let (a, b) = q.slices(start, l);
+            self.ctl.flow = FlowId(i);
+            app.on_data(&mut self.ctl, FlowId(i), a);
+            if !b.is_empty() {
+                app.on_data(&mut self.ctl, FlowId(i), b);
+            }
+            if self.apply_ops(i, app, tx) {
+                return true;
+            }
+        }
+        // Delayed ACK (RFC 9293 §3.8.6.3, RFC 5681 §4.2): ACK at least every second full
+        // segment, immediately when a gap was filled, otherwise within the delack timeout.
+        let (delack, our_mss) = (self.fo(i).delack_ns, self.fo(i).mss);
+        let t = &mut self.flows[i as usize];
+        // A full-sized segment from the peer: our advertised MSS less the timestamp option.
+        let rcv_mss = (our_mss as u32).saturating_sub(if t.has(F_TS) { 12 } else { 0 });
+        if filled_gap || t.ooo != NO_SIDE || delack == 0 || t.rcv_unacked >= 2 * rcv_mss {
+            t.flags |= F_ACKNOW;
+        } else if t.delack_at == 0 {
+            t.delack_at = now + delack;
+        }
+        false
+    }
+
+    /// Challenge ACK (RFC 5961 §3.2, §4.2, §5.2), rate limited per host (§7).
+    pub(super) fn challenge_ack<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let sec = self.now / 1_000_000_000;
+        if sec != self.challenge_sec {
+            self.challenge_sec = sec;
+            self.challenge_count = 0;
+        }
+        if self.challenge_count >= self.cfg.challenge_ack_limit {
+            self.counters.tcps_challengeack_limited += 1;
+            return;
+        }
+        self.challenge_count += 1;
+        self.counters.tcps_challengeack += 1;
+        self.flows[i as usize].flags |= F_ACKNOW;
+        self.output(i, tx);
+    }
+
+    pub(super) fn enter_time_wait<A: TcpApp>(&mut self, i: u32, app: &mut A) {
+        let now = self.now;
+        let tw = self.cfg.time_wait_ns;
+        let t = &mut self.flows[i as usize];
+        t.state = State::TimeWait;
+        let mut sq = t.sq;
+        let o = t.ooo;
+        let sb = t.sb;
+        t.sq = SendQueue::default();
+        t.ooo = NO_SIDE;
+        t.sb = NO_SIDE;
+        t.delack_at = 0;
+        t.rexmt_at = now + tw;
+        let report = !t.has(F_REPORTED);
+        t.flags |= F_REPORTED;
+        self.chunks.clear(&mut sq, &mut self.bufs);
+        self.release_ooo(o);
+        self.release_sb(sb);
+        self.schedule(i);
+        if report {
+            app.on_closed(FlowId(i), CloseReason::Normal);
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Flow slab: allocation and release of TCBs (table entry, timer, send queue) and the
+//! side tables (out-of-order queues, SACK scoreboards) a flow borrows by index.
+
+use super::*;
+
+impl TcpHost {
+    pub(super) fn alloc_flow(&mut self, key: FlowKey, h: u64, opt: u8) -> Option<u32> {
+        let i = if let Some(i) = self.free.pop() {
+            i
+        } else if self.flows.len() < self.cfg.max_flows as usize {
+            self.flows.push(Tcb::default());
+            self.flows.len() as u32 - 1
+        } else {
+            self.counters.tcps_flowfull += 1;
+            return None;
+        };
+        if self.table.insert(key, h, i).is_err() {
+            self.free.push(i);
+            self.counters.tcps_flowfull += 1;
+            return None;
+        }
+        let o = self.opts[opt as usize];
+        self.flows[i as usize] = Tcb {
+            key,
+            flags: if o.nagle { F_NAGLE } else { 0 },
+            mss: o.mss,
+            opt,
+            ooo: NO_SIDE,
+            sb: NO_SIDE,
+            rtt: Rtt::new(&self.cfg.rto),
+            cc: NewReno::new(o.init_cwnd, o.mss as u32, 0),
+            ..Tcb::default()
+        };
+        self.active += 1;
+        Some(i)
+    }
+
+    /// Releases a flow; reports `reason` to the app unless already reported.
+    pub(super) fn close_flow<A: TcpApp>(&mut self, i: u32, reason: CloseReason, app: &mut A) {
+        let t = &mut self.flows[i as usize];
+        if t.state == State::Closed {
+            return;
+        }
+        let report = !t.has(F_REPORTED) && !t.has(F_HALF_OPEN);
+        if t.has(F_HALF_OPEN) {
+            self.half_open -= 1;
+        }
+        let key = t.key;
+        let mut sq = t.sq;
+        let ooo = t.ooo;
+        let sb = t.sb;
+        t.state = State::Closed;
+        t.sq = SendQueue::default();
+        t.ooo = NO_SIDE;
+        t.sb = NO_SIDE;
+        self.chunks.clear(&mut sq, &mut self.bufs);
+        self.release_ooo(ooo);
+        self.release_sb(sb);
+        let h = self.table.hash(&key);
+        self.table.remove(&key, h);
+        self.wheel.cancel(i);
+        self.free.push(i);
+        self.active -= 1;
+        self.counters.tcps_closed += 1;
+        if report {
+            app.on_closed(FlowId(i), reason);
+        }
+    }
+
+    pub(super) fn release_ooo(&mut self, o: u32) {
+        if o != NO_SIDE {
+            if let Some(q) = self.ooo[o as usize].as_mut() {
+                q.clear();
+            }
+            self.ooo_free.push(o);
+        }
+    }
+
+    pub(super) fn release_sb(&mut self, b: u32) {
+        if b != NO_SIDE {
+            self.sboards[b as usize].clear();
+            self.sb_free.push(b);
+        }
+    }
+
+    pub(super) fn get_sb(&mut self) -> u32 {
+        if let Some(b) = self.sb_free.pop() {
+            return b;
+        }
+        self.sboards.push(Scoreboard::default());
+        self.sboards.len() as u32 - 1
+    }
+
+    pub(super) fn get_ooo(&mut self) -> u32 {
+        if let Some(o) = self.ooo_free.pop() {
+            return o;
+        }
+        self.ooo
+            .push(Some(Box::new(OooQueue::new(self.cfg.ooo_bytes as usize))));
+        self.ooo.len() as u32 - 1
+    }
+}

@@ -1,0 +1,226 @@
+//! Timers: RTO arithmetic, lazy wheel arming, `poll`, the retransmission / persist /
+//! keepalive / TIME_WAIT handlers, and the TX-blocked resume list (`tx_resume`).
+
+use super::*;
+
+impl TcpHost {
+    #[inline]
+    pub(super) fn rto_ns(&self, t: &Tcb) -> u64 {
+        t.rtt.backed_off(t.backoff, &self.cfg.rto) as u64 * 1000
+    }
+
+    /// Arms the wheel with the earliest of the flow's deadlines, lazily: the wheel is only
+    /// re-armed when a deadline moves earlier; later deadlines are found at expiry.
+    #[inline]
+    pub(super) fn schedule(&mut self, i: u32) {
+        let t = &mut self.flows[i as usize];
+        let want = match (t.rexmt_at, t.delack_at) {
+            (0, 0) => return,
+            (0, d) | (d, 0) => d,
+            (a, b) => a.min(b),
+        };
+        if t.wheel_at == 0 || want < t.wheel_at {
+            t.wheel_at = want;
+            self.wheel.arm(i, want);
+        }
+    }
+
+    pub(super) fn set_idle_timer(&mut self, i: u32) {
+        let now = self.now;
+        let ka = self.cfg.keepalive;
+        let t = &mut self.flows[i as usize];
+        if t.snd_una != t.snd_max {
+            return;
+        }
+        if t.sq.len > 0 && t.snd_wnd == 0 && !t.fin_pending() {
+            return; // persist timer stays
+        }
+        t.rexmt_at = match (ka, t.state) {
+            (Some((idle, _, _)), State::Established) => now + idle,
+            _ => 0,
+        };
+    }
+
+    /// Runs expired timers. Call with the current time, at least as often as
+    /// [`TcpHost::next_timer`] says.
+    pub fn poll<A: TcpApp, S: TxSink>(&mut self, now: u64, app: &mut A, tx: &mut S) {
+        self.now = now;
+        self.resume_blocked(tx);
+        let mut exp = std::mem::take(&mut self.expired);
+        exp.clear();
+        self.wheel.advance(now, &mut exp);
+        for &i in &exp {
+            self.on_timer(i, app, tx);
+        }
+        self.expired = exp;
+    }
+
+    /// Resumes output of flows that stopped on a full TX sink (oldest first), until
+    /// the sink is full again. [`TcpHost::poll`] does this too; a driver whose TX ring
+    /// drains between polls can call it directly. Returns how many flows remain blocked.
+    pub fn tx_resume<S: TxSink>(&mut self, now: u64, tx: &mut S) -> usize {
+        self.now = now;
+        self.resume_blocked(tx);
+        self.tx_blocked.len()
+    }
+
+    pub(super) fn resume_blocked<S: TxSink>(&mut self, tx: &mut S) {
+        // At most one pass over the entries present now: a flow that blocks again is
+        // re-queued at the back and ends the pass (the sink is full).
+        for _ in 0..self.tx_blocked.len() {
+            let Some(i) = self.tx_blocked.pop_front() else {
+                break;
+            };
+            let t = &mut self.flows[i as usize];
+            if !t.has(F_TX_BLOCKED) {
+                continue; // stale entry: flow closed (and maybe reused) meanwhile
+            }
+            t.flags &= !F_TX_BLOCKED;
+            match t.state {
+                State::Closed => continue,
+                // The SYN or SYN-ACK itself was not sent (it is idempotent: seq = ISS).
+                State::SynSent | State::SynReceived => self.send_syn(i, tx),
+                _ => self.output_now(i, tx),
+            }
+            if self.flows[i as usize].has(F_TX_BLOCKED) {
+                break;
+            }
+        }
+    }
+
+    /// Notes that flow `i` could not send because the TX sink was full.
+    pub(super) fn mark_tx_blocked(&mut self, i: u32) {
+        let t = &mut self.flows[i as usize];
+        if !t.has(F_TX_BLOCKED) {
+            t.flags |= F_TX_BLOCKED;
+            self.tx_blocked.push_back(i);
+        }
+    }
+
+    pub(super) fn on_timer<A: TcpApp, S: TxSink>(&mut self, i: u32, app: &mut A, tx: &mut S) {
+        let now = self.now;
+        let t = &mut self.flows[i as usize];
+        if t.state == State::Closed {
+            return;
+        }
+        t.wheel_at = 0;
+        if t.delack_at != 0 && t.delack_at <= now {
+            t.delack_at = 0;
+            if t.rcv_unacked > 0 || t.has(F_ACKNOW) {
+                t.flags |= F_ACKNOW;
+                self.counters.tcps_delack += 1;
+                self.output(i, tx);
+            }
+        }
+        let t = &mut self.flows[i as usize];
+        if t.rexmt_at != 0 && t.rexmt_at <= now {
+            t.rexmt_at = 0;
+            if self.on_rexmt_timer(i, app, tx) {
+                return;
+            }
+        }
+        self.schedule(i);
+    }
+
+    /// Retransmission-class timer; returns true if the flow is gone.
+    pub(super) fn on_rexmt_timer<A: TcpApp, S: TxSink>(
+        &mut self,
+        i: u32,
+        app: &mut A,
+        tx: &mut S,
+    ) -> Gone {
+        let now = self.now;
+        let cfg_retries = self.cfg.max_retries;
+        let t = &mut self.flows[i as usize];
+        match t.state {
+            State::TimeWait => {
+                self.close_flow(i, CloseReason::Normal, app);
+                return true;
+            }
+            State::FinWait2 => {
+                // The peer never closed its side (FIN_WAIT_2 timeout, as BSD/Linux do).
+                self.counters.tcps_finwait2_drops += 1;
+                self.close_flow(i, CloseReason::Timeout, app);
+                return true;
+            }
+            State::SynSent | State::SynReceived => {
+                t.backoff += 1;
+                if t.backoff > self.cfg.max_syn_retries {
+                    self.counters.tcps_conndrops += 1;
+                    self.counters.tcps_rexmttimeo += 1;
+                    self.close_flow(i, CloseReason::Timeout, app);
+                    return true;
+                }
+                t.flags &= !F_TIMING;
+                self.counters.tcps_rexmttimeo += 1;
+                self.send_syn(i, tx);
+                let t = &self.flows[i as usize];
+                let rto = self.rto_ns(t);
+                self.flows[i as usize].rexmt_at = now + rto;
+            }
+            _ if t.snd_una != t.snd_max => {
+                // RFC 6298 §5.4-5.6: retransmit, back off, restart.
+                t.backoff += 1;
+                self.counters.tcps_rexmttimeo += 1;
+                if t.backoff > cfg_retries {
+                    self.counters.tcps_timeoutdrop += 1;
+                    self.send_rst_for(i, tx);
+                    self.close_flow(i, CloseReason::Timeout, app);
+                    return true;
+                }
+                let mss = t.mss as u32;
+                let flight = t.flight();
+                let snd_max = t.snd_max;
+                t.cc.on_rto(flight, mss, snd_max);
+                // RFC 6675 §5.1 / RFC 2018 §8: after an RTO, SACK information may be reneged.
+                let sb = t.sb;
+                t.sb = NO_SIDE;
+                self.release_sb(sb);
+                let t = &mut self.flows[i as usize];
+                t.snd_nxt = t.snd_una;
+                t.flags &= !F_TIMING; // Karn
+                let rto = self.rto_ns(&self.flows[i as usize]);
+                self.flows[i as usize].rexmt_at = now + rto;
+                self.output(i, tx);
+            }
+            _ if t.sq.len > 0 && t.snd_wnd == 0 => {
+                // Persist: probe the zero window with one byte (RFC 9293 §3.8.6.1).
+                self.counters.tcps_persisttimeo += 1;
+                t.backoff = t.backoff.saturating_add(1).min(cfg_retries);
+                t.flags |= F_FORCE;
+                self.counters.tcps_sndprobe += 1;
+                self.output(i, tx);
+                let t = &self.flows[i as usize];
+                let rto = self.rto_ns(t);
+                let t = &mut self.flows[i as usize];
+                if t.rexmt_at == 0 {
+                    t.rexmt_at = now + rto;
+                }
+            }
+            State::Established => {
+                if let Some((_, intvl, probes)) = self.cfg.keepalive {
+                    self.counters.tcps_keeptimeo += 1;
+                    if t.backoff >= probes {
+                        self.counters.tcps_keepdrops += 1;
+                        self.send_rst_for(i, tx);
+                        self.close_flow(i, CloseReason::Timeout, app);
+                        return true;
+                    }
+                    t.backoff += 1;
+                    // Keepalive probe: SEG.SEQ = SND.NXT - 1 (RFC 9293 §3.8.4).
+                    let (seq, ack) = (t.snd_una.wrapping_sub(1), t.rcv_nxt);
+                    let key = t.key;
+                    let wnd = self.adv_wnd(i);
+                    self.counters.tcps_keepprobe += 1;
+                    let mut ob = [0u8; 40];
+                    let ol = self.seg_opts(i, &mut ob);
+                    let o = self.flows[i as usize].opt;
+                    self.write_seg(tx, &key, o, seq, ack, ACK, wnd, &ob[..ol], None);
+                    self.flows[i as usize].rexmt_at = now + intvl;
+                }
+            }
+            _ => {}
+        }
+        false
+    }
+}

@@ -1,0 +1,156 @@
+//! Frames for the tests, built and parsed with `squall-wire` (the host's own frame code is
+//! internal): the segments a test's peer sends, and a checked view of what a host sent.
+
+use squall_wire::{
+    parse_frame, EtherType, EthernetFrame, IpProtocol, Ipv4Address, Ipv4Repr, MacAddress, TcpFlags,
+    TcpOptions, TcpPacket, ETHERNET_HEADER_LEN, IPV4_HEADER_LEN, L3, L4, TCP_HEADER_LEN,
+};
+
+/// TCP control bits (the low byte of the flags field).
+pub const FIN: u8 = 0x01;
+pub const SYN: u8 = 0x02;
+pub const RST: u8 = 0x04;
+pub const PSH: u8 = 0x08;
+pub const ACK: u8 = 0x10;
+
+/// Header fields of a segment a test sends to a host (Ethernet, IPv4 with DF and no
+/// options, TCP).
+#[derive(Clone, Copy, Debug)]
+pub struct FrameHdr {
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub src_ip: u32,
+    pub dst_ip: u32,
+    pub ip_id: u16,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: u8,
+    pub wnd: u16,
+    pub ttl: u8,
+    pub tos: u8,
+}
+
+/// An Ethernet/IPv4/TCP frame with the raw TCP option bytes `opts` (a multiple of 4, at
+/// most 40: written as given, so tests can send any layout or malformed lists) and
+/// `payload`; IPv4 and TCP checksums filled.
+pub fn frame(h: &FrameHdr, opts: &[u8], payload: &[u8]) -> Vec<u8> {
+    assert!(
+        opts.len().is_multiple_of(4) && opts.len() <= 40,
+        "TCP option block"
+    );
+    let tcp_len = TCP_HEADER_LEN + opts.len() + payload.len();
+    let mut buf = vec![0u8; ETHERNET_HEADER_LEN + IPV4_HEADER_LEN + tcp_len];
+    let mut eth = EthernetFrame::new_unchecked(&mut buf[..]);
+    eth.set_dst(MacAddress(h.dst_mac));
+    eth.set_src(MacAddress(h.src_mac));
+    eth.set_ethertype(EtherType::IPV4);
+    let (src, dst) = (
+        Ipv4Address::from_u32(h.src_ip),
+        Ipv4Address::from_u32(h.dst_ip),
+    );
+    let ip = Ipv4Repr {
+        ttl: h.ttl,
+        tos: h.tos,
+        ident: h.ip_id,
+        ..Ipv4Repr::new(src, dst, IpProtocol::TCP, tcp_len)
+    };
+    ip.emit(&mut buf[ETHERNET_HEADER_LEN..])
+        .expect("room for the IPv4 header");
+    let mut tcp = TcpPacket::new_unchecked(&mut buf[ETHERNET_HEADER_LEN + IPV4_HEADER_LEN..]);
+    tcp.set_src_port(h.src_port);
+    tcp.set_dst_port(h.dst_port);
+    tcp.set_seq_number(h.seq);
+    tcp.set_ack_number(h.ack);
+    tcp.set_header_len(TCP_HEADER_LEN + opts.len());
+    tcp.set_flags(TcpFlags(h.flags as u16));
+    tcp.set_window_len(h.wnd);
+    tcp.set_urgent_at(0);
+    tcp.options_mut().copy_from_slice(opts);
+    tcp.payload_mut().copy_from_slice(payload);
+    tcp.fill_checksum(&src, &dst);
+    buf
+}
+
+/// A frame a host sent, parsed by `squall-wire` with both checksums verified.
+#[derive(Clone, Copy, Debug)]
+pub struct Seg<'a> {
+    pub src_mac: [u8; 6],
+    pub src_ip: u32,
+    pub dst_ip: u32,
+    pub ttl: u8,
+    pub tos: u8,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: u8,
+    pub wnd: u16,
+    /// Raw option bytes.
+    pub opts: &'a [u8],
+    pub payload: &'a [u8],
+}
+
+/// Parses an Ethernet/IPv4/TCP frame; None unless every layer is well formed and the
+/// IPv4 and TCP checksums verify.
+pub fn parse(f: &[u8]) -> Option<Seg<'_>> {
+    let fr = parse_frame(f).ok()?;
+    if !fr.checksums_ok() {
+        return None;
+    }
+    let L3::Ipv4(ip, L4::Tcp(tcp)) = fr.l3 else {
+        return None;
+    };
+    let eh = fr.eth.header_len();
+    let seg = &f[eh + ip.header_len()..eh + ip.total_len() as usize];
+    let hl = tcp.header_len();
+    Some(Seg {
+        src_mac: fr.eth.src().0,
+        src_ip: ip.src().to_u32(),
+        dst_ip: ip.dst().to_u32(),
+        ttl: ip.ttl(),
+        tos: ip.tos(),
+        src_port: tcp.src_port(),
+        dst_port: tcp.dst_port(),
+        seq: tcp.seq_number(),
+        ack: tcp.ack_number(),
+        flags: tcp.flags().0 as u8,
+        wnd: tcp.window_len(),
+        opts: &seg[TCP_HEADER_LEN..hl],
+        payload: &seg[hl..],
+    })
+}
+
+/// The options of a host's segment, parsed by `squall-wire` (a host only sends well
+/// formed option lists: anything else fails the test).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Opts {
+    /// MSS option value (0 = absent).
+    pub mss: u16,
+    /// Window scale shift.
+    pub wscale: Option<u8>,
+    /// SACK permitted.
+    pub sack_ok: bool,
+    /// Timestamps (TSval, TSecr).
+    pub ts: Option<(u32, u32)>,
+    /// SACK blocks (left, right), `sack_n` of them valid.
+    pub sack: [(u32, u32); 4],
+    pub sack_n: u8,
+}
+
+pub fn parse_opts(o: &[u8]) -> Opts {
+    let p = TcpOptions::parse(o).expect("a host sends well-formed TCP options");
+    let mut sack = [(0, 0); 4];
+    for (d, b) in sack.iter_mut().zip(p.sack.as_slice()) {
+        *d = (b.left, b.right);
+    }
+    Opts {
+        mss: p.mss.unwrap_or(0),
+        wscale: p.window_scale,
+        sack_ok: p.sack_permitted,
+        ts: p.timestamps.map(|t| (t.tsval, t.tsecr)),
+        sack,
+        sack_n: p.sack.len() as u8,
+    }
+}
