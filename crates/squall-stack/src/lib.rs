@@ -12,11 +12,13 @@
 //! Modules: [`node`] (the node and its turn), [`sink`] (frames from the port, offload
 //! flags, the tap), [`ipv4`] (classification and checks of received frames), [`neigh`]
 //! (owned addresses, neighbour cache, ARP), [`icmp`] (echo replies), [`udp`] (UDP flows
-//! and datagrams), [`app`] (the application interface), [`tap`] (capture).
+//! and datagrams), [`app`] (the application interface), [`tap`] (what a capture sees), [`capture`]
+//! (the pcap of the first N flows).
 //!
 //! Must not depend on: the generator (`squall-astf`, `squall`) or any application.
 
 pub mod app;
+pub mod capture;
 pub mod icmp;
 pub mod ipv4;
 pub mod neigh;
@@ -26,6 +28,7 @@ pub mod tap;
 pub mod udp;
 
 pub use app::{NoApp, NodeApp, NodeIo, Pair};
+pub use capture::PcapCap;
 pub use neigh::{Neighbours, Owned};
 pub use node::{Node, NodeConfig, NodeCounters};
 pub use sink::PortSink;

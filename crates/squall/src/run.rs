@@ -13,9 +13,10 @@ use squall_engine::clock::thread_cpu_ns;
 use squall_engine::{Clock, MonotonicClock};
 use squall_port::mem::{self, ImpairStats, Impairment, MemConfig, MemPort};
 use squall_port::{Port, PortStats};
+use squall_stack::PcapCap;
 use squall_tcp::TcpCounters;
 
-use crate::gen::{tcp_config, ClientGen, PcapCap, Side};
+use crate::gen::{tcp_config, ClientGen, Side};
 use crate::stats::SideStats;
 
 /// Run settings (already validated by the CLI).

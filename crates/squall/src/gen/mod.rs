@@ -1,13 +1,11 @@
 //! The per-side generator: [`app::GenApp`] runs astf programs over TCP flows,
 //! [`udp::UdpFlows`] over UDP flows, [`side::GenSide`] joins them with (client side) the
 //! scheduler as one application of a `squall_stack::Node`, [`side::Side`] is that app on
-//! its node, [`pcap::PcapCap`] records the first flows of a run (the nodes' frame tap).
+//! its node.
 
 pub mod app;
-pub mod pcap;
 pub mod side;
 pub mod udp;
 
 pub use app::GenApp;
-pub use pcap::PcapCap;
 pub use side::{flow_opts, owned_ranges, tcp_config, ClientGen, GenSide, Side};

@@ -13,11 +13,12 @@ use squall_astf::interp::Event;
 use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
 use squall_astf::{Profile, SideTunables, Transport};
 use squall_port::Port;
-use squall_stack::{Datagram, Node, NodeApp, NodeConfig, NodeIo, Owned, TapRef, UdpFlowId, UdpKey};
+use squall_stack::{
+    Datagram, Node, NodeApp, NodeConfig, NodeIo, Owned, PcapCap, TapRef, UdpFlowId, UdpKey,
+};
 use squall_tcp::{CloseReason, Ctl, FlowId, FlowOpts, OptsId, TcpApp, TcpConfig};
 
 use super::app::{GenApp, IoOp};
-use super::pcap::PcapCap;
 use super::udp::{udp_prealloc, UdpFlows};
 use crate::stats::SideStats;
 

@@ -1,11 +1,12 @@
-//! Capture of the first N client flows of a run, both directions, into a pcap held in
-//! memory (written to a file at the end). Frames are taken at each side's transmit (as
-//! written by the sender, so frames lost on an impaired wire appear once). It is the
-//! nodes' frame tap (`squall_stack::FrameTap`).
+//! The capture tap: the first N flows an application opens, both directions, into a pcap
+//! held in memory (written to a file at the end). Frames are taken at each node's
+//! transmit (as written by the sender, so frames lost on an impaired wire appear once);
+//! one capture can be lent to several nodes in turn (both sides of a single-threaded
+//! run).
 
 use squall_port::pcap::PcapWriter;
 
-/// The pcap tap shared by both sides of a single-threaded run.
+/// A pcap capture of selected flows.
 pub struct PcapCap {
     w: PcapWriter<Vec<u8>>,
     /// Client endpoints (ip, port) of the captured flows.
@@ -54,7 +55,7 @@ impl PcapCap {
     }
 }
 
-impl squall_stack::FrameTap for PcapCap {
+impl crate::FrameTap for PcapCap {
     fn frame(&mut self, now: u64, data: &[u8]) {
         PcapCap::frame(self, now, data)
     }
