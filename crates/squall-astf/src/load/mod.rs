@@ -1,0 +1,566 @@
+//! Loading: JSON text -> raw serde mirror -> semantic validation -> compiled [`Profile`].
+//! Type errors stop at the first one (with its path); semantic errors are all collected.
+//! Each command is decoded on its own, so every malformed command is reported.
+//! This module holds the entry points, names and the profile-level compilation;
+//! [`data`] compiles buffers and address pools, [`program`] compiles and checks programs.
+
+mod data;
+mod program;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Errors, LoadError, ProfileError};
+use crate::model::*;
+use crate::raw::*;
+use crate::tunables::{apply_ip, apply_side, apply_tcp, scheduler};
+
+use data::{compile_buffer, compile_pool, parse_ip};
+use program::*;
+
+/// The IR version this build reads.
+pub const IR_VERSION: u64 = 1;
+
+/// Loads and validates a profile file.
+pub fn load_profile_file(path: &Path) -> Result<Profile, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError::Io {
+        file: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    load_profile_str(&text)
+}
+
+/// Loads and validates a profile from JSON text.
+pub fn load_profile_str(text: &str) -> Result<Profile, LoadError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| LoadError::Syntax {
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })?;
+    load_profile_value(value)
+}
+
+/// Loads and validates a profile from a parsed JSON value.
+pub fn load_profile_value(value: serde_json::Value) -> Result<Profile, LoadError> {
+    let one = |p: &str, m: String| LoadError::Invalid(vec![ProfileError::new(p, m)]);
+    let Some(obj) = value.as_object() else {
+        return Err(one(".", "a profile must be a JSON object".into()));
+    };
+    if let Some(v) = obj.get("version") {
+        if v.as_u64() != Some(IR_VERSION) {
+            return Err(one(
+                "version",
+                format!("unsupported IR version {v} (this build reads version {IR_VERSION})"),
+            ));
+        }
+    }
+    let raw: RawProfile = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        one(&path, e.into_inner().to_string())
+    })?;
+    compile(&raw)
+}
+
+/// Is `s` a valid name (1-64 of `A-Z a-z 0-9 _ . : / -`)?
+fn valid_name(s: &str) -> bool {
+    (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.:/-".contains(&b))
+}
+
+pub(super) fn check_name(s: &str, path: &str, errs: &mut Errors) {
+    if !valid_name(s) {
+        errs.push(
+            path,
+            format!("invalid name {s:?} (1-64 characters from A-Z a-z 0-9 _ . : / -)"),
+        );
+    }
+}
+
+/// Registers `name` at index `i`; reports a duplicate.
+fn register<'a>(
+    map: &mut HashMap<&'a str, usize>,
+    name: &'a str,
+    i: usize,
+    what: &str,
+    list: &str,
+    errs: &mut Errors,
+) {
+    if let Some(&j) = map.get(name) {
+        errs.push(
+            format!("{list}[{i}].name"),
+            format!("duplicate {what} name {name:?} (also {list}[{j}])"),
+        );
+    } else {
+        map.insert(name, i);
+    }
+}
+
+fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
+    let mut errs = Errors::default();
+    if raw.version != IR_VERSION {
+        errs.push(
+            "version",
+            format!(
+                "unsupported IR version {} (this build reads version {IR_VERSION})",
+                raw.version
+            ),
+        );
+    }
+
+    // Buffers.
+    let mut buf_names: HashMap<&str, usize> = HashMap::new();
+    let mut buffers = Vec::with_capacity(raw.buffers.len());
+    let mut buf_len = Vec::with_capacity(raw.buffers.len());
+    // Check the declared total before building anything, so a hostile profile cannot make
+    // the loader allocate more than the cap.
+    let declared: u64 = raw
+        .buffers
+        .iter()
+        .map(|b| {
+            let lead = b.text.as_ref().map_or(0, |t| t.len())
+                + b.base64.as_ref().map_or(0, |t| t.len() / 4 * 3);
+            b.size.unwrap_or(0).max(lead as u64)
+        })
+        .sum();
+    let over_cap = declared > MAX_BUFFERS_TOTAL;
+    if over_cap {
+        errs.push(
+            "buffers",
+            format!("{declared} bytes in all, more than {MAX_BUFFERS_TOTAL}"),
+        );
+    }
+    for (i, b) in raw.buffers.iter().enumerate() {
+        register(&mut buf_names, &b.name, i, "buffer", "buffers", &mut errs);
+        let data = if over_cap {
+            Vec::new()
+        } else {
+            compile_buffer(b, &format!("buffers[{i}]"), &mut errs).unwrap_or_default()
+        };
+        buf_len.push(data.len());
+        buffers.push(Buffer {
+            name: b.name.clone(),
+            data: Arc::from(data),
+        });
+    }
+    if raw.buffers.len() > u32::MAX as usize {
+        errs.push("buffers", "too many buffers");
+    }
+    let total: u64 = buf_len.iter().map(|&l| l as u64).sum();
+    if total > MAX_BUFFERS_TOTAL {
+        errs.push(
+            "buffers",
+            format!("{total} bytes in all, more than {MAX_BUFFERS_TOTAL}"),
+        );
+    }
+
+    // IP generators.
+    let mut gen_names: HashMap<&str, usize> = HashMap::new();
+    let mut ip_gens = Vec::new();
+    if raw.ip_gens.is_empty() {
+        errs.push("ip_gens", "at least one ip_gen is required");
+    }
+    if raw.ip_gens.len() > u16::MAX as usize {
+        errs.push(
+            "ip_gens",
+            format!("{} generators, more than {}", raw.ip_gens.len(), u16::MAX),
+        );
+    }
+    for (i, g) in raw.ip_gens.iter().enumerate() {
+        let p = format!("ip_gens[{i}]");
+        check_name(&g.name, &format!("{p}.name"), &mut errs);
+        register(&mut gen_names, &g.name, i, "ip_gen", "ip_gens", &mut errs);
+        let clients = compile_pool(&g.clients, &format!("{p}.clients"), &mut errs);
+        let servers = compile_pool(&g.servers, &format!("{p}.servers"), &mut errs);
+        let off = g.ip_offset.as_deref().map_or(Some(0x0100_0000), |s| {
+            parse_ip(s, &format!("{p}.ip_offset"), &mut errs)
+        });
+        let off_s = match g.ip_offset_server.as_deref() {
+            Some(s) => parse_ip(s, &format!("{p}.ip_offset_server"), &mut errs),
+            None => off,
+        };
+        if let (Some(clients), Some(servers), Some(off), Some(off_s)) =
+            (clients, servers, off, off_s)
+        {
+            ip_gens.push((
+                i,
+                IpGen {
+                    name: g.name.clone(),
+                    clients,
+                    servers,
+                    ip_offset: off,
+                    ip_offset_server: off_s,
+                },
+            ));
+        }
+    }
+    for (a, (i, gi)) in ip_gens.iter().enumerate() {
+        for (j, gj) in ip_gens.iter().skip(a + 1) {
+            if gi.clients.first <= gj.clients.last && gj.clients.first <= gi.clients.last {
+                errs.push(
+                    format!("ip_gens[{j}].clients.range"),
+                    format!("overlaps the client pool of ip_gens[{i}]"),
+                );
+            }
+        }
+    }
+    let ip_gens: Vec<IpGen> = ip_gens.into_iter().map(|(_, g)| g).collect();
+
+    // Programs.
+    if raw.programs.is_empty() {
+        errs.push("programs", "at least one program is required");
+    }
+    if raw.programs.len() > u16::MAX as usize {
+        errs.push(
+            "programs",
+            format!("{} programs, more than {}", raw.programs.len(), u16::MAX),
+        );
+    }
+    let ctx = ProgCtx {
+        bufs: &buf_names,
+        buf_len: &buf_len,
+    };
+    let mut prog_names: HashMap<&str, usize> = HashMap::new();
+    let mut programs = Vec::with_capacity(raw.programs.len());
+    let mut infos = Vec::with_capacity(raw.programs.len());
+    for (i, rp) in raw.programs.iter().enumerate() {
+        register(
+            &mut prog_names,
+            &rp.name,
+            i,
+            "program",
+            "programs",
+            &mut errs,
+        );
+        let (prog, info) = compile_program(rp, &format!("programs[{i}]"), &ctx, &mut errs);
+        programs.push(prog);
+        infos.push(info);
+    }
+
+    // Tunables.
+    let global = raw.global.as_ref();
+    let mut both = SideTunables::default();
+    if let Some(g) = global {
+        if let Some(t) = &g.tcp {
+            apply_tcp(&mut both.tcp, t, "global.tcp", &mut errs);
+        }
+        if let Some(ip) = &g.ip {
+            apply_ip(&mut both.ip, ip, "global.ip", &mut errs);
+        }
+    }
+    let mut client_base = both;
+    let mut server_base = both;
+    apply_side(
+        &mut client_base,
+        global.and_then(|g| g.client.as_ref()),
+        "global.client",
+        &mut errs,
+    );
+    apply_side(
+        &mut server_base,
+        global.and_then(|g| g.server.as_ref()),
+        "global.server",
+        &mut errs,
+    );
+    let sched = scheduler(global.and_then(|g| g.scheduler.as_ref()), &mut errs);
+
+    // Templates.
+    if raw.templates.is_empty() {
+        errs.push("templates", "at least one template is required");
+    }
+    if raw.templates.len() > u16::MAX as usize {
+        errs.push(
+            "templates",
+            format!("{} templates, more than {}", raw.templates.len(), u16::MAX),
+        );
+    }
+    let mut tg_names = vec![String::new()];
+    let mut templates = Vec::with_capacity(raw.templates.len());
+    for (i, t) in raw.templates.iter().enumerate() {
+        let p = format!("templates[{i}]");
+        if let Some(n) = &t.name {
+            check_name(n, &format!("{p}.name"), &mut errs);
+        }
+        let tg_id = match &t.tg_name {
+            None => 0,
+            Some(n) => {
+                check_name(n, &format!("{p}.tg_name"), &mut errs);
+                match tg_names.iter().position(|x| x == n) {
+                    Some(k) => k,
+                    None => {
+                        tg_names.push(n.clone());
+                        tg_names.len() - 1
+                    }
+                }
+            }
+        };
+        let transport = match t.transport.unwrap_or(RawTransport::Tcp) {
+            RawTransport::Tcp => Transport::Tcp,
+            RawTransport::Udp => Transport::Udp,
+        };
+        let lookup_prog = |name: &str, field: &str, errs: &mut Errors| -> Option<usize> {
+            let r = prog_names.get(name).copied();
+            if r.is_none() {
+                errs.push(format!("{p}.{field}"), format!("unknown program {name:?}"));
+            }
+            r
+        };
+        let cprog = lookup_prog(&t.client_program, "client_program", &mut errs);
+        let sprog = lookup_prog(&t.server_program, "server_program", &mut errs);
+        for (field, prog, side) in [
+            ("client_program", cprog, "client"),
+            ("server_program", sprog, "server"),
+        ] {
+            let Some(pi) = prog else { continue };
+            let info = &infos[pi];
+            let pname = &raw.programs[pi].name;
+            let wrong = match transport {
+                Transport::Tcp => info.udp_op.map(|(ci, op)| (ci, op, "UDP", "tcp")),
+                Transport::Udp => info.tcp_op.map(|(ci, op)| (ci, op, "TCP", "udp")),
+            };
+            if let Some((ci, op, kind, tr)) = wrong {
+                errs.push(
+                    format!("{p}.{field}"),
+                    format!("program {pname:?} uses {kind} instruction {op:?} (programs[{pi}].commands[{ci}]) but the template's transport is {tr}"),
+                );
+            }
+            let side_bad = if side == "client" {
+                info.accept_at.map(|c| (c, "accept"))
+            } else {
+                info.connect_at.map(|c| (c, "connect"))
+            };
+            if let Some((ci, op)) = side_bad {
+                errs.push(
+                    format!("{p}.{field}"),
+                    format!("program {pname:?} uses {op:?} (programs[{pi}].commands[{ci}]), which a {side} program cannot"),
+                );
+            }
+        }
+        if let (Some(c), Some(s)) = (cprog, sprog) {
+            if let (Some(ct), Some(st)) = (infos[c].totals, infos[s].totals) {
+                let (cn, sn) = (&raw.programs[c].name, &raw.programs[s].name);
+                let checks = [
+                    (
+                        ct.rx_bytes,
+                        st.tx_bytes,
+                        "client",
+                        cn,
+                        "server",
+                        sn,
+                        "bytes",
+                    ),
+                    (
+                        st.rx_bytes,
+                        ct.tx_bytes,
+                        "server",
+                        sn,
+                        "client",
+                        cn,
+                        "bytes",
+                    ),
+                    (
+                        ct.rx_msgs,
+                        st.tx_msgs,
+                        "client",
+                        cn,
+                        "server",
+                        sn,
+                        "datagrams",
+                    ),
+                    (
+                        st.rx_msgs,
+                        ct.tx_msgs,
+                        "server",
+                        sn,
+                        "client",
+                        cn,
+                        "datagrams",
+                    ),
+                ];
+                for (need, sent, a, an, b, bn, unit) in checks {
+                    if need > sent {
+                        errs.push(
+                            p.clone(),
+                            format!("{a} program {an:?} waits for {need} {unit} in total but {b} program {bn:?} sends only {sent}: the flow would hang"),
+                        );
+                    }
+                }
+            }
+        }
+        let ip_gen = match &t.ip_gen {
+            Some(n) => {
+                let g = gen_names.get(n.as_str()).copied();
+                if g.is_none() {
+                    errs.push(format!("{p}.ip_gen"), format!("unknown ip_gen {n:?}"));
+                }
+                g
+            }
+            None if raw.ip_gens.len() == 1 => Some(0),
+            None => {
+                errs.push(
+                    format!("{p}.ip_gen"),
+                    format!("required when there are {} ip_gens", raw.ip_gens.len()),
+                );
+                None
+            }
+        };
+        let port = t.port.unwrap_or(80);
+        if !(1..=65535).contains(&port) {
+            errs.push(
+                format!("{p}.port"),
+                format!("{port} out of range 1..=65535"),
+            );
+        }
+        let cps = t.cps.unwrap_or(1.0);
+        if !(cps.is_finite() && cps > 0.0 && cps <= 1e8) {
+            errs.push(
+                format!("{p}.cps"),
+                format!("{cps} out of range (0, 100000000]"),
+            );
+        }
+        let limit = t
+            .limit
+            .map(|l| u32_field(l, 1, u32::MAX.into(), format!("{p}.limit"), &mut errs));
+        let mut assoc = Vec::new();
+        match &t.assoc {
+            None => assoc.push(AssocRule {
+                port: port as u16,
+                ips: None,
+            }),
+            Some(rules) => {
+                if rules.is_empty() {
+                    errs.push(
+                        format!("{p}.assoc"),
+                        "needs at least one rule (omit it for the default)",
+                    );
+                }
+                for (k, r) in rules.iter().enumerate() {
+                    let rp = format!("{p}.assoc[{k}]");
+                    let rport = u32_field(r.port, 1, 65535, format!("{rp}.port"), &mut errs) as u16;
+                    let ips = match (&r.ip_start, &r.ip_end) {
+                        (None, None) => None,
+                        (Some(a), Some(b)) => {
+                            let a = parse_ip(a, &format!("{rp}.ip_start"), &mut errs);
+                            let b = parse_ip(b, &format!("{rp}.ip_end"), &mut errs);
+                            match (a, b) {
+                                (Some(a), Some(b)) if a <= b => Some((a, b)),
+                                (Some(_), Some(_)) => {
+                                    errs.push(rp.clone(), "ip_start is above ip_end");
+                                    None
+                                }
+                                _ => None,
+                            }
+                        }
+                        _ => {
+                            errs.push(rp.clone(), "give both ip_start and ip_end, or neither");
+                            None
+                        }
+                    };
+                    assoc.push(AssocRule { port: rport, ips });
+                }
+            }
+        }
+        let mut client = client_base;
+        let mut server = server_base;
+        apply_side(
+            &mut client,
+            t.client_tunables.as_ref(),
+            &format!("{p}.client_tunables"),
+            &mut errs,
+        );
+        apply_side(
+            &mut server,
+            t.server_tunables.as_ref(),
+            &format!("{p}.server_tunables"),
+            &mut errs,
+        );
+        if let (Some(c), Some(s), Some(g)) = (cprog, sprog, ip_gen) {
+            templates.push(Template {
+                name: t.name.clone().unwrap_or_else(|| p.clone()),
+                tg_id: tg_id as u16,
+                transport,
+                client_program: ProgIdx(c as u16),
+                server_program: ProgIdx(s as u16),
+                ip_gen: g as u16,
+                port: port as u16,
+                cps,
+                limit,
+                assoc,
+                client,
+                server,
+            });
+        }
+    }
+    // Ambiguous server association.
+    for (i, a) in templates.iter().enumerate() {
+        for (j, b) in templates.iter().enumerate().skip(i + 1) {
+            if a.transport != b.transport {
+                continue;
+            }
+            'rules: for (k, rb) in b.assoc.iter().enumerate() {
+                for (m, ra) in a.assoc.iter().enumerate() {
+                    if ra.overlaps(rb) {
+                        let path = if raw.templates[j].assoc.is_some() {
+                            format!("templates[{j}].assoc[{k}]")
+                        } else {
+                            format!("templates[{j}].port")
+                        };
+                        errs.push(
+                            path,
+                            format!("server association for port {} overlaps templates[{i}].assoc[{m}]: a new flow could not choose its template", rb.port),
+                        );
+                        break 'rules;
+                    }
+                }
+            }
+        }
+    }
+
+    if !errs.is_empty() {
+        return Err(LoadError::Invalid(errs.list));
+    }
+    Ok(Profile {
+        buffers,
+        programs: programs
+            .into_iter()
+            .map(|p| p.expect("no errors, so every program compiled"))
+            .collect(),
+        ip_gens,
+        templates,
+        tg_names,
+        scheduler: sched,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(valid_name("http_req.v1:a/b-c"));
+        assert!(!valid_name(""));
+        assert!(!valid_name("a b"));
+        assert!(!valid_name(&"x".repeat(65)));
+    }
+
+    #[test]
+    fn command_errors_keep_the_field_path() {
+        let mut errs = Errors::default();
+        let v = serde_json::json!({"op": "recv", "bytes": "x"});
+        assert!(decode_cmd(&v, "p.c[0]", &mut errs).is_none());
+        assert_eq!(errs.list[0].path, "p.c[0].bytes");
+        let v = serde_json::json!({"op": "sned"});
+        assert!(decode_cmd(&v, "p.c[1]", &mut errs).is_none());
+        assert_eq!(errs.list[1].path, "p.c[1]");
+        assert!(errs.list[1]
+            .message
+            .starts_with("unknown instruction \"sned\""));
+        let v = serde_json::json!(["send"]);
+        assert!(decode_cmd(&v, "p.c[2]", &mut errs).is_none());
+        assert_eq!(errs.list.len(), 3);
+        let v = serde_json::json!({"op": "reset"});
+        assert_eq!(decode_cmd(&v, "p", &mut errs), Some(RawCmd::Reset {}));
+    }
+}
