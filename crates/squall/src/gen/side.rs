@@ -16,7 +16,7 @@ use squall_port::Port;
 use squall_stack::{
     Datagram, Node, NodeApp, NodeConfig, NodeIo, Owned, PcapCap, TapRef, UdpFlowId, UdpKey,
 };
-use squall_tcp::{CloseReason, Ctl, FlowId, FlowOpts, OptsId, TcpApp, TcpConfig};
+use squall_tcp::{CloseReason, Ctl, FlowId, FlowOpts, OptsId, TcpApp, TcpConfig, TcpHost};
 
 use super::app::{GenApp, IoOp};
 use super::udp::{udp_prealloc, UdpFlows};
@@ -312,6 +312,58 @@ impl NodeApp for GenSide {
 }
 
 impl GenSide {
+    /// The generator of one side for a node whose TCP host is `host`: registers every
+    /// profile buffer and each template's option set once; a server side listens on
+    /// every TCP template's port (and associated ports). `client`: the flow source of a
+    /// client side. Several apps may share the host (`squall_stack::Pair`).
+    pub fn new(
+        profile: Arc<Profile>,
+        host: &mut TcpHost,
+        max_flows: u32,
+        client: Option<ClientGen>,
+        now: u64,
+        seed: u64,
+    ) -> Self {
+        let is_client = client.is_some();
+        let bufs = profile
+            .buffers
+            .iter()
+            .map(|b| (host.buffers().register(b.data.clone()), b.data.len() as u32))
+            .collect();
+        let tpl_opts: Vec<OptsId> = profile
+            .templates
+            .iter()
+            .map(|t| {
+                let o = flow_opts(if is_client { &t.client } else { &t.server });
+                // More than 256 distinct option sets: the rest use the host's defaults.
+                host.add_flow_opts(o).unwrap_or(OptsId::DEFAULT)
+            })
+            .collect();
+        if !is_client {
+            // Options are per listening port: where templates share a port, the first
+            // template (the first association match) sets them, hence the reverse order.
+            for (t, &o) in profile.templates.iter().zip(&tpl_opts).rev() {
+                if t.transport != Transport::Tcp {
+                    continue;
+                }
+                for r in &t.assoc {
+                    host.listen_with(r.port, o);
+                }
+                host.listen_with(t.port, o);
+            }
+        }
+        GenSide {
+            udp: UdpFlows::new(&profile, max_flows, !is_client, now),
+            app: GenApp::new(profile, bufs, max_flows as usize, now, seed),
+            client,
+            tpl_opts,
+            pace: None,
+            throttle: false,
+            tx_waiting: 0,
+            scratch: Vec::with_capacity(256),
+        }
+    }
+
     /// Applies the app's recorded operations for flow `f` outside a callback.
     fn apply_ops<P: Port>(&mut self, io: &mut NodeIo<'_, P>, f: u32) {
         if self.app.ops.is_empty() {
@@ -401,57 +453,17 @@ impl<P: Port> Side<P> {
         now: u64,
         seed: u64,
     ) -> Self {
-        let max = cfg.max_flows as usize;
         let is_client = client.is_some();
         let ncfg = NodeConfig {
             owned: owned_ranges(&profile, is_client),
             neighbours: Vec::new(),
-            max_udp_flows: max,
+            max_udp_flows: cfg.max_flows as usize,
             udp_prealloc: udp_prealloc(&profile, cfg.max_flows),
         };
-        let udp = UdpFlows::new(&profile, cfg.max_flows, !is_client, now);
+        let max_flows = cfg.max_flows;
         let mut node = Node::new(port, cfg, ncfg, now);
-        let host = &mut node.tcp;
-        let bufs = profile
-            .buffers
-            .iter()
-            .map(|b| (host.buffers().register(b.data.clone()), b.data.len() as u32))
-            .collect();
-        let tpl_opts: Vec<OptsId> = profile
-            .templates
-            .iter()
-            .map(|t| {
-                let o = flow_opts(if is_client { &t.client } else { &t.server });
-                // More than 256 distinct option sets: the rest use the host's defaults.
-                host.add_flow_opts(o).unwrap_or(OptsId::DEFAULT)
-            })
-            .collect();
-        if !is_client {
-            // Options are per listening port: where templates share a port, the first
-            // template (the first association match) sets them, hence the reverse order.
-            for (t, &o) in profile.templates.iter().zip(&tpl_opts).rev() {
-                if t.transport != Transport::Tcp {
-                    continue;
-                }
-                for r in &t.assoc {
-                    host.listen_with(r.port, o);
-                }
-                host.listen_with(t.port, o);
-            }
-        }
-        Side {
-            node,
-            gen: GenSide {
-                app: GenApp::new(profile, bufs, max, now, seed),
-                udp,
-                client,
-                tpl_opts,
-                pace: None,
-                throttle: false,
-                tx_waiting: 0,
-                scratch: Vec::with_capacity(256),
-            },
-        }
+        let gen = GenSide::new(profile, &mut node.tcp, max_flows, client, now, seed);
+        Side { node, gen }
     }
 
     /// One loop turn at time `now`. Returns true if anything happened.
