@@ -57,8 +57,11 @@ pub struct NodeIo<'a, P: Port> {
     pub(crate) sink: PortSink<'a, P>,
     /// TCP flows opened through this handle in this call (for [`Pair`]'s dispatch).
     pub(crate) opened: &'a mut Vec<FlowId>,
-    /// Index of the app acting (owner of the UDP flows it opens).
+    /// Path of the app acting among nested [`Pair`]s: bit `d` is the side taken at
+    /// nesting depth `d` (the owner recorded for the UDP flows it opens).
     pub(crate) app: u8,
+    /// Nesting depth of the [`Pair`] being entered.
+    pub(crate) depth: u8,
     pub(crate) tx_waiting: usize,
 }
 
@@ -128,7 +131,8 @@ impl<P: Port> NodeIo<'_, P> {
 }
 
 /// Two applications on one node. `a` is asked first which local ports it owns; `b` gets
-/// the rest. Active TCP flows and UDP flows belong to the app that opened them.
+/// the rest. Active TCP flows and UDP flows belong to the app that opened them. Pairs
+/// nest (`Pair<A, Pair<B, C>>`) up to 8 levels deep: more apps on one node.
 pub struct Pair<A, B> {
     pub a: A,
     pub b: B,
@@ -154,13 +158,13 @@ impl<A: NodeApp, B: NodeApp> Pair<A, B> {
         self.owner[i] = o;
     }
 
-    /// Flows opened through `io` since `mark` belong to app `o`.
+    /// Flows opened through `io` since `mark` belong to app `o` (they stay listed, so
+    /// that an enclosing `Pair` claims them too).
     fn claim<P: Port>(&mut self, io: &mut NodeIo<'_, P>, mark: usize, o: u8) {
         for i in mark..io.opened.len() {
             let f = io.opened[i];
             self.set_owner(f, o);
         }
-        io.opened.truncate(mark);
     }
 
     fn owner(&self, f: FlowId) -> u8 {
@@ -216,17 +220,18 @@ impl<A: NodeApp, B: NodeApp> NodeApp for Pair<A, B> {
         flow: Option<UdpFlowId>,
         d: &Datagram<'_>,
     ) -> bool {
-        let o = match flow {
-            Some(f) => io.udp.owner(f).unwrap_or(0),
+        let side = match flow {
+            Some(f) => io.udp.owner(f).map_or(0, |o| (o >> io.depth) & 1),
             None => u8::from(!self.a.owns_udp_port(d.dport)),
         };
-        let saved = io.app;
-        io.app = o;
-        let taken = match o {
+        let (saved, depth) = (io.app, io.depth);
+        io.app = saved | side << depth;
+        io.depth = depth + 1;
+        let taken = match side {
             0 => self.a.on_udp(io, flow, d),
             _ => self.b.on_udp(io, flow, d),
         };
-        io.app = saved;
+        (io.app, io.depth) = (saved, depth);
         taken
     }
     fn owns_tcp_port(&self, port: u16) -> bool {
@@ -236,15 +241,17 @@ impl<A: NodeApp, B: NodeApp> NodeApp for Pair<A, B> {
         self.a.owns_udp_port(port) || self.b.owns_udp_port(port)
     }
     fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
-        let saved = io.app;
+        let (saved, depth) = (io.app, io.depth);
         let mark = io.opened.len();
-        io.app = 0;
-        let wa = self.a.poll(io);
-        self.claim(io, mark, 0);
-        io.app = 1;
-        let wb = self.b.poll(io);
-        self.claim(io, mark, 1);
+        io.depth = depth + 1;
         io.app = saved;
+        let wa = self.a.poll(io);
+        let mid = io.opened.len();
+        self.claim(io, mark, 0);
+        io.app = saved | 1 << depth;
+        let wb = self.b.poll(io);
+        self.claim(io, mid, 1);
+        (io.app, io.depth) = (saved, depth);
         wa | wb
     }
     fn next_event(&self, now: u64) -> Option<u64> {

@@ -158,6 +158,7 @@ impl<P: Port> Node<P> {
             sink: PortSink::new(&mut self.port, &mut self.tx, tap, now, self.offload),
             opened: &mut self.opened,
             app: 0,
+            depth: 0,
             tx_waiting: self.tx_waiting,
         }
     }
@@ -309,6 +310,7 @@ impl<P: Port> Node<P> {
                             sink: sink!(),
                             opened: &mut *opened,
                             app: 0,
+                            depth: 0,
                             tx_waiting: *tx_waiting,
                         };
                         app.on_udp(&mut io, flow, &dg)

@@ -313,3 +313,48 @@ fn resolve_learns_the_peer_mac_over_a_wire() {
     let e = c.resolve(IP_A, IP_B, Duration::from_millis(300));
     assert!(e.unwrap_err().contains("no ARP reply from 198.18.0.2"));
 }
+
+/// Pairs nest: node A carries two servers (ports 80 and 81) and a client, node B a
+/// server and two clients; every flow reaches its own app at every level.
+#[test]
+fn nested_pairs_carry_three_apps() {
+    let (pa, pb) = pair(MemConfig::default()).unwrap();
+    let (mut a, mut b) = (node(pa, MA, MB, IP_A), node(pb, MB, MA, IP_B));
+    let (r80, r81, r7) = (vec![b'x'; 3_000], vec![b'y'; 2_000], vec![b'z'; 100]);
+    let mut on_a = Pair::new(
+        server(&mut a, 80, &r80),
+        Pair::new(
+            server(&mut a, 81, &r81),
+            client(&mut a, IP_A, IP_B, 7000, &r7),
+        ),
+    );
+    let mut on_b = Pair::new(
+        server(&mut b, 7000, &r7),
+        Pair::new(
+            client(&mut b, IP_B, IP_A, 80, &r80),
+            client(&mut b, IP_B, IP_A, 81, &r81),
+        ),
+    );
+    let mut now = 0;
+    for _ in 0..10_000 {
+        now += 10_000;
+        a.turn(now, &mut on_a, None);
+        b.turn(now, &mut on_b, None);
+        let done = [&on_a.b.b, &on_b.b.a, &on_b.b.b]
+            .iter()
+            .all(|c| c.closed.is_some());
+        if done && a.tcp.flow_count() + b.tcp.flow_count() == 0 {
+            break;
+        }
+    }
+    assert_eq!(on_b.b.a.got, r80);
+    assert_eq!(on_b.b.b.got, r81);
+    assert_eq!(on_a.b.b.got, r7);
+    for c in [&on_a.b.b, &on_b.b.a, &on_b.b.b] {
+        assert_eq!(c.closed, Some(CloseReason::Normal));
+    }
+    assert_eq!(
+        (on_a.a.accepted, on_a.b.a.accepted, on_b.a.accepted),
+        (1, 1, 1)
+    );
+}
