@@ -120,7 +120,6 @@
 pub mod api;
 pub mod cc;
 pub mod counters;
-pub mod csum;
 pub mod flowtable;
 pub mod host;
 pub mod isn;
@@ -132,6 +131,10 @@ pub mod sack;
 pub mod sendq;
 pub mod seq;
 pub mod tcb;
+
+/// The data-path checksum, now [`squall_wire::checksum`] (its run-time dispatched SIMD
+/// sums), under its former path.
+pub use squall_wire::checksum as csum;
 
 pub use api::{CloseReason, ConnectError, Ctl, FlowId, SendError, TcpApp, TxSink};
 pub use flowtable::FlowKey;
