@@ -409,15 +409,15 @@ mod tests {
     use super::*;
     use std::collections::{BTreeMap, BTreeSet};
 
-    /// SplitMix64: a small deterministic generator for tests.
-    struct Rng(u64);
+    /// A small deterministic generator for tests (the workspace's SplitMix64).
+    struct Rng(rand_xoshiro::SplitMix64);
     impl Rng {
+        fn new(seed: u64) -> Self {
+            use rand_core::SeedableRng;
+            Rng(rand_xoshiro::SplitMix64::seed_from_u64(seed))
+        }
         fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
+            rand_core::Rng::next_u64(&mut self.0)
         }
         fn below(&mut self, n: u64) -> u64 {
             self.next() % n
@@ -557,7 +557,7 @@ mod tests {
     #[test]
     fn next_deadline_makes_progress_in_virtual_time() {
         // A simulation jumping to next_deadline reaches every deadline in few steps.
-        let mut rng = Rng(7);
+        let mut rng = Rng::new(7);
         let mut w = TimerWheel::new(64, 0);
         let mut want = BTreeSet::new();
         for t in 0..64u32 {
@@ -589,7 +589,7 @@ mod tests {
     fn randomized_model() {
         let mut total_fired = 0usize;
         for seed in 0..40u64 {
-            let mut rng = Rng(seed);
+            let mut rng = Rng::new(seed);
             let cap = 1 + rng.below(300) as usize;
             let start = rng.delta();
             let mut w = TimerWheel::new(cap, start);
@@ -679,7 +679,7 @@ mod tests {
     /// Dense model test: many timers within ~10 ms, small steps, heavy cascading.
     #[test]
     fn dense_model() {
-        let mut rng = Rng(99);
+        let mut rng = Rng::new(99);
         let cap = 5000;
         let mut w = TimerWheel::new(cap, 1 << 33);
         let mut by_token: BTreeMap<u32, u64> = BTreeMap::new();

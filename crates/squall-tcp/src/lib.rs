@@ -117,19 +117,15 @@
 //! `examples/w1_loop.rs` runs many such flows and prints CPU time per connection;
 //! `examples/w2_loop.rs` does the same for persistent request/response (W2).
 
-// Internal modules: the crate's interface is the re-exports below (and `csum`, whose
-// checksum kernels `examples/csum_bench.rs` measures).
+// Internal modules: the crate's interface is the re-exports below.
 mod api;
 mod cc;
 mod counters;
-pub mod csum;
 mod flowtable;
 mod host;
 mod isn;
 mod ooo;
 mod opts;
-// `parse`, `write_headers` and `finish_tcp_checksum` serve pkt's own unit tests only.
-#[allow(dead_code)]
 mod pkt;
 mod rtt;
 mod sack;

@@ -49,19 +49,19 @@ fn range_sum(d: &[u8], p: &[u32], a: usize, b: usize) -> u16 {
     let ba = a.div_ceil(CSUM_BLOCK);
     let bb = b / CSUM_BLOCK;
     if b - a < 4 * CSUM_BLOCK {
-        return crate::csum::sum_short(&d[a..b]);
+        return squall_wire::checksum::sum_short(&d[a..b]);
     }
     if ba >= bb || bb >= p.len() || bb - ba > MAX_PREFIX_BLOCKS {
-        return crate::csum::sum(&d[a..b]);
+        return squall_wire::checksum::sum(&d[a..b]);
     }
     let odd = a % 2 == 1;
     // Head, counted from `a`; re-expressed counted from the buffer start (swap if odd).
     // Head and tail are each shorter than one block.
-    let head = crate::csum::sum_short(&d[a..ba * CSUM_BLOCK]);
+    let head = squall_wire::checksum::sum_short(&d[a..ba * CSUM_BLOCK]);
     let head0 = if odd { head.swap_bytes() } else { head };
     let mid = p[bb].wrapping_sub(p[ba]) as u64;
-    let tail = crate::csum::sum_short(&d[bb * CSUM_BLOCK..b]);
-    let s0 = crate::pkt::csum_fold(head0 as u64 + mid + tail as u64);
+    let tail = squall_wire::checksum::sum_short(&d[bb * CSUM_BLOCK..b]);
+    let s0 = squall_wire::checksum::fold(head0 as u64 + mid + tail as u64);
     if odd {
         s0.swap_bytes()
     } else {
@@ -417,7 +417,10 @@ mod tests {
         let mut buf = [0u8; 13];
         let (n, s) = pool.copy_out_sum(&q2, 0, &mut buf, &reg);
         assert_eq!(n, 13);
-        assert_eq!(crate::pkt::csum_fold(s), squall_wire::checksum::sum(&buf));
+        assert_eq!(
+            squall_wire::checksum::fold(s),
+            squall_wire::checksum::sum(&buf)
+        );
         // Retransmission rebuilds from the same bytes.
         let mut again = [0u8; 3];
         pool.copy_out(&q, 0, &mut again, &reg);

@@ -96,7 +96,7 @@ fn random_segments_never_panic_and_flows_end() {
         host.listen(80);
         let mut app = Echo::default();
         let mut sink = VecSink::default();
-        let mut r = Rng(seed);
+        let mut r = Rng::new(seed);
         let mut now = 0u64;
         // Learn plausible sequence numbers from the host's replies so that many segments are in window.
         let mut seqs: Vec<(u16, u32, u32)> = Vec::new();

@@ -1,28 +1,46 @@
-//! The Internet checksum (RFC 1071): fast full one's-complement sums, the IPv4
-//! pseudo-header sum, and incremental updates (RFC 1624, eqn. 3).
+//! The Internet checksum (RFC 1071), the one implementation of the workspace: full
+//! one's-complement sums (run-time dispatched SIMD on x86_64, a portable scalar form for
+//! short buffers), the fold of an accumulated sum, the IPv4 pseudo-header sum, and
+//! incremental updates (RFC 1624, eqn. 3).
 //!
 //! Conventions: a *sum* is the folded 16-bit one's-complement sum of the
 //! big-endian 16-bit words (an odd trailing byte is padded with zero), not
-//! complemented. The *checksum* placed in a header is `!sum`. A header whose
-//! checksum field is correct sums (with the field included) to `0xffff`.
+//! complemented; it is 0 only for all-zero data. The *checksum* placed in a header
+//! is `!sum`. A header whose checksum field is correct sums (with the field
+//! included) to `0xffff`. An *accumulator* is an unfolded u64 of such sums and
+//! 16/32-bit big-endian values (congruent modulo 0xffff); [`fold`] folds it.
 //!
-//! The fast path reads the data 8 bytes at a time in native byte order into
-//! u64 accumulators (one's-complement addition is byte-order independent,
-//! RFC 1071 §2(B)); the result is byte-swapped once at the end. Fixed sizes
-//! that dominate the data path (20-byte IPv4 header, 20/32/40-byte TCP
-//! headers) get a fully unrolled path.
+//! The sums read the data in native byte order (one's-complement addition is byte-order
+//! independent, RFC 1071 §2(B)) and byte-swap the folded result once. [`sum`] picks the
+//! fastest implementation for the length and CPU: on x86_64 the AVX-512 (VNNI) or AVX2
+//! (AVX-VNNI) sums of the `simd` submodule for long buffers, detected at run time,
+//! and [`sum_short`] below them; elsewhere a loop the compiler vectorises with the
+//! target's baseline SIMD for long buffers. [`implementations`] lists every one this CPU
+//! can run (tests, `examples/csum_bench.rs`).
 
-/// Fold a u64 accumulator of native-order 16-bit words to 16 bits.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod simd;
+
+/// Folds an accumulator (any u64, congruent modulo 0xffff to the sum it stands for) to
+/// 16 bits with end-around carry. Returns 0 only for 0, otherwise the unique value in
+/// 1..=0xffff congruent to `acc` modulo 0xffff. Byte-order neutral: the fold of a
+/// native-order accumulator is the byte swap of the fold of the big-endian one.
 #[inline(always)]
-fn fold(acc: u64) -> u16 {
-    // acc <= 2^64-1 -> after one step <= 2^33-2 -> after two steps < 2^32;
-    // then the same twice at 16 bits.
-    let acc = (acc & 0xffff_ffff) + (acc >> 32);
-    let acc = (acc & 0xffff_ffff) + (acc >> 32);
-    let a = acc as u32;
-    let a = (a & 0xffff) + (a >> 16);
-    let a = (a & 0xffff) + (a >> 16);
-    a as u16
+pub fn fold(acc: u64) -> u16 {
+    // lo + hi + carry cannot overflow: if lo + hi wrapped, it is at most 2^32 - 2.
+    let (s, c) = (acc as u32).overflowing_add((acc >> 32) as u32);
+    let s = s.wrapping_add(c as u32);
+    let (t, c) = (s as u16).overflowing_add((s >> 16) as u16);
+    t.wrapping_add(c as u16)
+}
+
+/// Folds a native-order accumulator and converts it to the big-endian sum.
+#[inline(always)]
+fn fold_be(t: u64) -> u16 {
+    // The sum of native-order words is the byte swap of the sum of big-endian words on
+    // a little-endian machine, identical on big-endian.
+    u16::from_be(fold(t))
 }
 
 /// Add one native-order u64 to the accumulator without losing carries: the
@@ -71,26 +89,45 @@ fn acc_fixed<const N: usize>(a: &[u8; N]) -> u64 {
     acc + sum_tail(rem)
 }
 
-/// Unfolded native-order accumulation for any length (two accumulators for
-/// instruction-level parallelism, 16 bytes per iteration).
+/// Native-order sum of `data`, not folded (its value modulo 0xffff is the sum; zero
+/// only for all-zero data): 8-byte words added in two chains with end-around carry
+/// counted separately (add + adc; 2^64 is 1 modulo 0xffff, so each carry counts 1).
 #[inline]
-fn acc_generic(data: &[u8]) -> u64 {
-    let mut a0 = 0u64;
-    let mut a1 = 0u64;
-    let chunks = data.chunks_exact(16);
-    let mut rem = chunks.remainder();
-    for c in chunks {
-        a0 = add_u64(a0, read_u64(&c[..8]));
-        a1 = add_u64(a1, read_u64(&c[8..]));
+fn short_acc(data: &[u8]) -> u64 {
+    let (mut a, mut b, mut carries) = (0u64, 0u64, 0u64);
+    let mut chunks = data.chunks_exact(16);
+    for c in &mut chunks {
+        let (s, o) = a.overflowing_add(read_u64(&c[..8]));
+        a = s;
+        carries += o as u64;
+        let (s, o) = b.overflowing_add(read_u64(&c[8..]));
+        b = s;
+        carries += o as u64;
     }
+    let mut rem = chunks.remainder();
     if rem.len() >= 8 {
-        a0 = add_u64(a0, read_u64(rem));
+        let (s, o) = a.overflowing_add(read_u64(rem));
+        a = s;
+        carries += o as u64;
         rem = &rem[8..];
     }
-    fold(a0) as u64 + fold(a1) as u64 + sum_tail(rem)
+    // Each term < 2^33 (carries < 2^61): no overflow.
+    (a & 0xffff_ffff) + (a >> 32) + (b & 0xffff_ffff) + (b >> 32) + carries + sum_tail(rem)
 }
 
-/// Bytes from which [`acc_wide`] is used instead of [`acc_generic`].
+/// The portable scalar sum (short buffers on every CPU, all buffers on x86_64 CPUs
+/// without AVX2, where it also beats the compiler-vectorised SSE2 loop of
+/// `sum_wide`: `csum_bench`). Callers that know their buffer is short (below 128
+/// bytes: headers, the partial blocks at a segment's ends) call it directly, inlined
+/// without [`sum`]'s dispatch; any length is correct.
+#[inline(always)]
+pub fn sum_short(data: &[u8]) -> u16 {
+    fold_be(short_acc(data))
+}
+
+/// Other architectures: lengths from which `sum_wide` (vectorised by the compiler
+/// with the target's baseline SIMD) is used by [`sum`].
+#[cfg(not(target_arch = "x86_64"))]
 const WIDE_MIN: usize = 512;
 
 /// Blocks of 64 bytes accumulated in the u32 lanes before they are flushed into
@@ -98,15 +135,14 @@ const WIDE_MIN: usize = 512;
 /// stay below 2^32.
 const WIDE_FLUSH: u32 = 32_768;
 
-/// Native-order accumulation for long buffers, written so that the compiler
-/// vectorises it with the baseline SIMD of the target (SSE2 on x86_64): the
-/// data is read as 16 native-order u32 words per 64-byte block, and each word's
-/// two 16-bit halves are added into one of 16 u32 lanes (mask, shift, two adds
-/// per 4 lanes at a time; no carries to track because the lanes are flushed into
-/// a u64 long before they can overflow). About half the instructions of
-/// [`acc_generic`] per byte.
+/// Portable sum for long buffers, written so that the compiler vectorises it with the
+/// baseline SIMD of the target (SSE2 on x86_64): the data is read as 16 native-order
+/// u32 words per 64-byte block, and each word's two 16-bit halves are added into one of
+/// 16 u32 lanes (mask, shift, two adds per 4 lanes at a time; no carries to track
+/// because the lanes are flushed into a u64 long before they can overflow). Used by
+/// [`sum`] from 512 bytes on architectures other than x86_64.
 #[inline(never)]
-fn acc_wide(data: &[u8]) -> u64 {
+fn sum_wide(data: &[u8]) -> u16 {
     let mut total = 0u64;
     let mut rest = data;
     while rest.len() >= 64 {
@@ -124,38 +160,63 @@ fn acc_wide(data: &[u8]) -> u64 {
         total += lanes.iter().map(|&l| l as u64).sum::<u64>();
         rest = tail;
     }
-    total + acc_generic(rest)
-}
-
-#[inline(always)]
-fn native_to_be(s: u16) -> u16 {
-    // The sum of native-order words is the byte swap of the sum of
-    // big-endian words on a little-endian machine, identical on big-endian.
-    u16::from_be(s)
+    fold_be(total + short_acc(rest))
 }
 
 /// The folded one's-complement sum of `data` as big-endian 16-bit words (not
-/// complemented). Specialised for 20, 32 and 40 bytes.
+/// complemented), by the fastest implementation for its length on this CPU. The sizes
+/// that dominate the data path (20-byte IPv4 header, 20/32/40-byte TCP headers: pure
+/// ACKs, with timestamps) are summed fully unrolled.
 #[inline]
 pub fn sum(data: &[u8]) -> u16 {
-    let acc = if let Ok(a) = <&[u8; 20]>::try_from(data) {
-        acc_fixed(a)
-    } else if let Ok(a) = <&[u8; 32]>::try_from(data) {
-        acc_fixed(a)
-    } else if let Ok(a) = <&[u8; 40]>::try_from(data) {
-        acc_fixed(a)
-    } else if data.len() >= WIDE_MIN {
-        acc_wide(data)
-    } else {
-        acc_generic(data)
-    };
-    native_to_be(fold(acc))
+    if let Ok(a) = <&[u8; 20]>::try_from(data) {
+        return fold_be(acc_fixed(a));
+    }
+    if let Ok(a) = <&[u8; 32]>::try_from(data) {
+        return fold_be(acc_fixed(a));
+    }
+    if let Ok(a) = <&[u8; 40]>::try_from(data) {
+        return fold_be(acc_fixed(a));
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        simd::sum(data)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        if data.len() >= WIDE_MIN {
+            sum_wide(data)
+        } else {
+            sum_short(data)
+        }
+    }
 }
 
-/// Sum of a 20-byte header (e.g. an IPv4 header without options).
+/// A checksum implementation: the folded big-endian one's-complement sum of a buffer.
+pub type SumFn = fn(&[u8]) -> u16;
+
+/// Every implementation this CPU can run, by name, as safe function pointers (for the
+/// tests and `examples/csum_bench.rs`). Each one sums any length; [`sum`] picks among
+/// them by length.
+pub fn implementations() -> Vec<(&'static str, SumFn)> {
+    #[allow(unused_mut)] // pushed to on x86_64 only
+    let mut v: Vec<(&'static str, SumFn)> = vec![("scalar", sum_short), ("wide", sum_wide)];
+    #[cfg(target_arch = "x86_64")]
+    simd::implementations(&mut v);
+    v
+}
+
+/// Sum of a 20-byte header (e.g. an IPv4 header without options), fully unrolled.
 #[inline]
 pub fn sum20(data: &[u8; 20]) -> u16 {
-    native_to_be(fold(acc_fixed(data)))
+    fold_be(acc_fixed(data))
+}
+
+/// `acc` plus the sum of `data` (an accumulator, for [`fold`]). `data` must start at an
+/// even offset from the other regions summed into `acc`.
+#[inline]
+pub fn accumulate(acc: u64, data: &[u8]) -> u64 {
+    acc + sum(data) as u64
 }
 
 /// One's-complement addition of two folded sums (both must cover regions
@@ -172,6 +233,14 @@ pub fn checksum(data: &[u8]) -> u16 {
     !sum(data)
 }
 
+/// The IPv4 pseudo-header (RFC 9293 §3.1, RFC 768) as an accumulator, for addresses
+/// as host-order u32 and an upper-layer `length` (TCP header + data, or UDP length):
+/// add the segment's sum and [`fold`].
+#[inline(always)]
+pub fn pseudo_header_ipv4_acc(src: u32, dst: u32, protocol: u8, length: usize) -> u64 {
+    src as u64 + dst as u64 + protocol as u64 + length as u64
+}
+
 /// The sum of the IPv4 pseudo-header (RFC 9293 §3.1, RFC 768) for an upper
 /// layer segment of `length` bytes (TCP header + data, or UDP length).
 #[inline]
@@ -181,16 +250,12 @@ pub fn pseudo_header_ipv4(
     protocol: u8,
     length: u32,
 ) -> u16 {
-    let s = src.0;
-    let d = dst.0;
-    let acc: u64 = u16::from_be_bytes([s[0], s[1]]) as u64
-        + u16::from_be_bytes([s[2], s[3]]) as u64
-        + u16::from_be_bytes([d[0], d[1]]) as u64
-        + u16::from_be_bytes([d[2], d[3]]) as u64
-        + protocol as u64
-        + (length >> 16) as u64
-        + (length & 0xffff) as u64;
-    fold(acc)
+    fold(pseudo_header_ipv4_acc(
+        u32::from_be_bytes(src.0),
+        u32::from_be_bytes(dst.0),
+        protocol,
+        length as usize,
+    ))
 }
 
 /// Incrementally update checksum `hc` after a 16-bit field changed from
@@ -284,20 +349,17 @@ mod tests {
         }
     }
 
-    /// The wide (vectorised) path against the reference on random lengths
+    /// The dispatch and the portable wide (compiler-vectorised) sum against the reference on random lengths
     /// around the block size and the path threshold, at every start alignment.
     #[test]
     fn wide_path_matches_reference_on_random_lengths_and_alignments() {
         let mut r = XorShift(0xdead_beef_cafe_f00d);
         let buf = r.bytes(4096 + 64);
         for start in 0..64usize {
-            for len in (WIDE_MIN - 3..WIDE_MIN + 200).chain([1460, 1461, 2048, 4095, 4096]) {
+            for len in (512 - 3..512 + 200).chain([1460, 1461, 2048, 4095, 4096]) {
                 let d = &buf[start..start + len];
                 assert!(same(sum(d), sum_reference(d)), "start {start} len {len}");
-                assert!(
-                    same(fold(acc_wide(d)), fold(acc_generic(d))),
-                    "start {start} len {len}"
-                );
+                assert_eq!(sum_wide(d), sum_short(d), "start {start} len {len}");
             }
         }
         for _ in 0..200 {
@@ -427,5 +489,183 @@ mod tests {
         assert_eq!(add(0xffff, 0x0001), 0x0001);
         assert_eq!(add(0x8000, 0x8000), 0x0001);
         assert_eq!(add(0x1234, 0x0000), 0x1234);
+    }
+
+    #[test]
+    fn fold_matches_reference() {
+        fn reference(mut acc: u64) -> u16 {
+            acc = (acc & 0xffff_ffff) + (acc >> 32);
+            acc = (acc & 0xffff_ffff) + (acc >> 32);
+            acc = (acc & 0xffff) + (acc >> 16);
+            acc = (acc & 0xffff) + (acc >> 16);
+            acc = (acc & 0xffff) + (acc >> 16);
+            acc as u16
+        }
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let edge = [
+            0,
+            1,
+            0xffff,
+            0x1_0000,
+            0xffff_ffff,
+            0x1_0000_0000,
+            u64::MAX,
+            u64::MAX - 1,
+        ];
+        for &v in &edge {
+            assert_eq!(fold(v), reference(v), "{v:#x}");
+        }
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for v in [x, x >> 16, x >> 31, x & 0x3_ffff_ffff] {
+                assert_eq!(fold(v), reference(v), "{v:#x}");
+            }
+        }
+    }
+
+    /// The accumulator form of the pseudo-header folds to the same sum as the bytes.
+    #[test]
+    fn pseudo_header_acc_matches_bytes() {
+        let mut r = XorShift(99);
+        for _ in 0..1000 {
+            let (s, d) = (r.next() as u32, r.next() as u32);
+            let len = (r.next() % 65536) as usize;
+            let mut b = Vec::new();
+            b.extend_from_slice(&s.to_be_bytes());
+            b.extend_from_slice(&d.to_be_bytes());
+            b.extend_from_slice(&[0, 6]);
+            b.extend_from_slice(&(len as u16).to_be_bytes());
+            assert_eq!(
+                fold(pseudo_header_ipv4_acc(s, d, 6, len)),
+                sum_reference(&b)
+            );
+        }
+    }
+
+    fn random_bytes(n: usize, mut x: u64) -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    /// The dispatch and every implementation this CPU has.
+    fn all() -> Vec<(&'static str, SumFn)> {
+        let mut v = implementations();
+        v.push(("dispatch", sum));
+        let names: Vec<&str> = v.iter().map(|(n, _)| *n).collect();
+        eprintln!("csum implementations tested: {names:?}");
+        v
+    }
+
+    /// Every length 0..=1100 at every start alignment 0..64, random and all-ones data
+    /// (all-ones is the most carries): exactly the RFC 1071 reference (which, like every
+    /// implementation, gives 0 only for all-zero data), for every implementation.
+    #[test]
+    fn every_implementation_equals_reference_for_every_length_and_alignment() {
+        let impls = all();
+        assert!(impls.len() >= 2);
+        let random = random_bytes(1100 + 64, 0x1234_5678_9abc_def0);
+        let ones = vec![0xffu8; 1100 + 64];
+        for start in 0..64usize {
+            for len in 0..=1100usize {
+                for (kind, buf) in [("random", &random), ("ones", &ones)] {
+                    let d = &buf[start..start + len];
+                    let want = sum_reference(d);
+                    for (name, f) in &impls {
+                        assert_eq!(f(d), want, "{name} {kind} start {start} len {len}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Word patterns at the edges of the sign flip (0x8000, 0x7fff, 0xffff, 0x0000,
+    /// 0x0001) and all zeros (the sum is 0, not 0xffff), against the RFC 1071
+    /// reference.
+    #[test]
+    fn sign_flip_edge_patterns() {
+        let impls = all();
+        let patterns: [[u8; 2]; 6] = [
+            [0x80, 0x00],
+            [0x00, 0x80],
+            [0x7f, 0xff],
+            [0xff, 0x7f],
+            [0x00, 0x00],
+            [0x00, 0x01],
+        ];
+        for p in patterns {
+            let buf: Vec<u8> = p.iter().copied().cycle().take(3000).collect();
+            for len in (0..=3000usize).step_by(7).chain([64, 128, 256, 1460, 1461]) {
+                let d = &buf[..len];
+                let want = sum_reference(d);
+                if p == [0, 0] {
+                    assert_eq!(want, 0);
+                }
+                for (name, f) in &impls {
+                    assert_eq!(f(d), want, "{name} {p:?} len {len}");
+                }
+            }
+        }
+    }
+
+    /// Lengths around the point where the vector lanes are folded (VEC_CHUNK vectors of
+    /// 32 and 64 bytes) and several MiB, all ones (worst case for lane overflow) and
+    /// random, at an odd start.
+    #[test]
+    fn long_buffers_across_lane_folds() {
+        let impls = all();
+        let max = 8 * 1024 * 1024 + 131;
+        let ones = vec![0xffu8; max + 1];
+        let random = random_bytes(max + 1, 0x0bad_cafe_f00d_d00d);
+        let mut lens = vec![max, 4 * 1024 * 1024];
+        const FOLD_VECS: usize = 32_000;
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(FOLD_VECS, simd::VEC_CHUNK);
+        for unit in [32usize, 64] {
+            for r in [0usize, 1, 31, 63, 64, 65, 127] {
+                lens.push(FOLD_VECS * unit + r);
+            }
+        }
+        for len in lens {
+            for (kind, buf) in [("ones", &ones), ("random", &random)] {
+                let d = &buf[1..1 + len];
+                let want = sum_reference(d);
+                for (name, f) in &impls {
+                    assert_eq!(f(d), want, "{name} {kind} len {len}");
+                }
+            }
+        }
+    }
+
+    /// Buffers that end exactly where their allocation ends (the masked tail load must
+    /// not need the bytes after them), at every length up to a few vectors.
+    #[test]
+    fn exact_size_allocations() {
+        let impls = all();
+        for len in 0..=300usize {
+            let d: Box<[u8]> = random_bytes(len, len as u64 + 7).into_boxed_slice();
+            let want = sum_reference(&d);
+            for (name, f) in &impls {
+                assert_eq!(f(&d), want, "{name} len {len}");
+            }
+        }
+    }
+
+    /// The dispatch gives the sum of known data (RFC 1071 §3 example, repeated to a
+    /// vector length: 0xddf2 times 200 folded).
+    #[test]
+    fn known_sum() {
+        let d = [0x00u8, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(sum(&d), 0xddf2);
+        let long: Vec<u8> = d.iter().copied().cycle().take(8 * 200).collect();
+        let want = (0xddf2u64 * 200) % 0xffff;
+        assert_eq!(sum(&long) as u64, want);
     }
 }

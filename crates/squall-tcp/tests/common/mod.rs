@@ -11,15 +11,15 @@ use std::sync::Arc;
 
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, State, TcpApp, TcpConfig, TcpHost, TxSink};
 
-/// Small deterministic PRNG (splitmix64).
-pub struct Rng(pub u64);
+/// Small deterministic PRNG (the workspace's SplitMix64).
+pub struct Rng(rand_xoshiro::SplitMix64);
 impl Rng {
+    pub fn new(seed: u64) -> Self {
+        use rand_core::SeedableRng;
+        Rng(rand_xoshiro::SplitMix64::seed_from_u64(seed))
+    }
     pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        rand_core::Rng::next_u64(&mut self.0)
     }
     pub fn chance(&mut self, p: f64) -> bool {
         p > 0.0 && (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
@@ -71,7 +71,7 @@ impl Wire {
     pub fn new(imp: Impair, seed: u64) -> Self {
         Wire {
             imp,
-            rng: Rng(seed),
+            rng: Rng::new(seed),
             q: BinaryHeap::new(),
             n: 0,
             stats: WireStats::default(),

@@ -174,12 +174,14 @@ impl FlowIo for Io<'_> {
     }
 }
 
+/// The next SplitMix64 draw of the generator whose state is `*s` (the workspace's one
+/// seeded generator, `rand_xoshiro::SplitMix64`, on a state kept as a bare u64).
 pub(crate) fn splitmix(s: &mut u64) -> u64 {
-    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    use rand_core::{Rng, SeedableRng};
+    let mut g = rand_xoshiro::SplitMix64::seed_from_u64(*s);
+    let v = g.next_u64();
+    *s = u64::from_le_bytes(g.state());
+    v
 }
 
 fn outcome_code(o: Outcome) -> u8 {
