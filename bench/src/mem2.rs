@@ -1,6 +1,6 @@
-//! T-mem2 (and the T-mem1 initial-window rows) for Squall: a client `TcpHost` with the
-//! W1/W2 client app and a server `TcpHost` with the server app, joined by squall-port's
-//! mem wire. With [`Placement::TwoThreads`] each side runs on its own thread (client
+//! T-mem2 (and the T-mem1 initial-window rows) for Squall: a client node
+//! (`squall_stack::Node`, the node `squall run` runs on) with the W1/W2 client app and a
+//! server node with the server app, joined by squall-port's mem wire. With [`Placement::TwoThreads`] each side runs on its own thread (client
 //! pinned to core 0, server to core 1) and the wire crosses cores; with
 //! [`Placement::OneThread`] one loop polls both sides (T-mem1, virtual clock that skips
 //! idle gaps, as `squall.rs` does).
@@ -20,7 +20,7 @@ use squall_tcp::TcpConfig;
 
 use crate::measure::{self, Histogram};
 use crate::report::Record;
-use crate::squall_apps::{self, ClientApp, OpenStop, ServerApp, Side, Wl};
+use crate::squall_apps::{self, ClientApp, Endpoint, ServerApp, Wl};
 
 /// The two request workloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,27 +97,12 @@ impl Mem2Cfg {
     }
 }
 
-/// The client side: host, app, its end of the wire, and the connects refused.
-struct ClientSide {
-    side: Side<ClientApp>,
-    refused: u64,
-}
-
-impl ClientSide {
-    /// One loop iteration; true if it did anything.
-    fn turn(&mut self, now: u64) -> bool {
-        self.side.app.now_ns = now;
-        let (opened, stop) = self.side.open_owed(now, 4096, 2 * 4096);
-        if stop == OpenStop::Refused {
-            self.refused += 1;
-        }
-        let busy = self.side.turn(now);
-        opened > 0 || busy
-    }
-}
+/// The client side: node, app (opening the connections it owes in each turn's poll) and
+/// its end of the wire.
+type ClientSide = Endpoint<ClientApp>;
 
 /// The server side.
-type ServerSide = Side<ServerApp>;
+type ServerSide = Endpoint<ServerApp>;
 
 fn build(cfg: &Mem2Cfg) -> Result<(ClientSide, ServerSide), String> {
     // Room for the live flows plus one second of TIME_WAIT at a generous rate.
@@ -131,8 +116,11 @@ fn build(cfg: &Mem2Cfg) -> Result<(ClientSide, ServerSide), String> {
         },
         ..TcpConfig::default()
     };
-    let (side, server) = squall_apps::build(cfg.workload.apps(), cfg.conns, base, frames)?;
-    Ok((ClientSide { side, refused: 0 }, server))
+    let (mut client, server) =
+        squall_apps::build(cfg.workload.apps(), cfg.conns, base, frames, false)?;
+    // Up to 4096 owed connections per turn, 2 x 4096 address/port pairs tried.
+    client.app.open_in_poll = Some((4096, 2 * 4096));
+    Ok((client, server))
 }
 
 /// Run phases, driven by the coordinating thread.
@@ -250,13 +238,13 @@ impl ClientMark {
 
     /// Opens the window on the client: W2 starts recording latencies, counters are read.
     fn open(c: &mut ClientSide) -> Self {
-        if c.side.app.wl == Wl::W2 {
-            c.side.app.hist = Some(Histogram::new());
+        if c.app.wl == Wl::W2 {
+            c.app.hist = Some(Histogram::new());
         }
         ClientMark {
-            ops: c.side.app.ops,
-            l7_bytes: c.side.app.l7_bytes,
-            frames: c.side.sink.sent(),
+            ops: c.app.ops,
+            l7_bytes: c.app.l7_bytes,
+            frames: c.sent(),
             t0: Instant::now(),
         }
     }
@@ -265,18 +253,14 @@ impl ClientMark {
     fn out(&self, c: &mut ClientSide, meter: Meter, in_window: bool, pinned: bool) -> ClientOut {
         ClientOut {
             meter,
-            ops: if in_window {
-                c.side.app.ops - self.ops
-            } else {
-                0
-            },
-            l7_bytes: c.side.app.l7_bytes - self.l7_bytes,
-            frames: c.side.sink.sent() - self.frames,
-            errors: c.side.app.errors,
+            ops: if in_window { c.app.ops - self.ops } else { 0 },
+            l7_bytes: c.app.l7_bytes - self.l7_bytes,
+            frames: c.sent() - self.frames,
+            errors: c.app.errors,
             secs: self.t0.elapsed().as_secs_f64(),
-            hist: c.side.app.hist.take(),
-            refused: c.refused,
-            alloc_fail: c.side.sink.alloc_fail,
+            hist: c.app.hist.take(),
+            refused: c.app.refused,
+            alloc_fail: c.tx_full(),
             pinned,
         }
     }
@@ -319,7 +303,7 @@ impl Threaded for ServerRun {
     type Out = ServerOut;
 
     fn open(&mut self) {
-        self.1 = self.0.sink.sent();
+        self.1 = self.0.sent();
     }
 
     fn turn(&mut self, now: u64) -> bool {
@@ -330,9 +314,9 @@ impl Threaded for ServerRun {
         let s = self.0;
         ServerOut {
             meter,
-            frames: s.sink.sent() - self.1,
+            frames: s.sent() - self.1,
             errors: s.app.errors,
-            alloc_fail: s.sink.alloc_fail,
+            alloc_fail: s.tx_full(),
             pinned,
         }
     }
@@ -385,7 +369,7 @@ fn one_thread(cfg: &Mem2Cfg, mut c: ClientSide, mut s: ServerSide) -> (ClientOut
         }
         if real >= warmup && !clock.in_window {
             mark = ClientMark::open(&mut c);
-            sf0 = s.sink.sent();
+            sf0 = s.sent();
             clock.open();
         }
         let now = real.as_nanos() as u64 + skipped + 1;
@@ -400,21 +384,21 @@ fn one_thread(cfg: &Mem2Cfg, mut c: ClientSide, mut s: ServerSide) -> (ClientOut
             }
         }
         clock.tick(busy);
-        if !busy && c.side.app.to_open == 0 {
-            skipped += squall_apps::idle_skip(&c.side.host, &s.host, now);
+        if !busy && c.app.to_open == 0 {
+            skipped += squall_apps::idle_skip(&c.node.tcp, &s.node.tcp, now);
         }
     }
     // One thread: its CPU is not split between the sides (the record gives the total
     // only); the whole meter goes with the client.
     let m = clock.close();
-    let sf = s.sink.sent() - sf0;
+    let sf = s.sent() - sf0;
     (
         mark.out(&mut c, m, clock.in_window, false),
         ServerOut {
             meter: Meter::default(),
             frames: sf,
             errors: s.app.errors,
-            alloc_fail: s.sink.alloc_fail,
+            alloc_fail: s.tx_full(),
             pinned: false,
         },
     )

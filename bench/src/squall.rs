@@ -1,8 +1,8 @@
-//! Squall (`squall-tcp`) on T-mem1: a client `TcpHost` and a server `TcpHost` on one
-//! thread, joined by squall-port's mem wire (the wire smoltcp runs on with `--wire port`).
-//! Squall's API is event-driven (a [`TcpApp`] per host, pull-based sends from registered
-//! buffers), so W1/W2 are written as apps (`squall_apps.rs`, shared with `mem2.rs`) rather
-//! than through the socket-style
+//! Squall on T-mem1: a client node and a server node (`squall_stack::Node`, the node
+//! `squall run` runs on) on one thread, joined by squall-port's mem wire (the wire smoltcp
+//! runs on with `--wire port`). Squall's API is event-driven (a `TcpApp` per node,
+//! pull-based sends from registered buffers), so W1/W2 are written as node apps
+//! (`squall_apps.rs`, shared with `mem2.rs`) rather than through the socket-style
 //! [`crate::pair::MemPair`]; the rules are the same: every byte verified, errors counted,
 //! the figure is the thread's CPU time per completed operation.
 
@@ -12,13 +12,13 @@ use squall_tcp::TcpConfig;
 
 use crate::measure::{self, Histogram};
 use crate::report::Record;
-use crate::squall_apps::{build, idle_skip, ClientApp, OpenStop, ServerApp, Side, Wl};
+use crate::squall_apps::{build, idle_skip, ClientApp, Endpoint, OpenStop, ServerApp, Wl};
 use crate::workload::RunCfg;
 
-/// Two hosts, their apps and the wire.
+/// Two nodes, their apps and the wire.
 struct Rig {
-    c: Side<ClientApp>,
-    s: Side<ServerApp>,
+    c: Endpoint<ClientApp>,
+    s: Endpoint<ServerApp>,
     /// The clock: `start.elapsed()` plus the idle gaps skipped.
     start: Instant,
     skipped_ns: u64,
@@ -35,11 +35,11 @@ impl Rig {
     ) -> Result<Self, String> {
         let base = TcpConfig {
             max_flows,
-            tx_checksum: !offload,
-            rx_checksum: !offload,
             ..TcpConfig::default()
         };
-        let (c, s) = build(wl, conns, base, frames)?;
+        // With `offload` the ports offer checksum offload and the nodes turn the hosts'
+        // software checksums off.
+        let (c, s) = build(wl, conns, base, frames, offload)?;
         Ok(Rig {
             c,
             s,
@@ -53,28 +53,18 @@ impl Rig {
         self.c.open_owed(now, limit, usize::MAX).1 == OpenStop::Done
     }
 
-    /// Delivers frames both ways until the wire is quiet, runs timers; returns whether
-    /// any frame moved.
+    /// Turns both nodes (server first) until neither has anything to do (TCP timers run
+    /// in the turns); returns whether any frame moved.
     fn step(&mut self, mut now: u64) -> bool {
-        self.c.app.now_ns = now;
         let before = self.frames();
-        self.c.poll(now);
-        self.s.poll(now);
         for round in 0..256 {
             if round > 0 {
                 // Time moves on between rounds (latency is measured on this clock).
                 now = now.max(self.start.elapsed().as_nanos() as u64 + self.skipped_ns + 1);
-                self.c.app.now_ns = now;
             }
-            self.c.sink.flush();
-            self.s.sink.flush();
-            let mut moved = self.s.rx(now);
-            self.s.sink.flush();
-            moved |= self.c.rx(now);
-            // Flows that stopped on a full TX pool go on now that frames came back.
-            self.s.tx_resume(now);
-            self.c.tx_resume(now);
-            if !moved && !self.c.sink.queued() && !self.s.sink.queued() {
+            let moved = self.s.turn(now);
+            let moved = self.c.turn(now) | moved;
+            if !moved {
                 break;
             }
         }
@@ -82,17 +72,18 @@ impl Rig {
     }
 
     fn frames(&self) -> u64 {
-        self.c.sink.sent() + self.s.sink.sent()
+        self.c.sent() + self.s.sent()
     }
 
     /// Jumps the clock to the next timer when nothing is happening.
     fn idle(&mut self, now: u64) {
-        self.skipped_ns += idle_skip(&self.c.host, &self.s.host, now);
+        self.skipped_ns += idle_skip(&self.c.node.tcp, &self.s.node.tcp, now);
     }
 }
 
-/// Runs W1 or W2 (`requests == true`) between two Squall hosts; one line. `offload`
-/// emulates TCP checksum offload on both hosts (no TCP checksums computed or verified).
+/// Runs W1 or W2 (`requests == true`) between two Squall nodes; one line. `offload`
+/// emulates checksum offload on the mem wire: both ports offer it, so neither host
+/// computes or verifies TCP checksums (and the wire does not either).
 pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String> {
     let wl = if requests { Wl::W2 } else { Wl::W1 };
     // Room for the live flows plus one second of TIME_WAIT at a generous rate.
@@ -168,11 +159,9 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
             "; connect refused (flow table full) {refused} times"
         ));
     }
-    if rig.c.sink.alloc_fail + rig.s.sink.alloc_fail > 0 {
-        note.push_str(&format!(
-            "; tx pool empty {} times",
-            rig.c.sink.alloc_fail + rig.s.sink.alloc_fail
-        ));
+    let tx_full = rig.c.tx_full() + rig.s.tx_full();
+    if tx_full > 0 {
+        note.push_str(&format!("; tx pool empty {tx_full} times"));
     }
     Ok(Record {
         workload: wl.name().into(),

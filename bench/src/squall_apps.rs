@@ -1,14 +1,17 @@
-//! The Squall W1/W2 (and idle W3) client and server apps, the frame sink over a mem port
-//! and the host pair on squall-port's mem wire: one implementation shared by the T-mem1
-//! driver (`squall.rs`) and the T-mem2 / initial-window driver (`mem2.rs`). Every byte is
-//! verified against the expected request/response; wrong or failed flows count as errors.
+//! The Squall W1/W2 (and idle W3) client and server apps and the node pair on
+//! squall-port's mem wire: one implementation shared by the T-mem1 driver (`squall.rs`)
+//! and the T-mem2 / initial-window driver (`mem2.rs`). Each end is a
+//! [`squall_stack::Node`] (the node `squall run` runs on: its loop turn, demux and port
+//! sink) carrying a [`NodeApp`]. Every byte is verified against the expected
+//! request/response; wrong or failed flows count as errors.
 
 use std::sync::Arc;
 
-use squall_port::mem::{pair, MemConfig, MemFrame, MemPort};
-use squall_port::{FrameBuf, Port};
+use squall_port::mem::{pair, MemConfig, MemPort};
+use squall_port::Port;
+use squall_stack::{Node, NodeApp, NodeConfig, NodeIo};
 use squall_tcp::{
-    BufId, CloseReason, ConnectError, Ctl, FlowId, TcpApp, TcpConfig, TcpHost, TxSink,
+    BufId, CloseReason, ConnectError, Ctl, FlowId, OptsId, TcpApp, TcpConfig, TcpHost,
 };
 
 use crate::http::{self, matches_at};
@@ -18,7 +21,8 @@ const CLIENT_IP: u32 = 0x1000_0001; // 16.0.0.1 (pool of 200 addresses)
 const CLIENT_ADDRS: u32 = 200;
 const SERVER_IP: u32 = 0x3000_0001; // 48.0.0.1
 const SERVER_PORT: u16 = 80;
-pub(crate) const BURST: usize = 32;
+const CLIENT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+const SERVER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
 
 /// Which workload the apps play.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,74 +41,6 @@ impl Wl {
             Wl::W1 => "W1",
             Wl::W2 => "W2",
             Wl::Idle => "W3",
-        }
-    }
-}
-
-/// A [`TxSink`] over a mem port: frames are written in place in the port's pool.
-pub(crate) struct PortSink {
-    pub(crate) port: MemPort,
-    free: Vec<MemFrame>,
-    out: Vec<MemFrame>,
-    cur: Option<MemFrame>,
-    pub(crate) alloc_fail: u64,
-}
-
-impl PortSink {
-    fn new(port: MemPort) -> Self {
-        PortSink {
-            port,
-            free: Vec::with_capacity(BURST),
-            out: Vec::with_capacity(4 * BURST),
-            cur: None,
-            alloc_fail: 0,
-        }
-    }
-
-    pub(crate) fn flush(&mut self) {
-        if !self.out.is_empty() {
-            self.port.tx_burst(&mut self.out);
-        }
-    }
-
-    /// Whether frames wait in the sink for the wire.
-    pub(crate) fn queued(&self) -> bool {
-        !self.out.is_empty()
-    }
-
-    /// Frames handed to the wire or queued for it.
-    pub(crate) fn sent(&self) -> u64 {
-        self.port.stats().tx_frames + self.out.len() as u64
-    }
-}
-
-impl TxSink for PortSink {
-    fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
-        if self.cur.is_none() {
-            if self.free.is_empty() && self.port.alloc_tx(&mut self.free, BURST) == 0 {
-                self.flush();
-                if self.port.alloc_tx(&mut self.free, BURST) == 0 {
-                    self.alloc_fail += 1;
-                    return None;
-                }
-            }
-            self.cur = self.free.pop();
-        }
-        let f = self.cur.as_mut()?;
-        f.set_len(len).ok()?;
-        Some(f.data_mut())
-    }
-
-    fn commit(&mut self, len: usize) {
-        if let Some(mut f) = self.cur.take() {
-            if f.set_len(len).is_ok() {
-                self.out.push(f);
-                if self.out.len() >= BURST {
-                    self.port.tx_burst(&mut self.out);
-                }
-            } else {
-                self.port.release(f);
-            }
         }
     }
 }
@@ -156,6 +92,51 @@ pub(crate) struct ClientApp {
     pub(crate) now_ns: u64,
     /// W2 round-trip latencies (set to start recording).
     pub(crate) hist: Option<Histogram>,
+    /// Opens owed connections in every turn's poll: at most (limit, client address/port
+    /// pairs tried); `None`: the driver opens them (`Endpoint::open_owed`).
+    pub(crate) open_in_poll: Option<(usize, usize)>,
+    /// Polls whose opening stopped because the host refused (no free flow slot).
+    pub(crate) refused: u64,
+}
+
+/// Why [`ClientApp::open_owed`] stopped early.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum OpenStop {
+    /// Every owed connection (up to the limit) was opened or tried.
+    Done,
+    /// The host refused: no free flow slot.
+    Refused,
+}
+
+impl ClientApp {
+    /// Opens up to `limit` of the connections owed through the node, trying at most
+    /// `max_tries` client address/port pairs; returns how many were opened and why it
+    /// stopped.
+    pub(crate) fn open_owed<P: Port>(
+        &mut self,
+        io: &mut NodeIo<'_, P>,
+        limit: usize,
+        max_tries: usize,
+    ) -> (usize, OpenStop) {
+        let mut opened = 0;
+        let mut tries = 0;
+        while self.to_open > 0 && opened < limit && tries < max_tries {
+            tries += 1;
+            let k = self.next_port;
+            self.next_port = k.wrapping_add(1);
+            let ip = CLIENT_IP + (k % CLIENT_ADDRS);
+            let port = 1024 + ((k / CLIENT_ADDRS) % 64_000) as u16;
+            match io.connect(ip, port, SERVER_IP, SERVER_PORT, OptsId::DEFAULT) {
+                Ok(_) => {
+                    self.to_open -= 1;
+                    opened += 1;
+                }
+                Err(ConnectError::InUse) => continue,
+                Err(ConnectError::NoResources) => return (opened, OpenStop::Refused),
+            }
+        }
+        (opened, OpenStop::Done)
+    }
 }
 
 impl TcpApp for ClientApp {
@@ -214,6 +195,24 @@ impl TcpApp for ClientApp {
     }
 }
 
+impl NodeApp for ClientApp {
+    fn begin_turn(&mut self, now: u64) {
+        // The clock latencies are read on.
+        self.now_ns = now;
+    }
+
+    fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
+        let Some((limit, max_tries)) = self.open_in_poll else {
+            return false;
+        };
+        let (opened, stop) = self.open_owed(io, limit, max_tries);
+        if stop == OpenStop::Refused {
+            self.refused += 1;
+        }
+        opened > 0
+    }
+}
+
 /// The server app: verifies the request, answers it, closes when the client does.
 pub(crate) struct ServerApp {
     wl: Wl,
@@ -266,117 +265,69 @@ impl TcpApp for ServerApp {
     }
 }
 
-/// One host with its app and its end of the wire.
-pub(crate) struct Side<A> {
-    pub(crate) host: TcpHost,
+impl NodeApp for ServerApp {}
+
+/// One end of the mem wire: a node and the app it carries.
+pub(crate) struct Endpoint<A> {
+    pub(crate) node: Node<MemPort>,
     pub(crate) app: A,
-    pub(crate) sink: PortSink,
-    rxv: Vec<MemFrame>,
 }
 
-impl<A: TcpApp> Side<A> {
-    fn new(host: TcpHost, app: A, port: MemPort) -> Self {
-        Side {
-            host,
-            app,
-            sink: PortSink::new(port),
-            rxv: Vec::with_capacity(BURST),
-        }
-    }
-
-    /// Runs the host's timers.
-    pub(crate) fn poll(&mut self, now: u64) {
-        self.host.poll(now, &mut self.app, &mut self.sink);
-    }
-
-    /// Delivers one burst of received frames; false if there was none.
-    pub(crate) fn rx(&mut self, now: u64) -> bool {
-        if self.sink.port.rx_burst(&mut self.rxv, BURST) == 0 {
-            return false;
-        }
-        // One call per burst: the host reads every 4-tuple first and prefetches the
-        // flow-table slots and TCBs (what keeps the cost flat when flows are many).
-        let mut frames: [&[u8]; BURST] = [&[]; BURST];
-        let n = self.rxv.len().min(BURST);
-        for (d, f) in frames.iter_mut().zip(&self.rxv) {
-            *d = f.data();
-        }
-        self.host
-            .rx_burst(now, &frames[..n], &mut self.app, &mut self.sink);
-        self.sink.port.release_all(&mut self.rxv);
-        true
-    }
-
-    /// Flows that stopped on a full TX pool go on.
-    pub(crate) fn tx_resume(&mut self, now: u64) {
-        self.host.tx_resume(now, &mut self.sink);
-    }
-
-    /// Timers, one RX burst, flush; true if a frame was received or sent.
+impl<A: NodeApp> Endpoint<A> {
+    /// One node turn (rx bursts, TCP timers, the app's poll, TX flushes); true if
+    /// anything happened.
     pub(crate) fn turn(&mut self, now: u64) -> bool {
-        let before = self.sink.sent();
-        self.poll(now);
-        let busy = self.rx(now);
-        self.sink.flush();
-        busy || self.sink.sent() != before
+        self.node.turn(now, &mut self.app, None)
+    }
+
+    /// Frames handed to the wire.
+    pub(crate) fn sent(&self) -> u64 {
+        self.node.port.stats().tx_frames
+    }
+
+    /// Frames the TCP host could not build because the TX pool was empty.
+    pub(crate) fn tx_full(&self) -> u64 {
+        self.node.tcp.counters().tcps_txfull
     }
 }
 
-/// Why [`Side::open_owed`] stopped early.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum OpenStop {
-    /// Every owed connection (up to the limit) was opened or tried.
-    Done,
-    /// The host refused: no free flow slot.
-    Refused,
-}
-
-impl Side<ClientApp> {
-    /// Opens up to `limit` of the connections owed, trying at most `max_tries` client
-    /// address/port pairs; returns how many were opened and why it stopped.
+impl Endpoint<ClientApp> {
+    /// Opens owed connections outside a turn (see [`ClientApp::open_owed`]); the SYNs go
+    /// to the wire at once.
     pub(crate) fn open_owed(
         &mut self,
         now: u64,
         limit: usize,
         max_tries: usize,
     ) -> (usize, OpenStop) {
-        let mut opened = 0;
-        let mut tries = 0;
-        while self.app.to_open > 0 && opened < limit && tries < max_tries {
-            tries += 1;
-            let k = self.app.next_port;
-            self.app.next_port = k.wrapping_add(1);
-            let ip = CLIENT_IP + (k % CLIENT_ADDRS);
-            let port = 1024 + ((k / CLIENT_ADDRS) % 64_000) as u16;
-            match self
-                .host
-                .connect(now, &mut self.sink, ip, port, SERVER_IP, SERVER_PORT)
-            {
-                Ok(_) => {
-                    self.app.to_open -= 1;
-                    opened += 1;
-                }
-                Err(ConnectError::InUse) => continue,
-                Err(ConnectError::NoResources) => return (opened, OpenStop::Refused),
-            }
-        }
-        (opened, OpenStop::Done)
+        let r = {
+            let mut io = self.node.io(now, None);
+            self.app.open_owed(&mut io, limit, max_tries)
+        };
+        self.node.flush();
+        r
     }
 }
 
-/// A client and a server host on a mem wire of `frames` frames per side (the port cycles
+/// A client and a server node on a mem wire of `frames` frames per side (the port cycles
 /// its whole pool, so it is the cache working set: size it to the frames in flight), the
 /// client owing `conns` connections. `base` carries the settings both hosts share (MACs
-/// are set here).
+/// are set here). With `offload` the wire emulates checksum offload: the ports offer TCP
+/// checksum offload on send and checksum results on receive, so the nodes turn the
+/// hosts' software checksums off (and the wire computes none either).
 pub(crate) fn build(
     wl: Wl,
     conns: usize,
     base: TcpConfig,
     frames: u32,
-) -> Result<(Side<ClientApp>, Side<ServerApp>), String> {
+    offload: bool,
+) -> Result<(Endpoint<ClientApp>, Endpoint<ServerApp>), String> {
     let (a, b) = pair(MemConfig {
         frames,
         ring_size: frames,
+        mac_a: CLIENT_MAC,
+        mac_b: SERVER_MAC,
+        offload,
         ..MemConfig::default()
     })
     .map_err(|e| e.to_string())?;
@@ -384,28 +335,32 @@ pub(crate) fn build(
         Wl::W1 => (http::w1_request(), http::w1_response()),
         _ => (http::w2_request(), http::w2_response()),
     };
-    let mut ch = TcpHost::new(
+    let mut cn = Node::new(
+        a,
         TcpConfig {
-            mac: [2, 0, 0, 0, 0, 1],
-            gateway_mac: [2, 0, 0, 0, 0, 2],
+            mac: CLIENT_MAC,
+            gateway_mac: SERVER_MAC,
             ..base.clone()
         },
+        NodeConfig::default(),
         1,
     );
-    let mut sh = TcpHost::new(
+    let mut sn = Node::new(
+        b,
         TcpConfig {
-            mac: [2, 0, 0, 0, 0, 2],
-            gateway_mac: [2, 0, 0, 0, 0, 1],
+            mac: SERVER_MAC,
+            gateway_mac: CLIENT_MAC,
             ..base
         },
+        NodeConfig::default(),
         1,
     );
-    sh.listen(SERVER_PORT);
+    sn.tcp.listen(SERVER_PORT);
     let (req_len, resp_len) = (req.len() as u32, resp.len() as u32);
     let req: Arc<[u8]> = Arc::from(req);
     let resp: Arc<[u8]> = Arc::from(resp);
-    let req_id = ch.buffers().register(req.clone());
-    let resp_id = sh.buffers().register(resp.clone());
+    let req_id = cn.tcp.buffers().register(req.clone());
+    let resp_id = sn.tcp.buffers().register(resp.clone());
     let capp = ClientApp {
         wl,
         req: req_id,
@@ -420,6 +375,8 @@ pub(crate) fn build(
         next_port: 0,
         now_ns: 1,
         hist: None,
+        open_in_poll: None,
+        refused: 0,
     };
     let sapp = ServerApp {
         wl,
@@ -430,7 +387,16 @@ pub(crate) fn build(
         errors: 0,
         accepted: 0,
     };
-    Ok((Side::new(ch, capp, a), Side::new(sh, sapp, b)))
+    Ok((
+        Endpoint {
+            node: cn,
+            app: capp,
+        },
+        Endpoint {
+            node: sn,
+            app: sapp,
+        },
+    ))
 }
 
 /// How far a virtual clock at `now` may jump when nothing is happening: to the two
@@ -477,21 +443,13 @@ mod tests {
             max_flows: 1024,
             ..TcpConfig::default()
         };
-        let (mut c, mut s) = build(Wl::W2, conns, base, 64).unwrap();
+        let (mut c, mut s) = build(Wl::W2, conns, base, 64, false).unwrap();
         let mut now = 1_000;
         c.open_owed(now, conns, usize::MAX);
         for _ in 0..20_000 {
             now += 1_000;
-            c.app.now_ns = now;
-            c.poll(now);
-            s.poll(now);
-            c.sink.flush();
-            s.sink.flush();
-            s.rx(now);
-            s.sink.flush();
-            c.rx(now);
-            s.tx_resume(now);
-            c.tx_resume(now);
+            c.turn(now);
+            s.turn(now);
         }
         assert_eq!(c.app.errors + s.app.errors, 0);
         assert_eq!(
@@ -499,7 +457,29 @@ mod tests {
             (conns as u64, conns as u64)
         );
         assert!(c.app.ops > 10 * conns as u64, "ops {}", c.app.ops);
-        assert!(c.sink.alloc_fail > 0, "the pool was never full");
+        assert!(c.tx_full() > 0, "the pool was never full");
+    }
+
+    /// Turns both nodes 1 µs apart until the client has `ops` operations and the wire is
+    /// quiet; when nothing happens the clock jumps to the next timer (as the drivers do).
+    fn run_until(
+        c: &mut Endpoint<ClientApp>,
+        s: &mut Endpoint<ServerApp>,
+        ops: u64,
+        mut now: u64,
+    ) -> u64 {
+        for _ in 0..10_000 {
+            now += 1_000;
+            let a = c.turn(now);
+            let b = s.turn(now);
+            if !(a | b) {
+                if c.app.ops >= ops {
+                    break;
+                }
+                now += idle_skip(&c.node.tcp, &s.node.tcp, now);
+            }
+        }
+        now
     }
 
     #[test]
@@ -508,29 +488,102 @@ mod tests {
             max_flows: 64,
             ..TcpConfig::default()
         };
-        let (mut c, mut s) = build(Wl::W1, 1, base, 128).unwrap();
-        let mut now = 1_000;
+        let (mut c, mut s) = build(Wl::W1, 1, base, 128, false).unwrap();
+        assert!(c.node.tcp.config().tx_checksum && s.node.tcp.config().rx_checksum);
+        let now = 1_000;
         let (opened, stop) = c.open_owed(now, 4, 8);
         assert_eq!((opened, stop), (1, OpenStop::Done));
-        for _ in 0..10_000 {
-            now += 1_000;
-            c.app.now_ns = now;
-            let a = c.turn(now);
-            let b = s.turn(now);
-            if c.app.ops > 0 && !(a | b) {
-                break;
-            }
-        }
+        assert_eq!(c.sent(), 1, "the SYN went to the wire");
+        run_until(&mut c, &mut s, 1, now);
         assert_eq!(c.app.ops, 1);
         assert_eq!(c.app.errors + s.app.errors, 0);
         assert_eq!((c.app.connected, s.app.accepted), (1, 1));
         assert_eq!(c.app.to_open, 1, "the ended connection is owed again");
         let w1 = (http::w1_request().len() + http::w1_response().len()) as u64;
         assert_eq!(c.app.l7_bytes, w1);
+        // Every frame was TCP for the node's MAC: the demux dropped none.
+        let (cc, sc) = (c.node.counters, s.node.counters);
+        assert_eq!((cc.rx_tcp, sc.rx_tcp), (cc.rx_frames, sc.rx_frames));
+        assert_eq!((cc.rx_frames, sc.rx_frames), (s.sent(), c.sent()));
         // TIME_WAIT (or another timer) is pending: the skip reaches it, and 0 once due.
-        let t = c.host.next_timer().or(s.host.next_timer()).unwrap();
-        let t = t.min(s.host.next_timer().unwrap_or(t));
-        assert_eq!(idle_skip(&c.host, &s.host, t - 5), 5);
-        assert_eq!(idle_skip(&c.host, &s.host, t + 5), 0);
+        let (ct, st) = (&c.node.tcp, &s.node.tcp);
+        let t = [ct.next_timer(), st.next_timer()]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap();
+        assert_eq!(idle_skip(ct, st, t - 5), 5);
+        assert_eq!(idle_skip(ct, st, t + 5), 0);
+    }
+
+    // The client's poll opens the owed connections (as mem2 runs it), and reopens the
+    // ones that ended.
+    #[test]
+    fn client_poll_opens_and_reopens_owed_connections() {
+        let base = TcpConfig {
+            max_flows: 256,
+            ..TcpConfig::default()
+        };
+        let (mut c, mut s) = build(Wl::W1, 8, base, 256, false).unwrap();
+        c.app.open_in_poll = Some((4096, 2 * 4096));
+        run_until(&mut c, &mut s, 40, 1_000);
+        assert!(c.app.ops >= 40, "ops {}", c.app.ops);
+        assert_eq!(c.app.errors + s.app.errors, 0);
+        assert!(c.app.connected >= c.app.ops && c.app.connected <= c.app.ops + 8);
+    }
+
+    /// Whether the IPv4/TCP frame `d` carries a correct TCP checksum.
+    fn tcp_checksum_ok(d: &[u8]) -> bool {
+        let ip = &d[14..];
+        let ihl = usize::from(ip[0] & 0xf) * 4;
+        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        let seg = &ip[ihl..total];
+        let mut sum: u64 = 0;
+        for w in ip[12..20].chunks(2) {
+            sum += u64::from(u16::from_be_bytes([w[0], w[1]]));
+        }
+        sum += 6 + seg.len() as u64;
+        for w in seg.chunks(2) {
+            sum += u64::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
+        }
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        sum == 0xffff
+    }
+
+    // `--offload`: the mem ports offer checksum offload, so the nodes leave TCP checksums
+    // to them (the wire computes none and flags frames "checksum good"); a W1 exchange
+    // still completes with every byte verified.
+    #[test]
+    fn offload_leaves_tcp_checksums_to_the_port() {
+        use squall_port::{FrameBuf, OffloadFlags};
+        let base = TcpConfig {
+            max_flows: 64,
+            ..TcpConfig::default()
+        };
+        for offload in [false, true] {
+            let (mut c, mut s) = build(Wl::W1, 1, base.clone(), 128, offload).unwrap();
+            for cfg in [c.node.tcp.config(), s.node.tcp.config()] {
+                assert_eq!((cfg.tx_checksum, cfg.rx_checksum), (!offload, !offload));
+            }
+            let now = 1_000;
+            assert_eq!(c.open_owed(now, 1, 1).0, 1);
+            // The SYN as the server's port delivers it.
+            let mut rx = Vec::new();
+            assert_eq!(s.node.port.rx_burst(&mut rx, 4), 1);
+            let good = rx[0]
+                .offload()
+                .flags
+                .contains(OffloadFlags::RX_L4_CSUM_GOOD);
+            assert_eq!(good, offload);
+            assert_eq!(tcp_checksum_ok(rx[0].data()), !offload);
+            s.node.port.release_all(&mut rx);
+            // The SYN was taken off the wire: the client's retransmission opens the flow.
+            run_until(&mut c, &mut s, 1, now);
+            assert_eq!(c.app.ops, 1, "offload {offload}");
+            assert_eq!(c.app.errors + s.app.errors, 0);
+            assert!(c.node.tcp.counters().tcps_rexmttimeo > 0);
+        }
     }
 }
