@@ -116,8 +116,14 @@ fn build(cfg: &Mem2Cfg) -> Result<(ClientSide, ServerSide), String> {
         },
         ..TcpConfig::default()
     };
-    let (mut client, server) =
-        squall_apps::build(cfg.workload.apps(), cfg.conns, base, frames, false)?;
+    let (mut client, server) = squall_apps::build(
+        cfg.workload.apps(),
+        cfg.conns,
+        base,
+        frames,
+        false,
+        squall_stack::node::MAX_RX_BURSTS,
+    )?;
     // Up to 4096 owed connections per turn, 2 x 4096 address/port pairs tried.
     client.app.open_in_poll = Some((4096, 2 * 4096));
     Ok((client, server))

@@ -38,8 +38,12 @@ impl Rig {
             ..TcpConfig::default()
         };
         // With `offload` the ports offer checksum offload and the nodes turn the hosts'
-        // software checksums off.
-        let (c, s) = build(wl, conns, base, frames, offload)?;
+        // software checksums off. Both nodes share this thread: one rx burst per turn
+        // (`NodeConfig::rx_bursts`), so that each side's frames and flows of a turn are
+        // still in cache when the other side answers them (draining every burst, the
+        // default for a node with a core of its own, measured 6-11 % more CPU per
+        // operation here at C = 1,000; docs/BENCHMARKS.md).
+        let (c, s) = build(wl, conns, base, frames, offload, 1)?;
         Ok(Rig {
             c,
             s,

@@ -321,6 +321,7 @@ pub(crate) fn build(
     base: TcpConfig,
     frames: u32,
     offload: bool,
+    rx_bursts: usize,
 ) -> Result<(Endpoint<ClientApp>, Endpoint<ServerApp>), String> {
     let (a, b) = pair(MemConfig {
         frames,
@@ -342,7 +343,10 @@ pub(crate) fn build(
             gateway_mac: SERVER_MAC,
             ..base.clone()
         },
-        NodeConfig::default(),
+        NodeConfig {
+            rx_bursts,
+            ..NodeConfig::default()
+        },
         1,
     );
     let mut sn = Node::new(
@@ -352,7 +356,10 @@ pub(crate) fn build(
             gateway_mac: CLIENT_MAC,
             ..base
         },
-        NodeConfig::default(),
+        NodeConfig {
+            rx_bursts,
+            ..NodeConfig::default()
+        },
         1,
     );
     sn.tcp.listen(SERVER_PORT);
@@ -411,6 +418,7 @@ pub(crate) fn idle_skip(c: &TcpHost, s: &TcpHost, now: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use squall_stack::node::MAX_RX_BURSTS;
 
     #[test]
     fn verify_marks_a_mismatch_and_keeps_it() {
@@ -443,7 +451,7 @@ mod tests {
             max_flows: 1024,
             ..TcpConfig::default()
         };
-        let (mut c, mut s) = build(Wl::W2, conns, base, 64, false).unwrap();
+        let (mut c, mut s) = build(Wl::W2, conns, base, 64, false, MAX_RX_BURSTS).unwrap();
         let mut now = 1_000;
         c.open_owed(now, conns, usize::MAX);
         for _ in 0..20_000 {
@@ -488,7 +496,7 @@ mod tests {
             max_flows: 64,
             ..TcpConfig::default()
         };
-        let (mut c, mut s) = build(Wl::W1, 1, base, 128, false).unwrap();
+        let (mut c, mut s) = build(Wl::W1, 1, base, 128, false, MAX_RX_BURSTS).unwrap();
         assert!(c.node.tcp.config().tx_checksum && s.node.tcp.config().rx_checksum);
         let now = 1_000;
         let (opened, stop) = c.open_owed(now, 4, 8);
@@ -524,7 +532,7 @@ mod tests {
             max_flows: 256,
             ..TcpConfig::default()
         };
-        let (mut c, mut s) = build(Wl::W1, 8, base, 256, false).unwrap();
+        let (mut c, mut s) = build(Wl::W1, 8, base, 256, false, MAX_RX_BURSTS).unwrap();
         c.app.open_in_poll = Some((4096, 2 * 4096));
         run_until(&mut c, &mut s, 40, 1_000);
         assert!(c.app.ops >= 40, "ops {}", c.app.ops);
@@ -563,7 +571,8 @@ mod tests {
             ..TcpConfig::default()
         };
         for offload in [false, true] {
-            let (mut c, mut s) = build(Wl::W1, 1, base.clone(), 128, offload).unwrap();
+            let (mut c, mut s) =
+                build(Wl::W1, 1, base.clone(), 128, offload, MAX_RX_BURSTS).unwrap();
             for cfg in [c.node.tcp.config(), s.node.tcp.config()] {
                 assert_eq!((cfg.tx_checksum, cfg.rx_checksum), (!offload, !offload));
             }

@@ -21,11 +21,11 @@ use crate::udp::{self, UdpError, UdpLayer, UdpTx};
 pub const RX_BURST: usize = 32;
 /// Runs of fewer received TCP frames than this skip the host's prefetching burst path.
 const PREFETCH_MIN: usize = 4;
-/// Most rx bursts handled per turn.
-const MAX_RX_BURSTS: usize = 128;
+/// Most rx bursts handled per turn, by default.
+pub const MAX_RX_BURSTS: usize = 128;
 
 /// What a node is besides its TCP host.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct NodeConfig {
     /// Addresses the node answers ARP and ICMP echo for.
     pub owned: Owned,
@@ -35,6 +35,23 @@ pub struct NodeConfig {
     pub max_udp_flows: usize,
     /// UDP flow-table entries allocated at start.
     pub udp_prealloc: usize,
+    /// Most rx bursts of 32 frames handled per turn. Draining many amortises the timer
+    /// check and the apps' poll over more frames (a node with a core of its own); one
+    /// burst per turn keeps the frames and flows of a turn in cache when several nodes
+    /// share one thread (both ends of a T-mem1 run).
+    pub rx_bursts: usize,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            owned: Owned::default(),
+            neighbours: Vec::new(),
+            max_udp_flows: 0,
+            udp_prealloc: 0,
+            rx_bursts: MAX_RX_BURSTS,
+        }
+    }
 }
 
 /// Frame counters of a node (what the demux saw and dropped).
@@ -79,6 +96,7 @@ pub struct Node<P: Port> {
     offload: Option<Offload>,
     /// TCP flows still waiting for TX frames after the last resume.
     tx_waiting: usize,
+    rx_bursts: usize,
     /// The last turn did something.
     progressed: bool,
 }
@@ -133,6 +151,7 @@ impl<P: Port> Node<P> {
             opened: Vec::with_capacity(64),
             offload,
             tx_waiting: 0,
+            rx_bursts: cfg.rx_bursts.max(1),
             progressed: false,
         }
     }
@@ -188,7 +207,7 @@ impl<P: Port> Node<P> {
         self.counters.turns += 1;
         self.port.set_time(now);
         app.begin_turn(now);
-        for _ in 0..MAX_RX_BURSTS {
+        for _ in 0..self.rx_bursts {
             let n = self.port.rx_burst(&mut self.rxq, RX_BURST);
             if n == 0 {
                 break;

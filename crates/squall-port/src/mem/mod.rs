@@ -24,9 +24,11 @@
 //! The sender's and the receiver's times must come from one clock (one virtual clock, or
 //! monotonic clocks with the same origin) for delays to mean what they say.
 
+mod config;
 mod impair;
 mod pool;
 
+pub use config::{MemConfig, MemError};
 pub use impair::{ImpairStats, Impairment};
 pub use pool::MemFrame;
 
@@ -42,71 +44,6 @@ use std::sync::Arc;
 const HELD_MAX: usize = 64;
 /// Returns are published once this many are pending (and at every burst call).
 const RETURN_BATCH: usize = 64;
-
-/// Configuration of a mem wire.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MemConfig {
-    /// Frames in each side's pool.
-    pub frames: u32,
-    /// Bytes per frame buffer (headroom included), 256..=16384.
-    pub frame_size: u32,
-    /// Headroom of a fresh tx frame.
-    pub headroom: u16,
-    /// Descriptors per direction ring (rounded up to a power of two).
-    pub ring_size: u32,
-    /// IP MTU reported by `caps`.
-    pub mtu: u16,
-    /// MAC address of side A.
-    pub mac_a: [u8; 6],
-    /// MAC address of side B.
-    pub mac_b: [u8; 6],
-    /// Emulate checksum offload: `caps` offers tx IPv4/TCP/UDP checksum and rx checksum
-    /// results; received frames are flagged "checksum good", or "bad" if corrupted on the
-    /// wire. The wire itself computes nothing (like a NIC capture, bytes on the wire carry
-    /// what the sender wrote).
-    pub offload: bool,
-    /// Impairment from A to B.
-    pub a_to_b: Impairment,
-    /// Impairment from B to A.
-    pub b_to_a: Impairment,
-}
-
-impl Default for MemConfig {
-    fn default() -> Self {
-        MemConfig {
-            frames: 4096,
-            frame_size: 2048,
-            headroom: 128,
-            ring_size: 1024,
-            mtu: 1500,
-            mac_a: [0x02, 0, 0, 0, 0, 0x0a],
-            mac_b: [0x02, 0, 0, 0, 0, 0x0b],
-            offload: false,
-            a_to_b: Impairment::default(),
-            b_to_a: Impairment::default(),
-        }
-    }
-}
-
-/// Why a mem wire could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MemError {
-    /// A configuration field is out of range (named).
-    Config(&'static str),
-    /// The pool memory could not be allocated.
-    NoMemory,
-}
-
-impl core::fmt::Display for MemError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            MemError::Config(field) => write!(f, "mem wire config: bad value for `{field}`"),
-            MemError::NoMemory => f.write_str("mem wire: cannot allocate the frame pools"),
-        }
-    }
-}
-
-impl std::error::Error for MemError {}
 
 /// The offload metadata a receiver sees: the rx checksum results if offload is emulated
 /// ("bad" for a frame corrupted on the wire), nothing otherwise.

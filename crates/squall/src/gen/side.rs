@@ -459,6 +459,7 @@ impl<P: Port> Side<P> {
             neighbours: Vec::new(),
             max_udp_flows: cfg.max_flows as usize,
             udp_prealloc: udp_prealloc(&profile, cfg.max_flows),
+            ..NodeConfig::default()
         };
         let max_flows = cfg.max_flows;
         let mut node = Node::new(port, cfg, ncfg, now);
