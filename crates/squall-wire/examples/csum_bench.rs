@@ -14,23 +14,8 @@
 
 use std::hint::black_box;
 
+use squall_engine::clock::thread_cpu_ns;
 use squall_wire::checksum;
-
-/// CPU time of the calling thread in nanoseconds.
-fn thread_cpu_ns() -> u64 {
-    // SAFETY: clock_gettime only writes the timespec we own.
-    let (rc, ts) = unsafe {
-        let mut ts: libc::timespec = std::mem::zeroed();
-        let rc = libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-        (rc, ts)
-    };
-    if rc != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-}
 
 const LENGTHS: [usize; 13] = [
     20, 32, 40, 64, 100, 128, 200, 255, 256, 512, 1460, 1492, 32_768,

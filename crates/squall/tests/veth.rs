@@ -254,6 +254,35 @@ fn buffer_bytes(p: &Value, name: &str) -> Vec<u8> {
     v
 }
 
+/// Squall server-only on sq-srv0 for 4 s (+1 s drain) in a thread, its result as JSON in
+/// `json` if given; joined for (exit code, output).
+fn server_run(prof: &str, json: Option<&Path>) -> std::thread::JoinHandle<(i32, String)> {
+    let mut args: Vec<String> = [
+        "run",
+        prof,
+        "--iface",
+        "afpacket:sq-srv0",
+        "--mode",
+        "server",
+        "--duration",
+        "4",
+        "--drain-sec",
+        "1",
+        "-q",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(j) = json {
+        args.push("--json".into());
+        args.push(j.to_str().unwrap().to_string());
+    }
+    std::thread::spawn(move || {
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        squall_in("sq-srv", &a, 30)
+    })
+}
+
 #[test]
 fn server_only_squall_answers_curl_and_ab() {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
@@ -268,27 +297,8 @@ fn server_only_squall_answers_curl_and_ab() {
     let prof = prof.to_str().unwrap().to_string();
     let _lab = Lab::up("server");
     let json = dir.join("server-run.json");
-    let args = [
-        "run",
-        &prof,
-        "--iface",
-        "afpacket:sq-srv0",
-        "--mode",
-        "server",
-        "--duration",
-        "4",
-        "--drain-sec",
-        "1",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ];
     // Phase 1: curl, checked byte for byte; the run must be clean.
-    let args1: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let srv = std::thread::spawn(move || {
-        let a: Vec<&str> = args1.iter().map(|s| s.as_str()).collect();
-        squall_in("sq-srv", &a, 30)
-    });
+    let srv = server_run(&prof, Some(&json));
     std::thread::sleep(Duration::from_millis(1200));
     const CURLS: u64 = 20;
     for i in 0..CURLS {
@@ -322,11 +332,7 @@ fn server_only_squall_answers_curl_and_ab() {
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }
-    let args2: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let srv = std::thread::spawn(move || {
-        let a: Vec<&str> = args2.iter().map(|s| s.as_str()).collect();
-        squall_in("sq-srv", &a, 30)
-    });
+    let srv = server_run(&prof, Some(&json));
     std::thread::sleep(Duration::from_millis(1200));
     let out = ns(
         "sq-cli",
@@ -388,22 +394,7 @@ fn the_node_answers_kernel_arping_and_ping() {
     let prof = root().join("crates/squall/tests/profiles/veth-server.json");
     let prof = prof.to_str().unwrap().to_string();
     let _lab = Lab::up("server");
-    let srv = std::thread::spawn(move || {
-        let a = [
-            "run",
-            prof.as_str(),
-            "--iface",
-            "afpacket:sq-srv0",
-            "--mode",
-            "server",
-            "--duration",
-            "4",
-            "--drain-sec",
-            "1",
-            "-q",
-        ];
-        squall_in("sq-srv", &a, 30)
-    });
+    let srv = server_run(&prof, None);
     std::thread::sleep(Duration::from_millis(1200));
     let mac = String::from_utf8(
         ns("sq-srv", &["cat", "/sys/class/net/sq-srv0/address"])
