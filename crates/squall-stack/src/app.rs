@@ -65,7 +65,29 @@ pub struct NodeIo<'a, P: Port> {
     pub(crate) tx_waiting: usize,
 }
 
-impl<P: Port> NodeIo<'_, P> {
+impl<'a, P: Port> NodeIo<'a, P> {
+    /// The handle for one call at `now`; the list of flows opened through it starts empty.
+    pub(crate) fn new(
+        now: u64,
+        tcp: &'a mut TcpHost,
+        udp: &'a mut UdpLayer,
+        sink: PortSink<'a, P>,
+        opened: &'a mut Vec<FlowId>,
+        tx_waiting: usize,
+    ) -> Self {
+        opened.clear();
+        NodeIo {
+            now,
+            tcp,
+            udp,
+            sink,
+            opened,
+            app: 0,
+            depth: 0,
+            tx_waiting,
+        }
+    }
+
     /// The turn's time (ns).
     pub fn now(&self) -> u64 {
         self.now

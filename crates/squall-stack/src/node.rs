@@ -94,6 +94,8 @@ pub struct Node<P: Port> {
     rxq: Vec<P::Frame>,
     opened: Vec<FlowId>,
     offload: Option<Offload>,
+    /// The port reports receive checksum results (frames it found bad are dropped here).
+    rx_csum: bool,
     /// TCP flows still waiting for TX frames after the last resume.
     tx_waiting: usize,
     rx_bursts: usize,
@@ -150,15 +152,11 @@ impl<P: Port> Node<P> {
             rxq: Vec::with_capacity(RX_BURST),
             opened: Vec::with_capacity(64),
             offload,
+            rx_csum: caps.contains(OffloadFlags::RX_L4_CSUM_GOOD),
             tx_waiting: 0,
             rx_bursts: cfg.rx_bursts.max(1),
             progressed: false,
         }
-    }
-
-    /// The node's MAC address.
-    pub fn mac(&self) -> [u8; 6] {
-        self.mac
     }
 
     /// TCP flows waiting for TX frames after the last turn.
@@ -169,17 +167,14 @@ impl<P: Port> Node<P> {
     /// A handle for acting outside a turn (e.g. cutting every flow at the end of a run);
     /// call [`Node::flush`] afterwards.
     pub fn io<'a>(&'a mut self, now: u64, tap: Option<TapRef<'a>>) -> NodeIo<'a, P> {
-        self.opened.clear();
-        NodeIo {
+        NodeIo::new(
             now,
-            tcp: &mut self.tcp,
-            udp: &mut self.udp,
-            sink: PortSink::new(&mut self.port, &mut self.tx, tap, now, self.offload),
-            opened: &mut self.opened,
-            app: 0,
-            depth: 0,
-            tx_waiting: self.tx_waiting,
-        }
+            &mut self.tcp,
+            &mut self.udp,
+            PortSink::new(&mut self.port, &mut self.tx, tap, now, self.offload),
+            &mut self.opened,
+            self.tx_waiting,
+        )
     }
 
     /// Hands queued frames to the port.
@@ -260,6 +255,7 @@ impl<P: Port> Node<P> {
             rxq,
             opened,
             offload,
+            rx_csum,
             mac,
             tx_waiting,
             ..
@@ -277,7 +273,7 @@ impl<P: Port> Node<P> {
             let d = f.data();
             let class = ipv4::classify(d);
             if class == Class::Tcp && ipv4::for_mac(d, mac) {
-                if f.offload().flags.contains(OffloadFlags::RX_CSUM_BAD) {
+                if *rx_csum && f.offload().flags.contains(OffloadFlags::RX_CSUM_BAD) {
                     counters.rx_bad += 1;
                     continue;
                 }
@@ -320,18 +316,8 @@ impl<P: Port> Node<P> {
                         }
                     };
                     let flow = udp.lookup(&dg.key());
-                    opened.clear();
                     let taken = {
-                        let mut io = NodeIo {
-                            now,
-                            tcp: &mut *tcp,
-                            udp: &mut *udp,
-                            sink: sink!(),
-                            opened: &mut *opened,
-                            app: 0,
-                            depth: 0,
-                            tx_waiting: *tx_waiting,
-                        };
+                        let mut io = NodeIo::new(now, tcp, udp, sink!(), opened, *tx_waiting);
                         app.on_udp(&mut io, flow, &dg)
                     };
                     if taken {

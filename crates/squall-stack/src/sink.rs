@@ -27,10 +27,6 @@ impl<F> TxFrames<F> {
             cur: None,
         }
     }
-    /// Frames queued for the port.
-    pub fn queued(&self) -> usize {
-        self.out.len()
-    }
 }
 
 /// A [`TxSink`] over a port for one call into the stack.
@@ -58,13 +54,6 @@ impl<'a, P: Port> PortSink<'a, P> {
             tap,
             now,
             tcp_offload,
-        }
-    }
-
-    /// Hands the output queue to the port (frames it cannot take stay queued).
-    pub fn flush(&mut self) {
-        if !self.tx.out.is_empty() {
-            self.port.tx_burst(&mut self.tx.out);
         }
     }
 }

@@ -15,9 +15,7 @@ use squall_engine::{Clock, MonotonicClock};
 use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
 use squall_port::Port;
 
-use squall_stack::Owned;
-
-use crate::gen::{owned_ranges, tcp_config, ClientGen, Side};
+use crate::gen::{tcp_config, ClientGen, Side};
 use crate::report::{self, Check};
 use crate::run::{Live, RunConfig, RunResult, SideReport};
 
@@ -130,12 +128,6 @@ pub fn parse(
         peer_mac: peer_mac.map(parse_mac).transpose()?,
         arp_timeout: Duration::from_secs(3),
     }))
-}
-
-/// Addresses Squall owns in `mode`: every client pool (client) or every server pool
-/// (server) of the profile.
-pub fn owned(p: &Profile, mode: Mode) -> Owned {
-    owned_ranges(p, mode != Mode::Server)
 }
 
 /// Default address to resolve: the first server (client mode) or client (server mode)

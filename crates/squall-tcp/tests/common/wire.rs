@@ -6,31 +6,11 @@ use squall_wire::{
     TcpOptions, TcpPacket, ETHERNET_HEADER_LEN, IPV4_HEADER_LEN, L3, L4, TCP_HEADER_LEN,
 };
 
-/// TCP control bits (the low byte of the flags field).
-pub const FIN: u8 = 0x01;
-pub const SYN: u8 = 0x02;
-pub const RST: u8 = 0x04;
-pub const PSH: u8 = 0x08;
-pub const ACK: u8 = 0x10;
-
-/// Header fields of a segment a test sends to a host (Ethernet, IPv4 with DF and no
-/// options, TCP).
-#[derive(Clone, Copy, Debug)]
-pub struct FrameHdr {
-    pub src_mac: [u8; 6],
-    pub dst_mac: [u8; 6],
-    pub src_ip: u32,
-    pub dst_ip: u32,
-    pub ip_id: u16,
-    pub src_port: u16,
-    pub dst_port: u16,
-    pub seq: u32,
-    pub ack: u32,
-    pub flags: u8,
-    pub wnd: u16,
-    pub ttl: u8,
-    pub tos: u8,
-}
+/// TCP control bits and the header fields of a segment a test sends to a host (Ethernet,
+/// IPv4 with DF and no options, TCP): squall-wire's, the frame itself is built below with
+/// the general builders.
+#[allow(unused_imports)] // each test binary uses some of them
+pub use squall_wire::segment::{TxHdr as FrameHdr, ACK, FIN, PSH, RST, SYN};
 
 /// An Ethernet/IPv4/TCP frame with the raw TCP option bytes `opts` (a multiple of 4, at
 /// most 40: written as given, so tests can send any layout or malformed lists) and

@@ -225,19 +225,11 @@ impl NodeApp for GenSide {
     }
 
     fn owns_tcp_port(&self, port: u16) -> bool {
-        self.client.is_none()
-            && self.app.profile().templates.iter().any(|t| {
-                t.transport == Transport::Tcp
-                    && (t.port == port || t.assoc.iter().any(|r| r.port == port))
-            })
+        self.serves(Transport::Tcp, port)
     }
 
     fn owns_udp_port(&self, port: u16) -> bool {
-        self.client.is_none()
-            && self.app.profile().templates.iter().any(|t| {
-                t.transport == Transport::Udp
-                    && (t.port == port || t.assoc.iter().any(|r| r.port == port))
-            })
+        self.serves(Transport::Udp, port)
     }
 
     fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
@@ -312,6 +304,15 @@ impl NodeApp for GenSide {
 }
 
 impl GenSide {
+    /// A server side with a `transport` template on (or associated with) local `port`.
+    fn serves(&self, transport: Transport, port: u16) -> bool {
+        self.client.is_none()
+            && self.app.profile().templates.iter().any(|t| {
+                t.transport == transport
+                    && (t.port == port || t.assoc.iter().any(|r| r.port == port))
+            })
+    }
+
     /// The generator of one side for a node whose TCP host is `host`: registers every
     /// profile buffer and each template's option set once; a server side listens on
     /// every TCP template's port (and associated ports). `client`: the flow source of a

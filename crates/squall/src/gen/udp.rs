@@ -16,8 +16,6 @@ use squall_stack::{Datagram, NodeIo, UdpFlowId, UdpKey};
 use super::app::splitmix;
 use crate::stats::{SideStats, TgCounters, UdpCounters};
 
-/// Largest UDP payload of an unfragmented IPv4 datagram.
-pub use squall_stack::udp::MAX_PAYLOAD;
 const NONE: u64 = u64::MAX;
 
 const F_LIVE: u8 = 1;
