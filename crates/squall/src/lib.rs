@@ -2,6 +2,7 @@
 //!
 //! - [`gen`]: the per-side generator (astf programs over `TcpHost` flows);
 //! - [`run`]: run drivers (T-mem1 single thread, virtual-clock simulation, two threads);
+//! - [`shards`]: N per-core shards over their own wires (T-memN), results merged;
 //! - [`stats`]: per template group counters and latency histograms;
 //! - [`report`]: invariants, the summary table and the JSON document;
 //! - [`source`]: loading a profile from `.json` or `.py`;
@@ -13,5 +14,6 @@ pub mod iface;
 pub mod impair;
 pub mod report;
 pub mod run;
+pub mod shards;
 pub mod source;
 pub mod stats;

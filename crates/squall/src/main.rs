@@ -60,9 +60,14 @@ struct RunArgs {
     /// Rate multiplier: every template runs at cps x M.
     #[arg(short = 'm', long, default_value_t = 1.0)]
     mult: f64,
-    /// 1: both sides in one thread (T-mem1); 2: client on core 0, server on core 1.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
+    /// Worker cores. 1: both sides in one thread (T-mem1); N: N shards, each core running
+    /// both sides of its own share of the flows over its own wire (T-memN).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     cores: u32,
+    /// With --cores 2: the client side on core 0 and the server side on core 1 over one
+    /// wire (T-mem2) instead of two shards.
+    #[arg(long)]
+    split: bool,
     /// Interface: `mem` (the in-memory wire, both sides) or `afpacket:IFNAME` (a real
     /// interface, one side: needs --mode client|server and root).
     #[arg(long, default_value = "mem")]
@@ -176,6 +181,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if !(a.drain_sec.is_finite() && a.drain_sec >= 0.0 && a.drain_sec <= 1e5) {
         return usage("--drain-sec must be >= 0");
     }
+    if a.split && a.cores != 2 {
+        return usage("--split needs --cores 2 (client on one core, server on the other)");
+    }
     if a.pcap.is_some() && a.cores > 1 && !a.sim {
         return usage("--pcap needs a single-threaded run (--cores 1 or --sim)");
     }
@@ -192,6 +200,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         duration_ns: (a.duration * 1e9) as u64,
         mult: a.mult,
         cores: if a.sim { 1 } else { a.cores },
+        split: a.split && !a.sim,
         sim: a.sim,
         seed: a.seed,
         drain_ns: (a.drain_sec * 1e9) as u64,
@@ -228,14 +237,17 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         .as_ref()
         .map(|rc| format!("real time, afpacket:{}, {} only", rc.ifname, rc.mode.name()));
     let path = a.profile.display().to_string();
+    let shards_mode = format!("real time, {} shards (T-memN)", cfg.cores);
     let info = RunInfo {
         profile_path: &path,
         mode: if let Some(m) = &real_mode {
             m
         } else if a.sim {
             "simulation (virtual clock)"
-        } else if cfg.cores == 2 {
+        } else if cfg.split {
             "real time, 2 threads (T-mem2)"
+        } else if cfg.cores > 1 {
+            &shards_mode
         } else {
             "real time, 1 thread (T-mem1)"
         },

@@ -74,7 +74,7 @@ fn missing_file_and_bad_options_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = squall()
-        .args(["run", "tests/profiles/loop.json", "--cores", "3"])
+        .args(["run", "tests/profiles/loop.json", "--cores", "3", "--split"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -226,7 +226,7 @@ impl RunSlot {
     fn mode(&self) -> &'static str {
         if self.cfg.sim {
             "simulation (virtual clock)"
-        } else if self.cfg.cores == 2 {
+        } else if self.cfg.split {
             "real time, 2 threads (T-mem2)"
         } else {
             "real time, 1 thread (T-mem1)"
@@ -459,6 +459,8 @@ impl Service {
             duration_ns: ((if unbounded { MAX_DURATION_S } else { dur }) * 1e9) as u64,
             mult,
             cores: if sim { 1 } else { cores },
+            // The API's `cores: 2` is the two-thread layout (client core, server core).
+            split: !sim && cores == 2,
             sim,
             seed,
             drain_ns: (drain * 1e9) as u64,
