@@ -20,7 +20,7 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool, cores: usize) -> Result<
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(cores));
     let shards: Vec<_> = (0..cores)
         .map(|k| {
-            let (cfg, b, core) = (cfg.clone(), barrier.clone(), avail[k]);
+            let (cfg, b, core) = (*cfg, barrier.clone(), avail[k]);
             std::thread::Builder::new()
                 .name(format!("memn-{k}"))
                 .spawn(move || {
