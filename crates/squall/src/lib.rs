@@ -7,8 +7,10 @@
 //! - [`report`]: invariants, the summary table and the JSON document;
 //! - [`source`]: loading a profile from `.json` or `.py`;
 //! - [`impair`]: the `--impair` option parser;
-//! - [`iface`]: single-side runs on a real interface (AF_PACKET); ARP is the node's.
+//! - [`iface`]: single-side runs on a real interface (AF_PACKET); ARP is the node's;
+//! - [`dut`]: both sides on two real ports with a device under test between them.
 
+pub mod dut;
 pub mod gen;
 pub mod iface;
 pub mod impair;

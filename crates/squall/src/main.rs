@@ -79,6 +79,21 @@ struct RunArgs {
     /// server address in client mode, first client address in server mode).
     #[arg(long, value_name = "IP")]
     peer_ip: Option<String>,
+    /// Both sides on real ports, the device under test between them (TRex's topology):
+    /// the port of the client side (`afpacket:IFNAME`); needs --server-iface.
+    #[arg(long, value_name = "KIND:NAME")]
+    client_iface: Option<String>,
+    /// The port of the server side (with --client-iface).
+    #[arg(long, value_name = "KIND:NAME")]
+    server_iface: Option<String>,
+    /// With --client-iface: the DUT's address on the client link, resolved by ARP as the
+    /// client side's next hop (default: the server address, for a DUT that bridges).
+    #[arg(long, value_name = "IP")]
+    client_gw: Option<String>,
+    /// With --server-iface: the DUT's address on the server link (default: the first
+    /// client address).
+    #[arg(long, value_name = "IP")]
+    server_gw: Option<String>,
     /// Real interface: the peer's MAC (skips ARP resolution).
     #[arg(long, value_name = "MAC")]
     peer_mac: Option<String>,
@@ -167,10 +182,22 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
-    if real.is_some() && (a.sim || a.cores != 1 || a.pcap.is_some() || a.impair.is_some()) {
-        return usage(
-            "a real interface runs one side in one thread: no --sim, --cores, --pcap or --impair",
-        );
+    let dut = match squall::dut::parse(
+        a.client_iface.as_deref(),
+        a.server_iface.as_deref(),
+        a.client_gw.as_deref(),
+        a.server_gw.as_deref(),
+    ) {
+        Ok(d) => d,
+        Err(e) => return usage(&e),
+    };
+    if dut.is_some() && (real.is_some() || a.mode.is_some()) {
+        return usage("--client-iface/--server-iface play both sides: no --iface or --mode");
+    }
+    if (real.is_some() || dut.is_some())
+        && (a.sim || a.cores != 1 || a.pcap.is_some() || a.impair.is_some())
+    {
+        return usage("real interfaces run in one thread: no --sim, --cores, --pcap or --impair");
     }
     if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 1e6) {
         return usage("--duration must be a positive number of seconds");
@@ -210,10 +237,11 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     };
     let live = Arc::new(Live::default());
     let (p2, c2, l2) = (profile.clone(), cfg.clone(), live.clone());
-    let r2 = real.clone();
-    let h = std::thread::spawn(move || match r2 {
-        None => run::run(p2, &c2, l2),
-        Some(rc) => squall::iface::run_real(p2, &c2, &rc, l2),
+    let (r2, d2) = (real.clone(), dut.clone());
+    let h = std::thread::spawn(move || match (r2, d2) {
+        (_, Some(dc)) => squall::dut::run_dut(p2, &c2, &dc, l2),
+        (Some(rc), None) => squall::iface::run_real(p2, &c2, &rc, l2),
+        (None, None) => run::run(p2, &c2, l2),
     });
     if !a.sim && !a.quiet {
         progress(&live, &h);
@@ -233,9 +261,18 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         None => report::invariants(&result),
         Some(rc) => squall::iface::single_side_checks(&result, rc.mode),
     };
-    let real_mode = real
-        .as_ref()
-        .map(|rc| format!("real time, afpacket:{}, {} only", rc.ifname, rc.mode.name()));
+    let real_mode = match (&real, &dut) {
+        (_, Some(dc)) => Some(format!(
+            "real time, afpacket:{} (client) and afpacket:{} (server), DUT between",
+            dc.client.ifname, dc.server.ifname
+        )),
+        (Some(rc), None) => Some(format!(
+            "real time, afpacket:{}, {} only",
+            rc.ifname,
+            rc.mode.name()
+        )),
+        (None, None) => None,
+    };
     let path = a.profile.display().to_string();
     let shards_mode = format!("real time, {} shards (T-memN)", cfg.cores);
     let info = RunInfo {

@@ -308,6 +308,16 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         "  {:<26} {:>14} {:>14}",
         "send_errors", r.client.app.send_errors, r.server.app.send_errors
     );
+    if r.server.app.translated > 0 {
+        let _ = writeln!(
+            o,
+            "  {:<26} {:>14} {:>14}   (accepted from addresses in no client pool, e.g. {}: translated on the way)",
+            "translated",
+            r.client.app.translated,
+            r.server.app.translated,
+            std::net::Ipv4Addr::from(r.server.app.translated_from.unwrap_or(0))
+        );
+    }
     let _ = writeln!(
         o,
         "\n{:<28} {:>14} {:>14}",
@@ -398,6 +408,8 @@ fn side_json(s: &SideReport) -> Value {
         "flows": counters_json(&s.app.total()),
         "no_template": s.app.no_template,
         "send_errors": s.app.send_errors,
+        "translated": s.app.translated,
+        "translated_from": s.app.translated_from.map(|a| std::net::Ipv4Addr::from(a).to_string()),
         "errors": s.app.errors(),
         "tcp": Value::Object(tcp),
         "udp": Value::Object(udp),

@@ -190,7 +190,7 @@ impl Control {
     }
 }
 
-fn publish_client(live: &Live, s: &Side<MemPort>) {
+pub(crate) fn publish_client<P: Port>(live: &Live, s: &Side<P>) {
     let t = s.gen.app.stats.total();
     live.started.store(t.started, Ordering::Relaxed);
     live.completed.store(t.completed, Ordering::Relaxed);
@@ -201,7 +201,7 @@ fn publish_client(live: &Live, s: &Side<MemPort>) {
         .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
 }
 
-fn publish_server(live: &Live, s: &Side<MemPort>) {
+pub(crate) fn publish_server<P: Port>(live: &Live, s: &Side<P>) {
     live.server_errors
         .store(s.gen.app.stats.errors(), Ordering::Relaxed);
     live.server_wire_bytes
@@ -299,7 +299,7 @@ const START_BUDGET: usize = 256;
 pub(crate) const START_LEAD_NS: u64 = 100_000_000;
 
 /// Sleeps (then spins the last 100 us) until the clock reaches `t`.
-fn wait_until(clock: &MonotonicClock, t: u64) {
+pub(crate) fn wait_until(clock: &MonotonicClock, t: u64) {
     loop {
         let now = clock.now_ns();
         if now >= t {

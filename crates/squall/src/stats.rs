@@ -180,6 +180,11 @@ pub struct SideStats {
     pub send_errors: u64,
     /// UDP counters of the side.
     pub udp: UdpCounters,
+    /// Accepted flows whose source address is in no client pool of the profile: address
+    /// translation (a NAT between the ports) rewrote it. Not an error.
+    pub translated: u64,
+    /// The first such source address seen.
+    pub translated_from: Option<u32>,
 }
 
 impl SideStats {
@@ -211,6 +216,8 @@ impl SideStats {
         }
         self.no_template += o.no_template;
         self.send_errors += o.send_errors;
+        self.translated += o.translated;
+        self.translated_from = self.translated_from.or(o.translated_from);
         self.udp.add(&o.udp);
     }
 }

@@ -217,6 +217,9 @@ pub struct GenApp {
     txbuf: Vec<(u64, u64)>,
     /// Client endpoints of ended client flows, to give back to the allocators.
     pub released: Vec<(u16, ClientAddr)>,
+    /// The profile's client address ranges (inclusive): an accepted flow from elsewhere
+    /// went through address translation on its way.
+    client_ranges: Vec<(u32, u32)>,
     /// Flows with a live program-or-connection (started, not yet ended).
     pub live: u64,
     /// Highest `live` seen.
@@ -239,6 +242,11 @@ impl GenApp {
             .map(|t| has_reset(&profile, t.client_program) || has_reset(&profile, t.server_program))
             .collect();
         let stats = SideStats::new(profile.tg_names.len());
+        let client_ranges = profile
+            .ip_gens
+            .iter()
+            .map(|g| (g.clients.first, g.clients.last))
+            .collect();
         let txbuf = profile
             .templates
             .iter()
@@ -250,6 +258,7 @@ impl GenApp {
             })
             .collect();
         GenApp {
+            client_ranges,
             bufs,
             progs: Vec::new(),
             flows: Vec::new(),
@@ -477,6 +486,15 @@ impl TcpApp for GenApp {
                 ctl.abort();
                 return;
             };
+            let peer = key.remote_ip;
+            if !self
+                .client_ranges
+                .iter()
+                .any(|&(a, b)| (a..=b).contains(&peer))
+            {
+                self.stats.translated += 1;
+                self.stats.translated_from.get_or_insert(peer);
+            }
             self.ensure(i);
             self.flows[i] = FlowSlot {
                 sched_ns: self.now,
