@@ -8,8 +8,10 @@
 //! - [`source`]: loading a profile from `.json` or `.py`;
 //! - [`impair`]: the `--impair` option parser;
 //! - [`iface`]: single-side runs on a real interface (AF_PACKET); ARP is the node's;
+//! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
 //! - [`dut`]: both sides on two real ports with a device under test between them.
 
+pub mod config;
 pub mod dut;
 pub mod gen;
 pub mod iface;

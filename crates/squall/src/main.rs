@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod daemon;
 use squall::report::{self, RunInfo};
@@ -30,6 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Generate a profile's traffic (both sides over the in-memory wire) and report.
+    #[command(args_override_self = true)]
     Run(Box<RunArgs>),
     /// Load and validate a profile; print every error with its JSON path.
     Validate {
@@ -127,6 +128,10 @@ struct RunArgs {
     /// No progress line on stderr.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Options from this file's [run] table (default: $SQUALL_CONFIG, else ./squall.toml
+    /// if present); the command line wins.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 fn load(path: &std::path::Path, t: &[String]) -> Result<squall_astf::Profile, ExitCode> {
@@ -137,7 +142,16 @@ fn load(path: &std::path::Path, t: &[String]) -> Result<squall_astf::Profile, Ex
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cmd = Cli::command();
+    if let Some(run) = cmd.find_subcommand("run") {
+        match squall::config::apply(&mut args, run) {
+            Ok(Some(p)) => eprintln!("squall: options from {}", p.display()),
+            Ok(None) => {}
+            Err(e) => return usage(&e),
+        }
+    }
+    let cli = Cli::parse_from(args);
     match cli.cmd {
         Cmd::Validate { profile, tunables } => match load(&profile, &tunables) {
             Ok(p) => {

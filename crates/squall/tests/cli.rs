@@ -216,3 +216,49 @@ fn py_profiles_are_compiled_and_errors_passed_through() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("NameError: name 'ASTFProgrm'"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_config_file_gives_defaults_and_the_command_line_wins() {
+    let dir = std::env::temp_dir().join(format!("squall-cli-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("squall.toml");
+    let json = dir.join("out.json");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[run]\nsim = true\nduration = 1\nmult = 50\nquiet = true\njson = {:?}\n",
+            json.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let out = squall()
+        .args([
+            "run",
+            "tests/profiles/loop.json",
+            "--mult",
+            "20",
+            "--config",
+        ])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["mult"], 20.0, "the command line wins");
+    assert_eq!(v["duration_sec"], 1.0, "the file gives the rest");
+    assert!(v["mode"].as_str().unwrap().contains("simulation"));
+    std::fs::write(&cfg, "[run]\nbogus = 1\n").unwrap();
+    let out = squall()
+        .args(["run", "tests/profiles/loop.json", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bogus") && err.contains("squall.toml"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
