@@ -40,6 +40,9 @@ pub struct NodeConfig {
     /// burst per turn keeps the frames and flows of a turn in cache when several nodes
     /// share one thread (both ends of a T-mem1 run).
     pub rx_bursts: usize,
+    /// 802.1Q VLAN id: every frame sent carries the tag, and only frames received with
+    /// it are taken (the tag is removed); others are counted in `rx_vlan_other`.
+    pub vlan: Option<u16>,
 }
 
 impl Default for NodeConfig {
@@ -50,6 +53,7 @@ impl Default for NodeConfig {
             max_udp_flows: 0,
             udp_prealloc: 0,
             rx_bursts: MAX_RX_BURSTS,
+            vlan: None,
         }
     }
 }
@@ -75,6 +79,8 @@ pub struct NodeCounters {
     pub rx_other_ether: u64,
     /// Truncated or malformed frames, and frames the port flagged with a bad checksum.
     pub rx_bad: u64,
+    /// With a VLAN id configured: frames untagged or tagged with another id (dropped).
+    pub rx_vlan_other: u64,
     /// Turns that did something.
     pub busy_turns: u64,
     /// Turns.
@@ -99,6 +105,7 @@ pub struct Node<P: Port> {
     /// TCP flows still waiting for TX frames after the last resume.
     tx_waiting: usize,
     rx_bursts: usize,
+    vlan: Option<u16>,
     /// The last turn did something.
     progressed: bool,
 }
@@ -148,15 +155,22 @@ impl<P: Port> Node<P> {
             icmp: IcmpStats::default(),
             counters: NodeCounters::default(),
             mac,
-            tx: TxFrames::new(),
+            tx: TxFrames::new(cfg.vlan),
             rxq: Vec::with_capacity(RX_BURST),
             opened: Vec::with_capacity(64),
             offload,
             rx_csum: caps.contains(OffloadFlags::RX_L4_CSUM_GOOD),
             tx_waiting: 0,
             rx_bursts: cfg.rx_bursts.max(1),
+            vlan: cfg.vlan.map(|v| v & 0x0fff),
             progressed: false,
         }
+    }
+
+    /// Sets (or clears) the 802.1Q VLAN id of the node's frames (see [`NodeConfig::vlan`]).
+    pub fn set_vlan(&mut self, vlan: Option<u16>) {
+        self.vlan = vlan.map(|v| v & 0x0fff);
+        self.tx.vlan = self.vlan;
     }
 
     /// TCP flows waiting for TX frames after the last turn.
@@ -208,6 +222,9 @@ impl<P: Port> Node<P> {
                 break;
             }
             work = true;
+            if let Some(vid) = self.vlan {
+                self.untag_rx(vid);
+            }
             self.rx_frames(now, app, tap.as_deref_mut());
             self.port.release_all(&mut self.rxq);
             let _ = self.flush_resume(now, tap.as_deref_mut());
@@ -239,6 +256,22 @@ impl<P: Port> Node<P> {
         self.progressed = work;
         self.counters.busy_turns += u64::from(work);
         work
+    }
+
+    /// Removes our VLAN tag from the received burst; frames without it go back to the
+    /// port, counted.
+    fn untag_rx(&mut self, vid: u16) {
+        let mut i = 0;
+        while i < self.rxq.len() {
+            if crate::sink::vlan_untag(&mut self.rxq[i], vid) {
+                i += 1;
+            } else {
+                let f = self.rxq.remove(i);
+                self.port.release(f);
+                self.counters.rx_vlan_other += 1;
+                self.counters.rx_frames += 1;
+            }
+        }
     }
 
     /// Demultiplexes the received burst in `rxq`. Runs of consecutive TCP frames go to

@@ -17,6 +17,16 @@ const IP_A: u32 = 0xc612_0001; // 198.18.0.1
 const IP_B: u32 = 0xc612_0002; // 198.18.0.2
 
 fn node(port: MemPort, mac: [u8; 6], peer: [u8; 6], ip: u32) -> Node<MemPort> {
+    node_on_vlan(port, mac, peer, ip, None)
+}
+
+fn node_on_vlan(
+    port: MemPort,
+    mac: [u8; 6],
+    peer: [u8; 6],
+    ip: u32,
+    vlan: Option<u16>,
+) -> Node<MemPort> {
     let tcp = TcpConfig {
         mac,
         gateway_mac: peer,
@@ -25,6 +35,7 @@ fn node(port: MemPort, mac: [u8; 6], peer: [u8; 6], ip: u32) -> Node<MemPort> {
     let cfg = NodeConfig {
         owned: Owned(vec![(ip, ip)]),
         max_udp_flows: 16,
+        vlan,
         ..NodeConfig::default()
     };
     Node::new(port, tcp, cfg, 0)
@@ -419,4 +430,70 @@ fn malformed_frames_are_counted_never_a_panic() {
         raw_rx(&mut raw);
     }
     assert_eq!(a.counters.rx_frames, sent);
+}
+
+/// Inserts an 802.1Q tag (id `vid`) into an untagged frame.
+fn tagged(frame: &[u8], vid: u16) -> Vec<u8> {
+    let mut t = frame[..12].to_vec();
+    t.extend_from_slice(&[0x81, 0x00]);
+    t.extend_from_slice(&vid.to_be_bytes());
+    t.extend_from_slice(&frame[12..]);
+    t
+}
+
+/// With a VLAN id, a node tags every frame it sends (ARP replies, echo replies, TCP) and
+/// takes only frames with its tag: two tagged nodes complete an exchange; untagged
+/// frames and frames of another VLAN are counted and dropped, not answered.
+#[test]
+fn a_vlan_node_tags_what_it_sends_and_takes_only_its_vlan() {
+    let tagged_node = |port, mac, peer, ip| node_on_vlan(port, mac, peer, ip, Some(100));
+    // Two tagged nodes: the two-app exchange completes through the tags.
+    let (pa, pb) = pair(MemConfig::default()).unwrap();
+    let (mut a, mut b) = (tagged_node(pa, MA, MB, IP_A), tagged_node(pb, MB, MA, IP_B));
+    let body = vec![b'v'; 3_000];
+    let mut on_a = server(&mut a, 80, &body);
+    let mut on_b = client(&mut b, IP_B, IP_A, 80, &body);
+    let mut now = 0;
+    for _ in 0..10_000 {
+        now += 10_000;
+        a.turn(now, &mut on_a, None);
+        b.turn(now, &mut on_b, None);
+        if on_b.closed.is_some() && on_a.closed == 1 {
+            break;
+        }
+    }
+    assert_eq!(on_b.got, body);
+    assert_eq!(on_b.closed, Some(CloseReason::Normal));
+    assert_eq!(a.counters.rx_vlan_other + b.counters.rx_vlan_other, 0);
+    // A raw peer: replies carry the tag; untagged and other-VLAN frames are dropped.
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = tagged_node(pa, MA, MB, IP_A);
+    let data: Vec<u8> = (0..32u8).collect();
+    let ping = echo_request(MA, IP_B, IP_A, 1, &data);
+    raw_frame(&mut raw, &ping);
+    raw_frame(&mut raw, &tagged(&ping, 200));
+    a.turn(1_000, &mut NoApp, None);
+    assert!(raw_rx(&mut raw).is_empty(), "nothing answered off our VLAN");
+    assert_eq!(a.counters.rx_vlan_other, 2);
+    raw_frame(&mut raw, &tagged(&ping, 100));
+    let r = ArpRepr::request(
+        MacAddress(MB),
+        Ipv4Address(IP_B.to_be_bytes()),
+        Ipv4Address(IP_A.to_be_bytes()),
+    );
+    let mut buf = [0u8; 60];
+    squall_stack::neigh::emit_frame(&r, MB, &mut buf).unwrap();
+    raw_frame(&mut raw, &tagged(&buf, 100));
+    a.turn(2_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 2, "echo reply and ARP reply");
+    assert_eq!(a.icmp.echo_answered, 1);
+    for f in &got {
+        assert_eq!(&f[12..16], &[0x81, 0x00, 0, 100], "tagged with VLAN 100");
+        assert_eq!(&f[0..6], &MB[..]);
+    }
+    let echo = got.iter().find(|f| f[16..18] == [0x08, 0x00]).unwrap();
+    assert_eq!(echo[18 + 20], 0, "an echo reply after the tag");
+    assert_eq!(&echo[18 + 28..], &data[..]);
+    assert!(got.iter().any(|f| f[16..18] == [0x08, 0x06]), "ARP reply");
 }

@@ -115,6 +115,8 @@ pub fn run_dut(
     let cg = ClientGen::new(&profile, &sc)?;
     let mut c = Side::new(profile.clone(), cport, ccfg, Some(cg), t0, seed ^ 0x1);
     let mut s = Side::new(profile.clone(), sport, scfg, None, t0, seed ^ 0x2);
+    c.node.set_vlan(cfg.vlan);
+    s.node.set_vlan(cfg.vlan);
     // Each node answers ARP for its side's addresses from here on and learns the DUT's
     // MAC on its link.
     let cgw = dc.client_gw.map_or(server_ip, u32::from_be_bytes);

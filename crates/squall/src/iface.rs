@@ -218,6 +218,7 @@ pub fn run_real(
         None
     };
     let mut s = Side::new(profile.clone(), port, tc, cg, t0, seed ^ 0x1);
+    s.node.set_vlan(cfg.vlan);
     // The node answers ARP for its pools from here on; it asks for the peer unless told.
     let peer_mac = match rc.peer_mac {
         Some(m) => m,

@@ -119,6 +119,10 @@ struct RunArgs {
     /// Wire impairment, both directions: loss=P,dup=P,reorder=P,corrupt=P,delay_us=N,jitter_us=N,rate_mbps=N
     #[arg(long, value_name = "SPEC")]
     impair: Option<String>,
+    /// 802.1Q VLAN id: every frame Squall sends is tagged, only frames with the tag are
+    /// taken (the others are counted and dropped).
+    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(u16).range(1..=4094))]
+    vlan: Option<u16>,
     /// Flow table size of each TCP host.
     #[arg(long, default_value_t = 262_144)]
     max_flows: u32,
@@ -248,6 +252,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         pcap_flows: a.pcap.as_ref().map(|_| a.pcap_flows),
         impair,
         max_flows: a.max_flows.max(16),
+        vlan: a.vlan,
     };
     let live = Arc::new(Live::default());
     let (p2, c2, l2) = (profile.clone(), cfg.clone(), live.clone());

@@ -42,6 +42,8 @@ pub struct RunConfig {
     pub impair: Impairment,
     /// Flow table size of each host.
     pub max_flows: u32,
+    /// 802.1Q VLAN id of every frame (both sides; real ports: the side(s) Squall plays).
+    pub vlan: Option<u16>,
 }
 
 impl Default for RunConfig {
@@ -57,6 +59,7 @@ impl Default for RunConfig {
             pcap_flows: None,
             impair: Impairment::default(),
             max_flows: 262_144,
+            vlan: None,
         }
     }
 }
@@ -411,8 +414,10 @@ fn sides(
     let hs = shard.seed(seed);
     let ccfg = tcp_config(&t.client, mc.mac_a, mc.mac_b, cfg.max_flows, hs ^ 0xc11e);
     let scfg = tcp_config(&t.server, mc.mac_b, mc.mac_a, cfg.max_flows, hs ^ 0x5e4e);
-    let c = Side::new(profile.clone(), pa, ccfg, Some(cg), t0, hs ^ 0x1);
-    let s = Side::new(profile.clone(), pb, scfg, None, t0, hs ^ 0x2);
+    let mut c = Side::new(profile.clone(), pa, ccfg, Some(cg), t0, hs ^ 0x1);
+    let mut s = Side::new(profile.clone(), pb, scfg, None, t0, hs ^ 0x2);
+    c.node.set_vlan(cfg.vlan);
+    s.node.set_vlan(cfg.vlan);
     Ok((c, s))
 }
 

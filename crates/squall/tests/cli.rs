@@ -262,3 +262,41 @@ fn a_config_file_gives_defaults_and_the_command_line_wins() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn vlan_runs_tag_every_frame() {
+    let dir = std::env::temp_dir().join(format!("squall-cli-vlan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("vlan.pcap");
+    let out = squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--sim",
+            "-d",
+            "1",
+            "-m",
+            "20",
+            "-q",
+            "--vlan",
+            "100",
+            "--pcap",
+        ])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let bytes = std::fs::read(&pcap).unwrap();
+    let (_, recs) = squall_port::pcap::read_pcap(&bytes).unwrap();
+    assert!(recs.len() > 50, "{} frames", recs.len());
+    for r in &recs {
+        assert_eq!(&r.data[12..16], &[0x81, 0x00, 0x00, 100], "802.1Q id 100");
+        assert_eq!(&r.data[16..18], &[0x08, 0x00]);
+    }
+    let bad = squall()
+        .args(["run", "tests/profiles/loop.json", "--vlan", "4095"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}

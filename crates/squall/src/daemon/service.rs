@@ -467,6 +467,7 @@ impl Service {
             pcap_flows: None,
             impair,
             max_flows: 262_144,
+            vlan: None,
         };
         let live = Arc::new(Live::default());
         live.ctl.snapshots.store(true, Ordering::Relaxed);
