@@ -13,6 +13,7 @@ use crate::app::{NodeApp, NodeIo};
 use crate::icmp::{on_icmp, IcmpStats};
 use crate::ipv4::{self, Class};
 use crate::neigh::{Neighbours, Owned};
+use crate::redirect::{self, Redirect, RedirectStats};
 use crate::sink::{tcp_offload, PortSink, TxFrames};
 use crate::tap::TapRef;
 use crate::udp::{self, UdpError, UdpLayer, UdpTx};
@@ -81,6 +82,8 @@ pub struct NodeCounters {
     pub rx_bad: u64,
     /// With a VLAN id configured: frames untagged or tagged with another id (dropped).
     pub rx_vlan_other: u64,
+    /// Frames taken in from other workers (software redirect; also in `rx_frames`).
+    pub rx_redirected: u64,
     /// Turns that did something.
     pub busy_turns: u64,
     /// Turns.
@@ -106,6 +109,8 @@ pub struct Node<P: Port> {
     tx_waiting: usize,
     rx_bursts: usize,
     vlan: Option<u16>,
+    /// Software redirect of other workers' frames (ports without steering).
+    redirect: Option<Redirect>,
     /// The last turn did something.
     progressed: bool,
 }
@@ -163,6 +168,7 @@ impl<P: Port> Node<P> {
             tx_waiting: 0,
             rx_bursts: cfg.rx_bursts.max(1),
             vlan: cfg.vlan.map(|v| v & 0x0fff),
+            redirect: None,
             progressed: false,
         }
     }
@@ -171,6 +177,18 @@ impl<P: Port> Node<P> {
     pub fn set_vlan(&mut self, vlan: Option<u16>) {
         self.vlan = vlan.map(|v| v & 0x0fff);
         self.tx.vlan = self.vlan;
+    }
+
+    /// Makes this node one worker of a redirect mesh ([`crate::redirect`]): received
+    /// TCP/UDP frames of flows another worker owns go to it, and frames redirected here
+    /// are taken in every turn.
+    pub fn set_redirect(&mut self, r: Redirect) {
+        self.redirect = Some(r);
+    }
+
+    /// Redirect counters, if the node is part of a mesh.
+    pub fn redirect_stats(&self) -> Option<RedirectStats> {
+        self.redirect.as_ref().map(|r| r.stats)
     }
 
     /// TCP flows waiting for TX frames after the last turn.
@@ -225,12 +243,18 @@ impl<P: Port> Node<P> {
             if let Some(vid) = self.vlan {
                 self.untag_rx(vid);
             }
+            if self.redirect.is_some() {
+                self.redirect_out(app);
+            }
             self.rx_frames(now, app, tap.as_deref_mut());
             self.port.release_all(&mut self.rxq);
             let _ = self.flush_resume(now, tap.as_deref_mut());
             if n < RX_BURST {
                 break;
             }
+        }
+        if self.redirect.is_some() {
+            work |= self.redirect_in(now, app, tap.as_deref_mut());
         }
         // TCP timers.
         if self.tcp.next_timer().is_some_and(|t| t <= now) {
@@ -270,6 +294,73 @@ impl<P: Port> Node<P> {
                 self.port.release(f);
                 self.counters.rx_vlan_other += 1;
                 self.counters.rx_frames += 1;
+            }
+        }
+    }
+
+    /// Hands the received frames of flows other workers own to them (copies, counted);
+    /// the frames go back to the port.
+    fn redirect_out<A: NodeApp>(&mut self, app: &A) {
+        let Some(r) = self.redirect.as_mut() else {
+            return;
+        };
+        let (me, n) = (r.worker(), r.workers());
+        let serves = |proto: u8, port: u16| {
+            if proto == 6 {
+                app.owns_tcp_port(port)
+            } else {
+                app.owns_udp_port(port)
+            }
+        };
+        let mut i = 0;
+        while i < self.rxq.len() {
+            match redirect::owner(self.rxq[i].data(), n, serves) {
+                Some(k) if k != me => {
+                    r.send(k, self.rxq[i].data());
+                    let f = self.rxq.remove(i);
+                    self.port.release(f);
+                }
+                _ => i += 1,
+            }
+        }
+        r.publish();
+    }
+
+    /// Takes in the frames other workers redirected here, a burst at a time, through the
+    /// same demux as the port's own (in frames of the port's pool). True if any came.
+    fn redirect_in<A: NodeApp>(
+        &mut self,
+        now: u64,
+        app: &mut A,
+        mut tap: Option<TapRef<'_>>,
+    ) -> bool {
+        let mut any = false;
+        loop {
+            let Some(r) = self.redirect.as_mut() else {
+                return any;
+            };
+            let mut frames = std::mem::take(&mut self.rxq);
+            self.port.alloc_tx(&mut frames, RX_BURST);
+            let mut k = 0;
+            r.receive(frames.len(), |d| {
+                if frames[k].fill(d).is_ok() {
+                    k += 1;
+                }
+            });
+            for f in frames.drain(k..) {
+                self.port.release(f);
+            }
+            self.rxq = frames;
+            if k == 0 {
+                return any;
+            }
+            any = true;
+            self.counters.rx_redirected += k as u64;
+            self.rx_frames(now, app, tap.as_deref_mut());
+            self.port.release_all(&mut self.rxq);
+            let _ = self.flush_resume(now, tap.as_deref_mut());
+            if k < RX_BURST {
+                return any;
             }
         }
     }

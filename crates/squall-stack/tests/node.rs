@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use squall_port::mem::{pair, MemConfig, MemPort};
 use squall_port::{FrameBuf, Port};
-use squall_stack::{NoApp, Node, NodeApp, NodeConfig, NodeIo, Owned, Pair};
+use squall_stack::{redirect, NoApp, Node, NodeApp, NodeConfig, NodeIo, Owned, Pair};
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
 use squall_wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address, MacAddress};
 
@@ -78,6 +78,7 @@ impl NodeApp for Server {
 /// Opens one connection from its poll, sends a request, checks the answer byte for byte.
 struct Client {
     src: u32,
+    sport: u16,
     dst: u32,
     dport: u16,
     req: BufId,
@@ -120,7 +121,7 @@ impl NodeApp for Client {
             return false;
         }
         let f = io
-            .connect(self.src, 40_000, self.dst, self.dport, OptsId::DEFAULT)
+            .connect(self.src, self.sport, self.dst, self.dport, OptsId::DEFAULT)
             .expect("connect");
         self.flow = Some(f);
         true
@@ -142,6 +143,7 @@ fn server(n: &mut Node<MemPort>, port: u16, reply: &[u8]) -> Server {
 fn client(n: &mut Node<MemPort>, src: u32, dst: u32, dport: u16, expect: &[u8]) -> Client {
     Client {
         src,
+        sport: 40_000,
         dst,
         dport,
         req: n.tcp.buffers().register(Arc::from(&b"req"[..])),
@@ -496,4 +498,64 @@ fn a_vlan_node_tags_what_it_sends_and_takes_only_its_vlan() {
     assert_eq!(echo[18 + 20], 0, "an echo reply after the tag");
     assert_eq!(&echo[18 + 28..], &data[..]);
     assert!(got.iter().any(|f| f[16..18] == [0x08, 0x06]), "ARP reply");
+}
+
+/// Copies every frame waiting at `from` into `to`.
+fn forward(from: &mut MemPort, to: &mut MemPort) -> usize {
+    let frames = raw_rx(from);
+    for f in &frames {
+        raw_frame(to, f);
+    }
+    frames.len()
+}
+
+/// Two client workers behind one port that cannot steer: every frame of the server goes
+/// to worker 0's queue. Worker 0 hands the frames of worker 1's flow (its source port is
+/// odd) over through the redirect mesh, counted; both exchanges complete.
+#[test]
+fn a_port_without_steering_redirects_frames_to_their_owner() {
+    let (ps, mut to_s) = pair(MemConfig::default()).unwrap();
+    let (p0, mut from0) = pair(MemConfig::default()).unwrap();
+    let (p1, mut from1) = pair(MemConfig::default()).unwrap();
+    let mut s = node(ps, MB, MA, IP_B);
+    // Both workers are queues of one port: one MAC, one address.
+    let mut w0 = node(p0, MA, MB, IP_A);
+    let mut w1 = node(p1, MA, MB, IP_A);
+    let mut mesh = redirect::mesh(2, 256);
+    w1.set_redirect(mesh.pop().unwrap());
+    w0.set_redirect(mesh.pop().unwrap());
+    let body = vec![b'r'; 4_000];
+    let mut srv = server(&mut s, 80, &body);
+    let mut c0 = client(&mut w0, IP_A, IP_B, 80, &body);
+    let mut c1 = client(&mut w1, IP_A, IP_B, 80, &body);
+    c1.sport = 40_001;
+    let mut now = 0;
+    for _ in 0..20_000 {
+        now += 10_000;
+        w0.turn(now, &mut c0, None);
+        w1.turn(now, &mut c1, None);
+        forward(&mut from0, &mut to_s);
+        forward(&mut from1, &mut to_s);
+        s.turn(now, &mut srv, None);
+        // The port delivers everything to worker 0's queue.
+        forward(&mut to_s, &mut from0);
+        if c0.closed.is_some() && c1.closed.is_some() && srv.closed == 2 {
+            break;
+        }
+    }
+    assert_eq!(c0.got, body);
+    assert_eq!(
+        c1.got, body,
+        "worker 1's flow completed through worker 0's queue"
+    );
+    assert_eq!(c1.closed, Some(CloseReason::Normal));
+    let (r0, r1) = (w0.redirect_stats().unwrap(), w1.redirect_stats().unwrap());
+    assert!(
+        r0.sent >= 4,
+        "worker 0 redirected worker 1's frames (SYN-ACK, data, FIN): {r0:?}"
+    );
+    assert_eq!(r0.sent, r1.received);
+    assert_eq!(w1.counters.rx_redirected, r1.received);
+    assert_eq!(r1.sent, 0, "worker 1 got nothing of worker 0's");
+    assert_eq!(r0.dropped_full + r0.too_big, 0);
 }
