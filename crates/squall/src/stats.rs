@@ -55,8 +55,15 @@ counters! {
     bad_close: true,
     /// flows whose `recv` could not be satisfied because the peer closed first
     peer_closed_early: true,
-    /// flows still running at the end of the drain period, cut with a RST
-    cut: true,
+    /// flows still running at the end of the drain period, cut with a RST (not an error:
+    /// a flow may legitimately outlast the run; see `stalled`)
+    cut: false,
+    /// of `cut`: flows that were stalled when cut (waiting on the network, not on their
+    /// own program timer, with no payload byte moved for the run's stall time): hung flows
+    stalled: true,
+    /// client flows whose program reset the connection in the callback that completed the
+    /// handshake (the RST leaves before the handshake's ACK: the server never accepts them)
+    reset_at_connect: false,
     /// program operations the engine cannot perform (UDP commands on TCP, bad buffer)
     io_misuse: true,
     /// payload bytes sent and acknowledged by the peer (UDP: sent)
@@ -227,6 +234,7 @@ mod tests {
             aborted: 2,
             timeouts: 2,
             cut: 1,
+            stalled: 1,
             ..Default::default()
         };
         assert_eq!(c.errors(), 3);

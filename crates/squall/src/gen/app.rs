@@ -30,6 +30,12 @@ const F_FIRST: u8 = 32;
 /// The program has armed its timer at least once (else there is nothing to cancel, and
 /// the flow's node of the timer wheel, a cold line, is not touched).
 const F_TIMER: u8 = 64;
+/// Cut while stalled (see [`GenApp::mark_cut`]).
+const F_STALLED: u8 = 128;
+
+/// Default stall time: a flow cut at the end of the run after this long without a payload
+/// byte moving (and not sleeping on its own program timer) counts as `stalled`.
+pub const DEFAULT_STALL_NS: u64 = 5_000_000_000;
 
 /// Per-flow engine state beside the program state.
 #[derive(Clone, Copy, Debug, Default)]
@@ -44,8 +50,12 @@ pub struct FlowSlot {
     pub acked: u64,
     /// In-order payload bytes received.
     pub rx: u64,
+    wake_arg: u64,
     /// Client endpoint (client side), to release when the flow ends.
     pub addr_ip: u32,
+    /// Last time (ms, wrapping) the flow started, connected or moved a payload byte
+    /// (received, or acknowledged by the peer): the stall check at a cut.
+    moved_ms: u32,
     pub addr_port: u16,
     /// Template index.
     pub tpl: u16,
@@ -55,7 +65,6 @@ pub struct FlowSlot {
     /// What the program waits for after its last step ([`Wake`], packed: kind and
     /// argument): `Data` and `Acked` events that cannot meet it are not delivered.
     wake_kind: u8,
-    wake_arg: u64,
 }
 
 const W_ANY: u8 = 0;
@@ -68,6 +77,9 @@ const W_ESTABLISHED: u8 = 5;
 impl FlowSlot {
     fn has(&self, f: u8) -> bool {
         self.flags & f != 0
+    }
+    fn moved(&mut self, now: u64) {
+        self.moved_ms = ms(now);
     }
     fn set_wake(&mut self, w: Wake) {
         (self.wake_kind, self.wake_arg) = match w {
@@ -99,6 +111,11 @@ impl FlowSlot {
             self.has(F_EST),
         )
     }
+}
+
+/// `now` in wrapping milliseconds (the stall clock of [`FlowSlot`]).
+fn ms(now: u64) -> u32 {
+    (now / 1_000_000) as u32
 }
 
 /// An operation requested by a program, applied by the caller.
@@ -221,6 +238,8 @@ pub struct GenApp {
     pub live: u64,
     /// Highest `live` seen.
     pub peak_live: u64,
+    /// A flow cut after this long without a payload byte moving is `stalled`.
+    pub stall_ns: u64,
     pub stats: SideStats,
 }
 
@@ -263,6 +282,7 @@ impl GenApp {
             released: Vec::new(),
             live: 0,
             peak_live: 0,
+            stall_ns: DEFAULT_STALL_NS,
             stats,
             profile,
         }
@@ -324,6 +344,7 @@ impl GenApp {
             addr_port: addr.port,
             tpl: tpl.0,
             flags: F_LIVE | F_CLIENT,
+            moved_ms: ms(self.now),
             ..FlowSlot::default()
         };
         let prog = self.profile.templates[tpl.0 as usize].client_program;
@@ -444,10 +465,18 @@ impl GenApp {
         );
     }
 
-    /// Marks a flow as cut at stop (the caller aborts it).
+    /// Marks a flow as cut at stop (the caller aborts it), and as stalled when it waits
+    /// on the network (not on its own program timer, and its program has not ended) and
+    /// no payload byte has moved for [`GenApp::stall_ns`].
     pub fn mark_cut(&mut self, f: u32) {
+        let (now, stall) = (self.now, self.stall_ns);
         if let Some(s) = self.flows.get_mut(f as usize) {
             s.flags |= F_CUT;
+            let idle_ns = u64::from(ms(now).wrapping_sub(s.moved_ms)) * 1_000_000;
+            let sleeping = s.outcome != 0 || s.wake_kind == W_TIMER;
+            if !sleeping && idle_ns >= stall {
+                s.flags |= F_STALLED;
+            }
         }
     }
 
@@ -482,6 +511,7 @@ impl TcpApp for GenApp {
                 sched_ns: self.now,
                 tpl: t.0,
                 flags: F_LIVE | F_EST,
+                moved_ms: ms(self.now),
                 ..FlowSlot::default()
             };
             let prog = self.profile.templates[t.0 as usize].server_program;
@@ -498,6 +528,7 @@ impl TcpApp for GenApp {
                 return;
             }
             slot.flags |= F_EST;
+            slot.moved(self.now);
             let (tpl, sched) = (slot.tpl, slot.sched_ns);
             let g = self.tg(tpl);
             self.stats.tg[g]
@@ -505,6 +536,11 @@ impl TcpApp for GenApp {
                 .connect
                 .record_ns(self.now.saturating_sub(sched));
             self.step(f.0, Event::Established);
+            if self.ops.contains(&IoOp::Reset) {
+                // The RST leaves in this callback, before the handshake's ACK: the server
+                // never completes (never accepts) this connection.
+                self.tgc(tpl).reset_at_connect += 1;
+            }
         }
         self.apply_ctl(ctl);
     }
@@ -520,6 +556,7 @@ impl TcpApp for GenApp {
         }
         slot.rx += data.len() as u64;
         slot.last_rx_ns = now;
+        slot.moved(now);
         let first = !slot.has(F_FIRST) && slot.has(F_CLIENT);
         slot.flags |= F_FIRST;
         let (tpl, sched) = (slot.tpl, slot.sched_ns);
@@ -544,6 +581,9 @@ impl TcpApp for GenApp {
             return;
         }
         slot.acked += u64::from(bytes);
+        if bytes > 0 {
+            slot.moved(self.now);
+        }
         let tpl = slot.tpl;
         self.tgc(tpl).l7_tx_acked += u64::from(bytes);
         self.step(f.0, Event::Acked);
@@ -588,6 +628,9 @@ impl TcpApp for GenApp {
         let c = self.tgc(slot.tpl);
         if slot.has(F_CUT) {
             c.cut += 1;
+            if slot.has(F_STALLED) {
+                c.stalled += 1;
+            }
         } else {
             match outcome {
                 // Closed by the program (explicit or implicit close).

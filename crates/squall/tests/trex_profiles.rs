@@ -1,0 +1,119 @@
+//! Issue #10, "TRex profiles": profiles TRex runs that Squall refused or misreported —
+//! flows longer than the run (cut, not errors; only stalled flows fail), a client that
+//! connects and resets at once, one `ASTFIPGenDist` shared by several templates, server
+//! templates chosen by the client's first bytes (`l7_map`), and TRex's keepalive tunables.
+
+mod common;
+use common::*;
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use squall_astf::Profile;
+
+fn load(v: Value) -> Arc<Profile> {
+    Arc::new(squall_astf::load_profile_value(v).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn one_template(bufs: Value, client: Value, server: Value, cps: f64) -> Value {
+    json!({
+        "version": 1,
+        "buffers": bufs,
+        "ip_gens": [{"name": "g", "clients": {"range": ["16.0.0.1", "16.0.0.50"]},
+                     "servers": {"range": ["48.0.0.1", "48.0.0.1"]}}],
+        "programs": [{"name": "c", "commands": client}, {"name": "s", "commands": server}],
+        "templates": [{"tg_name": "t", "client_program": "c", "server_program": "s", "cps": cps}]
+    })
+}
+
+/// A media stream: 40 chunks of 1000 bytes, one a second (a flow of about 40 s).
+fn stream() -> Arc<Profile> {
+    load(one_template(
+        json!([{"name": "chunk", "size": 1000}, {"name": "hello", "text": "hello"}]),
+        json!([{"op": "send", "buf": "hello"},
+               {"op": "set_var", "id": 0, "val": 40},
+               {"op": "set_label", "label": "l"},
+               {"op": "recv", "bytes": 1000, "clear": true},
+               {"op": "jmp_nz", "id": 0, "label": "l"}]),
+        json!([{"op": "recv", "bytes": 5},
+               {"op": "set_var", "id": 0, "val": 40},
+               {"op": "set_label", "label": "l"},
+               {"op": "send", "buf": "chunk"},
+               {"op": "delay", "usec": 1_000_000},
+               {"op": "jmp_nz", "id": 0, "label": "l"}]),
+        10.0,
+    ))
+}
+
+#[test]
+fn flows_longer_than_the_run_are_cut_not_errors() {
+    let p = stream();
+    let r = sim(&p, 2.0, 1.0, |c| c.drain_ns = 1_000_000_000);
+    let (c, s) = (r.client.app.total(), r.server.app.total());
+    assert!(c.cut > 0 && s.cut > 0, "client {c:?} server {s:?}");
+    assert_eq!((c.stalled, s.stalled), (0, 0));
+    assert_clean(&r);
+}
+
+/// The client waits for 100 bytes that the server never sends: a hung flow.
+fn hung() -> Arc<Profile> {
+    load(one_template(
+        json!([{"name": "req", "size": 10}]),
+        json!([{"op": "send", "buf": "req"}, {"op": "recv", "bytes": 100}]),
+        // A loop, so that the loader cannot prove the client's recv unreachable.
+        json!([{"op": "set_var", "id": 0, "val": 1},
+               {"op": "set_label", "label": "l"},
+               {"op": "recv", "bytes": 10, "clear": true},
+               {"op": "jmp_nz", "id": 0, "label": "l"},
+               {"op": "wait_for_peer_close"}]),
+        10.0,
+    ))
+}
+
+#[test]
+fn stalled_flows_fail_the_run() {
+    let p = hung();
+    let r = sim(&p, 0.5, 1.0, |c| {
+        c.drain_ns = 2_000_000_000;
+        c.stall_ns = 1_000_000_000;
+    });
+    let (c, s) = (r.client.app.total(), r.server.app.total());
+    assert_eq!(c.stalled, c.cut, "{c:?}");
+    assert!(c.stalled > 0 && s.stalled > 0, "client {c:?} server {s:?}");
+    assert!(squall::report::error_count(&r) >= c.stalled + s.stalled);
+    // The same run with a stall time longer than the drain: cut, not stalled.
+    let r = sim(&p, 0.5, 1.0, |c| {
+        c.drain_ns = 2_000_000_000;
+        c.stall_ns = 10_000_000_000;
+    });
+    assert_eq!(r.client.app.total().stalled, 0);
+    assert_eq!(squall::report::error_count(&r), 0);
+    // The JSON result carries both counters.
+    let info = squall::report::RunInfo {
+        profile_path: "hung",
+        mode: "sim",
+        duration_s: 0.5,
+        mult: 1.0,
+        cores: 1,
+    };
+    let checks = squall::report::invariants(&r);
+    let j = squall::report::to_json(&p, &info, &r, &checks);
+    assert!(j["client"]["flows"]["cut"].as_u64().unwrap() > 0);
+    assert_eq!(j["client"]["flows"]["stalled"], 0);
+    assert_eq!(j["stall_sec"], 10.0);
+}
+
+#[test]
+fn connect_then_reset_keeps_connects_equal_to_accepts() {
+    let p = load(one_template(
+        json!([]),
+        json!([{"op": "connect"}, {"op": "reset"}]),
+        json!([{"op": "accept"}, {"op": "wait_for_peer_close"}]),
+        100.0,
+    ));
+    let r = sim(&p, 0.05, 1.0, |c| {
+        c.impair = squall::impair::parse_impair("delay_us=50").unwrap()
+    });
+    assert!(r.client.tcp.tcps_connects >= 2, "{:?}", r.client.tcp);
+    assert_clean(&r);
+}
