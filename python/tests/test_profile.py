@@ -91,7 +91,9 @@ def test_global_info_per_side(validate) -> None:
     ("initwnd", 0, "out of range"),
     ("delay_ack_msec", 501, "out of range"),
     ("mss", "1460", "must be an integer"),
-    ("no_delay", 2, "bool or 0/1"),
+    ("no_delay", 4, "out of range 0..=3"),
+    ("keepinit", 0, "out of range 1..=65533"),
+    ("blackhole", 1, "out of range 0..=0"),
 ])
 def test_tunable_values_are_checked_at_the_assignment(field, value, msg) -> None:
     info = ASTFGlobalInfo()
@@ -108,11 +110,13 @@ def test_unknown_and_trex_only_tunables() -> None:
         info.tcp.msss = 1
     assert ei.value.field == "tcp.msss" and "unknown tunable" in ei.value.msg
     with pytest.raises(ProfileError) as ei:
-        info.tcp.keepinit = 5
-    assert "exists in TRex" in ei.value.msg
+        info.tcp.cc_algo = "cubic"
+    assert "NewReno only" in ei.value.msg
     with pytest.raises(ProfileError) as ei:
         info.ipv6.enable = 1
-    assert ei.value.field == "ipv6"
+    assert ei.value.field == "ipv6.enable"
+    with pytest.raises(ProfileError, match="IPv4 only"):
+        info.ipv6.src_msb = "ff03::"
     with pytest.raises(ProfileError):
         info.bogus.x = 1
     with pytest.raises(ProfileError, match="followed by a field"):
@@ -236,3 +240,29 @@ def test_print_stats_and_update_keepalive(capsys) -> None:
     s.recv_msg(1)
     c.update_keepalive(s)
     assert [i.op for i in s.instrs][:2] == ["set_keepalive_msg", "set_label"] and s.labels["x"] == 1
+
+
+def test_trex_tunables_table_is_accepted(validate) -> None:
+    """Every tunable of TRex's table that Squall supports or accepts compiles to the IR."""
+    c = ASTFGlobalInfo()
+    c.tcp.keepinit = 5
+    c.tcp.keepidle = 128
+    c.tcp.keepintvl = 10
+    c.tcp.blackhole = 0
+    c.tcp.no_delay = 2
+    c.ip.dont_use_inbound_mac = 1
+    c.scheduler.accurate = 1
+    c.ipv6.enable = 0
+    pt = ASTFGlobalInfoPerTemplate()
+    pt.tcp.no_delay = 3
+    pt.ipv6.enable = 0
+    with pytest.raises(ProfileError, match="side-wide"):
+        pt.tcp.keepidle = 10
+    prog_c, prog_s = http_programs()
+    ir = profile_of(prog_c, prog_s, default_c_glob_info=c, default_s_glob_info=c).to_json()
+    validate(ir)
+    assert ir["global"] == {"tcp": {"keepinit": 5, "keepidle": 128, "keepintvl": 10, "blackhole": 0,
+                                    "no_delay": 2},
+                            "ip": {"dont_use_inbound_mac": 1}, "scheduler": {"accurate": 1},
+                            "ipv6": {"enable": 0}}
+    assert pt.to_json() == {"tcp": {"no_delay": 3}}

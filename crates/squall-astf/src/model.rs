@@ -223,13 +223,24 @@ pub struct TcpTunables {
     pub mss: u16,
     pub initwnd: u8,
     pub delay_ack_msec: u16,
+    /// Nagle off (`no_delay` bit 0).
     pub no_delay: bool,
+    /// TRex `no_delay` bit 1 (value 2 or 3): PUSH on every data segment. Carried, not
+    /// applied (squall-tcp sets PSH on the segment that empties the send queue).
+    pub no_delay_push: bool,
     pub no_delay_counter: u16,
     pub rxbufsize: u32,
     pub txbufsize: u32,
     pub rexmtthresh: u8,
     pub do_rfc1323: bool,
     pub do_sack: bool,
+    /// Connection-establishment timeout, seconds (BSD/TRex `keepinit`): the SYN and
+    /// SYN-ACK retransmissions that fit in it. Side-wide (global tunables only).
+    pub keepinit: u16,
+    /// Keepalive idle time, seconds; 0 = no keepalive probes. Side-wide.
+    pub keepidle: u16,
+    /// Keepalive probe interval, seconds. Side-wide.
+    pub keepintvl: u16,
 }
 
 impl Default for TcpTunables {
@@ -239,12 +250,16 @@ impl Default for TcpTunables {
             initwnd: 10,
             delay_ack_msec: 200,
             no_delay: false,
+            no_delay_push: false,
             no_delay_counter: 0,
             rxbufsize: 32768,
             txbufsize: 32768,
             rexmtthresh: 3,
             do_rfc1323: true,
             do_sack: false,
+            keepinit: 75,
+            keepidle: 0,
+            keepintvl: 75,
         }
     }
 }

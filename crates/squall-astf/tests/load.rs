@@ -243,8 +243,50 @@ fn tunable_ranges() {
         "256 out of range 0..=255",
     );
     let mut v = w1();
-    v["global"]["tcp"]["no_delay"] = json!(2);
-    has(&errors(v), "global.tcp.no_delay", "a boolean or 0/1");
+    v["global"]["tcp"]["no_delay"] = json!(4);
+    has(&errors(v), "global.tcp.no_delay", "not a bool or 0..=3");
+}
+
+/// TRex's tunables table (trex_astf.html): every tunable TRex accepts is supported,
+/// accepted with no effect, or refused with the reason.
+#[test]
+fn trex_tunables() {
+    let mut v = w1();
+    v["global"] = json!({
+        "tcp": {"keepinit": 5, "keepidle": 128, "keepintvl": 10, "blackhole": 0, "no_delay": 2},
+        "ip": {"dont_use_inbound_mac": 1},
+        "scheduler": {"accurate": 1},
+        "ipv6": {"enable": 0},
+        "server": {"tcp": {"keepidle": 0, "no_delay": 3}}
+    });
+    let p = load_profile_value(v).unwrap();
+    let (c, s) = (&p.templates[0].client.tcp, &p.templates[0].server.tcp);
+    assert_eq!((c.keepinit, c.keepidle, c.keepintvl), (5, 128, 10));
+    assert_eq!((c.no_delay, c.no_delay_push), (false, true));
+    assert_eq!((s.keepidle, s.no_delay, s.no_delay_push), (0, true, true));
+    assert_eq!(
+        TcpTunables::default().keepidle,
+        0,
+        "keepalive off by default"
+    );
+
+    let mut v = w1();
+    v["global"] = json!({
+        "tcp": {"blackhole": 2, "keepinit": 0, "keepintvl": 70000},
+        "ipv6": {"enable": 1, "src_msb": "ff02::"}
+    });
+    v["templates"][0]["client_tunables"] = json!({"tcp": {"keepidle": 10}});
+    let e = errors(v);
+    has(&e, "global.tcp.blackhole", "only 0 is supported");
+    has(&e, "global.tcp.keepinit", "out of range 1..=65533");
+    has(&e, "global.tcp.keepintvl", "out of range 1..=65533");
+    has(&e, "global.ipv6.enable", "IPv4 only");
+    has(&e, "global.ipv6.src_msb", "IPv4 only");
+    has(
+        &e,
+        "templates[0].client_tunables.tcp.keepidle",
+        "side-wide tunable",
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::error::{Errors, LoadError, ProfileError};
 use crate::model::*;
 use crate::raw::*;
-use crate::tunables::{apply_ip, apply_side, apply_tcp, scheduler};
+use crate::tunables::{apply_ip, apply_side, apply_tcp, check_ipv6, refuse_side_wide, scheduler};
 
 use data::{compile_buffer, compile_pool, parse_ip};
 use program::*;
@@ -264,6 +264,7 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
         &mut errs,
     );
     let sched = scheduler(global.and_then(|g| g.scheduler.as_ref()), &mut errs);
+    check_ipv6(global.and_then(|g| g.ipv6.as_ref()), &mut errs);
 
     // Templates.
     if raw.templates.is_empty() {
@@ -463,6 +464,16 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
         }
         let mut client = client_base;
         let mut server = server_base;
+        refuse_side_wide(
+            t.client_tunables.as_ref(),
+            &format!("{p}.client_tunables"),
+            &mut errs,
+        );
+        refuse_side_wide(
+            t.server_tunables.as_ref(),
+            &format!("{p}.server_tunables"),
+            &mut errs,
+        );
         apply_side(
             &mut client,
             t.client_tunables.as_ref(),

@@ -16,7 +16,9 @@ use squall_port::Port;
 use squall_stack::{
     Datagram, Node, NodeApp, NodeConfig, NodeIo, Owned, PcapCap, TapRef, UdpFlowId, UdpKey,
 };
-use squall_tcp::{CloseReason, Ctl, FlowId, FlowOpts, OptsId, TcpApp, TcpConfig, TcpHost};
+use squall_tcp::{
+    CloseReason, Ctl, FlowId, FlowOpts, OptsId, RtoConfig, TcpApp, TcpConfig, TcpHost,
+};
 
 use super::app::{GenApp, IoOp};
 use super::udp::{udp_prealloc, UdpFlows};
@@ -122,8 +124,24 @@ pub fn flow_opts(t: &SideTunables) -> FlowOpts {
     .sanitised()
 }
 
+/// SYN / SYN-ACK retransmissions whose backoff schedule (`rto`: initial RTO doubling up
+/// to its maximum) gives up within `keepinit_s` seconds: TRex's (BSD's) connection
+/// establishment timeout expressed as squall-tcp's retransmission limit.
+pub fn syn_retries_within(keepinit_s: u16, rto: &RtoConfig) -> u8 {
+    let limit = u64::from(keepinit_s) * 1_000_000;
+    let step = |k: u8| (u64::from(rto.initial_us) << k.min(32)).min(u64::from(rto.max_us));
+    let (mut n, mut total) = (0u8, step(0));
+    while n < u8::MAX && total + step(n + 1) <= limit {
+        n += 1;
+        total += step(n);
+    }
+    n
+}
+
 /// Host configuration from a side's tunables (its defaults: flows of templates with
-/// other tunables get their own option set, see [`flow_opts`]).
+/// other tunables get their own option set, see [`flow_opts`]). The side-wide TCP
+/// tunables map onto the host: `keepinit` onto the SYN retransmission limit
+/// ([`syn_retries_within`]), `keepidle`/`keepintvl` onto keepalive (8 probes, as BSD).
 pub fn tcp_config(
     t: &SideTunables,
     mac: [u8; 6],
@@ -146,8 +164,16 @@ pub fn tcp_config(
             tos: d.tos,
             ..flow_opts(t)
         },
-        max_syn_retries: 8,
+        max_syn_retries: syn_retries_within(t.tcp.keepinit, &RtoConfig::default()),
         max_retries: 12,
+        keepalive: (t.tcp.keepidle > 0).then(|| {
+            let s = 1_000_000_000u64;
+            (
+                u64::from(t.tcp.keepidle) * s,
+                u64::from(t.tcp.keepintvl) * s,
+                8,
+            )
+        }),
         seed,
         ..TcpConfig::default()
     }
@@ -556,5 +582,21 @@ mod tests {
         t.tcp.do_rfc1323 = false;
         let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
         assert_eq!((c.opts.wscale, c.opts.rcv_wnd), (None, 65_535));
+    }
+
+    #[test]
+    fn keepalive_tunables_map_onto_the_host() {
+        let mut t = SideTunables::default();
+        let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
+        // keepinit 75 s: retransmissions at 1, 3, 7, 15, 31 s, given up at 63 s.
+        assert_eq!((c.max_syn_retries, c.keepalive), (5, None));
+        t.tcp.keepinit = 5;
+        t.tcp.keepidle = 128;
+        t.tcp.keepintvl = 10;
+        let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
+        assert_eq!(c.max_syn_retries, 1);
+        assert_eq!(c.keepalive, Some((128_000_000_000, 10_000_000_000, 8)));
+        assert_eq!(syn_retries_within(1, &RtoConfig::default()), 0);
+        assert_eq!(syn_retries_within(65533, &RtoConfig::default()), u8::MAX);
     }
 }
