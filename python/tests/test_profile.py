@@ -266,3 +266,25 @@ def test_trex_tunables_table_is_accepted(validate) -> None:
                             "ip": {"dont_use_inbound_mac": 1}, "scheduler": {"accurate": 1},
                             "ipv6": {"enable": 0}}
     assert pt.to_json() == {"tcp": {"no_delay": 3}}
+
+
+def test_one_dist_in_several_generators_is_one_shared_pool(validate) -> None:
+    """TRex: one ASTFIPGenDist passed to several ASTFIPGen/templates shares one distribution."""
+    dist = ASTFIPGenDist(["16.0.0.1", "16.0.0.10"], distribution="seq")
+    g1 = ASTFIPGen(dist_client=dist, dist_server=ASTFIPGenDist(["48.0.0.1", "48.0.0.1"]))
+    g2 = ASTFIPGen(dist_client=dist, dist_server=ASTFIPGenDist(["48.0.0.2", "48.0.0.2"]))
+    c, s = http_programs()
+    ts = [ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c, port=p),
+                       server_template=ASTFTCPServerTemplate(program=s, assoc=ASTFAssociationRule(port=p)))
+          for g, p in ((g1, 80), (g2, 81))]
+    ir = ASTFProfile(default_ip_gen=g1, templates=ts).to_json()
+    validate(ir)
+    assert len(ir["ip_gens"]) == 2
+    assert ir["ip_gens"][0]["clients"] == ir["ip_gens"][1]["clients"]
+    # A shared pool has one ip_offset.
+    g3 = ASTFIPGen(dist_client=dist, dist_server=ASTFIPGenDist(["48.0.0.3", "48.0.0.3"]),
+                   glob=ASTFIPGenGlobal(ip_offset="2.0.0.0"))
+    t3 = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g3, program=c, port=82),
+                      server_template=ASTFTCPServerTemplate(program=s, assoc=ASTFAssociationRule(port=82)))
+    with pytest.raises(ProfileError, match="one ip_offset"):
+        ASTFProfile(default_ip_gen=g1, templates=ts + [t3]).to_json()

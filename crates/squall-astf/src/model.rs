@@ -346,6 +346,31 @@ impl Profile {
     pub fn program(&self, p: ProgIdx) -> &Program {
         &self.programs[p.0 as usize]
     }
+    /// The shared client pool of template `t`: the index of the first template whose
+    /// generator has the identical client pool (and so, checked by the loader, the same
+    /// `ip_offset`) (TRex: templates built
+    /// from one `ASTFIPGenDist` draw from one distribution and one port space).
+    pub fn client_pool_of(&self, t: TemplateIdx) -> usize {
+        self.first_template_with(t, |g| g.clients)
+    }
+
+    /// As [`Profile::client_pool_of`] for the server pool (one shared server cursor).
+    pub fn server_pool_of(&self, t: TemplateIdx) -> usize {
+        self.first_template_with(t, |g| (g.servers, g.ip_offset_server))
+    }
+
+    fn first_template_with<K: PartialEq>(
+        &self,
+        t: TemplateIdx,
+        key: impl Fn(&IpGen) -> K,
+    ) -> usize {
+        let k = |i: usize| key(&self.ip_gens[self.templates[i].ip_gen as usize]);
+        let me = k(t.0 as usize);
+        (0..t.0 as usize)
+            .find(|&i| k(i) == me)
+            .unwrap_or(t.0 as usize)
+    }
+
     /// The template whose server side accepts a new flow to `dst_ip:dst_port` over
     /// `transport` (association rules in template order; the first match wins).
     pub fn server_template_for(

@@ -407,6 +407,44 @@ fn pools() {
     );
 }
 
+/// One `ASTFIPGenDist` used by several generators (TRex: one shared distribution): an
+/// identical client pool in two generators is one shared pool, not an overlap.
+#[test]
+fn identical_client_pools_are_shared() {
+    let mut v = w1();
+    let clients = v["ip_gens"][0]["clients"].clone();
+    let g2 =
+        json!({"name": "g2", "clients": clients, "servers": {"range": ["48.0.0.2", "48.0.0.2"]}});
+    v["ip_gens"].as_array_mut().unwrap().push(g2);
+    let mut t2 = v["templates"][0].clone();
+    t2["ip_gen"] = json!("g2");
+    t2["port"] = json!(81);
+    t2.as_object_mut().unwrap().remove("assoc");
+    v["templates"][0]["ip_gen"] = json!("default");
+    v["templates"].as_array_mut().unwrap().push(t2);
+    let p = load_profile_value(v.clone()).unwrap();
+    assert_eq!(p.ip_gens[0].clients, p.ip_gens[1].clients);
+    assert_eq!(
+        p.client_pool_of(TemplateIdx(0)),
+        p.client_pool_of(TemplateIdx(1))
+    );
+    // A shared pool has one address offset.
+    let mut w = v.clone();
+    w["ip_gens"][1]["ip_offset"] = json!("2.0.0.0");
+    has(
+        &errors(w),
+        "ip_gens[1].ip_offset",
+        "shares this client pool",
+    );
+    // The same range with another distribution is a different pool: an overlap.
+    v["ip_gens"][1]["clients"]["distribution"] = json!("rand");
+    has(
+        &errors(v),
+        "ip_gens[1].clients.range",
+        "overlaps the client pool of ip_gens[0]",
+    );
+}
+
 #[test]
 fn ip_offsets_and_distribution() {
     let mut v = w1();

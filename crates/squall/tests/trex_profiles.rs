@@ -117,3 +117,47 @@ fn connect_then_reset_keeps_connects_equal_to_accepts() {
     assert!(r.client.tcp.tcps_connects >= 2, "{:?}", r.client.tcp);
     assert_clean(&r);
 }
+
+/// Two templates on two generators built from one client `ASTFIPGenDist` (an identical
+/// client pool): one distribution (seq over the pool in turn across both templates) and
+/// one port space.
+#[test]
+fn templates_sharing_one_client_dist_draw_from_one_allocator() {
+    let dist = json!({"range": ["16.0.0.1", "16.0.0.2"], "distribution": "seq"});
+    let p = load(json!({
+        "version": 1,
+        "buffers": [{"name": "b", "text": "hi"}],
+        "ip_gens": [
+            {"name": "g1", "clients": dist, "servers": {"range": ["48.0.0.1", "48.0.0.1"]}},
+            {"name": "g2", "clients": dist, "servers": {"range": ["48.0.0.2", "48.0.0.2"]}}],
+        "programs": [
+            {"name": "c", "commands": [{"op": "send", "buf": "b"}, {"op": "recv", "bytes": 2}]},
+            {"name": "s", "commands": [{"op": "recv", "bytes": 2}, {"op": "send", "buf": "b"}]}],
+        "templates": [
+            {"tg_name": "a", "client_program": "c", "server_program": "s", "ip_gen": "g1", "port": 80},
+            {"tg_name": "b", "client_program": "c", "server_program": "s", "ip_gen": "g2", "port": 81}]
+    }));
+    let sc = squall_astf::sched::SchedConfig::from_profile(&p, 1.0, Some(1), 0, 1);
+    let ports = squall_astf::alloc::PortRange {
+        first: 1025,
+        last: 1025,
+    };
+    let mut cg = squall::gen::ClientGen::with_ports(&p, &sc, ports).unwrap();
+    let ip = |a: squall_astf::alloc::ClientAddr| std::net::Ipv4Addr::from(a.ip).to_string();
+    let a = cg.alloc(0, |_, _| false).unwrap();
+    let b = cg.alloc(1, |_, _| false).unwrap();
+    assert_eq!((ip(a), ip(b)), ("16.0.0.1".into(), "16.0.0.2".into()));
+    // One port per address, both in use: the shared pool is exhausted for template 0 too.
+    assert!(cg.alloc(0, |_, _| false).is_err());
+    cg.release(1, b);
+    assert_eq!(ip(cg.alloc(0, |_, _| false).unwrap()), "16.0.0.2");
+    // Servers are not shared (different pools).
+    assert_eq!(
+        (cg.pick_server(0), cg.pick_server(1)),
+        (0x3000_0001, 0x3000_0002)
+    );
+    // And the run is clean.
+    let r = sim(&p, 0.5, 10.0, |_| {});
+    assert_eq!(r.client.app.total().started, 10);
+    assert_clean(&r);
+}

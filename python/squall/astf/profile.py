@@ -209,6 +209,14 @@ class ASTFProfile:
             if k == key:
                 return n
         for _, n, other in gens:
+            if g.dist_client is other.dist_client:
+                # One ASTFIPGenDist in several generators: one shared pool (TRex: one
+                # distribution), compiled as identical client pools.
+                if g.glob.ip_offset != other.glob.ip_offset:
+                    raise ProfileError("this ASTFIPGenDist is shared with another ASTFIPGen whose "
+                                       f"ip_offset differs ({other.glob.ip_offset} at {other.site}): "
+                                       "a shared client pool has one ip_offset", g.site, "glob")
+                continue
             if g.dist_client.overlaps(other.dist_client):
                 raise ProfileError(f"client pool {g.dist_client.ip_start}-{g.dist_client.ip_end} overlaps "
                                    f"{other.dist_client.ip_start}-{other.dist_client.ip_end} of another "

@@ -197,10 +197,20 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
     }
     for (a, (i, gi)) in ip_gens.iter().enumerate() {
         for (j, gj) in ip_gens.iter().skip(a + 1) {
-            if gi.clients.first <= gj.clients.last && gj.clients.first <= gi.clients.last {
+            // An identical pool (one TRex `ASTFIPGenDist` in several generators) is one
+            // shared pool ([`Profile::client_pool_of`]); any other overlap is ambiguous.
+            let overlap =
+                gi.clients.first <= gj.clients.last && gj.clients.first <= gi.clients.last;
+            if overlap && gi.clients == gj.clients && gi.ip_offset != gj.ip_offset {
+                errs.push(
+                    format!("ip_gens[{j}].ip_offset"),
+                    format!("differs from ip_gens[{i}], which shares this client pool: a shared pool has one ip_offset"),
+                );
+            }
+            if overlap && gi.clients != gj.clients {
                 errs.push(
                     format!("ip_gens[{j}].clients.range"),
-                    format!("overlaps the client pool of ip_gens[{i}]"),
+                    format!("overlaps the client pool of ip_gens[{i}] (generators may share a client pool only when it is identical: range, distribution, per_core_distribution)"),
                 );
             }
         }

@@ -8,10 +8,10 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use squall_astf::alloc::{ClientAlloc, PortRange, ServerPick};
+use squall_astf::alloc::{AllocError, ClientAddr, ClientAlloc, PortRange, ServerPick};
 use squall_astf::interp::Event;
 use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
-use squall_astf::{Profile, SideTunables, Transport};
+use squall_astf::{Profile, SideTunables, TemplateIdx, Transport};
 use squall_port::Port;
 use squall_stack::{
     Datagram, Node, NodeApp, NodeConfig, NodeIo, Owned, PcapCap, TapRef, UdpFlowId, UdpKey,
@@ -27,8 +27,13 @@ use crate::stats::SideStats;
 /// The client side's flow source.
 pub struct ClientGen {
     sched: Scheduler,
+    /// Client allocators and server pickers, one per distinct pool: templates whose
+    /// generators share a pool (TRex: one `ASTFIPGenDist` in several templates) share
+    /// one distribution and one port space.
     allocs: Vec<ClientAlloc>,
     servers: Vec<ServerPick>,
+    /// Per template: its index in `allocs` and in `servers`.
+    pool: Vec<(usize, usize)>,
     starts: Vec<FlowStart>,
     /// Flows due but not opened yet (pacing or throttling); opened in order.
     pending: VecDeque<FlowStart>,
@@ -49,19 +54,34 @@ impl ClientGen {
     ) -> Result<Self, String> {
         let mut allocs = Vec::new();
         let mut servers = Vec::new();
+        let mut pool: Vec<(usize, usize)> = Vec::new();
         for (i, t) in profile.templates.iter().enumerate() {
             let gen = &profile.ip_gens[t.ip_gen as usize];
             let seed = cfg.seed ^ (i as u64).wrapping_mul(0x9E37_79B9);
-            allocs.push(
-                ClientAlloc::new(gen, 0, 0, 1, ports, seed)
-                    .map_err(|e| format!("template {i}: client allocation: {e:?}"))?,
-            );
-            servers.push(ServerPick::new(gen, 0, 0, seed));
+            let tpl = TemplateIdx(i as u16);
+            let (ci, si) = (profile.client_pool_of(tpl), profile.server_pool_of(tpl));
+            let a = if ci == i {
+                allocs.push(
+                    ClientAlloc::new(gen, 0, 0, 1, ports, seed)
+                        .map_err(|e| format!("template {i}: client allocation: {e:?}"))?,
+                );
+                allocs.len() - 1
+            } else {
+                pool[ci].0
+            };
+            let s = if si == i {
+                servers.push(ServerPick::new(gen, 0, 0, seed));
+                servers.len() - 1
+            } else {
+                pool[si].1
+            };
+            pool.push((a, s));
         }
         Ok(ClientGen {
             sched: Scheduler::new(profile, cfg),
             allocs,
             servers,
+            pool,
             starts: Vec::with_capacity(64),
             pending: VecDeque::new(),
         })
@@ -81,6 +101,25 @@ impl ClientGen {
     /// Flows due and waiting to be opened.
     pub fn backlog(&self) -> usize {
         self.pending.len()
+    }
+    /// A client endpoint for a flow of template `tpl`, from its (possibly shared) pool;
+    /// `busy(ip, port)` vetoes a tuple still in use.
+    pub fn alloc(
+        &mut self,
+        tpl: usize,
+        busy: impl FnMut(u32, u16) -> bool,
+    ) -> Result<ClientAddr, AllocError> {
+        self.allocs[self.pool[tpl].0].alloc(busy)
+    }
+    /// Gives back the client endpoint of an ended flow of template `tpl`.
+    pub fn release(&mut self, tpl: usize, addr: ClientAddr) {
+        if let Some(&(a, _)) = self.pool.get(tpl) {
+            self.allocs[a].release(addr);
+        }
+    }
+    /// The server address for the next flow of template `tpl`.
+    pub fn pick_server(&mut self, tpl: usize) -> u32 {
+        self.servers[self.pool[tpl].1].pick()
     }
 }
 
@@ -299,9 +338,7 @@ impl NodeApp for GenSide {
                 work |= n > 0;
             }
             for (tpl, addr) in self.app.released.drain(..) {
-                if let Some(a) = cg.allocs.get_mut(tpl as usize) {
-                    a.release(addr);
-                }
+                cg.release(tpl as usize, addr);
             }
             self.client = Some(cg);
         }
@@ -422,9 +459,9 @@ impl GenSide {
         let ti = s.template.0 as usize;
         let t = &self.app.profile().templates[ti];
         let (tg, dport, is_udp) = (t.tg_id as usize, t.port, t.transport == Transport::Udp);
-        let server = cg.servers[ti].pick();
+        let server = cg.pick_server(ti);
         let udp = io.udp();
-        let addr = match cg.allocs[ti].alloc(|ip, port| {
+        let addr = match cg.alloc(ti, |ip, port| {
             is_udp
                 && udp.in_use(&UdpKey {
                     local_ip: ip,
@@ -456,7 +493,7 @@ impl GenSide {
             }
         };
         if !opened {
-            cg.allocs[ti].release(addr);
+            cg.release(ti, addr);
             self.app.stats.tg[tg].c.connect_failed += 1;
         }
     }
