@@ -179,6 +179,16 @@ pub struct RawAssoc {
     pub port: u64,
     pub ip_start: Option<String>,
     pub ip_end: Option<String>,
+    pub l7_map: Option<RawL7Map>,
+}
+
+/// TRex `l7_map`: byte offsets into the client's first bytes, optional masks and values.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct RawL7Map {
+    pub offset: Vec<u64>,
+    pub mask: Option<Vec<u64>>,
+    pub value: Option<Vec<u64>>,
 }
 
 #[derive(Deserialize, Debug)]

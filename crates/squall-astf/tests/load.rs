@@ -634,7 +634,8 @@ fn ambiguous_association_and_groups() {
         p.templates[2].assoc,
         vec![AssocRule {
             port: 8080,
-            ips: None
+            ips: None,
+            l7: None
         }]
     );
     let ip = |s: &str| u32::from(s.parse::<std::net::Ipv4Addr>().unwrap());
@@ -680,5 +681,104 @@ fn error_display_lists_all() {
     assert!(
         s.contains("\n  templates[0].client_program: unknown program \"p9\""),
         "{s}"
+    );
+}
+
+/// TRex `l7_map`: templates on one port told apart by the client's first bytes.
+#[test]
+fn l7_map_association() {
+    let two = |a: Value, b: Value| {
+        let mut v = w1();
+        v["buffers"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "post", "text": "POST /x HTTP/1.1\r\n\r\n", "size": 100}));
+        let mut post = v["programs"][0].clone();
+        post["name"] = json!("post_client");
+        post["commands"][0]["buf"] = json!("post");
+        v["programs"].as_array_mut().unwrap().push(post);
+        let mut t2 = v["templates"][0].clone();
+        t2["client_program"] = json!("post_client");
+        v["templates"][0]["assoc"] = json!([a]);
+        t2["assoc"] = json!([b]);
+        v["templates"].as_array_mut().unwrap().push(t2);
+        v
+    };
+    let m = json!({"port": 80, "l7_map": {"offset": [0, 1, 2, 3]}});
+    let p = load_profile_value(two(m.clone(), m.clone())).unwrap();
+    let ip = u32::from(std::net::Ipv4Addr::new(48, 0, 0, 1));
+    assert_eq!(
+        p.server_assoc(Transport::Tcp, ip, 80),
+        ServerAssoc::L7 { need: 4 }
+    );
+    assert_eq!(p.server_template_for(Transport::Tcp, ip, 80), None);
+    let l7 = |b: &[u8]| p.server_template_l7(Transport::Tcp, ip, 80, b);
+    assert_eq!(l7(b"GET /w1"), Some(TemplateIdx(0)));
+    assert_eq!(l7(b"POST"), Some(TemplateIdx(1)));
+    assert_eq!(l7(b"PUT /"), None);
+    assert_eq!(l7(b"PO"), None, "too short");
+    // Masks and explicit values (TRex's server-only mode): "P" + any second byte.
+    let m2 = json!({"port": 80, "l7_map": {"offset": [0, 1], "mask": [255, 0], "value": [80, 0]}});
+    let p = load_profile_value(two(m.clone(), m2)).unwrap();
+    assert_eq!(
+        p.server_template_l7(Transport::Tcp, ip, 80, b"PUT "),
+        Some(TemplateIdx(1))
+    );
+
+    // Errors: maps that one stream could match both, a plain rule beside a map, bad
+    // fields, an offset past the client's first bytes, a UDP template.
+    let e = errors(two(
+        m.clone(),
+        json!({"port": 80, "l7_map": {"offset": [0, 1], "value": [71, 69]}}),
+    ));
+    has(
+        &e,
+        "templates[1].assoc[0]",
+        "overlaps templates[0].assoc[0]",
+    );
+    let e = errors(two(m.clone(), json!({"port": 80})));
+    has(
+        &e,
+        "templates[1].assoc[0]",
+        "overlaps templates[0].assoc[0]",
+    );
+    let bad = json!({"port": 80, "l7_map": {"offset": [0, 0, 300], "mask": [1]}});
+    let e = errors(two(m.clone(), bad));
+    has(
+        &e,
+        "templates[1].assoc[0].l7_map.offset[2]",
+        "out of range 0..=255",
+    );
+    let e = errors(two(
+        m.clone(),
+        json!({"port": 80, "l7_map": {"offset": [0, 0]}}),
+    ));
+    has(&e, "templates[1].assoc[0].l7_map.offset", "distinct");
+    let e = errors(two(
+        m.clone(),
+        json!({"port": 80, "l7_map": {"offset": [0], "mask": [1, 2]}}),
+    ));
+    has(&e, "templates[1].assoc[0].l7_map.mask", "one per offset");
+    let e = errors(two(
+        m.clone(),
+        json!({"port": 80, "l7_map": {"offset": []}}),
+    ));
+    has(&e, "templates[1].assoc[0].l7_map.offset", "give 1..=8");
+    let e = errors(two(
+        m.clone(),
+        json!({"port": 80, "l7_map": {"offset": [200]}}),
+    ));
+    has(
+        &e,
+        "templates[1].assoc[0].l7_map.offset[0]",
+        "past the 100 bytes",
+    );
+    let mut v = w1();
+    v["templates"][0]["transport"] = json!("udp");
+    v["templates"][0]["assoc"] = json!([m]);
+    has(
+        &errors(v),
+        "templates[0].assoc[0].l7_map",
+        "TCP server templates only",
     );
 }

@@ -309,6 +309,13 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         "  {:<26} {:>14} {:>14}",
         "no_template", r.client.app.no_template, r.server.app.no_template
     );
+    if r.client.app.l7_no_match + r.server.app.l7_no_match > 0 {
+        let _ = writeln!(
+            o,
+            "  {:<26} {:>14} {:>14}",
+            "l7_no_match", r.client.app.l7_no_match, r.server.app.l7_no_match
+        );
+    }
     let _ = writeln!(
         o,
         "  {:<26} {:>14} {:>14}",
@@ -403,6 +410,7 @@ fn side_json(s: &SideReport) -> Value {
     json!({
         "flows": counters_json(&s.app.total()),
         "no_template": s.app.no_template,
+        "l7_no_match": s.app.l7_no_match,
         "send_errors": s.app.send_errors,
         "errors": s.app.errors(),
         "tcp": Value::Object(tcp),

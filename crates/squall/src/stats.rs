@@ -183,6 +183,8 @@ pub struct SideStats {
     pub tg: Vec<TgStats>,
     /// Accepted connections that matched no template (reset).
     pub no_template: u64,
+    /// Accepted connections whose first bytes matched no template's `l7_map` (reset).
+    pub l7_no_match: u64,
     /// Send operations the TCP host refused (queue full, bad range).
     pub send_errors: u64,
     /// UDP counters of the side.
@@ -206,7 +208,11 @@ impl SideStats {
     }
     /// Every error of the side.
     pub fn errors(&self) -> u64 {
-        self.total().errors() + self.no_template + self.send_errors + self.udp.errors()
+        self.total().errors()
+            + self.no_template
+            + self.l7_no_match
+            + self.send_errors
+            + self.udp.errors()
     }
     pub fn merge(&mut self, o: &SideStats) {
         if self.tg.len() < o.tg.len() {
@@ -217,6 +223,7 @@ impl SideStats {
             a.lat.merge(&b.lat);
         }
         self.no_template += o.no_template;
+        self.l7_no_match += o.l7_no_match;
         self.send_errors += o.send_errors;
         self.udp.add(&o.udp);
     }

@@ -161,3 +161,77 @@ fn templates_sharing_one_client_dist_draw_from_one_allocator() {
     assert_eq!(r.client.app.total().started, 10);
     assert_clean(&r);
 }
+
+/// Templates on one port told apart by the client's first four bytes (TRex `l7_map`),
+/// the values taken from each client program; a third one whose map (explicit value
+/// "HEAD") matches no client is reset and counted.
+fn l7_profile(with_unmatched: bool) -> Arc<Profile> {
+    let l7 = json!({"offset": [0, 1, 2, 3]});
+    let mut templates = vec![
+        json!({"tg_name": "get", "client_program": "get_c", "server_program": "get_s", "cps": 50,
+               "assoc": [{"port": 80, "l7_map": l7}]}),
+        json!({"tg_name": "post", "client_program": "post_c", "server_program": "post_s", "cps": 30,
+               "assoc": [{"port": 80, "l7_map": l7}]}),
+    ];
+    if with_unmatched {
+        templates.push(
+            json!({"tg_name": "put", "client_program": "put_c", "server_program": "put_s",
+            "cps": 20, "assoc": [{"port": 80, "l7_map": {"offset": [0, 1, 2, 3],
+            "value": [72, 69, 65, 68]}}]}),
+        );
+    }
+    load(json!({
+        "version": 1,
+        "buffers": [
+            {"name": "get", "text": "GET /index.html HTTP/1.1\r\n\r\n"},
+            {"name": "post", "text": "POST /form HTTP/1.1\r\n\r\n"},
+            {"name": "put", "text": "PUT /x HTTP/1.1\r\n\r\n"},
+            {"name": "ok", "text": "HTTP/1.1 200 OK\r\n\r\n"},
+            {"name": "created", "size": 3000}],
+        "ip_gens": [{"name": "g", "clients": {"range": ["16.0.0.1", "16.0.0.100"]},
+                     "servers": {"range": ["48.0.0.1", "48.0.0.1"]}}],
+        "programs": [
+            {"name": "get_c", "commands": [{"op": "send", "buf": "get"}, {"op": "recv", "bytes": 19}]},
+            {"name": "get_s", "commands": [{"op": "recv", "bytes": 28}, {"op": "send", "buf": "ok"},
+                                           {"op": "wait_for_peer_close"}]},
+            {"name": "post_c", "commands": [{"op": "connect"}, {"op": "send", "buf": "post"},
+                                            {"op": "recv", "bytes": 3000}]},
+            {"name": "post_s", "commands": [{"op": "recv", "bytes": 23}, {"op": "send", "buf": "created"},
+                                            {"op": "wait_for_peer_close"}]},
+            {"name": "put_c", "commands": [{"op": "send", "buf": "put"}, {"op": "recv", "bytes": 19}]},
+            {"name": "put_s", "commands": [{"op": "recv", "bytes": 19}, {"op": "send", "buf": "ok"}]}],
+        "templates": templates
+    }))
+}
+
+#[test]
+fn l7_map_chooses_the_server_template_by_the_first_bytes() {
+    let p = l7_profile(false);
+    let r = sim(&p, 1.0, 1.0, |c| {
+        c.impair = squall::impair::parse_impair("delay_us=50").unwrap()
+    });
+    assert_clean(&r);
+    for (tg, n) in [("get", 50), ("post", 30)] {
+        let g = p.tg_names.iter().position(|x| x == tg).unwrap();
+        let (c, s) = (&r.client.app.tg[g].c, &r.server.app.tg[g].c);
+        assert_eq!((c.started, c.completed), (n, n), "{tg}");
+        assert_eq!((s.accepted, s.completed), (n, n), "{tg}");
+    }
+    assert_eq!(r.server.app.l7_no_match, 0);
+}
+
+#[test]
+fn l7_map_without_a_match_resets_and_counts() {
+    let p = l7_profile(true);
+    let r = sim(&p, 1.0, 1.0, |_| {});
+    let g = p.tg_names.iter().position(|x| x == "put").unwrap();
+    let c = &r.client.app.tg[g].c;
+    assert_eq!(c.started, 20);
+    assert_eq!(r.server.app.l7_no_match, 20);
+    assert_eq!((c.aborted, c.reset_by_peer), (20, 20), "{c:?}");
+    assert_eq!(r.server.app.tg[g].c.accepted, 0);
+    assert!(squall::report::error_count(&r) >= 20);
+    // The other templates are unaffected.
+    let get = p.tg_names.iter().position(|x| x == "get").unwrap();
+    assert_eq!(r.server.app.tg[get].c.completed, 50);
+}

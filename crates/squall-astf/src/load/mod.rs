@@ -5,6 +5,7 @@
 //! [`data`] compiles buffers and address pools, [`program`] compiles and checks programs.
 
 mod data;
+mod l7;
 mod program;
 
 use std::collections::HashMap;
@@ -438,6 +439,7 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
             None => assoc.push(AssocRule {
                 port: port as u16,
                 ips: None,
+                l7: None,
             }),
             Some(rules) => {
                 if rules.is_empty() {
@@ -468,7 +470,22 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
                             None
                         }
                     };
-                    assoc.push(AssocRule { port: rport, ips });
+                    let l7 = r.l7_map.as_ref().and_then(|m| {
+                        let path = format!("{rp}.l7_map");
+                        if transport != Transport::Tcp {
+                            errs.push(path, "l7_map selects TCP server templates only");
+                            return None;
+                        }
+                        let first = cprog
+                            .and_then(|c| programs[c].as_ref())
+                            .map(|c| l7::first_bytes(c, &buffers, 256));
+                        l7::compile_l7(m, &path, first.as_deref(), &mut errs)
+                    });
+                    assoc.push(AssocRule {
+                        port: rport,
+                        ips,
+                        l7,
+                    });
                 }
             }
         }

@@ -10,11 +10,12 @@
 //! (token = flow index). After each step the slot keeps what the program waits for
 //! ([`Wake`]): data and ack events that cannot meet it skip the interpreter.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use squall_astf::alloc::ClientAddr;
 use squall_astf::interp::{Event, FlowIo, Outcome, ProgState, Status, Wake};
-use squall_astf::{BufIdx, Insn, Profile, ProgIdx, TemplateIdx, Transport};
+use squall_astf::{BufIdx, Insn, Profile, ProgIdx, ServerAssoc, TemplateIdx, Transport};
 use squall_engine::TimerWheel;
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp};
 
@@ -73,6 +74,9 @@ const W_RX: u8 = 2;
 const W_UNACKED: u8 = 3;
 const W_PEER_CLOSED: u8 = 4;
 const W_ESTABLISHED: u8 = 5;
+/// An accepted server flow waiting for the client's first bytes to choose its template
+/// (TRex `l7_map`): no program runs yet; `wake_arg` holds how many bytes decide.
+const W_L7: u8 = 6;
 
 impl FlowSlot {
     fn has(&self, f: u8) -> bool {
@@ -238,6 +242,8 @@ pub struct GenApp {
     pub live: u64,
     /// Highest `live` seen.
     pub peak_live: u64,
+    /// First bytes of the server flows waiting for their L7 match (`W_L7`), by flow.
+    l7_wait: HashMap<u32, Vec<u8>>,
     /// A flow cut after this long without a payload byte moving is `stalled`.
     pub stall_ns: u64,
     pub stats: SideStats,
@@ -282,6 +288,7 @@ impl GenApp {
             released: Vec::new(),
             live: 0,
             peak_live: 0,
+            l7_wait: HashMap::new(),
             stall_ns: DEFAULT_STALL_NS,
             stats,
             profile,
@@ -361,7 +368,7 @@ impl GenApp {
         let Some(slot) = self.flows.get(f as usize) else {
             return;
         };
-        if !slot.has(F_LIVE) || slot.outcome != 0 {
+        if !slot.has(F_LIVE) || slot.outcome != 0 || slot.wake_kind == W_L7 {
             return;
         }
         if matches!(ev, Event::Data | Event::Acked) && !slot.data_or_ack_moves() {
@@ -480,6 +487,53 @@ impl GenApp {
         }
     }
 
+    /// Starts server flow `i` on template `t`: its program runs from the start (bytes
+    /// already received count for its first `recv`).
+    fn bind_server(&mut self, i: usize, t: TemplateIdx) {
+        let slot = &mut self.flows[i];
+        slot.tpl = t.0;
+        slot.wake_kind = W_ANY;
+        let rx = slot.rx;
+        let prog = self.profile.templates[t.0 as usize].server_program;
+        self.progs[i] = ProgState::new(prog);
+        let c = self.tgc(t.0);
+        c.accepted += 1;
+        c.l7_rx_bytes += rx;
+        self.step(i as u32, Event::Start);
+    }
+
+    /// A server flow waiting for its L7 match received `data` (or, with `end`, the client
+    /// closed): matches once enough bytes arrived, else keeps waiting. A flow that
+    /// matches no template is reset and counted (`l7_no_match`).
+    fn l7_rx(&mut self, ctl: &mut Ctl, i: usize, data: &[u8], end: bool) {
+        let need = self.flows[i].wake_arg as usize;
+        let buf = self.l7_wait.entry(i as u32).or_default();
+        buf.extend_from_slice(&data[..data.len().min(need.saturating_sub(buf.len()))]);
+        self.flows[i].rx += data.len() as u64;
+        self.flows[i].moved(self.now);
+        if buf.len() < need && !end {
+            return;
+        }
+        let first = self.l7_wait.remove(&(i as u32)).unwrap_or_default();
+        let key = ctl.key();
+        match self
+            .profile
+            .server_template_l7(Transport::Tcp, key.local_ip, key.local_port, &first)
+        {
+            Some(t) => {
+                self.bind_server(i, t);
+                if end && self.flows[i].outcome == 0 {
+                    self.flows[i].flags |= F_PEER_CLOSED;
+                    self.step(i as u32, Event::PeerClosed);
+                }
+            }
+            None => {
+                self.stats.l7_no_match += 1;
+                ctl.abort();
+            }
+        }
+    }
+
     /// Per-flow engine state size (W3 accounting).
     pub const FLOW_STATE_BYTES: usize =
         std::mem::size_of::<FlowSlot>() + std::mem::size_of::<ProgState>();
@@ -498,28 +552,32 @@ impl TcpApp for GenApp {
         let i = f.0 as usize;
         if ctl.passive() {
             let key = ctl.key();
-            let Some(t) =
-                self.profile
-                    .server_template_for(Transport::Tcp, key.local_ip, key.local_port)
-            else {
+            let assoc = self
+                .profile
+                .server_assoc(Transport::Tcp, key.local_ip, key.local_port);
+            if assoc == ServerAssoc::None {
                 self.stats.no_template += 1;
                 ctl.abort();
                 return;
-            };
+            }
             self.ensure(i);
             self.flows[i] = FlowSlot {
                 sched_ns: self.now,
-                tpl: t.0,
                 flags: F_LIVE | F_EST,
                 moved_ms: ms(self.now),
                 ..FlowSlot::default()
             };
-            let prog = self.profile.templates[t.0 as usize].server_program;
-            self.progs[i] = ProgState::new(prog);
             self.live += 1;
             self.peak_live = self.peak_live.max(self.live);
-            self.tgc(t.0).accepted += 1;
-            self.step(f.0, Event::Start);
+            match assoc {
+                ServerAssoc::Template(t) => self.bind_server(i, t),
+                ServerAssoc::L7 { need } => {
+                    // Hold the flow until the client's first bytes choose the template.
+                    self.flows[i].wake_kind = W_L7;
+                    self.flows[i].wake_arg = need as u64;
+                }
+                ServerAssoc::None => {}
+            }
         } else {
             let Some(slot) = self.flows.get_mut(i) else {
                 return;
@@ -552,6 +610,11 @@ impl TcpApp for GenApp {
             return;
         };
         if !slot.has(F_LIVE) {
+            return;
+        }
+        if slot.wake_kind == W_L7 {
+            self.l7_rx(ctl, i, data, false);
+            self.apply_ctl(ctl);
             return;
         }
         slot.rx += data.len() as u64;
@@ -598,6 +661,12 @@ impl TcpApp for GenApp {
         if !slot.has(F_LIVE) {
             return;
         }
+        if slot.wake_kind == W_L7 {
+            // The client closed before sending enough bytes: decide on what arrived.
+            self.l7_rx(ctl, i, &[], true);
+            self.apply_ctl(ctl);
+            return;
+        }
         slot.flags |= F_PEER_CLOSED;
         self.step(f.0, Event::PeerClosed);
         self.apply_ctl(ctl);
@@ -609,6 +678,13 @@ impl TcpApp for GenApp {
             return;
         };
         if !slot.has(F_LIVE) {
+            return;
+        }
+        if slot.wake_kind == W_L7 {
+            // Never bound to a template (reset, cut, or no L7 match): not accepted.
+            self.l7_wait.remove(&f.0);
+            self.flows[i].flags &= !F_LIVE;
+            self.live = self.live.saturating_sub(1);
             return;
         }
         if slot.outcome == 0 {
