@@ -288,3 +288,24 @@ def test_one_dist_in_several_generators_is_one_shared_pool(validate) -> None:
                       server_template=ASTFTCPServerTemplate(program=s, assoc=ASTFAssociationRule(port=82)))
     with pytest.raises(ProfileError, match="one ip_offset"):
         ASTFProfile(default_ip_gen=g1, templates=ts + [t3]).to_json()
+
+
+def test_l7_map_association(validate) -> None:
+    """TRex: ASTFAssociationRule(port=80, l7_map=[0, 1, 2, 3]) or a dict with masks/values."""
+    g = ip_gen()
+    get_c, get_s = http_programs(req=b"GET / HTTP/1.1\r\n\r\n")
+    post_c, post_s = http_programs(req=b"POST /f HTTP/1.1\r\n\r\n", resp=b"HTTP/1.1 201 Created\r\n\r\n")
+    ts = [ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c, port=80),
+                       server_template=ASTFTCPServerTemplate(program=s, assoc=rule))
+          for c, s, rule in ((get_c, get_s, ASTFAssociationRule(port=80, l7_map=[0, 1, 2, 3])),
+                             (post_c, post_s, ASTFAssociationRule(
+                                 port=80, l7_map={"offset": [0, 1], "mask": [255, 255], "value": [80, 79]})))]
+    ir = ASTFProfile(default_ip_gen=g, templates=ts).to_json()
+    validate(ir)
+    assert ir["templates"][0]["assoc"] == [{"port": 80, "l7_map": {"offset": [0, 1, 2, 3]}}]
+    assert ir["templates"][1]["assoc"] == [{"port": 80, "l7_map": {"offset": [0, 1], "mask": [255, 255],
+                                                                    "value": [80, 79]}}]
+    for bad, msg in (({"offset": [0], "mask": [1, 2]}, "one per offset"), ([0, 0], "distinct"),
+                     ({"offset": [300]}, "0..255"), ({"value": [1]}, "offset \\(required\\)"), ("x", "list")):
+        with pytest.raises(ProfileError, match=msg):
+            ASTFAssociationRule(port=80, l7_map=bad)
