@@ -72,14 +72,15 @@ pub(crate) fn apply_tcp(t: &mut TcpTunables, raw: &RawTcp, path: &str, errs: &mu
     if let Some(v) = raw.do_sack {
         t.do_sack = v.0;
     }
-    if let Some(v) = ranged(raw.keepinit, 1, 65533, path, "keepinit", errs) {
-        t.keepinit = v as u16;
-    }
-    if let Some(v) = ranged(raw.keepidle, 0, 65533, path, "keepidle", errs) {
-        t.keepidle = v as u16;
-    }
-    if let Some(v) = ranged(raw.keepintvl, 1, 65533, path, "keepintvl", errs) {
-        t.keepintvl = v as u16;
+    // Seconds, as TRex's (the upper bound is TRex's).
+    for (v, lo, name, field) in [
+        (raw.keepinit, 1, "keepinit", &mut t.keepinit),
+        (raw.keepidle, 0, "keepidle", &mut t.keepidle),
+        (raw.keepintvl, 1, "keepintvl", &mut t.keepintvl),
+    ] {
+        if let Some(v) = ranged(v, lo, 65533, path, name, errs) {
+            *field = v as u16;
+        }
     }
     match raw.blackhole {
         None | Some(0) => {}
