@@ -72,7 +72,7 @@ pub(crate) fn apply_tcp(t: &mut TcpTunables, raw: &RawTcp, path: &str, errs: &mu
     if let Some(v) = raw.do_sack {
         t.do_sack = v.0;
     }
-    // Seconds, as TRex's (the upper bound is TRex's).
+    // Seconds (TRex: keepinit, keepidle, keepintvl).
     for (v, lo, name, field) in [
         (raw.keepinit, 1, "keepinit", &mut t.keepinit),
         (raw.keepidle, 0, "keepidle", &mut t.keepidle),
