@@ -117,6 +117,8 @@ pub fn run_dut(
     let mut s = Side::new(profile.clone(), sport, scfg, None, t0, seed ^ 0x2);
     c.node.set_vlan(cfg.vlan);
     s.node.set_vlan(cfg.vlan);
+    c.gen.app.stall_ns = cfg.stall_ns;
+    s.gen.app.stall_ns = cfg.stall_ns;
     // Each node answers ARP for its side's addresses from here on and learns the DUT's
     // MAC on its link.
     let cgw = dc.client_gw.map_or(server_ip, u32::from_be_bytes);
@@ -189,6 +191,7 @@ pub fn run_dut(
         cpu_ns: cpu,
         busy_cpu_ns: cpu,
         pcap: None,
+        stall_ns: cfg.stall_ns,
     })
 }
 

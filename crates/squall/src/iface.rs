@@ -219,6 +219,7 @@ pub fn run_real(
     };
     let mut s = Side::new(profile.clone(), port, tc, cg, t0, seed ^ 0x1);
     s.node.set_vlan(cfg.vlan);
+    s.gen.app.stall_ns = cfg.stall_ns;
     // The node answers ARP for its pools from here on; it asks for the peer unless told.
     let peer_mac = match rc.peer_mac {
         Some(m) => m,
@@ -300,6 +301,7 @@ pub fn run_real(
         server,
         elapsed_ns: now.saturating_sub(t0),
         gen_ns: cfg.duration_ns,
+        stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: cpu,
         pcap: None,

@@ -116,6 +116,10 @@ struct RunArgs {
     /// Seconds in-flight flows may take to finish after the duration before being cut.
     #[arg(long, default_value_t = 5.0)]
     drain_sec: f64,
+    /// A flow cut at the end with no payload byte moved for this many seconds (and not
+    /// sleeping in its program) is `stalled`, an error; other cut flows are not errors.
+    #[arg(long, default_value_t = 5.0)]
+    stall_sec: f64,
     /// Wire impairment, both directions: loss=P,dup=P,reorder=P,corrupt=P,delay_us=N,jitter_us=N,rate_mbps=N
     #[arg(long, value_name = "SPEC")]
     impair: Option<String>,
@@ -229,6 +233,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if a.split && a.cores != 2 {
         return usage("--split needs --cores 2 (client on one core, server on the other)");
     }
+    if !(a.stall_sec.is_finite() && a.stall_sec >= 0.0 && a.stall_sec <= 1e6) {
+        return usage("--stall-sec must be >= 0");
+    }
     if a.pcap.is_some() && a.cores > 1 && !a.sim {
         return usage("--pcap needs a single-threaded run (--cores 1 or --sim)");
     }
@@ -249,6 +256,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         sim: a.sim,
         seed: a.seed,
         drain_ns: (a.drain_sec * 1e9) as u64,
+        stall_ns: (a.stall_sec * 1e9) as u64,
         pcap_flows: a.pcap.as_ref().map(|_| a.pcap_flows),
         impair,
         max_flows: a.max_flows.max(16),

@@ -36,6 +36,9 @@ pub struct RunConfig {
     pub seed: Option<u64>,
     /// In-flight flows get this long after the duration before they are cut.
     pub drain_ns: u64,
+    /// A flow cut with no payload byte moved for this long (and not sleeping on its own
+    /// program timer) counts as `stalled`, an error; other cut flows are not errors.
+    pub stall_ns: u64,
     /// Capture the first N flows (single-threaded runs only).
     pub pcap_flows: Option<usize>,
     /// Impairment of both wire directions.
@@ -56,6 +59,7 @@ impl Default for RunConfig {
             sim: false,
             seed: None,
             drain_ns: 5_000_000_000,
+            stall_ns: crate::gen::DEFAULT_STALL_NS,
             pcap_flows: None,
             impair: Impairment::default(),
             max_flows: 262_144,
@@ -95,6 +99,8 @@ pub struct RunResult {
     pub elapsed_ns: u64,
     /// Generation time (the duration).
     pub gen_ns: u64,
+    /// The run's stall time ([`RunConfig::stall_ns`]).
+    pub stall_ns: u64,
     /// CPU time of every worker thread together.
     pub cpu_ns: u64,
     /// Share of `cpu_ns` spent in loop iterations that did work (real-time modes: idle
@@ -418,6 +424,8 @@ fn sides(
     let mut s = Side::new(profile.clone(), pb, scfg, None, t0, hs ^ 0x2);
     c.node.set_vlan(cfg.vlan);
     s.node.set_vlan(cfg.vlan);
+    c.gen.app.stall_ns = cfg.stall_ns;
+    s.gen.app.stall_ns = cfg.stall_ns;
     Ok((c, s))
 }
 
@@ -562,6 +570,7 @@ pub(crate) fn run_single(
         server: report(&s, cpu),
         elapsed_ns: now - t0,
         gen_ns: cfg.duration_ns,
+        stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: if clock.is_some() {
             busy.scale(cpu)
@@ -700,6 +709,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         server,
         elapsed_ns: end.saturating_sub(t0),
         gen_ns: cfg.duration_ns,
+        stall_ns: cfg.stall_ns,
         pcap: None,
     })
 }

@@ -137,23 +137,33 @@ fn sim_run_writes_json_and_pcap_and_exits_0() {
 
 #[test]
 fn failed_run_exits_1() {
-    // Flows that wait 3-5 ms in their program, cut after a 1 ms drain.
-    let out = squall()
-        .args([
-            "run",
-            "tests/profiles/delay.json",
-            "--sim",
-            "--duration",
-            "0.003",
-            "--mult",
-            "10",
-            "--drain-sec",
-            "0.001",
-        ])
-        .output()
-        .unwrap();
+    // Flows that wait 3-5 ms in their program, cut after a 1 ms drain: cut is not an
+    // error, but with a zero stall time the server flows waiting for the client's
+    // request are stalled.
+    let run = |stall: &str| {
+        squall()
+            .args([
+                "run",
+                "tests/profiles/delay.json",
+                "--sim",
+                "--duration",
+                "0.003",
+                "--mult",
+                "10",
+                "--drain-sec",
+                "0.001",
+                "--stall-sec",
+                stall,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = run("0");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("result: FAILED"));
+    let out = run("5");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("result: CLEAN"));
 }
 
 /// A stand-in for the `squall` Python package: `squall.compile` prints the IR of a file

@@ -255,6 +255,7 @@ impl RunSlot {
                         .stopped
                         .map_or(el, |s| (s - self.started).as_nanos() as u64)
                         .min(self.cfg.duration_ns),
+                    stall_ns: self.cfg.stall_ns,
                     ..RunResult::default()
                 };
                 (&snap, &[])
@@ -467,7 +468,7 @@ impl Service {
             pcap_flows: None,
             impair,
             max_flows: 262_144,
-            vlan: None,
+            ..RunConfig::default()
         };
         let live = Arc::new(Live::default());
         live.ctl.snapshots.store(true, Ordering::Relaxed);
