@@ -636,6 +636,88 @@ fn rfc6298_5_7_rto_3s_after_retransmitted_syn() {
     }
 }
 
+// After a retransmission timeout SND.NXT is rolled back; a pure ACK still carries SND.MAX
+// (BSD tcp_output), or the peer, whose RCV.NXT may be past our SND.NXT, would find it an
+// old, unacceptable segment and ignore the acknowledgement (RFC 9293 §3.10.7.4).
+#[test]
+fn rfc9293_3_10_7_4_pure_ack_after_rto_carries_snd_max() {
+    let mut t = T::new(TcpConfig {
+        opts: squall_tcp::FlowOpts {
+            delack_ns: 0,
+            ..squall_tcp::FlowOpts::default()
+        },
+        ..cfg()
+    });
+    let (b, _) = with_data(&mut t, 2000);
+    t.app.send_on_connect = Some((b, 2000));
+    let syn = t.connect();
+    t.feed(
+        t.pseq,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        65535,
+        &MSS_1000,
+        &[],
+    );
+    t.pseq += 1;
+    let u = syn.seq.wrapping_add(1);
+    assert_eq!(t.take().len(), 2);
+    let n = t.host.next_timer().unwrap();
+    t.advance(n);
+    assert_eq!(t.one().seq, u, "RTO: the first segment again");
+    // The peer's data arrives: the ACK we send carries SND.MAX.
+    t.feed(t.pseq, u, ACK | PSH, 65535, &[], b"data");
+    let a = t.one();
+    assert_eq!(
+        (a.seq, a.ack, a.payload.len()),
+        (u.wrapping_add(2000), t.pseq + 4, 0)
+    );
+}
+
+// RFC 7323 §4.1: an echoed timestamp from the current millisecond is a valid sample (our
+// TSval clock is odd-valued: the echo may be one above the millisecond count).
+#[test]
+fn rfc7323_4_1_sub_millisecond_rtt_sampled() {
+    let mut t = T::new(TcpConfig {
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
+        ..cfg()
+    });
+    t.now = 10 * MS; // an even millisecond: TSval 11
+    let (b, _) = with_data(&mut t, 100);
+    t.app.send_on_connect = Some((b, 100));
+    let syn = t.connect();
+    t.feed(
+        t.pseq,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        65535,
+        &ts_opt(500, syn.opts.ts.unwrap().0),
+        &[],
+    );
+    t.pseq += 1;
+    let d = t
+        .take()
+        .into_iter()
+        .find(|s| !s.payload.is_empty())
+        .unwrap();
+    let before = t.host.counters().tcps_rttupdated;
+    t.now += MS / 10;
+    let ecr = d.opts.ts.unwrap().0;
+    assert_eq!(ecr, 11);
+    t.feed(
+        t.pseq,
+        d.seq.wrapping_add(100),
+        ACK,
+        65535,
+        &ts_opt(501, ecr),
+        &[],
+    );
+    assert_eq!(t.host.counters().tcps_rttupdated, before + 1);
+}
+
 // RFC 6298 §5 + RFC 9293 §3.8.3: after too many retransmissions the connection is dropped.
 #[test]
 fn rfc9293_3_8_3_give_up_after_max_retries() {

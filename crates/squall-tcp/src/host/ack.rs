@@ -106,7 +106,9 @@ impl TcpHost {
             // backoff was the persist timer's).
             if ts_ecr != 0 {
                 // RFC 7323 §4.1: RTT from the echoed timestamp (valid for retransmissions too).
-                let r_ms = ((now / 1_000_000) as u32).wrapping_sub(ts_ecr);
+                // Against our TSval clock (odd values: `ts_now`), so an echo from this
+                // same millisecond is a 0 ms sample, not a wrap to 2^32 - 1.
+                let r_ms = ((now / 1_000_000) as u32 | 1).wrapping_sub(ts_ecr);
                 if r_ms < 3_600_000 {
                     t.rtt.sample(r_ms.max(1) * 1000, &self.cfg.rto);
                     self.counters.tcps_rttupdated += 1;

@@ -308,7 +308,16 @@ impl TcpHost {
             }
             let key = t.key;
             let o = t.opt;
-            let seqno = t.snd_nxt;
+            // A pure ACK carries SND.MAX, not SND.NXT (BSD `tcp_output`): after a
+            // retransmission timeout SND.NXT is rolled back below what the peer may have
+            // received, and an ACK with such a sequence number would be an unacceptable
+            // old segment there, its acknowledgement ignored (RFC 9293 §3.10.7.4): two
+            // sides both retransmitting would never hear each other's ACKs.
+            let seqno = if len == 0 && !send_fin {
+                t.snd_max
+            } else {
+                t.snd_nxt
+            };
             let ack = t.rcv_nxt;
             let sq = t.sq;
             let rexmit = seq::lt(seqno, t.snd_max);
