@@ -548,7 +548,7 @@ fn rfc6298_5_retransmission_timeout_and_backoff() {
 #[test]
 fn rfc6298_karn_backoff_kept_until_valid_sample() {
     let mut t = T::new(cfg());
-    let (b, l) = with_data(&mut t, 3000);
+    let (b, _) = with_data(&mut t, 3000);
     t.app.send_on_connect = Some((b, 2000));
     let syn = t.connect();
     t.now = 50 * MS; // RTT sample 50 ms -> RTO 200 ms
@@ -650,17 +650,7 @@ fn rfc9293_3_10_7_4_pure_ack_after_rto_carries_snd_max() {
     });
     let (b, _) = with_data(&mut t, 2000);
     t.app.send_on_connect = Some((b, 2000));
-    let syn = t.connect();
-    t.feed(
-        t.pseq,
-        syn.seq.wrapping_add(1),
-        SYN | ACK,
-        65535,
-        &MSS_1000,
-        &[],
-    );
-    t.pseq += 1;
-    let u = syn.seq.wrapping_add(1);
+    let u = t.established(&MSS_1000);
     assert_eq!(t.take().len(), 2);
     let n = t.host.next_timer().unwrap();
     t.advance(n);
@@ -1343,14 +1333,7 @@ fn rfc6675_5_sack_recovery_retransmits_holes() {
     assert_eq!(segs.len(), 10);
     let u = syn.seq.wrapping_add(1);
     // Segments 0 and 3 lost; the peer SACKs 1-2 and 4-9 with three duplicate ACKs.
-    let sack = |blocks: &[(u32, u32)]| {
-        let mut o = vec![1, 1, 5, 2 + 8 * blocks.len() as u8];
-        for &(a, b) in blocks {
-            o.extend_from_slice(&a.to_be_bytes());
-            o.extend_from_slice(&b.to_be_bytes());
-        }
-        o
-    };
+    let sack = sack_opt;
     t.feed(t.pseq, u, ACK, 65535, &sack(&[(u + 1000, u + 3000)]), &[]);
     t.feed(
         t.pseq,
@@ -1406,18 +1389,8 @@ fn rfc6675_5_4_3_recovery_retransmits_first_segment_of_small_segments() {
         },
         ..cfg()
     });
-    let syn = t.connect();
-    t.feed(
-        t.pseq,
-        syn.seq.wrapping_add(1),
-        SYN | ACK,
-        65535,
-        &[2, 4, 0x03, 0xe8, 4, 2, 1, 1],
-        &[],
-    );
-    t.pseq += 1;
+    let u = t.established(&[2, 4, 0x03, 0xe8, 4, 2, 1, 1]);
     t.take();
-    let u = syn.seq.wrapping_add(1);
     let (b, _) = with_data(&mut t, 1000);
     let f = t.flow.unwrap();
     for k in 0..10 {
@@ -1464,13 +1437,10 @@ fn rfc6691_data_segments_with_sack_blocks_fit_the_mtu() {
         },
         ..cfg()
     });
-    let syn = t.connect();
     let mut o = vec![2, 4, 0x05, 0xb4, 1, 1, 4, 2];
     o.extend_from_slice(&ts_opt(1000, 0));
-    t.feed(t.pseq, syn.seq.wrapping_add(1), SYN | ACK, 65535, &o, &[]);
-    t.pseq += 1;
+    let u = t.established(&o);
     t.take();
-    let u = syn.seq.wrapping_add(1);
     // Three out-of-order segments from the peer: we hold three SACK blocks.
     for k in 1..=3u32 {
         t.feed(
