@@ -11,6 +11,7 @@ use squall_port::fanout::{Fanout, FanoutBy};
 use squall_port::{FrameBuf, Port};
 
 const NS: &str = "sqp-fan";
+const SRC_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 
 fn sh(args: &[&str]) -> bool {
     Command::new(args[0])
@@ -57,7 +58,7 @@ fn enter() {
 fn tcp_frame(sport: u16, dport: u16) -> Vec<u8> {
     let mut f = vec![0u8; 54];
     f[0..6].copy_from_slice(&[0xff; 6]);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    f[6..12].copy_from_slice(&SRC_MAC);
     f[12..14].copy_from_slice(&[0x08, 0x00]);
     f[14] = 0x45;
     f[16..18].copy_from_slice(&40u16.to_be_bytes());
@@ -74,7 +75,7 @@ fn tcp_frame(sport: u16, dport: u16) -> Vec<u8> {
 fn arp_frame() -> Vec<u8> {
     let mut f = vec![0u8; 42];
     f[0..6].copy_from_slice(&[0xff; 6]);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    f[6..12].copy_from_slice(&SRC_MAC);
     f[12..14].copy_from_slice(&[0x08, 0x06]);
     f
 }
@@ -113,7 +114,10 @@ fn steer(by: FanoutBy, frames: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
             let mut rx = Vec::new();
             w.rx_burst(&mut rx, 64);
             for f in rx.drain(..) {
-                got[k].push(f.data().to_vec());
+                // Only the test's own frames (the kernel may send some of its own).
+                if f.data()[6..12] == SRC_MAC {
+                    got[k].push(f.data().to_vec());
+                }
                 w.release(f);
             }
         }
