@@ -144,13 +144,13 @@ fn templates_sharing_one_client_dist_draw_from_one_allocator() {
     };
     let mut cg = squall::gen::ClientGen::with_ports(&p, &sc, ports).unwrap();
     let ip = |a: squall_astf::alloc::ClientAddr| std::net::Ipv4Addr::from(a.ip).to_string();
-    let a = cg.alloc(0, |_, _| false).unwrap();
-    let b = cg.alloc(1, |_, _| false).unwrap();
+    let a = cg.alloc(0, 0, 80, |_, _| false).unwrap();
+    let b = cg.alloc(1, 0, 80, |_, _| false).unwrap();
     assert_eq!((ip(a), ip(b)), ("16.0.0.1".into(), "16.0.0.2".into()));
     // One port per address, both in use: the shared pool is exhausted for template 0 too.
-    assert!(cg.alloc(0, |_, _| false).is_err());
+    assert!(cg.alloc(0, 0, 80, |_, _| false).is_err());
     cg.release(1, b);
-    assert_eq!(ip(cg.alloc(0, |_, _| false).unwrap()), "16.0.0.2");
+    assert_eq!(ip(cg.alloc(0, 0, 80, |_, _| false).unwrap()), "16.0.0.2");
     // Servers are not shared (different pools).
     assert_eq!(
         (cg.pick_server(0), cg.pick_server(1)),

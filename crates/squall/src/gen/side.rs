@@ -12,6 +12,7 @@ use squall_astf::alloc::{AllocError, ClientAddr, ClientAlloc, PortRange, ServerP
 use squall_astf::interp::Event;
 use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
 use squall_astf::{Profile, SideTunables, TemplateIdx, Transport};
+use squall_port::rss::RssSteer;
 use squall_port::Port;
 use squall_stack::{
     Datagram, Node, NodeApp, NodeConfig, NodeIo, Owned, PcapCap, TapRef, UdpFlowId, UdpKey,
@@ -37,6 +38,8 @@ pub struct ClientGen {
     starts: Vec<FlowStart>,
     /// Flows due but not opened yet (pacing or throttling); opened in order.
     pending: VecDeque<FlowStart>,
+    /// With receive-side scaling: only source ports whose reply hashes to this queue.
+    rss: Option<(RssSteer, u32)>,
 }
 
 impl ClientGen {
@@ -61,8 +64,10 @@ impl ClientGen {
             let tpl = TemplateIdx(i as u16);
             let (ci, si) = (profile.client_pool_of(tpl), profile.server_pool_of(tpl));
             let a = if ci == i {
+                // This core's share of the pool and the source ports it owns
+                // (`port % n_cores == core`: the rule replies are steered by).
                 allocs.push(
-                    ClientAlloc::new(gen, 0, 0, 1, ports, seed)
+                    ClientAlloc::new(gen, 0, cfg.core, cfg.n_cores, ports, seed)
                         .map_err(|e| format!("template {i}: client allocation: {e:?}"))?,
                 );
                 allocs.len() - 1
@@ -84,7 +89,17 @@ impl ClientGen {
             pool,
             starts: Vec::with_capacity(64),
             pending: VecDeque::new(),
+            rss: None,
         })
+    }
+
+    /// For a port that spreads received frames over queues by RSS: source ports are
+    /// taken only if the reply of the flow hashes to `queue` (the queue of this core), so
+    /// every reply lands on the core that opened the flow, as TRex does. Use it with a
+    /// scheduler of one core (`n_cores` 1): the hash, not the port number, then keeps
+    /// cores apart.
+    pub fn set_rss(&mut self, steer: RssSteer, queue: u32) {
+        self.rss = Some((steer, queue));
     }
     /// Stops opening flows from `at` on.
     pub fn stop_at(&mut self, at: u64) {
@@ -107,9 +122,17 @@ impl ClientGen {
     pub fn alloc(
         &mut self,
         tpl: usize,
-        busy: impl FnMut(u32, u16) -> bool,
+        server: u32,
+        sport: u16,
+        mut busy: impl FnMut(u32, u16) -> bool,
     ) -> Result<ClientAddr, AllocError> {
-        self.allocs[self.pool[tpl].0].alloc(busy)
+        let a = &mut self.allocs[self.pool[tpl].0];
+        match &self.rss {
+            None => a.alloc(busy),
+            Some((steer, q)) => {
+                a.alloc(|ip, port| !steer.port_fits(*q, ip, port, server, sport) || busy(ip, port))
+            }
+        }
     }
     /// Gives back the client endpoint of an ended flow of template `tpl`.
     pub fn release(&mut self, tpl: usize, addr: ClientAddr) {
@@ -461,7 +484,7 @@ impl GenSide {
         let (tg, dport, is_udp) = (t.tg_id as usize, t.port, t.transport == Transport::Udp);
         let server = cg.pick_server(ti);
         let udp = io.udp();
-        let addr = match cg.alloc(ti, |ip, port| {
+        let addr = match cg.alloc(ti, server, dport, |ip, port| {
             is_udp
                 && udp.in_use(&UdpKey {
                     local_ip: ip,
@@ -606,6 +629,49 @@ impl<P: Port> Side<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn w1() -> Profile {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/w1-astf-http.json");
+        crate::source::load(&p, &[]).unwrap()
+    }
+
+    #[test]
+    fn each_core_allocates_its_share_of_addresses_and_its_own_ports() {
+        let p = w1();
+        let mut seen = std::collections::HashSet::new();
+        for core in 0..2 {
+            let sc = SchedConfig::from_profile(&p, 1.0, Some(1_000_000_000), core, 2);
+            let mut cg = ClientGen::new(&p, &sc).unwrap();
+            for _ in 0..500 {
+                let a = cg.alloc(0, 0x3000_0001, 80, |_, _| false).unwrap();
+                assert_eq!(
+                    u32::from(a.port) % 2,
+                    core,
+                    "port {} on core {core}",
+                    a.port
+                );
+                assert!(seen.insert((a.ip, a.port)), "a tuple of two cores");
+            }
+        }
+    }
+
+    #[test]
+    fn with_rss_every_reply_hashes_to_the_cores_queue() {
+        use squall_port::rss::{RssConfig, RssSteer};
+        let p = w1();
+        let server = 0x3000_0001; // 48.0.0.1
+        for queue in 0..4 {
+            let sc = SchedConfig::from_profile(&p, 1.0, Some(1_000_000_000), 0, 1);
+            let mut cg = ClientGen::new(&p, &sc).unwrap();
+            let steer = RssSteer::new(&RssConfig::symmetric(4));
+            cg.set_rss(steer.clone(), queue);
+            for _ in 0..300 {
+                let a = cg.alloc(0, server, 80, |_, _| false).unwrap();
+                assert_eq!(steer.reply_queue(a.ip, a.port, server, 80), queue);
+            }
+        }
+    }
 
     #[test]
     fn window_scale_only_when_the_buffer_needs_it() {
