@@ -94,7 +94,7 @@ impl Scoreboard {
     fn lost_limit(&self, una: u32, mss: u32) -> u32 {
         let mut above = 0u32;
         for &(s, e) in self.ranges().iter().rev() {
-            above += e.wrapping_sub(s);
+            above = above.saturating_add(e.wrapping_sub(s));
             if above > 2 * mss {
                 return s;
             }
@@ -111,7 +111,7 @@ impl Scoreboard {
         for &(s, e) in self.ranges() {
             let (a, b) = (seq::max(s, from), seq::min(e, to));
             if seq::lt(a, b) {
-                n -= b.wrapping_sub(a);
+                n = n.saturating_sub(b.wrapping_sub(a));
             }
         }
         n
@@ -195,5 +195,49 @@ mod tests {
         b.add(0, 10_000, 2000, 4500);
         assert_eq!(b.next_hole(0, 1000), Some((0, 1000)));
         assert_eq!(b.pipe(0, 10_000, 1000), 5500);
+    }
+
+    // Hostile blocks: pipe and next_hole never overflow (this runs with overflow checks),
+    // whatever blocks arrive; with the SND.UNA the host passes (una <= max) the pipe never
+    // exceeds the data in flight. Ranges recorded against an SND.UNA beyond SND.MAX (an
+    // ACK of unsent data, which the host now drops first) must not panic either.
+    #[test]
+    fn arbitrary_blocks_never_overflow() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut r = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (una, max) = (1000u32, 1000u32 + 10 * 1448);
+        for k in 0..200_000 {
+            let consistent = k % 2 == 0;
+            let mut b = Scoreboard {
+                high_rxt: una,
+                ..Default::default()
+            };
+            for _ in 0..1 + r() % 3 {
+                let u = if consistent {
+                    una + (r() % (max - una + 1) as u64) as u32
+                } else {
+                    max.wrapping_add((r() % ((1 << 31) - 20_000)) as u32)
+                };
+                let s = if r() % 2 == 0 {
+                    r() as u32
+                } else {
+                    una + (r() % 20_000) as u32
+                };
+                b.add(u, max, s, s.wrapping_add((r() % (1 << 31)) as u32));
+            }
+            let p = b.pipe(una, max, 1448);
+            let hole = b.next_hole(una, 1448);
+            if consistent {
+                assert!(p <= max - una, "{:?}", b.ranges());
+                if let Some((x, len)) = hole {
+                    assert!(seq::le(una, x) && seq::le(x.wrapping_add(len), max));
+                }
+            }
+        }
     }
 }

@@ -1154,11 +1154,13 @@ fn rfc9293_3_10_7_4_out_of_order_fin() {
 }
 
 // RFC 5961 §5.2: an ACK below SND.UNA - MAX.SND.WND is answered by a challenge ACK and its
-// data dropped; §7: challenge ACKs are rate limited.
+// data dropped; §7: challenge ACKs are rate limited (per host here: the per-flow limit is
+// off; the budget of a second is drawn in [2, 5) for a limit of 3, as Linux does).
 #[test]
 fn rfc5961_5_2_too_old_ack_and_7_rate_limit() {
     let mut t = T::new(TcpConfig {
         challenge_ack_limit: 3,
+        invalid_ratelimit_ns: 0,
         ..cfg()
     });
     let iss1 = t.established(&[]);
@@ -1169,12 +1171,9 @@ fn rfc5961_5_2_too_old_ack_and_7_rate_limit() {
     for _ in 0..5 {
         t.feed(t.pseq + 10, 0, RST, 0, &[], &[]);
     }
-    assert_eq!(
-        t.take().len(),
-        2,
-        "limit of 3 per second (one already used)"
-    );
-    assert_eq!(t.host.counters().tcps_challengeack_limited, 3);
+    let sent = t.take().len() as u64;
+    assert!((1..=3).contains(&sent), "budget of 2-4 (one already used)");
+    assert_eq!(t.host.counters().tcps_challengeack_limited, 5 - sent);
     t.now += 1_000 * MS;
     t.feed(t.pseq + 10, 0, RST, 0, &[], &[]);
     assert_eq!(t.take().len(), 1, "budget renewed next second");
