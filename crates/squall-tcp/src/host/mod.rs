@@ -82,7 +82,10 @@ pub struct TcpConfig {
     /// (`tcps_rcvoomemdrop`). 0 = automatic: 1/16 of what `max_flows` queues would take,
     /// at most 256 MiB but at least 8 queues.
     pub ooo_budget: u64,
-    /// Secret for ISNs and the table hash.
+    /// Secret for ISNs (RFC 6528), SYN cookies, the flow-table hash and the challenge-ACK
+    /// budget. Anyone who knows it can predict ISNs and forge cookies: a host reachable
+    /// from a network it does not control needs [`TcpConfig::random_seed`]; a fixed value
+    /// (the default) makes runs reproducible, as simulations and tests want.
     pub seed: u64,
     /// Compute the TCP checksum of outgoing frames (false: the port offloads it and the
     /// field is left as the pseudo-header sum, as for CHECKSUM_PARTIAL).
@@ -114,6 +117,16 @@ impl Default for TcpConfig {
             tx_checksum: true,
             rx_checksum: true,
         }
+    }
+}
+
+impl TcpConfig {
+    /// A secret for [`TcpConfig::seed`] from the operating system's random source
+    /// (getrandom(2) on Linux). Fails only if the OS has no random source to offer.
+    pub fn random_seed() -> std::io::Result<u64> {
+        let mut b = [0u8; 8];
+        getrandom::getrandom(&mut b).map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(u64::from_ne_bytes(b))
     }
 }
 
