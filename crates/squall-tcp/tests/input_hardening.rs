@@ -9,7 +9,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::wire::{self, FrameHdr, ACK, FIN, RST, SYN};
+use common::wire::{self, Out, ACK, FIN, RST, SYN};
 use common::{Rng, VecSink};
 use squall_tcp::{CloseReason, Ctl, FlowId, FlowOpts, State, TcpApp, TcpConfig, TcpHost};
 
@@ -35,15 +35,6 @@ impl TcpApp for App {
     fn on_closed(&mut self, _f: FlowId, r: CloseReason) {
         self.closed.push(r);
     }
-}
-
-/// A segment the host sent.
-#[derive(Debug, Clone)]
-struct Out {
-    seq: u32,
-    ack: u32,
-    flags: u8,
-    opts: wire::Opts,
 }
 
 /// One established flow: the host's local port, its SND.NXT and the peer's next sequence.
@@ -83,24 +74,17 @@ fn ts_opt(val: u32, ecr: u32) -> Vec<u8> {
 }
 
 /// A peer segment to the host's port `hp`.
-#[allow(clippy::too_many_arguments)]
 fn seg(hp: u16, seq: u32, ack: u32, flags: u8, wnd: u16, opts: &[u8], payload: &[u8]) -> Vec<u8> {
-    let h = FrameHdr {
-        src_mac: [2, 0, 0, 0, 0, 9],
-        dst_mac: [2, 0, 0, 0, 0, 1],
-        src_ip: PEER_IP,
-        dst_ip: HOST_IP,
-        ip_id: 1,
-        src_port: PP,
-        dst_port: hp,
+    wire::peer_frame(
+        (PEER_IP, PP),
+        (HOST_IP, hp),
         seq,
         ack,
         flags,
         wnd,
-        ttl: 64,
-        tos: 0,
-    };
-    wire::frame(&h, opts, payload)
+        opts,
+        payload,
+    )
 }
 
 impl H {
@@ -118,19 +102,7 @@ impl H {
         self.host.rx(self.now, &f, &mut self.app, &mut self.sink);
     }
     fn take(&mut self) -> Vec<Out> {
-        self.sink
-            .frames
-            .drain(..)
-            .map(|f| {
-                let s = wire::parse(&f).expect("host emitted a valid frame");
-                Out {
-                    seq: s.seq,
-                    ack: s.ack,
-                    flags: s.flags,
-                    opts: wire::parse_opts(s.opts),
-                }
-            })
-            .collect()
+        self.sink.frames.drain(..).map(|f| Out::of(&f)).collect()
     }
     /// Active open from local port `hp`, answered by a SYN-ACK with `peer_opts`.
     fn open(&mut self, hp: u16, peer_opts: &[u8]) -> Conn {
@@ -203,6 +175,10 @@ fn rfc7323_5_3_ts_recent_not_moved_by_unacceptable_segment() {
         &[],
     );
     assert_eq!(h.host.flow_info(f).unwrap().ts_recent, 1100);
+    // A retransmission of data already received (within a window below RCV.NXT: its ACK
+    // was lost) records its TSval, so that our echo keeps the peer's RTT samples honest.
+    h.feed(HP, c.rcv, c.snd, ACK, 65535, &ts_opt(1200, 1), b"real");
+    assert_eq!(h.host.flow_info(f).unwrap().ts_recent, 1200);
 }
 
 // Item 10. RFC 9293 §3.10.7.4: SND.WL1 follows the segments that carry window
@@ -450,11 +426,8 @@ fn rfc7323_4_1_hostile_tsecr_rtt_sample_saturates() {
     assert!(i.rto_us <= 60_000_000, "{i:?}");
 }
 
-// Item: SYN cookies keep window scaling, SACK-permitted and timestamps (encoded in the low
-// bits of our TSval, as Linux's cookie_init_timestamp does) when the peer offers
-// timestamps; without timestamps only the MSS is kept (and only the MSS is offered).
-#[test]
-fn rfc4987_syn_cookie_keeps_wscale_sack_and_timestamps() {
+/// A host answering every SYN with a cookie, offering timestamps, SACK and window scale 5.
+fn cookie_host() -> H {
     let mut h = H::new(TcpConfig {
         max_half_open: 0,
         ..with_opts(FlowOpts {
@@ -465,6 +438,15 @@ fn rfc4987_syn_cookie_keeps_wscale_sack_and_timestamps() {
         })
     });
     h.host.listen(HP);
+    h
+}
+
+// Item: SYN cookies keep window scaling, SACK-permitted and timestamps (encoded in the low
+// bits of our TSval, as Linux's cookie_init_timestamp does) when the peer offers
+// timestamps; without timestamps only the MSS is kept (and only the MSS is offered).
+#[test]
+fn rfc4987_syn_cookie_keeps_wscale_sack_and_timestamps() {
+    let mut h = cookie_host();
     h.now = 123_456 * MS;
     let mut o = vec![2, 4, 0x05, 0xb4, 1, 3, 3, 7, 4, 2, 1, 1];
     o.extend(ts_opt(777, 0));
@@ -518,16 +500,7 @@ fn rfc4987_syn_cookie_keeps_wscale_sack_and_timestamps() {
     assert_eq!(a.opts.sack_n, 1);
 
     // No timestamps from the peer: MSS only, as before.
-    let mut h = H::new(TcpConfig {
-        max_half_open: 0,
-        ..with_opts(FlowOpts {
-            timestamps: true,
-            sack: true,
-            wscale: Some(5),
-            ..FlowOpts::default()
-        })
-    });
-    h.host.listen(HP);
+    let mut h = cookie_host();
     h.feed(HP, 9, 0, SYN, 65535, &[2, 4, 5, 0xb4, 1, 3, 3, 7], &[]);
     let sa = h.take().pop().unwrap();
     assert_eq!(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 mod common;
 
-use common::wire::{self, FrameHdr, ACK, FIN, PSH, RST, SYN};
+use common::wire::{self, FrameHdr, Out, ACK, FIN, PSH, RST, SYN};
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, State, TcpApp, TcpConfig, TcpHost, TxSink};
 
 const HOST_IP: u32 = 0x1000_0001;
@@ -70,17 +70,6 @@ impl TxSink for Sink {
     }
 }
 
-/// A parsed outgoing segment (owned).
-#[derive(Debug, Clone)]
-struct Out {
-    seq: u32,
-    ack: u32,
-    flags: u8,
-    wnd: u16,
-    opts: wire::Opts,
-    payload: Vec<u8>,
-}
-
 struct T {
     host: TcpHost,
     app: App,
@@ -103,21 +92,7 @@ impl T {
         }
     }
     fn take(&mut self) -> Vec<Out> {
-        self.sink
-            .out
-            .drain(..)
-            .map(|f| {
-                let s = wire::parse(&f).expect("host emitted a valid frame");
-                Out {
-                    seq: s.seq,
-                    ack: s.ack,
-                    flags: s.flags,
-                    wnd: s.wnd,
-                    opts: wire::parse_opts(s.opts),
-                    payload: s.payload.to_vec(),
-                }
-            })
-            .collect()
+        self.sink.out.drain(..).map(|f| Out::of(&f)).collect()
     }
     fn one(&mut self) -> Out {
         let v = self.take();
@@ -126,22 +101,8 @@ impl T {
     }
     /// Feeds a peer segment (peer -> host).
     fn feed(&mut self, seq: u32, ack: u32, flags: u8, wnd: u16, opts: &[u8], payload: &[u8]) {
-        let h = FrameHdr {
-            src_mac: [2, 0, 0, 0, 0, 9],
-            dst_mac: [2, 0, 0, 0, 0, 1],
-            src_ip: PEER_IP,
-            dst_ip: HOST_IP,
-            ip_id: 1,
-            src_port: PP,
-            dst_port: HP,
-            seq,
-            ack,
-            flags,
-            wnd,
-            ttl: 64,
-            tos: 0,
-        };
-        let buf = wire::frame(&h, opts, payload);
+        let (peer, host) = ((PEER_IP, PP), (HOST_IP, HP));
+        let buf = wire::peer_frame(peer, host, seq, ack, flags, wnd, opts, payload);
         self.host.rx(self.now, &buf, &mut self.app, &mut self.sink);
     }
     fn advance(&mut self, to: u64) {

@@ -177,6 +177,19 @@ impl TcpHost {
                     // Retransmitted FIN: restart the 2*MSL timer (RFC 9293 §3.10.7.4, eighth).
                     t.rexmt_at = now + self.cfg.time_wait_ns;
                 }
+                // A retransmission of data we already have (its ACK was lost), starting
+                // within one window below RCV.NXT, still records its TSval: otherwise we
+                // would echo the original's timestamp and the peer's RTT samples (RFC 7323
+                // §4.1) would grow with every lost ACK, up to the maximum RTO (the W1 runs
+                // at 20 % loss showed it). Segments further off, with a sequence number no
+                // retransmission can have, leave TS.Recent alone.
+                if let Some((tsval, now_ms)) = new_ts_recent {
+                    let below = t.rcv_nxt.wrapping_sub(seg.seq);
+                    if seg_len > 0 && below <= rcv_wnd {
+                        t.ts_recent = tsval;
+                        t.ts_recent_age = now_ms;
+                    }
+                }
                 self.ack_invalid(i, seg, tx);
             }
             return;
