@@ -65,8 +65,10 @@
 //! timestamps kept in the low bits of the TSval when the peer offers timestamps), header
 //! prediction, out-of-order queue with merging/trimming (and out-of-order FIN, ACKed at
 //! once and kept until the gap fills) within a per-host memory budget
-//! (`TcpConfig::ooo_budget`, refusals counted in `tcps_rcvoomemdrop`), TS.Recent updated
-//! only by acceptable segments (RFC 7323 §5.3), RSTs ignored in TIME_WAIT (RFC 1337).
+//! (`TcpConfig::ooo_budget`, refusals counted in `tcps_rcvoomemdrop`), TS.Recent recorded
+//! after the sequence check (RFC 7323 §5.3; a retransmission starting within a window
+//! below RCV.NXT still records it, no segment further off does), RSTs ignored in
+//! TIME_WAIT (RFC 1337).
 //! Values from the peer (SACK blocks, TSecr) never overflow arithmetic.
 //! The receive window is constant (`FlowOpts::rcv_wnd`): applications consume data
 //! as it is delivered, so no window updates are ever needed.

@@ -132,7 +132,8 @@ impl TcpHost {
 
         // RFC 7323 §5.3 R1: PAWS. The TS.Recent update (R3) waits until the segment has
         // passed the sequence check (R2) and the RST and SYN checks: a segment with a
-        // wrong sequence number must not move it.
+        // wrong sequence number must not move it (retransmissions of received data are
+        // the one exception, in the sequence check).
         let opts = if t.flags & (F_TS | F_SACK) != 0 && !seg.opts.is_empty() {
             pkt::parse_opts(seg.opts)
         } else {
