@@ -237,7 +237,7 @@ impl Default for TcpTunables {
         TcpTunables {
             mss: 1460,
             initwnd: 10,
-            delay_ack_msec: 200,
+            delay_ack_msec: 40,
             no_delay: false,
             no_delay_counter: 0,
             rxbufsize: 32768,

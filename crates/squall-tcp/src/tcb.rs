@@ -71,6 +71,9 @@ pub struct Tcb {
     pub rcv_wscale: u8,
     /// Index of the flow's option set in the host's table (`crate::opts::FlowOpts`).
     pub opt: u8,
+    /// Low 16 bits of SND.SML, the end of the last short segment sent (Minshall's Nagle,
+    /// Linux `snd_sml`); see [`Tcb::short_unacked`]. 16 bits keep the TCB at 144 bytes.
+    pub snd_sml: u16,
     pub snd_una: u32,
     pub snd_nxt: u32,
     pub snd_max: u32,
@@ -119,6 +122,17 @@ impl Tcb {
     #[inline(always)]
     pub fn fin_seq(&self) -> u32 {
         self.snd_una.wrapping_add(self.sq.len)
+    }
+    /// Minshall's check (Linux `tcp_minshall_check`): a short segment we sent is still
+    /// unacknowledged (SND.UNA < SND.SML <= SND.NXT). SND.SML is rebuilt as the latest
+    /// sequence number at or below SND.MAX with the stored low 16 bits; with more than
+    /// 64 KiB in flight an acknowledged one may alias to an unacknowledged one, which only
+    /// makes Nagle hold (the classic rule) rather than send.
+    #[inline(always)]
+    pub fn short_unacked(&self) -> bool {
+        let back = (self.snd_max as u16).wrapping_sub(self.snd_sml);
+        let sml = self.snd_max.wrapping_sub(u32::from(back));
+        crate::seq::gt(sml, self.snd_una) && crate::seq::le(sml, self.snd_nxt)
     }
     /// States in which our FIN has been queued but not yet acknowledged.
     #[inline(always)]

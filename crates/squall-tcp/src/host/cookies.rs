@@ -81,6 +81,7 @@ impl TcpHost {
         t.snd_una = c;
         t.snd_nxt = c.wrapping_add(1);
         t.snd_max = c.wrapping_add(1);
+        t.snd_sml = c as u16;
         t.mss = mss;
         t.cc = NewReno::new(init, mss as u32, c);
         t.snd_wl1 = peer_isn;

@@ -181,6 +181,7 @@ impl TcpHost {
         t.snd_nxt = iss;
         t.snd_max = iss;
         t.cc = NewReno::new(init, mss as u32, iss);
+        t.snd_sml = iss as u16;
         t.mss = mss;
         t.snd_wnd = seg.wnd as u32;
         t.snd_wl1 = seg.seq;
