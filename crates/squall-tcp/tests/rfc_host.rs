@@ -764,7 +764,9 @@ fn nagle_minshall_short_tail_of_an_odd_burst_goes_at_once() {
     t.take();
     let (b, _) = with_data(&mut t, 3 * 1460 + 600);
     let f = t.flow.unwrap();
-    t.host.send(t.now, &mut t.sink, f, b, 0, 3 * 1460 + 500).unwrap();
+    t.host
+        .send(t.now, &mut t.sink, f, b, 0, 3 * 1460 + 500)
+        .unwrap();
     let segs = t.take();
     let lens: Vec<usize> = segs.iter().map(|s| s.payload.len()).collect();
     assert_eq!(lens, [1460, 1460, 1460, 500], "the short tail is not held");
@@ -774,9 +776,19 @@ fn nagle_minshall_short_tail_of_an_odd_burst_goes_at_once() {
     assert!(t.take().is_empty(), "held: a short segment is in flight");
     // ... even when only the full segments are acknowledged ...
     t.feed(t.pseq, iss1.wrapping_add(3 * 1460), ACK, 65535, &[], &[]);
-    assert!(t.take().is_empty(), "held: the short segment is still in flight");
+    assert!(
+        t.take().is_empty(),
+        "held: the short segment is still in flight"
+    );
     // ... and goes once it is.
-    t.feed(t.pseq, iss1.wrapping_add(3 * 1460 + 500), ACK, 65535, &[], &[]);
+    t.feed(
+        t.pseq,
+        iss1.wrapping_add(3 * 1460 + 500),
+        ACK,
+        65535,
+        &[],
+        &[],
+    );
     assert_eq!(t.one().payload.len(), 50);
     // A short segment that carries our FIN is never held (Linux tcp_nagle_test).
     t.host.send(t.now, &mut t.sink, f, b, 0, 30).unwrap();
@@ -823,7 +835,11 @@ fn every_second_full_segment_of_the_connection_mss() {
     t.feed(t.pseq, iss1, ACK, 65535, &[], &[1u8; 1000]);
     assert!(t.take().is_empty());
     t.feed(t.pseq + 1000, iss1, ACK, 65535, &[], &[1u8; 1000]);
-    assert_eq!(t.one().ack, t.pseq + 2000, "second full segment ACKed at once");
+    assert_eq!(
+        t.one().ack,
+        t.pseq + 2000,
+        "second full segment ACKed at once"
+    );
 }
 
 fn syn_from(port: u16, seq: u32, flags: u8, ack: u32, payload: &[u8]) -> Vec<u8> {

@@ -89,7 +89,11 @@ impl TcpHost {
             None => self.table.hash(&key),
         };
         match self.table.find(&key, h) {
-            Some(i) => self.segment(i, &seg, h, app, tx),
+            Some(i) => {
+                let r = self.rexmit_events();
+                self.segment(i, &seg, h, app, tx);
+                self.report_rexmit(i, r, app);
+            }
             None => {
                 if seg.flags & (SYN | RST | ACK) == ACK
                     && self.cfg.syn_cookies
