@@ -33,7 +33,8 @@
 //!   Segments are cut when the windows open; retransmissions re-read the same bytes.
 //!   Owned dynamic data: [`Ctl::send_owned`] / [`TcpHost::send_owned`] (freed when acked).
 //! * **Application**: implement [`TcpApp`] (`on_connected`, `on_data`, `on_acked`,
-//!   `on_peer_closed`, `on_closed`); act on the current flow through [`Ctl`] (`send`,
+//!   `on_peer_closed`, `on_closed`, and `on_retransmit` for diagnostics); act on the
+//!   current flow through [`Ctl`] (`send`,
 //!   `send_owned`, `close`, `abort`). Outside callbacks: [`TcpHost::connect`],
 //!   [`TcpHost::listen`], [`TcpHost::send`], [`TcpHost::close`], [`TcpHost::abort`].
 //! * **Per-flow options**: [`TcpHost::add_flow_opts`] registers a [`FlowOpts`] set (MSS,
@@ -54,8 +55,10 @@
 //! RFC 9293 state machine (active/passive/simultaneous open, simultaneous close,
 //! half-close, RST handling, TIME_WAIT with a configurable period and 4-tuple recycling,
 //! FIN_WAIT_2 timeout), RFC 6528 ISNs (SipHash-2-4), MSS option, window scaling and
-//! timestamps with PAWS (RFC 7323, negotiable), Nagle on/off, delayed ACK (timeout,
-//! every second full segment, immediate on gaps), zero-window probes, optional
+//! timestamps with PAWS (RFC 7323, negotiable), Nagle on/off (Minshall's variant as Linux
+//! applies it: a short segment waits only while an earlier short one is unacknowledged,
+//! never when it carries the FIN), delayed ACK (40 ms by default, below the 200 ms
+//! minimum RTO; immediate on every second full segment, on PSH and on gaps), zero-window probes, optional
 //! keepalive, RFC 6298 RTO (Karn, backoff, min/max), NewReno (RFC 5681/3465/6582), SACK
 //! (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable), RFC 5961 challenge ACKs
 //! (rate limited), bounded half-open table with SYN cookies (RFC 4987), header
