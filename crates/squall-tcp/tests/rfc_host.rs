@@ -428,19 +428,26 @@ fn rfc9293_3_10_7_4_duplicate_segment_acked() {
     assert_eq!(t.host.counters().tcps_rcvduppack, 1);
 }
 
-// RFC 9293 §3.8.6.3 + RFC 5681 §4.2: delayed ACK within the timeout, and at least every
-// second full-sized segment.
-#[test]
-fn rfc5681_4_2_delayed_ack_and_every_second_segment() {
+/// An established flow (the peer sent `peer_opts` on its SYN-ACK) whose delayed-ACK
+/// timeout is `delack_ns`; its SND.NXT.
+fn established_with_delack(delack_ns: u64, peer_opts: &[u8]) -> (T, u32) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
-            delack_ns: 100 * MS,
+            delack_ns,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
     });
-    let iss1 = t.established(&MSS_1460);
+    let iss1 = t.established(peer_opts);
     t.take();
+    (t, iss1)
+}
+
+// RFC 9293 §3.8.6.3 + RFC 5681 §4.2: delayed ACK within the timeout, and at least every
+// second full-sized segment.
+#[test]
+fn rfc5681_4_2_delayed_ack_and_every_second_segment() {
+    let (mut t, iss1) = established_with_delack(100 * MS, &MSS_1460);
     t.feed(t.pseq, iss1, ACK, 65535, &[], &[7u8; 100]);
     assert!(t.take().is_empty(), "ACK delayed");
     t.advance(99 * MS);
@@ -802,15 +809,7 @@ fn nagle_minshall_short_tail_of_an_odd_burst_goes_at_once() {
 // not after the delayed-ACK timeout.
 #[test]
 fn psh_segment_is_acknowledged_at_once() {
-    let mut t = T::new(TcpConfig {
-        opts: squall_tcp::FlowOpts {
-            delack_ns: 200 * MS,
-            ..squall_tcp::FlowOpts::default()
-        },
-        ..cfg()
-    });
-    let iss1 = t.established(&MSS_1460);
-    t.take();
+    let (mut t, iss1) = established_with_delack(200 * MS, &MSS_1460);
     t.feed(t.pseq, iss1, ACK, 65535, &[], &[7u8; 100]);
     assert!(t.take().is_empty(), "no PSH: ACK delayed");
     t.feed(t.pseq + 100, iss1, ACK | PSH, 65535, &[], &[8u8; 100]);
@@ -823,15 +822,7 @@ fn psh_segment_is_acknowledged_at_once() {
 // of its full segments, not after three.
 #[test]
 fn every_second_full_segment_of_the_connection_mss() {
-    let mut t = T::new(TcpConfig {
-        opts: squall_tcp::FlowOpts {
-            delack_ns: 200 * MS,
-            ..squall_tcp::FlowOpts::default()
-        },
-        ..cfg()
-    });
-    let iss1 = t.established(&MSS_1000);
-    t.take();
+    let (mut t, iss1) = established_with_delack(200 * MS, &MSS_1000);
     t.feed(t.pseq, iss1, ACK, 65535, &[], &[1u8; 1000]);
     assert!(t.take().is_empty());
     t.feed(t.pseq + 1000, iss1, ACK, 65535, &[], &[1u8; 1000]);
