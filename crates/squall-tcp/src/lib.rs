@@ -34,9 +34,9 @@
 //!   Owned dynamic data: [`Ctl::send_owned`] / [`TcpHost::send_owned`] (freed when acked).
 //! * **Application**: implement [`TcpApp`] (`on_connected`, `on_data`, `on_acked`,
 //!   `on_peer_closed`, `on_closed`, and `on_retransmit` for diagnostics); act on the
-//!   current flow through [`Ctl`] (`send`,
-//!   `send_owned`, `close`, `abort`). Outside callbacks: [`TcpHost::connect`],
-//!   [`TcpHost::listen`], [`TcpHost::send`], [`TcpHost::close`], [`TcpHost::abort`].
+//!   current flow through [`Ctl`] (`send`, `send_owned`, `close`, `abort`). Outside
+//!   callbacks: [`TcpHost::connect`], [`TcpHost::listen`], [`TcpHost::send`],
+//!   [`TcpHost::close`], [`TcpHost::abort`].
 //! * **Per-flow options**: [`TcpHost::add_flow_opts`] registers a [`FlowOpts`] set (MSS,
 //!   initial window, receive window, RFC 7323 / SACK offers, Nagle, delayed ACK,
 //!   duplicate-ACK threshold, IPv4 TTL and TOS) and returns its [`OptsId`];
@@ -58,11 +58,11 @@
 //! timestamps with PAWS (RFC 7323, negotiable), Nagle on/off (Minshall's variant as Linux
 //! applies it: a short segment waits only while an earlier short one is unacknowledged,
 //! never when it carries the FIN), delayed ACK (40 ms by default, below the 200 ms
-//! minimum RTO; immediate on every second full segment, on PSH and on gaps), zero-window probes, optional
-//! keepalive, RFC 6298 RTO (Karn, backoff, min/max), NewReno (RFC 5681/3465/6582), SACK
-//! (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable), RFC 5961 challenge ACKs
-//! (rate limited), bounded half-open table with SYN cookies (RFC 4987), header
-//! prediction, out-of-order queue with merging/trimming (and out-of-order FIN).
+//! minimum RTO; immediate on every second full segment, on PSH and on gaps), zero-window
+//! probes, optional keepalive, RFC 6298 RTO (Karn, backoff, min/max), NewReno (RFC
+//! 5681/3465/6582), SACK (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable),
+//! RFC 5961 challenge ACKs (rate limited), bounded half-open table with SYN cookies
+//! (RFC 4987), header prediction, out-of-order queue with merging/trimming (and out-of-order FIN).
 //! The receive window is constant (`FlowOpts::rcv_wnd`): applications consume data
 //! as it is delivered, so no window updates are ever needed.
 //!
