@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import subprocess
+from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import dpkt
@@ -77,7 +78,7 @@ def _longest_stall(path: str) -> Tuple[float, int]:
     return worst, len(last)
 
 
-def test_application_captures_replay_without_retransmission_or_stall(tmp_path) -> None:
+def test_application_captures_replay_without_retransmission_or_stall(tmp_path: Path) -> None:
     appcaps.write_all(str(tmp_path))
     names = list(appcaps.APPS)
     prof = tmp_path / "apps.py"
@@ -100,7 +101,7 @@ def test_application_captures_replay_without_retransmission_or_stall(tmp_path) -
 
 
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(EXAMPLES, "*.py"))), ids=os.path.basename)
-def test_example_runs_without_retransmission(path: str, tmp_path) -> None:
+def test_example_runs_without_retransmission(path: str, tmp_path: Path) -> None:
     doc = _run(path, str(tmp_path / "out.json"), "-d", "1", "-m", "5")
     assert doc["clean"], doc["invariants"]
     assert doc["warnings"] == []
