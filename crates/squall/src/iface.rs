@@ -54,7 +54,7 @@ pub struct RealConfig {
     pub arp_timeout: Duration,
 }
 
-fn parse_ip(s: &str) -> Result<[u8; 4], String> {
+pub(crate) fn parse_ip(s: &str) -> Result<[u8; 4], String> {
     s.parse::<std::net::Ipv4Addr>()
         .map(|a| a.octets())
         .map_err(|_| format!("--peer-ip {s}: not an IPv4 address"))
@@ -144,7 +144,7 @@ fn addresses(p: &Profile, mode: Mode) -> ([u8; 4], [u8; 4]) {
 
 type RealSide = Side<AfPacketPort>;
 
-fn side_report(s: &RealSide, cpu_ns: u64) -> SideReport {
+pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
     SideReport {
         tcp: s.node.tcp.counters().clone(),
         app: s.stats(),
@@ -218,6 +218,8 @@ pub fn run_real(
         None
     };
     let mut s = Side::new(profile.clone(), port, tc, cg, t0, seed ^ 0x1);
+    s.node.set_vlan(cfg.vlan);
+    s.gen.app.stall_ns = cfg.stall_ns;
     // The node answers ARP for its pools from here on; it asks for the peer unless told.
     let peer_mac = match rc.peer_mac {
         Some(m) => m,
@@ -239,10 +241,8 @@ pub fn run_real(
     let hard = stop + cfg.drain_ns;
     let mut now;
     let mut last_pub = 0u64;
-    let mut idle_turns = 0u32;
-    while clock.now_ns() < t0 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let mut idle = IdleYield::default();
+    crate::run::wait_until(&clock, t0);
     loop {
         now = clock.now_ns();
         let w = s.iterate(now, None);
@@ -264,15 +264,7 @@ pub fn run_real(
             last_pub = now;
             publish(&live, &s, rc.mode);
         }
-        if w {
-            idle_turns = 0;
-        } else {
-            idle_turns = idle_turns.saturating_add(1);
-            // Nothing to do for a while: yield the core (real interfaces are polled).
-            if idle_turns > 1000 {
-                std::thread::sleep(Duration::from_micros(50));
-            }
-        }
+        idle.turn(w);
     }
     publish(&live, &s, rc.mode);
     live.done.store(true, Ordering::Relaxed);
@@ -309,6 +301,7 @@ pub fn run_real(
         server,
         elapsed_ns: now.saturating_sub(t0),
         gen_ns: cfg.duration_ns,
+        stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: cpu,
         pcap: None,
@@ -316,7 +309,27 @@ pub fn run_real(
     })
 }
 
-fn fmt_mac(m: [u8; 6]) -> String {
+/// A polling loop on real ports yields the core after 1,000 turns in a row without work
+/// (50 us sleeps until work comes back).
+#[derive(Default)]
+pub(crate) struct IdleYield {
+    turns: u32,
+}
+
+impl IdleYield {
+    pub(crate) fn turn(&mut self, worked: bool) {
+        if worked {
+            self.turns = 0;
+        } else {
+            self.turns = self.turns.saturating_add(1);
+            if self.turns > 1000 {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+}
+
+pub(crate) fn fmt_mac(m: [u8; 6]) -> String {
     m.iter()
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()
