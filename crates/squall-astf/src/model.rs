@@ -294,7 +294,7 @@ impl Default for TcpTunables {
         TcpTunables {
             mss: 1460,
             initwnd: 10,
-            delay_ack_msec: 200,
+            delay_ack_msec: 40,
             no_delay: false,
             no_delay_push: false,
             no_delay_counter: 0,

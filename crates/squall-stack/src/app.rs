@@ -229,6 +229,12 @@ impl<A: NodeApp, B: NodeApp> TcpApp for Pair<A, B> {
             _ => self.b.on_closed(f, reason),
         }
     }
+    fn on_retransmit(&mut self, f: FlowId) {
+        match self.owner(f) {
+            0 => self.a.on_retransmit(f),
+            _ => self.b.on_retransmit(f),
+        }
+    }
 }
 
 impl<A: NodeApp, B: NodeApp> NodeApp for Pair<A, B> {

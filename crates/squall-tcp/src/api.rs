@@ -118,6 +118,11 @@ pub trait TcpApp {
     fn on_peer_closed(&mut self, _ctl: &mut Ctl, _flow: FlowId) {}
     /// The flow ended; its id is no longer valid.
     fn on_closed(&mut self, _flow: FlowId, _reason: CloseReason) {}
+    /// The flow started a retransmission: a retransmission timeout (SYN, SYN-ACK, data or
+    /// FIN) or a fast retransmit; once per event, not per segment (`tcps_rexmttimeo` +
+    /// `tcps_fastrexmt`). On a path that loses nothing, each one is a stall. Not called
+    /// when the timeout ends the flow (`on_closed` reports that).
+    fn on_retransmit(&mut self, _flow: FlowId) {}
 }
 
 /// What a flow negotiated and where its send side stands ([`crate::TcpHost::flow_info`];

@@ -3,7 +3,7 @@
 //!
 //! # Model
 //! One [`TcpHost`] per core owns every flow of that core: a preallocated slab of compact
-//! TCBs (`tcb::Tcb`, 144 bytes), an open-addressing 4-tuple table
+//! TCBs (`tcb::Tcb`, 152 bytes), an open-addressing 4-tuple table
 //! (`flowtable::FlowTable`) and one `squall_engine::TimerWheel` (token = slab index). The
 //! host never reads a clock: every call takes `now` in nanoseconds (monotonic or virtual).
 //!
@@ -33,9 +33,10 @@
 //!   Segments are cut when the windows open; retransmissions re-read the same bytes.
 //!   Owned dynamic data: [`Ctl::send_owned`] / [`TcpHost::send_owned`] (freed when acked).
 //! * **Application**: implement [`TcpApp`] (`on_connected`, `on_data`, `on_acked`,
-//!   `on_peer_closed`, `on_closed`); act on the current flow through [`Ctl`] (`send`,
-//!   `send_owned`, `close`, `abort`). Outside callbacks: [`TcpHost::connect`],
-//!   [`TcpHost::listen`], [`TcpHost::send`], [`TcpHost::close`], [`TcpHost::abort`].
+//!   `on_peer_closed`, `on_closed`, and `on_retransmit` for diagnostics); act on the
+//!   current flow through [`Ctl`] (`send`, `send_owned`, `close`, `abort`). Outside
+//!   callbacks: [`TcpHost::connect`], [`TcpHost::listen`], [`TcpHost::send`],
+//!   [`TcpHost::close`], [`TcpHost::abort`].
 //! * **Per-flow options**: [`TcpHost::add_flow_opts`] registers a [`FlowOpts`] set (MSS,
 //!   initial window, receive window, RFC 7323 / SACK offers, Nagle, delayed ACK,
 //!   duplicate-ACK threshold, IPv4 TTL and TOS) and returns its [`OptsId`];
@@ -55,23 +56,25 @@
 //! half-close, RST handling, TIME_WAIT with a configurable period and 4-tuple recycling,
 //! FIN_WAIT_2 timeout on idleness), RFC 6528 ISNs (SipHash-2-4), MSS option (data only:
 //! the option bytes of a segment come out of it, RFC 6691), window scaling and
-//! timestamps with PAWS (RFC 7323, negotiable), Nagle on/off, delayed ACK (timeout,
-//! every second full segment, immediate on gaps), zero-window probes (backed off, for as
-//! long as the peer answers them), optional keepalive (restarted by anything the peer
-//! sends), RFC 6298 RTO (Karn: the backoff stays until a valid RTT sample; 3 s after a
-//! retransmitted SYN, §5.7; min/max), NewReno (RFC 5681/3465/6582), SACK
-//! (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable), RFC 5961 challenge ACKs
-//! (rate limited per host with a randomised per-second budget, as Linux since
-//! CVE-2016-5696, and per flow: ACKs answering out-of-window segments, PAWS drops, ACKs
-//! of unsent data and challenges go out at most once per `TcpConfig::invalid_ratelimit_ns`),
-//! bounded half-open table with SYN cookies (RFC 4987; window scale, SACK-permitted and
-//! timestamps kept in the low bits of the TSval when the peer offers timestamps), header
-//! prediction, out-of-order queue with merging/trimming (and out-of-order FIN, ACKed at
-//! once and kept until the gap fills) within a per-host memory budget
-//! (`TcpConfig::ooo_budget`, refusals counted in `tcps_rcvoomemdrop`), TS.Recent recorded
-//! after the sequence check (RFC 7323 §5.3; a retransmission starting within a window
-//! below RCV.NXT still records it, no segment further off does), RSTs ignored in
-//! TIME_WAIT (RFC 1337).
+//! timestamps with PAWS (RFC 7323, negotiable), Nagle on/off (Minshall's variant as Linux
+//! applies it: a short segment waits only while an earlier short one is unacknowledged,
+//! never when it carries the FIN), delayed ACK (40 ms by default, below the 200 ms
+//! minimum RTO; immediate on every second full segment, on PSH and on gaps), zero-window
+//! probes (backed off, for as long as the peer answers them), optional keepalive
+//! (restarted by anything the peer sends), RFC 6298 RTO (Karn: the backoff stays until a
+//! valid RTT sample; 3 s after a retransmitted SYN, §5.7; min/max), NewReno (RFC
+//! 5681/3465/6582), SACK (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable),
+//! RFC 5961 challenge ACKs (rate limited per host with a randomised per-second budget, as
+//! Linux since CVE-2016-5696, and per flow: ACKs answering out-of-window segments, PAWS
+//! drops, ACKs of unsent data and challenges go out at most once per
+//! `TcpConfig::invalid_ratelimit_ns`), bounded half-open table with SYN cookies (RFC 4987;
+//! window scale, SACK-permitted and timestamps kept in the low bits of the TSval when the
+//! peer offers timestamps), header prediction, out-of-order queue with merging/trimming
+//! (and out-of-order FIN, ACKed at once and kept until the gap fills) within a per-host
+//! memory budget (`TcpConfig::ooo_budget`, refusals counted in `tcps_rcvoomemdrop`),
+//! TS.Recent recorded after the sequence check (RFC 7323 §5.3; a retransmission starting
+//! within a window below RCV.NXT still records it, no segment further off does), RSTs
+//! ignored in TIME_WAIT (RFC 1337).
 //! Values from the peer (SACK blocks, TSecr) never overflow arithmetic.
 //! The receive window is constant (`FlowOpts::rcv_wnd`): applications consume data
 //! as it is delivered, so no window updates are ever needed.

@@ -64,7 +64,9 @@ impl FlowOpts {
 
 impl Default for FlowOpts {
     /// MSS 1460, initial window 2, receive window 65,535, no RFC 7323 / SACK offers, Nagle
-    /// off, 100 ms delayed ACK, fast retransmit after 3 duplicate ACKs, TTL 64, TOS 0.
+    /// off, 40 ms delayed ACK (Linux's minimum delayed-ACK timeout, well below the 200 ms
+    /// minimum RTO: a delayed ACK must not race the peer's retransmission timer), fast
+    /// retransmit after 3 duplicate ACKs, TTL 64, TOS 0.
     fn default() -> Self {
         FlowOpts {
             mss: 1460,
@@ -74,7 +76,7 @@ impl Default for FlowOpts {
             timestamps: false,
             sack: false,
             nagle: false,
-            delack_ns: 100_000_000,
+            delack_ns: 40_000_000,
             rexmt_thresh: 3,
             ttl: 64,
             tos: 0,

@@ -70,10 +70,10 @@ pub struct Tcb {
     pub flags: u16,
     /// Send MSS (peer's MSS option, clamped to ours).
     pub mss: u16,
-    /// Peer's window scale shift (applied to received windows).
-    pub snd_wscale: u8,
-    /// Our window scale shift (applied to advertised windows).
-    pub rcv_wscale: u8,
+    /// Window scale shifts (0..=14 each): the peer's in the low 4 bits (applied to
+    /// received windows, [`Tcb::snd_wscale`]), ours in the high 4 bits (applied to
+    /// advertised windows, [`Tcb::rcv_wscale`]).
+    pub wscales: u8,
     /// Index of the flow's option set in the host's table (`crate::opts::FlowOpts`).
     pub opt: u8,
     /// Our millisecond clock (low 16 bits) when we last answered an invalid segment
@@ -81,6 +81,9 @@ pub struct Tcb {
     /// clock wraps every 65.5 s, so rarely one answer more is suppressed; it fits the
     /// TCB's padding.
     pub oow_ms: u16,
+    /// Low 16 bits of SND.SML, the end of the last short segment sent (Minshall's Nagle,
+    /// Linux `snd_sml`); see [`Tcb::short_unacked`].
+    pub snd_sml: u16,
     pub snd_una: u32,
     pub snd_nxt: u32,
     pub snd_max: u32,
@@ -116,6 +119,22 @@ pub struct Tcb {
 pub const NO_SIDE: u32 = u32::MAX;
 
 impl Tcb {
+    /// The peer's window scale shift.
+    #[inline(always)]
+    pub fn snd_wscale(&self) -> u8 {
+        self.wscales & 0x0f
+    }
+    /// Our window scale shift.
+    #[inline(always)]
+    pub fn rcv_wscale(&self) -> u8 {
+        self.wscales >> 4
+    }
+    /// Sets both shifts (each clamped to 14, RFC 7323 §2.3).
+    #[inline]
+    pub fn set_wscales(&mut self, snd: u8, rcv: u8) {
+        self.wscales = snd.min(14) | (rcv.min(14) << 4);
+    }
+
     #[inline(always)]
     pub fn has(&self, f: u16) -> bool {
         self.flags & f != 0
@@ -129,6 +148,17 @@ impl Tcb {
     #[inline(always)]
     pub fn fin_seq(&self) -> u32 {
         self.snd_una.wrapping_add(self.sq.len)
+    }
+    /// Minshall's check (Linux `tcp_minshall_check`): a short segment we sent is still
+    /// unacknowledged (SND.UNA < SND.SML <= SND.NXT). SND.SML is rebuilt as the latest
+    /// sequence number at or below SND.MAX with the stored low 16 bits; with more than
+    /// 64 KiB in flight an acknowledged one may alias to an unacknowledged one, which only
+    /// makes Nagle hold (the classic rule) rather than send.
+    #[inline(always)]
+    pub fn short_unacked(&self) -> bool {
+        let back = (self.snd_max as u16).wrapping_sub(self.snd_sml);
+        let sml = self.snd_max.wrapping_sub(u32::from(back));
+        crate::seq::gt(sml, self.snd_una) && crate::seq::le(sml, self.snd_nxt)
     }
     /// States in which our FIN has been queued but not yet acknowledged.
     #[inline(always)]
@@ -152,7 +182,9 @@ mod tests {
         let slot = crate::flowtable::FlowTable::SLOT_BYTES * 2; // table is sized 2x
         let timer_node = 24; // squall-engine TimerWheel node: deadline u64 + next/prev u32 + slot u16
         eprintln!("TCB {tcb} bytes, footprint {}", tcb + slot + timer_node);
-        assert!(tcb <= 144, "TCB is {tcb} bytes");
+        // 152: SND.SML (Minshall's Nagle) and the per-flow invalid-ACK clock (RFC 5961
+        // rate limit) took the last padding of the 144-byte layout and one more word.
+        assert!(tcb <= 152, "TCB is {tcb} bytes");
         assert!(
             tcb + slot + timer_node <= 256,
             "footprint {}",

@@ -147,6 +147,7 @@ fn cfg() -> TcpConfig {
 }
 
 const MSS_1000: [u8; 4] = [2, 4, 0x03, 0xe8];
+const MSS_1460: [u8; 4] = [2, 4, 0x05, 0xb4];
 
 // RFC 9293 §3.5 + §3.7.1: active open sends SYN with the MSS option; SYN-ACK completes it.
 #[test]
@@ -388,19 +389,26 @@ fn rfc9293_3_10_7_4_duplicate_segment_acked() {
     assert_eq!(t.host.counters().tcps_rcvduppack, 1);
 }
 
-// RFC 9293 §3.8.6.3 + RFC 5681 §4.2: delayed ACK within the timeout, and at least every
-// second full-sized segment.
-#[test]
-fn rfc5681_4_2_delayed_ack_and_every_second_segment() {
+/// An established flow (the peer sent `peer_opts` on its SYN-ACK) whose delayed-ACK
+/// timeout is `delack_ns`; its SND.NXT.
+fn established_with_delack(delack_ns: u64, peer_opts: &[u8]) -> (T, u32) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
-            delack_ns: 100 * MS,
+            delack_ns,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
     });
-    let iss1 = t.established(&[]);
+    let iss1 = t.established(peer_opts);
     t.take();
+    (t, iss1)
+}
+
+// RFC 9293 §3.8.6.3 + RFC 5681 §4.2: delayed ACK within the timeout, and at least every
+// second full-sized segment.
+#[test]
+fn rfc5681_4_2_delayed_ack_and_every_second_segment() {
+    let (mut t, iss1) = established_with_delack(100 * MS, &MSS_1460);
     t.feed(t.pseq, iss1, ACK, 65535, &[], &[7u8; 100]);
     assert!(t.take().is_empty(), "ACK delayed");
     t.advance(99 * MS);
@@ -965,6 +973,87 @@ fn rfc9293_3_7_4_nagle() {
     assert!(t.take().is_empty(), "held by Nagle");
     t.feed(t.pseq, iss1.wrapping_add(5), ACK, 65535, &[], &[]);
     assert_eq!(t.one().payload.len(), 5);
+}
+
+// Nagle in Minshall's variant (Linux tcp_nagle_check / tcp_minshall_check): the short
+// tail of a burst goes with the burst, since no earlier short segment is unacknowledged
+// (the classic rule held it until every full segment was acknowledged, and a receiver
+// delaying its ACK for the odd last full segment stalled the flow); a further short
+// segment waits for that one's ACK; a short segment carrying our FIN goes at once.
+#[test]
+fn nagle_minshall_short_tail_of_an_odd_burst_goes_at_once() {
+    let mut t = T::new(TcpConfig {
+        opts: squall_tcp::FlowOpts {
+            nagle: true,
+            init_cwnd: 10,
+            ..squall_tcp::FlowOpts::default()
+        },
+        ..cfg()
+    });
+    let iss1 = t.established(&MSS_1460);
+    t.take();
+    let (b, _) = with_data(&mut t, 3 * 1460 + 600);
+    let f = t.flow.unwrap();
+    t.host
+        .send(t.now, &mut t.sink, f, b, 0, 3 * 1460 + 500)
+        .unwrap();
+    let segs = t.take();
+    let lens: Vec<usize> = segs.iter().map(|s| s.payload.len()).collect();
+    assert_eq!(lens, [1460, 1460, 1460, 500], "the short tail is not held");
+    assert_eq!(segs[3].flags & PSH, PSH);
+    // Another short segment waits while the first short one is unacknowledged...
+    t.host.send(t.now, &mut t.sink, f, b, 0, 50).unwrap();
+    assert!(t.take().is_empty(), "held: a short segment is in flight");
+    // ... even when only the full segments are acknowledged ...
+    t.feed(t.pseq, iss1.wrapping_add(3 * 1460), ACK, 65535, &[], &[]);
+    assert!(
+        t.take().is_empty(),
+        "held: the short segment is still in flight"
+    );
+    // ... and goes once it is.
+    t.feed(
+        t.pseq,
+        iss1.wrapping_add(3 * 1460 + 500),
+        ACK,
+        65535,
+        &[],
+        &[],
+    );
+    assert_eq!(t.one().payload.len(), 50);
+    // A short segment that carries our FIN is never held (Linux tcp_nagle_test).
+    t.host.send(t.now, &mut t.sink, f, b, 0, 30).unwrap();
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    let s = t.one();
+    assert_eq!((s.payload.len(), s.flags & FIN), (30, FIN));
+}
+
+// A segment with PSH ends what the peer had queued: it is acknowledged at once (the peer
+// may be waiting for it: Nagle, or an application that waits for its data to be acked),
+// not after the delayed-ACK timeout.
+#[test]
+fn psh_segment_is_acknowledged_at_once() {
+    let (mut t, iss1) = established_with_delack(200 * MS, &MSS_1460);
+    t.feed(t.pseq, iss1, ACK, 65535, &[], &[7u8; 100]);
+    assert!(t.take().is_empty(), "no PSH: ACK delayed");
+    t.feed(t.pseq + 100, iss1, ACK | PSH, 65535, &[], &[8u8; 100]);
+    assert_eq!(t.one().ack, t.pseq + 200, "PSH: ACK at once");
+    assert_eq!(t.host.counters().tcps_delack, 0);
+}
+
+// RFC 9293 §3.8.6.3: "at least every second full-sized segment" counts the segment size
+// of the connection: a peer that announced a smaller MSS than ours gets its ACK after two
+// of its full segments, not after three.
+#[test]
+fn every_second_full_segment_of_the_connection_mss() {
+    let (mut t, iss1) = established_with_delack(200 * MS, &MSS_1000);
+    t.feed(t.pseq, iss1, ACK, 65535, &[], &[1u8; 1000]);
+    assert!(t.take().is_empty());
+    t.feed(t.pseq + 1000, iss1, ACK, 65535, &[], &[1u8; 1000]);
+    assert_eq!(
+        t.one().ack,
+        t.pseq + 2000,
+        "second full segment ACKed at once"
+    );
 }
 
 fn syn_from(port: u16, seq: u32, flags: u8, ack: u32, payload: &[u8]) -> Vec<u8> {

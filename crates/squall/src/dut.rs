@@ -196,6 +196,7 @@ pub fn run_dut(
         busy_cpu_ns: cpu,
         pcap: None,
         stall_ns: cfg.stall_ns,
+        wire_unimpaired: false,
     })
 }
 

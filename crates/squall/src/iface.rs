@@ -305,6 +305,7 @@ pub fn run_real(
         cpu_ns: cpu,
         busy_cpu_ns: cpu,
         pcap: None,
+        wire_unimpaired: false,
     })
 }
 

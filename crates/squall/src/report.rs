@@ -203,6 +203,103 @@ fn group_name(p: &Profile, g: usize) -> String {
     }
 }
 
+/// Retransmission events of one template's flows (timeouts and fast retransmits).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TemplateRexmits {
+    /// The template's name (`templates[i]` when the profile gives none).
+    pub template: String,
+    /// Its template group.
+    pub group: String,
+    pub client: u64,
+    pub server: u64,
+}
+
+/// A warning about a run (not an error: it does not fail the run). Printed as
+/// `warning: ...` by the summary, listed under `warnings` in the JSON document and by the
+/// daemon's `get_warnings`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// `over_capacity` or `retransmissions_unimpaired`.
+    pub kind: &'static str,
+    pub message: String,
+    /// The templates whose flows retransmitted (`retransmissions_unimpaired`).
+    pub templates: Vec<TemplateRexmits>,
+}
+
+/// Retransmission events of a side (every retransmission starts with one of these).
+fn rexmit_events(s: &SideReport) -> u64 {
+    s.tcp.tcps_rexmttimeo + s.tcp.tcps_fastrexmt
+}
+
+/// The run's warnings: the generator was over capacity; and, on an unimpaired wire (where
+/// nothing can be lost, so a retransmission means a flow stalled until a timer fired),
+/// any retransmission, naming the templates whose flows retransmitted.
+pub fn warnings(p: &Profile, r: &RunResult) -> Vec<Warning> {
+    let mut w = Vec::new();
+    if r.client.throttled_turns > 0 {
+        w.push(Warning {
+            kind: "over_capacity",
+            message: format!(
+                "the generator was over capacity: {} loop turns opened no flow because the wire's frame pools ran low (flows started late; their latency counts from the schedule)",
+                r.client.throttled_turns
+            ),
+            templates: Vec::new(),
+        });
+    }
+    let (c, s) = (&r.client, &r.server);
+    let packets = c.tcp.tcps_sndrexmitpack + s.tcp.tcps_sndrexmitpack;
+    if r.wire_unimpaired && rexmit_events(c) + rexmit_events(s) + packets > 0 {
+        let per = |side: &SideReport, t: usize| side.app.retransmits.get(t).copied().unwrap_or(0);
+        let templates: Vec<TemplateRexmits> = p
+            .templates
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| per(c, i) + per(s, i) > 0)
+            .map(|(i, t)| TemplateRexmits {
+                template: t.name.clone(),
+                group: group_name(p, t.tg_id as usize),
+                client: per(c, i),
+                server: per(s, i),
+            })
+            .collect();
+        let mut m = String::from(
+            "retransmissions on an unimpaired wire (nothing was lost: each one is a flow that stalled until a timer fired):",
+        );
+        for t in &templates {
+            let _ = write!(
+                m,
+                " template {} (group {}): client {}, server {};",
+                t.template, t.group, t.client, t.server
+            );
+        }
+        let attributed: u64 = templates.iter().map(|t| t.client + t.server).sum();
+        let events = rexmit_events(c) + rexmit_events(s);
+        if events > attributed {
+            let _ = write!(
+                m,
+                " {} not attributed to a template (half-open or ending flows);",
+                events - attributed
+            );
+        }
+        let _ = write!(
+            m,
+            " TCP client|server: tcps_rexmttimeo {}|{}, tcps_fastrexmt {}|{}, tcps_sndrexmitpack {}|{}",
+            c.tcp.tcps_rexmttimeo,
+            s.tcp.tcps_rexmttimeo,
+            c.tcp.tcps_fastrexmt,
+            s.tcp.tcps_fastrexmt,
+            c.tcp.tcps_sndrexmitpack,
+            s.tcp.tcps_sndrexmitpack
+        );
+        w.push(Warning {
+            kind: "retransmissions_unimpaired",
+            message: m,
+            templates,
+        });
+    }
+    w
+}
+
 /// Header describing the run, for the summary.
 pub struct RunInfo<'a> {
     pub profile_path: &'a str,
@@ -362,12 +459,12 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
             imp.0.lost, imp.1.lost, imp.0.duplicated, imp.1.duplicated, imp.0.reordered, imp.1.reordered, imp.0.corrupted, imp.1.corrupted
         );
     }
-    if r.client.throttled_turns > 0 {
-        let _ = writeln!(
-            o,
-            "\nwarning: the generator was over capacity: {} loop turns opened no flow because the wire's frame pools ran low (flows started late; their latency counts from the schedule)",
-            r.client.throttled_turns
-        );
+    let warns = warnings(p, r);
+    if !warns.is_empty() {
+        let _ = writeln!(o);
+    }
+    for w in &warns {
+        let _ = writeln!(o, "warning: {}", w.message);
     }
     let errors = error_count(r);
     let bad: Vec<_> = checks.iter().filter(|c| !c.ok).collect();
@@ -444,6 +541,15 @@ fn side_json(s: &SideReport) -> Value {
     })
 }
 
+fn warning_json(w: &Warning) -> Value {
+    let t: Vec<Value> = w
+        .templates
+        .iter()
+        .map(|t| json!({"template": t.template, "group": t.group, "client": t.client, "server": t.server}))
+        .collect();
+    json!({"kind": w.kind, "message": w.message, "templates": t})
+}
+
 /// The JSON document of `--json`.
 pub fn to_json(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> Value {
     let rt = rates(r);
@@ -486,6 +592,7 @@ pub fn to_json(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         "server": side_json(&r.server),
         "errors": errors,
         "invariants": checks.iter().map(|c| json!({"name": c.name, "ok": c.ok, "detail": c.detail})).collect::<Vec<_>>(),
+        "warnings": warnings(p, r).iter().map(warning_json).collect::<Vec<_>>(),
         "clean": clean,
     })
 }

@@ -113,6 +113,9 @@ pub struct RunResult {
     pub busy_cpu_ns: u64,
     /// The pcap file, if requested.
     pub pcap: Option<Vec<u8>>,
+    /// Both sides ran over the in-memory wire with no impairment configured: nothing can
+    /// be lost, so any retransmission is a stall (reported as a warning).
+    pub wire_unimpaired: bool,
 }
 
 /// Live figures published by the workers (relaxed atomics, read by the progress line).
@@ -600,6 +603,7 @@ pub(crate) fn run_single(
             cpu
         },
         pcap: pcap.map(PcapCap::into_bytes),
+        wire_unimpaired: cfg.impair == Impairment::default(),
     })
 }
 
@@ -733,6 +737,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         gen_ns: cfg.duration_ns,
         stall_ns: cfg.stall_ns,
         pcap: None,
+        wire_unimpaired: cfg.impair == Impairment::default(),
     })
 }
 

@@ -113,6 +113,7 @@ pub(crate) fn merge_result(a: &mut RunResult, b: &RunResult) {
     a.cpu_ns += b.cpu_ns;
     a.busy_cpu_ns += b.busy_cpu_ns;
     a.stall_ns = a.stall_ns.max(b.stall_ns);
+    a.wire_unimpaired &= b.wire_unimpaired;
 }
 
 /// Adds one side's report into another. `peak_active` becomes the sum of the shards'

@@ -194,6 +194,9 @@ pub struct SideStats {
     pub translated: u64,
     /// The first such source address seen.
     pub translated_from: Option<u32>,
+    /// Retransmission events (timeouts and fast retransmits) of each template's flows,
+    /// by template index (shorter when the last templates had none).
+    pub retransmits: Vec<u64>,
 }
 
 impl SideStats {
@@ -233,6 +236,19 @@ impl SideStats {
         self.translated += o.translated;
         self.translated_from = self.translated_from.or(o.translated_from);
         self.udp.add(&o.udp);
+        for (t, &n) in o.retransmits.iter().enumerate() {
+            self.count_retransmits(t, n);
+        }
+    }
+    /// One retransmission event of a flow of template `tpl`.
+    pub fn count_retransmit(&mut self, tpl: usize) {
+        self.count_retransmits(tpl, 1);
+    }
+    fn count_retransmits(&mut self, tpl: usize, n: u64) {
+        if self.retransmits.len() <= tpl {
+            self.retransmits.resize(tpl + 1, 0);
+        }
+        self.retransmits[tpl] += n;
     }
 }
 
@@ -277,9 +293,12 @@ mod tests {
         let mut b = SideStats::new(2);
         b.tg[1].c.started = 3;
         b.no_template = 1;
+        b.count_retransmit(2);
+        a.count_retransmit(0);
         a.merge(&b);
         assert_eq!(a.tg.len(), 2);
         assert_eq!(a.total().started, 3);
         assert_eq!(a.errors(), 1);
+        assert_eq!(a.retransmits, [1, 0, 1]);
     }
 }

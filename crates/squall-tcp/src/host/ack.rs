@@ -55,7 +55,7 @@ impl TcpHost {
             }
         }
         let t = &mut self.flows[i as usize];
-        let wnd = (seg.wnd as u32) << t.snd_wscale;
+        let wnd = (seg.wnd as u32) << t.snd_wscale();
         if seq::le(ack, t.snd_una) {
             if wnd == 0 && t.snd_wnd == 0 && ack == t.snd_una {
                 // The window stays closed: an answer to a zero-window probe (RFC 1122

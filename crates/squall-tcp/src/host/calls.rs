@@ -63,6 +63,7 @@ impl TcpHost {
         t.snd_nxt = iss;
         t.snd_max = iss;
         t.cc.recover = iss;
+        t.snd_sml = iss as u16;
         t.flags |= F_TIMING;
         t.rtt_seq = iss;
         t.rtt_ts = (now / 1000) as u32;

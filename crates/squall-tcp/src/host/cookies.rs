@@ -139,14 +139,14 @@ impl TcpHost {
         t.snd_una = c;
         t.snd_nxt = c.wrapping_add(1);
         t.snd_max = c.wrapping_add(1);
+        t.snd_sml = c as u16;
         t.mss = mss;
         t.cc = NewReno::new(init, mss as u32, c);
         t.snd_wl1 = peer_isn;
         t.snd_wl2 = c;
         if let (Some(ours), true) = (fo.wscale, ws != TS_NO_WSCALE) {
             t.flags |= F_WSCALE;
-            t.snd_wscale = ws as u8;
-            t.rcv_wscale = ours.min(14);
+            t.set_wscales(ws as u8, ours);
         }
         if sack {
             t.flags |= F_SACK;

@@ -89,7 +89,11 @@ impl TcpHost {
             None => self.table.hash(&key),
         };
         match self.table.find(&key, h) {
-            Some(i) => self.segment(i, &seg, h, app, tx),
+            Some(i) => {
+                let r = self.rexmit_events();
+                self.segment(i, &seg, h, app, tx);
+                self.report_rexmit(i, r, app);
+            }
             None => {
                 if seg.flags & (SYN | RST | ACK) == ACK
                     && self.cfg.syn_cookies
@@ -181,14 +185,14 @@ impl TcpHost {
         t.snd_nxt = iss;
         t.snd_max = iss;
         t.cc = NewReno::new(init, mss as u32, iss);
+        t.snd_sml = iss as u16;
         t.mss = mss;
         t.snd_wnd = seg.wnd as u32;
         t.snd_wl1 = seg.seq;
         t.snd_wl2 = iss;
         if let (Some(peer), Some(ours)) = (o.wscale, cfg_ws) {
             t.flags |= F_WSCALE;
-            t.snd_wscale = peer;
-            t.rcv_wscale = ours.min(14);
+            t.set_wscales(peer, ours);
         }
         if o.sack_ok && fo.sack {
             t.flags |= F_SACK;
@@ -246,8 +250,7 @@ impl TcpHost {
         t.mss = mss;
         if let (Some(peer), Some(ours)) = (o.wscale, fo.wscale) {
             t.flags |= F_WSCALE;
-            t.snd_wscale = peer;
-            t.rcv_wscale = ours.min(14);
+            t.set_wscales(peer, ours);
         }
         if o.sack_ok && fo.sack {
             t.flags |= F_SACK;

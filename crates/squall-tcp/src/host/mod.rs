@@ -180,7 +180,7 @@ pub struct TcpHost {
     /// Challenge ACKs left in the current second (drawn at its start).
     challenge_left: u32,
     /// State of the generator behind the challenge-ACK budget (SplitMix64, keyed).
-    rng: u64,
+    rng: rand_xoshiro::SplitMix64,
     active: u32,
 }
 
@@ -239,7 +239,7 @@ impl TcpHost {
             now: now_ns,
             challenge_sec: u64::MAX,
             challenge_left: 0,
-            rng: k0 ^ k1.rotate_left(29),
+            rng: rand_core::SeedableRng::seed_from_u64(k0 ^ k1.rotate_left(29)),
             active: 0,
             cfg,
         }

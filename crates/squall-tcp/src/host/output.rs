@@ -85,7 +85,7 @@ impl TcpHost {
         let t = &self.flows[i as usize];
         let rcv_wnd = self.opts[t.opt as usize].rcv_wnd;
         let w = if t.has(F_WSCALE) {
-            rcv_wnd >> t.rcv_wscale
+            rcv_wnd >> t.rcv_wscale()
         } else {
             rcv_wnd
         };
@@ -281,16 +281,24 @@ impl TcpHost {
                 usable = 1;
             }
             let mut len = avail.min(usable).min(mss);
-            // Nagle (RFC 9293 §3.7.4): hold a small segment while data is unacknowledged.
+            // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1), with Nagle on: a
+            // segment cut short by the windows waits while data is in flight.
             if t.has(F_NAGLE) && len < mss && len < avail.max(1) && in_flight > 0 {
                 len = 0;
             }
+            // Nagle (RFC 9293 §3.7.4) in Minshall's variant, as Linux applies it
+            // (tcp_nagle_test / tcp_nagle_check / tcp_minshall_check): the short last
+            // segment of the queue waits only while an earlier short segment is
+            // unacknowledged, and never when our FIN goes with it. (Holding it while any
+            // data is in flight makes the short tail of every odd-sized burst wait for
+            // the peer's delayed ACK.)
             if t.has(F_NAGLE)
                 && len > 0
                 && len < mss
                 && len == avail
-                && in_flight > 0
                 && !t.has(F_FORCE)
+                && !t.fin_pending()
+                && t.short_unacked()
             {
                 len = 0;
             }
@@ -355,6 +363,10 @@ impl TcpHost {
             let used = len + send_fin as u32;
             t.snd_nxt = t.snd_nxt.wrapping_add(used);
             t.snd_max = seq::max(t.snd_max, t.snd_nxt);
+            if len > 0 && len < mss && !rexmit {
+                // Linux tcp_minshall_update: remember the end of the last short segment.
+                t.snd_sml = t.snd_nxt as u16;
+            }
             t.flags &= !(F_ACKNOW | F_ONE_SEG | F_FORCE);
             t.rcv_unacked = 0;
             t.delack_at = 0;

@@ -54,7 +54,7 @@ impl TcpHost {
                 && t.ooo == NO_SIDE
                 && t.snd_nxt == t.snd_max
                 && !t.cc.in_recovery
-                && ((seg.wnd as u32) << t.snd_wscale) == t.snd_wnd
+                && ((seg.wnd as u32) << t.snd_wscale()) == t.snd_wnd
             {
                 let fast_opts = pkt::TcpOpts {
                     ts: if neg == 0 {
@@ -84,7 +84,7 @@ impl TcpHost {
                     // SND.WL1 follows the segments whose (unchanged) window we take, or
                     // after 2^31 bytes it would read as newer than SEG.SEQ.
                     self.flows[i as usize].snd_wl1 = seg.seq;
-                    if !self.deliver_in_order(i, seg.payload, app, tx) {
+                    if !self.deliver_in_order(i, seg.payload, flags & PSH != 0, app, tx) {
                         self.output(i, tx);
                     }
                     return;
@@ -103,7 +103,7 @@ impl TcpHost {
                     if self.process_ack(i, seg, &fast_opts, app, tx) {
                         return;
                     }
-                    if !self.deliver_in_order(i, seg.payload, app, tx) {
+                    if !self.deliver_in_order(i, seg.payload, flags & PSH != 0, app, tx) {
                         self.output(i, tx);
                     }
                     return;
@@ -273,7 +273,7 @@ impl TcpHost {
             t.retries = 0;
             t.snd_una = t.snd_una.wrapping_add(1);
             t.rexmt_at = 0;
-            t.snd_wnd = (seg.wnd as u32) << t.snd_wscale;
+            t.snd_wnd = (seg.wnd as u32) << t.snd_wscale();
             t.snd_wl1 = seg.seq;
             t.snd_wl2 = seg.ack;
             if t.has(F_PASSIVE) {
@@ -318,7 +318,7 @@ impl TcpHost {
             if payload.is_empty() {
                 // nothing new
             } else if sseq == t.rcv_nxt {
-                if self.deliver_in_order(i, payload, app, tx) {
+                if self.deliver_in_order(i, payload, flags & PSH != 0, app, tx) {
                     return;
                 }
             } else {
@@ -398,12 +398,13 @@ impl TcpHost {
         self.output(i, tx);
     }
 
-    /// Delivers in-order bytes (and then any out-of-order bytes they unblock). Returns true
-    /// if the flow is gone.
+    /// Delivers in-order bytes (and then any out-of-order bytes they unblock); `push`: the
+    /// segment carried PSH. Returns true if the flow is gone.
     pub(super) fn deliver_in_order<A: TcpApp, S: TxSink>(
         &mut self,
         i: u32,
         payload: &[u8],
+        push: bool,
         app: &mut A,
         tx: &mut S,
     ) -> Gone {
@@ -455,11 +456,16 @@ impl TcpHost {
         }
         // Delayed ACK (RFC 9293 §3.8.6.3, RFC 5681 §4.2): ACK at least every second full
         // segment, immediately when a gap was filled, otherwise within the delack timeout.
-        let (delack, our_mss) = (self.fo(i).delack_ns, self.fo(i).mss);
+        // A segment with PSH ends what the peer had to send: it may wait for this ACK
+        // (Nagle holds its next short segment, a blocking send its next step), so the ACK
+        // goes at once, on the application's answer if the output sends one.
+        let delack = self.fo(i).delack_ns;
         let t = &mut self.flows[i as usize];
-        // A full-sized segment from the peer: our advertised MSS less the timestamp option.
-        let rcv_mss = (our_mss as u32).saturating_sub(if t.has(F_TS) { 12 } else { 0 });
-        if filled_gap || t.ooo != NO_SIDE || delack == 0 || t.rcv_unacked >= 2 * rcv_mss {
+        // A full-sized segment from the peer: the segment size of the connection (the
+        // smaller of both MSS options, less the timestamp option), as Linux's initial
+        // rcv_mss; the peer cannot send more, and may announce less than we do.
+        let rcv_mss = u32::from(t.mss);
+        if filled_gap || t.ooo != NO_SIDE || delack == 0 || t.rcv_unacked >= 2 * rcv_mss || push {
             t.flags |= F_ACKNOW;
         } else if t.delack_at == 0 {
             t.delack_at = now + delack;
@@ -499,11 +505,7 @@ impl TcpHost {
 
     /// The next number of the host's keyed generator (SplitMix64).
     fn next_random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        rand_core::Rng::next_u64(&mut self.rng)
     }
 
     /// True (counted) when flow `i` answered an invalid segment less than

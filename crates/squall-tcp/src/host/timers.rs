@@ -79,9 +79,26 @@ impl TcpHost {
         exp.clear();
         self.wheel.advance(now, &mut exp);
         for &i in &exp {
+            let r = self.rexmit_events();
             self.on_timer(i, app, tx);
+            self.report_rexmit(i, r, app);
         }
         self.expired = exp;
+    }
+
+    /// Retransmission events so far (timeouts and fast retransmits).
+    #[inline(always)]
+    pub(super) fn rexmit_events(&self) -> u64 {
+        self.counters.tcps_rexmttimeo + self.counters.tcps_fastrexmt
+    }
+
+    /// Tells the application that flow `i` retransmitted if the event count moved past
+    /// `before` while it was processed (and the flow is still there).
+    #[inline(always)]
+    pub(super) fn report_rexmit<A: TcpApp>(&mut self, i: u32, before: u64, app: &mut A) {
+        if self.rexmit_events() != before && self.flows[i as usize].state != State::Closed {
+            app.on_retransmit(FlowId(i));
+        }
     }
 
     /// Resumes output of flows that stopped on a full TX sink (oldest first), until

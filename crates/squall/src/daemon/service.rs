@@ -301,12 +301,11 @@ impl RunSlot {
                 if e > 0 {
                     w.push(format!("{e} error(s) counted (see the flow counters)"));
                 }
-                if r.client.throttled_turns > 0 {
-                    w.push(format!(
-                        "the generator was over capacity: {} loop turns opened no flow",
-                        r.client.throttled_turns
-                    ));
-                }
+                w.extend(
+                    report::warnings(&self.profile, r)
+                        .into_iter()
+                        .map(|w| w.message),
+                );
             }
             None => {
                 let l = &self.live;

@@ -690,6 +690,13 @@ impl TcpApp for GenApp {
         self.apply_ctl(ctl);
     }
 
+    fn on_retransmit(&mut self, f: FlowId) {
+        // Flows the program knows of (a server's half-open flow has no template yet).
+        if let Some(slot) = self.flows.get(f.0 as usize).filter(|s| s.has(F_LIVE)) {
+            self.stats.count_retransmit(slot.tpl as usize);
+        }
+    }
+
     fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
         let i = f.0 as usize;
         let Some(slot) = self.flows.get(i).copied() else {

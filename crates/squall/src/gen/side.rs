@@ -296,6 +296,10 @@ impl TcpApp for GenSide {
     fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
         self.app.on_closed(f, reason)
     }
+    #[inline]
+    fn on_retransmit(&mut self, f: FlowId) {
+        self.app.on_retransmit(f)
+    }
 }
 
 impl NodeApp for GenSide {
