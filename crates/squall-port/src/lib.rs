@@ -17,15 +17,19 @@
 //! Modules: [`frame`] (FrameBuf, offload flags), [`port`] (Port, caps, stats),
 //! [`ring`] (lock-free SPSC ring), [`mem`] (the in-memory wire with impairment),
 //! [`pcap`] (pcap writer, reader and a tap that wraps any port), [`rng`] (seeded RNG),
-//! [`afpacket`] (a Linux AF_PACKET socket on a real interface).
+//! [`afpacket`] (a Linux AF_PACKET socket on a real interface), [`afxdp`] (an AF_XDP
+//! socket on one queue of a real interface, with Squall's XDP program steering its
+//! traffic), `netif` (interface MAC/MTU for both).
 
 pub mod afpacket;
+pub mod afxdp;
 pub mod frame;
 pub mod mem;
+mod netif;
 pub mod pcap;
 pub mod port;
 pub mod ring;
 pub mod rng;
 
-pub use frame::{FrameBuf, FrameError, Offload, OffloadFlags};
+pub use frame::{FrameBuf, FrameError, Offload, OffloadFlags, SlotFrame};
 pub use port::{Port, PortCaps, PortStats};
