@@ -30,8 +30,18 @@ pub(crate) struct XdpProgram {
     owned: Vec<(u32, u32)>,
 }
 
-/// The attachments of this process by interface index (shared by the queues' ports).
-static ATTACHED: Mutex<Vec<(i32, Weak<Mutex<XdpProgram>>)>> = Mutex::new(Vec::new());
+/// The attachments of this process by (network namespace, interface index), shared by
+/// the ports of the interface's queues.
+type Key = (u64, i32);
+static ATTACHED: Mutex<Vec<(Key, Weak<Mutex<XdpProgram>>)>> = Mutex::new(Vec::new());
+
+/// The calling thread's network namespace (inode of its nsfs file; 0 if unknown).
+fn netns() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/thread-self/ns/net")
+        .map(|m| m.ino())
+        .unwrap_or(0)
+}
 
 /// Errno -> a message about `what` on `ifname`.
 pub(crate) fn errmsg(ifname: &str, what: &str, e: i32) -> String {
@@ -122,7 +132,8 @@ impl XdpProgram {
         })
     }
 
-    /// The process's attachment on `ifindex` (made now if there is none).
+    /// The process's attachment on `ifindex` of the caller's network namespace (made now
+    /// if there is none).
     pub(crate) fn shared(
         ifname: &str,
         ifindex: i32,
@@ -130,15 +141,16 @@ impl XdpProgram {
     ) -> Result<Arc<Mutex<XdpProgram>>, String> {
         let mut list = ATTACHED.lock().unwrap_or_else(|e| e.into_inner());
         list.retain(|(_, w)| w.strong_count() > 0);
+        let key = (netns(), ifindex);
         if let Some(p) = list
             .iter()
-            .find(|(i, _)| *i == ifindex)
+            .find(|(k, _)| *k == key)
             .and_then(|(_, w)| w.upgrade())
         {
             return Ok(p);
         }
         let p = Arc::new(Mutex::new(Self::attach(ifname, ifindex, generic)?));
-        list.push((ifindex, Arc::downgrade(&p)));
+        list.push((key, Arc::downgrade(&p)));
         Ok(p)
     }
 

@@ -222,3 +222,95 @@ fn steers_only_owned_traffic_and_moves_frames_both_ways() {
         assert_eq!(sys::attached(ifindex), Ok(None), "program detached on drop");
     });
 }
+
+/// A copy of Squall's program left attached through netlink (loaded by hand, or by an
+/// older Squall) is detached and replaced on open; a foreign program is refused; the
+/// port's own attachment disappears with the port.
+#[test]
+fn a_stale_copy_is_replaced_and_a_foreign_program_refused() {
+    in_netns(|| {
+        let obj = concat!(env!("OUT_DIR"), "/squall_xdp.o");
+        assert!(sh(&[
+            "ip",
+            "link",
+            "set",
+            "dev",
+            "xa-t0",
+            "xdpgeneric",
+            "obj",
+            obj,
+            "sec",
+            "xdp"
+        ]));
+        let cname = std::ffi::CString::new("xa-t0").unwrap();
+        // SAFETY: `cname` is NUL-terminated.
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
+        let stale = sys::attached(ifindex)
+            .unwrap()
+            .expect("stale copy attached");
+        assert_eq!(stale.1, prog::PROG_NAME);
+        let x = AfXdpPort::open(cfg()).expect("replaces the stale copy");
+        let now = sys::attached(ifindex).unwrap().expect("our program");
+        assert_ne!(now.0, stale.0, "a fresh program, not the stale one");
+        drop(x);
+        assert_eq!(sys::attached(ifindex), Ok(None));
+        // Somebody else's program (a plain XDP_PASS one, built here) is refused.
+        let dir = std::env::temp_dir().join(format!("xa-foreign-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("pass.c");
+        let o = dir.join("pass.o");
+        std::fs::write(
+            &src,
+            "__attribute__((section(\"xdp\"), used)) int other_pass(void *c) { return 2; }\n\
+             char _license[] __attribute__((section(\"license\"), used)) = \"GPL\";\n",
+        )
+        .unwrap();
+        let built = sh(&[
+            "clang",
+            "-O2",
+            "-target",
+            "bpf",
+            "-c",
+            src.to_str().unwrap(),
+            "-o",
+            o.to_str().unwrap(),
+        ]);
+        assert!(built, "clang -target bpf (a build dependency) failed");
+        assert!(sh(&[
+            "ip",
+            "link",
+            "set",
+            "dev",
+            "xa-t0",
+            "xdpgeneric",
+            "obj",
+            o.to_str().unwrap(),
+            "sec",
+            "xdp"
+        ]));
+        let e = AfXdpPort::open(cfg())
+            .err()
+            .expect("a foreign program is not replaced");
+        assert!(
+            e.contains("another XDP program") && e.contains("other_pass"),
+            "{e}"
+        );
+        assert_eq!(
+            sys::attached(ifindex).unwrap().map(|a| a.1).as_deref(),
+            Some("other_pass")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+#[test]
+fn missing_interface_and_bad_geometry_are_clear_errors() {
+    let e = AfXdpPort::open(AfXdpConfig::new("xa-nosuch9", 0))
+        .err()
+        .expect("no interface");
+    assert!(e.contains("no such interface"), "{e}");
+    let mut c = AfXdpConfig::new("lo", 0);
+    c.ring = 100;
+    let e = AfXdpPort::open(c).err().expect("bad ring");
+    assert!(e.contains("ring geometry"), "{e}");
+}
