@@ -63,8 +63,9 @@ struct RunArgs {
     /// 1: both sides in one thread (T-mem1); 2: client on core 0, server on core 1.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
     cores: u32,
-    /// Interface: `mem` (the in-memory wire, both sides) or `afpacket:IFNAME` (a real
-    /// interface, one side: needs --mode client|server and root).
+    /// Interface: `mem` (the in-memory wire, both sides), `afpacket:IFNAME[,ring]` or
+    /// `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` (a real interface, one side: needs
+    /// --mode client|server and root).
     #[arg(long, default_value = "mem")]
     iface: String,
     /// Side(s) Squall plays: `both` (mem only), `client` or `server` (real interface).
@@ -226,7 +227,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     };
     let real_mode = real
         .as_ref()
-        .map(|rc| format!("real time, afpacket:{}, {} only", rc.ifname, rc.mode.name()));
+        .map(|rc| format!("real time, {}, {} only", a.iface, rc.mode.name()));
     let path = a.profile.display().to_string();
     let info = RunInfo {
         profile_path: &path,
