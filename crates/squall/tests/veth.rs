@@ -1,8 +1,11 @@
 //! Lab tests on a real interface (`scripts/lab.sh`: namespaces sq-cli / sq-srv joined by a
-//! veth, 198.18.0.0/15 only): Squall in client-only mode over AF_PACKET against a real
-//! nginx, and in server-only mode answering real curl (and ab if installed). Each test
-//! needs root, ip, ethtool, nginx and curl, and is skipped (with the reason printed)
-//! otherwise. The lab is always torn down (guard), spawned servers are killed by pid.
+//! veth, 198.18.0.0/15 only): Squall in client-only mode over AF_PACKET or AF_XDP against a
+//! real nginx (whose access log must agree on the count), and in server-only mode
+//! answering real curl (and ab and wrk if installed). The AF_XDP runs are W1-sized (10,000
+//! flows) and the wire is captured in the peer namespace and checked with tshark (no
+//! malformed packet, no bad checksum, no RST). Each test needs root, ip, ethtool, nginx and
+//! curl, and is skipped (with the reason printed) otherwise. The lab is always torn down
+//! (guard), spawned servers and captures are stopped by pid.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -108,19 +111,172 @@ fn num(v: &Value, path: &[&str]) -> u64 {
         .unwrap_or_else(|| panic!("no number at {path:?} in {v}"))
 }
 
+/// A wire capture in a lab namespace (two `dumpcap`s, stopped by pid): every frame's
+/// first 128 bytes (RSTs, malformed headers, IPv4 checksums), and the whole frames of the
+/// flows matched by a capture filter (TCP checksums over the payload).
+struct Capture {
+    heads: PathBuf,
+    full: PathBuf,
+    procs: Vec<Proc>,
+}
+
+impl Capture {
+    fn start(n: &str, ifname: &str, dir: &Path, full_filter: &str) -> Capture {
+        let heads = dir.join("heads.pcap");
+        let full = dir.join("full.pcap");
+        let mut procs = Vec::new();
+        for (file, snap, filter) in [(&heads, "128", ""), (&full, "0", full_filter)] {
+            // pcap on stdout into a file the test opens (dumpcap may not be allowed to
+            // create files itself).
+            let mut a = vec!["dumpcap", "-q", "-P", "-i", ifname, "-s", snap, "-w", "-"];
+            if !filter.is_empty() {
+                a.extend_from_slice(&["-f", filter]);
+            }
+            let out = std::fs::File::create(file).expect("create capture file");
+            procs.push(Proc(
+                ns(n, &a)
+                    .stdout(out)
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start dumpcap"),
+            ));
+        }
+        // dumpcap needs a moment before it captures.
+        std::thread::sleep(Duration::from_millis(1000));
+        Capture { heads, full, procs }
+    }
+
+    /// Stops the captures (SIGINT: dumpcap flushes) and checks them: frames seen, none
+    /// malformed, no bad IPv4 or TCP checksum, no RST. Returns a summary line.
+    fn stop_and_check(mut self) -> String {
+        for p in &mut self.procs {
+            let _ = Command::new("kill")
+                .args(["-INT", &p.0.id().to_string()])
+                .status();
+            let t0 = Instant::now();
+            while p.0.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        let heads = io_counts(
+            &self.heads,
+            &[
+                "frame",
+                "tcp",
+                "_ws.malformed",
+                "ip.checksum.status == 0",
+                "tcp.flags.reset == 1",
+            ],
+        );
+        let [frames, tcp, malformed, ip_bad, rst] = heads[..] else {
+            panic!("tshark io,stat: {heads:?}")
+        };
+        let full = io_counts(
+            &self.full,
+            &[
+                "tcp",
+                "tcp.checksum.status == 1",
+                "tcp.checksum.status == 0 || _ws.malformed",
+            ],
+        );
+        let [full_tcp, tcp_good, tcp_bad] = full[..] else {
+            panic!("tshark io,stat: {full:?}")
+        };
+        let line = format!(
+            "tshark: {frames} frames ({tcp} TCP), {malformed} malformed, {ip_bad} bad IPv4 \
+             checksums, {rst} RSTs; full-size subset: {full_tcp} TCP frames, {tcp_good} good \
+             and {tcp_bad} bad TCP checksums"
+        );
+        assert!(tcp > 0 && full_tcp > 0, "nothing captured: {line}");
+        assert_eq!(malformed, 0, "{line}");
+        assert_eq!(ip_bad, 0, "{line}");
+        assert_eq!(rst, 0, "unexpected RSTs: {line}");
+        assert_eq!(tcp_bad, 0, "{line}");
+        assert_eq!(
+            tcp_good, full_tcp,
+            "every TCP checksum verified good: {line}"
+        );
+        line
+    }
+}
+
+/// Frames of pcap `file` matching each display filter, in one tshark pass (`io,stat`;
+/// checksums verified, TCP sequence analysis off: only counts are wanted).
+fn io_counts(file: &Path, filters: &[&str]) -> Vec<u64> {
+    let cols: Vec<String> = filters.iter().map(|f| format!("COUNT(frame){f}")).collect();
+    let out = Command::new("tshark")
+        .args(["-n", "-q", "-r", file.to_str().unwrap()])
+        .args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "tcp.check_checksum:TRUE",
+        ])
+        .args(["-o", "tcp.analyze_sequence_numbers:FALSE"])
+        .args(["-z", &format!("io,stat,0,{}", cols.join(","))])
+        .stderr(Stdio::null())
+        .output()
+        .expect("run tshark");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The one interval row: `| 0.000 <> 12.3 |   n1 |   n2 | ...`.
+    let row = text
+        .lines()
+        .find(|l| l.contains("<>"))
+        .unwrap_or_else(|| panic!("tshark io,stat output: {text}"));
+    row.split('|')
+        .skip(2)
+        .filter_map(|c| c.trim().parse().ok())
+        .collect()
+}
+
+/// One client-side lab run: the port, the rate (x the profile's 100 CPS), the seconds of
+/// generation, and whether the wire is captured and checked.
+struct ClientCase {
+    iface: &'static str,
+    mult: u32,
+    secs: u32,
+    capture: bool,
+}
+
 #[test]
 fn client_only_squall_against_nginx() {
-    client_against_nginx("afpacket:sq-cli0");
+    client_against_nginx(&ClientCase {
+        iface: "afpacket:sq-cli0",
+        mult: 1,
+        secs: 2,
+        capture: false,
+    });
 }
 
 #[test]
 fn client_only_squall_against_nginx_rx_ring() {
-    client_against_nginx("afpacket:sq-cli0,ring");
+    client_against_nginx(&ClientCase {
+        iface: "afpacket:sq-cli0,ring",
+        mult: 1,
+        secs: 2,
+        capture: false,
+    });
 }
 
-fn client_against_nginx(iface: &str) {
+/// W1 over AF_XDP (copy mode: veth has no zero-copy): 10,000 flows at 1,000 CPS.
+#[test]
+fn client_only_squall_over_afxdp_against_nginx_w1() {
+    client_against_nginx(&ClientCase {
+        iface: "afxdp:sq-cli0",
+        mult: 10,
+        secs: 10,
+        capture: true,
+    });
+}
+
+fn client_against_nginx(case: &ClientCase) {
+    let iface = case.iface;
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(r) = skip(&["ip", "ethtool", "nginx", "curl"]) {
+    let mut tools = vec!["ip", "ethtool", "nginx", "curl"];
+    if case.capture {
+        tools.extend_from_slice(&["dumpcap", "tshark"]);
+    }
+    if let Some(r) = skip(&tools) {
         eprintln!("skipped: {r}");
         return;
     }
@@ -133,7 +289,7 @@ fn client_against_nginx(iface: &str) {
     let conf = format!(
         "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
          error_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\n\
-         http {{\n access_log off;\n server_tokens off;\n client_body_temp_path {d};\n\
+         http {{\n access_log {d}/access.log;\n server_tokens off;\n client_body_temp_path {d};\n\
          proxy_temp_path {d};\n fastcgi_temp_path {d};\n uwsgi_temp_path {d};\n\
          scgi_temp_path {d};\n server {{\n  listen 198.18.48.1:80;\n  root {d}/www;\n\
          default_type application/octet-stream;\n }}\n}}\n"
@@ -188,6 +344,13 @@ fn client_against_nginx(iface: &str) {
     let prof = dir.join("client.json");
     std::fs::write(&prof, p.to_string()).unwrap();
     let json = dir.join("client-run.json");
+    // Only Squall's requests count in nginx's log.
+    std::fs::write(dir.join("access.log"), "").unwrap();
+    // Whole frames of the flows of 16 client addresses (of 200), headers of all.
+    let cap = case
+        .capture
+        .then(|| Capture::start("sq-srv", "sq-srv0", &dir, "net 198.18.16.0/28"));
+    let (mult, secs) = (case.mult.to_string(), case.secs.to_string());
     let (code, text) = squall_in(
         "sq-cli",
         &[
@@ -198,20 +361,37 @@ fn client_against_nginx(iface: &str) {
             "--mode",
             "client",
             "--duration",
-            "2",
+            &secs,
+            "--mult",
+            &mult,
             "--drain-sec",
-            "5",
+            "20",
             "-q",
             "--json",
             json.to_str().unwrap(),
         ],
-        60,
+        90,
     );
     eprintln!("{text}");
+    let wire = cap.map(Capture::stop_and_check);
     assert_eq!(code, 0, "squall client run not clean:\n{text}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let flows = num(&r, &["client", "flows", "started"]);
-    assert_eq!(flows, 200, "2 s at 100 CPS");
+    assert_eq!(
+        flows,
+        u64::from(100 * case.mult * case.secs),
+        "{} s at {} CPS",
+        case.secs,
+        100 * case.mult
+    );
+    // nginx's own count: one log line per request, each a full 200 with the 32 KiB body.
+    let log = std::fs::read_to_string(dir.join("access.log")).unwrap();
+    assert_eq!(log.lines().count() as u64, flows, "nginx access log lines");
+    assert!(
+        log.lines()
+            .all(|l| l.contains("\"GET /w1 HTTP/1.1\" 200 32768 ")),
+        "every request answered 200 with the whole body"
+    );
     assert_eq!(num(&r, &["client", "flows", "completed"]), flows);
     assert_eq!(num(&r, &["errors"]), 0);
     assert_eq!(
@@ -227,9 +407,12 @@ fn client_against_nginx(iface: &str) {
         .iter()
         .any(|c| c["name"] == "client_sent_eq_server_received"));
     eprintln!(
-        "veth client-only ({iface}) vs nginx: {flows} flows, {} errors, {:.1} CPS, {total} bytes each",
+        "veth client-only ({iface}) vs nginx: {flows} flows, {} errors, {:.1} CPS, {total} bytes each, \
+         {:.1} CPU us per flow; nginx logged {flows}; {}",
         num(&r, &["errors"]),
-        r["rates"]["cps"].as_f64().unwrap()
+        r["rates"]["cps"].as_f64().unwrap(),
+        r["cpu_us_per_flow"].as_f64().unwrap_or(0.0),
+        wire.unwrap_or_else(|| "no capture".into())
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
