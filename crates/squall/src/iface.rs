@@ -257,12 +257,16 @@ pub fn run_real(
                 let x = p.extra_stats();
                 format!(
                     "afxdp:{}:{queue} ({}, XDP {} mode): XDP redirected {}, passed to the kernel {}, \
-                     rx invalid {}, tx refused {}, tx kicks {}, fill kicks {}",
+                     kernel rx drops {} (rx ring full {}, fill ring empty {}), rx invalid {}, \
+                     tx refused {}, tx kicks {}, fill kicks {}",
                     rc.ifname,
                     if p.zero_copy() { "zero-copy" } else { "copy" },
                     if p.native() { "native" } else { "generic" },
                     x.xdp_redirected,
                     x.xdp_passed + x.xdp_short,
+                    x.kernel_rx_dropped,
+                    x.kernel_rx_ring_full,
+                    x.kernel_fill_empty,
                     x.rx_invalid,
                     x.tx_refused,
                     x.tx_wakeups,

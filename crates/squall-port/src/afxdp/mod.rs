@@ -115,6 +115,11 @@ pub struct AfXdpStats {
     pub xdp_redirected: u64,
     pub xdp_passed: u64,
     pub xdp_short: u64,
+    /// The kernel's counters of the socket (`XDP_STATISTICS`): frames dropped on rx (no
+    /// room: rx ring full or fill ring empty), of which rx ring full and fill ring empty.
+    pub kernel_rx_dropped: u64,
+    pub kernel_rx_ring_full: u64,
+    pub kernel_fill_empty: u64,
 }
 
 /// An AF_XDP socket on one queue (see the module comment).
@@ -269,6 +274,10 @@ impl AfXdpPort {
         x.xdp_redirected = r;
         x.xdp_passed = p;
         x.xdp_short = s;
+        let k = self.xsk.kernel_stats();
+        x.kernel_rx_dropped = k[0];
+        x.kernel_rx_ring_full = k[3];
+        x.kernel_fill_empty = k[4];
         x
     }
 

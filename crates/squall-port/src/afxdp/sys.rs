@@ -203,6 +203,30 @@ impl Xsk {
         }
     }
 
+    /// The kernel's counters of this socket (`XDP_STATISTICS`): rx dropped, rx invalid
+    /// descriptors, tx invalid descriptors, rx ring full, fill ring empty, tx ring empty.
+    pub(crate) fn kernel_stats(&self) -> [u64; 6] {
+        const SOL_XDP: libc::c_int = 283;
+        const XDP_STATISTICS: libc::c_int = 7;
+        let mut v = [0u64; 6];
+        let mut len = std::mem::size_of_val(&v) as libc::socklen_t;
+        // SAFETY: `v` is a writable buffer of `len` bytes; the kernel writes at most that
+        // (older kernels fewer: the rest stays zero).
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd(),
+                SOL_XDP,
+                XDP_STATISTICS,
+                v.as_mut_ptr() as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if r != 0 {
+            return [0; 6];
+        }
+        v
+    }
+
     /// Kicks rx processing of the fill ring (`recvfrom`, non-blocking).
     pub(crate) fn kick_rx(&self) {
         // SAFETY: a zero-length non-blocking recvfrom on our own socket; nothing is written.
