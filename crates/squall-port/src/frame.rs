@@ -169,7 +169,7 @@ unsafe impl Send for SlotFrame {}
 
 impl FrameBuf for SlotFrame {
     fn data(&self) -> &[u8] {
-        // SAFETY: `slot` points to `cap` bytes owned by this handle (see `AfFrame`'s Send
+        // SAFETY: `slot` points to `cap` bytes owned by this handle (see `SlotFrame`'s Send
         // note), and `off + len <= cap` is kept by every setter.
         unsafe { std::slice::from_raw_parts(self.slot.add(self.off as usize), self.len as usize) }
     }

@@ -223,6 +223,23 @@ fn steers_only_owned_traffic_and_moves_frames_both_ways() {
     });
 }
 
+/// Attaches the `xdp` section of BPF object `obj` to xa-t0 through netlink (generic mode),
+/// as `ip` does: what a stale or foreign program looks like.
+fn attach_generic(obj: &str) -> bool {
+    sh(&[
+        "ip",
+        "link",
+        "set",
+        "dev",
+        "xa-t0",
+        "xdpgeneric",
+        "obj",
+        obj,
+        "sec",
+        "xdp",
+    ])
+}
+
 /// A copy of Squall's program left attached through netlink (loaded by hand, or by an
 /// older Squall) is detached and replaced on open; a foreign program is refused; the
 /// port's own attachment disappears with the port.
@@ -230,18 +247,7 @@ fn steers_only_owned_traffic_and_moves_frames_both_ways() {
 fn a_stale_copy_is_replaced_and_a_foreign_program_refused() {
     in_netns(|| {
         let obj = concat!(env!("OUT_DIR"), "/squall_xdp.o");
-        assert!(sh(&[
-            "ip",
-            "link",
-            "set",
-            "dev",
-            "xa-t0",
-            "xdpgeneric",
-            "obj",
-            obj,
-            "sec",
-            "xdp"
-        ]));
+        assert!(attach_generic(obj));
         let cname = std::ffi::CString::new("xa-t0").unwrap();
         // SAFETY: `cname` is NUL-terminated.
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
@@ -276,18 +282,7 @@ fn a_stale_copy_is_replaced_and_a_foreign_program_refused() {
             o.to_str().unwrap(),
         ]);
         assert!(built, "clang -target bpf (a build dependency) failed");
-        assert!(sh(&[
-            "ip",
-            "link",
-            "set",
-            "dev",
-            "xa-t0",
-            "xdpgeneric",
-            "obj",
-            o.to_str().unwrap(),
-            "sec",
-            "xdp"
-        ]));
+        assert!(attach_generic(o.to_str().unwrap()));
         let e = AfXdpPort::open(cfg())
             .err()
             .expect("a foreign program is not replaced");
