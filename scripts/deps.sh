@@ -16,7 +16,7 @@ want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed" 
 for p in build-essential pkg-config python3 python3-pip python3-venv ca-certificates curl \
   clang libbpf-dev libxdp-dev linux-libc-dev; do want "$p"; done
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
-  for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping; do want "$p"; done
+  for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping nftables; do want "$p"; done
 fi
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
   # wrk: the AF_XDP server lab test drives Squall with it too.

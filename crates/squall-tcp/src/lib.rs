@@ -53,10 +53,13 @@
 //! # Protocol coverage
 //! RFC 9293 state machine (active/passive/simultaneous open, simultaneous close,
 //! half-close, RST handling, TIME_WAIT with a configurable period and 4-tuple recycling,
-//! FIN_WAIT_2 timeout), RFC 6528 ISNs (SipHash-2-4), MSS option, window scaling and
+//! FIN_WAIT_2 timeout on idleness), RFC 6528 ISNs (SipHash-2-4), MSS option (data only:
+//! the option bytes of a segment come out of it, RFC 6691), window scaling and
 //! timestamps with PAWS (RFC 7323, negotiable), Nagle on/off, delayed ACK (timeout,
-//! every second full segment, immediate on gaps), zero-window probes, optional
-//! keepalive, RFC 6298 RTO (Karn, backoff, min/max), NewReno (RFC 5681/3465/6582), SACK
+//! every second full segment, immediate on gaps), zero-window probes (backed off, for as
+//! long as the peer answers them), optional keepalive (restarted by anything the peer
+//! sends), RFC 6298 RTO (Karn: the backoff stays until a valid RTT sample; 3 s after a
+//! retransmitted SYN, §5.7; min/max), NewReno (RFC 5681/3465/6582), SACK
 //! (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable), RFC 5961 challenge ACKs
 //! (rate limited), bounded half-open table with SYN cookies (RFC 4987), header
 //! prediction, out-of-order queue with merging/trimming (and out-of-order FIN).

@@ -61,6 +61,14 @@ impl Rtt {
         self.rto_us = rto.clamp(cfg.min_us, cfg.max_us);
     }
 
+    /// RFC 6298 §5.7: the SYN (or SYN-ACK) was retransmitted and the handshake gave no RTT
+    /// sample: data transmission starts with an RTO of 3 s (if the RTO is below that).
+    pub fn syn_retransmitted(&mut self, cfg: &RtoConfig) {
+        if self.srtt8 == 0 {
+            self.rto_us = self.rto_us.max(3_000_000).min(cfg.max_us);
+        }
+    }
+
     /// Smoothed RTT in microseconds (0 before the first sample).
     pub fn srtt_us(&self) -> u32 {
         self.srtt8 / 8

@@ -60,8 +60,13 @@ pub const F_TX_BLOCKED: u16 = 1 << 13;
 pub struct Tcb {
     pub key: FlowKey,
     pub state: State,
-    /// Retransmission backoff count (also keepalive probe count).
+    /// RTO backoff: doublings of the retransmission (or persist) timeout. Cleared only by
+    /// a valid RTT sample (Karn, RFC 6298 §5) or when the peer's window opens.
     pub backoff: u8,
+    /// Expiries the peer has not answered: retransmission timeouts since new data was last
+    /// acknowledged, zero-window or keepalive probes since the peer last answered one. The
+    /// flow is dropped when it exceeds the configured limit.
+    pub retries: u8,
     pub flags: u16,
     /// Send MSS (peer's MSS option, clamped to ours).
     pub mss: u16,

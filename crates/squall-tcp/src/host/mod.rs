@@ -51,13 +51,23 @@ pub struct TcpConfig {
     pub rto: RtoConfig,
     /// Retransmissions of a SYN / SYN-ACK before giving up.
     pub max_syn_retries: u8,
-    /// Retransmissions of data/FIN before giving up.
+    /// Unanswered expiries before giving up: retransmission timeouts of data/FIN in a
+    /// row without new data acknowledged, or zero-window probes in a row without an
+    /// answer (a peer that answers its probes keeps a closed window as long as it likes,
+    /// RFC 1122 §4.2.2.17).
     pub max_retries: u8,
     /// TIME_WAIT period (2*MSL; short by default for a generator), ns.
     pub time_wait_ns: u64,
-    /// How long FIN_WAIT_2 waits for the peer's FIN before the flow is dropped, ns.
+    /// How long a flow in FIN_WAIT_2 may go without receiving data before it is dropped,
+    /// ns. After [`TcpHost::close`] (a half-close: the application still gets
+    /// `on_data`), the timer starts when our FIN is acknowledged and restarts with every
+    /// segment that carries data, so a peer still sending is never cut; only a silent
+    /// peer is (as Linux's `tcp_fin_timeout` bounds orphaned sockets).
     pub fin_wait2_ns: u64,
-    /// Keepalive: (idle ns, interval ns, probes); None = off.
+    /// Keepalive (RFC 1122 §4.2.3.6): (idle ns, interval ns, probes); None = off. Probes
+    /// start after `idle` without an acceptable segment from the peer (data or ACK);
+    /// any such segment, an answer to a probe included, restarts the idle period and the
+    /// probe count; the flow is dropped after `probes` unanswered probes.
     pub keepalive: Option<(u64, u64, u8)>,
     /// Maximum half-open (SYN_RECEIVED) flows; beyond it SYNs get SYN cookies (or are
     /// dropped and counted when `syn_cookies` is off).

@@ -33,6 +33,9 @@ impl TcpHost {
             return;
         }
         let flags = seg.flags;
+        if self.cfg.keepalive.is_some() && state == State::Established {
+            self.keepalive_heard(i, seg);
+        }
         // Header prediction (RFC 9293 §3.10.7.4 common case, BSD tcp_input): in-order pure
         // ACK or in-order data, nothing unusual pending.
         {
@@ -228,9 +231,12 @@ impl TcpHost {
                 let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
                 t.rtt.sample(r, &self.cfg.rto);
                 self.counters.tcps_rttupdated += 1;
+            } else if t.backoff > 0 {
+                t.rtt.syn_retransmitted(&self.cfg.rto);
             }
             t.flags &= !F_TIMING;
             t.backoff = 0;
+            t.retries = 0;
             t.snd_una = t.snd_una.wrapping_add(1);
             t.rexmt_at = 0;
             t.snd_wnd = (seg.wnd as u32) << t.snd_wscale;
@@ -260,6 +266,11 @@ impl TcpHost {
             State::Established | State::FinWait1 | State::FinWait2
         );
         if !payload.is_empty() && data_state {
+            if t.state == State::FinWait2 {
+                // The FIN_WAIT_2 timeout bounds the peer's silence, not the half-close:
+                // data restarts it (the wheel finds the later deadline at expiry).
+                t.rexmt_at = now + self.cfg.fin_wait2_ns;
+            }
             if seq::lt(sseq, t.rcv_nxt) {
                 let cut = t.rcv_nxt.wrapping_sub(sseq) as usize;
                 self.counters.tcps_rcvpartduppack += 1;
