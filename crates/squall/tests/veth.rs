@@ -8,108 +8,13 @@
 //! (guard), spawned servers and captures are stopped by pid.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The lab's namespace names are fixed: one lab test at a time.
-static LAB: Mutex<()> = Mutex::new(());
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn have(cmd: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
-fn skip(tools: &[&str]) -> Option<String> {
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        return Some("needs root (network namespaces, AF_PACKET)".into());
-    }
-    tools
-        .iter()
-        .find(|t| !have(t))
-        .map(|t| format!("`{t}` is not installed"))
-}
-
-/// The lab, torn down on drop.
-struct Lab;
-
-impl Lab {
-    fn up(squall: &str) -> Lab {
-        let st = Command::new(root().join("scripts/lab.sh"))
-            .args(["up", "--squall", squall])
-            .status()
-            .expect("run lab.sh");
-        assert!(st.success(), "lab.sh up --squall {squall} failed");
-        Lab
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = Command::new(root().join("scripts/lab.sh"))
-            .arg("down")
-            .stdout(Stdio::null())
-            .status();
-    }
-}
-
-/// A child process killed (by pid) on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn ns(name: &str, args: &[&str]) -> Command {
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", name]).args(args);
-    c
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("squall-veth-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn squall_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_squall")
-}
-
-/// Runs squall in namespace `n` (bounded by `timeout`); returns (exit code, stdout+stderr).
-fn squall_in(n: &str, args: &[&str], limit_s: u32) -> (i32, String) {
-    let lim = limit_s.to_string();
-    let mut a = vec!["timeout", &lim, squall_bin()];
-    a.extend_from_slice(args);
-    let out = ns(n, &a).output().expect("run squall");
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
-}
-
-fn num(v: &Value, path: &[&str]) -> u64 {
-    let mut x = v;
-    for p in path {
-        x = &x[*p];
-    }
-    x.as_u64()
-        .unwrap_or_else(|| panic!("no number at {path:?} in {v}"))
-}
+mod lab;
+use lab::{have, ns, num, root, skip, squall_bin, squall_in, tmpdir, Lab, Proc, LAB};
 
 /// A wire capture in a lab namespace (two `dumpcap`s, stopped by pid): every frame's
 /// first 128 bytes (RSTs, malformed headers, IPv4 checksums), and the whole frames of the
@@ -297,7 +202,7 @@ fn client_against_nginx(case: &ClientCase) {
          default_type application/octet-stream;\n }}\n}}\n"
     );
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let _lab = Lab::up("client");
+    let _lab = Lab::up(&["--squall", "client"]);
     let conf_path = dir.join("nginx.conf").display().to_string();
     let prefix = d.to_string();
     let _nginx = Proc(
@@ -501,7 +406,7 @@ fn server_answers(iface: &str, afxdp: bool) {
     let p: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
     let expect = buffer_bytes(&p, "http_resp");
     let prof = prof.to_str().unwrap().to_string();
-    let _lab = Lab::up("server");
+    let _lab = Lab::up(&["--squall", "server"]);
     if afxdp {
         // The kernel keeps an address of its own on Squall's interface: XDP passes its
         // traffic (ARP and ICMP for 198.18.0.1) to it.
@@ -700,7 +605,7 @@ fn node_answers(iface: &str) {
     }
     let prof = root().join("crates/squall/tests/profiles/veth-server.json");
     let prof = prof.to_str().unwrap().to_string();
-    let _lab = Lab::up("server");
+    let _lab = Lab::up(&["--squall", "server"]);
     let srv = server_run(iface, &prof, None);
     std::thread::sleep(Duration::from_millis(1200));
     let mac = String::from_utf8(
@@ -769,7 +674,7 @@ fn afxdp_program_goes_away_with_a_killed_squall() {
     }
     let prof = root().join("crates/squall/tests/profiles/veth-server.json");
     let prof = prof.to_str().unwrap().to_string();
-    let _lab = Lab::up("server");
+    let _lab = Lab::up(&["--squall", "server"]);
     let xdp_on = || {
         let out = ns("sq-srv", &["ip", "link", "show", "sq-srv0"])
             .output()
