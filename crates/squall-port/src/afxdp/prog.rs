@@ -90,9 +90,17 @@ impl XdpProgram {
                      detach it first (ip link set dev {ifname} xdp off)"
                 ));
             }
-            // A stale copy attached through netlink: detach it in whatever mode it is.
+            // A stale copy attached through netlink: detach it in whatever mode it is. One
+            // held by a link goes when its holder's descriptor closes (a Squall that is
+            // just exiting): give it a second.
             for f in [sys::XDP_FLAGS_DRV_MODE, sys::XDP_FLAGS_SKB_MODE, 0] {
                 let _ = sys::detach(ifindex, f);
+            }
+            let t0 = std::time::Instant::now();
+            while sys::attached(ifindex).ok().flatten().is_some()
+                && t0.elapsed() < std::time::Duration::from_secs(1)
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
             if sys::attached(ifindex).ok().flatten().is_some() {
                 return Err(format!(
