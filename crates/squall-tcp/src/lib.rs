@@ -61,8 +61,18 @@
 //! sends), RFC 6298 RTO (Karn: the backoff stays until a valid RTT sample; 3 s after a
 //! retransmitted SYN, §5.7; min/max), NewReno (RFC 5681/3465/6582), SACK
 //! (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable), RFC 5961 challenge ACKs
-//! (rate limited), bounded half-open table with SYN cookies (RFC 4987), header
-//! prediction, out-of-order queue with merging/trimming (and out-of-order FIN).
+//! (rate limited per host with a randomised per-second budget, as Linux since
+//! CVE-2016-5696, and per flow: ACKs answering out-of-window segments, PAWS drops, ACKs
+//! of unsent data and challenges go out at most once per `TcpConfig::invalid_ratelimit_ns`),
+//! bounded half-open table with SYN cookies (RFC 4987; window scale, SACK-permitted and
+//! timestamps kept in the low bits of the TSval when the peer offers timestamps), header
+//! prediction, out-of-order queue with merging/trimming (and out-of-order FIN, ACKed at
+//! once and kept until the gap fills) within a per-host memory budget
+//! (`TcpConfig::ooo_budget`, refusals counted in `tcps_rcvoomemdrop`), TS.Recent recorded
+//! after the sequence check (RFC 7323 §5.3; a retransmission starting within a window
+//! below RCV.NXT still records it, no segment further off does), RSTs ignored in
+//! TIME_WAIT (RFC 1337).
+//! Values from the peer (SACK blocks, TSecr) never overflow arithmetic.
 //! The receive window is constant (`FlowOpts::rcv_wnd`): applications consume data
 //! as it is delivered, so no window updates are ever needed.
 //!

@@ -52,10 +52,10 @@ impl Rtt {
         } else {
             let srtt = self.srtt8 / 8;
             let delta = srtt.abs_diff(r);
-            // RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|
-            self.rttvar4 = self.rttvar4 - self.rttvar4 / 4 + delta;
-            // SRTT = 7/8 SRTT + 1/8 R
-            self.srtt8 = self.srtt8 - self.srtt8 / 8 + r;
+            // RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|, SRTT = 7/8 SRTT + 1/8 R; saturating:
+            // a peer's TSecr can make R as large as an hour.
+            self.rttvar4 = (self.rttvar4 - self.rttvar4 / 4).saturating_add(delta);
+            self.srtt8 = (self.srtt8 - self.srtt8 / 8).saturating_add(r);
         }
         let rto = (self.srtt8 / 8).saturating_add(G_US.max(self.rttvar4));
         self.rto_us = rto.clamp(cfg.min_us, cfg.max_us);

@@ -105,7 +105,7 @@ impl Scoreboard {
         let bytes = (thresh - 1) * mss;
         let mut above = 0u32;
         for (n, &(s, e)) in self.ranges().iter().rev().enumerate() {
-            above += e.wrapping_sub(s);
+            above = above.saturating_add(e.wrapping_sub(s));
             if n as u32 + 1 >= thresh || above > bytes {
                 return s;
             }
@@ -122,7 +122,7 @@ impl Scoreboard {
         for &(s, e) in self.ranges() {
             let (a, b) = (seq::max(s, from), seq::min(e, to));
             if seq::lt(a, b) {
-                n -= b.wrapping_sub(a);
+                n = n.saturating_sub(b.wrapping_sub(a));
             }
         }
         n
@@ -223,5 +223,45 @@ mod tests {
             None,
             "DupThresh 4 needs a fourth range"
         );
+    }
+
+    // Hostile blocks: pipe and next_hole never overflow (this runs with overflow checks),
+    // whatever blocks arrive; with the SND.UNA the host passes (una <= max) the pipe never
+    // exceeds the data in flight. Ranges recorded against an SND.UNA beyond SND.MAX (an
+    // ACK of unsent data, which the host now drops first) must not panic either.
+    #[test]
+    fn arbitrary_blocks_never_overflow() {
+        use rand_core::{Rng, SeedableRng};
+        let mut g = rand_xoshiro::SplitMix64::seed_from_u64(5961);
+        let mut r = move || g.next_u64();
+        let (una, max) = (1000u32, 1000u32 + 10 * 1448);
+        for k in 0..200_000 {
+            let consistent = k % 2 == 0;
+            let mut b = Scoreboard {
+                high_rxt: una,
+                ..Default::default()
+            };
+            for _ in 0..1 + r() % 3 {
+                let u = if consistent {
+                    una + (r() % (max - una + 1) as u64) as u32
+                } else {
+                    max.wrapping_add((r() % ((1 << 31) - 20_000)) as u32)
+                };
+                let s = if r() % 2 == 0 {
+                    r() as u32
+                } else {
+                    una + (r() % 20_000) as u32
+                };
+                b.add(u, max, s, s.wrapping_add((r() % (1 << 31)) as u32));
+            }
+            let p = b.pipe(una, max, 1448, 3);
+            let hole = b.next_hole(una, 1448, 3);
+            if consistent {
+                assert!(p <= max - una, "{:?}", b.ranges());
+                if let Some((x, len)) = hole {
+                    assert!(seq::le(una, x) && seq::le(x.wrapping_add(len), max));
+                }
+            }
+        }
     }
 }

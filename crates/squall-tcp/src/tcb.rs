@@ -76,6 +76,11 @@ pub struct Tcb {
     pub rcv_wscale: u8,
     /// Index of the flow's option set in the host's table (`crate::opts::FlowOpts`).
     pub opt: u8,
+    /// Our millisecond clock (low 16 bits) when we last answered an invalid segment
+    /// (out of window, PAWS, unsent data, challenge): the per-flow rate limit. A 16-bit
+    /// clock wraps every 65.5 s, so rarely one answer more is suppressed; it fits the
+    /// TCB's padding.
+    pub oow_ms: u16,
     pub snd_una: u32,
     pub snd_nxt: u32,
     pub snd_max: u32,

@@ -19,7 +19,7 @@ use squall_port::Port;
 
 use crate::gen::{tcp_config, ClientGen, Side};
 use crate::iface::{parse_ip, side_report, IdleYield, RealConfig};
-use crate::run::{publish_client, publish_server, Live, RunConfig, RunResult};
+use crate::run::{host_secret, publish_client, publish_server, Live, RunConfig, RunResult};
 
 /// The two ports of a DUT run and the addresses that lead to the DUT on each.
 #[derive(Clone, Debug)]
@@ -103,8 +103,12 @@ pub fn run_dut(
     let cpu0 = thread_cpu_ns();
     let t0 = clock.now_ns() + 100_000_000;
     let seed = cfg.seed.unwrap_or(profile.scheduler.seed);
-    let mut ccfg = tcp_config(&t.client, ccaps.mac, [0; 6], cfg.max_flows, seed ^ 0xc11e);
-    let mut scfg = tcp_config(&t.server, scaps.mac, [0; 6], cfg.max_flows, seed ^ 0x5e4e);
+    let (ck, sk) = (
+        host_secret(cfg, seed ^ 0xc11e)?,
+        host_secret(cfg, seed ^ 0x5e4e)?,
+    );
+    let mut ccfg = tcp_config(&t.client, ccaps.mac, [0; 6], cfg.max_flows, ck);
+    let mut scfg = tcp_config(&t.server, scaps.mac, [0; 6], cfg.max_flows, sk);
     // Segments must fit both links' MTU.
     let mtu = ccaps.mtu.min(scaps.mtu).saturating_sub(40).max(64);
     ccfg.opts.mss = ccfg.opts.mss.min(mtu);

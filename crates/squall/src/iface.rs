@@ -304,7 +304,7 @@ fn run_on<P: Port>(
         caps.mac,
         rc.peer_mac.unwrap_or([0; 6]),
         cfg.max_flows,
-        seed ^ 0xaf9,
+        crate::run::host_secret(cfg, seed ^ 0xaf9)?,
     );
     // Segments must fit the interface's MTU.
     tc.opts.mss = tc.opts.mss.min(caps.mtu.saturating_sub(40)).max(64);

@@ -114,6 +114,12 @@ struct RunArgs {
     /// Seed (scheduler, hosts, impairment); default: the profile's scheduler seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// Derive the TCP secrets (ISN and SYN-cookie key, flow-table hash seed) from the seed,
+    /// as --sim always does, so runs are reproducible. Default outside --sim: fresh
+    /// secrets from the OS random source at every run (a known key lets anyone on the
+    /// path predict ISNs and forge SYN cookies; keep this for links you control).
+    #[arg(long)]
+    fixed_keys: bool,
     /// Seconds in-flight flows may take to finish after the duration before being cut.
     #[arg(long, default_value_t = 5.0)]
     drain_sec: f64,
@@ -256,6 +262,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         split: a.split && !a.sim,
         sim: a.sim,
         seed: a.seed,
+        fixed_keys: a.fixed_keys,
         drain_ns: (a.drain_sec * 1e9) as u64,
         stall_ns: (a.stall_sec * 1e9) as u64,
         pcap_flows: a.pcap.as_ref().map(|_| a.pcap_flows),

@@ -45,6 +45,9 @@ pub struct RunConfig {
     pub impair: Impairment,
     /// Flow table size of each host.
     pub max_flows: u32,
+    /// Derive the hosts' TCP secrets from the seed outside `--sim` too (`--fixed-keys`):
+    /// reproducible, and predictable by anyone who knows the seed (see [`host_secret`]).
+    pub fixed_keys: bool,
     /// 802.1Q VLAN id of every frame (both sides; real ports: the side(s) Squall plays).
     pub vlan: Option<u16>,
 }
@@ -63,6 +66,7 @@ impl Default for RunConfig {
             pcap_flows: None,
             impair: Impairment::default(),
             max_flows: 262_144,
+            fixed_keys: false,
             vlan: None,
         }
     }
@@ -352,6 +356,20 @@ fn seed_of(p: &Profile, cfg: &RunConfig) -> u64 {
     cfg.seed.unwrap_or(p.scheduler.seed)
 }
 
+/// The TCP secret of one host (`TcpConfig::seed`: ISN and SYN-cookie key, flow-table hash
+/// seed). The rule: `--sim` (virtual clock) and `--fixed-keys` derive it from the run's
+/// seed (`derived`), so a run repeats exactly; every other run (real time, the memory wire
+/// or a real interface, client or server, and the daemon's runs) takes it from the OS
+/// random source, since a known key lets an off-path attacker predict ISNs and forge SYN
+/// cookies.
+pub fn host_secret(cfg: &RunConfig, derived: u64) -> Result<u64, String> {
+    if cfg.sim || cfg.fixed_keys {
+        Ok(derived)
+    } else {
+        squall_tcp::TcpConfig::random_seed().map_err(|e| format!("OS random source: {e}"))
+    }
+}
+
 fn mem_config(p: &Profile, cfg: &RunConfig) -> MemConfig {
     let mss = p
         .templates
@@ -418,8 +436,12 @@ fn sides(
     let cg = ClientGen::new(profile, &sc)?;
     let t = &profile.templates[0];
     let hs = shard.seed(seed);
-    let ccfg = tcp_config(&t.client, mc.mac_a, mc.mac_b, cfg.max_flows, hs ^ 0xc11e);
-    let scfg = tcp_config(&t.server, mc.mac_b, mc.mac_a, cfg.max_flows, hs ^ 0x5e4e);
+    let (ck, sk) = (
+        host_secret(cfg, hs ^ 0xc11e)?,
+        host_secret(cfg, hs ^ 0x5e4e)?,
+    );
+    let ccfg = tcp_config(&t.client, mc.mac_a, mc.mac_b, cfg.max_flows, ck);
+    let scfg = tcp_config(&t.server, mc.mac_b, mc.mac_a, cfg.max_flows, sk);
     let mut c = Side::new(profile.clone(), pa, ccfg, Some(cg), t0, hs ^ 0x1);
     let mut s = Side::new(profile.clone(), pb, scfg, None, t0, hs ^ 0x2);
     c.node.set_vlan(cfg.vlan);
@@ -717,6 +739,40 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The TCP secrets (`TcpConfig::seed`) of the client and server hosts `sides` builds.
+    fn secrets(cfg: &RunConfig) -> [u64; 2] {
+        let p = crate::source::load(
+            std::path::Path::new("../../examples/w1-astf-http.json"),
+            &[],
+        )
+        .expect("W1 profile");
+        let (c, s) = sides(&Arc::new(p), cfg, 0, Shard::ONE).expect("sides");
+        [c.node.tcp.config().seed, s.node.tcp.config().seed]
+    }
+
+    // Issue #10 item 6: real-time runs take their hosts' secrets (ISN and SYN-cookie key,
+    // flow-table hash seed) from the OS random source; --sim and --fixed-keys derive them
+    // from the seed, so two such runs have equal keys.
+    #[test]
+    fn host_secrets_random_unless_sim_or_fixed_keys() {
+        let real = RunConfig::default();
+        let (a, b) = (secrets(&real), secrets(&real));
+        assert_ne!(a, b, "two real-time runs share their secrets");
+        assert_ne!(a[0], a[1], "client and server share a secret");
+        let sim = RunConfig {
+            sim: true,
+            ..RunConfig::default()
+        };
+        assert_eq!(secrets(&sim), secrets(&sim));
+        let fixed = RunConfig {
+            fixed_keys: true,
+            seed: Some(9),
+            ..RunConfig::default()
+        };
+        assert_eq!(secrets(&fixed), [9 ^ 0xc11e, 9 ^ 0x5e4e]);
+        assert_ne!(secrets(&fixed), secrets(&sim), "secrets follow the seed");
+    }
 
     #[test]
     fn hot_pool_only_for_one_thread_on_a_clean_wire() {

@@ -21,7 +21,25 @@ impl TcpHost {
         } else {
             0
         };
-        // RFC 2018 §3: record SACK blocks in the scoreboard.
+        let t = &mut self.flows[i as usize];
+        let ack = seg.ack;
+        if seq::gt(ack, t.snd_max) {
+            // Acks something not yet sent: ACK (rate limited) and drop (RFC 9293 /
+            // RFC 5961 §5.2), SACK blocks included.
+            self.counters.tcps_rcvacktoomuch += 1;
+            self.ack_invalid(i, seg, tx);
+            return true; // segment dropped (flow remains)
+        }
+        // RFC 5961 §5.2: an ACK older than SND.UNA - MAX.SND.WND is not acceptable.
+        let max_wnd = t.snd_wnd.max(65_535);
+        if seq::lt(ack, t.snd_una.wrapping_sub(max_wnd)) {
+            self.challenge_ack(i, tx);
+            return true;
+        }
+        // RFC 2018 §3: record SACK blocks in the scoreboard, only once the ACK is known
+        // to lie in [SND.UNA - MAX.SND.WND, SND.MAX]: blocks are kept within
+        // (max(SND.UNA, SEG.ACK), SND.MAX], so the scoreboard never spans more than the
+        // data in flight (an ACK beyond SND.MAX would have let them wrap).
         if opts.sack_n > 0 && self.flows[i as usize].has(F_SACK) {
             if self.flows[i as usize].sb == NO_SIDE {
                 let b = self.get_sb();
@@ -30,26 +48,11 @@ impl TcpHost {
                 self.sboards[b as usize].high_rxt = t.snd_una;
             }
             let t = &self.flows[i as usize];
-            let (una, max) = (seq::max(t.snd_una, seg.ack), t.snd_max);
+            let (una, max) = (seq::max(t.snd_una, ack), t.snd_max);
             let sb = &mut self.sboards[t.sb as usize];
             for &(a, b) in &opts.sack[..opts.sack_n as usize] {
                 sb.add(una, max, a, b);
             }
-        }
-        let t = &mut self.flows[i as usize];
-        let ack = seg.ack;
-        if seq::gt(ack, t.snd_max) {
-            // Acks something not yet sent: ACK and drop (RFC 9293 / RFC 5961 §5.2).
-            self.counters.tcps_rcvacktoomuch += 1;
-            t.flags |= F_ACKNOW;
-            self.output(i, tx);
-            return true; // segment dropped (flow remains)
-        }
-        // RFC 5961 §5.2: an ACK older than SND.UNA - MAX.SND.WND is not acceptable.
-        let max_wnd = t.snd_wnd.max(65_535);
-        if seq::lt(ack, t.snd_una.wrapping_sub(max_wnd)) {
-            self.challenge_ack(i, tx);
-            return true;
         }
         let t = &mut self.flows[i as usize];
         let wnd = (seg.wnd as u32) << t.snd_wscale;

@@ -394,7 +394,7 @@ impl TcpHost {
             let sb = &self.sboards[t.sb as usize];
             let mss = t.mss as u32;
             let pipe = sb.pipe(t.snd_una, t.snd_max, mss, thresh);
-            if pipe + mss > t.cc.cwnd {
+            if pipe.saturating_add(mss) > t.cc.cwnd {
                 break;
             }
             if let Some((x, len)) = sb.next_hole(t.snd_una, mss, thresh) {

@@ -406,6 +406,7 @@ impl Service {
         let mult = check_mult(num(p, "mult", 1.0)?)?;
         let dur = num(p, "duration", -1.0)?;
         let sim = flag(p, "sim")?;
+        let fixed_keys = flag(p, "fixed_keys")?;
         let unbounded = dur < 0.0;
         if !unbounded && (dur == 0.0 || dur > MAX_DURATION_S) {
             return Err(RpcError::params(
@@ -468,6 +469,7 @@ impl Service {
             pcap_flows: None,
             impair,
             max_flows: 262_144,
+            fixed_keys,
             ..RunConfig::default()
         };
         let live = Arc::new(Live::default());
