@@ -11,11 +11,15 @@ export DEBIAN_FRONTEND=noninteractive
 need_apt=()
 want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed" || need_apt+=("$1"); }
 
-for p in build-essential pkg-config python3 python3-pip python3-venv ca-certificates curl; do want "$p"; done
+# clang, libbpf-dev, libxdp-dev: squall-port's build compiles the XDP program
+# (clang -target bpf; linux-libc-dev gives <asm/types.h>) and the AF_XDP shim (libxdp/libbpf).
+for p in build-essential pkg-config python3 python3-pip python3-venv ca-certificates curl \
+  clang libbpf-dev libxdp-dev linux-libc-dev; do want "$p"; done
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
   for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping nftables; do want "$p"; done
 fi
-if [ "$mode" = bench ]; then
+if [ "$mode" = test ] || [ "$mode" = bench ]; then
+  # wrk: the AF_XDP server lab test drives Squall with it too.
   for p in wrk; do want "$p"; done
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then

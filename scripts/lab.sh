@@ -41,6 +41,14 @@
 # would drop; GRO/rx offloads would merge frames before AF_PACKET sees them. So every
 # offload is turned off on both ends (ethtool -K ... tso off gso off gro off tx off rx off):
 # what AF_PACKET sees is then exactly what a real wire would carry.
+#
+# AF_XDP (`--iface afxdp:sq-cli0` / `afxdp:sq-srv0`) uses the same lab: Squall loads its own
+# XDP program on its interface (native veth XDP) and binds in copy mode (veth has no
+# zero-copy). The offloads must be off for the same reasons. The peer needs no XDP program:
+# that is only needed for frames an XDP program pushes into a veth with XDP_TX/REDIRECT,
+# while an AF_XDP socket in copy mode transmits ordinary skbs. With AF_XDP the kernel of
+# Squall's namespace could keep addresses of its own on the interface (its traffic is
+# passed to it); the lab gives it none, as for AF_PACKET.
 set -euo pipefail
 
 CLI=sq-cli

@@ -24,7 +24,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::frame::{FrameBuf, FrameError, Offload};
+use crate::frame::{FrameBuf, Offload, SlotFrame};
 use crate::port::{Port, PortCaps, PortStats};
 
 /// Tag of a frame index that designates an rx ring frame (the low bits are its block).
@@ -146,72 +146,8 @@ impl AfPacketConfig {
     }
 }
 
-/// A frame of an [`AfPacketPort`]: a slot of the port's pool.
-#[derive(Debug)]
-pub struct AfFrame {
-    slot: *mut u8,
-    idx: u32,
-    cap: u32,
-    off: u32,
-    len: u32,
-    offload: Offload,
-}
-
-// SAFETY: a frame is a handle to a slot of a pool that is never freed while frames are
-// out (the port leaks the pool instead); only the holder of the handle touches the slot.
-unsafe impl Send for AfFrame {}
-
-impl FrameBuf for AfFrame {
-    fn data(&self) -> &[u8] {
-        // SAFETY: `slot` points to `cap` bytes owned by this handle (see `AfFrame`'s Send
-        // note), and `off + len <= cap` is kept by every setter.
-        unsafe { std::slice::from_raw_parts(self.slot.add(self.off as usize), self.len as usize) }
-    }
-    fn data_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `data`; `&mut self` makes the access exclusive.
-        unsafe {
-            std::slice::from_raw_parts_mut(self.slot.add(self.off as usize), self.len as usize)
-        }
-    }
-    fn len(&self) -> usize {
-        self.len as usize
-    }
-    fn set_len(&mut self, len: usize) -> Result<(), FrameError> {
-        if len > self.capacity() {
-            return Err(FrameError::NoRoom);
-        }
-        self.len = len as u32;
-        Ok(())
-    }
-    fn capacity(&self) -> usize {
-        (self.cap - self.off) as usize
-    }
-    fn headroom(&self) -> usize {
-        self.off as usize
-    }
-    fn prepend(&mut self, n: usize) -> Result<(), FrameError> {
-        if n > self.off as usize {
-            return Err(FrameError::NoRoom);
-        }
-        self.off -= n as u32;
-        self.len += n as u32;
-        Ok(())
-    }
-    fn adjust(&mut self, n: usize) -> Result<(), FrameError> {
-        if n > self.len as usize {
-            return Err(FrameError::NoRoom);
-        }
-        self.off += n as u32;
-        self.len -= n as u32;
-        Ok(())
-    }
-    fn offload(&self) -> Offload {
-        self.offload
-    }
-    fn set_offload(&mut self, o: Offload) {
-        self.offload = o;
-    }
-}
+/// A frame of an [`AfPacketPort`]: a slot of the port's pool (or of its rx ring).
+pub type AfFrame = SlotFrame;
 
 /// Extra counters of an AF_PACKET port.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -259,19 +195,6 @@ fn os_err(what: &str, ifname: &str) -> String {
         ),
         _ => format!("afpacket:{ifname}: {what}: {e}"),
     }
-}
-
-fn ifreq_for(ifname: &str) -> Result<libc::ifreq, String> {
-    // SAFETY: ifreq is plain old data; all-zero is a valid value.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    let b = ifname.as_bytes();
-    if b.is_empty() || b.len() >= ifr.ifr_name.len() {
-        return Err(format!("afpacket:{ifname}: bad interface name"));
-    }
-    for (d, s) in ifr.ifr_name.iter_mut().zip(b) {
-        *d = *s as libc::c_char;
-    }
-    Ok(ifr)
 }
 
 fn setopt<T>(fd: i32, level: i32, name: i32, v: &T) -> bool {
@@ -345,24 +268,7 @@ impl AfPacketPort {
         if r != 0 {
             return Err(os_err("bind", &name));
         }
-        let mut ifr = ifreq_for(&name)?;
-        // SAFETY: SIOCGIFHWADDR fills the ifreq we pass.
-        if unsafe { libc::ioctl(s, libc::SIOCGIFHWADDR, &mut ifr) } != 0 {
-            return Err(os_err("SIOCGIFHWADDR", &name));
-        }
-        let mut mac = [0u8; 6];
-        // SAFETY: after SIOCGIFHWADDR the union holds `ifru_hwaddr`.
-        let hw = unsafe { ifr.ifr_ifru.ifru_hwaddr };
-        for (d, s) in mac.iter_mut().zip(hw.sa_data.iter()) {
-            *d = *s as u8;
-        }
-        let mut ifr = ifreq_for(&name)?;
-        // SAFETY: SIOCGIFMTU fills the ifreq we pass.
-        if unsafe { libc::ioctl(s, libc::SIOCGIFMTU, &mut ifr) } != 0 {
-            return Err(os_err("SIOCGIFMTU", &name));
-        }
-        // SAFETY: after SIOCGIFMTU the union holds `ifru_mtu`.
-        let mtu = unsafe { ifr.ifr_ifru.ifru_mtu }.clamp(68, 65_535) as u16;
+        let (mac, mtu) = crate::netif::mac_mtu(s, "afpacket", &name)?;
         if u32::from(mtu) + 18 + u32::from(cfg.headroom) > cfg.frame_size {
             return Err(format!(
                 "afpacket:{name}: MTU {mtu} does not fit frames of {} bytes",

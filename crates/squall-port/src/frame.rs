@@ -143,3 +143,78 @@ pub trait FrameBuf {
         Ok(())
     }
 }
+
+/// A frame that is a slot of a port's memory (an AF_PACKET pool slot or rx-ring frame, an
+/// AF_XDP UMEM chunk): `len` bytes at `slot + off`, `off + len <= cap`. The port that made
+/// it knows the slot by `idx` and checks `slot` against its memory when it comes back.
+#[derive(Debug)]
+pub struct SlotFrame {
+    /// Start of the slot (headroom included).
+    pub(crate) slot: *mut u8,
+    /// The port's name for the slot (pool index, tagged ring block, UMEM chunk index).
+    pub(crate) idx: u32,
+    /// Bytes of the slot.
+    pub(crate) cap: u32,
+    /// Offset of the packet in the slot (the headroom).
+    pub(crate) off: u32,
+    /// Packet length.
+    pub(crate) len: u32,
+    /// Offload metadata.
+    pub(crate) offload: Offload,
+}
+
+// SAFETY: a frame is a handle to a slot of a pool that is never freed while frames are
+// out (the port leaks the pool instead); only the holder of the handle touches the slot.
+unsafe impl Send for SlotFrame {}
+
+impl FrameBuf for SlotFrame {
+    fn data(&self) -> &[u8] {
+        // SAFETY: `slot` points to `cap` bytes owned by this handle (see `SlotFrame`'s Send
+        // note), and `off + len <= cap` is kept by every setter.
+        unsafe { std::slice::from_raw_parts(self.slot.add(self.off as usize), self.len as usize) }
+    }
+    fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `data`; `&mut self` makes the access exclusive.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.slot.add(self.off as usize), self.len as usize)
+        }
+    }
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+    fn set_len(&mut self, len: usize) -> Result<(), FrameError> {
+        if len > self.capacity() {
+            return Err(FrameError::NoRoom);
+        }
+        self.len = len as u32;
+        Ok(())
+    }
+    fn capacity(&self) -> usize {
+        (self.cap - self.off) as usize
+    }
+    fn headroom(&self) -> usize {
+        self.off as usize
+    }
+    fn prepend(&mut self, n: usize) -> Result<(), FrameError> {
+        if n > self.off as usize {
+            return Err(FrameError::NoRoom);
+        }
+        self.off -= n as u32;
+        self.len += n as u32;
+        Ok(())
+    }
+    fn adjust(&mut self, n: usize) -> Result<(), FrameError> {
+        if n > self.len as usize {
+            return Err(FrameError::NoRoom);
+        }
+        self.off += n as u32;
+        self.len -= n as u32;
+        Ok(())
+    }
+    fn offload(&self) -> Offload {
+        self.offload
+    }
+    fn set_offload(&mut self, o: Offload) {
+        self.offload = o;
+    }
+}

@@ -19,17 +19,21 @@
 //! [`pcap`] (pcap writer, reader and a tap that wraps any port), [`rng`] (seeded RNG),
 //! [`afpacket`] (a Linux AF_PACKET socket on a real interface), [`fanout`] (several
 //! workers' AF_PACKET sockets on one interface, frames steered by port), [`rss`] (the Toeplitz hash
-//! and queue steering of receive-side scaling).
+//! and queue steering of receive-side scaling), [`afxdp`] (an AF_XDP socket on one queue of
+//! a real interface, with Squall's XDP program steering its traffic), `netif` (interface
+//! MAC/MTU for both).
 
 pub mod afpacket;
+pub mod afxdp;
 pub mod fanout;
 pub mod frame;
 pub mod mem;
+mod netif;
 pub mod pcap;
 pub mod port;
 pub mod ring;
 pub mod rng;
 pub mod rss;
 
-pub use frame::{FrameBuf, FrameError, Offload, OffloadFlags};
+pub use frame::{FrameBuf, FrameError, Offload, OffloadFlags, SlotFrame};
 pub use port::{Port, PortCaps, PortStats};

@@ -1,8 +1,10 @@
-//! Runs on a real interface (`--iface afpacket:IFNAME`): one side only (`--mode client`
-//! or `--mode server`) against a real peer, over an [`AfPacketPort`] under the side's
-//! node (which answers ARP and ping for the addresses Squall owns, and learns the peer's
-//! MAC first). Also the CLI parsing of `--iface`/`--mode`/`--peer-*` and the single-side
-//! invariants (checks that need both sides are skipped and say so).
+//! Runs on a real interface (`--iface afpacket:IFNAME` or `--iface afxdp:IFNAME[:QUEUE]`):
+//! one side only (`--mode client` or `--mode server`) against a real peer, over an
+//! [`AfPacketPort`] or an [`AfXdpPort`] under the side's node (which answers ARP and ping
+//! for the addresses Squall owns, and learns the peer's MAC first). With AF_XDP, Squall's
+//! XDP program steers only those addresses to Squall and leaves the rest of the
+//! interface's traffic to the kernel. Also the CLI parsing of `--iface`/`--mode`/`--peer-*`
+//! and the single-side invariants (checks that need both sides are skipped and say so).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,9 +15,10 @@ use squall_astf::Profile;
 use squall_engine::clock::thread_cpu_ns;
 use squall_engine::{Clock, MonotonicClock};
 use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
+use squall_port::afxdp::{AfXdpConfig, AfXdpPort, XdpMode};
 use squall_port::Port;
 
-use crate::gen::{tcp_config, ClientGen, Side};
+use crate::gen::{owned_ranges, tcp_config, ClientGen, Side};
 use crate::report::{self, Check};
 use crate::run::{Live, RunConfig, RunResult, SideReport};
 
@@ -37,11 +40,22 @@ impl Mode {
     }
 }
 
+/// The port kind on a real interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortKind {
+    /// `afpacket:IFNAME[,ring]`.
+    AfPacket,
+    /// `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]`.
+    AfXdp { queue: u32, mode: XdpMode },
+}
+
 /// A run on a real interface.
 #[derive(Clone, Debug)]
 pub struct RealConfig {
-    /// Interface name (AF_PACKET).
+    /// Interface name.
     pub ifname: String,
+    /// AF_PACKET or AF_XDP.
+    pub kind: PortKind,
     /// Receive through the TPACKET_V3 mmap ring (`afpacket:IFNAME,ring`).
     pub rx_ring: bool,
     /// `Client` or `Server`.
@@ -74,8 +88,8 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 }
 
 /// Parses `--iface`, `--mode`, `--peer-ip`, `--peer-mac`: `None` for the in-memory wire
-/// (mode must be `both`), a [`RealConfig`] for `afpacket:IFNAME` (mode `client` or
-/// `server` required).
+/// (mode must be `both`), a [`RealConfig`] for `afpacket:IFNAME` or
+/// `afxdp:IFNAME[:QUEUE]` (mode `client` or `server` required).
 pub fn parse(
     iface: &str,
     mode: Option<&str>,
@@ -100,18 +114,24 @@ pub fn parse(
         }
         return Ok(None);
     }
-    let Some(spec) = iface.strip_prefix("afpacket:") else {
+    let (ifname, rx_ring, kind) = if let Some(spec) = iface.strip_prefix("afxdp:") {
+        let (ifname, kind) = parse_afxdp(iface, spec)?;
+        (ifname, false, kind)
+    } else if let Some(spec) = iface.strip_prefix("afpacket:") {
+        let (ifname, rx_ring) = match spec.split_once(',') {
+            None => (spec, false),
+            Some((n, "ring")) => (n, true),
+            Some((_, o)) => return Err(format!("--iface {iface}: unknown option `{o}` (ring)")),
+        };
+        (ifname, rx_ring, PortKind::AfPacket)
+    } else {
         return Err(format!(
-            "--iface {iface}: expected `mem`, `afpacket:IFNAME` or `afpacket:IFNAME,ring`"
+            "--iface {iface}: expected `mem`, `afpacket:IFNAME[,ring]` or \
+             `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]`"
         ));
     };
-    let (ifname, rx_ring) = match spec.split_once(',') {
-        None => (spec, false),
-        Some((n, "ring")) => (n, true),
-        Some((_, o)) => return Err(format!("--iface {iface}: unknown option `{o}` (ring)")),
-    };
     if ifname.is_empty() {
-        return Err("--iface afpacket: needs an interface name".into());
+        return Err(format!("--iface {iface}: needs an interface name"));
     }
     let mode = match mode {
         Some(Mode::Client) => Mode::Client,
@@ -122,12 +142,37 @@ pub fn parse(
     };
     Ok(Some(RealConfig {
         ifname: ifname.to_string(),
+        kind,
         rx_ring,
         mode,
         peer_ip: peer_ip.map(parse_ip).transpose()?,
         peer_mac: peer_mac.map(parse_mac).transpose()?,
         arp_timeout: Duration::from_secs(3),
     }))
+}
+
+/// `IFNAME[:QUEUE][,copy|,zerocopy]` of `afxdp:` (queue 0, zero-copy where the driver
+/// has it, else copy, by default).
+fn parse_afxdp<'a>(iface: &str, spec: &'a str) -> Result<(&'a str, PortKind), String> {
+    let (head, mode) = match spec.split_once(',') {
+        None => (spec, XdpMode::Auto),
+        Some((h, "copy")) => (h, XdpMode::Copy),
+        Some((h, "zerocopy")) => (h, XdpMode::ZeroCopy),
+        Some((_, o)) => {
+            return Err(format!(
+                "--iface {iface}: unknown option `{o}` (copy or zerocopy)"
+            ))
+        }
+    };
+    let (ifname, queue) = match head.split_once(':') {
+        None => (head, 0),
+        Some((n, q)) => (
+            n,
+            q.parse::<u32>()
+                .map_err(|_| format!("--iface {iface}: queue `{q}` is not a number"))?,
+        ),
+    };
+    Ok((ifname, PortKind::AfXdp { queue, mode }))
 }
 
 /// Default address to resolve: the first server (client mode) or client (server mode)
@@ -141,8 +186,6 @@ fn addresses(p: &Profile, mode: Mode) -> ([u8; 4], [u8; 4]) {
     };
     (mine.to_be_bytes(), peer.to_be_bytes())
 }
-
-type RealSide = Side<AfPacketPort>;
 
 pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
     SideReport {
@@ -158,7 +201,7 @@ pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
     }
 }
 
-fn publish(live: &Live, s: &RealSide, mode: Mode) {
+fn publish<P: Port>(live: &Live, s: &Side<P>, mode: Mode) {
     let t = s.gen.app.stats.total();
     let started = if mode == Mode::Server {
         t.accepted
@@ -184,9 +227,65 @@ pub fn run_real(
     if profile.templates.is_empty() {
         return Err("the profile has no template".into());
     }
-    let mut pc = AfPacketConfig::new(&rc.ifname);
-    pc.rx_ring = rc.rx_ring;
-    let port = AfPacketPort::open(pc)?;
+    match rc.kind {
+        PortKind::AfPacket => {
+            let mut pc = AfPacketConfig::new(&rc.ifname);
+            pc.rx_ring = rc.rx_ring;
+            let port = AfPacketPort::open(pc)?;
+            run_on(port, profile, cfg, rc, live, |p| {
+                let x = p.extra_stats();
+                format!(
+                    "afpacket:{} (rx {}): own outgoing skipped {}, rx truncated {}, tx refused {}",
+                    rc.ifname,
+                    if rc.rx_ring {
+                        "TPACKET_V3 ring"
+                    } else {
+                        "recvmmsg"
+                    },
+                    x.rx_outgoing,
+                    x.rx_truncated,
+                    x.tx_refused
+                )
+            })
+        }
+        PortKind::AfXdp { queue, mode } => {
+            let mut xc = AfXdpConfig::new(&rc.ifname, queue);
+            xc.mode = mode;
+            xc.owned = owned_ranges(&profile, rc.mode == Mode::Client).0;
+            let port = AfXdpPort::open(xc)?;
+            run_on(port, profile, cfg, rc, live, |p| {
+                let x = p.extra_stats();
+                format!(
+                    "afxdp:{}:{queue} ({}, XDP {} mode): XDP redirected {}, passed to the kernel {}, \
+                     kernel rx drops {} (rx ring full {}, fill ring empty {}), rx invalid {}, \
+                     tx refused {}, tx kicks {}, fill kicks {}",
+                    rc.ifname,
+                    if p.zero_copy() { "zero-copy" } else { "copy" },
+                    if p.native() { "native" } else { "generic" },
+                    x.xdp_redirected,
+                    x.xdp_passed + x.xdp_short,
+                    x.kernel_rx_dropped,
+                    x.kernel_rx_ring_full,
+                    x.kernel_fill_empty,
+                    x.rx_invalid,
+                    x.tx_refused,
+                    x.tx_wakeups,
+                    x.rx_wakeups
+                )
+            })
+        }
+    }
+}
+
+/// The run on an open port; `describe` gives the port's own part of the final report line.
+fn run_on<P: Port>(
+    port: P,
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    rc: &RealConfig,
+    live: Arc<Live>,
+    describe: impl Fn(&P) -> String,
+) -> Result<RunResult, String> {
     let caps = port.caps();
     let (mine, peer_default) = addresses(&profile, rc.mode);
     let peer_ip = rc.peer_ip.unwrap_or(peer_default);
@@ -230,7 +329,7 @@ pub fn run_real(
                 u32::from_be_bytes(peer_ip),
                 rc.arp_timeout,
             )
-            .map_err(|e| format!("afpacket:{}: {e}", rc.ifname))?,
+            .map_err(|e| format!("{}: {e}", rc.ifname))?,
     };
     s.node.set_next_hop(peer_mac);
     s.node.announce(clock.now_ns());
@@ -272,13 +371,10 @@ pub fn run_real(
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
     let a = s.node.neigh.stats;
     let n = s.node.counters;
-    let x = s.node.port.extra_stats();
     eprintln!(
-        "squall: afpacket:{} (rx {}) mac {} peer {} at {}: ARP requests answered {}, ARP ignored {}, \
-         ICMP echo requests answered {}, unrelated frames dropped {}, own outgoing skipped {}, \
-         rx truncated {}, tx refused {}",
-        rc.ifname,
-        if rc.rx_ring { "TPACKET_V3 ring" } else { "recvmmsg" },
+        "squall: {} mac {} peer {} at {}: ARP requests answered {}, ARP ignored {}, \
+         ICMP echo requests answered {}, unrelated frames dropped {}",
+        describe(&s.node.port),
         fmt_mac(caps.mac),
         std::net::Ipv4Addr::from(peer_ip),
         fmt_mac(peer_mac),
@@ -286,9 +382,6 @@ pub fn run_real(
         a.ignored,
         s.node.icmp.echo_answered,
         n.rx_not_ours + n.rx_other_ip + n.rx_other_ether + n.rx_bad,
-        x.rx_outgoing,
-        x.rx_truncated,
-        x.tx_refused
     );
     let rep = side_report(&s, cpu);
     let (client, server) = if rc.mode == Mode::Server {
@@ -416,6 +509,49 @@ mod tests {
             .unwrap();
         assert!(r2.rx_ring && r2.ifname == "sq-cli0");
         assert!(parse("afpacket:x,bogus", Some("client"), None, None).is_err());
+        assert_eq!(r2.kind, PortKind::AfPacket);
+        let x = parse("afxdp:sq-cli0", Some("client"), None, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(x.ifname, "sq-cli0");
+        assert_eq!(
+            x.kind,
+            PortKind::AfXdp {
+                queue: 0,
+                mode: XdpMode::Auto
+            }
+        );
+        let x = parse("afxdp:eth1:3,copy", Some("server"), None, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(x.ifname, "eth1");
+        assert_eq!(
+            x.kind,
+            PortKind::AfXdp {
+                queue: 3,
+                mode: XdpMode::Copy
+            }
+        );
+        let x = parse("afxdp:eth1,zerocopy", Some("server"), None, None)
+            .unwrap()
+            .unwrap();
+        assert!(matches!(
+            x.kind,
+            PortKind::AfXdp {
+                mode: XdpMode::ZeroCopy,
+                ..
+            }
+        ));
+        for bad in [
+            "afxdp:",
+            "afxdp::1",
+            "afxdp:x:q",
+            "afxdp:x,fast",
+            "afxdp:x:-1",
+        ] {
+            assert!(parse(bad, Some("client"), None, None).is_err(), "{bad}");
+        }
+        assert!(parse("afxdp:x", None, None, None).is_err());
         assert_eq!(r.mode, Mode::Server);
         assert_eq!(r.peer_ip, Some([198, 18, 0, 2]));
         assert_eq!(r.peer_mac, Some([2, 0, 10, 11, 12, 255]));

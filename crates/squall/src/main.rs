@@ -69,8 +69,9 @@ struct RunArgs {
     /// wire (T-mem2) instead of two shards.
     #[arg(long)]
     split: bool,
-    /// Interface: `mem` (the in-memory wire, both sides) or `afpacket:IFNAME` (a real
-    /// interface, one side: needs --mode client|server and root).
+    /// Interface: `mem` (the in-memory wire, both sides), `afpacket:IFNAME[,ring]` or
+    /// `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` (a real interface, one side: needs
+    /// --mode client|server and root).
     #[arg(long, default_value = "mem")]
     iface: String,
     /// Side(s) Squall plays: `both` (mem only), `client` or `server` (real interface).
@@ -300,11 +301,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             "real time, afpacket:{} (client) and afpacket:{} (server), DUT between",
             dc.client.ifname, dc.server.ifname
         )),
-        (Some(rc), None) => Some(format!(
-            "real time, afpacket:{}, {} only",
-            rc.ifname,
-            rc.mode.name()
-        )),
+        (Some(rc), None) => Some(format!("real time, {}, {} only", a.iface, rc.mode.name())),
         (None, None) => None,
     };
     let path = a.profile.display().to_string();
