@@ -17,9 +17,12 @@
 //! Modules: [`frame`] (FrameBuf, offload flags), [`port`] (Port, caps, stats),
 //! [`ring`] (lock-free SPSC ring), [`mem`] (the in-memory wire with impairment),
 //! [`pcap`] (pcap writer, reader and a tap that wraps any port), [`rng`] (seeded RNG),
-//! [`afpacket`] (a Linux AF_PACKET socket on a real interface).
+//! [`afpacket`] (a Linux AF_PACKET socket on a real interface), `dpdk` (a DPDK ethdev queue
+//! pair; cargo feature `dpdk`).
 
 pub mod afpacket;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 pub mod frame;
 pub mod mem;
 pub mod pcap;
