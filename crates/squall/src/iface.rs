@@ -1,8 +1,9 @@
-//! Runs on a real interface (`--iface afpacket:IFNAME`): one side only (`--mode client`
-//! or `--mode server`) against a real peer, over an [`AfPacketPort`] under the side's
-//! node (which answers ARP and ping for the addresses Squall owns, and learns the peer's
-//! MAC first). Also the CLI parsing of `--iface`/`--mode`/`--peer-*` and the single-side
-//! invariants (checks that need both sides are skipped and say so).
+//! Runs on a real interface (`--iface afpacket:IFNAME`, or `--iface dpdk --eal "..."` when
+//! built with the `dpdk` feature): one side only (`--mode client` or `--mode server`)
+//! against a real peer, over an [`AfPacketPort`] or a DPDK port under the side's node
+//! (which answers ARP and ping for the addresses Squall owns, and learns the peer's MAC
+//! first). Also the CLI parsing of `--iface`/`--eal`/`--mode`/`--peer-*` and the
+//! single-side invariants (checks that need both sides are skipped and say so).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -37,11 +38,22 @@ impl Mode {
     }
 }
 
+/// A DPDK port to run on (`--iface dpdk[:NAME]`, `--eal "..."`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DpdkSpec {
+    /// The ethdev's name (`dpdk:net_memif0`), or `None` for the first probed port.
+    pub device: Option<String>,
+    /// EAL arguments, passed through.
+    pub eal: Vec<String>,
+}
+
 /// A run on a real interface.
 #[derive(Clone, Debug)]
 pub struct RealConfig {
-    /// Interface name (AF_PACKET).
+    /// Interface name (AF_PACKET), or the `--iface` text for DPDK.
     pub ifname: String,
+    /// Run over DPDK instead of AF_PACKET.
+    pub dpdk: Option<DpdkSpec>,
     /// Receive through the TPACKET_V3 mmap ring (`afpacket:IFNAME,ring`).
     pub rx_ring: bool,
     /// `Client` or `Server`.
@@ -100,10 +112,35 @@ pub fn parse(
         }
         return Ok(None);
     }
-    let Some(spec) = iface.strip_prefix("afpacket:") else {
+    let dpdk = match iface.strip_prefix("dpdk") {
+        Some("") => Some(DpdkSpec::default()),
+        Some(name) => match name.strip_prefix(':') {
+            Some(n) if !n.is_empty() => Some(DpdkSpec {
+                device: Some(n.to_string()),
+                eal: Vec::new(),
+            }),
+            _ => {
+                return Err(format!(
+                    "--iface {iface}: expected `dpdk` or `dpdk:PORTNAME`"
+                ))
+            }
+        },
+        None => None,
+    };
+    if dpdk.is_some() && !cfg!(feature = "dpdk") {
         return Err(format!(
-            "--iface {iface}: expected `mem`, `afpacket:IFNAME` or `afpacket:IFNAME,ring`"
+            "--iface {iface}: built without the dpdk feature (cargo build --features dpdk)"
         ));
+    }
+    let spec = match (&dpdk, iface.strip_prefix("afpacket:")) {
+        (Some(_), _) => "dpdk",
+        (None, Some(spec)) => spec,
+        (None, None) => {
+            return Err(format!(
+                "--iface {iface}: expected `mem`, `afpacket:IFNAME`, `afpacket:IFNAME,ring` or \
+                 `dpdk[:PORTNAME]` (with --eal \"...\")"
+            ))
+        }
     };
     let (ifname, rx_ring) = match spec.split_once(',') {
         None => (spec, false),
@@ -121,13 +158,49 @@ pub fn parse(
         }
     };
     Ok(Some(RealConfig {
-        ifname: ifname.to_string(),
+        ifname: if dpdk.is_some() { iface } else { ifname }.to_string(),
+        dpdk,
         rx_ring,
         mode,
         peer_ip: peer_ip.map(parse_ip).transpose()?,
         peer_mac: peer_mac.map(parse_mac).transpose()?,
         arp_timeout: Duration::from_secs(3),
     }))
+}
+
+/// Applies `--eal ARGS` to a parsed `--iface`: only DPDK takes EAL arguments.
+pub fn set_eal(real: &mut Option<RealConfig>, eal: Option<&str>) -> Result<(), String> {
+    let Some(text) = eal else {
+        return Ok(());
+    };
+    match real.as_mut().and_then(|r| r.dpdk.as_mut()) {
+        Some(d) => {
+            d.eal = split_eal(text)?;
+            Ok(())
+        }
+        None => Err("--eal is for --iface dpdk".into()),
+    }
+}
+
+#[cfg(feature = "dpdk")]
+fn split_eal(text: &str) -> Result<Vec<String>, String> {
+    squall_port::dpdk::split_args(text)
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn split_eal(_text: &str) -> Result<Vec<String>, String> {
+    Err("--eal: built without the dpdk feature (cargo build --features dpdk)".into())
+}
+
+impl RealConfig {
+    /// How the interface is named in reports (`afpacket:IFNAME`, `dpdk:NAME`).
+    pub fn label(&self) -> String {
+        if self.dpdk.is_some() {
+            self.ifname.clone()
+        } else {
+            format!("afpacket:{}", self.ifname)
+        }
+    }
 }
 
 /// Default address to resolve: the first server (client mode) or client (server mode)
@@ -142,9 +215,7 @@ fn addresses(p: &Profile, mode: Mode) -> ([u8; 4], [u8; 4]) {
     (mine.to_be_bytes(), peer.to_be_bytes())
 }
 
-type RealSide = Side<AfPacketPort>;
-
-fn side_report(s: &RealSide, cpu_ns: u64) -> SideReport {
+fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
     SideReport {
         tcp: s.node.tcp.counters().clone(),
         app: s.stats(),
@@ -158,7 +229,7 @@ fn side_report(s: &RealSide, cpu_ns: u64) -> SideReport {
     }
 }
 
-fn publish(live: &Live, s: &RealSide, mode: Mode) {
+fn publish<P: Port>(live: &Live, s: &Side<P>, mode: Mode) {
     let t = s.gen.app.stats.total();
     let started = if mode == Mode::Server {
         t.accepted
@@ -184,9 +255,90 @@ pub fn run_real(
     if profile.templates.is_empty() {
         return Err("the profile has no template".into());
     }
+    if let Some(d) = &rc.dpdk {
+        return run_dpdk(profile, cfg, rc, d, live);
+    }
     let mut pc = AfPacketConfig::new(&rc.ifname);
     pc.rx_ring = rc.rx_ring;
     let port = AfPacketPort::open(pc)?;
+    let rx = if rc.rx_ring {
+        "TPACKET_V3 ring"
+    } else {
+        "recvmmsg"
+    };
+    run_port(profile, cfg, rc, live, port, |p: &AfPacketPort| {
+        let x = p.extra_stats();
+        format!(
+            "rx {rx}, own outgoing skipped {}, rx truncated {}, tx refused {}",
+            x.rx_outgoing, x.rx_truncated, x.tx_refused
+        )
+    })
+}
+
+/// Runs over the DPDK port of `d` (EAL initialised here: this thread becomes its main
+/// lcore), one queue pair.
+#[cfg(feature = "dpdk")]
+fn run_dpdk(
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    rc: &RealConfig,
+    d: &DpdkSpec,
+    live: Arc<Live>,
+) -> Result<RunResult, String> {
+    use squall_port::dpdk::{self, DpdkConfig, DpdkPort};
+    dpdk::init(&d.eal)?;
+    let port = dpdk::open(&DpdkConfig {
+        device: d.device.clone(),
+        ..DpdkConfig::default()
+    })?
+    .swap_remove(0);
+    // A memif link comes up once the peer process has connected.
+    if !port.wait_link(Duration::from_secs(20)) {
+        return Err(format!(
+            "dpdk: {}: the link is down after 20 s (no peer on the memif socket? interface down?)",
+            port.info().name
+        ));
+    }
+    run_port(profile, cfg, rc, live, port, |p: &DpdkPort| {
+        let i = p.info();
+        let x = p.device_stats();
+        format!(
+            "device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, offloads used {:?}; \
+             device missed {}, rx errors {}, tx errors {}, no mbuf {}; chained rx {}",
+            i.name,
+            i.driver,
+            i.rx_offload_capa,
+            i.tx_offload_capa,
+            p.caps().offloads,
+            x.imissed,
+            x.ierrors,
+            x.oerrors,
+            x.rx_nombuf,
+            p.extra_stats().rx_chained
+        )
+    })
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn run_dpdk(
+    _profile: Arc<Profile>,
+    _cfg: &RunConfig,
+    _rc: &RealConfig,
+    _d: &DpdkSpec,
+    _live: Arc<Live>,
+) -> Result<RunResult, String> {
+    Err("--iface dpdk: built without the dpdk feature (cargo build --features dpdk)".into())
+}
+
+/// The run itself, over any port; `extra` describes the port's own counters at the end.
+fn run_port<P: Port>(
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    rc: &RealConfig,
+    live: Arc<Live>,
+    port: P,
+    extra: impl Fn(&P) -> String,
+) -> Result<RunResult, String> {
     let caps = port.caps();
     let (mine, peer_default) = addresses(&profile, rc.mode);
     let peer_ip = rc.peer_ip.unwrap_or(peer_default);
@@ -228,7 +380,7 @@ pub fn run_real(
                 u32::from_be_bytes(peer_ip),
                 rc.arp_timeout,
             )
-            .map_err(|e| format!("afpacket:{}: {e}", rc.ifname))?,
+            .map_err(|e| format!("{}: {e}", rc.label()))?,
     };
     s.node.set_next_hop(peer_mac);
     s.node.announce(clock.now_ns());
@@ -280,13 +432,10 @@ pub fn run_real(
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
     let a = s.node.neigh.stats;
     let n = s.node.counters;
-    let x = s.node.port.extra_stats();
     eprintln!(
-        "squall: afpacket:{} (rx {}) mac {} peer {} at {}: ARP requests answered {}, ARP ignored {}, \
-         ICMP echo requests answered {}, unrelated frames dropped {}, own outgoing skipped {}, \
-         rx truncated {}, tx refused {}",
-        rc.ifname,
-        if rc.rx_ring { "TPACKET_V3 ring" } else { "recvmmsg" },
+        "squall: {} mac {} peer {} at {}: ARP requests answered {}, ARP ignored {}, \
+         ICMP echo requests answered {}, unrelated frames dropped {}; {}",
+        rc.label(),
         fmt_mac(caps.mac),
         std::net::Ipv4Addr::from(peer_ip),
         fmt_mac(peer_mac),
@@ -294,9 +443,7 @@ pub fn run_real(
         a.ignored,
         s.node.icmp.echo_answered,
         n.rx_not_ours + n.rx_other_ip + n.rx_other_ether + n.rx_bad,
-        x.rx_outgoing,
-        x.rx_truncated,
-        x.tx_refused
+        extra(&s.node.port)
     );
     let rep = side_report(&s, cpu);
     let (client, server) = if rc.mode == Mode::Server {
@@ -408,6 +555,57 @@ mod tests {
         assert!(parse("afpacket:x", Some("client"), Some("1.2.3"), None).is_err());
         assert!(parse("afpacket:x", Some("client"), None, Some("02:00")).is_err());
         assert!(parse("afpacket:x", Some("client"), None, Some("zz:0:0:0:0:0")).is_err());
+    }
+
+    #[test]
+    fn dpdk_iface_and_eal() {
+        let r = parse("dpdk", Some("client"), None, None);
+        let s = parse("dpdk:net_memif0", Some("server"), None, None);
+        assert!(parse("dpdk:", Some("client"), None, None).is_err());
+        assert!(parse("dpdkx", Some("client"), None, None).is_err());
+        let mut m = parse("mem", None, None, None).unwrap();
+        assert_eq!(
+            set_eal(&mut m, Some("--no-huge")).unwrap_err(),
+            "--eal is for --iface dpdk"
+        );
+        assert!(set_eal(&mut m, None).is_ok());
+        if !cfg!(feature = "dpdk") {
+            let e = r.unwrap_err();
+            assert!(
+                e.contains("built without the dpdk feature (cargo build --features dpdk)"),
+                "{e}"
+            );
+            assert!(s.is_err());
+            return;
+        }
+        let mut r = r.unwrap();
+        let rc = r.as_ref().unwrap();
+        assert_eq!(
+            (rc.label(), rc.dpdk.clone()),
+            ("dpdk".into(), Some(DpdkSpec::default()))
+        );
+        set_eal(
+            &mut r,
+            Some("--no-huge --in-memory '--vdev=net_memif0,socket=/a b'"),
+        )
+        .unwrap();
+        assert_eq!(
+            r.unwrap().dpdk.unwrap().eal,
+            vec!["--no-huge", "--in-memory", "--vdev=net_memif0,socket=/a b"]
+        );
+        let s = s.unwrap().unwrap();
+        assert_eq!(s.mode, Mode::Server);
+        assert_eq!(s.label(), "dpdk:net_memif0");
+        assert_eq!(s.dpdk.unwrap().device.as_deref(), Some("net_memif0"));
+        let e = parse("dpdk", None, None, None).unwrap_err();
+        assert!(e.contains("--mode client or --mode server"), "{e}");
+        assert_eq!(
+            parse("afpacket:sq-cli0", Some("client"), None, None)
+                .unwrap()
+                .unwrap()
+                .label(),
+            "afpacket:sq-cli0"
+        );
     }
 
     #[test]

@@ -63,10 +63,15 @@ struct RunArgs {
     /// 1: both sides in one thread (T-mem1); 2: client on core 0, server on core 1.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
     cores: u32,
-    /// Interface: `mem` (the in-memory wire, both sides) or `afpacket:IFNAME` (a real
-    /// interface, one side: needs --mode client|server and root).
+    /// Interface: `mem` (the in-memory wire, both sides), `afpacket:IFNAME` or `dpdk[:PORTNAME]`
+    /// (a real interface, one side: needs --mode client|server and root; dpdk needs the
+    /// `dpdk` cargo feature and takes --eal).
     #[arg(long, default_value = "mem")]
     iface: String,
+    /// DPDK EAL arguments for --iface dpdk, passed through, e.g. "--no-huge --in-memory -l 0
+    /// --vdev=net_af_packet0,iface=eth0".
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    eal: Option<String>,
     /// Side(s) Squall plays: `both` (mem only), `client` or `server` (real interface).
     #[arg(long, value_name = "client|server|both")]
     mode: Option<String>,
@@ -153,7 +158,7 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 fn run_cmd(a: RunArgs) -> ExitCode {
-    let real = match squall::iface::parse(
+    let mut real = match squall::iface::parse(
         &a.iface,
         a.mode.as_deref(),
         a.peer_ip.as_deref(),
@@ -162,6 +167,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
+    if let Err(e) = squall::iface::set_eal(&mut real, a.eal.as_deref()) {
+        return usage(&e);
+    }
     if real.is_some() && (a.sim || a.cores != 1 || a.pcap.is_some() || a.impair.is_some()) {
         return usage(
             "a real interface runs one side in one thread: no --sim, --cores, --pcap or --impair",
@@ -226,7 +234,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     };
     let real_mode = real
         .as_ref()
-        .map(|rc| format!("real time, afpacket:{}, {} only", rc.ifname, rc.mode.name()));
+        .map(|rc| format!("real time, {}, {} only", rc.label(), rc.mode.name()));
     let path = a.profile.display().to_string();
     let info = RunInfo {
         profile_path: &path,
