@@ -5,45 +5,25 @@
 //! otherwise. The lab is always torn down (guard), spawned servers are killed by pid.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+use common::lab::*;
+use common::repo;
+
 /// The lab's namespace names are fixed: one lab test at a time.
 static LAB: Mutex<()> = Mutex::new(());
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn have(cmd: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
-fn skip(tools: &[&str]) -> Option<String> {
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        return Some("needs root (network namespaces, AF_PACKET)".into());
-    }
-    tools
-        .iter()
-        .find(|t| !have(t))
-        .map(|t| format!("`{t}` is not installed"))
-}
 
 /// The lab, torn down on drop.
 struct Lab;
 
 impl Lab {
     fn up(squall: &str) -> Lab {
-        let st = Command::new(root().join("scripts/lab.sh"))
+        let st = Command::new(repo().join("scripts/lab.sh"))
             .args(["up", "--squall", squall])
             .status()
             .expect("run lab.sh");
@@ -54,73 +34,134 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        let _ = Command::new(root().join("scripts/lab.sh"))
+        let _ = Command::new(repo().join("scripts/lab.sh"))
             .arg("down")
             .stdout(Stdio::null())
             .status();
     }
 }
 
-/// A child process killed (by pid) on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn ns(name: &str, args: &[&str]) -> Command {
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", name]).args(args);
-    c
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("squall-veth-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn squall_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_squall")
-}
-
-/// Runs squall in namespace `n` (bounded by `timeout`); returns (exit code, stdout+stderr).
-fn squall_in(n: &str, args: &[&str], limit_s: u32) -> (i32, String) {
-    let lim = limit_s.to_string();
-    let mut a = vec!["timeout", &lim, squall_bin()];
-    a.extend_from_slice(args);
-    let out = ns(n, &a).output().expect("run squall");
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
-}
-
-fn num(v: &Value, path: &[&str]) -> u64 {
-    let mut x = v;
-    for p in path {
-        x = &x[*p];
-    }
-    x.as_u64()
-        .unwrap_or_else(|| panic!("no number at {path:?} in {v}"))
-}
-
 #[test]
 fn client_only_squall_against_nginx() {
-    client_against_nginx("afpacket:sq-cli0");
+    client_against_nginx("afpacket:sq-cli0", None, 200);
 }
 
 #[test]
 fn client_only_squall_against_nginx_rx_ring() {
-    client_against_nginx("afpacket:sq-cli0,ring");
+    client_against_nginx("afpacket:sq-cli0,ring", None, 200);
 }
 
-fn client_against_nginx(iface: &str) {
+/// The same over DPDK: the `net_af_packet` PMD on the lab's veth, no hugepages, 10,000
+/// flows.
+#[cfg(feature = "dpdk")]
+#[test]
+fn client_only_squall_over_dpdk_against_nginx() {
+    client_against_nginx(
+        "dpdk",
+        Some(
+            "--no-huge --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
+             --vdev=net_af_packet0,iface=sq-cli0,framecnt=8192,qdisc_bypass=1",
+        ),
+        10_000,
+    );
+}
+
+/// A capture on the server's end of the veth (sq-srv0), stopped (SIGTERM) and checked by
+/// [`Capture::check`]: full frames of the first `frames` frames, and the RSTs of the whole
+/// run in a second, filtered file.
+struct Capture {
+    all: Proc,
+    rst: Proc,
+    dir: PathBuf,
+}
+
+impl Capture {
+    fn start(dir: &Path, frames: u32) -> Capture {
+        let spawn = |file: &str, extra: &[&str]| {
+            let f = dir.join(file).display().to_string();
+            let log = std::fs::File::create(dir.join(format!("{file}.log"))).unwrap();
+            let c = frames.to_string();
+            let mut a = vec!["tcpdump", "-i", "sq-srv0", "-n", "-s", "0", "-U", "-w", &f];
+            if extra.is_empty() {
+                a.extend_from_slice(&["-c", &c]);
+            }
+            a.extend_from_slice(extra);
+            Proc(
+                ns("sq-srv", &a)
+                    .stdout(Stdio::null())
+                    .stderr(log)
+                    .spawn()
+                    .expect("tcpdump"),
+            )
+        };
+        let cap = Capture {
+            all: spawn("all.pcap", &[]),
+            rst: spawn("rst.pcap", &["tcp[tcpflags] & tcp-rst != 0"]),
+            dir: dir.to_path_buf(),
+        };
+        let t0 = Instant::now();
+        for f in ["all.pcap.log", "rst.pcap.log"] {
+            while !std::fs::read_to_string(dir.join(f))
+                .unwrap_or_default()
+                .contains("listening on")
+            {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "tcpdump did not start"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        cap
+    }
+
+    /// Stops the captures; asserts that tshark finds TCP frames, no malformed frame, no
+    /// bad IP or TCP checksum and no RST (in the whole run). Returns the frames checked.
+    fn check(mut self) -> usize {
+        for p in [&self.all, &self.rst] {
+            let _ = Command::new("kill")
+                .args(["-TERM", &p.0.id().to_string()])
+                .status();
+        }
+        let _ = self.all.0.wait();
+        let _ = self.rst.0.wait();
+        let tshark = |file: &str, filter: &str| -> usize {
+            let f = self.dir.join(file).display().to_string();
+            let out = Command::new("tshark")
+                .args(["-r", &f, "-n", "-o", "tcp.check_checksum:TRUE"])
+                .args(["-o", "tcp.desegment_tcp_streams:FALSE"])
+                .args(["-o", "ip.check_checksum:TRUE", "-Y", filter])
+                .args(["-T", "fields", "-e", "frame.number"])
+                .output()
+                .expect("tshark");
+            assert!(out.status.success(), "tshark -r {f}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).lines().count()
+        };
+        let tcp = tshark("all.pcap", "tcp");
+        assert!(tcp > 1000, "the capture holds {tcp} TCP frames");
+        let bad = "_ws.malformed || _ws.expert.severity == error || tcp.checksum.status == 2 \
+                   || ip.checksum.status == 2 || tcp.flags.reset == 1";
+        assert_eq!(
+            tshark("all.pcap", bad),
+            0,
+            "malformed, bad checksum or RST frames"
+        );
+        assert_eq!(
+            tshark("rst.pcap", "tcp.flags.reset == 1"),
+            0,
+            "RSTs during the run"
+        );
+        tcp
+    }
+}
+
+/// Squall client-only on sq-cli0 (`iface`, EAL arguments `eal`) against nginx in sq-srv:
+/// `flows` W1-like flows at 100 CPS x mult (2 s for 200, else 10 s), every response byte
+/// checked, nginx's access log agreeing on the count, a capture of the run free of
+/// malformed frames, bad checksums and RSTs.
+fn client_against_nginx(iface: &str, eal: Option<&str>, flows: u64) {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(r) = skip(&["ip", "ethtool", "nginx", "curl"]) {
+    if let Some(r) = skip(&["ip", "ethtool", "nginx", "curl", "tcpdump", "tshark"]) {
         eprintln!("skipped: {r}");
         return;
     }
@@ -132,8 +173,8 @@ fn client_against_nginx(iface: &str) {
     let d = dir.display();
     let conf = format!(
         "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
-         error_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\n\
-         http {{\n access_log off;\n server_tokens off;\n client_body_temp_path {d};\n\
+         error_log {d}/error.log warn;\nevents {{ worker_connections 4096; }}\n\
+         http {{\n access_log {d}/access.log;\n server_tokens off;\n client_body_temp_path {d};\n\
          proxy_temp_path {d};\n fastcgi_temp_path {d};\n uwsgi_temp_path {d};\n\
          scgi_temp_path {d};\n server {{\n  listen 198.18.48.1:80;\n  root {d}/www;\n\
          default_type application/octet-stream;\n }}\n}}\n"
@@ -182,36 +223,50 @@ fn client_against_nginx(iface: &str) {
         );
         std::thread::sleep(Duration::from_millis(100));
     };
-    let src = root().join("crates/squall/tests/profiles/veth-client.json");
+    let src = repo().join("crates/squall/tests/profiles/veth-client.json");
     let mut p: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
     p["programs"][0]["commands"][1]["bytes"] = total.into();
     let prof = dir.join("client.json");
     std::fs::write(&prof, p.to_string()).unwrap();
     let json = dir.join("client-run.json");
-    let (code, text) = squall_in(
-        "sq-cli",
-        &[
-            "run",
-            prof.to_str().unwrap(),
-            "--iface",
-            iface,
-            "--mode",
-            "client",
-            "--duration",
-            "2",
-            "--drain-sec",
-            "5",
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        60,
+    // nginx's log so far holds the probes above.
+    let probes = std::fs::read_to_string(dir.join("access.log"))
+        .unwrap_or_default()
+        .lines()
+        .count();
+    let secs: u64 = if flows <= 200 { 2 } else { 10 };
+    let (secs_s, mult) = (
+        secs.to_string(),
+        (flows as f64 / (100.0 * secs as f64)).to_string(),
     );
+    let mut args = vec![
+        "run",
+        prof.to_str().unwrap(),
+        "--iface",
+        iface,
+        "--mode",
+        "client",
+        "--duration",
+        &secs_s,
+        "--mult",
+        &mult,
+        "--drain-sec",
+        "20",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    if let Some(e) = eal {
+        args.extend_from_slice(&["--eal", e]);
+    }
+    let cap = Capture::start(&dir, 40_000);
+    let (code, text) = squall_in("sq-cli", &args, 90);
     eprintln!("{text}");
+    let checked = cap.check();
     assert_eq!(code, 0, "squall client run not clean:\n{text}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let flows = num(&r, &["client", "flows", "started"]);
-    assert_eq!(flows, 200, "2 s at 100 CPS");
+    let started = num(&r, &["client", "flows", "started"]);
+    assert_eq!(started, flows, "{secs} s at {} CPS", flows / secs);
     assert_eq!(num(&r, &["client", "flows", "completed"]), flows);
     assert_eq!(num(&r, &["errors"]), 0);
     assert_eq!(
@@ -226,8 +281,21 @@ fn client_against_nginx(iface: &str) {
     assert!(!inv
         .iter()
         .any(|c| c["name"] == "client_sent_eq_server_received"));
+    // nginx served every request once, whole: its access log agrees.
+    let log = std::fs::read_to_string(dir.join("access.log")).unwrap();
+    let served: Vec<&str> = log.lines().skip(probes).collect();
+    assert_eq!(served.len() as u64, flows, "nginx's access log");
+    let whole = served
+        .iter()
+        .filter(|l| l.contains("\"GET /w1 HTTP/1.1\" 200 32768 "))
+        .count();
+    assert_eq!(
+        whole as u64, flows,
+        "requests served whole (200, 32768 bytes)"
+    );
     eprintln!(
-        "veth client-only ({iface}) vs nginx: {flows} flows, {} errors, {:.1} CPS, {total} bytes each",
+        "veth client-only ({iface}) vs nginx: {flows} flows, {} errors, {:.1} CPS, {total} bytes \
+         each; nginx logged {flows}; {checked} captured TCP frames clean",
         num(&r, &["errors"]),
         r["rates"]["cps"].as_f64().unwrap()
     );
@@ -291,7 +359,7 @@ fn server_only_squall_answers_curl_and_ab() {
         return;
     }
     let dir = tmpdir("srv");
-    let prof = root().join("crates/squall/tests/profiles/veth-server.json");
+    let prof = repo().join("crates/squall/tests/profiles/veth-server.json");
     let p: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
     let expect = buffer_bytes(&p, "http_resp");
     let prof = prof.to_str().unwrap().to_string();
@@ -391,7 +459,7 @@ fn the_node_answers_kernel_arping_and_ping() {
         eprintln!("skipped: {r}");
         return;
     }
-    let prof = root().join("crates/squall/tests/profiles/veth-server.json");
+    let prof = repo().join("crates/squall/tests/profiles/veth-server.json");
     let prof = prof.to_str().unwrap().to_string();
     let _lab = Lab::up("server");
     let srv = server_run(&prof, None);

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use squall::run::{run, Live, RunConfig, RunResult};
+
+pub mod lab;
 use squall_astf::Profile;
 
 pub fn repo() -> PathBuf {
