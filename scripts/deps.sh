@@ -2,7 +2,8 @@
 # Installs what Squall needs on a Debian 12 machine (run as root). Idempotent and quick when
 # everything is already there.
 #   scripts/deps.sh run    toolchain to build and run Squall
-#   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, cargo-fuzz...)
+#   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, cargo-fuzz,
+#                            libdpdk-dev for the DPDK port: built and tested with `--features dpdk`)
 #   scripts/deps.sh bench  + what the benchmarks need (wrk, ab, nginx)
 set -euo pipefail
 mode=${1:-run}
@@ -13,7 +14,7 @@ want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed" 
 
 for p in build-essential pkg-config python3 python3-pip python3-venv ca-certificates curl; do want "$p"; done
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
-  for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping; do want "$p"; done
+  for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping libdpdk-dev; do want "$p"; done
 fi
 if [ "$mode" = bench ]; then
   for p in wrk; do want "$p"; done

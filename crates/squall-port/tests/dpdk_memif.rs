@@ -154,11 +154,9 @@ fn memif_pair_in_one_process() {
     // 3. Partial tx: with B not reading, A's tx stops once the memif ring is full; the
     // frames not taken stay in the Vec in order, and go later, in order.
     let n = 3000;
-    let mut seq = 5000u32;
     assert_eq!(a.alloc_tx(&mut tx, n), n);
-    for f in tx.iter_mut() {
+    for (seq, f) in (5000u32..).zip(tx.iter_mut()) {
         stamp(f, 200, seq);
-        seq += 1;
     }
     let full0 = a.stats().tx_full;
     let sent = a.tx_burst(&mut tx);
