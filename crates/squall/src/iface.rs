@@ -286,6 +286,7 @@ fn run_dpdk(
     live: Arc<Live>,
 ) -> Result<RunResult, String> {
     use squall_port::dpdk::{self, DpdkConfig, DpdkPort};
+    use squall_port::OffloadFlags;
     dpdk::init(&d.eal)?;
     let port = dpdk::open(&DpdkConfig {
         device: d.device.clone(),
@@ -299,17 +300,27 @@ fn run_dpdk(
             port.info().name
         ));
     }
+    let offloads = port.caps().offloads;
+    let by = |f| {
+        if offloads.contains(f) {
+            "device"
+        } else {
+            "stack"
+        }
+    };
     run_port(profile, cfg, rc, live, port, |p: &DpdkPort| {
         let i = p.info();
         let x = p.device_stats();
         format!(
-            "device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, offloads used {:?}; \
+            "device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, TCP checksums \
+             on tx by the {}, on rx by the {}; \
              device missed {}, rx errors {}, tx errors {}, no mbuf {}; chained rx {}",
             i.name,
             i.driver,
             i.rx_offload_capa,
             i.tx_offload_capa,
-            p.caps().offloads,
+            by(OffloadFlags::TX_TCP_CSUM),
+            by(OffloadFlags::RX_L4_CSUM_GOOD),
             x.imissed,
             x.ierrors,
             x.oerrors,

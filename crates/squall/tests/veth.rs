@@ -302,26 +302,6 @@ fn client_against_nginx(iface: &str, eal: Option<&str>, flows: u64) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The bytes of a profile buffer (`text` then `fill.text` repeated up to `size`).
-fn buffer_bytes(p: &Value, name: &str) -> Vec<u8> {
-    let b = p["buffers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["name"] == name)
-        .unwrap();
-    let mut v = b["text"].as_str().unwrap().as_bytes().to_vec();
-    if let Some(size) = b["size"].as_u64() {
-        let fill = b["fill"]["text"].as_str().unwrap().as_bytes();
-        let mut i = 0;
-        while (v.len() as u64) < size {
-            v.push(fill[i % fill.len()]);
-            i += 1;
-        }
-    }
-    v
-}
-
 /// Squall server-only on sq-srv0 for 4 s (+1 s drain) in a thread, its result as JSON in
 /// `json` if given; joined for (exit code, output).
 fn server_run(prof: &str, json: Option<&Path>) -> std::thread::JoinHandle<(i32, String)> {

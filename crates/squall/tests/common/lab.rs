@@ -82,3 +82,23 @@ pub fn num(v: &Value, path: &[&str]) -> u64 {
     x.as_u64()
         .unwrap_or_else(|| panic!("no number at {path:?} in {v}"))
 }
+
+/// The bytes of a profile buffer (`text` then `fill.text` repeated up to `size`).
+pub fn buffer_bytes(p: &Value, name: &str) -> Vec<u8> {
+    let b = p["buffers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == name)
+        .unwrap();
+    let mut v = b["text"].as_str().unwrap().as_bytes().to_vec();
+    if let Some(size) = b["size"].as_u64() {
+        let fill = b["fill"]["text"].as_str().unwrap().as_bytes();
+        let mut i = 0;
+        while (v.len() as u64) < size {
+            v.push(fill[i % fill.len()]);
+            i += 1;
+        }
+    }
+    v
+}

@@ -1,11 +1,15 @@
-//! T-memif (../shared/BENCHMARKS.md): two Squall processes, a server and a client, joined
-//! by DPDK's `net_memif` shared-memory device (no kernel in the path, no hugepages), one
-//! core each, run W1 (examples/w1-astf-http.json with the lab's addresses): every flow
-//! completes on both sides, every byte is counted on both sides. Needs root and the
-//! `dpdk` feature; the memif socket lives in a private temp dir.
+//! Squall over DPDK virtual devices (no NIC, no hugepages). T-memif
+//! (../shared/BENCHMARKS.md): two Squall processes, a server and a client, joined by DPDK's
+//! `net_memif` shared-memory device (no kernel in the path), one core each, run W1
+//! (examples/w1-astf-http.json with the lab's addresses): every flow completes, every byte
+//! is counted on both sides; the memif socket lives in a private temp dir. And Squall
+//! server-only over `net_tap` (a PMD with checksum offload) in a private namespace
+//! (`dp-tap-PID`) answering the kernel's curl byte for byte, with the device filling and
+//! verifying the checksums. Need root and the `dpdk` feature.
 #![cfg(feature = "dpdk")]
 
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -141,6 +145,119 @@ fn w1_between_two_squall_processes_over_memif() {
         c["rates"]["cps"].as_f64().unwrap(),
         c["cpu_sec"].as_f64().unwrap_or(0.0),
         s["cpu_sec"].as_f64().unwrap_or(0.0)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A network namespace of this test's own, deleted on drop.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
+    if let Some(r) = skip(&["ip", "curl", "timeout"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        eprintln!("skipped: no /dev/net/tun");
+        return;
+    }
+    let name = format!("dp-tap-{}", std::process::id());
+    let _ = Command::new("ip").args(["netns", "del", &name]).status();
+    let st = Command::new("ip")
+        .args(["netns", "add", &name])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let netns = Netns(name);
+    let n = netns.0.as_str();
+    let dir = tmpdir("tap");
+    let prof = repo().join("crates/squall/tests/profiles/veth-server.json");
+    let p: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
+    let expect = buffer_bytes(&p, "http_resp");
+    let json = dir.join("server.json");
+    let log = dir.join("server.log");
+    // Squall serves 198.18.48.1 through the tap dp-tap0 (created by the PMD); the kernel
+    // of the namespace is the client, 198.18.0.2 on the tap's kernel side.
+    let mut srv = Proc(
+        ns(
+            n,
+            &[
+                "timeout",
+                "30",
+                squall_bin(),
+                "run",
+                prof.to_str().unwrap(),
+                "--iface",
+                "dpdk",
+                "--mode",
+                "server",
+                "--duration",
+                "4",
+                "--drain-sec",
+                "1",
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+                "--eal",
+                "--no-huge --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
+                 --vdev=net_tap0,iface=dp-tap0",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("start squall"),
+    );
+    let t0 = Instant::now();
+    while !ns(n, &["ip", "link", "show", "dp-tap0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "the tap did not appear"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for cmd in [
+        &["ip", "link", "set", "lo", "up"][..],
+        &["ip", "addr", "add", "198.18.0.2/24", "dev", "dp-tap0"],
+        &["ip", "link", "set", "dp-tap0", "up"],
+        &["ip", "route", "add", "198.18.48.0/24", "dev", "dp-tap0"],
+    ] {
+        assert!(ns(n, cmd).status().unwrap().success(), "{cmd:?}");
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    const CURLS: u64 = 10;
+    for i in 0..CURLS {
+        let out = ns(n, &["curl", "-s", "-i", "-m", "3", "http://198.18.48.1/"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "curl #{i} failed: {out:?}");
+        assert_eq!(out.stdout, expect, "curl #{i}: response differs");
+    }
+    let status = srv.0.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!("{text}");
+    assert_eq!(status.code(), Some(0), "squall server run not clean");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(num(&r, &["server", "flows", "completed"]), CURLS);
+    assert_eq!(num(&r, &["errors"]), 0);
+    // The node used the device's checksum offloads both ways.
+    assert!(text.contains("(net_tap)"), "{text}");
+    assert!(
+        text.contains("TCP checksums on tx by the device, on rx by the device"),
+        "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
