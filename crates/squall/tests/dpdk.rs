@@ -182,38 +182,16 @@ fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
     let p: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
     let expect = buffer_bytes(&p, "http_resp");
     let json = dir.join("server.json");
-    let log = dir.join("server.log");
     // Squall serves 198.18.48.1 through the tap dp-tap0 (created by the PMD); the kernel
     // of the namespace is the client, 198.18.0.2 on the tap's kernel side.
-    let mut srv = Proc(
-        ns(
-            n,
-            &[
-                "timeout",
-                "30",
-                squall_bin(),
-                "run",
-                prof.to_str().unwrap(),
-                "--iface",
-                "dpdk",
-                "--mode",
-                "server",
-                "--duration",
-                "4",
-                "--drain-sec",
-                "1",
-                "-q",
-                "--json",
-                json.to_str().unwrap(),
-                "--eal",
-                "--no-huge --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
-                 --vdev=net_tap0,iface=dp-tap0",
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("start squall"),
+    let eal = "--no-huge --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
+               --vdev=net_tap0,iface=dp-tap0";
+    let srv = server_thread(
+        n,
+        prof.to_str().unwrap(),
+        "dpdk",
+        &["--eal", eal],
+        Some(&json),
     );
     let t0 = Instant::now();
     while !ns(n, &["ip", "link", "show", "dp-tap0"])
@@ -246,10 +224,9 @@ fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
         assert!(out.status.success(), "curl #{i} failed: {out:?}");
         assert_eq!(out.stdout, expect, "curl #{i}: response differs");
     }
-    let status = srv.0.wait().unwrap();
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let (code, text) = srv.join().unwrap();
     eprintln!("{text}");
-    assert_eq!(status.code(), Some(0), "squall server run not clean");
+    assert_eq!(code, 0, "squall server run not clean");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(num(&r, &["server", "flows", "completed"]), CURLS);
     assert_eq!(num(&r, &["errors"]), 0);

@@ -302,33 +302,9 @@ fn client_against_nginx(iface: &str, eal: Option<&str>, flows: u64) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Squall server-only on sq-srv0 for 4 s (+1 s drain) in a thread, its result as JSON in
-/// `json` if given; joined for (exit code, output).
+/// Squall server-only on sq-srv0 (AF_PACKET) for 4 s (+1 s drain) in a thread.
 fn server_run(prof: &str, json: Option<&Path>) -> std::thread::JoinHandle<(i32, String)> {
-    let mut args: Vec<String> = [
-        "run",
-        prof,
-        "--iface",
-        "afpacket:sq-srv0",
-        "--mode",
-        "server",
-        "--duration",
-        "4",
-        "--drain-sec",
-        "1",
-        "-q",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if let Some(j) = json {
-        args.push("--json".into());
-        args.push(j.to_str().unwrap().to_string());
-    }
-    std::thread::spawn(move || {
-        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-        squall_in("sq-srv", &a, 30)
-    })
+    server_thread("sq-srv", prof, "afpacket:sq-srv0", &[], json)
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! interfaces (veth.rs, memif.rs): tool checks, child processes killed by pid, commands
 //! in a network namespace, bounded squall runs, JSON report fields.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
@@ -101,4 +101,42 @@ pub fn buffer_bytes(p: &Value, name: &str) -> Vec<u8> {
         }
     }
     v
+}
+
+/// Squall server-only on `iface` (plus `extra` arguments) in namespace `n` for 4 s (+1 s
+/// drain) in a thread, its result as JSON in `json` if given; joined for (exit code,
+/// output).
+pub fn server_thread(
+    n: &str,
+    prof: &str,
+    iface: &str,
+    extra: &[&str],
+    json: Option<&Path>,
+) -> std::thread::JoinHandle<(i32, String)> {
+    let mut args: Vec<String> = [
+        "run",
+        prof,
+        "--iface",
+        iface,
+        "--mode",
+        "server",
+        "--duration",
+        "4",
+        "--drain-sec",
+        "1",
+        "-q",
+    ]
+    .iter()
+    .chain(extra)
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(j) = json {
+        args.push("--json".into());
+        args.push(j.to_str().unwrap().to_string());
+    }
+    let n = n.to_string();
+    std::thread::spawn(move || {
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        squall_in(&n, &a, 30)
+    })
 }
