@@ -68,7 +68,7 @@ fn memif_pair_in_one_process() {
     let s1 = dir.join("a.sock");
     let s2 = dir.join("b.sock");
     let args = format!(
-        "--no-huge --in-memory --no-pci --no-telemetry -m 512 -l 0 --log-level=*:warning \
+        "--no-huge --in-memory --no-pci --no-telemetry -m 1024 -l 0 --log-level=*:warning \
          --vdev=net_memif0,role=server,socket={a},id=0 \
          --vdev=net_memif1,role=client,socket={a},id=0 \
          --vdev=net_memif2,role=server,socket={b},id=0 \

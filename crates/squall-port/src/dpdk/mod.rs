@@ -8,7 +8,7 @@
 //!   [`effective_args`]); PMDs are shared objects the EAL loads from its plugin directory.
 //! - **Device** ([`open`]): the port named in [`DpdkConfig::device`] (e.g. `net_memif0`)
 //!   or the first probed one, configured with one rx/tx queue pair per worker
-//!   ([`DpdkConfig::queues`]), each with its own mbuf pool; RSS over IPv4/TCP/UDP with a
+//!   ([`DpdkConfig::queues`]), each with an rx and a tx mbuf pool of its own; RSS over IPv4/TCP/UDP with a
 //!   known symmetric Toeplitz key ([`RSS_KEY`]) when there is more than one queue and the
 //!   device hashes; checksum offloads enabled where `dev_info` offers them (and the
 //!   config allows). [`PortCaps`] come from the device (MAC, MTU, offloads).
@@ -125,8 +125,13 @@ pub struct DpdkConfig {
     /// Descriptors per rx queue and per tx queue (adjusted to the device's limits).
     pub rx_desc: u16,
     pub tx_desc: u16,
-    /// Mbufs in each queue's pool.
+    /// Mbufs in each queue's tx pool (`alloc_tx`).
     pub pool_frames: u32,
+    /// Mbufs in each queue's rx pool (the PMD fills its rx ring from it). Rx has a pool
+    /// of its own so that frames queued for a full tx ring can never take the mbufs rx
+    /// needs: two ends that both stall on tx would otherwise starve each other's rx and
+    /// never drain (seen on memif under overload).
+    pub rx_pool_frames: u32,
     /// Use the device's tx checksum offloads where it has them.
     pub tx_csum: bool,
     /// Use the device's rx checksum verification where it has it.
@@ -143,6 +148,7 @@ impl Default for DpdkConfig {
             rx_desc: 1024,
             tx_desc: 1024,
             pool_frames: 8191,
+            rx_pool_frames: 4095,
             tx_csum: true,
             rx_csum: true,
             promisc: true,
@@ -565,28 +571,30 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
     let key: Vec<u8> = RSS_KEY.iter().copied().cycle().take(key_len).collect();
     let max_frame = u32::from(di.mtu) + 18;
     let data_room = (u32::from(HEADROOM) + max_frame.max(2048)).min(u32::from(u16::MAX)) as u16;
-    let frames = cfg
-        .pool_frames
-        .max(u32::from(cfg.rx_desc) + u32::from(cfg.tx_desc) + 512);
-    let mut pools = Vec::with_capacity(usize::from(cfg.queues));
-    for q in 0..cfg.queues {
-        let seq = POOL_SEQ.fetch_add(1, Ordering::Relaxed);
-        let pname = CString::new(format!("sq{id}q{q}n{seq}")).unwrap_or_default();
-        // SAFETY: valid C string; the EAL is up.
-        let p = unsafe {
-            ffi::sq_pool_create(pname.as_ptr(), frames as c_uint, 256, data_room, di.socket)
-        };
-        if p.is_null() {
-            for &p in &pools {
-                // SAFETY: created above, never used.
-                unsafe { ffi::sq_pool_free(p) };
+    let tx_frames = cfg.pool_frames.max(u32::from(cfg.tx_desc) + 512);
+    let rx_frames = cfg.rx_pool_frames.max(2 * u32::from(cfg.rx_desc) + 512);
+    // Per queue: the rx pool (index q) and the tx pool (index queues + q).
+    let mut pools: Vec<*mut RteMempool> = Vec::with_capacity(2 * usize::from(cfg.queues));
+    for (kind, frames) in [("r", rx_frames), ("t", tx_frames)] {
+        for q in 0..cfg.queues {
+            let seq = POOL_SEQ.fetch_add(1, Ordering::Relaxed);
+            let pname = CString::new(format!("sq{id}{kind}{q}n{seq}")).unwrap_or_default();
+            // SAFETY: valid C string; the EAL is up.
+            let p = unsafe {
+                ffi::sq_pool_create(pname.as_ptr(), frames as c_uint, 256, data_room, di.socket)
+            };
+            if p.is_null() {
+                for &p in &pools {
+                    // SAFETY: created above, never used.
+                    unsafe { ffi::sq_pool_free(p) };
+                }
+                return Err(format!(
+                    "dpdk: {name}: cannot create a pool of {frames} mbufs of {data_room} bytes \
+                     (out of DPDK memory: raise the EAL's -m, in MB; --no-huge gives 64 MB)"
+                ));
             }
-            return Err(format!(
-                "dpdk: {name}: cannot create a pool of {frames} mbufs of {data_room} bytes \
-                 (out of DPDK memory: raise the EAL's -m, in MB; --no-huge gives 64 MB)"
-            ));
+            pools.push(p);
         }
-        pools.push(p);
     }
     let conf = ffi::DevConf {
         queues: cfg.queues,
@@ -600,8 +608,8 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
         rss_key: key.as_ptr(),
     };
     let mut stage: *const c_char = std::ptr::null();
-    // SAFETY: `conf`, `key` and `pools` (one per queue) outlive the call; `stage` is a
-    // valid out pointer the shim sets to a static string.
+    // SAFETY: `conf`, `key` and `pools` (the rx pools first, one per queue) outlive the
+    // call; `stage` is a valid out pointer the shim sets to a static string.
     let r = unsafe { ffi::sq_dev_start(id, &conf, pools.as_ptr(), &mut stage) };
     if r != 0 {
         let st = if stage.is_null() {
@@ -639,7 +647,7 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
         headroom: HEADROOM,
         offloads,
     };
-    Ok(pools
+    Ok(pools[usize::from(cfg.queues)..]
         .iter()
         .enumerate()
         .map(|(q, &pool)| DpdkPort {
@@ -673,7 +681,7 @@ impl DpdkPort {
     pub fn frames_out(&self) -> usize {
         self.out
     }
-    /// Free mbufs in this queue's pool (the pool's ring plus the per-lcore caches).
+    /// Free mbufs in this queue's tx pool (the pool's ring plus the per-lcore caches).
     pub fn pool_free(&self) -> usize {
         // SAFETY: the pool lives as long as the device.
         unsafe { ffi::sq_pool_avail(self.pool) as usize }
