@@ -61,6 +61,12 @@ int sq_eal_init(int argc, char **argv)
 	return r < 0 ? -rte_errno : r;
 }
 
+/* The EAL's runtime directory (/var/run/dpdk/PREFIX for root). */
+const char *sq_runtime_dir(void)
+{
+	return rte_eal_get_runtime_dir();
+}
+
 const char *sq_strerror(int e)
 {
 	return rte_strerror(e);

@@ -255,5 +255,6 @@ fn memif_pair_in_one_process() {
         a.device_stats()
     );
     drop((a, b, qa, qb));
+    dpdk::remove_own_runtime_dir();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -189,4 +189,6 @@ fn run() {
         "{seen:?}"
     );
     assert_eq!(d.frames_out(), 0);
+    drop((d, k));
+    dpdk::remove_own_runtime_dir();
 }

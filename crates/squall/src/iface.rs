@@ -285,9 +285,26 @@ fn run_dpdk(
     d: &DpdkSpec,
     live: Arc<Live>,
 ) -> Result<RunResult, String> {
-    use squall_port::dpdk::{self, DpdkConfig, DpdkPort};
-    use squall_port::OffloadFlags;
     dpdk::init(&d.eal)?;
+    let r = run_dpdk_port(profile, cfg, rc, d, live);
+    // The ports are closed: the EAL's runtime files of this process can go.
+    dpdk::remove_own_runtime_dir();
+    r
+}
+
+#[cfg(feature = "dpdk")]
+use squall_port::dpdk;
+
+#[cfg(feature = "dpdk")]
+fn run_dpdk_port(
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    rc: &RealConfig,
+    d: &DpdkSpec,
+    live: Arc<Live>,
+) -> Result<RunResult, String> {
+    use squall_port::dpdk::{DpdkConfig, DpdkPort};
+    use squall_port::OffloadFlags;
     let port = dpdk::open(&DpdkConfig {
         device: d.device.clone(),
         ..DpdkConfig::default()

@@ -95,7 +95,7 @@ pub fn effective_args(args: &[String]) -> Vec<String> {
     for a in args {
         if no_huge && a == "--in-memory" {
             if !prefixed {
-                out.push(format!("--file-prefix=squall-{}", std::process::id()));
+                out.push(format!("--file-prefix={}", own_prefix()));
             }
         } else {
             out.push(a.clone());
@@ -118,6 +118,29 @@ pub fn init(args: &[String]) -> Result<(), String> {
         ));
     }
     res.clone()
+}
+
+/// The file prefix [`effective_args`] gives this process.
+fn own_prefix() -> String {
+    format!("squall-{}", std::process::id())
+}
+
+/// Removes the EAL's runtime directory when its prefix is the one [`effective_args`]
+/// made up for this process (`/var/run/dpdk/squall-PID`: nobody else uses it, and the
+/// EAL leaves it behind); call once the ports are closed, before the process ends.
+/// Directories the user named (`--file-prefix`) are left alone.
+pub fn remove_own_runtime_dir() {
+    if !is_up() {
+        return;
+    }
+    // SAFETY: the EAL is up; it returns its NUL-terminated runtime path (static storage).
+    let dir = unsafe { std::ffi::CStr::from_ptr(ffi::sq_runtime_dir()) }
+        .to_string_lossy()
+        .into_owned();
+    let path = std::path::Path::new(&dir);
+    if path.file_name().and_then(|n| n.to_str()) == Some(own_prefix().as_str()) {
+        let _ = std::fs::remove_dir_all(path);
+    }
 }
 
 /// Whether the EAL is up in this process.

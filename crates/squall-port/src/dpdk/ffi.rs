@@ -66,6 +66,7 @@ pub struct DevStats {
 extern "C" {
     pub fn sq_eal_init(argc: c_int, argv: *mut *mut c_char) -> c_int;
     pub fn sq_strerror(e: c_int) -> *const c_char;
+    pub fn sq_runtime_dir() -> *const c_char;
     pub fn sq_port_count() -> u16;
     pub fn sq_port_next(from: u16) -> c_int;
     pub fn sq_port_by_name(name: *const c_char) -> c_int;

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use eal::{effective_args, init, is_up, split_args};
+pub use eal::{effective_args, init, is_up, remove_own_runtime_dir, split_args};
 pub use ffi::DevStats;
 use ffi::{RteMbuf, RteMempool};
 
