@@ -276,8 +276,7 @@ pub fn run_real(
 }
 
 /// Runs over the DPDK port of `d` (EAL initialised here: this thread becomes its main
-/// lcore), one queue pair.
-#[cfg(feature = "dpdk")]
+/// lcore), one queue pair; without the `dpdk` feature, an error.
 fn run_dpdk(
     profile: Arc<Profile>,
     cfg: &RunConfig,
@@ -285,26 +284,56 @@ fn run_dpdk(
     d: &DpdkSpec,
     live: Arc<Live>,
 ) -> Result<RunResult, String> {
-    dpdk::init(&d.eal)?;
-    let r = run_dpdk_port(profile, cfg, rc, d, live);
-    // The ports are closed: the EAL's runtime files of this process can go.
-    dpdk::remove_own_runtime_dir();
-    r
+    #[cfg(feature = "dpdk")]
+    {
+        use squall_port::dpdk::{self, DpdkPort};
+        use squall_port::OffloadFlags;
+        dpdk::init(&d.eal)?;
+        let r = open_dpdk(d).and_then(|port| {
+            let offloads = port.caps().offloads;
+            let by = |f| {
+                if offloads.contains(f) {
+                    "device"
+                } else {
+                    "stack"
+                }
+            };
+            run_port(profile, cfg, rc, live, port, |p: &DpdkPort| {
+                let i = p.info();
+                let x = p.device_stats();
+                format!(
+                    "device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, TCP \
+                     checksums on tx by the {}, on rx by the {}; device missed {}, rx \
+                     errors {}, tx errors {}, no mbuf {}; chained rx {}",
+                    i.name,
+                    i.driver,
+                    i.rx_offload_capa,
+                    i.tx_offload_capa,
+                    by(OffloadFlags::TX_TCP_CSUM),
+                    by(OffloadFlags::RX_L4_CSUM_GOOD),
+                    x.imissed,
+                    x.ierrors,
+                    x.oerrors,
+                    x.rx_nombuf,
+                    p.extra_stats().rx_chained
+                )
+            })
+        });
+        // The ports are closed: the EAL's runtime files of this process can go.
+        dpdk::remove_own_runtime_dir();
+        r
+    }
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = (profile, cfg, rc, d, live);
+        Err("--iface dpdk: built without the dpdk feature (cargo build --features dpdk)".into())
+    }
 }
 
+/// Opens queue pair 0 of `d`'s device and waits for its link.
 #[cfg(feature = "dpdk")]
-use squall_port::dpdk;
-
-#[cfg(feature = "dpdk")]
-fn run_dpdk_port(
-    profile: Arc<Profile>,
-    cfg: &RunConfig,
-    rc: &RealConfig,
-    d: &DpdkSpec,
-    live: Arc<Live>,
-) -> Result<RunResult, String> {
-    use squall_port::dpdk::{DpdkConfig, DpdkPort};
-    use squall_port::OffloadFlags;
+fn open_dpdk(d: &DpdkSpec) -> Result<squall_port::dpdk::DpdkPort, String> {
+    use squall_port::dpdk::{self, DpdkConfig};
     let port = dpdk::open(&DpdkConfig {
         device: d.device.clone(),
         ..DpdkConfig::default()
@@ -317,45 +346,7 @@ fn run_dpdk_port(
             port.info().name
         ));
     }
-    let offloads = port.caps().offloads;
-    let by = |f| {
-        if offloads.contains(f) {
-            "device"
-        } else {
-            "stack"
-        }
-    };
-    run_port(profile, cfg, rc, live, port, |p: &DpdkPort| {
-        let i = p.info();
-        let x = p.device_stats();
-        format!(
-            "device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, TCP checksums \
-             on tx by the {}, on rx by the {}; \
-             device missed {}, rx errors {}, tx errors {}, no mbuf {}; chained rx {}",
-            i.name,
-            i.driver,
-            i.rx_offload_capa,
-            i.tx_offload_capa,
-            by(OffloadFlags::TX_TCP_CSUM),
-            by(OffloadFlags::RX_L4_CSUM_GOOD),
-            x.imissed,
-            x.ierrors,
-            x.oerrors,
-            x.rx_nombuf,
-            p.extra_stats().rx_chained
-        )
-    })
-}
-
-#[cfg(not(feature = "dpdk"))]
-fn run_dpdk(
-    _profile: Arc<Profile>,
-    _cfg: &RunConfig,
-    _rc: &RealConfig,
-    _d: &DpdkSpec,
-    _live: Arc<Live>,
-) -> Result<RunResult, String> {
-    Err("--iface dpdk: built without the dpdk feature (cargo build --features dpdk)".into())
+    Ok(port)
 }
 
 /// The run itself, over any port; `extra` describes the port's own counters at the end.
