@@ -14,7 +14,7 @@ want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed" 
 
 for p in build-essential pkg-config python3 python3-pip python3-venv ca-certificates curl; do want "$p"; done
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
-  for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping libdpdk-dev; do want "$p"; done
+  for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping nftables libdpdk-dev; do want "$p"; done
 fi
 if [ "$mode" = bench ]; then
   for p in wrk; do want "$p"; done

@@ -4,9 +4,23 @@
 #   sq-cli [sq-cli0] <---- veth, MTU 1500 ----> [sq-srv0] sq-srv
 #   client 198.18.0.2, client pool 198.18.16.0/24      server 198.18.0.1, W1 server 198.18.48.1
 #
-# usage: scripts/lab.sh up [--squall none|client|server]   (idempotent: rebuilds from scratch)
-#        scripts/lab.sh down
+# usage: scripts/lab.sh up [veth] [--squall none|client|server]   (idempotent: rebuilds from scratch)
+#        scripts/lab.sh up dut|dut-nat
+#        scripts/lab.sh down     (removes every namespace of either topology)
 #        scripts/lab.sh status
+#
+# T-dut (`up dut`, `up dut-nat`): one Squall process owns a client port and a server port,
+# the device under test routes (and with dut-nat also masquerades) between them:
+#
+#   sq-tg [sq-c0] <-- veth --> [sq-dc0] sq-dut [sq-ds0] <-- veth --> [sq-s0] sq-tg
+#   client pool 198.18.16.0/24   198.18.0.1     198.19.0.1     server 198.19.48.1
+#
+# sq-tg holds both of Squall's interfaces, without addresses (Squall answers ARP for its
+# client pool on sq-c0 and for 198.19.48.1 on sq-s0). sq-dut forwards between its two
+# interfaces with the pools on-link (it ARPs for each address, Squall answers); Squall
+# resolves the DUT's MAC through its gateway addresses (--client-gw 198.18.0.1,
+# --server-gw 198.19.0.1). dut-nat adds an nftables masquerade on sq-ds0: the server
+# side then sees every flow coming from 198.19.0.1.
 #
 # An address belongs to the kernel of its namespace when a kernel program (nginx, curl, ab,
 # wrk) plays that side, and to Squall otherwise: then the interface of that namespace gets
@@ -33,14 +47,71 @@ CLI=sq-cli
 SRV=sq-srv
 CIF=sq-cli0
 SIF=sq-srv0
+TG=sq-tg
+DUT=sq-dut
 
 need() { command -v "$1" >/dev/null || { echo "lab.sh: '$1' not found (apt-get install $2)" >&2; exit 2; }; }
 
 down() {
-    ip netns del "$CLI" 2>/dev/null || true
-    ip netns del "$SRV" 2>/dev/null || true
+    local n
+    for n in "$CLI" "$SRV" "$TG" "$DUT"; do
+        ip netns del "$n" 2>/dev/null || true
+    done
     # A veth whose peer namespace vanished is deleted with it; this catches a half-built one.
     ip link del "$CIF" 2>/dev/null || true
+}
+
+# A namespace with lo up and IPv6 off.
+ns_new() {
+    ip netns add "$1"
+    ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+    ip netns exec "$1" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+    ip netns exec "$1" ip link set lo up
+}
+
+# A veth pair $2 (in $1) <-> $4 (in $3), MTU 1500, offloads off, both up.
+veth_pair() {
+    ip link add "$2" netns "$1" type veth peer name "$4" netns "$3"
+    ip -n "$1" link set "$2" mtu 1500
+    ip -n "$3" link set "$4" mtu 1500
+    offloads_off "$1" "$2"
+    offloads_off "$3" "$4"
+    ip -n "$1" link set "$2" up
+    ip -n "$3" link set "$4" up
+}
+
+up_dut() {
+    local nat=$1
+    [ "$(id -u)" = 0 ] || { echo "lab.sh: needs root" >&2; exit 2; }
+    need ip iproute2
+    need ethtool ethtool
+    [ "$nat" = 1 ] && need nft nftables
+    down
+    trap 'echo "lab.sh: setup failed, cleaning up" >&2; down' ERR
+    ns_new "$TG"
+    ns_new "$DUT"
+    veth_pair "$TG" sq-c0 "$DUT" sq-dc0
+    veth_pair "$TG" sq-s0 "$DUT" sq-ds0
+    ip -n "$DUT" addr add 198.18.0.1/24 dev sq-dc0
+    ip -n "$DUT" addr add 198.19.0.1/24 dev sq-ds0
+    ip -n "$DUT" route add 198.18.16.0/24 dev sq-dc0
+    ip -n "$DUT" route add 198.19.48.0/24 dev sq-ds0
+    ip netns exec "$DUT" sysctl -qw net.ipv4.ip_forward=1
+    for i in all default sq-dc0 sq-ds0; do
+        ip netns exec "$DUT" sysctl -qw "net.ipv4.conf.$i.rp_filter=0"
+    done
+    if [ "$nat" = 1 ]; then
+        ip netns exec "$DUT" nft -f - <<'NFT'
+table ip sq_nat {
+    chain postrouting {
+        type nat hook postrouting priority srcnat; policy accept;
+        oifname "sq-ds0" masquerade
+    }
+}
+NFT
+    fi
+    trap - ERR
+    echo "lab up (T-dut$([ "$nat" = 1 ] && echo ", NAT"): Squall on sq-c0 and sq-s0 in $TG)"
 }
 
 offloads_off() {
@@ -50,6 +121,11 @@ offloads_off() {
 
 up() {
     local squall=none
+    case "${1:-}" in
+        dut) up_dut 0; return ;;
+        dut-nat) up_dut 1; return ;;
+        veth) shift ;;
+    esac
     while [ $# -gt 0 ]; do
         case "$1" in
             --squall) squall="${2:-}"; shift 2 ;;
@@ -105,7 +181,7 @@ up() {
 }
 
 status() {
-    for ns in "$CLI" "$SRV"; do
+    for ns in "$CLI" "$SRV" "$TG" "$DUT"; do
         echo "== $ns"
         ip -n "$ns" -br addr 2>/dev/null || echo "(absent)"
         ip -n "$ns" route 2>/dev/null || true
@@ -116,5 +192,5 @@ case "${1:-}" in
     up) shift; up "$@" ;;
     down) down; echo "lab down" ;;
     status) status ;;
-    *) echo "usage: $0 up [--squall none|client|server] | down | status" >&2; exit 2 ;;
+    *) echo "usage: $0 up [veth] [--squall none|client|server] | up dut|dut-nat | down | status" >&2; exit 2 ;;
 esac

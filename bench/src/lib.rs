@@ -7,6 +7,8 @@ pub mod kernel;
 pub mod measure;
 #[cfg(feature = "squall")]
 pub mod mem2;
+#[cfg(feature = "squall")]
+pub mod memn;
 pub mod memwire;
 pub mod pair;
 pub mod portwire;

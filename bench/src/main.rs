@@ -23,6 +23,9 @@ const USAGE: &str = "usage:
                                        thread; smoltcp has no initial-window knob: row omitted)
   squall-bench mem2 [--workloads W1,W2] [--conns 100,1000] [--seconds S] [--runs N] [--initwnd 2]
                     (T-mem2: Squall client thread on core 0, server thread on core 1)
+  squall-bench memn [--cores 1,2] [--workloads W1,W2] [--conns 1000] [--seconds S] [--runs N]
+                    (T-memN: N Squall shards at once, one per core, each both ends of its
+                     own connections over its own wire; C connections per shard)
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
   squall-bench w3-child --stack smoltcp|squall --flows N [--max-seconds S]   (internal)";
 
@@ -45,6 +48,8 @@ struct Opts {
     offload: bool,
     /// Initial congestion windows (segments) for the initwnd rows; empty = not asked.
     initwnd: Vec<u8>,
+    /// Shard counts of the T-memN cells.
+    cores: Vec<usize>,
     /// Whether `--workloads` / `--conns` were given (mem2 has its own defaults).
     workloads_set: bool,
     conns_set: bool,
@@ -64,6 +69,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         wire: "port".into(),
         offload: false,
         initwnd: Vec::new(),
+        cores: vec![1, 2],
         workloads_set: false,
         conns_set: false,
     };
@@ -118,6 +124,15 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 }
             }
             "--stacks" | "--stack" => o.stacks = list(val()?),
+            "--cores" => {
+                o.cores = list(val()?)
+                    .iter()
+                    .map(|c| match c.parse::<usize>() {
+                        Ok(n @ 1..=256) => Ok(n),
+                        _ => Err(format!("bad --cores value {c} (1..=256)")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             "--flows" => {
                 o.flows = list(val()?)
                     .iter()
@@ -456,6 +471,46 @@ fn run_mem2(o: &Opts) -> Result<(), String> {
     Ok(())
 }
 
+/// T-memN: W1/W2 on N shards for each N of `--cores` (W1, C = 1000 by default).
+#[cfg(feature = "squall")]
+fn run_memn(o: &Opts) -> Result<(), String> {
+    let workloads: Vec<String> = if o.workloads_set {
+        o.workloads.clone()
+    } else {
+        vec!["W1".into()]
+    };
+    let conns = if o.conns_set {
+        o.conns.clone()
+    } else {
+        vec![1000]
+    };
+    for w in &workloads {
+        if w != "W1" && w != "W2" {
+            return Err(format!("workload {w} is not run on T-memN (W1, W2)"));
+        }
+        for &c in &conns {
+            for &n in &o.cores {
+                let mut runs = Vec::new();
+                for i in 0..o.runs {
+                    let mut cfg = RunCfg::new(c, o.seconds);
+                    cfg.max_ops = o.max_ops;
+                    cfg.pool = o.pool;
+                    let r = squall_bench::memn::run(w == "W2", &cfg, o.offload, n)?;
+                    progress(&r, i, o.runs);
+                    runs.push(r);
+                }
+                emit(&runs);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "squall"))]
+fn run_memn(_o: &Opts) -> Result<(), String> {
+    Err("built without the `squall` feature (squall-tcp)".into())
+}
+
 fn run_kernel(o: &Opts) -> Result<(), String> {
     for w in &o.workloads {
         let wl = match w.as_str() {
@@ -498,6 +553,7 @@ fn main() -> ExitCode {
         "mem" => run_mem(&opts),
         "loop" => run_kernel(&opts),
         "mem2" => run_mem2(&opts),
+        "memn" => run_memn(&opts),
         "w3-child" => run_w3_child(&opts),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");

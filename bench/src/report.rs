@@ -13,6 +13,8 @@ pub struct Record {
     pub conns: Option<u64>,
     /// Extra: initial congestion window in segments, on rows that vary it.
     pub initwnd: Option<u64>,
+    /// Worker cores of a multi-core run (T-memN).
+    pub cores: Option<u64>,
     pub cps: Option<f64>,
     pub rps: Option<f64>,
     pub gbps: Option<f64>,
@@ -92,6 +94,9 @@ impl Record {
         if let Some(w) = self.initwnd {
             let _ = write!(o, ",\"initwnd\":{w}");
         }
+        if let Some(n) = self.cores {
+            let _ = write!(o, ",\"cores\":{n}");
+        }
         num(&mut o, "cps", self.cps);
         num(&mut o, "rps", self.rps);
         num(&mut o, "gbps", self.gbps);
@@ -148,6 +153,7 @@ pub fn median_record(runs: &[Record]) -> Option<Record> {
         server: first.server.clone(),
         conns: first.conns,
         initwnd: first.initwnd,
+        cores: first.cores,
         cps: pick(&|r| r.cps),
         rps: pick(&|r| r.rps),
         gbps: pick(&|r| r.gbps),

@@ -91,7 +91,9 @@ def test_global_info_per_side(validate) -> None:
     ("initwnd", 0, "out of range"),
     ("delay_ack_msec", 501, "out of range"),
     ("mss", "1460", "must be an integer"),
-    ("no_delay", 2, "bool or 0/1"),
+    ("no_delay", 4, "out of range 0..=3"),
+    ("keepinit", 0, "out of range 1..=65533"),
+    ("blackhole", 1, "out of range 0..=0"),
 ])
 def test_tunable_values_are_checked_at_the_assignment(field, value, msg) -> None:
     info = ASTFGlobalInfo()
@@ -108,11 +110,13 @@ def test_unknown_and_trex_only_tunables() -> None:
         info.tcp.msss = 1
     assert ei.value.field == "tcp.msss" and "unknown tunable" in ei.value.msg
     with pytest.raises(ProfileError) as ei:
-        info.tcp.keepinit = 5
-    assert "exists in TRex" in ei.value.msg
+        info.tcp.cc_algo = "cubic"
+    assert "NewReno only" in ei.value.msg
     with pytest.raises(ProfileError) as ei:
         info.ipv6.enable = 1
-    assert ei.value.field == "ipv6"
+    assert ei.value.field == "ipv6.enable"
+    with pytest.raises(ProfileError, match="IPv4 only"):
+        info.ipv6.src_msb = "ff03::"
     with pytest.raises(ProfileError):
         info.bogus.x = 1
     with pytest.raises(ProfileError, match="followed by a field"):
@@ -236,3 +240,72 @@ def test_print_stats_and_update_keepalive(capsys) -> None:
     s.recv_msg(1)
     c.update_keepalive(s)
     assert [i.op for i in s.instrs][:2] == ["set_keepalive_msg", "set_label"] and s.labels["x"] == 1
+
+
+def test_trex_tunables_table_is_accepted(validate) -> None:
+    """Every tunable of TRex's table that Squall supports or accepts compiles to the IR."""
+    c = ASTFGlobalInfo()
+    c.tcp.keepinit = 5
+    c.tcp.keepidle = 128
+    c.tcp.keepintvl = 10
+    c.tcp.blackhole = 0
+    c.tcp.no_delay = 2
+    c.ip.dont_use_inbound_mac = 1
+    c.scheduler.accurate = 1
+    c.ipv6.enable = 0
+    pt = ASTFGlobalInfoPerTemplate()
+    pt.tcp.no_delay = 3
+    pt.ipv6.enable = 0
+    with pytest.raises(ProfileError, match="side-wide"):
+        pt.tcp.keepidle = 10
+    prog_c, prog_s = http_programs()
+    ir = profile_of(prog_c, prog_s, default_c_glob_info=c, default_s_glob_info=c).to_json()
+    validate(ir)
+    assert ir["global"] == {"tcp": {"keepinit": 5, "keepidle": 128, "keepintvl": 10, "blackhole": 0,
+                                    "no_delay": 2},
+                            "ip": {"dont_use_inbound_mac": 1}, "scheduler": {"accurate": 1},
+                            "ipv6": {"enable": 0}}
+    assert pt.to_json() == {"tcp": {"no_delay": 3}}
+
+
+def test_one_dist_in_several_generators_is_one_shared_pool(validate) -> None:
+    """TRex: one ASTFIPGenDist passed to several ASTFIPGen/templates shares one distribution."""
+    dist = ASTFIPGenDist(["16.0.0.1", "16.0.0.10"], distribution="seq")
+    g1 = ASTFIPGen(dist_client=dist, dist_server=ASTFIPGenDist(["48.0.0.1", "48.0.0.1"]))
+    g2 = ASTFIPGen(dist_client=dist, dist_server=ASTFIPGenDist(["48.0.0.2", "48.0.0.2"]))
+    c, s = http_programs()
+    ts = [ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c, port=p),
+                       server_template=ASTFTCPServerTemplate(program=s, assoc=ASTFAssociationRule(port=p)))
+          for g, p in ((g1, 80), (g2, 81))]
+    ir = ASTFProfile(default_ip_gen=g1, templates=ts).to_json()
+    validate(ir)
+    assert len(ir["ip_gens"]) == 2
+    assert ir["ip_gens"][0]["clients"] == ir["ip_gens"][1]["clients"]
+    # A shared pool has one ip_offset.
+    g3 = ASTFIPGen(dist_client=dist, dist_server=ASTFIPGenDist(["48.0.0.3", "48.0.0.3"]),
+                   glob=ASTFIPGenGlobal(ip_offset="2.0.0.0"))
+    t3 = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g3, program=c, port=82),
+                      server_template=ASTFTCPServerTemplate(program=s, assoc=ASTFAssociationRule(port=82)))
+    with pytest.raises(ProfileError, match="one ip_offset"):
+        ASTFProfile(default_ip_gen=g1, templates=ts + [t3]).to_json()
+
+
+def test_l7_map_association(validate) -> None:
+    """TRex: ASTFAssociationRule(port=80, l7_map=[0, 1, 2, 3]) or a dict with masks/values."""
+    g = ip_gen()
+    get_c, get_s = http_programs(req=b"GET / HTTP/1.1\r\n\r\n")
+    post_c, post_s = http_programs(req=b"POST /f HTTP/1.1\r\n\r\n", resp=b"HTTP/1.1 201 Created\r\n\r\n")
+    ts = [ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c, port=80),
+                       server_template=ASTFTCPServerTemplate(program=s, assoc=rule))
+          for c, s, rule in ((get_c, get_s, ASTFAssociationRule(port=80, l7_map=[0, 1, 2, 3])),
+                             (post_c, post_s, ASTFAssociationRule(
+                                 port=80, l7_map={"offset": [0, 1], "mask": [255, 255], "value": [80, 79]})))]
+    ir = ASTFProfile(default_ip_gen=g, templates=ts).to_json()
+    validate(ir)
+    assert ir["templates"][0]["assoc"] == [{"port": 80, "l7_map": {"offset": [0, 1, 2, 3]}}]
+    assert ir["templates"][1]["assoc"] == [{"port": 80, "l7_map": {"offset": [0, 1], "mask": [255, 255],
+                                                                    "value": [80, 79]}}]
+    for bad, msg in (({"offset": [0], "mask": [1, 2]}, "one per offset"), ([0, 0], "distinct"),
+                     ({"offset": [300]}, "0..255"), ({"value": [1]}, "offset \\(required\\)"), ("x", "list")):
+        with pytest.raises(ProfileError, match=msg):
+            ASTFAssociationRule(port=80, l7_map=bad)

@@ -190,12 +190,52 @@ pub struct IpGen {
     pub ip_offset_server: u32,
 }
 
-/// Server association rule: destination port and optional destination address range.
+/// Most byte offsets in an [`L7Map`].
+pub const MAX_L7_OFFSETS: usize = 8;
+
+/// TRex `l7_map`: a server template chosen by the first bytes the client sends. The
+/// flow matches when, at every offset, `byte & mask == value & mask`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct L7Map {
+    /// Number of offsets used (1..=[`MAX_L7_OFFSETS`]).
+    pub len: u8,
+    pub offsets: [u8; MAX_L7_OFFSETS],
+    pub mask: [u8; MAX_L7_OFFSETS],
+    pub value: [u8; MAX_L7_OFFSETS],
+}
+
+impl L7Map {
+    fn entries(&self) -> impl Iterator<Item = (usize, u8, u8)> + '_ {
+        (0..self.len as usize).map(|k| (self.offsets[k] as usize, self.mask[k], self.value[k]))
+    }
+    /// Bytes the server needs before it can decide (the largest offset + 1).
+    pub fn need(&self) -> usize {
+        self.entries().map(|(o, _, _)| o + 1).max().unwrap_or(0)
+    }
+    /// Do the first bytes of a stream (at least [`L7Map::need`] of them) match?
+    pub fn matches(&self, first: &[u8]) -> bool {
+        self.entries()
+            .all(|(o, m, v)| first.get(o).is_some_and(|&b| b & m == v & m))
+    }
+    /// Could one stream match both maps? Not when some offset present in both has bits,
+    /// under both masks, where the values differ.
+    pub fn may_both_match(&self, o: &L7Map) -> bool {
+        !self.entries().any(|(off, m, v)| {
+            o.entries()
+                .any(|(off2, m2, v2)| off == off2 && (v ^ v2) & m & m2 != 0)
+        })
+    }
+}
+
+/// Server association rule: destination port and optional destination address range,
+/// and optionally the client's first bytes (`l7`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AssocRule {
     pub port: u16,
     /// Inclusive range of destination addresses; `None` = any.
     pub ips: Option<(u32, u32)>,
+    /// TRex `l7_map`: the template is chosen once the client's first bytes arrive.
+    pub l7: Option<L7Map>,
 }
 
 impl AssocRule {
@@ -209,11 +249,17 @@ impl AssocRule {
     fn range(&self) -> (u32, u32) {
         self.ips.unwrap_or((0, u32::MAX))
     }
-    /// Could one packet match both rules?
+    /// Could one flow match both rules (address, port and, when both have one, the L7 map)?
     pub fn overlaps(&self, o: &AssocRule) -> bool {
         let (a, b) = self.range();
         let (c, d) = o.range();
-        self.port == o.port && a <= d && c <= b
+        self.port == o.port
+            && a <= d
+            && c <= b
+            && match (&self.l7, &o.l7) {
+                (Some(x), Some(y)) => x.may_both_match(y),
+                _ => true,
+            }
     }
 }
 
@@ -223,13 +269,24 @@ pub struct TcpTunables {
     pub mss: u16,
     pub initwnd: u8,
     pub delay_ack_msec: u16,
+    /// Nagle off (`no_delay` bit 0).
     pub no_delay: bool,
+    /// TRex `no_delay` bit 1 (value 2 or 3): PUSH on every data segment. Carried, not
+    /// applied (squall-tcp sets PSH on the segment that empties the send queue).
+    pub no_delay_push: bool,
     pub no_delay_counter: u16,
     pub rxbufsize: u32,
     pub txbufsize: u32,
     pub rexmtthresh: u8,
     pub do_rfc1323: bool,
     pub do_sack: bool,
+    /// Connection-establishment timeout, seconds (BSD/TRex `keepinit`): the SYN and
+    /// SYN-ACK retransmissions that fit in it. Side-wide (global tunables only).
+    pub keepinit: u16,
+    /// Keepalive idle time, seconds; 0 = no keepalive probes. Side-wide.
+    pub keepidle: u16,
+    /// Keepalive probe interval, seconds. Side-wide.
+    pub keepintvl: u16,
 }
 
 impl Default for TcpTunables {
@@ -239,12 +296,16 @@ impl Default for TcpTunables {
             initwnd: 10,
             delay_ack_msec: 200,
             no_delay: false,
+            no_delay_push: false,
             no_delay_counter: 0,
             rxbufsize: 32768,
             txbufsize: 32768,
             rexmtthresh: 3,
             do_rfc1323: true,
             do_sack: false,
+            keepinit: 75,
+            keepidle: 0,
+            keepintvl: 75,
         }
     }
 }
@@ -312,6 +373,17 @@ pub struct Template {
     pub server: SideTunables,
 }
 
+/// How a new server flow finds its template ([`Profile::server_assoc`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerAssoc {
+    /// No template accepts this address and port.
+    None,
+    /// This template, at once.
+    Template(TemplateIdx),
+    /// L7 maps decide: wait for this many bytes of the client's stream (or its end).
+    L7 { need: usize },
+}
+
 /// A validated, compiled profile.
 #[derive(Clone, Debug)]
 pub struct Profile {
@@ -331,19 +403,87 @@ impl Profile {
     pub fn program(&self, p: ProgIdx) -> &Program {
         &self.programs[p.0 as usize]
     }
+    /// The shared client pool of template `t`: the index of the first template whose
+    /// generator has the identical client pool (and so, checked by the loader, the same
+    /// `ip_offset`) (TRex: templates built
+    /// from one `ASTFIPGenDist` draw from one distribution and one port space).
+    pub fn client_pool_of(&self, t: TemplateIdx) -> usize {
+        self.first_template_with(t, |g| g.clients)
+    }
+
+    /// As [`Profile::client_pool_of`] for the server pool (one shared server cursor).
+    pub fn server_pool_of(&self, t: TemplateIdx) -> usize {
+        self.first_template_with(t, |g| (g.servers, g.ip_offset_server))
+    }
+
+    fn first_template_with<K: PartialEq>(
+        &self,
+        t: TemplateIdx,
+        key: impl Fn(&IpGen) -> K,
+    ) -> usize {
+        let k = |i: usize| key(&self.ip_gens[self.templates[i].ip_gen as usize]);
+        let me = k(t.0 as usize);
+        (0..t.0 as usize)
+            .find(|&i| k(i) == me)
+            .unwrap_or(t.0 as usize)
+    }
+
     /// The template whose server side accepts a new flow to `dst_ip:dst_port` over
-    /// `transport` (association rules in template order; the first match wins).
+    /// `transport` (association rules in template order; the first match wins). Rules
+    /// with an L7 map are left to [`Profile::server_assoc`].
     pub fn server_template_for(
         &self,
         transport: Transport,
         dst_ip: u32,
         dst_port: u16,
     ) -> Option<TemplateIdx> {
+        match self.server_assoc(transport, dst_ip, dst_port) {
+            ServerAssoc::Template(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    fn assoc_rules(
+        &self,
+        transport: Transport,
+        dst_ip: u32,
+        dst_port: u16,
+    ) -> impl Iterator<Item = (usize, &AssocRule)> + '_ {
         self.templates
             .iter()
-            .position(|t| {
-                t.transport == transport && t.assoc.iter().any(|r| r.matches(dst_ip, dst_port))
-            })
-            .map(|i| TemplateIdx(i as u16))
+            .enumerate()
+            .filter(move |(_, t)| t.transport == transport)
+            .flat_map(|(i, t)| t.assoc.iter().map(move |r| (i, r)))
+            .filter(move |(_, r)| r.matches(dst_ip, dst_port))
+    }
+
+    /// How a new flow to `dst_ip:dst_port` finds its server template: at once, or (L7
+    /// maps) from the client's first bytes, or not at all.
+    pub fn server_assoc(&self, transport: Transport, dst_ip: u32, dst_port: u16) -> ServerAssoc {
+        let mut rules = self.assoc_rules(transport, dst_ip, dst_port).peekable();
+        match rules.peek() {
+            None => ServerAssoc::None,
+            Some((i, r)) if r.l7.is_none() => ServerAssoc::Template(TemplateIdx(*i as u16)),
+            Some(_) => ServerAssoc::L7 {
+                need: rules
+                    .filter_map(|(_, r)| r.l7.map(|m| m.need()))
+                    .max()
+                    .unwrap_or(0),
+            },
+        }
+    }
+
+    /// The template whose L7 map matches the client's `first` bytes (see
+    /// [`Profile::server_assoc`]).
+    pub fn server_template_l7(
+        &self,
+        transport: Transport,
+        dst_ip: u32,
+        dst_port: u16,
+        first: &[u8],
+    ) -> Option<TemplateIdx> {
+        self.assoc_rules(transport, dst_ip, dst_port)
+            .find(|(_, r)| r.l7.is_some_and(|m| m.matches(first)))
+            .map(|(i, _)| TemplateIdx(i as u16))
     }
 }

@@ -179,6 +179,16 @@ pub struct RawAssoc {
     pub port: u64,
     pub ip_start: Option<String>,
     pub ip_end: Option<String>,
+    pub l7_map: Option<RawL7Map>,
+}
+
+/// TRex `l7_map`: byte offsets into the client's first bytes, optional masks and values.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct RawL7Map {
+    pub offset: Vec<u64>,
+    pub mask: Option<Vec<u64>>,
+    pub value: Option<Vec<u64>>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -238,13 +248,18 @@ pub struct RawTcp {
     pub mss: Option<u64>,
     pub initwnd: Option<u64>,
     pub delay_ack_msec: Option<u64>,
-    pub no_delay: Option<Flag>,
+    /// A flag, or TRex's 0..=3 (bit 0: Nagle off, bit 1: PUSH on every segment).
+    pub no_delay: Option<serde_json::Value>,
     pub no_delay_counter: Option<u64>,
     pub rxbufsize: Option<u64>,
     pub txbufsize: Option<u64>,
     pub rexmtthresh: Option<u64>,
     pub do_rfc1323: Option<Flag>,
     pub do_sack: Option<Flag>,
+    pub keepinit: Option<u64>,
+    pub keepidle: Option<u64>,
+    pub keepintvl: Option<u64>,
+    pub blackhole: Option<u64>,
 }
 
 #[derive(Deserialize, Debug, Default, Clone)]
@@ -252,6 +267,9 @@ pub struct RawTcp {
 pub struct RawIp {
     pub ttl: Option<u64>,
     pub tos: Option<u64>,
+    /// TRex: use the configured next-hop MAC, not the inbound frame's. Squall always does.
+    #[allow(dead_code)]
+    pub dont_use_inbound_mac: Option<Flag>,
 }
 
 #[derive(Deserialize, Debug, Default, Clone)]
@@ -274,6 +292,18 @@ pub struct RawScheduler {
     pub rampup_sec: Option<u64>,
     pub spacing: Option<RawSpacing>,
     pub seed: Option<u64>,
+    /// TRex's more accurate (more CPU) scheduler. Squall's scheduler is always exact.
+    #[allow(dead_code)]
+    pub accurate: Option<Flag>,
+}
+
+/// TRex's `ipv6.*` tunables (Squall is IPv4 only).
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawIpv6 {
+    pub enable: Option<u64>,
+    pub src_msb: Option<String>,
+    pub dst_msb: Option<String>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -284,4 +314,5 @@ pub struct RawGlobal {
     pub scheduler: Option<RawScheduler>,
     pub client: Option<RawSide>,
     pub server: Option<RawSide>,
+    pub ipv6: Option<RawIpv6>,
 }

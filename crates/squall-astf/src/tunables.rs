@@ -3,7 +3,7 @@
 
 use crate::error::Errors;
 use crate::model::{IpTunables, SchedulerTunables, SideTunables, Spacing, TcpTunables};
-use crate::raw::{RawIp, RawScheduler, RawSide, RawSpacing, RawTcp};
+use crate::raw::{RawIp, RawIpv6, RawScheduler, RawSide, RawSpacing, RawTcp};
 
 /// A range-checked integer field. Returns `None` (and records an error) when out of range.
 fn ranged(
@@ -37,8 +37,15 @@ pub(crate) fn apply_tcp(t: &mut TcpTunables, raw: &RawTcp, path: &str, errs: &mu
     if let Some(v) = ranged(raw.delay_ack_msec, 0, 500, path, "delay_ack_msec", errs) {
         t.delay_ack_msec = v as u16;
     }
-    if let Some(v) = raw.no_delay {
-        t.no_delay = v.0;
+    if let Some(v) = &raw.no_delay {
+        match (v.as_bool(), v.as_u64()) {
+            (Some(b), _) => (t.no_delay, t.no_delay_push) = (b, false),
+            (None, Some(n @ 0..=3)) => (t.no_delay, t.no_delay_push) = (n & 1 != 0, n & 2 != 0),
+            _ => errs.push(
+                format!("{path}.no_delay"),
+                format!("{v} is not a bool or 0..=3 (TRex: bit 0 Nagle off, bit 1 PUSH on every segment)"),
+            ),
+        }
     }
     if let Some(v) = ranged(
         raw.no_delay_counter,
@@ -64,6 +71,64 @@ pub(crate) fn apply_tcp(t: &mut TcpTunables, raw: &RawTcp, path: &str, errs: &mu
     }
     if let Some(v) = raw.do_sack {
         t.do_sack = v.0;
+    }
+    // Seconds (TRex: keepinit, keepidle, keepintvl).
+    for (v, lo, name, field) in [
+        (raw.keepinit, 1, "keepinit", &mut t.keepinit),
+        (raw.keepidle, 0, "keepidle", &mut t.keepidle),
+        (raw.keepintvl, 1, "keepintvl", &mut t.keepintvl),
+    ] {
+        if let Some(v) = ranged(v, lo, 65533, path, name, errs) {
+            *field = v as u16;
+        }
+    }
+    match raw.blackhole {
+        None | Some(0) => {}
+        Some(v) => errs.push(
+            format!("{path}.blackhole"),
+            format!("{v}: only 0 is supported (squall-tcp always answers a segment for no flow with a RST, TRex's blackhole 0)"),
+        ),
+    }
+}
+
+/// The side-wide TCP tunables (one value per TCP host: squall-tcp's keepalive and
+/// connection timeouts are host settings), refused in a template's tunables as TRex's
+/// `ASTFGlobalInfoPerTemplate` refuses them.
+pub(crate) fn refuse_side_wide(raw: Option<&RawSide>, path: &str, errs: &mut Errors) {
+    let Some(tcp) = raw.and_then(|r| r.tcp.as_ref()) else {
+        return;
+    };
+    for (name, set) in [
+        ("keepinit", tcp.keepinit.is_some()),
+        ("keepidle", tcp.keepidle.is_some()),
+        ("keepintvl", tcp.keepintvl.is_some()),
+        ("blackhole", tcp.blackhole.is_some()),
+    ] {
+        if set {
+            errs.push(
+                format!("{path}.tcp.{name}"),
+                "a side-wide tunable: give it in global.tcp, global.client or global.server (TRex: ASTFGlobalInfo, not ASTFGlobalInfoPerTemplate)",
+            );
+        }
+    }
+}
+
+/// TRex's `ipv6.*`: Squall generates IPv4 only; `enable: 0` is accepted.
+pub(crate) fn check_ipv6(raw: Option<&RawIpv6>, errs: &mut Errors) {
+    let Some(raw) = raw else { return };
+    if let Some(v) = raw.enable.filter(|&v| v != 0) {
+        errs.push(
+            "global.ipv6.enable",
+            format!("{v}: Squall generates IPv4 only (0 is accepted)"),
+        );
+    }
+    for (name, v) in [("src_msb", &raw.src_msb), ("dst_msb", &raw.dst_msb)] {
+        if v.is_some() {
+            errs.push(
+                format!("global.ipv6.{name}"),
+                "Squall generates IPv4 only: IPv6 addresses are not supported",
+            );
+        }
     }
 }
 

@@ -243,8 +243,50 @@ fn tunable_ranges() {
         "256 out of range 0..=255",
     );
     let mut v = w1();
-    v["global"]["tcp"]["no_delay"] = json!(2);
-    has(&errors(v), "global.tcp.no_delay", "a boolean or 0/1");
+    v["global"]["tcp"]["no_delay"] = json!(4);
+    has(&errors(v), "global.tcp.no_delay", "not a bool or 0..=3");
+}
+
+/// TRex's tunables table (trex_astf.html): every tunable TRex accepts is supported,
+/// accepted with no effect, or refused with the reason.
+#[test]
+fn trex_tunables() {
+    let mut v = w1();
+    v["global"] = json!({
+        "tcp": {"keepinit": 5, "keepidle": 128, "keepintvl": 10, "blackhole": 0, "no_delay": 2},
+        "ip": {"dont_use_inbound_mac": 1},
+        "scheduler": {"accurate": 1},
+        "ipv6": {"enable": 0},
+        "server": {"tcp": {"keepidle": 0, "no_delay": 3}}
+    });
+    let p = load_profile_value(v).unwrap();
+    let (c, s) = (&p.templates[0].client.tcp, &p.templates[0].server.tcp);
+    assert_eq!((c.keepinit, c.keepidle, c.keepintvl), (5, 128, 10));
+    assert_eq!((c.no_delay, c.no_delay_push), (false, true));
+    assert_eq!((s.keepidle, s.no_delay, s.no_delay_push), (0, true, true));
+    assert_eq!(
+        TcpTunables::default().keepidle,
+        0,
+        "keepalive off by default"
+    );
+
+    let mut v = w1();
+    v["global"] = json!({
+        "tcp": {"blackhole": 2, "keepinit": 0, "keepintvl": 70000},
+        "ipv6": {"enable": 1, "src_msb": "ff02::"}
+    });
+    v["templates"][0]["client_tunables"] = json!({"tcp": {"keepidle": 10}});
+    let e = errors(v);
+    has(&e, "global.tcp.blackhole", "only 0 is supported");
+    has(&e, "global.tcp.keepinit", "out of range 1..=65533");
+    has(&e, "global.tcp.keepintvl", "out of range 1..=65533");
+    has(&e, "global.ipv6.enable", "IPv4 only");
+    has(&e, "global.ipv6.src_msb", "IPv4 only");
+    has(
+        &e,
+        "templates[0].client_tunables.tcp.keepidle",
+        "side-wide tunable",
+    );
 }
 
 #[test]
@@ -362,6 +404,44 @@ fn pools() {
         &e,
         "templates[0].ip_gen",
         "required when there are 2 ip_gens",
+    );
+}
+
+/// One `ASTFIPGenDist` used by several generators (TRex: one shared distribution): an
+/// identical client pool in two generators is one shared pool, not an overlap.
+#[test]
+fn identical_client_pools_are_shared() {
+    let mut v = w1();
+    let clients = v["ip_gens"][0]["clients"].clone();
+    let g2 =
+        json!({"name": "g2", "clients": clients, "servers": {"range": ["48.0.0.2", "48.0.0.2"]}});
+    v["ip_gens"].as_array_mut().unwrap().push(g2);
+    let mut t2 = v["templates"][0].clone();
+    t2["ip_gen"] = json!("g2");
+    t2["port"] = json!(81);
+    t2.as_object_mut().unwrap().remove("assoc");
+    v["templates"][0]["ip_gen"] = json!("default");
+    v["templates"].as_array_mut().unwrap().push(t2);
+    let p = load_profile_value(v.clone()).unwrap();
+    assert_eq!(p.ip_gens[0].clients, p.ip_gens[1].clients);
+    assert_eq!(
+        p.client_pool_of(TemplateIdx(0)),
+        p.client_pool_of(TemplateIdx(1))
+    );
+    // A shared pool has one address offset.
+    let mut w = v.clone();
+    w["ip_gens"][1]["ip_offset"] = json!("2.0.0.0");
+    has(
+        &errors(w),
+        "ip_gens[1].ip_offset",
+        "shares this client pool",
+    );
+    // The same range with another distribution is a different pool: an overlap.
+    v["ip_gens"][1]["clients"]["distribution"] = json!("rand");
+    has(
+        &errors(v),
+        "ip_gens[1].clients.range",
+        "overlaps the client pool of ip_gens[0]",
     );
 }
 
@@ -554,7 +634,8 @@ fn ambiguous_association_and_groups() {
         p.templates[2].assoc,
         vec![AssocRule {
             port: 8080,
-            ips: None
+            ips: None,
+            l7: None
         }]
     );
     let ip = |s: &str| u32::from(s.parse::<std::net::Ipv4Addr>().unwrap());
@@ -600,5 +681,104 @@ fn error_display_lists_all() {
     assert!(
         s.contains("\n  templates[0].client_program: unknown program \"p9\""),
         "{s}"
+    );
+}
+
+/// TRex `l7_map`: templates on one port told apart by the client's first bytes.
+#[test]
+fn l7_map_association() {
+    let two = |a: Value, b: Value| {
+        let mut v = w1();
+        v["buffers"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "post", "text": "POST /x HTTP/1.1\r\n\r\n", "size": 100}));
+        let mut post = v["programs"][0].clone();
+        post["name"] = json!("post_client");
+        post["commands"][0]["buf"] = json!("post");
+        v["programs"].as_array_mut().unwrap().push(post);
+        let mut t2 = v["templates"][0].clone();
+        t2["client_program"] = json!("post_client");
+        v["templates"][0]["assoc"] = json!([a]);
+        t2["assoc"] = json!([b]);
+        v["templates"].as_array_mut().unwrap().push(t2);
+        v
+    };
+    let m = json!({"port": 80, "l7_map": {"offset": [0, 1, 2, 3]}});
+    let p = load_profile_value(two(m.clone(), m.clone())).unwrap();
+    let ip = u32::from(std::net::Ipv4Addr::new(48, 0, 0, 1));
+    assert_eq!(
+        p.server_assoc(Transport::Tcp, ip, 80),
+        ServerAssoc::L7 { need: 4 }
+    );
+    assert_eq!(p.server_template_for(Transport::Tcp, ip, 80), None);
+    let l7 = |b: &[u8]| p.server_template_l7(Transport::Tcp, ip, 80, b);
+    assert_eq!(l7(b"GET /w1"), Some(TemplateIdx(0)));
+    assert_eq!(l7(b"POST"), Some(TemplateIdx(1)));
+    assert_eq!(l7(b"PUT /"), None);
+    assert_eq!(l7(b"PO"), None, "too short");
+    // Masks and explicit values (TRex's server-only mode): "P" + any second byte.
+    let m2 = json!({"port": 80, "l7_map": {"offset": [0, 1], "mask": [255, 0], "value": [80, 0]}});
+    let p = load_profile_value(two(m.clone(), m2)).unwrap();
+    assert_eq!(
+        p.server_template_l7(Transport::Tcp, ip, 80, b"PUT "),
+        Some(TemplateIdx(1))
+    );
+
+    // Errors: maps that one stream could match both, a plain rule beside a map, bad
+    // fields, an offset past the client's first bytes, a UDP template.
+    let e = errors(two(
+        m.clone(),
+        json!({"port": 80, "l7_map": {"offset": [0, 1], "value": [71, 69]}}),
+    ));
+    has(
+        &e,
+        "templates[1].assoc[0]",
+        "overlaps templates[0].assoc[0]",
+    );
+    let e = errors(two(m.clone(), json!({"port": 80})));
+    has(
+        &e,
+        "templates[1].assoc[0]",
+        "overlaps templates[0].assoc[0]",
+    );
+    let bad = json!({"port": 80, "l7_map": {"offset": [0, 0, 300], "mask": [1]}});
+    let e = errors(two(m.clone(), bad));
+    has(
+        &e,
+        "templates[1].assoc[0].l7_map.offset[2]",
+        "out of range 0..=255",
+    );
+    let e = errors(two(
+        m.clone(),
+        json!({"port": 80, "l7_map": {"offset": [0, 0]}}),
+    ));
+    has(&e, "templates[1].assoc[0].l7_map.offset", "distinct");
+    let e = errors(two(
+        m.clone(),
+        json!({"port": 80, "l7_map": {"offset": [0], "mask": [1, 2]}}),
+    ));
+    has(&e, "templates[1].assoc[0].l7_map.mask", "one per offset");
+    let e = errors(two(
+        m.clone(),
+        json!({"port": 80, "l7_map": {"offset": []}}),
+    ));
+    has(&e, "templates[1].assoc[0].l7_map.offset", "give 1..=8");
+    let e = errors(two(
+        m.clone(),
+        json!({"port": 80, "l7_map": {"offset": [200]}}),
+    ));
+    has(
+        &e,
+        "templates[1].assoc[0].l7_map.offset[0]",
+        "past the 100 bytes",
+    );
+    let mut v = w1();
+    v["templates"][0]["transport"] = json!("udp");
+    v["templates"][0]["assoc"] = json!([m]);
+    has(
+        &errors(v),
+        "templates[0].assoc[0].l7_map",
+        "TCP server templates only",
     );
 }

@@ -95,7 +95,7 @@ fn schema_tunables_match_loader_defaults_and_ranges() {
             }
         }
     }
-    assert_eq!(n, 15);
+    assert_eq!(n, 21);
 }
 
 #[test]

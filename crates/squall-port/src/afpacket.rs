@@ -123,6 +123,9 @@ pub struct AfPacketConfig {
     /// Ring geometry: blocks of `ring_block_size` bytes (a power of two, >= 64 KiB).
     pub ring_blocks: u32,
     pub ring_block_size: u32,
+    /// Share the interface's receive traffic with other workers' sockets: frames go to the
+    /// socket of the worker owning their flow ([`crate::fanout`]).
+    pub fanout: Option<crate::fanout::Fanout>,
 }
 
 impl AfPacketConfig {
@@ -138,6 +141,7 @@ impl AfPacketConfig {
             rx_ring: false,
             ring_blocks: 64,
             ring_block_size: 1 << 18,
+            fanout: None,
         }
     }
 }
@@ -379,6 +383,9 @@ impl AfPacketPort {
         } else {
             None
         };
+        if let Some(f) = &cfg.fanout {
+            crate::fanout::join(s, f).map_err(|e| format!("afpacket:{name}: {e}"))?;
+        }
         let n = cfg.frames as usize;
         // SAFETY (zeroed): mmsghdr, iovec and sockaddr_ll are plain old data.
         let port = AfPacketPort {

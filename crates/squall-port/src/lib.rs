@@ -17,18 +17,22 @@
 //! Modules: [`frame`] (FrameBuf, offload flags), [`port`] (Port, caps, stats),
 //! [`ring`] (lock-free SPSC ring), [`mem`] (the in-memory wire with impairment),
 //! [`pcap`] (pcap writer, reader and a tap that wraps any port), [`rng`] (seeded RNG),
-//! [`afpacket`] (a Linux AF_PACKET socket on a real interface), `dpdk` (a DPDK ethdev queue
-//! pair; cargo feature `dpdk`).
+//! [`afpacket`] (a Linux AF_PACKET socket on a real interface), [`fanout`] (several
+//! workers' AF_PACKET sockets on one interface, frames steered by port), [`rss`] (the Toeplitz hash
+//! and queue steering of receive-side scaling), `dpdk` (a DPDK ethdev queue pair; cargo
+//! feature `dpdk`).
 
 pub mod afpacket;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;
+pub mod fanout;
 pub mod frame;
 pub mod mem;
 pub mod pcap;
 pub mod port;
 pub mod ring;
 pub mod rng;
+pub mod rss;
 
 pub use frame::{FrameBuf, FrameError, Offload, OffloadFlags};
 pub use port::{Port, PortCaps, PortStats};

@@ -64,19 +64,25 @@ impl crate::FrameTap for PcapCap {
     }
 }
 
-/// (src ip, src port, dst ip, dst port) of an Ethernet/IPv4/TCP or UDP frame.
+/// (src ip, src port, dst ip, dst port) of an Ethernet/IPv4/TCP or UDP frame (with or
+/// without an 802.1Q tag).
 fn endpoints(f: &[u8]) -> Option<(u32, u16, u32, u16)> {
-    if f.len() < 34 || f[12..14] != [0x08, 0x00] || !matches!(f[23], 6 | 17) {
+    let l2 = if f.get(12..14) == Some(&[0x81, 0x00]) {
+        18
+    } else {
+        14
+    };
+    if f.len() < l2 + 20 || f[l2 - 2..l2] != [0x08, 0x00] || !matches!(f[l2 + 9], 6 | 17) {
         return None;
     }
-    let ihl = usize::from(f[14] & 0x0f) * 4;
-    let l4 = 14 + ihl;
+    let ihl = usize::from(f[l2] & 0x0f) * 4;
+    let l4 = l2 + ihl;
     if ihl < 20 || f.len() < l4 + 4 {
         return None;
     }
     let ip = |o: usize| u32::from_be_bytes([f[o], f[o + 1], f[o + 2], f[o + 3]]);
     let port = |o: usize| u16::from_be_bytes([f[o], f[o + 1]]);
-    Some((ip(26), port(l4), ip(30), port(l4 + 2)))
+    Some((ip(l2 + 12), port(l4), ip(l2 + 16), port(l4 + 2)))
 }
 
 #[cfg(test)]
@@ -104,10 +110,17 @@ mod tests {
         p.frame(6, &frame(9, 80, 1, 1000));
         p.frame(7, &frame(2, 1000, 9, 80));
         p.frame(8, &[0u8; 10]);
-        assert_eq!(p.records(), 2);
+        // An 802.1Q-tagged frame of the wanted flow is recorded too.
+        let f = frame(9, 80, 1, 1000);
+        let mut t = f[..12].to_vec();
+        t.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
+        t.extend_from_slice(&f[12..]);
+        p.frame(9, &t);
+        assert_eq!(p.records(), 3);
         let bytes = p.into_bytes();
         let (_, recs) = squall_port::pcap::read_pcap(&bytes).unwrap();
-        assert_eq!(recs.len(), 2);
+        assert_eq!(recs.len(), 3);
         assert_eq!(recs[1].ts_ns, 6);
+        assert_eq!(recs[2].data.len(), 58);
     }
 }

@@ -13,7 +13,8 @@
 //! flags, the tap), [`ipv4`] (classification and checks of received frames), [`neigh`]
 //! (owned addresses, neighbour cache, ARP), [`icmp`] (echo replies), [`udp`] (UDP flows
 //! and datagrams), [`app`] (the application interface), [`tap`] (what a capture sees), [`capture`]
-//! (the pcap of the first N flows).
+//! (the pcap of the first N flows), [`redirect`] (frames handed between the workers of one
+//! port when the hardware cannot steer them).
 //!
 //! Must not depend on: the generator (`squall-astf`, `squall`) or any application.
 
@@ -23,6 +24,7 @@ pub mod icmp;
 pub mod ipv4;
 pub mod neigh;
 pub mod node;
+pub mod redirect;
 pub mod sink;
 pub mod tap;
 pub mod udp;
@@ -31,6 +33,7 @@ pub use app::{NoApp, NodeApp, NodeIo, Pair};
 pub use capture::PcapCap;
 pub use neigh::{Neighbours, Owned};
 pub use node::{Node, NodeConfig, NodeCounters};
+pub use redirect::{Redirect, RedirectStats};
 pub use sink::PortSink;
 pub use tap::{FrameTap, TapRef};
 pub use udp::{Datagram, UdpFlowId, UdpKey, UdpLayer};

@@ -13,6 +13,7 @@ use crate::app::{NodeApp, NodeIo};
 use crate::icmp::{on_icmp, IcmpStats};
 use crate::ipv4::{self, Class};
 use crate::neigh::{Neighbours, Owned};
+use crate::redirect::{self, Redirect, RedirectStats};
 use crate::sink::{tcp_offload, PortSink, TxFrames};
 use crate::tap::TapRef;
 use crate::udp::{self, UdpError, UdpLayer, UdpTx};
@@ -40,6 +41,9 @@ pub struct NodeConfig {
     /// burst per turn keeps the frames and flows of a turn in cache when several nodes
     /// share one thread (both ends of a T-mem1 run).
     pub rx_bursts: usize,
+    /// 802.1Q VLAN id: every frame sent carries the tag, and only frames received with
+    /// it are taken (the tag is removed); others are counted in `rx_vlan_other`.
+    pub vlan: Option<u16>,
 }
 
 impl Default for NodeConfig {
@@ -50,6 +54,7 @@ impl Default for NodeConfig {
             max_udp_flows: 0,
             udp_prealloc: 0,
             rx_bursts: MAX_RX_BURSTS,
+            vlan: None,
         }
     }
 }
@@ -75,6 +80,10 @@ pub struct NodeCounters {
     pub rx_other_ether: u64,
     /// Truncated or malformed frames, and frames the port flagged with a bad checksum.
     pub rx_bad: u64,
+    /// With a VLAN id configured: frames untagged or tagged with another id (dropped).
+    pub rx_vlan_other: u64,
+    /// Frames taken in from other workers (software redirect; also in `rx_frames`).
+    pub rx_redirected: u64,
     /// Turns that did something.
     pub busy_turns: u64,
     /// Turns.
@@ -99,6 +108,9 @@ pub struct Node<P: Port> {
     /// TCP flows still waiting for TX frames after the last resume.
     tx_waiting: usize,
     rx_bursts: usize,
+    vlan: Option<u16>,
+    /// Software redirect of other workers' frames (ports without steering).
+    redirect: Option<Redirect>,
     /// The last turn did something.
     progressed: bool,
 }
@@ -148,15 +160,35 @@ impl<P: Port> Node<P> {
             icmp: IcmpStats::default(),
             counters: NodeCounters::default(),
             mac,
-            tx: TxFrames::new(),
+            tx: TxFrames::new(cfg.vlan),
             rxq: Vec::with_capacity(RX_BURST),
             opened: Vec::with_capacity(64),
             offload,
             rx_csum: caps.contains(OffloadFlags::RX_L4_CSUM_GOOD),
             tx_waiting: 0,
             rx_bursts: cfg.rx_bursts.max(1),
+            vlan: cfg.vlan.map(|v| v & 0x0fff),
+            redirect: None,
             progressed: false,
         }
+    }
+
+    /// Sets (or clears) the 802.1Q VLAN id of the node's frames (see [`NodeConfig::vlan`]).
+    pub fn set_vlan(&mut self, vlan: Option<u16>) {
+        self.vlan = vlan.map(|v| v & 0x0fff);
+        self.tx.vlan = self.vlan;
+    }
+
+    /// Makes this node one worker of a redirect mesh ([`crate::redirect`]): received
+    /// TCP/UDP frames of flows another worker owns go to it, and frames redirected here
+    /// are taken in every turn.
+    pub fn set_redirect(&mut self, r: Redirect) {
+        self.redirect = Some(r);
+    }
+
+    /// Redirect counters, if the node is part of a mesh.
+    pub fn redirect_stats(&self) -> Option<RedirectStats> {
+        self.redirect.as_ref().map(|r| r.stats)
     }
 
     /// TCP flows waiting for TX frames after the last turn.
@@ -208,12 +240,21 @@ impl<P: Port> Node<P> {
                 break;
             }
             work = true;
+            if let Some(vid) = self.vlan {
+                self.untag_rx(vid);
+            }
+            if self.redirect.is_some() {
+                self.redirect_out(app);
+            }
             self.rx_frames(now, app, tap.as_deref_mut());
             self.port.release_all(&mut self.rxq);
             let _ = self.flush_resume(now, tap.as_deref_mut());
             if n < RX_BURST {
                 break;
             }
+        }
+        if self.redirect.is_some() {
+            work |= self.redirect_in(now, app, tap.as_deref_mut());
         }
         // TCP timers.
         if self.tcp.next_timer().is_some_and(|t| t <= now) {
@@ -239,6 +280,89 @@ impl<P: Port> Node<P> {
         self.progressed = work;
         self.counters.busy_turns += u64::from(work);
         work
+    }
+
+    /// Removes our VLAN tag from the received burst; frames without it go back to the
+    /// port, counted.
+    fn untag_rx(&mut self, vid: u16) {
+        let mut i = 0;
+        while i < self.rxq.len() {
+            if crate::sink::vlan_untag(&mut self.rxq[i], vid) {
+                i += 1;
+            } else {
+                let f = self.rxq.remove(i);
+                self.port.release(f);
+                self.counters.rx_vlan_other += 1;
+                self.counters.rx_frames += 1;
+            }
+        }
+    }
+
+    /// Hands the received frames of flows other workers own to them (copies, counted);
+    /// the frames go back to the port.
+    fn redirect_out<A: NodeApp>(&mut self, app: &A) {
+        let Some(r) = self.redirect.as_mut() else {
+            return;
+        };
+        let (me, n) = (r.worker(), r.workers());
+        let serves = |proto: u8, port: u16| {
+            if proto == 6 {
+                app.owns_tcp_port(port)
+            } else {
+                app.owns_udp_port(port)
+            }
+        };
+        let mut i = 0;
+        while i < self.rxq.len() {
+            match redirect::owner(self.rxq[i].data(), n, serves) {
+                Some(k) if k != me => {
+                    r.send(k, self.rxq[i].data());
+                    let f = self.rxq.remove(i);
+                    self.port.release(f);
+                }
+                _ => i += 1,
+            }
+        }
+        r.publish();
+    }
+
+    /// Takes in the frames other workers redirected here, a burst at a time, through the
+    /// same demux as the port's own (in frames of the port's pool). True if any came.
+    fn redirect_in<A: NodeApp>(
+        &mut self,
+        now: u64,
+        app: &mut A,
+        mut tap: Option<TapRef<'_>>,
+    ) -> bool {
+        let mut any = false;
+        loop {
+            let Some(r) = self.redirect.as_mut() else {
+                return any;
+            };
+            let mut frames = std::mem::take(&mut self.rxq);
+            self.port.alloc_tx(&mut frames, RX_BURST);
+            let mut k = 0;
+            r.receive(frames.len(), |d| {
+                if frames[k].fill(d).is_ok() {
+                    k += 1;
+                }
+            });
+            for f in frames.drain(k..) {
+                self.port.release(f);
+            }
+            self.rxq = frames;
+            if k == 0 {
+                return any;
+            }
+            any = true;
+            self.counters.rx_redirected += k as u64;
+            self.rx_frames(now, app, tap.as_deref_mut());
+            self.port.release_all(&mut self.rxq);
+            let _ = self.flush_resume(now, tap.as_deref_mut());
+            if k < RX_BURST {
+                return any;
+            }
+        }
     }
 
     /// Demultiplexes the received burst in `rxq`. Runs of consecutive TCP frames go to

@@ -17,16 +17,46 @@ pub struct TxFrames<F> {
     pub(crate) spare: Vec<F>,
     pub(crate) out: Vec<F>,
     pub(crate) cur: Option<F>,
+    /// 802.1Q VLAN id every committed frame is tagged with.
+    pub(crate) vlan: Option<u16>,
 }
 
 impl<F> TxFrames<F> {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(vlan: Option<u16>) -> Self {
         TxFrames {
             spare: Vec::with_capacity(TX_BURST),
             out: Vec::with_capacity(4 * TX_BURST),
             cur: None,
+            vlan,
         }
     }
+}
+
+/// Inserts an 802.1Q tag (priority 0, id `vid`) after the MAC addresses, in the frame's
+/// headroom. False if the frame has no room for it.
+pub(crate) fn vlan_tag<F: FrameBuf>(f: &mut F, vid: u16) -> bool {
+    if f.len() < 14 || f.prepend(4).is_err() {
+        return false;
+    }
+    let d = f.data_mut();
+    d.copy_within(4..16, 0);
+    d[12..14].copy_from_slice(&[0x81, 0x00]);
+    d[14..16].copy_from_slice(&(vid & 0x0fff).to_be_bytes());
+    true
+}
+
+/// Removes the 802.1Q tag of a received frame if it carries id `vid`; false (frame
+/// untouched) if it is untagged, tagged otherwise, or too short.
+pub(crate) fn vlan_untag<F: FrameBuf>(f: &mut F, vid: u16) -> bool {
+    let d = f.data_mut();
+    if d.len() < 18
+        || d[12..14] != [0x81, 0x00]
+        || u16::from_be_bytes([d[14], d[15]]) & 0x0fff != vid
+    {
+        return false;
+    }
+    d.copy_within(0..12, 4);
+    f.adjust(4).is_ok()
 }
 
 /// A [`TxSink`] over a port for one call into the stack.
@@ -88,8 +118,18 @@ impl<P: Port> TxSink for PortSink<'_, P> {
                 self.tx.spare.push(f);
                 return;
             }
-            if let Some(o) = self.tcp_offload {
-                if f.data().get(23) == Some(&6) {
+            let tcp = f.data().get(23) == Some(&6);
+            if let Some(v) = self.tx.vlan {
+                if !vlan_tag(&mut f, v) {
+                    self.tx.spare.push(f);
+                    return;
+                }
+            }
+            if let Some(mut o) = self.tcp_offload {
+                if tcp {
+                    if self.tx.vlan.is_some() {
+                        o.l2_len += 4;
+                    }
                     f.set_offload(o);
                 }
             }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use squall_port::mem::{pair, MemConfig, MemPort};
 use squall_port::{FrameBuf, Port};
-use squall_stack::{NoApp, Node, NodeApp, NodeConfig, NodeIo, Owned, Pair};
+use squall_stack::{redirect, NoApp, Node, NodeApp, NodeConfig, NodeIo, Owned, Pair};
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
 use squall_wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address, MacAddress};
 
@@ -17,6 +17,16 @@ const IP_A: u32 = 0xc612_0001; // 198.18.0.1
 const IP_B: u32 = 0xc612_0002; // 198.18.0.2
 
 fn node(port: MemPort, mac: [u8; 6], peer: [u8; 6], ip: u32) -> Node<MemPort> {
+    node_on_vlan(port, mac, peer, ip, None)
+}
+
+fn node_on_vlan(
+    port: MemPort,
+    mac: [u8; 6],
+    peer: [u8; 6],
+    ip: u32,
+    vlan: Option<u16>,
+) -> Node<MemPort> {
     let tcp = TcpConfig {
         mac,
         gateway_mac: peer,
@@ -25,6 +35,7 @@ fn node(port: MemPort, mac: [u8; 6], peer: [u8; 6], ip: u32) -> Node<MemPort> {
     let cfg = NodeConfig {
         owned: Owned(vec![(ip, ip)]),
         max_udp_flows: 16,
+        vlan,
         ..NodeConfig::default()
     };
     Node::new(port, tcp, cfg, 0)
@@ -67,6 +78,7 @@ impl NodeApp for Server {
 /// Opens one connection from its poll, sends a request, checks the answer byte for byte.
 struct Client {
     src: u32,
+    sport: u16,
     dst: u32,
     dport: u16,
     req: BufId,
@@ -109,7 +121,7 @@ impl NodeApp for Client {
             return false;
         }
         let f = io
-            .connect(self.src, 40_000, self.dst, self.dport, OptsId::DEFAULT)
+            .connect(self.src, self.sport, self.dst, self.dport, OptsId::DEFAULT)
             .expect("connect");
         self.flow = Some(f);
         true
@@ -131,6 +143,7 @@ fn server(n: &mut Node<MemPort>, port: u16, reply: &[u8]) -> Server {
 fn client(n: &mut Node<MemPort>, src: u32, dst: u32, dport: u16, expect: &[u8]) -> Client {
     Client {
         src,
+        sport: 40_000,
         dst,
         dport,
         req: n.tcp.buffers().register(Arc::from(&b"req"[..])),
@@ -175,6 +188,123 @@ fn two_apps_on_one_node() {
     assert_eq!((on_b.b.accepted, on_b.b.requests), (1, 1));
     assert_eq!(a.counters.rx_not_ours + b.counters.rx_not_ours, 0);
     assert_eq!(a.tcp.counters().tcps_connects, 2);
+}
+
+/// Sends its body on connect (active or passive), checks the peer's byte for byte and
+/// closes once it has all of it.
+struct Bulk {
+    body: BufId,
+    len: u32,
+    expect: Arc<[u8]>,
+    got: Vec<u8>,
+    connect_to: Option<(u32, u32, u16)>,
+    flow: Option<FlowId>,
+    closed: Option<CloseReason>,
+}
+
+impl TcpApp for Bulk {
+    fn on_connected(&mut self, ctl: &mut Ctl, f: FlowId) {
+        self.flow = Some(f);
+        ctl.send(self.body, 0, self.len);
+    }
+    fn on_data(&mut self, ctl: &mut Ctl, _f: FlowId, data: &[u8]) {
+        self.got.extend_from_slice(data);
+        if self.got.len() == self.expect.len() {
+            ctl.close();
+        }
+    }
+    fn on_closed(&mut self, _f: FlowId, r: CloseReason) {
+        self.closed = Some(r);
+    }
+}
+
+impl NodeApp for Bulk {
+    fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
+        match (self.connect_to.take(), self.flow) {
+            (Some((src, dst, dport)), None) => {
+                let f = io.connect(src, 40_000, dst, dport, OptsId::DEFAULT);
+                self.flow = Some(f.expect("connect"));
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// RFC 9293 §3.7.1 / RFC 6691 over a wire that enforces a 1500-byte MTU: both sides send
+/// bulk data with timestamps and SACK on through loss, so data segments carry the
+/// timestamp and up to three SACK blocks (40 option bytes); every frame fits the MTU
+/// (none is dropped as oversized) and both bodies arrive intact.
+#[test]
+fn frames_fit_the_mtu_with_timestamps_and_sack_blocks() {
+    let loss = |seed| squall_port::mem::Impairment {
+        loss: 0.03,
+        seed,
+        ..Default::default()
+    };
+    let (pa, pb) = pair(MemConfig {
+        mtu: 1500,
+        enforce_mtu: true,
+        a_to_b: loss(1),
+        b_to_a: loss(2),
+        ..MemConfig::default()
+    })
+    .unwrap();
+    let tcp = |mac, gateway_mac| TcpConfig {
+        mac,
+        gateway_mac,
+        opts: squall_tcp::FlowOpts {
+            mss: 1460,
+            timestamps: true,
+            sack: true,
+            init_cwnd: 10,
+            ..squall_tcp::FlowOpts::default()
+        },
+        ..TcpConfig::default()
+    };
+    let ncfg = |ip| NodeConfig {
+        owned: Owned(vec![(ip, ip)]),
+        ..NodeConfig::default()
+    };
+    let mut a = Node::new(pa, tcp(MA, MB), ncfg(IP_A), 0);
+    let mut b = Node::new(pb, tcp(MB, MA), ncfg(IP_B), 0);
+    b.tcp.listen(80);
+    let body =
+        |salt: u8| -> Arc<[u8]> { (0..400_000u32).map(|i| (i % 251) as u8 ^ salt).collect() };
+    let (body_a, body_b) = (body(0x11), body(0x5a));
+    let bulk = |n: &mut Node<MemPort>, mine: &Arc<[u8]>, theirs: &Arc<[u8]>, to| Bulk {
+        body: n.tcp.buffers().register(mine.clone()),
+        len: mine.len() as u32,
+        expect: theirs.clone(),
+        got: Vec::new(),
+        connect_to: to,
+        flow: None,
+        closed: None,
+    };
+    let mut on_a = bulk(&mut a, &body_a, &body_b, Some((IP_A, IP_B, 80)));
+    let mut on_b = bulk(&mut b, &body_b, &body_a, None);
+    let mut now = 0u64;
+    for _ in 0..1_000_000 {
+        a.turn(now, &mut on_a, None);
+        b.turn(now, &mut on_b, None);
+        if on_a.closed.is_some() && on_b.closed.is_some() {
+            break;
+        }
+        let next = [a.next_event(now, &on_a), b.next_event(now, &on_b)]
+            .into_iter()
+            .flatten()
+            .min();
+        now = next.unwrap_or(now + 1_000_000).max(now + 1);
+    }
+    assert!(on_a.got == *body_b && on_b.got == *body_a, "bodies intact");
+    assert_eq!(on_a.closed, Some(CloseReason::Normal));
+    assert_eq!(on_b.closed, Some(CloseReason::Normal));
+    let sacked = a.tcp.counters().tcps_rcvoopack + b.tcp.counters().tcps_rcvoopack;
+    assert!(
+        sacked > 10,
+        "out-of-order data held on both sides: {sacked}"
+    );
+    assert_eq!(a.port.oversized_frames() + b.port.oversized_frames(), 0);
 }
 
 fn raw_frame(port: &mut MemPort, bytes: &[u8]) {
@@ -419,4 +549,130 @@ fn malformed_frames_are_counted_never_a_panic() {
         raw_rx(&mut raw);
     }
     assert_eq!(a.counters.rx_frames, sent);
+}
+
+/// Inserts an 802.1Q tag (id `vid`) into an untagged frame.
+fn tagged(frame: &[u8], vid: u16) -> Vec<u8> {
+    let mut t = frame[..12].to_vec();
+    t.extend_from_slice(&[0x81, 0x00]);
+    t.extend_from_slice(&vid.to_be_bytes());
+    t.extend_from_slice(&frame[12..]);
+    t
+}
+
+/// With a VLAN id, a node tags every frame it sends (ARP replies, echo replies, TCP) and
+/// takes only frames with its tag: two tagged nodes complete an exchange; untagged
+/// frames and frames of another VLAN are counted and dropped, not answered.
+#[test]
+fn a_vlan_node_tags_what_it_sends_and_takes_only_its_vlan() {
+    let tagged_node = |port, mac, peer, ip| node_on_vlan(port, mac, peer, ip, Some(100));
+    // Two tagged nodes: the two-app exchange completes through the tags.
+    let (pa, pb) = pair(MemConfig::default()).unwrap();
+    let (mut a, mut b) = (tagged_node(pa, MA, MB, IP_A), tagged_node(pb, MB, MA, IP_B));
+    let body = vec![b'v'; 3_000];
+    let mut on_a = server(&mut a, 80, &body);
+    let mut on_b = client(&mut b, IP_B, IP_A, 80, &body);
+    let mut now = 0;
+    for _ in 0..10_000 {
+        now += 10_000;
+        a.turn(now, &mut on_a, None);
+        b.turn(now, &mut on_b, None);
+        if on_b.closed.is_some() && on_a.closed == 1 {
+            break;
+        }
+    }
+    assert_eq!(on_b.got, body);
+    assert_eq!(on_b.closed, Some(CloseReason::Normal));
+    assert_eq!(a.counters.rx_vlan_other + b.counters.rx_vlan_other, 0);
+    // A raw peer: replies carry the tag; untagged and other-VLAN frames are dropped.
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = tagged_node(pa, MA, MB, IP_A);
+    let data: Vec<u8> = (0..32u8).collect();
+    let ping = echo_request(MA, IP_B, IP_A, 1, &data);
+    raw_frame(&mut raw, &ping);
+    raw_frame(&mut raw, &tagged(&ping, 200));
+    a.turn(1_000, &mut NoApp, None);
+    assert!(raw_rx(&mut raw).is_empty(), "nothing answered off our VLAN");
+    assert_eq!(a.counters.rx_vlan_other, 2);
+    raw_frame(&mut raw, &tagged(&ping, 100));
+    let r = ArpRepr::request(
+        MacAddress(MB),
+        Ipv4Address(IP_B.to_be_bytes()),
+        Ipv4Address(IP_A.to_be_bytes()),
+    );
+    let mut buf = [0u8; 60];
+    squall_stack::neigh::emit_frame(&r, MB, &mut buf).unwrap();
+    raw_frame(&mut raw, &tagged(&buf, 100));
+    a.turn(2_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 2, "echo reply and ARP reply");
+    assert_eq!(a.icmp.echo_answered, 1);
+    for f in &got {
+        assert_eq!(&f[12..16], &[0x81, 0x00, 0, 100], "tagged with VLAN 100");
+        assert_eq!(&f[0..6], &MB[..]);
+    }
+    let echo = got.iter().find(|f| f[16..18] == [0x08, 0x00]).unwrap();
+    assert_eq!(echo[18 + 20], 0, "an echo reply after the tag");
+    assert_eq!(&echo[18 + 28..], &data[..]);
+    assert!(got.iter().any(|f| f[16..18] == [0x08, 0x06]), "ARP reply");
+}
+
+/// Copies every frame waiting at `from` into `to`.
+fn forward(from: &mut MemPort, to: &mut MemPort) -> usize {
+    let frames = raw_rx(from);
+    for f in &frames {
+        raw_frame(to, f);
+    }
+    frames.len()
+}
+
+/// Two client workers behind one port that cannot steer: every frame of the server goes
+/// to worker 0's queue. Worker 0 hands the frames of worker 1's flow (its source port is
+/// odd) over through the redirect mesh, counted; both exchanges complete.
+#[test]
+fn a_port_without_steering_redirects_frames_to_their_owner() {
+    let (ps, mut to_s) = pair(MemConfig::default()).unwrap();
+    let (p0, mut from0) = pair(MemConfig::default()).unwrap();
+    let (p1, mut from1) = pair(MemConfig::default()).unwrap();
+    let mut s = node(ps, MB, MA, IP_B);
+    // Both workers are queues of one port: one MAC, one address.
+    let mut w0 = node(p0, MA, MB, IP_A);
+    let mut w1 = node(p1, MA, MB, IP_A);
+    let mut mesh = redirect::mesh(2, 256);
+    w1.set_redirect(mesh.pop().unwrap());
+    w0.set_redirect(mesh.pop().unwrap());
+    let body = vec![b'r'; 4_000];
+    let mut srv = server(&mut s, 80, &body);
+    let mut c0 = client(&mut w0, IP_A, IP_B, 80, &body);
+    let mut c1 = client(&mut w1, IP_A, IP_B, 80, &body);
+    c1.sport = 40_001;
+    let mut now = 0;
+    for _ in 0..20_000 {
+        now += 10_000;
+        w0.turn(now, &mut c0, None);
+        w1.turn(now, &mut c1, None);
+        forward(&mut from0, &mut to_s);
+        forward(&mut from1, &mut to_s);
+        s.turn(now, &mut srv, None);
+        // The port delivers everything to worker 0's queue.
+        forward(&mut to_s, &mut from0);
+        if c0.closed.is_some() && c1.closed.is_some() && srv.closed == 2 {
+            break;
+        }
+    }
+    assert_eq!(c0.got, body);
+    assert_eq!(
+        c1.got, body,
+        "worker 1's flow completed through worker 0's queue"
+    );
+    assert_eq!(c1.closed, Some(CloseReason::Normal));
+    let (r0, r1) = (w0.redirect_stats().unwrap(), w1.redirect_stats().unwrap());
+    assert!(
+        r0.sent >= 4,
+        "worker 0 redirected worker 1's frames (SYN-ACK, data, FIN): {r0:?}"
+    );
+    assert_eq!(r0.sent, r1.received);
+    assert_eq!(w1.counters.rx_redirected, r1.received);
+    assert_eq!(r1.sent, 0, "worker 1 got nothing of worker 0's");
+    assert_eq!(r0.dropped_full + r0.too_big, 0);
 }

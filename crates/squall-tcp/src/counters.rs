@@ -78,6 +78,9 @@ counters! {
     tcps_rcvoobyte,
     /// out-of-order packets dropped (queue full)
     tcps_rcvoopackdrop,
+    /// out-of-order packets (or FINs) not kept: the host's out-of-order memory budget
+    /// (`TcpConfig::ooo_budget`) was spent
+    tcps_rcvoomemdrop,
     /// packets with data after window
     tcps_rcvpackafterwin,
     /// duplicate ACKs received
@@ -116,6 +119,9 @@ counters! {
     tcps_challengeack,
     /// challenge ACKs suppressed by the rate limit (RFC 5961 §7)
     tcps_challengeack_limited,
+    /// ACKs answering invalid segments (out of window, PAWS, unsent data, challenge)
+    /// suppressed by the per-flow limit (`TcpConfig::invalid_ratelimit_ns`)
+    tcps_invalidack_limited,
     /// RSTs sent
     tcps_sndrst,
     /// RSTs received and accepted

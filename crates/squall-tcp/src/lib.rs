@@ -53,13 +53,26 @@
 //! # Protocol coverage
 //! RFC 9293 state machine (active/passive/simultaneous open, simultaneous close,
 //! half-close, RST handling, TIME_WAIT with a configurable period and 4-tuple recycling,
-//! FIN_WAIT_2 timeout), RFC 6528 ISNs (SipHash-2-4), MSS option, window scaling and
+//! FIN_WAIT_2 timeout on idleness), RFC 6528 ISNs (SipHash-2-4), MSS option (data only:
+//! the option bytes of a segment come out of it, RFC 6691), window scaling and
 //! timestamps with PAWS (RFC 7323, negotiable), Nagle on/off, delayed ACK (timeout,
-//! every second full segment, immediate on gaps), zero-window probes, optional
-//! keepalive, RFC 6298 RTO (Karn, backoff, min/max), NewReno (RFC 5681/3465/6582), SACK
+//! every second full segment, immediate on gaps), zero-window probes (backed off, for as
+//! long as the peer answers them), optional keepalive (restarted by anything the peer
+//! sends), RFC 6298 RTO (Karn: the backoff stays until a valid RTT sample; 3 s after a
+//! retransmitted SYN, §5.7; min/max), NewReno (RFC 5681/3465/6582), SACK
 //! (RFC 2018 blocks, RFC 6675 scoreboard recovery, negotiable), RFC 5961 challenge ACKs
-//! (rate limited), bounded half-open table with SYN cookies (RFC 4987), header
-//! prediction, out-of-order queue with merging/trimming (and out-of-order FIN).
+//! (rate limited per host with a randomised per-second budget, as Linux since
+//! CVE-2016-5696, and per flow: ACKs answering out-of-window segments, PAWS drops, ACKs
+//! of unsent data and challenges go out at most once per `TcpConfig::invalid_ratelimit_ns`),
+//! bounded half-open table with SYN cookies (RFC 4987; window scale, SACK-permitted and
+//! timestamps kept in the low bits of the TSval when the peer offers timestamps), header
+//! prediction, out-of-order queue with merging/trimming (and out-of-order FIN, ACKed at
+//! once and kept until the gap fills) within a per-host memory budget
+//! (`TcpConfig::ooo_budget`, refusals counted in `tcps_rcvoomemdrop`), TS.Recent recorded
+//! after the sequence check (RFC 7323 §5.3; a retransmission starting within a window
+//! below RCV.NXT still records it, no segment further off does), RSTs ignored in
+//! TIME_WAIT (RFC 1337).
+//! Values from the peer (SACK blocks, TSecr) never overflow arithmetic.
 //! The receive window is constant (`FlowOpts::rcv_wnd`): applications consume data
 //! as it is delivered, so no window updates are ever needed.
 //!

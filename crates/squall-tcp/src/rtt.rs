@@ -52,13 +52,21 @@ impl Rtt {
         } else {
             let srtt = self.srtt8 / 8;
             let delta = srtt.abs_diff(r);
-            // RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|
-            self.rttvar4 = self.rttvar4 - self.rttvar4 / 4 + delta;
-            // SRTT = 7/8 SRTT + 1/8 R
-            self.srtt8 = self.srtt8 - self.srtt8 / 8 + r;
+            // RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|, SRTT = 7/8 SRTT + 1/8 R; saturating:
+            // a peer's TSecr can make R as large as an hour.
+            self.rttvar4 = (self.rttvar4 - self.rttvar4 / 4).saturating_add(delta);
+            self.srtt8 = (self.srtt8 - self.srtt8 / 8).saturating_add(r);
         }
         let rto = (self.srtt8 / 8).saturating_add(G_US.max(self.rttvar4));
         self.rto_us = rto.clamp(cfg.min_us, cfg.max_us);
+    }
+
+    /// RFC 6298 §5.7: the SYN (or SYN-ACK) was retransmitted and the handshake gave no RTT
+    /// sample: data transmission starts with an RTO of 3 s (if the RTO is below that).
+    pub fn syn_retransmitted(&mut self, cfg: &RtoConfig) {
+        if self.srtt8 == 0 {
+            self.rto_us = self.rto_us.max(3_000_000).min(cfg.max_us);
+        }
     }
 
     /// Smoothed RTT in microseconds (0 before the first sample).

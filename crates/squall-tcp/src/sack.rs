@@ -72,6 +72,14 @@ impl Scoreboard {
         self.n = m as u8;
     }
 
+    /// Length of the segment at `una` up to the first SACKed byte, at most `mss`.
+    pub fn first_hole_len(&self, una: u32, mss: u32) -> u32 {
+        match self.ranges().first() {
+            Some(&(s, _)) if seq::gt(s, una) => s.wrapping_sub(una).min(mss),
+            _ => mss,
+        }
+    }
+
     /// Forgets everything below the new SND.UNA.
     pub fn advance(&mut self, una: u32) {
         let n = self.n as usize;
@@ -89,13 +97,16 @@ impl Scoreboard {
         }
     }
 
-    /// RFC 6675 IsLost boundary: un-SACKed bytes below the returned sequence have more than
-    /// (DupThresh - 1) * SMSS bytes SACKed above them and are deemed lost.
-    fn lost_limit(&self, una: u32, mss: u32) -> u32 {
+    /// RFC 6675 IsLost boundary: un-SACKed bytes below the returned sequence have
+    /// DupThresh discontiguous SACKed ranges, or more than (DupThresh - 1) * SMSS SACKed
+    /// bytes, above them and are deemed lost.
+    fn lost_limit(&self, una: u32, mss: u32, thresh: u8) -> u32 {
+        let thresh = u32::from(thresh.max(1));
+        let bytes = (thresh - 1) * mss;
         let mut above = 0u32;
-        for &(s, e) in self.ranges().iter().rev() {
-            above += e.wrapping_sub(s);
-            if above > 2 * mss {
+        for (n, &(s, e)) in self.ranges().iter().rev().enumerate() {
+            above = above.saturating_add(e.wrapping_sub(s));
+            if n as u32 + 1 >= thresh || above > bytes {
                 return s;
             }
         }
@@ -111,24 +122,24 @@ impl Scoreboard {
         for &(s, e) in self.ranges() {
             let (a, b) = (seq::max(s, from), seq::min(e, to));
             if seq::lt(a, b) {
-                n -= b.wrapping_sub(a);
+                n = n.saturating_sub(b.wrapping_sub(a));
             }
         }
         n
     }
 
-    /// RFC 6675 SetPipe: un-SACKed bytes not deemed lost, plus lost bytes already
+    /// RFC 6675 SetPipe (DupThresh `thresh`): un-SACKed bytes not deemed lost, plus lost bytes already
     /// retransmitted (below HighRxt).
-    pub fn pipe(&self, una: u32, max: u32, mss: u32) -> u32 {
-        let l = self.lost_limit(una, mss);
+    pub fn pipe(&self, una: u32, max: u32, mss: u32, thresh: u8) -> u32 {
+        let l = self.lost_limit(una, mss, thresh);
         let rx_to = seq::min(seq::max(self.high_rxt, una), l);
         self.unsacked(l, max) + self.unsacked(una, rx_to)
     }
 
     /// RFC 6675 NextSeg rule 1: the first lost (IsLost) un-SACKed byte at or above
     /// max(HighRxt, una), with the length of its hole.
-    pub fn next_hole(&self, una: u32, mss: u32) -> Option<(u32, u32)> {
-        let l = self.lost_limit(una, mss);
+    pub fn next_hole(&self, una: u32, mss: u32, thresh: u8) -> Option<(u32, u32)> {
+        let l = self.lost_limit(una, mss, thresh);
         let mut x = seq::max(self.high_rxt, una);
         for &(s, e) in self.ranges() {
             if !seq::lt(x, l) {
@@ -174,14 +185,14 @@ mod tests {
         };
         b.add(0, 10_000, 1000, 3000);
         b.add(0, 10_000, 4000, 8000);
-        assert_eq!(b.next_hole(0, 1000), Some((0, 1000)));
-        assert_eq!(b.pipe(0, 10_000, 1000), 2000);
+        assert_eq!(b.next_hole(0, 1000, 3), Some((0, 1000)));
+        assert_eq!(b.pipe(0, 10_000, 1000, 3), 2000);
         b.high_rxt = 1000;
-        assert_eq!(b.next_hole(0, 1000), Some((3000, 1000)));
-        assert_eq!(b.pipe(0, 10_000, 1000), 3000);
+        assert_eq!(b.next_hole(0, 1000, 3), Some((3000, 1000)));
+        assert_eq!(b.pipe(0, 10_000, 1000, 3), 3000);
         b.high_rxt = 4000;
-        assert_eq!(b.next_hole(0, 1000), None);
-        assert_eq!(b.pipe(0, 10_000, 1000), 4000);
+        assert_eq!(b.next_hole(0, 1000, 3), None);
+        assert_eq!(b.pipe(0, 10_000, 1000, 3), 4000);
     }
 
     // RFC 6675 §4 IsLost: a hole with at most (DupThresh-1)*SMSS bytes SACKed above it is
@@ -190,10 +201,67 @@ mod tests {
     fn rfc6675_4_is_lost_needs_dupthresh_bytes_above() {
         let mut b = Scoreboard::default();
         b.add(0, 10_000, 1000, 2000);
-        assert_eq!(b.next_hole(0, 1000), None);
-        assert_eq!(b.pipe(0, 10_000, 1000), 9000);
+        assert_eq!(b.next_hole(0, 1000, 3), None);
+        assert_eq!(b.pipe(0, 10_000, 1000, 3), 9000);
         b.add(0, 10_000, 2000, 4500);
-        assert_eq!(b.next_hole(0, 1000), Some((0, 1000)));
-        assert_eq!(b.pipe(0, 10_000, 1000), 5500);
+        assert_eq!(b.next_hole(0, 1000, 3), Some((0, 1000)));
+        assert_eq!(b.pipe(0, 10_000, 1000, 3), 5500);
+    }
+
+    // RFC 6675 §4 IsLost, first rule: DupThresh discontiguous SACKed ranges above a hole
+    // make it lost even when they hold few bytes (small segments).
+    #[test]
+    fn rfc6675_4_is_lost_by_discontiguous_ranges() {
+        let mut b = Scoreboard::default();
+        b.add(0, 10_000, 100, 200);
+        b.add(0, 10_000, 300, 400);
+        assert_eq!(b.next_hole(0, 1000, 3), None);
+        b.add(0, 10_000, 500, 600);
+        assert_eq!(b.next_hole(0, 1000, 3), Some((0, 100)));
+        assert_eq!(
+            b.next_hole(0, 1000, 4),
+            None,
+            "DupThresh 4 needs a fourth range"
+        );
+    }
+
+    // Hostile blocks: pipe and next_hole never overflow (this runs with overflow checks),
+    // whatever blocks arrive; with the SND.UNA the host passes (una <= max) the pipe never
+    // exceeds the data in flight. Ranges recorded against an SND.UNA beyond SND.MAX (an
+    // ACK of unsent data, which the host now drops first) must not panic either.
+    #[test]
+    fn arbitrary_blocks_never_overflow() {
+        use rand_core::{Rng, SeedableRng};
+        let mut g = rand_xoshiro::SplitMix64::seed_from_u64(5961);
+        let mut r = move || g.next_u64();
+        let (una, max) = (1000u32, 1000u32 + 10 * 1448);
+        for k in 0..200_000 {
+            let consistent = k % 2 == 0;
+            let mut b = Scoreboard {
+                high_rxt: una,
+                ..Default::default()
+            };
+            for _ in 0..1 + r() % 3 {
+                let u = if consistent {
+                    una + (r() % (max - una + 1) as u64) as u32
+                } else {
+                    max.wrapping_add((r() % ((1 << 31) - 20_000)) as u32)
+                };
+                let s = if r() % 2 == 0 {
+                    r() as u32
+                } else {
+                    una + (r() % 20_000) as u32
+                };
+                b.add(u, max, s, s.wrapping_add((r() % (1 << 31)) as u32));
+            }
+            let p = b.pipe(una, max, 1448, 3);
+            let hole = b.next_hole(una, 1448, 3);
+            if consistent {
+                assert!(p <= max - una, "{:?}", b.ranges());
+                if let Some((x, len)) = hole {
+                    assert!(seq::le(una, x) && seq::le(x.wrapping_add(len), max));
+                }
+            }
+        }
     }
 }

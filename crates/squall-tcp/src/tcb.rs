@@ -60,8 +60,13 @@ pub const F_TX_BLOCKED: u16 = 1 << 13;
 pub struct Tcb {
     pub key: FlowKey,
     pub state: State,
-    /// Retransmission backoff count (also keepalive probe count).
+    /// RTO backoff: doublings of the retransmission (or persist) timeout. Cleared only by
+    /// a valid RTT sample (Karn, RFC 6298 §5) or when the peer's window opens.
     pub backoff: u8,
+    /// Expiries the peer has not answered: retransmission timeouts since new data was last
+    /// acknowledged, zero-window or keepalive probes since the peer last answered one. The
+    /// flow is dropped when it exceeds the configured limit.
+    pub retries: u8,
     pub flags: u16,
     /// Send MSS (peer's MSS option, clamped to ours).
     pub mss: u16,
@@ -71,6 +76,11 @@ pub struct Tcb {
     pub rcv_wscale: u8,
     /// Index of the flow's option set in the host's table (`crate::opts::FlowOpts`).
     pub opt: u8,
+    /// Our millisecond clock (low 16 bits) when we last answered an invalid segment
+    /// (out of window, PAWS, unsent data, challenge): the per-flow rate limit. A 16-bit
+    /// clock wraps every 65.5 s, so rarely one answer more is suppressed; it fits the
+    /// TCB's padding.
+    pub oow_ms: u16,
     pub snd_una: u32,
     pub snd_nxt: u32,
     pub snd_max: u32,

@@ -66,7 +66,7 @@ pub struct RealConfig {
     pub arp_timeout: Duration,
 }
 
-fn parse_ip(s: &str) -> Result<[u8; 4], String> {
+pub(crate) fn parse_ip(s: &str) -> Result<[u8; 4], String> {
     s.parse::<std::net::Ipv4Addr>()
         .map(|a| a.octets())
         .map_err(|_| format!("--peer-ip {s}: not an IPv4 address"))
@@ -215,7 +215,7 @@ fn addresses(p: &Profile, mode: Mode) -> ([u8; 4], [u8; 4]) {
     (mine.to_be_bytes(), peer.to_be_bytes())
 }
 
-fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
+pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
     SideReport {
         tcp: s.node.tcp.counters().clone(),
         app: s.stats(),
@@ -376,7 +376,7 @@ fn run_port<P: Port>(
         caps.mac,
         rc.peer_mac.unwrap_or([0; 6]),
         cfg.max_flows,
-        seed ^ 0xaf9,
+        crate::run::host_secret(cfg, seed ^ 0xaf9)?,
     );
     // Segments must fit the interface's MTU.
     tc.opts.mss = tc.opts.mss.min(caps.mtu.saturating_sub(40)).max(64);
@@ -389,6 +389,8 @@ fn run_port<P: Port>(
         None
     };
     let mut s = Side::new(profile.clone(), port, tc, cg, t0, seed ^ 0x1);
+    s.node.set_vlan(cfg.vlan);
+    s.gen.app.stall_ns = cfg.stall_ns;
     // The node answers ARP for its pools from here on; it asks for the peer unless told.
     let peer_mac = match rc.peer_mac {
         Some(m) => m,
@@ -410,10 +412,8 @@ fn run_port<P: Port>(
     let hard = stop + cfg.drain_ns;
     let mut now;
     let mut last_pub = 0u64;
-    let mut idle_turns = 0u32;
-    while clock.now_ns() < t0 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let mut idle = IdleYield::default();
+    crate::run::wait_until(&clock, t0);
     loop {
         now = clock.now_ns();
         let w = s.iterate(now, None);
@@ -435,15 +435,7 @@ fn run_port<P: Port>(
             last_pub = now;
             publish(&live, &s, rc.mode);
         }
-        if w {
-            idle_turns = 0;
-        } else {
-            idle_turns = idle_turns.saturating_add(1);
-            // Nothing to do for a while: yield the core (real interfaces are polled).
-            if idle_turns > 1000 {
-                std::thread::sleep(Duration::from_micros(50));
-            }
-        }
+        idle.turn(w);
     }
     publish(&live, &s, rc.mode);
     live.done.store(true, Ordering::Relaxed);
@@ -475,13 +467,34 @@ fn run_port<P: Port>(
         server,
         elapsed_ns: now.saturating_sub(t0),
         gen_ns: cfg.duration_ns,
+        stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: cpu,
         pcap: None,
     })
 }
 
-fn fmt_mac(m: [u8; 6]) -> String {
+/// A polling loop on real ports yields the core after 1,000 turns in a row without work
+/// (50 us sleeps until work comes back).
+#[derive(Default)]
+pub(crate) struct IdleYield {
+    turns: u32,
+}
+
+impl IdleYield {
+    pub(crate) fn turn(&mut self, worked: bool) {
+        if worked {
+            self.turns = 0;
+        } else {
+            self.turns = self.turns.saturating_add(1);
+            if self.turns > 1000 {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+}
+
+pub(crate) fn fmt_mac(m: [u8; 6]) -> String {
     m.iter()
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod daemon;
 use squall::report::{self, RunInfo};
@@ -30,6 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Generate a profile's traffic (both sides over the in-memory wire) and report.
+    #[command(args_override_self = true)]
     Run(Box<RunArgs>),
     /// Load and validate a profile; print every error with its JSON path.
     Validate {
@@ -60,9 +61,14 @@ struct RunArgs {
     /// Rate multiplier: every template runs at cps x M.
     #[arg(short = 'm', long, default_value_t = 1.0)]
     mult: f64,
-    /// 1: both sides in one thread (T-mem1); 2: client on core 0, server on core 1.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
+    /// Worker cores. 1: both sides in one thread (T-mem1); N: N shards, each core running
+    /// both sides of its own share of the flows over its own wire (T-memN).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     cores: u32,
+    /// With --cores 2: the client side on core 0 and the server side on core 1 over one
+    /// wire (T-mem2) instead of two shards.
+    #[arg(long)]
+    split: bool,
     /// Interface: `mem` (the in-memory wire, both sides), `afpacket:IFNAME` or `dpdk[:PORTNAME]`
     /// (a real interface, one side: needs --mode client|server and root; dpdk needs the
     /// `dpdk` cargo feature and takes --eal).
@@ -79,6 +85,21 @@ struct RunArgs {
     /// server address in client mode, first client address in server mode).
     #[arg(long, value_name = "IP")]
     peer_ip: Option<String>,
+    /// Both sides on real ports, the device under test between them (TRex's topology):
+    /// the port of the client side (`afpacket:IFNAME`); needs --server-iface.
+    #[arg(long, value_name = "KIND:NAME")]
+    client_iface: Option<String>,
+    /// The port of the server side (with --client-iface).
+    #[arg(long, value_name = "KIND:NAME")]
+    server_iface: Option<String>,
+    /// With --client-iface: the DUT's address on the client link, resolved by ARP as the
+    /// client side's next hop (default: the server address, for a DUT that bridges).
+    #[arg(long, value_name = "IP")]
+    client_gw: Option<String>,
+    /// With --server-iface: the DUT's address on the server link (default: the first
+    /// client address).
+    #[arg(long, value_name = "IP")]
+    server_gw: Option<String>,
     /// Real interface: the peer's MAC (skips ARP resolution).
     #[arg(long, value_name = "MAC")]
     peer_mac: Option<String>,
@@ -97,12 +118,26 @@ struct RunArgs {
     /// Seed (scheduler, hosts, impairment); default: the profile's scheduler seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// Derive the TCP secrets (ISN and SYN-cookie key, flow-table hash seed) from the seed,
+    /// as --sim always does, so runs are reproducible. Default outside --sim: fresh
+    /// secrets from the OS random source at every run (a known key lets anyone on the
+    /// path predict ISNs and forge SYN cookies; keep this for links you control).
+    #[arg(long)]
+    fixed_keys: bool,
     /// Seconds in-flight flows may take to finish after the duration before being cut.
     #[arg(long, default_value_t = 5.0)]
     drain_sec: f64,
+    /// A flow cut at the end with no payload byte moved for this many seconds (and not
+    /// sleeping in its program) is `stalled`, an error; other cut flows are not errors.
+    #[arg(long, default_value_t = 5.0)]
+    stall_sec: f64,
     /// Wire impairment, both directions: loss=P,dup=P,reorder=P,corrupt=P,delay_us=N,jitter_us=N,rate_mbps=N
     #[arg(long, value_name = "SPEC")]
     impair: Option<String>,
+    /// 802.1Q VLAN id: every frame Squall sends is tagged, only frames with the tag are
+    /// taken (the others are counted and dropped).
+    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(u16).range(1..=4094))]
+    vlan: Option<u16>,
     /// Flow table size of each TCP host.
     #[arg(long, default_value_t = 262_144)]
     max_flows: u32,
@@ -112,6 +147,10 @@ struct RunArgs {
     /// No progress line on stderr.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Options from this file's [run] table (default: $SQUALL_CONFIG, else ./squall.toml
+    /// if present); the command line wins.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 fn load(path: &std::path::Path, t: &[String]) -> Result<squall_astf::Profile, ExitCode> {
@@ -122,7 +161,16 @@ fn load(path: &std::path::Path, t: &[String]) -> Result<squall_astf::Profile, Ex
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cmd = Cli::command();
+    if let Some(run) = cmd.find_subcommand("run") {
+        match squall::config::apply(&mut args, run) {
+            Ok(Some(p)) => eprintln!("squall: options from {}", p.display()),
+            Ok(None) => {}
+            Err(e) => return usage(&e),
+        }
+    }
+    let cli = Cli::parse_from(args);
     match cli.cmd {
         Cmd::Validate { profile, tunables } => match load(&profile, &tunables) {
             Ok(p) => {
@@ -170,10 +218,22 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if let Err(e) = squall::iface::set_eal(&mut real, a.eal.as_deref()) {
         return usage(&e);
     }
-    if real.is_some() && (a.sim || a.cores != 1 || a.pcap.is_some() || a.impair.is_some()) {
-        return usage(
-            "a real interface runs one side in one thread: no --sim, --cores, --pcap or --impair",
-        );
+    let dut = match squall::dut::parse(
+        a.client_iface.as_deref(),
+        a.server_iface.as_deref(),
+        a.client_gw.as_deref(),
+        a.server_gw.as_deref(),
+    ) {
+        Ok(d) => d,
+        Err(e) => return usage(&e),
+    };
+    if dut.is_some() && (real.is_some() || a.mode.is_some()) {
+        return usage("--client-iface/--server-iface play both sides: no --iface or --mode");
+    }
+    if (real.is_some() || dut.is_some())
+        && (a.sim || a.cores != 1 || a.pcap.is_some() || a.impair.is_some())
+    {
+        return usage("real interfaces run in one thread: no --sim, --cores, --pcap or --impair");
     }
     if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 1e6) {
         return usage("--duration must be a positive number of seconds");
@@ -183,6 +243,12 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     }
     if !(a.drain_sec.is_finite() && a.drain_sec >= 0.0 && a.drain_sec <= 1e5) {
         return usage("--drain-sec must be >= 0");
+    }
+    if a.split && a.cores != 2 {
+        return usage("--split needs --cores 2 (client on one core, server on the other)");
+    }
+    if !(a.stall_sec.is_finite() && a.stall_sec >= 0.0 && a.stall_sec <= 1e6) {
+        return usage("--stall-sec must be >= 0");
     }
     if a.pcap.is_some() && a.cores > 1 && !a.sim {
         return usage("--pcap needs a single-threaded run (--cores 1 or --sim)");
@@ -200,19 +266,24 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         duration_ns: (a.duration * 1e9) as u64,
         mult: a.mult,
         cores: if a.sim { 1 } else { a.cores },
+        split: a.split && !a.sim,
         sim: a.sim,
         seed: a.seed,
+        fixed_keys: a.fixed_keys,
         drain_ns: (a.drain_sec * 1e9) as u64,
+        stall_ns: (a.stall_sec * 1e9) as u64,
         pcap_flows: a.pcap.as_ref().map(|_| a.pcap_flows),
         impair,
         max_flows: a.max_flows.max(16),
+        vlan: a.vlan,
     };
     let live = Arc::new(Live::default());
     let (p2, c2, l2) = (profile.clone(), cfg.clone(), live.clone());
-    let r2 = real.clone();
-    let h = std::thread::spawn(move || match r2 {
-        None => run::run(p2, &c2, l2),
-        Some(rc) => squall::iface::run_real(p2, &c2, &rc, l2),
+    let (r2, d2) = (real.clone(), dut.clone());
+    let h = std::thread::spawn(move || match (r2, d2) {
+        (_, Some(dc)) => squall::dut::run_dut(p2, &c2, &dc, l2),
+        (Some(rc), None) => squall::iface::run_real(p2, &c2, &rc, l2),
+        (None, None) => run::run(p2, &c2, l2),
     });
     if !a.sim && !a.quiet {
         progress(&live, &h);
@@ -232,18 +303,30 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         None => report::invariants(&result),
         Some(rc) => squall::iface::single_side_checks(&result, rc.mode),
     };
-    let real_mode = real
-        .as_ref()
-        .map(|rc| format!("real time, {}, {} only", rc.label(), rc.mode.name()));
+    let real_mode = match (&real, &dut) {
+        (_, Some(dc)) => Some(format!(
+            "real time, afpacket:{} (client) and afpacket:{} (server), DUT between",
+            dc.client.ifname, dc.server.ifname
+        )),
+        (Some(rc), None) => Some(format!(
+            "real time, {}, {} only",
+            rc.label(),
+            rc.mode.name()
+        )),
+        (None, None) => None,
+    };
     let path = a.profile.display().to_string();
+    let shards_mode = format!("real time, {} shards (T-memN)", cfg.cores);
     let info = RunInfo {
         profile_path: &path,
         mode: if let Some(m) = &real_mode {
             m
         } else if a.sim {
             "simulation (virtual clock)"
-        } else if cfg.cores == 2 {
+        } else if cfg.split {
             "real time, 2 threads (T-mem2)"
+        } else if cfg.cores > 1 {
+            &shards_mode
         } else {
             "real time, 1 thread (T-mem1)"
         },

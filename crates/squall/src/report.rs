@@ -56,11 +56,17 @@ pub fn invariants(r: &RunResult) -> Vec<Check> {
         c.tcp.tcps_rcvbyte,
         "server tcps_sndbyte vs client tcps_rcvbyte",
     );
+    // A client program that resets in the callback completing its handshake sends the
+    // RST before the handshake's ACK: the server drops the embryonic connection (counted
+    // in its tcps_conndrops) and never accepts it.
+    let reset_at_connect = c.app.total().reset_at_connect;
     eq(
         "client_connects_eq_server_accepts",
-        c.tcp.tcps_connects,
+        c.tcp.tcps_connects.saturating_sub(reset_at_connect),
         s.tcp.tcps_accepts,
-        "client tcps_connects vs server tcps_accepts",
+        &format!(
+            "client tcps_connects - reset_at_connect {reset_at_connect} vs server tcps_accepts"
+        ),
     );
     let (cu, su) = (&c.app.udp, &s.app.udp);
     if cu.udps_connects + su.udps_accepts > 0 {
@@ -303,11 +309,28 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         "  {:<26} {:>14} {:>14}",
         "no_template", r.client.app.no_template, r.server.app.no_template
     );
+    if r.client.app.l7_no_match + r.server.app.l7_no_match > 0 {
+        let _ = writeln!(
+            o,
+            "  {:<26} {:>14} {:>14}",
+            "l7_no_match", r.client.app.l7_no_match, r.server.app.l7_no_match
+        );
+    }
     let _ = writeln!(
         o,
         "  {:<26} {:>14} {:>14}",
         "send_errors", r.client.app.send_errors, r.server.app.send_errors
     );
+    if r.server.app.translated > 0 {
+        let _ = writeln!(
+            o,
+            "  {:<26} {:>14} {:>14}   (accepted from addresses in no client pool, e.g. {}: translated on the way)",
+            "translated",
+            r.client.app.translated,
+            r.server.app.translated,
+            std::net::Ipv4Addr::from(r.server.app.translated_from.unwrap_or(0))
+        );
+    }
     let _ = writeln!(
         o,
         "\n{:<28} {:>14} {:>14}",
@@ -397,7 +420,10 @@ fn side_json(s: &SideReport) -> Value {
     json!({
         "flows": counters_json(&s.app.total()),
         "no_template": s.app.no_template,
+        "l7_no_match": s.app.l7_no_match,
         "send_errors": s.app.send_errors,
+        "translated": s.app.translated,
+        "translated_from": s.app.translated_from.map(|a| std::net::Ipv4Addr::from(a).to_string()),
         "errors": s.app.errors(),
         "tcp": Value::Object(tcp),
         "udp": Value::Object(udp),
@@ -447,6 +473,7 @@ pub fn to_json(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         "cores": info.cores,
         "duration_sec": info.duration_s,
         "mult": info.mult,
+        "stall_sec": secs(r.stall_ns),
         "elapsed_sec": secs(r.elapsed_ns),
         "generation_sec": secs(r.gen_ns),
         "cpu_sec": secs(r.cpu_ns),

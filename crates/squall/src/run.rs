@@ -1,7 +1,8 @@
 //! Run drivers over the in-memory wire: both sides in one thread on the monotonic clock
-//! (T-mem1), the deterministic simulation on a virtual clock (`--sim`), and the two-thread
-//! run with the client pinned to core 0 and the server to core 1 (T-mem2). Each returns
-//! the per-side reports; progress is published through [`Live`].
+//! (T-mem1), the deterministic simulation on a virtual clock (`--sim`), the two-thread
+//! run with the client pinned to core 0 and the server to core 1 (T-mem2), and N
+//! per-core shards (T-memN, [`crate::shards`]). Each returns the per-side reports;
+//! progress is published through [`Live`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,20 +25,31 @@ use crate::stats::SideStats;
 pub struct RunConfig {
     pub duration_ns: u64,
     pub mult: f64,
-    /// 1: both sides in one thread; 2: client on core 0, server on core 1.
+    /// Worker threads: 1 = both sides in one thread (T-mem1); N > 1 = N shards, each
+    /// running both sides of its own flows over its own wire (T-memN), unless `split`.
     pub cores: u32,
+    /// With `cores == 2`: client on core 0, server on core 1 over one wire (T-mem2).
+    pub split: bool,
     /// Deterministic virtual-clock simulation (single thread).
     pub sim: bool,
     /// Overrides the profile's scheduler seed; also seeds hosts and impairment.
     pub seed: Option<u64>,
     /// In-flight flows get this long after the duration before they are cut.
     pub drain_ns: u64,
+    /// A flow cut with no payload byte moved for this long (and not sleeping on its own
+    /// program timer) counts as `stalled`, an error; other cut flows are not errors.
+    pub stall_ns: u64,
     /// Capture the first N flows (single-threaded runs only).
     pub pcap_flows: Option<usize>,
     /// Impairment of both wire directions.
     pub impair: Impairment,
     /// Flow table size of each host.
     pub max_flows: u32,
+    /// Derive the hosts' TCP secrets from the seed outside `--sim` too (`--fixed-keys`):
+    /// reproducible, and predictable by anyone who knows the seed (see [`host_secret`]).
+    pub fixed_keys: bool,
+    /// 802.1Q VLAN id of every frame (both sides; real ports: the side(s) Squall plays).
+    pub vlan: Option<u16>,
 }
 
 impl Default for RunConfig {
@@ -46,12 +58,16 @@ impl Default for RunConfig {
             duration_ns: 1_000_000_000,
             mult: 1.0,
             cores: 1,
+            split: false,
             sim: false,
             seed: None,
             drain_ns: 5_000_000_000,
+            stall_ns: crate::gen::DEFAULT_STALL_NS,
             pcap_flows: None,
             impair: Impairment::default(),
             max_flows: 262_144,
+            fixed_keys: false,
+            vlan: None,
         }
     }
 }
@@ -87,6 +103,8 @@ pub struct RunResult {
     pub elapsed_ns: u64,
     /// Generation time (the duration).
     pub gen_ns: u64,
+    /// The run's stall time ([`RunConfig::stall_ns`]).
+    pub stall_ns: u64,
     /// CPU time of every worker thread together.
     pub cpu_ns: u64,
     /// Share of `cpu_ns` spent in loop iterations that did work (real-time modes: idle
@@ -185,7 +203,7 @@ impl Control {
     }
 }
 
-fn publish_client(live: &Live, s: &Side<MemPort>) {
+pub(crate) fn publish_client<P: Port>(live: &Live, s: &Side<P>) {
     let t = s.gen.app.stats.total();
     live.started.store(t.started, Ordering::Relaxed);
     live.completed.store(t.completed, Ordering::Relaxed);
@@ -196,7 +214,7 @@ fn publish_client(live: &Live, s: &Side<MemPort>) {
         .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
 }
 
-fn publish_server(live: &Live, s: &Side<MemPort>) {
+pub(crate) fn publish_server<P: Port>(live: &Live, s: &Side<P>) {
     live.server_errors
         .store(s.gen.app.stats.errors(), Ordering::Relaxed);
     live.server_wire_bytes
@@ -232,7 +250,7 @@ const POOL_FRAMES_HOT: u32 = 512;
 
 /// Frames in each side's pool for a run.
 fn pool_frames(cfg: &RunConfig) -> u32 {
-    if cfg.impair.is_active() || (cfg.cores >= 2 && !cfg.sim) {
+    if cfg.impair.is_active() || (cfg.split && !cfg.sim) {
         POOL_FRAMES
     } else {
         POOL_FRAMES_HOT
@@ -291,10 +309,10 @@ impl Pressure {
 const START_BUDGET: usize = 256;
 
 /// Lead between reading the clock and the first scheduled flow (real-time runs).
-const START_LEAD_NS: u64 = 100_000_000;
+pub(crate) const START_LEAD_NS: u64 = 100_000_000;
 
 /// Sleeps (then spins the last 100 us) until the clock reaches `t`.
-fn wait_until(clock: &MonotonicClock, t: u64) {
+pub(crate) fn wait_until(clock: &MonotonicClock, t: u64) {
     loop {
         let now = clock.now_ns();
         if now >= t {
@@ -338,6 +356,20 @@ fn seed_of(p: &Profile, cfg: &RunConfig) -> u64 {
     cfg.seed.unwrap_or(p.scheduler.seed)
 }
 
+/// The TCP secret of one host (`TcpConfig::seed`: ISN and SYN-cookie key, flow-table hash
+/// seed). The rule: `--sim` (virtual clock) and `--fixed-keys` derive it from the run's
+/// seed (`derived`), so a run repeats exactly; every other run (real time, the memory wire
+/// or a real interface, client or server, and the daemon's runs) takes it from the OS
+/// random source, since a known key lets an off-path attacker predict ISNs and forge SYN
+/// cookies.
+pub fn host_secret(cfg: &RunConfig, derived: u64) -> Result<u64, String> {
+    if cfg.sim || cfg.fixed_keys {
+        Ok(derived)
+    } else {
+        squall_tcp::TcpConfig::random_seed().map_err(|e| format!("OS random source: {e}"))
+    }
+}
+
 fn mem_config(p: &Profile, cfg: &RunConfig) -> MemConfig {
     let mss = p
         .templates
@@ -366,23 +398,56 @@ fn mem_config(p: &Profile, cfg: &RunConfig) -> MemConfig {
     }
 }
 
+/// Which share of the run one worker plays: shard `index` of `count` (the scheduler
+/// opens `1/count` of every template's flows there, from the core's own addresses and
+/// ports; see `squall_astf::alloc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    pub(crate) const ONE: Shard = Shard { index: 0, count: 1 };
+    /// Mixes the shard into a seed (shard 0 of 1 keeps the seed as it was).
+    fn seed(self, seed: u64) -> u64 {
+        seed ^ (u64::from(self.index) << 40)
+    }
+}
+
 fn sides(
     profile: &Arc<Profile>,
     cfg: &RunConfig,
     t0: u64,
+    shard: Shard,
 ) -> Result<(Side<MemPort>, Side<MemPort>), String> {
     let mc = mem_config(profile, cfg);
     let (pa, pb) = mem::pair(mc.clone()).map_err(|e| e.to_string())?;
     let seed = seed_of(profile, cfg);
-    let mut sc = SchedConfig::from_profile(profile, cfg.mult, Some(cfg.duration_ns), 0, 1);
+    let mut sc = SchedConfig::from_profile(
+        profile,
+        cfg.mult,
+        Some(cfg.duration_ns),
+        shard.index,
+        shard.count,
+    );
     sc.start_ns = t0;
     sc.seed = seed;
     let cg = ClientGen::new(profile, &sc)?;
     let t = &profile.templates[0];
-    let ccfg = tcp_config(&t.client, mc.mac_a, mc.mac_b, cfg.max_flows, seed ^ 0xc11e);
-    let scfg = tcp_config(&t.server, mc.mac_b, mc.mac_a, cfg.max_flows, seed ^ 0x5e4e);
-    let c = Side::new(profile.clone(), pa, ccfg, Some(cg), t0, seed ^ 0x1);
-    let s = Side::new(profile.clone(), pb, scfg, None, t0, seed ^ 0x2);
+    let hs = shard.seed(seed);
+    let (ck, sk) = (
+        host_secret(cfg, hs ^ 0xc11e)?,
+        host_secret(cfg, hs ^ 0x5e4e)?,
+    );
+    let ccfg = tcp_config(&t.client, mc.mac_a, mc.mac_b, cfg.max_flows, ck);
+    let scfg = tcp_config(&t.server, mc.mac_b, mc.mac_a, cfg.max_flows, sk);
+    let mut c = Side::new(profile.clone(), pa, ccfg, Some(cg), t0, hs ^ 0x1);
+    let mut s = Side::new(profile.clone(), pb, scfg, None, t0, hs ^ 0x2);
+    c.node.set_vlan(cfg.vlan);
+    s.node.set_vlan(cfg.vlan);
+    c.gen.app.stall_ns = cfg.stall_ns;
+    s.gen.app.stall_ns = cfg.stall_ns;
     Ok((c, s))
 }
 
@@ -392,12 +457,16 @@ pub fn run(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         return Err("the profile has no template".into());
     }
     if cfg.sim {
-        run_single(&profile, cfg, None, &live)
+        run_single(&profile, cfg, None, &live, Shard::ONE, None)
     } else if cfg.cores >= 2 {
         if cfg.pcap_flows.is_some() {
             return Err("--pcap needs a single-threaded run (--cores 1 or --sim)".into());
         }
-        run_two(profile, cfg, live)
+        if cfg.split {
+            run_two(profile, cfg, live)
+        } else {
+            crate::shards::run_shards(profile, cfg, live)
+        }
     } else {
         let clock = MonotonicClock::new();
         let cfg2 = cfg.clone();
@@ -406,7 +475,7 @@ pub fn run(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             .name("squall-w0".into())
             .spawn(move || {
                 let _ = squall_engine::affinity::pin_current_thread(0);
-                run_single(&profile, &cfg2, Some(&clock), &live2)
+                run_single(&profile, &cfg2, Some(&clock), &live2, Shard::ONE, None)
             })
             .map_err(|e| e.to_string())?
             .join()
@@ -414,18 +483,21 @@ pub fn run(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
     }
 }
 
-/// Both sides in one thread; `clock` None = virtual time.
-fn run_single(
+/// Both sides of `shard`'s flows in one thread; `clock` None = virtual time. `t0`: the
+/// common start of several shards (default: a little after now).
+pub(crate) fn run_single(
     profile: &Arc<Profile>,
     cfg: &RunConfig,
     clock: Option<&MonotonicClock>,
     live: &Live,
+    shard: Shard,
+    t0: Option<u64>,
 ) -> Result<RunResult, String> {
     let cpu0 = thread_cpu_ns();
     // Real time: start a little ahead so that building the sides (frame pools, flow
     // tables) does not delay the first scheduled flows.
-    let t0 = clock.map_or(1_000_000_000, |c| c.now_ns() + START_LEAD_NS);
-    let (mut c, mut s) = sides(profile, cfg, t0)?;
+    let t0 = t0.unwrap_or_else(|| clock.map_or(1_000_000_000, |c| c.now_ns() + START_LEAD_NS));
+    let (mut c, mut s) = sides(profile, cfg, t0, shard)?;
     if let Some(ck) = clock {
         wait_until(ck, t0);
     }
@@ -520,6 +592,7 @@ fn run_single(
         server: report(&s, cpu),
         elapsed_ns: now - t0,
         gen_ns: cfg.duration_ns,
+        stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: if clock.is_some() {
             busy.scale(cpu)
@@ -536,7 +609,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
     let clock = MonotonicClock::with_origin(origin);
     // Common start a little ahead so both threads are up and the sides are built.
     let t0 = clock.now_ns() + START_LEAD_NS;
-    let (c, s) = sides(&profile, cfg, t0)?;
+    let (c, s) = sides(&profile, cfg, t0, Shard::ONE)?;
     let stop = t0 + cfg.duration_ns;
     let hard = stop + cfg.drain_ns;
     let impaired = cfg.impair.is_active();
@@ -658,6 +731,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         server,
         elapsed_ns: end.saturating_sub(t0),
         gen_ns: cfg.duration_ns,
+        stall_ns: cfg.stall_ns,
         pcap: None,
     })
 }
@@ -666,15 +740,53 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
 mod tests {
     use super::*;
 
+    /// The TCP secrets (`TcpConfig::seed`) of the client and server hosts `sides` builds.
+    fn secrets(cfg: &RunConfig) -> [u64; 2] {
+        let p = crate::source::load(
+            std::path::Path::new("../../examples/w1-astf-http.json"),
+            &[],
+        )
+        .expect("W1 profile");
+        let (c, s) = sides(&Arc::new(p), cfg, 0, Shard::ONE).expect("sides");
+        [c.node.tcp.config().seed, s.node.tcp.config().seed]
+    }
+
+    // Issue #10 item 6: real-time runs take their hosts' secrets (ISN and SYN-cookie key,
+    // flow-table hash seed) from the OS random source; --sim and --fixed-keys derive them
+    // from the seed, so two such runs have equal keys.
+    #[test]
+    fn host_secrets_random_unless_sim_or_fixed_keys() {
+        let real = RunConfig::default();
+        let (a, b) = (secrets(&real), secrets(&real));
+        assert_ne!(a, b, "two real-time runs share their secrets");
+        assert_ne!(a[0], a[1], "client and server share a secret");
+        let sim = RunConfig {
+            sim: true,
+            ..RunConfig::default()
+        };
+        assert_eq!(secrets(&sim), secrets(&sim));
+        let fixed = RunConfig {
+            fixed_keys: true,
+            seed: Some(9),
+            ..RunConfig::default()
+        };
+        assert_eq!(secrets(&fixed), [9 ^ 0xc11e, 9 ^ 0x5e4e]);
+        assert_ne!(secrets(&fixed), secrets(&sim), "secrets follow the seed");
+    }
+
     #[test]
     fn hot_pool_only_for_one_thread_on_a_clean_wire() {
         let mut cfg = RunConfig::default();
         assert_eq!(pool_frames(&cfg), POOL_FRAMES_HOT);
         cfg.sim = true;
         cfg.cores = 2; // --sim runs in one thread whatever --cores says
+        cfg.split = true;
         assert_eq!(pool_frames(&cfg), POOL_FRAMES_HOT);
         cfg.sim = false;
         assert_eq!(pool_frames(&cfg), POOL_FRAMES);
+        cfg.split = false; // shards: each one thread on its own wire
+        assert_eq!(pool_frames(&cfg), POOL_FRAMES_HOT);
+        cfg.split = true;
         cfg.cores = 1;
         cfg.impair.delay_ns = 100_000;
         assert_eq!(pool_frames(&cfg), POOL_FRAMES);

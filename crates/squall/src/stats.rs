@@ -55,8 +55,15 @@ counters! {
     bad_close: true,
     /// flows whose `recv` could not be satisfied because the peer closed first
     peer_closed_early: true,
-    /// flows still running at the end of the drain period, cut with a RST
-    cut: true,
+    /// flows still running at the end of the drain period, cut with a RST (not an error:
+    /// a flow may legitimately outlast the run; see `stalled`)
+    cut: false,
+    /// of `cut`: flows that were stalled when cut (waiting on the network, not on their
+    /// own program timer, with no payload byte moved for the run's stall time): hung flows
+    stalled: true,
+    /// client flows whose program reset the connection in the callback that completed the
+    /// handshake (the RST leaves before the handshake's ACK: the server never accepts them)
+    reset_at_connect: false,
     /// program operations the engine cannot perform (UDP commands on TCP, bad buffer)
     io_misuse: true,
     /// payload bytes sent and acknowledged by the peer (UDP: sent)
@@ -176,10 +183,17 @@ pub struct SideStats {
     pub tg: Vec<TgStats>,
     /// Accepted connections that matched no template (reset).
     pub no_template: u64,
+    /// Accepted connections whose first bytes matched no template's `l7_map` (reset).
+    pub l7_no_match: u64,
     /// Send operations the TCP host refused (queue full, bad range).
     pub send_errors: u64,
     /// UDP counters of the side.
     pub udp: UdpCounters,
+    /// Accepted flows whose source address is in no client pool of the profile: address
+    /// translation (a NAT between the ports) rewrote it. Not an error.
+    pub translated: u64,
+    /// The first such source address seen.
+    pub translated_from: Option<u32>,
 }
 
 impl SideStats {
@@ -199,7 +213,11 @@ impl SideStats {
     }
     /// Every error of the side.
     pub fn errors(&self) -> u64 {
-        self.total().errors() + self.no_template + self.send_errors + self.udp.errors()
+        self.total().errors()
+            + self.no_template
+            + self.l7_no_match
+            + self.send_errors
+            + self.udp.errors()
     }
     pub fn merge(&mut self, o: &SideStats) {
         if self.tg.len() < o.tg.len() {
@@ -210,7 +228,10 @@ impl SideStats {
             a.lat.merge(&b.lat);
         }
         self.no_template += o.no_template;
+        self.l7_no_match += o.l7_no_match;
         self.send_errors += o.send_errors;
+        self.translated += o.translated;
+        self.translated_from = self.translated_from.or(o.translated_from);
         self.udp.add(&o.udp);
     }
 }
@@ -227,6 +248,7 @@ mod tests {
             aborted: 2,
             timeouts: 2,
             cut: 1,
+            stalled: 1,
             ..Default::default()
         };
         assert_eq!(c.errors(), 3);

@@ -74,7 +74,7 @@ fn missing_file_and_bad_options_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = squall()
-        .args(["run", "tests/profiles/loop.json", "--cores", "3"])
+        .args(["run", "tests/profiles/loop.json", "--cores", "3", "--split"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -137,23 +137,33 @@ fn sim_run_writes_json_and_pcap_and_exits_0() {
 
 #[test]
 fn failed_run_exits_1() {
-    // Flows that wait 3-5 ms in their program, cut after a 1 ms drain.
-    let out = squall()
-        .args([
-            "run",
-            "tests/profiles/delay.json",
-            "--sim",
-            "--duration",
-            "0.003",
-            "--mult",
-            "10",
-            "--drain-sec",
-            "0.001",
-        ])
-        .output()
-        .unwrap();
+    // Flows that wait 3-5 ms in their program, cut after a 1 ms drain: cut is not an
+    // error, but with a zero stall time the server flows waiting for the client's
+    // request are stalled.
+    let run = |stall: &str| {
+        squall()
+            .args([
+                "run",
+                "tests/profiles/delay.json",
+                "--sim",
+                "--duration",
+                "0.003",
+                "--mult",
+                "10",
+                "--drain-sec",
+                "0.001",
+                "--stall-sec",
+                stall,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = run("0");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("result: FAILED"));
+    let out = run("5");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("result: CLEAN"));
 }
 
 /// A stand-in for the `squall` Python package: `squall.compile` prints the IR of a file
@@ -215,4 +225,88 @@ fn py_profiles_are_compiled_and_errors_passed_through() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("NameError: name 'ASTFProgrm'"));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_config_file_gives_defaults_and_the_command_line_wins() {
+    let dir = std::env::temp_dir().join(format!("squall-cli-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("squall.toml");
+    let json = dir.join("out.json");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[run]\nsim = true\nduration = 1\nmult = 50\nquiet = true\njson = {:?}\n",
+            json.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let out = squall()
+        .args([
+            "run",
+            "tests/profiles/loop.json",
+            "--mult",
+            "20",
+            "--config",
+        ])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["mult"], 20.0, "the command line wins");
+    assert_eq!(v["duration_sec"], 1.0, "the file gives the rest");
+    assert!(v["mode"].as_str().unwrap().contains("simulation"));
+    std::fs::write(&cfg, "[run]\nbogus = 1\n").unwrap();
+    let out = squall()
+        .args(["run", "tests/profiles/loop.json", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bogus") && err.contains("squall.toml"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn vlan_runs_tag_every_frame() {
+    let dir = std::env::temp_dir().join(format!("squall-cli-vlan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("vlan.pcap");
+    let out = squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--sim",
+            "-d",
+            "1",
+            "-m",
+            "20",
+            "-q",
+            "--vlan",
+            "100",
+            "--pcap",
+        ])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let bytes = std::fs::read(&pcap).unwrap();
+    let (_, recs) = squall_port::pcap::read_pcap(&bytes).unwrap();
+    assert!(recs.len() > 50, "{} frames", recs.len());
+    for r in &recs {
+        assert_eq!(&r.data[12..16], &[0x81, 0x00, 0x00, 100], "802.1Q id 100");
+        assert_eq!(&r.data[16..18], &[0x08, 0x00]);
+    }
+    let bad = squall()
+        .args(["run", "tests/profiles/loop.json", "--vlan", "4095"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -17,7 +17,7 @@ Value = Union[int, bool, str]
 
 @dataclass(frozen=True)
 class _Spec:
-    kind: str  # "int" | "flag" | "enum"
+    kind: str  # "int" | "flag" | "enum" | "flag_or_int" (a bool, or an int in lo..=hi)
     lo: int = 0
     hi: int = 0
     choices: Tuple[str, ...] = ()
@@ -28,31 +28,40 @@ _TCP: Dict[str, _Spec] = {
     "mss": _Spec("int", 64, 9000, doc="maximum segment size"),
     "initwnd": _Spec("int", 1, 20, doc="initial congestion window, segments"),
     "delay_ack_msec": _Spec("int", 0, 500, doc="delayed-ACK timeout"),
-    "no_delay": _Spec("flag", doc="disable Nagle"),
+    "no_delay": _Spec("flag_or_int", 0, 3, doc="disable Nagle (bit 0); bit 1: TRex's PUSH on every "
+                      "segment, accepted and not applied"),
     "no_delay_counter": _Spec("int", 0, 65535, doc="bytes after which Nagle is bypassed"),
     "rxbufsize": _Spec("int", 1024, 16777216, doc="receive buffer"),
     "txbufsize": _Spec("int", 1024, 16777216, doc="send buffer"),
     "rexmtthresh": _Spec("int", 1, 10, doc="duplicate ACKs before fast retransmit"),
     "do_rfc1323": _Spec("flag", doc="window scaling and timestamps"),
     "do_sack": _Spec("flag", doc="selective acknowledgements (Squall)"),
+    "keepinit": _Spec("int", 1, 65533, doc="connection-establishment timeout, seconds (side-wide)"),
+    "keepidle": _Spec("int", 0, 65533, doc="keepalive idle time, seconds; 0 = off (side-wide)"),
+    "keepintvl": _Spec("int", 1, 65533, doc="keepalive probe interval, seconds (side-wide)"),
+    "blackhole": _Spec("int", 0, 0, doc="only 0: a RST answers a segment for no flow (side-wide)"),
 }
 _IP: Dict[str, _Spec] = {
     "ttl": _Spec("int", 1, 255),
     "tos": _Spec("int", 0, 255),
+    "dont_use_inbound_mac": _Spec("flag", doc="accepted, no effect: Squall always sends to its next hop"),
+}
+_IPV6: Dict[str, _Spec] = {
+    "enable": _Spec("int", 0, 0, doc="only 0: Squall generates IPv4 only"),
 }
 _SCHED: Dict[str, _Spec] = {
     "rampup_sec": _Spec("int", 0, 3600, doc="linear ramp-up"),
     "spacing": _Spec("enum", choices=("even", "poisson"), doc="flow start spacing (Squall)"),
     "seed": _Spec("int", 0, 2**64 - 1, doc="seed of pseudo-random choices (Squall)"),
+    "accurate": _Spec("flag", doc="accepted, no effect: Squall's scheduler is always exact"),
 }
 _PER_TEMPLATE_TCP = ("mss", "initwnd", "no_delay", "no_delay_counter", "rxbufsize", "txbufsize",
                      "delay_ack_msec", "rexmtthresh", "do_rfc1323", "do_sack")
 
-# TRex tunables that Squall's IR version 1 does not have: named in the error message.
-_TREX_ONLY = {
-    "tcp": ("keepinit", "keepidle", "keepintvl", "blackhole"),
-    "ip": ("dont_use_inbound_mac",),
-    "ipv6": ("src_msb", "dst_msb", "enable"),
+# Tunables TRex accepts (or that TRex users try) that Squall refuses, with the reason.
+_REFUSED = {
+    "tcp": {"cc_algo": "Squall's TCP implements NewReno only"},
+    "ipv6": {"src_msb": "Squall generates IPv4 only", "dst_msb": "Squall generates IPv4 only"},
 }
 
 
@@ -62,6 +71,8 @@ def check_value(field: str, spec: _Spec, val: object, site: Optional[Site]) -> V
         if isinstance(val, bool) or (isinstance(val, int) and val in (0, 1)):
             return val
         raise ProfileError(f"{field} must be a bool or 0/1, got {val!r}", site, field)
+    if spec.kind == "flag_or_int" and isinstance(val, bool):
+        return val
     if spec.kind == "enum":
         if isinstance(val, str) and val in spec.choices:
             return val
@@ -85,9 +96,14 @@ class _Section:
 
     def _unknown(self, attr: str) -> ProfileError:
         field = f"{self._name}.{attr}"
-        if attr in _TREX_ONLY.get(self._name, ()):
-            return ProfileError(f"{self._owner}: tunable {field} exists in TRex but not in Squall's "
-                                f"profile IR v1", user_site(), field)
+        if self._name == "tcp" and attr in _TCP:
+            return ProfileError(f"{self._owner}: tunable {field} is side-wide: set it in ASTFGlobalInfo "
+                                "(TRex's ASTFGlobalInfoPerTemplate has no such field either)",
+                                user_site(), field)
+        reason = _REFUSED.get(self._name, {}).get(attr)
+        if reason is not None:
+            return ProfileError(f"{self._owner}: tunable {field} is not supported: {reason}",
+                                user_site(), field)
         known = ", ".join(sorted(self._specs))
         return ProfileError(f"{self._owner}: unknown tunable {field} (known in {self._name}: {known})",
                             user_site(), field)
@@ -131,9 +147,6 @@ class ASTFGlobalInfoBase:
         secs: Dict[str, _Section] = object.__getattribute__(self, "_secs")
         if attr in secs:
             return secs[attr]
-        if attr in _TREX_ONLY:
-            raise ProfileError(f"{self._label}: tunables {attr}.* exist in TRex but not in Squall's "
-                               f"profile IR v1", user_site(), attr)
         raise ProfileError(f"{self._label}: unknown tunable group {attr!r} (known: {', '.join(secs)})",
                            user_site(), attr)
 
@@ -166,12 +179,16 @@ class ASTFGlobalInfo(ASTFGlobalInfoBase):
     Pass it as `ASTFProfile(default_c_glob_info=..., default_s_glob_info=...)`.
     """
 
-    _sections = {"tcp": _TCP, "ip": _IP, "scheduler": _SCHED}
+    _sections = {"tcp": _TCP, "ip": _IP, "scheduler": _SCHED, "ipv6": _IPV6}
     _label = "GlobalInfo"
 
 
 class ASTFGlobalInfoPerTemplate(ASTFGlobalInfoBase):
     """Per-template tunables (TRex `ASTFGlobalInfoPerTemplate`): `tcp.*` and `ip.*`."""
 
-    _sections = {"tcp": {k: _TCP[k] for k in _PER_TEMPLATE_TCP}, "ip": _IP}
+    _sections = {"tcp": {k: _TCP[k] for k in _PER_TEMPLATE_TCP}, "ip": _IP, "ipv6": _IPV6}
     _label = "GlobalInfoPerTemplate"
+
+    def to_json(self) -> Dict[str, Dict[str, Value]]:
+        """As the base, without `ipv6` (only `enable = 0` exists, which changes nothing)."""
+        return {n: v for n, v in super().to_json().items() if n != "ipv6"}

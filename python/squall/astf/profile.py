@@ -209,6 +209,14 @@ class ASTFProfile:
             if k == key:
                 return n
         for _, n, other in gens:
+            if g.dist_client is other.dist_client:
+                # One ASTFIPGenDist in several generators: one shared pool (TRex: one
+                # distribution), compiled as identical client pools.
+                if g.glob.ip_offset != other.glob.ip_offset:
+                    raise ProfileError("this ASTFIPGenDist is shared with another ASTFIPGen whose "
+                                       f"ip_offset differs ({other.glob.ip_offset} at {other.site}): "
+                                       "a shared client pool has one ip_offset", g.site, "glob")
+                continue
             if g.dist_client.overlaps(other.dist_client):
                 raise ProfileError(f"client pool {g.dist_client.ip_start}-{g.dist_client.ip_end} overlaps "
                                    f"{other.dist_client.ip_start}-{other.dist_client.ip_end} of another "
@@ -234,8 +242,9 @@ class ASTFProfile:
     def _global(self) -> Dict[str, Any]:
         c = self.default_c_glob_info
         s = self.default_s_glob_info
-        cs = {k: v for k, v in (c.to_json() if c else {}).items() if k != "scheduler"}
-        ss = {k: v for k, v in (s.to_json() if s else {}).items() if k != "scheduler"}
+        glob_only = ("scheduler", "ipv6")  # global sections of the IR
+        cs = {k: v for k, v in (c.to_json() if c else {}).items() if k not in glob_only}
+        ss = {k: v for k, v in (s.to_json() if s else {}).items() if k not in glob_only}
         sched_c = c.section("scheduler") if c else {}
         sched_s = s.section("scheduler") if s else {}
         if sched_c and sched_s and sched_c != sched_s:
@@ -252,6 +261,9 @@ class ASTFProfile:
                 out["server"] = ss
         if sched:
             out["scheduler"] = sched
+        ipv6 = dict(c.section("ipv6") if c else {}, **(s.section("ipv6") if s else {}))
+        if ipv6:
+            out["ipv6"] = ipv6
         return out
 
     # ---- TRex-style loading ----------------------------------------------------------------

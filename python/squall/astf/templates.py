@@ -36,8 +36,50 @@ class ASTFCluster:
     """Accepted for TRex compatibility; has no effect (TRex: "for future use")."""
 
 
+_L7_MAX_OFFSETS = 8
+
+
+def _l7_bytes(what: str, val: object, n: Optional[int], site: Optional[Site]) -> List[int]:
+    if not isinstance(val, (list, tuple)) or not val or len(val) > _L7_MAX_OFFSETS:
+        raise ProfileError(f"ASTFAssociationRule: l7_map {what} must be a list of 1..{_L7_MAX_OFFSETS} "
+                           f"integers, got {val!r}", site, "l7_map")
+    if n is not None and len(val) != n:
+        raise ProfileError(f"ASTFAssociationRule: l7_map {what} has {len(val)} entries, give one per offset "
+                           f"({n})", site, "l7_map")
+    out = []
+    for x in val:
+        if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= 255:
+            raise ProfileError(f"ASTFAssociationRule: l7_map {what} entries must be integers 0..255, "
+                               f"got {x!r}", site, "l7_map")
+        out.append(x)
+    return out
+
+
+def _l7_map(l7_map: Any, site: Optional[Site]) -> Dict[str, List[int]]:
+    """TRex's `l7_map`: a list of offsets, or `{"offset": [...], "mask": [...], "value": [...]}`."""
+    if isinstance(l7_map, (list, tuple)):
+        l7_map = {"offset": list(l7_map)}
+    if not isinstance(l7_map, dict):
+        raise ProfileError(f"ASTFAssociationRule: l7_map must be a list of offsets or a dict, got "
+                           f"{type(l7_map).__name__}", site, "l7_map")
+    unknown = sorted(set(l7_map) - {"offset", "mask", "value"})
+    if unknown or "offset" not in l7_map:
+        raise ProfileError("ASTFAssociationRule: l7_map takes offset (required), mask and value"
+                           + (f"; unknown: {', '.join(map(str, unknown))}" if unknown else ""), site, "l7_map")
+    offset = _l7_bytes("offset", l7_map["offset"], None, site)
+    if len(set(offset)) != len(offset):
+        raise ProfileError(f"ASTFAssociationRule: l7_map offsets must be distinct, got {offset}", site, "l7_map")
+    out = {"offset": offset}
+    for k in ("mask", "value"):
+        if k in l7_map:
+            out[k] = _l7_bytes(k, l7_map[k], len(offset), site)
+    return out
+
+
 class ASTFAssociationRule:
-    """Server association by destination port and, optionally, destination address range."""
+    """Server association by destination port and, optionally, destination address range
+    and the client's first bytes (`l7_map`: offsets, or `{"offset", "mask", "value"}`).
+    """
 
     def __init__(self, port: int = 80, ip_start: Optional[str] = None, ip_end: Optional[str] = None,
                  l7_map: Any = None) -> None:
@@ -50,9 +92,7 @@ class ASTFAssociationRule:
             if parse_ipv4("ip_start", ip_start, self.site) > parse_ipv4("ip_end", ip_end, self.site):
                 raise ProfileError(f"ASTFAssociationRule: ip_start {ip_start} > ip_end {ip_end}",
                                    self.site, "ip_start")
-        if l7_map is not None:
-            raise ProfileError("ASTFAssociationRule: l7_map is not supported by Squall's profile IR v1",
-                               self.site, "l7_map")
+        self.l7_map = _l7_map(l7_map, self.site) if l7_map is not None else None
         self.ip_start = ip_start
         self.ip_end = ip_end
 
@@ -61,6 +101,8 @@ class ASTFAssociationRule:
         if self.ip_start is not None:
             d["ip_start"] = self.ip_start
             d["ip_end"] = self.ip_end
+        if self.l7_map is not None:
+            d["l7_map"] = self.l7_map
         return d
 
 
@@ -83,7 +125,7 @@ class ASTFAssociation:
         return self.rules[0].port
 
     def is_port_only(self) -> bool:
-        return len(self.rules) == 1 and self.rules[0].ip_start is None
+        return len(self.rules) == 1 and self.rules[0].ip_start is None and self.rules[0].l7_map is None
 
     def to_json(self) -> List[Dict[str, Any]]:
         return [r.to_json() for r in self.rules]

@@ -5,6 +5,7 @@
 //! [`data`] compiles buffers and address pools, [`program`] compiles and checks programs.
 
 mod data;
+mod l7;
 mod program;
 
 use std::collections::HashMap;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use crate::error::{Errors, LoadError, ProfileError};
 use crate::model::*;
 use crate::raw::*;
-use crate::tunables::{apply_ip, apply_side, apply_tcp, scheduler};
+use crate::tunables::{apply_ip, apply_side, apply_tcp, check_ipv6, refuse_side_wide, scheduler};
 
 use data::{compile_buffer, compile_pool, parse_ip};
 use program::*;
@@ -197,10 +198,20 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
     }
     for (a, (i, gi)) in ip_gens.iter().enumerate() {
         for (j, gj) in ip_gens.iter().skip(a + 1) {
-            if gi.clients.first <= gj.clients.last && gj.clients.first <= gi.clients.last {
+            // An identical pool (one TRex `ASTFIPGenDist` in several generators) is one
+            // shared pool ([`Profile::client_pool_of`]); any other overlap is ambiguous.
+            let overlap =
+                gi.clients.first <= gj.clients.last && gj.clients.first <= gi.clients.last;
+            if overlap && gi.clients == gj.clients && gi.ip_offset != gj.ip_offset {
+                errs.push(
+                    format!("ip_gens[{j}].ip_offset"),
+                    format!("differs from ip_gens[{i}], which shares this client pool: a shared pool has one ip_offset"),
+                );
+            }
+            if overlap && gi.clients != gj.clients {
                 errs.push(
                     format!("ip_gens[{j}].clients.range"),
-                    format!("overlaps the client pool of ip_gens[{i}]"),
+                    format!("overlaps the client pool of ip_gens[{i}] (generators may share a client pool only when it is identical: range, distribution, per_core_distribution)"),
                 );
             }
         }
@@ -264,6 +275,7 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
         &mut errs,
     );
     let sched = scheduler(global.and_then(|g| g.scheduler.as_ref()), &mut errs);
+    check_ipv6(global.and_then(|g| g.ipv6.as_ref()), &mut errs);
 
     // Templates.
     if raw.templates.is_empty() {
@@ -427,6 +439,7 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
             None => assoc.push(AssocRule {
                 port: port as u16,
                 ips: None,
+                l7: None,
             }),
             Some(rules) => {
                 if rules.is_empty() {
@@ -457,12 +470,37 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
                             None
                         }
                     };
-                    assoc.push(AssocRule { port: rport, ips });
+                    let l7 = r.l7_map.as_ref().and_then(|m| {
+                        let path = format!("{rp}.l7_map");
+                        if transport != Transport::Tcp {
+                            errs.push(path, "l7_map selects TCP server templates only");
+                            return None;
+                        }
+                        let first = cprog
+                            .and_then(|c| programs[c].as_ref())
+                            .map(|c| l7::first_bytes(c, &buffers, 256));
+                        l7::compile_l7(m, &path, first.as_deref(), &mut errs)
+                    });
+                    assoc.push(AssocRule {
+                        port: rport,
+                        ips,
+                        l7,
+                    });
                 }
             }
         }
         let mut client = client_base;
         let mut server = server_base;
+        refuse_side_wide(
+            t.client_tunables.as_ref(),
+            &format!("{p}.client_tunables"),
+            &mut errs,
+        );
+        refuse_side_wide(
+            t.server_tunables.as_ref(),
+            &format!("{p}.server_tunables"),
+            &mut errs,
+        );
         apply_side(
             &mut client,
             t.client_tunables.as_ref(),

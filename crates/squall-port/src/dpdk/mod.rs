@@ -9,8 +9,8 @@
 //! - **Device** ([`open`]): the port named in [`DpdkConfig::device`] (e.g. `net_memif0`)
 //!   or the first probed one, configured with one rx/tx queue pair per worker
 //!   ([`DpdkConfig::queues`]), each with an rx and a tx mbuf pool of its own; RSS over IPv4/TCP/UDP with a
-//!   known symmetric Toeplitz key ([`RSS_KEY`]) when there is more than one queue and the
-//!   device hashes; checksum offloads enabled where `dev_info` offers them (and the
+//!   known symmetric Toeplitz key ([`crate::rss::SYMMETRIC_KEY`]) when there is more than
+//!   one queue and the device hashes; checksum offloads enabled where `dev_info` offers them (and the
 //!   config allows). [`PortCaps`] come from the device (MAC, MTU, offloads).
 //! - **Frames** ([`DpdkFrame`]): an `rte_mbuf*` and nothing else (no copy, no allocation
 //!   per packet). `rx_burst` lets the PMD write mbuf pointers straight into the caller's
@@ -37,6 +37,7 @@ use ffi::{RteMbuf, RteMempool};
 
 use crate::frame::{FrameBuf, FrameError, Offload, OffloadFlags};
 use crate::port::{Port, PortCaps, PortStats};
+use crate::rss::SYMMETRIC_KEY;
 
 /// `rte_mbuf` field offsets (pinned by `_Static_assert`s in the shim).
 mod mbuf {
@@ -81,38 +82,6 @@ mod capa {
 const HEADROOM: u16 = 128;
 /// Largest burst handed to the PMD at once.
 const BURST: usize = 64;
-
-/// The RSS key used when a device spreads flows over several queues: 0x6d5a repeated, the
-/// symmetric Toeplitz key (both directions of a flow hash alike, so a flow's replies come
-/// back to the queue that sent it). [`toeplitz`] computes the hash it gives.
-pub const RSS_KEY: [u8; 40] = {
-    let mut k = [0u8; 40];
-    let mut i = 0;
-    while i < 40 {
-        k[i] = if i % 2 == 0 { 0x6d } else { 0x5a };
-        i += 1;
-    }
-    k
-};
-
-/// The Toeplitz hash of `input` under `key` (as a NIC computes RSS; for IPv4/TCP the input
-/// is src ip, dst ip, src port, dst port in network order). `key` must be at least
-/// `input.len() + 4` bytes long; shorter keys are treated as zero-padded.
-pub fn toeplitz(key: &[u8], input: &[u8]) -> u32 {
-    let kbit =
-        |i: usize| -> u32 { u32::from(key.get(i / 8).map_or(0, |b| (b >> (7 - i % 8)) & 1)) };
-    let mut window: u32 = (0..32).fold(0, |w, i| (w << 1) | kbit(i));
-    let mut h = 0u32;
-    for (n, b) in input.iter().enumerate() {
-        for bit in 0..8 {
-            if b & (0x80 >> bit) != 0 {
-                h ^= window;
-            }
-            window = (window << 1) | kbit(n * 8 + bit + 32);
-        }
-    }
-    h
-}
 
 /// Settings of a DPDK device opened by [`open`].
 #[derive(Clone, Debug)]
@@ -564,11 +533,16 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
         0
     };
     let key_len = if di.hash_key_size == 0 {
-        RSS_KEY.len()
+        SYMMETRIC_KEY.len()
     } else {
         usize::from(di.hash_key_size)
     };
-    let key: Vec<u8> = RSS_KEY.iter().copied().cycle().take(key_len).collect();
+    let key: Vec<u8> = SYMMETRIC_KEY
+        .iter()
+        .copied()
+        .cycle()
+        .take(key_len)
+        .collect();
     let max_frame = u32::from(di.mtu) + 18;
     let data_room = (u32::from(HEADROOM) + max_frame.max(2048)).min(u32::from(u16::MAX)) as u16;
     let tx_frames = cfg.pool_frames.max(u32::from(cfg.tx_desc) + 512);
@@ -857,29 +831,6 @@ impl Port for DpdkPort {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The Toeplitz verification vector of Microsoft's RSS documentation (IPv4/TCP:
-    /// 66.9.149.187:2794 -> 161.142.100.80:1766 hashes to 0x51ccc178).
-    #[test]
-    fn toeplitz_matches_the_published_vector() {
-        let key: [u8; 40] = [
-            0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
-            0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
-            0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
-        ];
-        let input = [66, 9, 149, 187, 161, 142, 100, 80, 0x0a, 0xea, 0x06, 0xe6];
-        assert_eq!(toeplitz(&key, &input), 0x51cc_c178);
-        assert_eq!(toeplitz(&key, &input[..8]), 0x323e_8fc2);
-    }
-
-    /// With the symmetric key both directions of a flow hash alike.
-    #[test]
-    fn rss_key_is_symmetric() {
-        let a = [198, 18, 16, 1, 198, 18, 48, 1, 0x9c, 0x40, 0, 80];
-        let b = [198, 18, 48, 1, 198, 18, 16, 1, 0, 80, 0x9c, 0x40];
-        assert_eq!(toeplitz(&RSS_KEY, &a), toeplitz(&RSS_KEY, &b));
-        assert_ne!(toeplitz(&RSS_KEY, &a), toeplitz(&RSS_KEY, &[0; 12]));
-    }
 
     /// The Rust packing of l2_len/l3_len is DPDK's (`rte_mbuf_tx_offload`).
     #[test]

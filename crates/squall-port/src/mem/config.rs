@@ -16,6 +16,11 @@ pub struct MemConfig {
     pub ring_size: u32,
     /// IP MTU reported by `caps`.
     pub mtu: u16,
+    /// Enforce the MTU as a real link does: a frame sent with more than `mtu` bytes after
+    /// its Ethernet header (14 bytes, 18 with an 802.1Q tag) is dropped and counted
+    /// ([`super::MemPort::oversized_frames`], and in `PortStats::dropped`). Off by default
+    /// (the wire carries any frame that fits its buffers).
+    pub enforce_mtu: bool,
     /// MAC address of side A.
     pub mac_a: [u8; 6],
     /// MAC address of side B.
@@ -39,6 +44,7 @@ impl Default for MemConfig {
             headroom: 128,
             ring_size: 1024,
             mtu: 1500,
+            enforce_mtu: false,
             mac_a: [0x02, 0, 0, 0, 0, 0x0a],
             mac_b: [0x02, 0, 0, 0, 0, 0x0b],
             offload: false,

@@ -16,6 +16,9 @@
 //! take a slower path to count it. Impairment costs nothing per frame when it is off: each
 //! port knows at `pair` time whether its outgoing and incoming directions are impaired.
 //!
+//! With `MemConfig::enforce_mtu` the sending side drops (and counts) frames larger than
+//! the MTU, as a real link would; off, the wire carries any frame that fits its buffers.
+//!
 //! Impairment ([`Impairment`]) is applied by the sending side per direction; the time it
 //! needs (delay, jitter, rate limit, reorder timeout) is the port's time set with
 //! `Port::set_time`, so a single-threaded simulation on a virtual clock is deterministic.
@@ -192,6 +195,10 @@ pub struct MemPort {
     user_held: [i64; 2],
     /// Frames refused because they did not belong to this wire.
     foreign: u64,
+    /// Largest frame sent when the MTU is enforced (L2 header included; 0 = not enforced).
+    max_frame: u32,
+    /// Frames dropped for exceeding the MTU.
+    oversized: u64,
 }
 
 // SAFETY: the raw pointers are bases of the two pools, kept alive by the `Arc`s in the
@@ -298,6 +305,12 @@ pub fn pair(cfg: MemConfig) -> Result<(MemPort, MemPort), MemError> {
             stats: PortStats::default(),
             user_held: [0; 2],
             foreign: 0,
+            max_frame: if cfg.enforce_mtu {
+                u32::from(cfg.mtu) + 14
+            } else {
+                0
+            },
+            oversized: 0,
         }
     };
     let a = make(
@@ -339,6 +352,11 @@ impl MemPort {
     /// Frames refused because they were not from this wire's pools.
     pub fn foreign_frames(&self) -> u64 {
         self.foreign
+    }
+
+    /// Frames this side dropped on send for exceeding the MTU (`MemConfig::enforce_mtu`).
+    pub fn oversized_frames(&self) -> u64 {
+        self.oversized
     }
 
     /// Free frames of this side's pool available to `alloc_tx` right now (without the
@@ -441,6 +459,34 @@ impl MemPort {
         if sent {
             self.tx.publish();
         }
+    }
+
+    /// Drops (releases and counts) the frames of `frames` longer than the MTU allows,
+    /// keeping the others in order; returns how many were dropped. Frames not of this
+    /// wire are left for `tx_burst` to refuse.
+    #[inline(never)]
+    fn drop_oversized(&mut self, frames: &mut Vec<MemFrame>) -> usize {
+        let before = frames.len();
+        let max = self.max_frame;
+        let mut dropped = Vec::new();
+        frames.retain(|f| {
+            let d = f.data();
+            let vlan = d.len() >= 14 && d[12..14] == [0x81, 0x00];
+            let limit = max + if vlan { 4 } else { 0 };
+            let keep = u32::from(f.raw.len) <= limit || !self.view.owns(f);
+            if !keep {
+                dropped.push(f.raw.idx);
+            }
+            keep
+        });
+        for idx in dropped {
+            self.user_held[(idx >> 31) as usize] -= 1;
+            self.release_idx(idx);
+        }
+        let n = before - frames.len();
+        self.oversized += n as u64;
+        self.stats.dropped += n as u64;
+        n
     }
 
     /// The impaired tx path. Returns the number of frames taken from the front.
@@ -651,9 +697,14 @@ impl Port for MemPort {
     #[inline]
     fn tx_burst(&mut self, frames: &mut Vec<MemFrame>) -> usize {
         self.flush_returns();
+        let oversized = if self.max_frame != 0 {
+            self.drop_oversized(frames)
+        } else {
+            0
+        };
         if frames.is_empty() {
             self.pump_held();
-            return 0;
+            return oversized;
         }
         let taken = if self.impair.is_some() {
             self.pump_held();
@@ -701,7 +752,7 @@ impl Port for MemPort {
         } else {
             frames.drain(..taken);
         }
-        taken
+        taken + oversized
     }
 
     #[inline]

@@ -102,6 +102,57 @@ fn ring_full_leaves_frames_with_caller() {
     b.release_all(&mut r);
 }
 
+/// With `enforce_mtu`, frames longer than MTU + 14 (+ 4 with an 802.1Q tag) are dropped
+/// and counted, in a burst with frames that fit (which cross in order); their slots come
+/// back to the pool. Without it the wire carries them.
+#[test]
+fn enforced_mtu_drops_and_counts_oversized_frames() {
+    for (enforce, impair) in [(true, false), (true, true), (false, false)] {
+        let mut cfg = MemConfig {
+            frames: 16,
+            mtu: 1500,
+            enforce_mtu: enforce,
+            ..MemConfig::default()
+        };
+        if impair {
+            cfg.a_to_b.delay_ns = 1; // the impaired send path
+        }
+        let (mut a, mut b) = pair(cfg).unwrap();
+        let mut v = Vec::new();
+        assert_eq!(a.alloc_tx(&mut v, 5), 5);
+        // 1514 fits, 1515 does not; tagged: 1518 fits, 1519 does not.
+        for (k, (f, len)) in v.iter_mut().zip([1514, 1515, 1518, 1519, 60]).enumerate() {
+            f.set_len(len).unwrap();
+            f.data_mut().fill(0);
+            f.data_mut()[0] = k as u8;
+            if k == 2 || k == 3 {
+                f.data_mut()[12..14].copy_from_slice(&[0x81, 0x00]);
+            }
+        }
+        assert_eq!(a.tx_burst(&mut v), 5, "every frame is taken");
+        assert!(v.is_empty());
+        a.set_time(10);
+        b.set_time(10);
+        let mut r = Vec::new();
+        b.rx_burst(&mut r, 64);
+        let got: Vec<u8> = r.iter().map(|f| f.data()[0]).collect();
+        b.release_all(&mut r);
+        if enforce {
+            assert_eq!(got, vec![0, 2, 4], "impaired path: {impair}");
+            assert_eq!((a.oversized_frames(), a.stats().dropped), (2, 2));
+        } else {
+            assert_eq!(got, vec![0, 1, 2, 3, 4]);
+            assert_eq!(a.oversized_frames(), 0);
+        }
+        assert_eq!(
+            a.alloc_tx(&mut v, 16),
+            16,
+            "dropped slots are back in the pool"
+        );
+        a.release_all(&mut v);
+    }
+}
+
 #[test]
 fn echo_reuses_received_frame_without_copy() {
     let (mut a, mut b) = pair(small(16)).unwrap();

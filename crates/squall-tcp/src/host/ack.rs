@@ -21,28 +21,13 @@ impl TcpHost {
         } else {
             0
         };
-        // RFC 2018 §3: record SACK blocks in the scoreboard.
-        if opts.sack_n > 0 && self.flows[i as usize].has(F_SACK) {
-            if self.flows[i as usize].sb == NO_SIDE {
-                let b = self.get_sb();
-                let t = &mut self.flows[i as usize];
-                t.sb = b;
-                self.sboards[b as usize].high_rxt = t.snd_una;
-            }
-            let t = &self.flows[i as usize];
-            let (una, max) = (seq::max(t.snd_una, seg.ack), t.snd_max);
-            let sb = &mut self.sboards[t.sb as usize];
-            for &(a, b) in &opts.sack[..opts.sack_n as usize] {
-                sb.add(una, max, a, b);
-            }
-        }
         let t = &mut self.flows[i as usize];
         let ack = seg.ack;
         if seq::gt(ack, t.snd_max) {
-            // Acks something not yet sent: ACK and drop (RFC 9293 / RFC 5961 §5.2).
+            // Acks something not yet sent: ACK (rate limited) and drop (RFC 9293 /
+            // RFC 5961 §5.2), SACK blocks included.
             self.counters.tcps_rcvacktoomuch += 1;
-            t.flags |= F_ACKNOW;
-            self.output(i, tx);
+            self.ack_invalid(i, seg, tx);
             return true; // segment dropped (flow remains)
         }
         // RFC 5961 §5.2: an ACK older than SND.UNA - MAX.SND.WND is not acceptable.
@@ -51,11 +36,34 @@ impl TcpHost {
             self.challenge_ack(i, tx);
             return true;
         }
+        // RFC 2018 §3: record SACK blocks in the scoreboard, only once the ACK is known
+        // to lie in [SND.UNA - MAX.SND.WND, SND.MAX]: blocks are kept within
+        // (max(SND.UNA, SEG.ACK), SND.MAX], so the scoreboard never spans more than the
+        // data in flight (an ACK beyond SND.MAX would have let them wrap).
+        if opts.sack_n > 0 && self.flows[i as usize].has(F_SACK) {
+            if self.flows[i as usize].sb == NO_SIDE {
+                let b = self.get_sb();
+                let t = &mut self.flows[i as usize];
+                t.sb = b;
+                self.sboards[b as usize].high_rxt = t.snd_una;
+            }
+            let t = &self.flows[i as usize];
+            let (una, max) = (seq::max(t.snd_una, ack), t.snd_max);
+            let sb = &mut self.sboards[t.sb as usize];
+            for &(a, b) in &opts.sack[..opts.sack_n as usize] {
+                sb.add(una, max, a, b);
+            }
+        }
         let t = &mut self.flows[i as usize];
         let wnd = (seg.wnd as u32) << t.snd_wscale;
         if seq::le(ack, t.snd_una) {
+            if wnd == 0 && t.snd_wnd == 0 && ack == t.snd_una {
+                // The window stays closed: an answer to a zero-window probe (RFC 1122
+                // §4.2.2.17), not a duplicate ACK. The peer is alive: keep probing.
+                t.retries = 0;
+            }
             // Duplicate ACK per RFC 5681 §2: no data, no window change, outstanding data.
-            if ack == t.snd_una
+            else if ack == t.snd_una
                 && seg.payload.is_empty()
                 && seg.flags & FIN == 0
                 && wnd == t.snd_wnd
@@ -66,10 +74,15 @@ impl TcpHost {
                 let sack = t.sb != NO_SIDE;
                 match t.cc.on_dupack_thresh(una, max, mss, fl, thresh) {
                     DupAck::FastRetransmit if sack => {
-                        // RFC 6675 §5 step 4: cwnd = ssthresh, then send by pipe.
+                        // RFC 6675 §5 step 4: cwnd = ssthresh; retransmit the first
+                        // segment (HighACK + 1, step 4.3) whether or not IsLost says it
+                        // is lost yet; then send by pipe.
                         self.counters.tcps_fastrexmt += 1;
                         t.cc.cwnd = t.cc.ssthresh;
-                        self.sboards[t.sb as usize].high_rxt = una;
+                        let b = t.sb as usize;
+                        let hole = self.sboards[b].first_hole_len(una, mss);
+                        let sent = self.send_at(i, una, hole, tx);
+                        self.sboards[b].high_rxt = una.wrapping_add(sent);
                         self.sack_output(i, tx);
                     }
                     DupAck::FastRetransmit => {
@@ -91,12 +104,18 @@ impl TcpHost {
             // New data acknowledged.
             let acked = ack.wrapping_sub(t.snd_una);
             self.counters.tcps_rcvackpack += 1;
+            // RFC 6298 §5 (Karn): the backoff is cleared by a valid RTT sample only (an
+            // ACK of a retransmission keeps it), or when a closed window opens (the
+            // backoff was the persist timer's).
             if ts_ecr != 0 {
                 // RFC 7323 §4.1: RTT from the echoed timestamp (valid for retransmissions too).
-                let r_ms = ((now / 1_000_000) as u32).wrapping_sub(ts_ecr);
+                // Against our TSval clock (odd values: `ts_now`), so an echo from this
+                // same millisecond is a 0 ms sample, not a wrap to 2^32 - 1.
+                let r_ms = ((now / 1_000_000) as u32 | 1).wrapping_sub(ts_ecr);
                 if r_ms < 3_600_000 {
                     t.rtt.sample(r_ms.max(1) * 1000, &self.cfg.rto);
                     self.counters.tcps_rttupdated += 1;
+                    t.backoff = 0;
                 }
                 t.flags &= !F_TIMING;
             } else if t.has(F_TIMING) && seq::gt(ack, t.rtt_seq) {
@@ -104,6 +123,9 @@ impl TcpHost {
                 t.rtt.sample(r, &self.cfg.rto);
                 t.flags &= !F_TIMING;
                 self.counters.tcps_rttupdated += 1;
+                t.backoff = 0;
+            } else if t.snd_wnd == 0 && wnd != 0 {
+                t.backoff = 0;
             }
             let fin_acked = t.fin_pending() && seq::gt(ack, t.fin_seq());
             let data_acked = (acked - fin_acked as u32).min(t.sq.len);
@@ -116,7 +138,7 @@ impl TcpHost {
             if seq::lt(t.snd_nxt, ack) {
                 t.snd_nxt = ack;
             }
-            t.backoff = 0;
+            t.retries = 0;
             let mss = t.mss as u32;
             let flight = t.flight();
             let sack = t.sb != NO_SIDE;
@@ -191,15 +213,27 @@ impl TcpHost {
         let t = &mut self.flows[i as usize];
         if seq::lt(t.snd_wl1, seg.seq) || (t.snd_wl1 == seg.seq && seq::le(t.snd_wl2, ack)) {
             let opened = wnd > t.snd_wnd;
+            let was_closed = t.snd_wnd == 0;
             t.snd_wnd = wnd;
             t.snd_wl1 = seg.seq;
             t.snd_wl2 = ack;
             if opened && t.sq.len > t.snd_nxt.wrapping_sub(t.snd_una) {
-                if t.snd_una == t.snd_max {
+                if t.snd_una == t.snd_max || was_closed {
+                    // Out of persist: the probe timer and its backoff are over; output
+                    // starts a fresh retransmission timer, from SND.UNA (whatever was
+                    // sent past the closed window, a probe byte included, was dropped).
                     t.rexmt_at = 0;
                     t.backoff = 0;
+                    t.retries = 0;
+                    t.snd_nxt = t.snd_una;
                 }
                 self.output(i, tx);
+                let rto = self.rto_ns(&self.flows[i as usize]);
+                let t = &mut self.flows[i as usize];
+                if t.rexmt_at == 0 && t.snd_una != t.snd_max {
+                    t.rexmt_at = now + rto;
+                    self.schedule(i);
+                }
             }
         }
         false

@@ -269,9 +269,12 @@ impl TcpHost {
                 let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
                 t.rtt.sample(r, &self.cfg.rto);
                 self.counters.tcps_rttupdated += 1;
+            } else if t.backoff > 0 {
+                t.rtt.syn_retransmitted(&self.cfg.rto);
             }
             t.flags &= !F_TIMING;
             t.backoff = 0;
+            t.retries = 0;
             t.rexmt_at = 0;
             t.state = State::Established;
             t.flags |= F_ACKNOW;

@@ -51,24 +51,51 @@ pub struct TcpConfig {
     pub rto: RtoConfig,
     /// Retransmissions of a SYN / SYN-ACK before giving up.
     pub max_syn_retries: u8,
-    /// Retransmissions of data/FIN before giving up.
+    /// Unanswered expiries before giving up: retransmission timeouts of data/FIN in a
+    /// row without new data acknowledged, or zero-window probes in a row without an
+    /// answer (a peer that answers its probes keeps a closed window as long as it likes,
+    /// RFC 1122 §4.2.2.17).
     pub max_retries: u8,
     /// TIME_WAIT period (2*MSL; short by default for a generator), ns.
     pub time_wait_ns: u64,
-    /// How long FIN_WAIT_2 waits for the peer's FIN before the flow is dropped, ns.
+    /// How long a flow in FIN_WAIT_2 may go without receiving data before it is dropped,
+    /// ns. After [`TcpHost::close`] (a half-close: the application still gets
+    /// `on_data`), the timer starts when our FIN is acknowledged and restarts with every
+    /// segment that carries data, so a peer still sending is never cut; only a silent
+    /// peer is (as Linux's `tcp_fin_timeout` bounds orphaned sockets).
     pub fin_wait2_ns: u64,
-    /// Keepalive: (idle ns, interval ns, probes); None = off.
+    /// Keepalive (RFC 1122 §4.2.3.6): (idle ns, interval ns, probes); None = off. Probes
+    /// start after `idle` without an acceptable segment from the peer (data or ACK);
+    /// any such segment, an answer to a probe included, restarts the idle period and the
+    /// probe count; the flow is dropped after `probes` unanswered probes.
     pub keepalive: Option<(u64, u64, u8)>,
     /// Maximum half-open (SYN_RECEIVED) flows; beyond it SYNs get SYN cookies (or are
     /// dropped and counted when `syn_cookies` is off).
     pub max_half_open: u32,
-    /// Challenge ACKs per second per host (RFC 5961 §7 rate limit).
+    /// Challenge ACKs per second per host (RFC 5961 §7 rate limit). As in Linux (the fix
+    /// of CVE-2016-5696), each second's budget is drawn uniformly from
+    /// `[limit/2, limit*3/2)` (rounded as Linux does), so an off-path observer cannot
+    /// count it down exactly. 0 = no challenge ACKs.
     pub challenge_ack_limit: u32,
+    /// Per-flow limit on ACKs that answer invalid segments: out-of-window segments, PAWS
+    /// drops, ACKs of unsent data and challenge ACKs go out at most once per this period
+    /// per flow (Linux's `tcp_invalid_ratelimit`, 500 ms). Segments carrying data or a
+    /// FIN are always answered (they may be genuine retransmissions). 0 = no limit.
+    pub invalid_ratelimit_ns: u64,
     /// Answer SYNs with stateless SYN cookies when the half-open table is full (RFC 4987 §3.6).
     pub syn_cookies: bool,
     /// Capacity of a flow's out-of-order queue in bytes.
     pub ooo_bytes: u32,
-    /// Secret for ISNs and the table hash.
+    /// Bytes of out-of-order queues this host may hold at once, pooled queues included
+    /// (each counts `ooo_bytes` rounded up to a power of two). Beyond it a flow that
+    /// needs a queue has its out-of-order segment ACKed but not kept
+    /// (`tcps_rcvoomemdrop`). 0 = automatic: 1/16 of what `max_flows` queues would take,
+    /// at most 256 MiB but at least 8 queues.
+    pub ooo_budget: u64,
+    /// Secret for ISNs (RFC 6528), SYN cookies, the flow-table hash and the challenge-ACK
+    /// budget. Anyone who knows it can predict ISNs and forge cookies: a host reachable
+    /// from a network it does not control needs [`TcpConfig::random_seed`]; a fixed value
+    /// (the default) makes runs reproducible, as simulations and tests want.
     pub seed: u64,
     /// Compute the TCP checksum of outgoing frames (false: the port offloads it and the
     /// field is left as the pseudo-header sum, as for CHECKSUM_PARTIAL).
@@ -93,11 +120,23 @@ impl Default for TcpConfig {
             max_half_open: 16_384,
             syn_cookies: true,
             challenge_ack_limit: 1000,
+            invalid_ratelimit_ns: 500_000_000,
             ooo_bytes: 65_536,
+            ooo_budget: 0,
             seed: 0x5157_4c4c_7463_7031,
             tx_checksum: true,
             rx_checksum: true,
         }
+    }
+}
+
+impl TcpConfig {
+    /// A secret for [`TcpConfig::seed`] from the operating system's random source
+    /// (getrandom(2) on Linux). Fails only if the OS has no random source to offer.
+    pub fn random_seed() -> std::io::Result<u64> {
+        let mut b = [0u8; 8];
+        getrandom::getrandom(&mut b).map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(u64::from_ne_bytes(b))
     }
 }
 
@@ -114,8 +153,15 @@ pub struct TcpHost {
     tx_blocked: VecDeque<u32>,
     chunks: ChunkPool,
     bufs: BufRegistry,
+    /// Out-of-order queues by index; None = given back (index on `ooo_vacant`).
     ooo: Vec<Option<Box<OooQueue>>>,
+    /// Allocated queues not in use (the pool).
     ooo_free: Vec<u32>,
+    /// Indexes of `ooo` whose queue was freed.
+    ooo_vacant: Vec<u32>,
+    /// Queues allocated (in use or pooled) and the most `cfg.ooo_budget` allows.
+    ooo_alloc: u32,
+    ooo_max: u32,
     sboards: Vec<Scoreboard>,
     sb_free: Vec<u32>,
     listen: Vec<u64>,
@@ -131,13 +177,29 @@ pub struct TcpHost {
     ctl: Ctl,
     now: u64,
     challenge_sec: u64,
-    challenge_count: u32,
+    /// Challenge ACKs left in the current second (drawn at its start).
+    challenge_left: u32,
+    /// State of the generator behind the challenge-ACK budget (SplitMix64, keyed).
+    rng: u64,
     active: u32,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (deadline u64, next/prev u32, slot u16,
 /// padded).
 pub const TIMER_NODE_BYTES: usize = 24;
+
+/// Out-of-order queues `cfg` lets a host hold at once (`TcpConfig::ooo_budget`), at
+/// least one.
+fn ooo_queues(cfg: &TcpConfig) -> u32 {
+    let each = cfg.ooo_bytes.max(16).next_power_of_two() as u64;
+    let budget = match cfg.ooo_budget {
+        0 => (cfg.max_flows.max(1) as u64 * each / 16)
+            .min(256 << 20)
+            .max(8 * each),
+        b => b,
+    };
+    (budget / each).clamp(1, u32::MAX as u64) as u32
+}
 
 /// What `segment` processing should do after a callback.
 type Gone = bool;
@@ -161,6 +223,9 @@ impl TcpHost {
             bufs: BufRegistry::new(),
             ooo: Vec::new(),
             ooo_free: Vec::new(),
+            ooo_vacant: Vec::new(),
+            ooo_alloc: 0,
+            ooo_max: ooo_queues(&cfg),
             sboards: Vec::new(),
             sb_free: Vec::new(),
             listen: vec![0u64; 1024],
@@ -173,7 +238,8 @@ impl TcpHost {
             ctl: Ctl::default(),
             now: now_ns,
             challenge_sec: u64::MAX,
-            challenge_count: 0,
+            challenge_left: 0,
+            rng: k0 ^ k1.rotate_left(29),
             active: 0,
             cfg,
         }
@@ -247,7 +313,7 @@ impl TcpHost {
             + self.chunks.allocated() * 16
             + ooo_live * ooo_each
             + self.sboards.capacity() * size_of::<Scoreboard>()
-            + (self.ooo_free.capacity() + self.sb_free.capacity()) * 4
+            + (self.ooo_free.capacity() + self.ooo_vacant.capacity() + self.sb_free.capacity()) * 4
             + self.listen.len() * 8
             + self.listen_opts.capacity() * 4
             + self.opts.capacity() * size_of::<FlowOpts>()

@@ -56,6 +56,30 @@ impl TcpHost {
         n
     }
 
+    /// Bytes of data a segment of flow `i` may carry: the send MSS (which already leaves
+    /// room for the timestamp option) less the SACK option the segment will carry while we
+    /// hold out-of-order data (RFC 9293 §3.7.1, RFC 6691: the MSS counts data only, so
+    /// every segment fits the MSS + 40 bytes, the peer's and our MTU).
+    #[inline(always)]
+    pub(super) fn seg_room(&self, i: u32) -> u32 {
+        let t = &self.flows[i as usize];
+        if t.ooo == NO_SIDE || !t.has(F_SACK) {
+            return t.mss as u32;
+        }
+        self.seg_room_sack(i)
+    }
+
+    #[inline(never)]
+    fn seg_room_sack(&self, i: u32) -> u32 {
+        let t = &self.flows[i as usize];
+        let max = if t.has(F_TS) { 3 } else { 4 };
+        let k = self.ooo[t.ooo as usize]
+            .as_ref()
+            .map_or(0, |q| q.ranges().len().min(max) as u32);
+        let opt = if k > 0 { 4 + 8 * k } else { 0 };
+        (t.mss as u32).saturating_sub(opt).max(1)
+    }
+
     #[inline]
     pub(super) fn adv_wnd(&self, i: u32) -> u16 {
         let t = &self.flows[i as usize];
@@ -216,6 +240,7 @@ impl TcpHost {
         let now = self.now;
         loop {
             let wnd_adv = self.adv_wnd(i);
+            let mss = self.seg_room(i);
             let t = &mut self.flows[i as usize];
             let can_data = matches!(
                 t.state,
@@ -245,7 +270,6 @@ impl TcpHost {
             let off = t.snd_nxt.wrapping_sub(t.snd_una);
             let qlen = t.sq.len;
             let avail = qlen.saturating_sub(off);
-            let mss = t.mss as u32;
             let in_flight = off;
             let one_seg = t.has(F_ONE_SEG);
             let mut usable = if one_seg {
@@ -284,11 +308,22 @@ impl TcpHost {
             }
             let key = t.key;
             let o = t.opt;
-            let seqno = t.snd_nxt;
+            // A pure ACK carries SND.MAX, not SND.NXT (BSD `tcp_output`): after a
+            // retransmission timeout SND.NXT is rolled back below what the peer may have
+            // received, and an ACK with such a sequence number would be an unacceptable
+            // old segment there, its acknowledgement ignored (RFC 9293 §3.10.7.4): two
+            // sides both retransmitting would never hear each other's ACKs.
+            let seqno = if len == 0 && !send_fin {
+                t.snd_max
+            } else {
+                t.snd_nxt
+            };
             let ack = t.rcv_nxt;
             let sq = t.sq;
             let rexmit = seq::lt(seqno, t.snd_max);
-            if len > 0 && !rexmit && !t.has(F_TIMING) {
+            // Not timed: retransmissions (Karn) and zero-window probes (the peer may hold
+            // the answer until its window opens).
+            if len > 0 && !rexmit && t.flags & (F_TIMING | F_FORCE) == 0 {
                 t.flags |= F_TIMING;
                 t.rtt_seq = seqno;
                 t.rtt_ts = (now / 1000) as u32;
@@ -350,6 +385,7 @@ impl TcpHost {
     /// RFC 6675 §5 loss recovery transmission: while `cwnd - pipe >= SMSS`, send the next
     /// hole (NextSeg rule 1) or new data (rule 2).
     pub(super) fn sack_output<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let thresh = self.fo(i).rexmt_thresh;
         for _ in 0..64 {
             let t = &self.flows[i as usize];
             if t.sb == NO_SIDE {
@@ -357,11 +393,11 @@ impl TcpHost {
             }
             let sb = &self.sboards[t.sb as usize];
             let mss = t.mss as u32;
-            let pipe = sb.pipe(t.snd_una, t.snd_max, mss);
-            if pipe + mss > t.cc.cwnd {
+            let pipe = sb.pipe(t.snd_una, t.snd_max, mss, thresh);
+            if pipe.saturating_add(mss) > t.cc.cwnd {
                 break;
             }
-            if let Some((x, len)) = sb.next_hole(t.snd_una, mss) {
+            if let Some((x, len)) = sb.next_hole(t.snd_una, mss, thresh) {
                 let sent = self.send_at(i, x, len.min(mss), tx);
                 if sent == 0 {
                     break;
@@ -403,10 +439,11 @@ impl TcpHost {
     ) -> u32 {
         let now = self.now;
         let wnd_adv = self.adv_wnd(i);
+        let room = self.seg_room(i);
         let t = &self.flows[i as usize];
         let off = seqno.wrapping_sub(t.snd_una);
         let avail = t.sq.len.saturating_sub(off);
-        let len = avail.min(max_len).min(t.mss as u32);
+        let len = avail.min(max_len).min(room);
         let fin = t.fin_pending() && seqno.wrapping_add(len) == t.fin_seq() && len == avail;
         if len == 0 && !fin {
             return 0;

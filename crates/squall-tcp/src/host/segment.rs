@@ -33,6 +33,9 @@ impl TcpHost {
             return;
         }
         let flags = seg.flags;
+        if self.cfg.keepalive.is_some() && state == State::Established {
+            self.keepalive_heard(i, seg);
+        }
         // Header prediction (RFC 9293 §3.10.7.4 common case, BSD tcp_input): in-order pure
         // ACK or in-order data, nothing unusual pending.
         {
@@ -78,6 +81,9 @@ impl TcpHost {
                 {
                     self.counters.tcps_preddat += 1;
                     self.fast_ts_recent(i, &fast_opts);
+                    // SND.WL1 follows the segments whose (unchanged) window we take, or
+                    // after 2^31 bytes it would read as newer than SEG.SEQ.
+                    self.flows[i as usize].snd_wl1 = seg.seq;
                     if !self.deliver_in_order(i, seg.payload, app, tx) {
                         self.output(i, tx);
                     }
@@ -127,12 +133,16 @@ impl TcpHost {
             return;
         }
 
-        // RFC 7323 §5.3: PAWS, and TS.Recent update.
+        // RFC 7323 §5.3 R1: PAWS. The TS.Recent update (R3) waits until the segment has
+        // passed the sequence check (R2) and the RST and SYN checks: a segment with a
+        // wrong sequence number must not move it (retransmissions of received data are
+        // the one exception, in the sequence check).
         let opts = if t.flags & (F_TS | F_SACK) != 0 && !seg.opts.is_empty() {
             pkt::parse_opts(seg.opts)
         } else {
             pkt::TcpOpts::default()
         };
+        let mut new_ts_recent = None;
         if t.has(F_TS) {
             if let Some((tsval, _)) = opts.ts {
                 let now_ms = (now / 1_000_000) as u32;
@@ -140,13 +150,11 @@ impl TcpHost {
                 if flags & RST == 0 && seq::lt(tsval, t.ts_recent) && !idle_24d {
                     self.counters.tcps_pawsdrop += 1;
                     self.counters.tcps_rcvduppack += 1;
-                    t.flags |= F_ACKNOW;
-                    self.output(i, tx);
+                    self.ack_invalid(i, seg, tx);
                     return;
                 }
-                if seq::le(seg.seq, t.rcv_nxt) && seq::ge(tsval, t.ts_recent) || idle_24d {
-                    t.ts_recent = tsval;
-                    t.ts_recent_age = now_ms;
+                if seq::ge(tsval, t.ts_recent) || idle_24d {
+                    new_ts_recent = Some((tsval, now_ms));
                 }
             }
         }
@@ -173,14 +181,34 @@ impl TcpHost {
                     // Retransmitted FIN: restart the 2*MSL timer (RFC 9293 §3.10.7.4, eighth).
                     t.rexmt_at = now + self.cfg.time_wait_ns;
                 }
-                t.flags |= F_ACKNOW;
-                self.output(i, tx);
+                // A retransmission of data we already have (its ACK was lost), starting
+                // within one window below RCV.NXT, still records its TSval: otherwise we
+                // would echo the original's timestamp and the peer's RTT samples (RFC 7323
+                // §4.1) would grow with every lost ACK, up to the maximum RTO (the W1 runs
+                // at 20 % loss showed it). Segments further off, with a sequence number no
+                // retransmission can have, leave TS.Recent alone.
+                if let Some((tsval, now_ms)) = new_ts_recent {
+                    let below = t.rcv_nxt.wrapping_sub(seg.seq);
+                    if seg_len > 0 && below <= rcv_wnd {
+                        t.ts_recent = tsval;
+                        t.ts_recent_age = now_ms;
+                    }
+                }
+                self.ack_invalid(i, seg, tx);
             }
             return;
         }
 
         // 2. RST (RFC 5961 §3.2: exact match resets, otherwise challenge ACK).
         if flags & RST != 0 {
+            if state == State::TimeWait {
+                // RFC 1337 (TIME-WAIT assassination, hazard H1): a RST does not end
+                // TIME_WAIT early; it is ignored and the 2*MSL period runs out. This is
+                // RFC 1337's recommendation (Linux accepts such RSTs by default,
+                // net.ipv4.tcp_rfc1337 = 0); TIME_WAIT here is already short and a new SYN
+                // may recycle the 4-tuple, so nothing is lost by waiting.
+                return;
+            }
             if seg.seq == t.rcv_nxt {
                 self.counters.tcps_rcvrst += 1;
                 let reason = match state {
@@ -188,7 +216,7 @@ impl TcpHost {
                         self.counters.tcps_conndrops += 1;
                         CloseReason::Refused
                     }
-                    State::Closing | State::LastAck | State::TimeWait => CloseReason::Normal,
+                    State::Closing | State::LastAck => CloseReason::Normal,
                     _ => {
                         self.counters.tcps_drops += 1;
                         CloseReason::Reset
@@ -207,11 +235,20 @@ impl TcpHost {
             return;
         }
 
+        // RFC 7323 §5.3 R3: the segment is acceptable; record its TSval if it covers
+        // Last.ACK.sent (RCV.NXT here).
+        let t = &mut self.flows[i as usize];
+        if let Some((tsval, now_ms)) = new_ts_recent {
+            if seq::le(seg.seq, t.rcv_nxt) {
+                t.ts_recent = tsval;
+                t.ts_recent_age = now_ms;
+            }
+        }
+
         // 5. ACK field.
         if flags & ACK == 0 {
             return;
         }
-        let t = &mut self.flows[i as usize];
         if state == State::SynReceived {
             if seq::le(seg.ack, t.snd_una) || seq::gt(seg.ack, t.snd_max) {
                 let (key, o) = (t.key, t.opt);
@@ -228,9 +265,12 @@ impl TcpHost {
                 let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
                 t.rtt.sample(r, &self.cfg.rto);
                 self.counters.tcps_rttupdated += 1;
+            } else if t.backoff > 0 {
+                t.rtt.syn_retransmitted(&self.cfg.rto);
             }
             t.flags &= !F_TIMING;
             t.backoff = 0;
+            t.retries = 0;
             t.snd_una = t.snd_una.wrapping_add(1);
             t.rexmt_at = 0;
             t.snd_wnd = (seg.wnd as u32) << t.snd_wscale;
@@ -260,6 +300,11 @@ impl TcpHost {
             State::Established | State::FinWait1 | State::FinWait2
         );
         if !payload.is_empty() && data_state {
+            if t.state == State::FinWait2 {
+                // The FIN_WAIT_2 timeout bounds the peer's silence, not the half-close:
+                // data restarts it (the wheel finds the later deadline at expiry).
+                t.rexmt_at = now + self.cfg.fin_wait2_ns;
+            }
             if seq::lt(sseq, t.rcv_nxt) {
                 let cut = t.rcv_nxt.wrapping_sub(sseq) as usize;
                 self.counters.tcps_rcvpartduppack += 1;
@@ -280,41 +325,46 @@ impl TcpHost {
                 // Out of order: queue and send an immediate duplicate ACK (RFC 5681 §4.2).
                 self.counters.tcps_rcvoopack += 1;
                 self.counters.tcps_rcvoobyte += payload.len() as u64;
-                let t = &mut self.flows[i as usize];
-                if t.ooo == NO_SIDE {
-                    let o = self.get_ooo();
-                    self.flows[i as usize].ooo = o;
-                }
-                let t = &mut self.flows[i as usize];
-                // Slots are never emptied (pooled), so the None arm is unreachable in practice.
-                let empty = match self.ooo[t.ooo as usize].as_mut() {
-                    Some(q) => {
-                        match q.insert(t.rcv_nxt, sseq, payload) {
-                            OooInsert::Full => self.counters.tcps_rcvoopackdrop += 1,
-                            OooInsert::Duplicate => self.counters.tcps_rcvduppack += 1,
-                            OooInsert::Stored => {}
+                // Without a queue (the host's budget is spent) the segment is only ACKed.
+                if self.ooo_queue(i) {
+                    let t = &mut self.flows[i as usize];
+                    // A flow's queue index always holds a queue; None is unreachable.
+                    let empty = match self.ooo[t.ooo as usize].as_mut() {
+                        Some(q) => {
+                            match q.insert(t.rcv_nxt, sseq, payload) {
+                                OooInsert::Full => self.counters.tcps_rcvoopackdrop += 1,
+                                OooInsert::Duplicate => self.counters.tcps_rcvduppack += 1,
+                                OooInsert::Stored => {}
+                            }
+                            q.is_empty() && q.fin.is_none()
                         }
-                        q.is_empty()
+                        None => true,
+                    };
+                    if empty {
+                        let o = t.ooo;
+                        t.ooo = NO_SIDE;
+                        self.release_ooo(o);
                     }
-                    None => true,
-                };
-                if empty {
-                    let o = t.ooo;
-                    t.ooo = NO_SIDE;
-                    self.release_ooo(o);
                 }
                 self.flows[i as usize].flags |= F_ACKNOW;
             }
         }
 
-        // 8. FIN (in sequence, or an earlier out-of-order FIN now reached).
+        // 8. FIN (in sequence, or an earlier out-of-order FIN now reached). A FIN beyond
+        // RCV.NXT (alone or after out-of-order data) is remembered in the out-of-order
+        // queue, to take effect when the gap fills, and ACKed at once (RFC 5681 §4.2).
         let t = &mut self.flows[i as usize];
         let fin_end = seg.seq.wrapping_add(seg.payload.len() as u32);
-        if flags & FIN != 0 && seq::gt(fin_end, t.rcv_nxt) && t.ooo != NO_SIDE && data_state {
-            if let Some(q) = self.ooo[t.ooo as usize].as_mut() {
-                q.fin = Some(fin_end);
+        if flags & FIN != 0 && seq::gt(fin_end, t.rcv_nxt) && data_state {
+            t.flags |= F_ACKNOW;
+            if self.ooo_queue(i) {
+                let t = &self.flows[i as usize];
+                if let Some(q) = self.ooo[t.ooo as usize].as_mut() {
+                    q.fin = Some(fin_end);
+                }
             }
         }
+        let t = &mut self.flows[i as usize];
         let fin_now = (flags & FIN != 0 && fin_end == t.rcv_nxt) || t.has(F_FIN_READY);
         t.flags &= !F_FIN_READY;
         if fin_now {
@@ -379,7 +429,8 @@ impl TcpHost {
             let o = t.ooo as usize;
             let Some(q) = self.ooo[o].as_mut() else { break };
             let Some((start, l)) = q.pop_ready(t.rcv_nxt) else {
-                if q.is_empty() {
+                // Empty: given back, unless it holds a FIN beyond RCV.NXT.
+                if q.is_empty() && !q.fin.is_some_and(|f| seq::gt(f, t.rcv_nxt)) {
                     if q.fin == Some(t.rcv_nxt) {
                         t.flags |= F_FIN_READY;
                     }
@@ -416,21 +467,89 @@ impl TcpHost {
         false
     }
 
-    /// Challenge ACK (RFC 5961 §3.2, §4.2, §5.2), rate limited per host (§7).
+    /// Challenge ACK (RFC 5961 §3.2, §4.2, §5.2), rate limited per flow
+    /// (`TcpConfig::invalid_ratelimit_ns`) and per host (§7) with a per-second budget
+    /// drawn at random in `[half, limit + half)`, `half = ceil(limit / 2)`, as Linux does
+    /// since CVE-2016-5696 (a fixed budget is a side channel: an off-path attacker counts
+    /// the challenge ACKs it provokes to learn whether its guesses hit a flow).
     pub(super) fn challenge_ack<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        if self.invalid_limited(i) {
+            return;
+        }
         let sec = self.now / 1_000_000_000;
         if sec != self.challenge_sec {
             self.challenge_sec = sec;
-            self.challenge_count = 0;
+            let limit = self.cfg.challenge_ack_limit;
+            let half = limit.div_ceil(2);
+            self.challenge_left = if limit == 0 {
+                0
+            } else {
+                half + (self.next_random() % limit as u64) as u32
+            };
         }
-        if self.challenge_count >= self.cfg.challenge_ack_limit {
+        if self.challenge_left == 0 {
             self.counters.tcps_challengeack_limited += 1;
             return;
         }
-        self.challenge_count += 1;
+        self.challenge_left -= 1;
         self.counters.tcps_challengeack += 1;
         self.flows[i as usize].flags |= F_ACKNOW;
         self.output(i, tx);
+    }
+
+    /// The next number of the host's keyed generator (SplitMix64).
+    fn next_random(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// True (counted) when flow `i` answered an invalid segment less than
+    /// `invalid_ratelimit_ns` ago; otherwise records now as its last answer.
+    fn invalid_limited(&mut self, i: u32) -> bool {
+        let period = self.cfg.invalid_ratelimit_ns;
+        if period == 0 {
+            return false;
+        }
+        // Odd, so never 0 (= no answer yet).
+        let now_ms = (self.now / 1_000_000) as u16 | 1;
+        let t = &mut self.flows[i as usize];
+        if t.oow_ms != 0 && (now_ms.wrapping_sub(t.oow_ms) as u64) * 1_000_000 < period {
+            self.counters.tcps_invalidack_limited += 1;
+            return true;
+        }
+        t.oow_ms = now_ms;
+        false
+    }
+
+    /// ACK answering an invalid segment (out of window, PAWS drop, ACK of unsent data):
+    /// sent unless the segment is a pure ACK (no data, no FIN) within the flow's rate
+    /// limit (Linux's `tcp_oow_rate_limited`: such ACKs can feed ACK loops and floods,
+    /// while data may be a genuine retransmission waiting for our ACK).
+    pub(super) fn ack_invalid<S: TxSink>(&mut self, i: u32, seg: &Segment, tx: &mut S) {
+        let data = (!seg.payload.is_empty() || seg.flags & FIN != 0) && seg.flags & SYN == 0;
+        if !data && self.invalid_limited(i) {
+            return;
+        }
+        self.flows[i as usize].flags |= F_ACKNOW;
+        self.output(i, tx);
+    }
+
+    /// Makes sure flow `i` has an out-of-order queue; false when the host's budget is
+    /// spent (counted by `get_ooo`).
+    fn ooo_queue(&mut self, i: u32) -> bool {
+        if self.flows[i as usize].ooo != NO_SIDE {
+            return true;
+        }
+        match self.get_ooo() {
+            Some(o) => {
+                self.flows[i as usize].ooo = o;
+                true
+            }
+            None => false,
+        }
     }
 
     pub(super) fn enter_time_wait<A: TcpApp>(&mut self, i: u32, app: &mut A) {

@@ -67,12 +67,24 @@ impl TcpHost {
         }
     }
 
+    /// Gives a flow's out-of-order queue back: kept in the pool while the pool holds
+    /// fewer than an eighth of the budget's queues (at least 4), freed otherwise.
     pub(super) fn release_ooo(&mut self, o: u32) {
-        if o != NO_SIDE {
-            if let Some(q) = self.ooo[o as usize].as_mut() {
+        if o == NO_SIDE {
+            return;
+        }
+        let keep = (self.ooo_max / 8).max(4) as usize;
+        match self.ooo[o as usize].as_mut() {
+            Some(q) if self.ooo_free.len() < keep => {
                 q.clear();
+                self.ooo_free.push(o);
             }
-            self.ooo_free.push(o);
+            Some(_) => {
+                self.ooo[o as usize] = None;
+                self.ooo_alloc -= 1;
+                self.ooo_vacant.push(o);
+            }
+            None => self.ooo_vacant.push(o),
         }
     }
 
@@ -91,12 +103,23 @@ impl TcpHost {
         self.sboards.len() as u32 - 1
     }
 
-    pub(super) fn get_ooo(&mut self) -> u32 {
+    /// An out-of-order queue for a flow: from the pool, or newly allocated within the
+    /// host's budget (`TcpConfig::ooo_budget`); None (counted) when the budget is spent.
+    pub(super) fn get_ooo(&mut self) -> Option<u32> {
         if let Some(o) = self.ooo_free.pop() {
-            return o;
+            return Some(o);
         }
-        self.ooo
-            .push(Some(Box::new(OooQueue::new(self.cfg.ooo_bytes as usize))));
-        self.ooo.len() as u32 - 1
+        if self.ooo_alloc >= self.ooo_max {
+            self.counters.tcps_rcvoomemdrop += 1;
+            return None;
+        }
+        self.ooo_alloc += 1;
+        let q = Some(Box::new(OooQueue::new(self.cfg.ooo_bytes as usize)));
+        if let Some(o) = self.ooo_vacant.pop() {
+            self.ooo[o as usize] = q;
+            return Some(o);
+        }
+        self.ooo.push(q);
+        Some(self.ooo.len() as u32 - 1)
     }
 }

@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// Largest RTO backoff shift kept (the timeout is capped at `RtoConfig::max_us` long
+/// before).
+const MAX_BACKOFF: u8 = 20;
+
 impl TcpHost {
     #[inline]
     pub(super) fn rto_ns(&self, t: &Tcb) -> u64 {
@@ -25,6 +29,28 @@ impl TcpHost {
         }
     }
 
+    /// Keepalive (RFC 1122 §4.2.3.6): an acceptable segment from the peer of an idle
+    /// established flow shows it is alive: the unanswered probe count starts again and
+    /// the idle period restarts (the wheel finds the later deadline at expiry). Called
+    /// only when keepalive is configured.
+    #[inline(never)]
+    pub(super) fn keepalive_heard(&mut self, i: u32, seg: &Segment) {
+        let Some((idle, _, _)) = self.cfg.keepalive else {
+            return;
+        };
+        let now = self.now;
+        let t = &mut self.flows[i as usize];
+        let idle_flow = t.snd_una == t.snd_max && !(t.sq.len > 0 && t.snd_wnd == 0);
+        if idle_flow
+            && seg.flags & (ACK | RST | SYN) == ACK
+            && seq::ge(seg.ack, t.snd_una)
+            && seq::le(seg.ack, t.snd_max)
+        {
+            t.retries = 0;
+            t.rexmt_at = now + idle;
+        }
+    }
+
     pub(super) fn set_idle_timer(&mut self, i: u32) {
         let now = self.now;
         let ka = self.cfg.keepalive;
@@ -36,7 +62,10 @@ impl TcpHost {
             return; // persist timer stays
         }
         t.rexmt_at = match (ka, t.state) {
-            (Some((idle, _, _)), State::Established) => now + idle,
+            (Some((idle, _, _)), State::Established) => {
+                t.retries = 0;
+                now + idle
+            }
             _ => 0,
         };
     }
@@ -158,11 +187,34 @@ impl TcpHost {
                 let rto = self.rto_ns(t);
                 self.flows[i as usize].rexmt_at = now + rto;
             }
+            _ if t.snd_wnd == 0 && t.sq.len > 0 => {
+                // Persist (RFC 9293 §3.8.6.1, RFC 1122 §4.2.2.17): the window is closed
+                // with data to send (in flight or not). Probe it with the first
+                // unacknowledged byte, as BSD does, and keep probing, backed off, for as
+                // long as the peer answers (an answer clears `retries`). Not a
+                // retransmission timeout: cwnd and the RTT estimate are left alone.
+                self.counters.tcps_persisttimeo += 1;
+                t.retries = t.retries.saturating_add(1);
+                if t.retries > cfg_retries {
+                    self.counters.tcps_timeoutdrop += 1;
+                    self.send_rst_for(i, tx);
+                    self.close_flow(i, CloseReason::Timeout, app);
+                    return true;
+                }
+                t.backoff = t.backoff.saturating_add(1).min(MAX_BACKOFF);
+                t.snd_nxt = t.snd_una;
+                t.flags = (t.flags | F_FORCE) & !F_TIMING;
+                self.counters.tcps_sndprobe += 1;
+                self.output(i, tx);
+                let rto = self.rto_ns(&self.flows[i as usize]);
+                self.flows[i as usize].rexmt_at = now + rto;
+            }
             _ if t.snd_una != t.snd_max => {
                 // RFC 6298 §5.4-5.6: retransmit, back off, restart.
-                t.backoff += 1;
+                t.backoff = t.backoff.saturating_add(1).min(MAX_BACKOFF);
+                t.retries = t.retries.saturating_add(1);
                 self.counters.tcps_rexmttimeo += 1;
-                if t.backoff > cfg_retries {
+                if t.retries > cfg_retries {
                     self.counters.tcps_timeoutdrop += 1;
                     self.send_rst_for(i, tx);
                     self.close_flow(i, CloseReason::Timeout, app);
@@ -183,30 +235,16 @@ impl TcpHost {
                 self.flows[i as usize].rexmt_at = now + rto;
                 self.output(i, tx);
             }
-            _ if t.sq.len > 0 && t.snd_wnd == 0 => {
-                // Persist: probe the zero window with one byte (RFC 9293 §3.8.6.1).
-                self.counters.tcps_persisttimeo += 1;
-                t.backoff = t.backoff.saturating_add(1).min(cfg_retries);
-                t.flags |= F_FORCE;
-                self.counters.tcps_sndprobe += 1;
-                self.output(i, tx);
-                let t = &self.flows[i as usize];
-                let rto = self.rto_ns(t);
-                let t = &mut self.flows[i as usize];
-                if t.rexmt_at == 0 {
-                    t.rexmt_at = now + rto;
-                }
-            }
             State::Established => {
                 if let Some((_, intvl, probes)) = self.cfg.keepalive {
                     self.counters.tcps_keeptimeo += 1;
-                    if t.backoff >= probes {
+                    if t.retries >= probes {
                         self.counters.tcps_keepdrops += 1;
                         self.send_rst_for(i, tx);
                         self.close_flow(i, CloseReason::Timeout, app);
                         return true;
                     }
-                    t.backoff += 1;
+                    t.retries += 1;
                     // Keepalive probe: SEG.SEQ = SND.NXT - 1 (RFC 9293 §3.8.4).
                     let (seq, ack) = (t.snd_una.wrapping_sub(1), t.rcv_nxt);
                     let key = t.key;

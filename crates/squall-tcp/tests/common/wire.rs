@@ -53,6 +53,63 @@ pub fn frame(h: &FrameHdr, opts: &[u8], payload: &[u8]) -> Vec<u8> {
     buf
 }
 
+/// A segment from a test's peer (MAC ...:09, `src` address and port) to a host (MAC
+/// ...:01, `dst`): TTL 64, TOS 0, IPv4 id 1; `opts` as [`frame`] takes them.
+#[allow(clippy::too_many_arguments)]
+pub fn peer_frame(
+    src: (u32, u16),
+    dst: (u32, u16),
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    wnd: u16,
+    opts: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    let h = FrameHdr {
+        src_mac: [2, 0, 0, 0, 0, 9],
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        src_ip: src.0,
+        dst_ip: dst.0,
+        ip_id: 1,
+        src_port: src.1,
+        dst_port: dst.1,
+        seq,
+        ack,
+        flags,
+        wnd,
+        ttl: 64,
+        tos: 0,
+    };
+    frame(&h, opts, payload)
+}
+
+/// A segment a host sent, parsed and owned (tests keep them).
+#[derive(Debug, Clone)]
+pub struct Out {
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: u8,
+    pub wnd: u16,
+    pub opts: Opts,
+    pub payload: Vec<u8>,
+}
+
+impl Out {
+    /// Parses a frame a host emitted (it must be valid).
+    pub fn of(f: &[u8]) -> Out {
+        let s = parse(f).expect("host emitted a valid frame");
+        Out {
+            seq: s.seq,
+            ack: s.ack,
+            flags: s.flags,
+            wnd: s.wnd,
+            opts: parse_opts(s.opts),
+            payload: s.payload.to_vec(),
+        }
+    }
+}
+
 /// A frame a host sent, parsed by `squall-wire` with both checksums verified.
 #[derive(Clone, Copy, Debug)]
 pub struct Seg<'a> {

@@ -226,7 +226,7 @@ impl RunSlot {
     fn mode(&self) -> &'static str {
         if self.cfg.sim {
             "simulation (virtual clock)"
-        } else if self.cfg.cores == 2 {
+        } else if self.cfg.split {
             "real time, 2 threads (T-mem2)"
         } else {
             "real time, 1 thread (T-mem1)"
@@ -255,6 +255,7 @@ impl RunSlot {
                         .stopped
                         .map_or(el, |s| (s - self.started).as_nanos() as u64)
                         .min(self.cfg.duration_ns),
+                    stall_ns: self.cfg.stall_ns,
                     ..RunResult::default()
                 };
                 (&snap, &[])
@@ -405,6 +406,7 @@ impl Service {
         let mult = check_mult(num(p, "mult", 1.0)?)?;
         let dur = num(p, "duration", -1.0)?;
         let sim = flag(p, "sim")?;
+        let fixed_keys = flag(p, "fixed_keys")?;
         let unbounded = dur < 0.0;
         if !unbounded && (dur == 0.0 || dur > MAX_DURATION_S) {
             return Err(RpcError::params(
@@ -459,12 +461,16 @@ impl Service {
             duration_ns: ((if unbounded { MAX_DURATION_S } else { dur }) * 1e9) as u64,
             mult,
             cores: if sim { 1 } else { cores },
+            // The API's `cores: 2` is the two-thread layout (client core, server core).
+            split: !sim && cores == 2,
             sim,
             seed,
             drain_ns: (drain * 1e9) as u64,
             pcap_flows: None,
             impair,
             max_flows: 262_144,
+            fixed_keys,
+            ..RunConfig::default()
         };
         let live = Arc::new(Live::default());
         live.ctl.snapshots.store(true, Ordering::Relaxed);

@@ -10,11 +10,12 @@
 //! (token = flow index). After each step the slot keeps what the program waits for
 //! ([`Wake`]): data and ack events that cannot meet it skip the interpreter.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use squall_astf::alloc::ClientAddr;
 use squall_astf::interp::{Event, FlowIo, Outcome, ProgState, Status, Wake};
-use squall_astf::{BufIdx, Insn, Profile, ProgIdx, TemplateIdx, Transport};
+use squall_astf::{BufIdx, Insn, Profile, ProgIdx, ServerAssoc, TemplateIdx, Transport};
 use squall_engine::TimerWheel;
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp};
 
@@ -30,6 +31,12 @@ const F_FIRST: u8 = 32;
 /// The program has armed its timer at least once (else there is nothing to cancel, and
 /// the flow's node of the timer wheel, a cold line, is not touched).
 const F_TIMER: u8 = 64;
+/// Cut while stalled (see [`GenApp::mark_cut`]).
+const F_STALLED: u8 = 128;
+
+/// Default stall time: a flow cut at the end of the run after this long without a payload
+/// byte moving (and not sleeping on its own program timer) counts as `stalled`.
+pub const DEFAULT_STALL_NS: u64 = 5_000_000_000;
 
 /// Per-flow engine state beside the program state.
 #[derive(Clone, Copy, Debug, Default)]
@@ -44,8 +51,12 @@ pub struct FlowSlot {
     pub acked: u64,
     /// In-order payload bytes received.
     pub rx: u64,
+    wake_arg: u64,
     /// Client endpoint (client side), to release when the flow ends.
     pub addr_ip: u32,
+    /// Last time (ms, wrapping) the flow started, connected or moved a payload byte
+    /// (received, or acknowledged by the peer): the stall check at a cut.
+    moved_ms: u32,
     pub addr_port: u16,
     /// Template index.
     pub tpl: u16,
@@ -55,7 +66,6 @@ pub struct FlowSlot {
     /// What the program waits for after its last step ([`Wake`], packed: kind and
     /// argument): `Data` and `Acked` events that cannot meet it are not delivered.
     wake_kind: u8,
-    wake_arg: u64,
 }
 
 const W_ANY: u8 = 0;
@@ -64,10 +74,16 @@ const W_RX: u8 = 2;
 const W_UNACKED: u8 = 3;
 const W_PEER_CLOSED: u8 = 4;
 const W_ESTABLISHED: u8 = 5;
+/// An accepted server flow waiting for the client's first bytes to choose its template
+/// (TRex `l7_map`): no program runs yet; `wake_arg` holds how many bytes decide.
+const W_L7: u8 = 6;
 
 impl FlowSlot {
     fn has(&self, f: u8) -> bool {
         self.flags & f != 0
+    }
+    fn moved(&mut self, now: u64) {
+        self.moved_ms = ms(now);
     }
     fn set_wake(&mut self, w: Wake) {
         (self.wake_kind, self.wake_arg) = match w {
@@ -99,6 +115,11 @@ impl FlowSlot {
             self.has(F_EST),
         )
     }
+}
+
+/// `now` in wrapping milliseconds (the stall clock of [`FlowSlot`]).
+fn ms(now: u64) -> u32 {
+    (now / 1_000_000) as u32
 }
 
 /// An operation requested by a program, applied by the caller.
@@ -217,10 +238,17 @@ pub struct GenApp {
     txbuf: Vec<(u64, u64)>,
     /// Client endpoints of ended client flows, to give back to the allocators.
     pub released: Vec<(u16, ClientAddr)>,
+    /// The profile's client address ranges (inclusive): an accepted flow from elsewhere
+    /// went through address translation on its way.
+    client_ranges: Vec<(u32, u32)>,
     /// Flows with a live program-or-connection (started, not yet ended).
     pub live: u64,
     /// Highest `live` seen.
     pub peak_live: u64,
+    /// First bytes of the server flows waiting for their L7 match (`W_L7`), by flow.
+    l7_wait: HashMap<u32, Vec<u8>>,
+    /// A flow cut after this long without a payload byte moving is `stalled`.
+    pub stall_ns: u64,
     pub stats: SideStats,
 }
 
@@ -239,6 +267,11 @@ impl GenApp {
             .map(|t| has_reset(&profile, t.client_program) || has_reset(&profile, t.server_program))
             .collect();
         let stats = SideStats::new(profile.tg_names.len());
+        let client_ranges = profile
+            .ip_gens
+            .iter()
+            .map(|g| (g.clients.first, g.clients.last))
+            .collect();
         let txbuf = profile
             .templates
             .iter()
@@ -250,6 +283,7 @@ impl GenApp {
             })
             .collect();
         GenApp {
+            client_ranges,
             bufs,
             progs: Vec::new(),
             flows: Vec::new(),
@@ -263,6 +297,8 @@ impl GenApp {
             released: Vec::new(),
             live: 0,
             peak_live: 0,
+            l7_wait: HashMap::new(),
+            stall_ns: DEFAULT_STALL_NS,
             stats,
             profile,
         }
@@ -324,6 +360,7 @@ impl GenApp {
             addr_port: addr.port,
             tpl: tpl.0,
             flags: F_LIVE | F_CLIENT,
+            moved_ms: ms(self.now),
             ..FlowSlot::default()
         };
         let prog = self.profile.templates[tpl.0 as usize].client_program;
@@ -340,7 +377,7 @@ impl GenApp {
         let Some(slot) = self.flows.get(f as usize) else {
             return;
         };
-        if !slot.has(F_LIVE) || slot.outcome != 0 {
+        if !slot.has(F_LIVE) || slot.outcome != 0 || slot.wake_kind == W_L7 {
             return;
         }
         if matches!(ev, Event::Data | Event::Acked) && !slot.data_or_ack_moves() {
@@ -444,10 +481,65 @@ impl GenApp {
         );
     }
 
-    /// Marks a flow as cut at stop (the caller aborts it).
+    /// Marks a flow as cut at stop (the caller aborts it), and as stalled when it waits
+    /// on the network (not on its own program timer, and its program has not ended) and
+    /// no payload byte has moved for [`GenApp::stall_ns`].
     pub fn mark_cut(&mut self, f: u32) {
+        let (now, stall) = (self.now, self.stall_ns);
         if let Some(s) = self.flows.get_mut(f as usize) {
             s.flags |= F_CUT;
+            let idle_ns = u64::from(ms(now).wrapping_sub(s.moved_ms)) * 1_000_000;
+            let sleeping = s.outcome != 0 || s.wake_kind == W_TIMER;
+            if !sleeping && idle_ns >= stall {
+                s.flags |= F_STALLED;
+            }
+        }
+    }
+
+    /// Starts server flow `i` on template `t`: its program runs from the start (bytes
+    /// already received count for its first `recv`).
+    fn bind_server(&mut self, i: usize, t: TemplateIdx) {
+        let slot = &mut self.flows[i];
+        slot.tpl = t.0;
+        slot.wake_kind = W_ANY;
+        let rx = slot.rx;
+        let prog = self.profile.templates[t.0 as usize].server_program;
+        self.progs[i] = ProgState::new(prog);
+        let c = self.tgc(t.0);
+        c.accepted += 1;
+        c.l7_rx_bytes += rx;
+        self.step(i as u32, Event::Start);
+    }
+
+    /// A server flow waiting for its L7 match received `data` (or, with `end`, the client
+    /// closed): matches once enough bytes arrived, else keeps waiting. A flow that
+    /// matches no template is reset and counted (`l7_no_match`).
+    fn l7_rx(&mut self, ctl: &mut Ctl, i: usize, data: &[u8], end: bool) {
+        let need = self.flows[i].wake_arg as usize;
+        let buf = self.l7_wait.entry(i as u32).or_default();
+        buf.extend_from_slice(&data[..data.len().min(need.saturating_sub(buf.len()))]);
+        self.flows[i].rx += data.len() as u64;
+        self.flows[i].moved(self.now);
+        if buf.len() < need && !end {
+            return;
+        }
+        let first = self.l7_wait.remove(&(i as u32)).unwrap_or_default();
+        let key = ctl.key();
+        match self
+            .profile
+            .server_template_l7(Transport::Tcp, key.local_ip, key.local_port, &first)
+        {
+            Some(t) => {
+                self.bind_server(i, t);
+                if end && self.flows[i].outcome == 0 {
+                    self.flows[i].flags |= F_PEER_CLOSED;
+                    self.step(i as u32, Event::PeerClosed);
+                }
+            }
+            None => {
+                self.stats.l7_no_match += 1;
+                ctl.abort();
+            }
         }
     }
 
@@ -469,27 +561,41 @@ impl TcpApp for GenApp {
         let i = f.0 as usize;
         if ctl.passive() {
             let key = ctl.key();
-            let Some(t) =
-                self.profile
-                    .server_template_for(Transport::Tcp, key.local_ip, key.local_port)
-            else {
+            let assoc = self
+                .profile
+                .server_assoc(Transport::Tcp, key.local_ip, key.local_port);
+            if assoc == ServerAssoc::None {
                 self.stats.no_template += 1;
                 ctl.abort();
                 return;
-            };
+            }
+            let peer = key.remote_ip;
+            if !self
+                .client_ranges
+                .iter()
+                .any(|&(a, b)| (a..=b).contains(&peer))
+            {
+                self.stats.translated += 1;
+                self.stats.translated_from.get_or_insert(peer);
+            }
             self.ensure(i);
             self.flows[i] = FlowSlot {
                 sched_ns: self.now,
-                tpl: t.0,
                 flags: F_LIVE | F_EST,
+                moved_ms: ms(self.now),
                 ..FlowSlot::default()
             };
-            let prog = self.profile.templates[t.0 as usize].server_program;
-            self.progs[i] = ProgState::new(prog);
             self.live += 1;
             self.peak_live = self.peak_live.max(self.live);
-            self.tgc(t.0).accepted += 1;
-            self.step(f.0, Event::Start);
+            match assoc {
+                ServerAssoc::Template(t) => self.bind_server(i, t),
+                ServerAssoc::L7 { need } => {
+                    // Hold the flow until the client's first bytes choose the template.
+                    self.flows[i].wake_kind = W_L7;
+                    self.flows[i].wake_arg = need as u64;
+                }
+                ServerAssoc::None => {}
+            }
         } else {
             let Some(slot) = self.flows.get_mut(i) else {
                 return;
@@ -498,6 +604,7 @@ impl TcpApp for GenApp {
                 return;
             }
             slot.flags |= F_EST;
+            slot.moved(self.now);
             let (tpl, sched) = (slot.tpl, slot.sched_ns);
             let g = self.tg(tpl);
             self.stats.tg[g]
@@ -505,6 +612,11 @@ impl TcpApp for GenApp {
                 .connect
                 .record_ns(self.now.saturating_sub(sched));
             self.step(f.0, Event::Established);
+            if self.ops.contains(&IoOp::Reset) {
+                // The RST leaves in this callback, before the handshake's ACK: the server
+                // never completes (never accepts) this connection.
+                self.tgc(tpl).reset_at_connect += 1;
+            }
         }
         self.apply_ctl(ctl);
     }
@@ -518,8 +630,14 @@ impl TcpApp for GenApp {
         if !slot.has(F_LIVE) {
             return;
         }
+        if slot.wake_kind == W_L7 {
+            self.l7_rx(ctl, i, data, false);
+            self.apply_ctl(ctl);
+            return;
+        }
         slot.rx += data.len() as u64;
         slot.last_rx_ns = now;
+        slot.moved(now);
         let first = !slot.has(F_FIRST) && slot.has(F_CLIENT);
         slot.flags |= F_FIRST;
         let (tpl, sched) = (slot.tpl, slot.sched_ns);
@@ -544,6 +662,9 @@ impl TcpApp for GenApp {
             return;
         }
         slot.acked += u64::from(bytes);
+        if bytes > 0 {
+            slot.moved(self.now);
+        }
         let tpl = slot.tpl;
         self.tgc(tpl).l7_tx_acked += u64::from(bytes);
         self.step(f.0, Event::Acked);
@@ -558,6 +679,12 @@ impl TcpApp for GenApp {
         if !slot.has(F_LIVE) {
             return;
         }
+        if slot.wake_kind == W_L7 {
+            // The client closed before sending enough bytes: decide on what arrived.
+            self.l7_rx(ctl, i, &[], true);
+            self.apply_ctl(ctl);
+            return;
+        }
         slot.flags |= F_PEER_CLOSED;
         self.step(f.0, Event::PeerClosed);
         self.apply_ctl(ctl);
@@ -569,6 +696,13 @@ impl TcpApp for GenApp {
             return;
         };
         if !slot.has(F_LIVE) {
+            return;
+        }
+        if slot.wake_kind == W_L7 {
+            // Never bound to a template (reset, cut, or no L7 match): not accepted.
+            self.l7_wait.remove(&f.0);
+            self.flows[i].flags &= !F_LIVE;
+            self.live = self.live.saturating_sub(1);
             return;
         }
         if slot.outcome == 0 {
@@ -588,6 +722,9 @@ impl TcpApp for GenApp {
         let c = self.tgc(slot.tpl);
         if slot.has(F_CUT) {
             c.cut += 1;
+            if slot.has(F_STALLED) {
+                c.stalled += 1;
+            }
         } else {
             match outcome {
                 // Closed by the program (explicit or implicit close).

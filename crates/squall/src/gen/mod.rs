@@ -7,5 +7,5 @@ pub mod app;
 pub mod side;
 pub mod udp;
 
-pub use app::GenApp;
+pub use app::{GenApp, DEFAULT_STALL_NS};
 pub use side::{flow_opts, owned_ranges, tcp_config, ClientGen, GenSide, Side};

@@ -8,15 +8,18 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use squall_astf::alloc::{ClientAlloc, PortRange, ServerPick};
+use squall_astf::alloc::{AllocError, ClientAddr, ClientAlloc, PortRange, ServerPick};
 use squall_astf::interp::Event;
 use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
-use squall_astf::{Profile, SideTunables, Transport};
+use squall_astf::{Profile, SideTunables, TemplateIdx, Transport};
+use squall_port::rss::RssSteer;
 use squall_port::Port;
 use squall_stack::{
     Datagram, Node, NodeApp, NodeConfig, NodeIo, Owned, PcapCap, TapRef, UdpFlowId, UdpKey,
 };
-use squall_tcp::{CloseReason, Ctl, FlowId, FlowOpts, OptsId, TcpApp, TcpConfig, TcpHost};
+use squall_tcp::{
+    CloseReason, Ctl, FlowId, FlowOpts, OptsId, RtoConfig, TcpApp, TcpConfig, TcpHost,
+};
 
 use super::app::{GenApp, IoOp};
 use super::udp::{udp_prealloc, UdpFlows};
@@ -25,11 +28,18 @@ use crate::stats::SideStats;
 /// The client side's flow source.
 pub struct ClientGen {
     sched: Scheduler,
+    /// Client allocators and server pickers, one per distinct pool: templates whose
+    /// generators share a pool (TRex: one `ASTFIPGenDist` in several templates) share
+    /// one distribution and one port space.
     allocs: Vec<ClientAlloc>,
     servers: Vec<ServerPick>,
+    /// Per template: its index in `allocs` and in `servers`.
+    pool: Vec<(usize, usize)>,
     starts: Vec<FlowStart>,
     /// Flows due but not opened yet (pacing or throttling); opened in order.
     pending: VecDeque<FlowStart>,
+    /// With receive-side scaling: only source ports whose reply hashes to this queue.
+    rss: Option<(RssSteer, u32)>,
 }
 
 impl ClientGen {
@@ -47,22 +57,49 @@ impl ClientGen {
     ) -> Result<Self, String> {
         let mut allocs = Vec::new();
         let mut servers = Vec::new();
+        let mut pool: Vec<(usize, usize)> = Vec::new();
         for (i, t) in profile.templates.iter().enumerate() {
             let gen = &profile.ip_gens[t.ip_gen as usize];
             let seed = cfg.seed ^ (i as u64).wrapping_mul(0x9E37_79B9);
-            allocs.push(
-                ClientAlloc::new(gen, 0, 0, 1, ports, seed)
-                    .map_err(|e| format!("template {i}: client allocation: {e:?}"))?,
-            );
-            servers.push(ServerPick::new(gen, 0, 0, seed));
+            let tpl = TemplateIdx(i as u16);
+            let (ci, si) = (profile.client_pool_of(tpl), profile.server_pool_of(tpl));
+            let a = if ci == i {
+                // This core's share of the pool and the source ports it owns
+                // (`port % n_cores == core`: the rule replies are steered by).
+                allocs.push(
+                    ClientAlloc::new(gen, 0, cfg.core, cfg.n_cores, ports, seed)
+                        .map_err(|e| format!("template {i}: client allocation: {e:?}"))?,
+                );
+                allocs.len() - 1
+            } else {
+                pool[ci].0
+            };
+            let s = if si == i {
+                servers.push(ServerPick::new(gen, 0, 0, seed));
+                servers.len() - 1
+            } else {
+                pool[si].1
+            };
+            pool.push((a, s));
         }
         Ok(ClientGen {
             sched: Scheduler::new(profile, cfg),
             allocs,
             servers,
+            pool,
             starts: Vec::with_capacity(64),
             pending: VecDeque::new(),
+            rss: None,
         })
+    }
+
+    /// For a port that spreads received frames over queues by RSS: source ports are
+    /// taken only if the reply of the flow hashes to `queue` (the queue of this core), so
+    /// every reply lands on the core that opened the flow, as TRex does. Use it with a
+    /// scheduler of one core (`n_cores` 1): the hash, not the port number, then keeps
+    /// cores apart.
+    pub fn set_rss(&mut self, steer: RssSteer, queue: u32) {
+        self.rss = Some((steer, queue));
     }
     /// Stops opening flows from `at` on.
     pub fn stop_at(&mut self, at: u64) {
@@ -79,6 +116,33 @@ impl ClientGen {
     /// Flows due and waiting to be opened.
     pub fn backlog(&self) -> usize {
         self.pending.len()
+    }
+    /// A client endpoint for a flow of template `tpl`, from its (possibly shared) pool;
+    /// `busy(ip, port)` vetoes a tuple still in use.
+    pub fn alloc(
+        &mut self,
+        tpl: usize,
+        server: u32,
+        sport: u16,
+        mut busy: impl FnMut(u32, u16) -> bool,
+    ) -> Result<ClientAddr, AllocError> {
+        let a = &mut self.allocs[self.pool[tpl].0];
+        match &self.rss {
+            None => a.alloc(busy),
+            Some((steer, q)) => {
+                a.alloc(|ip, port| !steer.port_fits(*q, ip, port, server, sport) || busy(ip, port))
+            }
+        }
+    }
+    /// Gives back the client endpoint of an ended flow of template `tpl`.
+    pub fn release(&mut self, tpl: usize, addr: ClientAddr) {
+        if let Some(&(a, _)) = self.pool.get(tpl) {
+            self.allocs[a].release(addr);
+        }
+    }
+    /// The server address for the next flow of template `tpl`.
+    pub fn pick_server(&mut self, tpl: usize) -> u32 {
+        self.servers[self.pool[tpl].1].pick()
     }
 }
 
@@ -122,8 +186,24 @@ pub fn flow_opts(t: &SideTunables) -> FlowOpts {
     .sanitised()
 }
 
+/// SYN / SYN-ACK retransmissions whose backoff schedule (`rto`: initial RTO doubling up
+/// to its maximum) gives up within `keepinit_s` seconds: TRex's (BSD's) connection
+/// establishment timeout expressed as squall-tcp's retransmission limit.
+pub fn syn_retries_within(keepinit_s: u16, rto: &RtoConfig) -> u8 {
+    let limit = u64::from(keepinit_s) * 1_000_000;
+    let step = |k: u8| (u64::from(rto.initial_us) << k.min(32)).min(u64::from(rto.max_us));
+    let (mut n, mut total) = (0u8, step(0));
+    while n < u8::MAX && total + step(n + 1) <= limit {
+        n += 1;
+        total += step(n);
+    }
+    n
+}
+
 /// Host configuration from a side's tunables (its defaults: flows of templates with
-/// other tunables get their own option set, see [`flow_opts`]).
+/// other tunables get their own option set, see [`flow_opts`]). The side-wide TCP
+/// tunables map onto the host: `keepinit` onto the SYN retransmission limit
+/// ([`syn_retries_within`]), `keepidle`/`keepintvl` onto keepalive (8 probes, as BSD).
 pub fn tcp_config(
     t: &SideTunables,
     mac: [u8; 6],
@@ -146,8 +226,16 @@ pub fn tcp_config(
             tos: d.tos,
             ..flow_opts(t)
         },
-        max_syn_retries: 8,
+        max_syn_retries: syn_retries_within(t.tcp.keepinit, &RtoConfig::default()),
         max_retries: 12,
+        keepalive: (t.tcp.keepidle > 0).then(|| {
+            let s = 1_000_000_000u64;
+            (
+                u64::from(t.tcp.keepidle) * s,
+                u64::from(t.tcp.keepintvl) * s,
+                8,
+            )
+        }),
         seed,
         ..TcpConfig::default()
     }
@@ -273,9 +361,7 @@ impl NodeApp for GenSide {
                 work |= n > 0;
             }
             for (tpl, addr) in self.app.released.drain(..) {
-                if let Some(a) = cg.allocs.get_mut(tpl as usize) {
-                    a.release(addr);
-                }
+                cg.release(tpl as usize, addr);
             }
             self.client = Some(cg);
         }
@@ -396,9 +482,9 @@ impl GenSide {
         let ti = s.template.0 as usize;
         let t = &self.app.profile().templates[ti];
         let (tg, dport, is_udp) = (t.tg_id as usize, t.port, t.transport == Transport::Udp);
-        let server = cg.servers[ti].pick();
+        let server = cg.pick_server(ti);
         let udp = io.udp();
-        let addr = match cg.allocs[ti].alloc(|ip, port| {
+        let addr = match cg.alloc(ti, server, dport, |ip, port| {
             is_udp
                 && udp.in_use(&UdpKey {
                     local_ip: ip,
@@ -430,7 +516,7 @@ impl GenSide {
             }
         };
         if !opened {
-            cg.allocs[ti].release(addr);
+            cg.release(ti, addr);
             self.app.stats.tg[tg].c.connect_failed += 1;
         }
     }
@@ -544,6 +630,49 @@ impl<P: Port> Side<P> {
 mod tests {
     use super::*;
 
+    fn w1() -> Profile {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/w1-astf-http.json");
+        crate::source::load(&p, &[]).unwrap()
+    }
+
+    #[test]
+    fn each_core_allocates_its_share_of_addresses_and_its_own_ports() {
+        let p = w1();
+        let mut seen = std::collections::HashSet::new();
+        for core in 0..2 {
+            let sc = SchedConfig::from_profile(&p, 1.0, Some(1_000_000_000), core, 2);
+            let mut cg = ClientGen::new(&p, &sc).unwrap();
+            for _ in 0..500 {
+                let a = cg.alloc(0, 0x3000_0001, 80, |_, _| false).unwrap();
+                assert_eq!(
+                    u32::from(a.port) % 2,
+                    core,
+                    "port {} on core {core}",
+                    a.port
+                );
+                assert!(seen.insert((a.ip, a.port)), "a tuple of two cores");
+            }
+        }
+    }
+
+    #[test]
+    fn with_rss_every_reply_hashes_to_the_cores_queue() {
+        use squall_port::rss::{RssConfig, RssSteer};
+        let p = w1();
+        let server = 0x3000_0001; // 48.0.0.1
+        for queue in 0..4 {
+            let sc = SchedConfig::from_profile(&p, 1.0, Some(1_000_000_000), 0, 1);
+            let mut cg = ClientGen::new(&p, &sc).unwrap();
+            let steer = RssSteer::new(&RssConfig::symmetric(4));
+            cg.set_rss(steer.clone(), queue);
+            for _ in 0..300 {
+                let a = cg.alloc(0, server, 80, |_, _| false).unwrap();
+                assert_eq!(steer.reply_queue(a.ip, a.port, server, 80), queue);
+            }
+        }
+    }
+
     #[test]
     fn window_scale_only_when_the_buffer_needs_it() {
         let mut t = SideTunables::default();
@@ -556,5 +685,21 @@ mod tests {
         t.tcp.do_rfc1323 = false;
         let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
         assert_eq!((c.opts.wscale, c.opts.rcv_wnd), (None, 65_535));
+    }
+
+    #[test]
+    fn keepalive_tunables_map_onto_the_host() {
+        let mut t = SideTunables::default();
+        let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
+        // keepinit 75 s: retransmissions at 1, 3, 7, 15, 31 s, given up at 63 s.
+        assert_eq!((c.max_syn_retries, c.keepalive), (5, None));
+        t.tcp.keepinit = 5;
+        t.tcp.keepidle = 128;
+        t.tcp.keepintvl = 10;
+        let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
+        assert_eq!(c.max_syn_retries, 1);
+        assert_eq!(c.keepalive, Some((128_000_000_000, 10_000_000_000, 8)));
+        assert_eq!(syn_retries_within(1, &RtoConfig::default()), 0);
+        assert_eq!(syn_retries_within(65533, &RtoConfig::default()), u8::MAX);
     }
 }

@@ -1,0 +1,156 @@
+//! AF_PACKET fanout for several workers on one interface: N sockets join one fanout
+//! group and a classic BPF program picks, for every received frame, the socket of the
+//! worker that owns its flow — the one a port number names: `port % N`, the rule by which
+//! `squall_astf::alloc` gives source ports to cores. The client side steers by
+//! destination port (a reply's destination port is the source port its core chose), the
+//! server side by source port (the peer's port, fixed for the life of the flow, so every
+//! frame of a flow reaches the same worker). Frames that are not IPv4 TCP/UDP (ARP, ICMP,
+//! IPv6) go to worker 0. Socket `k` is the `k`-th to join the group, so workers must open
+//! their ports in order.
+//!
+//! The program reads the IPv4 header through the kernel's `SKF_NET_OFF` window, so it does
+//! not depend on where the socket's frame starts.
+
+/// Which port of a frame names its worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FanoutBy {
+    /// The destination port (the client side: replies to our source ports).
+    DstPort,
+    /// The source port (the server side: the peer's port).
+    SrcPort,
+}
+
+/// Membership in a fanout group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fanout {
+    /// Group id (unique per interface among the processes using fanout on it).
+    pub group: u16,
+    /// Workers in the group (N).
+    pub members: u16,
+    pub by: FanoutBy,
+}
+
+impl Fanout {
+    /// A group id derived from the process id and a salt (one per port of the process).
+    pub fn group_for_process(salt: u16) -> u16 {
+        (std::process::id() as u16)
+            .wrapping_mul(31)
+            .wrapping_add(salt)
+    }
+}
+
+const ETH_P_IP: u32 = 0x0800;
+const IPPROTO_TCP: u32 = 6;
+const IPPROTO_UDP: u32 = 17;
+
+/// The classic BPF program of `f`: the index of the socket for a frame.
+pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
+    use libc::{
+        BPF_ABS, BPF_ALU, BPF_B, BPF_H, BPF_IND, BPF_JEQ, BPF_JMP, BPF_K, BPF_LD, BPF_LDX, BPF_MOD,
+        BPF_MSH, BPF_RET, SKF_AD_OFF, SKF_AD_PROTOCOL, SKF_NET_OFF,
+    };
+    let st = |code: u32, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (BPF_JMP | BPF_JEQ | BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let net = |off: i32| (SKF_NET_OFF + off) as u32;
+    let port_off = match f.by {
+        FanoutBy::SrcPort => 0,
+        FanoutBy::DstPort => 2,
+    };
+    vec![
+        // 0: A = ntohs(skb->protocol); not IPv4 -> worker 0.
+        st(
+            BPF_LD | BPF_H | BPF_ABS,
+            (SKF_AD_OFF + SKF_AD_PROTOCOL) as u32,
+        ),
+        jeq(ETH_P_IP, 0, 7),
+        // 2: A = IP protocol; TCP or UDP, else worker 0.
+        st(BPF_LD | BPF_B | BPF_ABS, net(9)),
+        jeq(IPPROTO_TCP, 1, 0),
+        jeq(IPPROTO_UDP, 0, 4),
+        // 5: X = IP header length; A = the port; A %= N.
+        st(BPF_LDX | BPF_B | BPF_MSH, net(0)),
+        st(BPF_LD | BPF_H | BPF_IND, net(port_off)),
+        st(BPF_ALU | BPF_MOD | BPF_K, u32::from(f.members.max(1))),
+        st(BPF_RET | libc::BPF_A, 0),
+        // 9: worker 0.
+        st(BPF_RET | BPF_K, 0),
+    ]
+}
+
+/// Joins socket `fd` to the group of `f` and sets its program. Errors name the step.
+pub fn join(fd: libc::c_int, f: &Fanout) -> Result<(), String> {
+    let arg: libc::c_int = (u32::from(f.group) | (libc::PACKET_FANOUT_CBPF << 16)) as libc::c_int;
+    // SAFETY: setsockopt with a c_int option value of the size passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_FANOUT,
+            &arg as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(format!(
+            "PACKET_FANOUT (group {}): {}",
+            f.group,
+            std::io::Error::last_os_error()
+        ));
+    }
+    let mut prog = program(f);
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_mut_ptr(),
+    };
+    // SAFETY: `fprog` points at `prog`, alive for the call; the kernel copies it.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_FANOUT_DATA,
+            &fprog as *const libc::sock_fprog as *const libc::c_void,
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(format!(
+            "PACKET_FANOUT_DATA (steering program): {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_jumps_stay_inside_it() {
+        for by in [FanoutBy::DstPort, FanoutBy::SrcPort] {
+            let p = program(&Fanout {
+                group: 1,
+                members: 3,
+                by,
+            });
+            for (i, ins) in p.iter().enumerate() {
+                if ins.code as u32 & 0x07 == libc::BPF_JMP {
+                    assert!(i + 1 + (ins.jt.max(ins.jf) as usize) < p.len());
+                }
+            }
+            let last = p.last().unwrap();
+            assert_eq!(last.code as u32, libc::BPF_RET | libc::BPF_K);
+            assert!(p.iter().any(|i| i.k == 3), "mod N");
+        }
+    }
+}

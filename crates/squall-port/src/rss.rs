@@ -1,0 +1,254 @@
+//! Receive-side scaling as a NIC computes it: the Toeplitz hash of a frame's IPv4 4-tuple
+//! under a 40-byte key, and the indirection table (RETA) that maps the hash to a receive
+//! queue. Ports that spread traffic over queues program the device with [`RssConfig`];
+//! the generator uses the same function to pick, for each new flow, a source port whose
+//! *reply* lands on the queue of the core that opened the flow (as TRex does), so no
+//! frame ever has to move between cores.
+//!
+//! The hash input for TCP/UDP over IPv4 is, in network byte order, source address,
+//! destination address, source port, destination port (12 bytes). Tables of 256 entries
+//! per input byte make a hash 12 lookups and XORs.
+
+/// Length of a Toeplitz key (the common NIC size; DPDK's `rss_key_len` 40).
+pub const KEY_LEN: usize = 40;
+
+/// A symmetric key (`0x6d5a` repeated): a flow's two directions hash alike, so one
+/// queue sees both (TRex and many DPDK applications use it).
+pub const SYMMETRIC_KEY: [u8; KEY_LEN] = {
+    let mut k = [0u8; KEY_LEN];
+    let mut i = 0;
+    while i < KEY_LEN {
+        k[i] = if i % 2 == 0 { 0x6d } else { 0x5a };
+        i += 1;
+    }
+    k
+};
+
+/// Microsoft's RSS verification key (the default of many NICs and of the test vectors).
+pub const MICROSOFT_KEY: [u8; KEY_LEN] = [
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
+    0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
+    0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+];
+
+/// Bytes of the IPv4 4-tuple input.
+const V4_INPUT: usize = 12;
+
+/// The Toeplitz hash under one key, for the IPv4 4-tuple.
+#[derive(Clone)]
+pub struct Toeplitz {
+    /// `table[i][b]`: the hash contribution of byte value `b` at input position `i`.
+    table: Box<[[u32; 256]; V4_INPUT]>,
+}
+
+impl std::fmt::Debug for Toeplitz {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Toeplitz")
+    }
+}
+
+impl Toeplitz {
+    /// Precomputes the tables of `key`.
+    pub fn new(key: &[u8; KEY_LEN]) -> Self {
+        let mut table = Box::new([[0u32; 256]; V4_INPUT]);
+        for (i, row) in table.iter_mut().enumerate() {
+            // The 32-bit window of the key that input bit (8i + j) selects starts at key
+            // bit 8i + j.
+            let window = |bit: usize| -> u32 {
+                let mut w = 0u32;
+                for k in 0..32 {
+                    let b = bit + k;
+                    let set = (key[b / 8] >> (7 - b % 8)) & 1;
+                    w = (w << 1) | u32::from(set);
+                }
+                w
+            };
+            let bits: [u32; 8] = std::array::from_fn(|j| window(8 * i + j));
+            for (v, slot) in row.iter_mut().enumerate() {
+                *slot = (0..8)
+                    .filter(|j| v & (0x80 >> j) != 0)
+                    .fold(0, |h, j| h ^ bits[j]);
+            }
+        }
+        Toeplitz { table }
+    }
+
+    /// Hash of `input` (at most 12 bytes: the IPv4 address pair, then the port pair).
+    pub fn hash(&self, input: &[u8]) -> u32 {
+        input
+            .iter()
+            .zip(self.table.iter())
+            .fold(0, |h, (&b, row)| h ^ row[usize::from(b)])
+    }
+
+    /// Hash of an IPv4 TCP/UDP frame's 4-tuple (addresses and ports in host order).
+    pub fn hash_v4(&self, src: u32, dst: u32, sport: u16, dport: u16) -> u32 {
+        let mut input = [0u8; V4_INPUT];
+        input[0..4].copy_from_slice(&src.to_be_bytes());
+        input[4..8].copy_from_slice(&dst.to_be_bytes());
+        input[8..10].copy_from_slice(&sport.to_be_bytes());
+        input[10..12].copy_from_slice(&dport.to_be_bytes());
+        self.hash(&input)
+    }
+}
+
+/// How a port spreads received flows over its queues: the key, the indirection table
+/// size and the number of queues, with the table filled round robin (entry `i` ->
+/// queue `i % queues`, the default of Linux and DPDK drivers).
+#[derive(Clone, Debug)]
+pub struct RssConfig {
+    pub key: [u8; KEY_LEN],
+    /// Entries of the indirection table (a power of two, e.g. 128 or 512).
+    pub reta_size: u32,
+    pub queues: u32,
+}
+
+impl RssConfig {
+    /// `queues` queues with the symmetric key and a 128-entry table.
+    pub fn symmetric(queues: u32) -> Self {
+        RssConfig {
+            key: SYMMETRIC_KEY,
+            reta_size: 128,
+            queues: queues.max(1),
+        }
+    }
+}
+
+/// The queue a hash lands on, and the source-port choice that follows from it.
+#[derive(Clone, Debug)]
+pub struct RssSteer {
+    hash: Toeplitz,
+    mask: u32,
+    queues: u32,
+}
+
+impl RssSteer {
+    /// Steering of `cfg` (`reta_size` rounded up to a power of two).
+    pub fn new(cfg: &RssConfig) -> Self {
+        RssSteer {
+            hash: Toeplitz::new(&cfg.key),
+            mask: cfg.reta_size.max(1).next_power_of_two() - 1,
+            queues: cfg.queues.max(1),
+        }
+    }
+
+    /// The receive queue of a frame with this hash.
+    pub fn queue_of_hash(&self, h: u32) -> u32 {
+        (h & self.mask) % self.queues
+    }
+
+    /// The queue on which the reply of a flow opened from `client:cport` to
+    /// `server:sport` arrives (the reply's source is the server).
+    pub fn reply_queue(&self, client: u32, cport: u16, server: u32, sport: u16) -> u32 {
+        self.queue_of_hash(self.hash.hash_v4(server, client, sport, cport))
+    }
+
+    /// Whether `cport` is a source port whose reply lands on `queue`.
+    pub fn port_fits(&self, queue: u32, client: u32, cport: u16, server: u32, sport: u16) -> bool {
+        self.reply_queue(client, cport, server, sport) == queue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(a: u8, b: u8, c: u8, d: u8) -> u32 {
+        u32::from_be_bytes([a, b, c, d])
+    }
+
+    /// Microsoft's RSS verification suite (IPv4 with TCP ports): (destination,
+    /// destination port, source, source port, hash of the 2-tuple, hash of the 4-tuple).
+    /// The same values come out of DPDK's `rte_softrss` (checked with libdpdk-dev 22.11).
+    #[allow(clippy::type_complexity)]
+    const VECTORS: [((u8, u8, u8, u8), u16, (u8, u8, u8, u8), u16, u32, u32); 5] = [
+        (
+            (161, 142, 100, 80),
+            1766,
+            (66, 9, 149, 187),
+            2794,
+            0x323e8fc2,
+            0x51ccc178,
+        ),
+        (
+            (65, 69, 140, 83),
+            4739,
+            (199, 92, 111, 2),
+            14230,
+            0xd718262a,
+            0xc626b0ea,
+        ),
+        (
+            (12, 22, 207, 184),
+            38024,
+            (24, 19, 198, 95),
+            12898,
+            0xd2d0a5de,
+            0x5c2b394a,
+        ),
+        (
+            (209, 142, 163, 6),
+            2217,
+            (38, 27, 205, 30),
+            48228,
+            0x82989176,
+            0xafc7327f,
+        ),
+        (
+            (202, 188, 127, 2),
+            1303,
+            (153, 39, 163, 191),
+            44251,
+            0x5d1809c5,
+            0x10e828a2,
+        ),
+    ];
+
+    #[test]
+    fn microsoft_verification_vectors() {
+        let t = Toeplitz::new(&MICROSOFT_KEY);
+        for (d, dp, s, sp, h2, h4) in VECTORS {
+            let (dst, src) = (ip(d.0, d.1, d.2, d.3), ip(s.0, s.1, s.2, s.3));
+            let mut two = [0u8; 8];
+            two[..4].copy_from_slice(&src.to_be_bytes());
+            two[4..].copy_from_slice(&dst.to_be_bytes());
+            assert_eq!(t.hash(&two), h2, "2-tuple {d:?}");
+            assert_eq!(t.hash_v4(src, dst, sp, dp), h4, "4-tuple {d:?}");
+        }
+    }
+
+    #[test]
+    fn the_symmetric_key_hashes_both_directions_alike() {
+        let t = Toeplitz::new(&SYMMETRIC_KEY);
+        let (a, b) = (ip(198, 18, 16, 7), ip(198, 19, 48, 1));
+        for p in [1u16, 1024, 40_000, 65_535] {
+            assert_eq!(t.hash_v4(a, b, p, 80), t.hash_v4(b, a, 80, p));
+        }
+        // DPDK's rte_softrss of the reply 198.19.48.1:80 -> 198.18.16.1:1024.
+        assert_eq!(
+            t.hash_v4(ip(198, 19, 48, 1), ip(198, 18, 16, 1), 80, 1024),
+            0x4f39_4f39
+        );
+    }
+
+    #[test]
+    fn replies_spread_over_every_queue_and_a_fitting_port_is_near() {
+        let s = RssSteer::new(&RssConfig::symmetric(4));
+        let (c, srv) = (ip(198, 18, 16, 1), ip(198, 19, 48, 1));
+        let mut per_queue = [0u32; 4];
+        for p in 1024..=u16::MAX {
+            per_queue[s.reply_queue(c, p, srv, 80) as usize] += 1;
+        }
+        // Each queue gets about a quarter of the ports.
+        for n in per_queue {
+            assert!((14_000..=18_000).contains(&n), "{per_queue:?}");
+        }
+        for q in 0..4 {
+            let p = (1024..=u16::MAX)
+                .find(|&p| s.port_fits(q, c, p, srv, 80))
+                .unwrap();
+            assert!(p < 1024 + 64, "queue {q}: first port {p}");
+            assert_eq!(s.reply_queue(c, p, srv, 80), q);
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! AF_PACKET fanout on a real veth (root only; skipped otherwise): two worker sockets in
+//! one fanout group on one interface receive exactly the frames whose port names them
+//! (`port % 2`), by destination port on the client side and by source port on the server
+//! side; ARP goes to worker 0. The veth lives in a private namespace (`sqp-fan`, 198.18.0.0/15
+//! addresses only) that the test creates and always removes.
+
+use std::process::Command;
+
+use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
+use squall_port::fanout::{Fanout, FanoutBy};
+use squall_port::{FrameBuf, Port};
+
+const NS: &str = "sqp-fan";
+const SRC_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+
+fn sh(args: &[&str]) -> bool {
+    Command::new(args[0])
+        .args(&args[1..])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// The namespace with a veth pair fa0 <-> fa1, removed on drop.
+struct Ns;
+
+impl Ns {
+    fn up() -> Option<Ns> {
+        let _ = sh(&["ip", "netns", "del", NS]);
+        if !sh(&["ip", "netns", "add", NS]) {
+            return None;
+        }
+        let ns = Ns;
+        let ok = sh(&[
+            "ip", "-n", NS, "link", "add", "fa0", "type", "veth", "peer", "name", "fa1",
+        ]) && sh(&["ip", "-n", NS, "link", "set", "fa0", "up"])
+            && sh(&["ip", "-n", NS, "link", "set", "fa1", "up"]);
+        ok.then_some(ns)
+    }
+}
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = sh(&["ip", "netns", "del", NS]);
+    }
+}
+
+/// Moves the calling thread into the namespace.
+fn enter() {
+    let f = std::fs::File::open(format!("/var/run/netns/{NS}")).expect("open netns");
+    // SAFETY: setns on a namespace file we hold open; affects only this thread.
+    let r = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
+    assert_eq!(r, 0, "setns");
+}
+
+/// An Ethernet + IPv4 + TCP frame 198.18.16.1:sport -> 198.19.48.1:dport (checksums are
+/// not looked at on this path).
+fn tcp_frame(sport: u16, dport: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 54];
+    f[0..6].copy_from_slice(&[0xff; 6]);
+    f[6..12].copy_from_slice(&SRC_MAC);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&40u16.to_be_bytes());
+    f[22] = 64;
+    f[23] = 6;
+    f[26..30].copy_from_slice(&[198, 18, 16, 1]);
+    f[30..34].copy_from_slice(&[198, 19, 48, 1]);
+    f[34..36].copy_from_slice(&sport.to_be_bytes());
+    f[36..38].copy_from_slice(&dport.to_be_bytes());
+    f[46] = 0x50;
+    f
+}
+
+fn arp_frame() -> Vec<u8> {
+    let mut f = vec![0u8; 42];
+    f[0..6].copy_from_slice(&[0xff; 6]);
+    f[6..12].copy_from_slice(&SRC_MAC);
+    f[12..14].copy_from_slice(&[0x08, 0x06]);
+    f
+}
+
+/// Sends `frames` on fa0 and returns, per worker socket on fa1, the frames it got.
+fn steer(by: FanoutBy, frames: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
+    let group = Fanout::group_for_process(by as u16);
+    let mut workers: Vec<AfPacketPort> = (0..2)
+        .map(|_| {
+            let mut c = AfPacketConfig::new("fa1");
+            c.frames = 256;
+            c.fanout = Some(Fanout {
+                group,
+                members: 2,
+                by,
+            });
+            AfPacketPort::open(c).expect("worker socket")
+        })
+        .collect();
+    let mut c = AfPacketConfig::new("fa0");
+    c.frames = 256;
+    let mut tx = AfPacketPort::open(c).expect("sender");
+    let mut out = Vec::new();
+    tx.alloc_tx(&mut out, frames.len());
+    for (f, bytes) in out.iter_mut().zip(frames) {
+        f.fill(bytes).unwrap();
+    }
+    let n = tx.tx_burst(&mut out);
+    assert_eq!(n, frames.len());
+    let mut got = vec![Vec::new(); 2];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while got.iter().map(Vec::len).sum::<usize>() < frames.len()
+        && std::time::Instant::now() < deadline
+    {
+        for (k, w) in workers.iter_mut().enumerate() {
+            let mut rx = Vec::new();
+            w.rx_burst(&mut rx, 64);
+            for f in rx.drain(..) {
+                // Only the test's own frames (the kernel may send some of its own).
+                if f.data()[6..12] == SRC_MAC {
+                    got[k].push(f.data().to_vec());
+                }
+                w.release(f);
+            }
+        }
+    }
+    got
+}
+
+#[test]
+fn each_worker_gets_the_frames_its_port_names() {
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        eprintln!("skipped: needs root (network namespace, AF_PACKET)");
+        return;
+    }
+    let Some(_ns) = Ns::up() else {
+        eprintln!("skipped: cannot create a network namespace here");
+        return;
+    };
+    let h = std::thread::spawn(|| {
+        enter();
+        let port = |f: &[u8], at: usize| u16::from_be_bytes([f[at], f[at + 1]]);
+        // Client side: replies 198.19.48.1:80 -> our source ports 1000..1010.
+        let frames: Vec<Vec<u8>> = (1000..1010).map(|p| tcp_frame(80, p)).collect();
+        let got = steer(FanoutBy::DstPort, &frames);
+        for (k, fs) in got.iter().enumerate() {
+            assert_eq!(fs.len(), 5, "worker {k}: {} frames", fs.len());
+            assert!(fs.iter().all(|f| port(f, 36) as usize % 2 == k));
+        }
+        // Server side: by the peer's source port; ARP to worker 0.
+        let mut frames: Vec<Vec<u8>> = (2001..2007).map(|p| tcp_frame(p, 80)).collect();
+        frames.push(arp_frame());
+        let got = steer(FanoutBy::SrcPort, &frames);
+        assert_eq!(got[0].len(), 4, "3 even source ports + ARP");
+        assert_eq!(got[1].len(), 3);
+        assert!(got[1].iter().all(|f| port(f, 34) % 2 == 1));
+        assert!(got[0].iter().any(|f| f[12..14] == [0x08, 0x06]));
+    });
+    h.join().expect("fanout checks");
+}

@@ -1,0 +1,203 @@
+//! Software redirect between the workers of one port, for ports whose hardware cannot put
+//! each flow's frames on the queue of the core that owns the flow (one queue, or a hash
+//! Squall cannot steer). Every worker owns the flows one port number names (`port % N`,
+//! the rule of `squall_astf::alloc`): for a flow this node accepted (its local port is one
+//! an app serves) the peer's port, otherwise the node's own port — the source port the
+//! client core chose. A worker that receives a frame of another worker's flow copies it
+//! into a single-producer ring towards that worker and counts it; the owner takes it in
+//! at its next turn as if its own port had received it. With RSS steering in place the
+//! count stays zero.
+
+use squall_port::ring::{ring, Consumer, Producer};
+
+/// Bytes a redirected frame may have (an MTU-1500 frame with a VLAN tag fits; larger
+/// frames are counted `too_big` and dropped).
+pub const PARCEL_BYTES: usize = 2040;
+
+/// One redirected frame.
+#[derive(Clone, Copy)]
+pub struct Parcel {
+    len: u16,
+    bytes: [u8; PARCEL_BYTES],
+}
+
+impl Parcel {
+    /// The frame's bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// Counters of one worker's redirects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RedirectStats {
+    /// Frames handed to another worker.
+    pub sent: u64,
+    /// Frames taken in from other workers.
+    pub received: u64,
+    /// Frames dropped because the ring to their owner was full.
+    pub dropped_full: u64,
+    /// Frames too large for a parcel (dropped).
+    pub too_big: u64,
+}
+
+/// One worker's ends of the redirect mesh.
+pub struct Redirect {
+    me: u32,
+    n: u32,
+    /// `to[k]`: the ring towards worker `k` (none towards itself).
+    to: Vec<Option<Producer<Parcel>>>,
+    /// Rings from the other workers.
+    from: Vec<Consumer<Parcel>>,
+    pub stats: RedirectStats,
+}
+
+/// The redirect ends of `n` workers, each ring `depth` frames deep.
+pub fn mesh(n: u32, depth: usize) -> Vec<Redirect> {
+    let n = n.max(1);
+    let mut ws: Vec<Redirect> = (0..n)
+        .map(|me| Redirect {
+            me,
+            n,
+            to: (0..n).map(|_| None).collect(),
+            from: Vec::new(),
+            stats: RedirectStats::default(),
+        })
+        .collect();
+    for a in 0..n as usize {
+        for b in 0..n as usize {
+            if a != b {
+                let (p, c) = ring(depth);
+                ws[a].to[b] = Some(p);
+                ws[b].from.push(c);
+            }
+        }
+    }
+    ws
+}
+
+/// The worker (of `n`) that owns an IPv4 TCP or UDP frame, by the port rule; `None` for
+/// other frames (they stay where they arrived). `serves(proto, port)` says whether an app
+/// of the node accepts flows on a local port.
+pub fn owner(frame: &[u8], n: u32, serves: impl Fn(u8, u16) -> bool) -> Option<u32> {
+    if frame.len() < 14 + 20 + 4 || frame[12..14] != [0x08, 0x00] {
+        return None;
+    }
+    let proto = frame[23];
+    if proto != 6 && proto != 17 {
+        return None;
+    }
+    let l4 = 14 + usize::from(frame[14] & 0x0f) * 4;
+    let port = |o: usize| -> Option<u16> {
+        Some(u16::from_be_bytes([*frame.get(o)?, *frame.get(o + 1)?]))
+    };
+    let (sport, dport) = (port(l4)?, port(l4 + 2)?);
+    let key = if serves(proto, dport) { sport } else { dport };
+    Some(u32::from(key) % n.max(1))
+}
+
+impl Redirect {
+    /// This worker's index.
+    pub fn worker(&self) -> u32 {
+        self.me
+    }
+
+    /// Workers in the mesh.
+    pub fn workers(&self) -> u32 {
+        self.n
+    }
+
+    /// Copies `frame` towards worker `to` (published at [`Redirect::publish`]).
+    pub fn send(&mut self, to: u32, frame: &[u8]) {
+        let Some(Some(p)) = self.to.get_mut(to as usize) else {
+            return;
+        };
+        if frame.len() > PARCEL_BYTES {
+            self.stats.too_big += 1;
+            return;
+        }
+        let mut parcel = Parcel {
+            len: frame.len() as u16,
+            bytes: [0; PARCEL_BYTES],
+        };
+        parcel.bytes[..frame.len()].copy_from_slice(frame);
+        if p.push(parcel).is_ok() {
+            self.stats.sent += 1;
+        } else {
+            self.stats.dropped_full += 1;
+        }
+    }
+
+    /// Makes the frames sent so far visible to their owners.
+    pub fn publish(&mut self) {
+        for p in self.to.iter_mut().flatten() {
+            p.publish();
+        }
+    }
+
+    /// Hands up to `max` frames redirected to this worker to `take`; returns how many.
+    pub fn receive(&mut self, max: usize, mut take: impl FnMut(&[u8])) -> usize {
+        let mut n = 0;
+        for c in &mut self.from {
+            while n < max {
+                let Some(p) = c.pop() else { break };
+                take(p.data());
+                n += 1;
+            }
+            c.publish();
+        }
+        self.stats.received += n as u64;
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp(sport: u16, dport: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 54];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[23] = 6;
+        f[34..36].copy_from_slice(&sport.to_be_bytes());
+        f[36..38].copy_from_slice(&dport.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn the_owner_is_named_by_our_port_or_by_the_peer_port_of_served_flows() {
+        let serves = |_p: u8, port: u16| port == 80;
+        // A reply to our client port 1001: worker 1001 % 4.
+        assert_eq!(owner(&tcp(80, 1001), 4, serves), Some(1));
+        // A request to our server port 80 from peer port 5002: worker 5002 % 4.
+        assert_eq!(owner(&tcp(5002, 80), 4, serves), Some(2));
+        let mut arp = tcp(1, 2);
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(owner(&arp, 4, serves), None);
+        assert_eq!(owner(&[0u8; 20], 4, serves), None);
+    }
+
+    #[test]
+    fn frames_reach_their_owner_in_order_and_are_counted() {
+        let mut ws = mesh(3, 4);
+        let f1 = tcp(1, 2);
+        let f2 = tcp(3, 4);
+        ws[0].send(2, &f1);
+        ws[0].send(2, &f2);
+        ws[0].send(0, &f1); // to itself: nothing
+        ws[0].publish();
+        let mut got = Vec::new();
+        assert_eq!(ws[2].receive(16, |d| got.push(d.to_vec())), 2);
+        assert_eq!(got, vec![f1.clone(), f2]);
+        assert_eq!(ws[0].stats.sent, 2);
+        assert_eq!(ws[2].stats.received, 2);
+        assert_eq!(ws[1].receive(16, |_| {}), 0);
+        for _ in 0..5 {
+            ws[1].send(0, &f1);
+        }
+        assert_eq!(ws[1].stats.dropped_full, 1, "ring of 4");
+        ws[1].send(0, &vec![0u8; PARCEL_BYTES + 1]);
+        assert_eq!(ws[1].stats.too_big, 1);
+    }
+}

@@ -1,0 +1,231 @@
+//! TRex's topology on real ports (`squall run --client-iface ... --server-iface ...`): one
+//! process owns a client port and a server port with the device under test between them
+//! (a router, a NAT, a firewall), and plays both sides of every flow through it. Each
+//! port has its own node (ARP for the addresses that side owns, the DUT's MAC learnt by
+//! resolving its gateway address); one thread runs both nodes on the monotonic clock.
+//! Because both sides are Squall's, the run is checked with every invariant of the
+//! in-memory wire (bytes sent == bytes received both ways, connects == accepts, ...).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use squall_astf::sched::SchedConfig;
+use squall_astf::Profile;
+use squall_engine::clock::thread_cpu_ns;
+use squall_engine::{Clock, MonotonicClock};
+use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
+use squall_port::Port;
+
+use crate::gen::{tcp_config, ClientGen, Side};
+use crate::iface::{parse_ip, side_report, IdleYield, RealConfig};
+use crate::run::{host_secret, publish_client, publish_server, Live, RunConfig, RunResult};
+
+/// The two ports of a DUT run and the addresses that lead to the DUT on each.
+#[derive(Clone, Debug)]
+pub struct DutConfig {
+    pub client: RealConfig,
+    pub server: RealConfig,
+    /// Next hop of the client port (the DUT's address there); default: the server
+    /// address itself (a DUT that bridges).
+    pub client_gw: Option<[u8; 4]>,
+    /// Next hop of the server port; default: the first client address.
+    pub server_gw: Option<[u8; 4]>,
+    pub arp_timeout: Duration,
+}
+
+/// Parses `--client-iface`, `--server-iface`, `--client-gw`, `--server-gw`: `None` when
+/// neither interface is given.
+pub fn parse(
+    client: Option<&str>,
+    server: Option<&str>,
+    client_gw: Option<&str>,
+    server_gw: Option<&str>,
+) -> Result<Option<DutConfig>, String> {
+    let (c, s) = match (client, server) {
+        (None, None) => {
+            if client_gw.is_some() || server_gw.is_some() {
+                return Err(
+                    "--client-gw/--server-gw need --client-iface and --server-iface".into(),
+                );
+            }
+            return Ok(None);
+        }
+        (Some(c), Some(s)) => (c, s),
+        _ => return Err("--client-iface and --server-iface go together".into()),
+    };
+    let port = |spec: &str, opt: &str| -> Result<RealConfig, String> {
+        crate::iface::parse(spec, Some("client"), None, None)
+            .map_err(|e| e.replace("--iface", opt))?
+            .ok_or_else(|| format!("{opt} {spec}: a real interface is needed (not mem)"))
+    };
+    let (c, s) = (port(c, "--client-iface")?, port(s, "--server-iface")?);
+    if c.ifname == s.ifname {
+        return Err(format!(
+            "--client-iface and --server-iface are both {}: they must be two ports",
+            c.ifname
+        ));
+    }
+    let gw = |v: Option<&str>, opt: &str| {
+        v.map(|a| parse_ip(a).map_err(|e| e.replace("--peer-ip", opt)))
+            .transpose()
+    };
+    Ok(Some(DutConfig {
+        client_gw: gw(client_gw, "--client-gw")?,
+        server_gw: gw(server_gw, "--server-gw")?,
+        client: c,
+        server: s,
+        arp_timeout: Duration::from_secs(3),
+    }))
+}
+
+fn open(rc: &RealConfig) -> Result<AfPacketPort, String> {
+    let mut pc = AfPacketConfig::new(&rc.ifname);
+    pc.rx_ring = rc.rx_ring;
+    AfPacketPort::open(pc).map_err(|e| format!("afpacket:{}: {e}", rc.ifname))
+}
+
+/// Runs both sides of `profile` through the DUT (single thread, monotonic clock).
+pub fn run_dut(
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    dc: &DutConfig,
+    live: Arc<Live>,
+) -> Result<RunResult, String> {
+    let Some(t) = profile.templates.first() else {
+        return Err("the profile has no template".into());
+    };
+    let g = &profile.ip_gens[t.ip_gen as usize];
+    let (client_ip, server_ip) = (g.clients.first, g.servers.first);
+    let (cport, sport) = (open(&dc.client)?, open(&dc.server)?);
+    let (ccaps, scaps) = (cport.caps(), sport.caps());
+    let clock = MonotonicClock::new();
+    let cpu0 = thread_cpu_ns();
+    let t0 = clock.now_ns() + 100_000_000;
+    let seed = cfg.seed.unwrap_or(profile.scheduler.seed);
+    let (ck, sk) = (
+        host_secret(cfg, seed ^ 0xc11e)?,
+        host_secret(cfg, seed ^ 0x5e4e)?,
+    );
+    let mut ccfg = tcp_config(&t.client, ccaps.mac, [0; 6], cfg.max_flows, ck);
+    let mut scfg = tcp_config(&t.server, scaps.mac, [0; 6], cfg.max_flows, sk);
+    // Segments must fit both links' MTU.
+    let mtu = ccaps.mtu.min(scaps.mtu).saturating_sub(40).max(64);
+    ccfg.opts.mss = ccfg.opts.mss.min(mtu);
+    scfg.opts.mss = scfg.opts.mss.min(mtu);
+    let mut sc = SchedConfig::from_profile(&profile, cfg.mult, Some(cfg.duration_ns), 0, 1);
+    sc.start_ns = t0;
+    sc.seed = seed;
+    let cg = ClientGen::new(&profile, &sc)?;
+    let mut c = Side::new(profile.clone(), cport, ccfg, Some(cg), t0, seed ^ 0x1);
+    let mut s = Side::new(profile.clone(), sport, scfg, None, t0, seed ^ 0x2);
+    c.node.set_vlan(cfg.vlan);
+    s.node.set_vlan(cfg.vlan);
+    c.gen.app.stall_ns = cfg.stall_ns;
+    s.gen.app.stall_ns = cfg.stall_ns;
+    // Each node answers ARP for its side's addresses from here on and learns the DUT's
+    // MAC on its link.
+    let cgw = dc.client_gw.map_or(server_ip, u32::from_be_bytes);
+    let sgw = dc.server_gw.map_or(client_ip, u32::from_be_bytes);
+    let cmac = c
+        .node
+        .resolve(client_ip, cgw, dc.arp_timeout)
+        .map_err(|e| format!("client port {}: {e}", dc.client.ifname))?;
+    let smac = s
+        .node
+        .resolve(server_ip, sgw, dc.arp_timeout)
+        .map_err(|e| format!("server port {}: {e}", dc.server.ifname))?;
+    c.node.set_next_hop(cmac);
+    s.node.set_next_hop(smac);
+    c.node.announce(clock.now_ns());
+    s.node.announce(clock.now_ns());
+    c.gen.pace = Some(256);
+    let hard = t0 + cfg.duration_ns + cfg.drain_ns;
+    let mut now;
+    let mut last_pub = 0u64;
+    let mut idle = IdleYield::default();
+    crate::run::wait_until(&clock, t0);
+    loop {
+        now = clock.now_ns();
+        let w = c.iterate(now, None) | s.iterate(now, None);
+        if c.is_idle() && s.is_idle() {
+            break;
+        }
+        if now >= hard {
+            c.cut_all(now, None);
+            s.cut_all(now, None);
+            // Let each side see the other's RSTs (the flows are gone either way).
+            for _ in 0..100 {
+                s.iterate(clock.now_ns(), None);
+                c.iterate(clock.now_ns(), None);
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            break;
+        }
+        if now.saturating_sub(last_pub) >= 10_000_000 {
+            last_pub = now;
+            publish_client(&live, &c);
+            publish_server(&live, &s);
+        }
+        idle.turn(w);
+    }
+    publish_client(&live, &c);
+    publish_server(&live, &s);
+    live.done.store(true, Ordering::Relaxed);
+    c.release_frames();
+    s.release_frames();
+    let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    eprintln!(
+        "squall: client port {} -> DUT {} ({}), server port {} -> DUT {} ({}); ARP answered \
+         {} / {}",
+        dc.client.ifname,
+        std::net::Ipv4Addr::from(cgw),
+        crate::iface::fmt_mac(cmac),
+        dc.server.ifname,
+        std::net::Ipv4Addr::from(sgw),
+        crate::iface::fmt_mac(smac),
+        c.node.neigh.stats.requests_answered,
+        s.node.neigh.stats.requests_answered,
+    );
+    Ok(RunResult {
+        client: side_report(&c, cpu),
+        server: side_report(&s, cpu),
+        elapsed_ns: now.saturating_sub(t0),
+        gen_ns: cfg.duration_ns,
+        cpu_ns: cpu,
+        busy_cpu_ns: cpu,
+        pcap: None,
+        stall_ns: cfg.stall_ns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_rules() {
+        assert!(parse(None, None, None, None).unwrap().is_none());
+        assert!(parse(Some("afpacket:a"), None, None, None).is_err());
+        assert!(parse(None, Some("afpacket:b"), None, None).is_err());
+        assert!(parse(None, None, Some("198.18.0.1"), None).is_err());
+        let e = parse(Some("afpacket:a"), Some("afpacket:a"), None, None).unwrap_err();
+        assert!(e.contains("two ports"), "{e}");
+        let e = parse(Some("mem"), Some("afpacket:b"), None, None).unwrap_err();
+        assert!(e.contains("--client-iface"), "{e}");
+        let e = parse(Some("afpacket:a"), Some("afpacket:b"), Some("x"), None).unwrap_err();
+        assert!(e.contains("--client-gw"), "{e}");
+        let d = parse(
+            Some("afpacket:sq-c0"),
+            Some("afpacket:sq-s0,ring"),
+            Some("198.18.0.1"),
+            Some("198.19.0.1"),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(d.client.ifname, "sq-c0");
+        assert!(d.server.rx_ring);
+        assert_eq!(d.client_gw, Some([198, 18, 0, 1]));
+        assert_eq!(d.server_gw, Some([198, 19, 0, 1]));
+    }
+}

@@ -1,0 +1,196 @@
+//! Per-core shards over the in-memory wire (T-memN, `squall run --cores N`): N worker
+//! threads, each pinned to its own core and running both sides of its own share of the
+//! flows over its own wire (its own flow tables, timers, frame pools and counters:
+//! nothing shared on the data path). The scheduler gives shard `k` of `N` a `1/N` share
+//! of every template's rate, its own client addresses (or, for small pools, its own
+//! source ports). Each worker publishes its progress into its own [`Live`] (relaxed
+//! stores); this thread sums them for the progress line and merges the reports at the
+//! end. The result reads like a single run's (counters and histograms summed).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use squall_astf::Profile;
+use squall_engine::{Clock, MonotonicClock};
+use squall_port::mem::ImpairStats;
+use squall_port::PortStats;
+
+use crate::run::{run_single, Live, RunConfig, RunResult, Shard, SideReport, START_LEAD_NS};
+
+/// Most shards of one run (one per core; more threads than cores only time-share).
+pub const MAX_SHARDS: u32 = 256;
+
+/// Runs `cfg.cores` shards in parallel and returns their merged result.
+pub fn run_shards(
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    live: Arc<Live>,
+) -> Result<RunResult, String> {
+    let n = cfg.cores.clamp(1, MAX_SHARDS);
+    let ncpu = squall_engine::affinity::available_cores();
+    let origin = Instant::now();
+    let clock = MonotonicClock::with_origin(origin);
+    // One start instant for every shard, far enough ahead for all of them to build
+    // their sides (a frame pool and two flow tables each).
+    let t0 = clock.now_ns() + START_LEAD_NS * u64::from(n.min(8));
+    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
+    let mut workers = Vec::with_capacity(n as usize);
+    for k in 0..n {
+        let (p, c, l) = (profile.clone(), cfg.clone(), lives[k as usize].clone());
+        let core = if ncpu.is_empty() {
+            k as usize
+        } else {
+            ncpu[k as usize % ncpu.len()]
+        };
+        let h = std::thread::Builder::new()
+            .name(format!("squall-w{k}"))
+            .spawn(move || {
+                let _ = squall_engine::affinity::pin_current_thread(core);
+                let shard = Shard { index: k, count: n };
+                run_single(&p, &c, Some(&clock), &l, shard, Some(t0))
+            })
+            .map_err(|e| e.to_string())?;
+        workers.push(h);
+    }
+    while !workers.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(10));
+        forward_control(&live, &lives);
+        sum_live(&live, &lives);
+    }
+    let mut merged: Option<RunResult> = None;
+    for (k, h) in workers.into_iter().enumerate() {
+        let r = h
+            .join()
+            .map_err(|_| format!("shard {k} panicked"))?
+            .map_err(|e| format!("shard {k}: {e}"))?;
+        match merged.as_mut() {
+            None => merged = Some(r),
+            Some(m) => merge_result(m, &r),
+        }
+    }
+    sum_live(&live, &lives);
+    live.done.store(true, Ordering::Relaxed);
+    merged.ok_or_else(|| "no shard ran".to_string())
+}
+
+/// A stop (or cut) requested on the run's control goes to every shard.
+fn forward_control(live: &Live, lives: &[Arc<Live>]) {
+    if live.ctl.stop.swap(false, Ordering::Relaxed) {
+        let cut = live.ctl.cut.load(Ordering::Relaxed);
+        for l in lives {
+            l.ctl.cut.store(cut, Ordering::Relaxed);
+            l.ctl.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The run's live figures: the sum of the shards' (read with relaxed loads).
+fn sum_live(live: &Live, lives: &[Arc<Live>]) {
+    let sum = |f: fn(&Live) -> &std::sync::atomic::AtomicU64| -> u64 {
+        lives.iter().map(|l| f(l).load(Ordering::Relaxed)).sum()
+    };
+    live.started.store(sum(|l| &l.started), Ordering::Relaxed);
+    live.completed
+        .store(sum(|l| &l.completed), Ordering::Relaxed);
+    live.errors.store(sum(|l| &l.errors), Ordering::Relaxed);
+    live.active.store(sum(|l| &l.active), Ordering::Relaxed);
+    live.wire_bytes
+        .store(sum(|l| &l.wire_bytes), Ordering::Relaxed);
+    live.server_errors
+        .store(sum(|l| &l.server_errors), Ordering::Relaxed);
+    live.server_wire_bytes
+        .store(sum(|l| &l.server_wire_bytes), Ordering::Relaxed);
+}
+
+/// Adds shard result `b` into `a`: counters, histograms and CPU times summed; the run
+/// lasted as long as its longest shard.
+pub(crate) fn merge_result(a: &mut RunResult, b: &RunResult) {
+    merge_side(&mut a.client, &b.client);
+    merge_side(&mut a.server, &b.server);
+    a.elapsed_ns = a.elapsed_ns.max(b.elapsed_ns);
+    a.gen_ns = a.gen_ns.max(b.gen_ns);
+    a.cpu_ns += b.cpu_ns;
+    a.busy_cpu_ns += b.busy_cpu_ns;
+    a.stall_ns = a.stall_ns.max(b.stall_ns);
+}
+
+/// Adds one side's report into another. `peak_active` becomes the sum of the shards'
+/// peaks (an upper bound of the run's peak: the shards' peaks need not coincide).
+fn merge_side(a: &mut SideReport, b: &SideReport) {
+    a.tcp.add(&b.tcp);
+    a.app.merge(&b.app);
+    add_port(&mut a.port, &b.port);
+    add_impair(&mut a.impair, &b.impair);
+    a.cpu_ns += b.cpu_ns;
+    a.still_open += b.still_open;
+    a.live_end += b.live_end;
+    a.udp_live_end += b.udp_live_end;
+    a.peak_active += b.peak_active;
+    a.throttled_turns += b.throttled_turns;
+}
+
+fn add_port(a: &mut PortStats, b: &PortStats) {
+    let PortStats {
+        rx_frames,
+        rx_bytes,
+        tx_frames,
+        tx_bytes,
+        tx_full,
+        alloc_fail,
+        dropped,
+    } = *b;
+    a.rx_frames += rx_frames;
+    a.rx_bytes += rx_bytes;
+    a.tx_frames += tx_frames;
+    a.tx_bytes += tx_bytes;
+    a.tx_full += tx_full;
+    a.alloc_fail += alloc_fail;
+    a.dropped += dropped;
+}
+
+fn add_impair(a: &mut ImpairStats, b: &ImpairStats) {
+    let ImpairStats {
+        lost,
+        duplicated,
+        reordered,
+        corrupted,
+        delayed,
+        rate_dropped,
+        dup_no_frame,
+    } = *b;
+    a.lost += lost;
+    a.duplicated += duplicated;
+    a.reordered += reordered;
+    a.corrupted += corrupted;
+    a.delayed += delayed;
+    a.rate_dropped += rate_dropped;
+    a.dup_no_frame += dup_no_frame;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_sums_counters_and_keeps_the_longest_time() {
+        let mut a = RunResult {
+            elapsed_ns: 5,
+            cpu_ns: 10,
+            ..RunResult::default()
+        };
+        a.client.port.tx_frames = 3;
+        a.client.tcp.tcps_connattempt = 1;
+        a.server.peak_active = 4;
+        let mut b = a.clone();
+        b.elapsed_ns = 7;
+        b.client.impair.lost = 2;
+        merge_result(&mut a, &b);
+        assert_eq!(a.elapsed_ns, 7);
+        assert_eq!(a.cpu_ns, 20);
+        assert_eq!(a.client.port.tx_frames, 6);
+        assert_eq!(a.client.tcp.tcps_connattempt, 2);
+        assert_eq!(a.client.impair.lost, 2);
+        assert_eq!(a.server.peak_active, 8);
+    }
+}

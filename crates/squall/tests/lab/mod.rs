@@ -1,0 +1,111 @@
+//! Shared helpers of the lab tests (`scripts/lab.sh` topologies, 198.18.0.0/15 only):
+//! skip rules, the lab guard that tears the namespaces down, processes killed by pid,
+//! running a command or Squall inside a namespace.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+/// The lab's namespace names are fixed: one lab test at a time in a test binary (cargo
+/// runs test binaries one after the other).
+pub static LAB: Mutex<()> = Mutex::new(());
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Why the test cannot run here (not root, a tool missing), if it cannot.
+pub fn skip(tools: &[&str]) -> Option<String> {
+    let uid = Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return Some("needs root (network namespaces, AF_PACKET)".into());
+    }
+    tools
+        .iter()
+        .find(|t| !have(t))
+        .map(|t| format!("`{t}` is not installed"))
+}
+
+/// A lab topology, torn down on drop.
+pub struct Lab;
+
+impl Lab {
+    /// `scripts/lab.sh up ARGS...` (e.g. `["--squall", "client"]` or `["dut-nat"]`).
+    pub fn up(args: &[&str]) -> Lab {
+        let st = Command::new(root().join("scripts/lab.sh"))
+            .arg("up")
+            .args(args)
+            .status()
+            .expect("run lab.sh");
+        assert!(st.success(), "lab.sh up {args:?} failed");
+        Lab
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = Command::new(root().join("scripts/lab.sh"))
+            .arg("down")
+            .stdout(Stdio::null())
+            .status();
+    }
+}
+
+/// A child process killed (by pid) on drop.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `ip netns exec NAME ARGS...`.
+pub fn ns(name: &str, args: &[&str]) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", name]).args(args);
+    c
+}
+
+pub fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("squall-lab-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub fn squall_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_squall")
+}
+
+/// Runs squall in namespace `n` (bounded by `limit_s`); returns (exit code, stdout+stderr).
+pub fn squall_in(n: &str, args: &[&str], limit_s: u32) -> (i32, String) {
+    let lim = limit_s.to_string();
+    let mut a = vec!["timeout", &lim, squall_bin()];
+    a.extend_from_slice(args);
+    let out = ns(n, &a).output().expect("run squall");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// The number at `path` in a JSON document (panics with the document if absent).
+pub fn num(v: &serde_json::Value, path: &[&str]) -> u64 {
+    let mut x = v;
+    for p in path {
+        x = &x[*p];
+    }
+    x.as_u64()
+        .unwrap_or_else(|| panic!("no number at {path:?} in {v}"))
+}
