@@ -13,9 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod common;
-use common::lab::*;
-use common::repo;
+mod lab;
+use lab::*;
 
 /// EAL arguments of one end: core `core`, memif `role` on `sock`.
 fn eal(core: u32, role: &str, sock: &str) -> String {
@@ -33,7 +32,7 @@ fn w1_between_two_squall_processes_over_memif() {
     }
     let dir = tmpdir("memif");
     // W1 with the lab's addresses (198.18.0.0/15) and the request length the server expects.
-    let src = repo().join("examples/w1-astf-http.json");
+    let src = root().join("examples/w1-astf-http.json");
     let mut p: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
     let g = &mut p["ip_gens"][0];
     g["clients"]["range"] = serde_json::json!(["198.18.16.1", "198.18.16.200"]);
@@ -178,7 +177,7 @@ fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
     let netns = Netns(name);
     let n = netns.0.as_str();
     let dir = tmpdir("tap");
-    let prof = repo().join("crates/squall/tests/profiles/veth-server.json");
+    let prof = root().join("crates/squall/tests/profiles/veth-server.json");
     let p: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
     let expect = buffer_bytes(&p, "http_resp");
     let json = dir.join("server.json");

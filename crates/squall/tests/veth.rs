@@ -6,40 +6,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod common;
-use common::lab::*;
-use common::repo;
-
-/// The lab's namespace names are fixed: one lab test at a time.
-static LAB: Mutex<()> = Mutex::new(());
-
-/// The lab, torn down on drop.
-struct Lab;
-
-impl Lab {
-    fn up(squall: &str) -> Lab {
-        let st = Command::new(repo().join("scripts/lab.sh"))
-            .args(["up", "--squall", squall])
-            .status()
-            .expect("run lab.sh");
-        assert!(st.success(), "lab.sh up --squall {squall} failed");
-        Lab
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = Command::new(repo().join("scripts/lab.sh"))
-            .arg("down")
-            .stdout(Stdio::null())
-            .status();
-    }
-}
+mod lab;
+use lab::*;
 
 #[test]
 fn client_only_squall_against_nginx() {
@@ -180,7 +152,7 @@ fn client_against_nginx(iface: &str, eal: Option<&str>, flows: u64) {
          default_type application/octet-stream;\n }}\n}}\n"
     );
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let _lab = Lab::up("client");
+    let _lab = Lab::up(&["--squall", "client"]);
     let conf_path = dir.join("nginx.conf").display().to_string();
     let prefix = d.to_string();
     let _nginx = Proc(
@@ -223,7 +195,7 @@ fn client_against_nginx(iface: &str, eal: Option<&str>, flows: u64) {
         );
         std::thread::sleep(Duration::from_millis(100));
     };
-    let src = repo().join("crates/squall/tests/profiles/veth-client.json");
+    let src = root().join("crates/squall/tests/profiles/veth-client.json");
     let mut p: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
     p["programs"][0]["commands"][1]["bytes"] = total.into();
     let prof = dir.join("client.json");
@@ -315,11 +287,11 @@ fn server_only_squall_answers_curl_and_ab() {
         return;
     }
     let dir = tmpdir("srv");
-    let prof = repo().join("crates/squall/tests/profiles/veth-server.json");
+    let prof = root().join("crates/squall/tests/profiles/veth-server.json");
     let p: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
     let expect = buffer_bytes(&p, "http_resp");
     let prof = prof.to_str().unwrap().to_string();
-    let _lab = Lab::up("server");
+    let _lab = Lab::up(&["--squall", "server"]);
     let json = dir.join("server-run.json");
     // Phase 1: curl, checked byte for byte; the run must be clean.
     let srv = server_run(&prof, Some(&json));
@@ -415,9 +387,9 @@ fn the_node_answers_kernel_arping_and_ping() {
         eprintln!("skipped: {r}");
         return;
     }
-    let prof = repo().join("crates/squall/tests/profiles/veth-server.json");
+    let prof = root().join("crates/squall/tests/profiles/veth-server.json");
     let prof = prof.to_str().unwrap().to_string();
-    let _lab = Lab::up("server");
+    let _lab = Lab::up(&["--squall", "server"]);
     let srv = server_run(&prof, None);
     std::thread::sleep(Duration::from_millis(1200));
     let mac = String::from_utf8(

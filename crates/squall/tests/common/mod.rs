@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use squall::run::{run, Live, RunConfig, RunResult};
 
-pub mod lab;
 use squall_astf::Profile;
 
 pub fn repo() -> PathBuf {
