@@ -27,12 +27,17 @@ run: deps-run
 # scapy/tshark cross-checks, a short fuzz run of every parser.
 test: deps-test lint test-rust test-python fuzz
 
+# The DPDK port (squall-port's `dpdk` feature, `--iface dpdk` in squall): needs libdpdk-dev
+# (scripts/deps.sh test); linted both ways, tested with it.
+DPDK_FEATURES := --features squall-port/dpdk,squall/dpdk
+
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets $(DPDK_FEATURES) -- -D warnings
 
 test-rust:
-	$(CARGO) test --workspace --profile ci
+	$(CARGO) test --workspace --profile ci $(DPDK_FEATURES)
 	# The full-size TCP scenarios: 100,000 W1 flows under each impairment (virtual clock).
 	$(CARGO) test --profile ci -p squall-tcp --test w1_scenarios -- --ignored
 

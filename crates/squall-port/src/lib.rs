@@ -21,10 +21,12 @@
 //! workers' AF_PACKET sockets on one interface, frames steered by port), [`rss`] (the Toeplitz hash
 //! and queue steering of receive-side scaling), [`afxdp`] (an AF_XDP socket on one queue of
 //! a real interface, with Squall's XDP program steering its traffic), `netif` (interface
-//! MAC/MTU for both).
+//! MAC/MTU for both), `dpdk` (a DPDK ethdev queue pair; cargo feature `dpdk`).
 
 pub mod afpacket;
 pub mod afxdp;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 pub mod fanout;
 pub mod frame;
 pub mod mem;

@@ -1,10 +1,11 @@
-//! Runs on a real interface (`--iface afpacket:IFNAME` or `--iface afxdp:IFNAME[:QUEUE]`):
-//! one side only (`--mode client` or `--mode server`) against a real peer, over an
-//! [`AfPacketPort`] or an [`AfXdpPort`] under the side's node (which answers ARP and ping
-//! for the addresses Squall owns, and learns the peer's MAC first). With AF_XDP, Squall's
-//! XDP program steers only those addresses to Squall and leaves the rest of the
-//! interface's traffic to the kernel. Also the CLI parsing of `--iface`/`--mode`/`--peer-*`
-//! and the single-side invariants (checks that need both sides are skipped and say so).
+//! Runs on a real interface (`--iface afpacket:IFNAME`, `--iface afxdp:IFNAME[:QUEUE]`, or
+//! `--iface dpdk --eal "..."` when built with the `dpdk` feature): one side only (`--mode
+//! client` or `--mode server`) against a real peer, over an [`AfPacketPort`], an
+//! [`AfXdpPort`] or a DPDK port under the side's node (which answers ARP and ping for the
+//! addresses Squall owns, and learns the peer's MAC first). With AF_XDP, Squall's XDP
+//! program steers only those addresses to Squall and leaves the rest of the interface's
+//! traffic to the kernel. Also the CLI parsing of `--iface`/`--eal`/`--mode`/`--peer-*` and
+//! the single-side invariants (checks that need both sides are skipped and say so).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -47,6 +48,17 @@ pub enum PortKind {
     AfPacket,
     /// `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]`.
     AfXdp { queue: u32, mode: XdpMode },
+    /// `dpdk[:PORTNAME]` (the device and EAL arguments in [`RealConfig::dpdk`]).
+    Dpdk,
+}
+
+/// A DPDK port to run on (`--iface dpdk[:NAME]`, `--eal "..."`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DpdkSpec {
+    /// The ethdev's name (`dpdk:net_memif0`), or `None` for the first probed port.
+    pub device: Option<String>,
+    /// EAL arguments, passed through.
+    pub eal: Vec<String>,
 }
 
 /// A run on a real interface.
@@ -54,8 +66,10 @@ pub enum PortKind {
 pub struct RealConfig {
     /// Interface name.
     pub ifname: String,
-    /// AF_PACKET or AF_XDP.
+    /// AF_PACKET, AF_XDP or DPDK.
     pub kind: PortKind,
+    /// The DPDK device and EAL arguments (`kind` is `Dpdk`).
+    pub dpdk: Option<DpdkSpec>,
     /// Receive through the TPACKET_V3 mmap ring (`afpacket:IFNAME,ring`).
     pub rx_ring: bool,
     /// `Client` or `Server`.
@@ -114,7 +128,29 @@ pub fn parse(
         }
         return Ok(None);
     }
-    let (ifname, rx_ring, kind) = if let Some(spec) = iface.strip_prefix("afxdp:") {
+    let dpdk = match iface.strip_prefix("dpdk") {
+        Some("") => Some(DpdkSpec::default()),
+        Some(name) => match name.strip_prefix(':') {
+            Some(n) if !n.is_empty() => Some(DpdkSpec {
+                device: Some(n.to_string()),
+                eal: Vec::new(),
+            }),
+            _ => {
+                return Err(format!(
+                    "--iface {iface}: expected `dpdk` or `dpdk:PORTNAME`"
+                ))
+            }
+        },
+        None => None,
+    };
+    if dpdk.is_some() && !cfg!(feature = "dpdk") {
+        return Err(format!(
+            "--iface {iface}: built without the dpdk feature (cargo build --features dpdk)"
+        ));
+    }
+    let (ifname, rx_ring, kind) = if dpdk.is_some() {
+        (iface, false, PortKind::Dpdk)
+    } else if let Some(spec) = iface.strip_prefix("afxdp:") {
         let (ifname, kind) = parse_afxdp(iface, spec)?;
         (ifname, false, kind)
     } else if let Some(spec) = iface.strip_prefix("afpacket:") {
@@ -126,8 +162,8 @@ pub fn parse(
         (ifname, rx_ring, PortKind::AfPacket)
     } else {
         return Err(format!(
-            "--iface {iface}: expected `mem`, `afpacket:IFNAME[,ring]` or \
-             `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]`"
+            "--iface {iface}: expected `mem`, `afpacket:IFNAME[,ring]`, \
+             `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or `dpdk[:PORTNAME]` (with --eal \"...\")"
         ));
     };
     if ifname.is_empty() {
@@ -143,6 +179,7 @@ pub fn parse(
     Ok(Some(RealConfig {
         ifname: ifname.to_string(),
         kind,
+        dpdk,
         rx_ring,
         mode,
         peer_ip: peer_ip.map(parse_ip).transpose()?,
@@ -173,6 +210,41 @@ fn parse_afxdp<'a>(iface: &str, spec: &'a str) -> Result<(&'a str, PortKind), St
         ),
     };
     Ok((ifname, PortKind::AfXdp { queue, mode }))
+}
+
+/// Applies `--eal ARGS` to a parsed `--iface`: only DPDK takes EAL arguments.
+pub fn set_eal(real: &mut Option<RealConfig>, eal: Option<&str>) -> Result<(), String> {
+    let Some(text) = eal else {
+        return Ok(());
+    };
+    match real.as_mut().and_then(|r| r.dpdk.as_mut()) {
+        Some(d) => {
+            d.eal = split_eal(text)?;
+            Ok(())
+        }
+        None => Err("--eal is for --iface dpdk".into()),
+    }
+}
+
+#[cfg(feature = "dpdk")]
+fn split_eal(text: &str) -> Result<Vec<String>, String> {
+    squall_port::dpdk::split_args(text)
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn split_eal(_text: &str) -> Result<Vec<String>, String> {
+    Err("--eal: built without the dpdk feature (cargo build --features dpdk)".into())
+}
+
+impl RealConfig {
+    /// How the interface is named in reports (`afpacket:IF`, `afxdp:IF:Q`, `dpdk:NAME`).
+    pub fn label(&self) -> String {
+        match self.kind {
+            PortKind::AfPacket => format!("afpacket:{}", self.ifname),
+            PortKind::AfXdp { queue, .. } => format!("afxdp:{}:{queue}", self.ifname),
+            PortKind::Dpdk => self.ifname.clone(),
+        }
+    }
 }
 
 /// Default address to resolve: the first server (client mode) or client (server mode)
@@ -248,6 +320,7 @@ pub fn run_real(
                 )
             })
         }
+        PortKind::Dpdk => run_dpdk(profile, cfg, rc, live),
         PortKind::AfXdp { queue, mode } => {
             let mut xc = AfXdpConfig::new(&rc.ifname, queue);
             xc.mode = mode;
@@ -275,6 +348,82 @@ pub fn run_real(
             })
         }
     }
+}
+
+/// Runs over the DPDK port of `d` (EAL initialised here: this thread becomes its main
+/// lcore), one queue pair; without the `dpdk` feature, an error.
+fn run_dpdk(
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    rc: &RealConfig,
+    live: Arc<Live>,
+) -> Result<RunResult, String> {
+    let d = rc.dpdk.clone().unwrap_or_default();
+    let d = &d;
+    #[cfg(feature = "dpdk")]
+    {
+        use squall_port::dpdk::{self, DpdkPort};
+        use squall_port::OffloadFlags;
+        dpdk::init(&d.eal)?;
+        let r = open_dpdk(d).and_then(|port| {
+            let offloads = port.caps().offloads;
+            let by = |f| {
+                if offloads.contains(f) {
+                    "device"
+                } else {
+                    "stack"
+                }
+            };
+            run_on(port, profile, cfg, rc, live, |p: &DpdkPort| {
+                let i = p.info();
+                let x = p.device_stats();
+                format!(
+                    "{}: device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, TCP \
+                     checksums on tx by the {}, on rx by the {}; device missed {}, rx \
+                     errors {}, tx errors {}, no mbuf {}; chained rx {}",
+                    rc.label(),
+                    i.name,
+                    i.driver,
+                    i.rx_offload_capa,
+                    i.tx_offload_capa,
+                    by(OffloadFlags::TX_TCP_CSUM),
+                    by(OffloadFlags::RX_L4_CSUM_GOOD),
+                    x.imissed,
+                    x.ierrors,
+                    x.oerrors,
+                    x.rx_nombuf,
+                    p.extra_stats().rx_chained
+                )
+            })
+        });
+        // The ports are closed: the EAL's runtime files of this process can go.
+        dpdk::remove_own_runtime_dir();
+        r
+    }
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = (profile, cfg, rc, d, live);
+        Err("--iface dpdk: built without the dpdk feature (cargo build --features dpdk)".into())
+    }
+}
+
+/// Opens queue pair 0 of `d`'s device and waits for its link.
+#[cfg(feature = "dpdk")]
+fn open_dpdk(d: &DpdkSpec) -> Result<squall_port::dpdk::DpdkPort, String> {
+    use squall_port::dpdk::{self, DpdkConfig};
+    let port = dpdk::open(&DpdkConfig {
+        device: d.device.clone(),
+        ..DpdkConfig::default()
+    })?
+    .swap_remove(0);
+    // A memif link comes up once the peer process has connected.
+    if !port.wait_link(Duration::from_secs(20)) {
+        return Err(format!(
+            "dpdk: {}: the link is down after 20 s (no peer on the memif socket? interface down?)",
+            port.info().name
+        ));
+    }
+    Ok(port)
 }
 
 /// The run on an open port; `describe` gives the port's own part of the final report line.
@@ -580,5 +729,56 @@ mod tests {
         assert!(v
             .iter()
             .any(|c| c.name == "client_all_flows_completed" && !c.ok));
+    }
+
+    #[test]
+    fn dpdk_iface_and_eal() {
+        let r = parse("dpdk", Some("client"), None, None);
+        let s = parse("dpdk:net_memif0", Some("server"), None, None);
+        assert!(parse("dpdk:", Some("client"), None, None).is_err());
+        assert!(parse("dpdkx", Some("client"), None, None).is_err());
+        let mut m = parse("mem", None, None, None).unwrap();
+        assert_eq!(
+            set_eal(&mut m, Some("--no-huge")).unwrap_err(),
+            "--eal is for --iface dpdk"
+        );
+        assert!(set_eal(&mut m, None).is_ok());
+        if !cfg!(feature = "dpdk") {
+            let e = r.unwrap_err();
+            assert!(
+                e.contains("built without the dpdk feature (cargo build --features dpdk)"),
+                "{e}"
+            );
+            assert!(s.is_err());
+            return;
+        }
+        let mut r = r.unwrap();
+        let rc = r.as_ref().unwrap();
+        assert_eq!(
+            (rc.label(), rc.dpdk.clone()),
+            ("dpdk".into(), Some(DpdkSpec::default()))
+        );
+        set_eal(
+            &mut r,
+            Some("--no-huge --in-memory '--vdev=net_memif0,socket=/a b'"),
+        )
+        .unwrap();
+        assert_eq!(
+            r.unwrap().dpdk.unwrap().eal,
+            vec!["--no-huge", "--in-memory", "--vdev=net_memif0,socket=/a b"]
+        );
+        let s = s.unwrap().unwrap();
+        assert_eq!(s.mode, Mode::Server);
+        assert_eq!(s.label(), "dpdk:net_memif0");
+        assert_eq!(s.dpdk.unwrap().device.as_deref(), Some("net_memif0"));
+        let e = parse("dpdk", None, None, None).unwrap_err();
+        assert!(e.contains("--mode client or --mode server"), "{e}");
+        assert_eq!(
+            parse("afpacket:sq-cli0", Some("client"), None, None)
+                .unwrap()
+                .unwrap()
+                .label(),
+            "afpacket:sq-cli0"
+        );
     }
 }

@@ -69,11 +69,16 @@ struct RunArgs {
     /// wire (T-mem2) instead of two shards.
     #[arg(long)]
     split: bool,
-    /// Interface: `mem` (the in-memory wire, both sides), `afpacket:IFNAME[,ring]` or
-    /// `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` (a real interface, one side: needs
-    /// --mode client|server and root).
+    /// Interface: `mem` (the in-memory wire, both sides), `afpacket:IFNAME[,ring]`,
+    /// `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or `dpdk[:PORTNAME]` (a real interface, one
+    /// side: needs --mode client|server and root; dpdk needs the `dpdk` cargo feature and
+    /// takes --eal).
     #[arg(long, default_value = "mem")]
     iface: String,
+    /// DPDK EAL arguments for --iface dpdk, passed through, e.g. "--no-huge --in-memory -l 0
+    /// --vdev=net_af_packet0,iface=eth0".
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    eal: Option<String>,
     /// Side(s) Squall plays: `both` (mem only), `client` or `server` (real interface).
     #[arg(long, value_name = "client|server|both")]
     mode: Option<String>,
@@ -202,7 +207,7 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 fn run_cmd(a: RunArgs) -> ExitCode {
-    let real = match squall::iface::parse(
+    let mut real = match squall::iface::parse(
         &a.iface,
         a.mode.as_deref(),
         a.peer_ip.as_deref(),
@@ -211,6 +216,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
+    if let Err(e) = squall::iface::set_eal(&mut real, a.eal.as_deref()) {
+        return usage(&e);
+    }
     let dut = match squall::dut::parse(
         a.client_iface.as_deref(),
         a.server_iface.as_deref(),
@@ -301,7 +309,11 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             "real time, afpacket:{} (client) and afpacket:{} (server), DUT between",
             dc.client.ifname, dc.server.ifname
         )),
-        (Some(rc), None) => Some(format!("real time, {}, {} only", a.iface, rc.mode.name())),
+        (Some(rc), None) => Some(format!(
+            "real time, {}, {} only",
+            rc.label(),
+            rc.mode.name()
+        )),
         (None, None) => None,
     };
     let path = a.profile.display().to_string();

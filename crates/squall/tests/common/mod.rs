@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use squall::run::{run, Live, RunConfig, RunResult};
+
 use squall_astf::Profile;
 
 pub fn repo() -> PathBuf {

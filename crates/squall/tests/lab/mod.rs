@@ -28,7 +28,7 @@ pub fn have(cmd: &str) -> bool {
 pub fn skip(tools: &[&str]) -> Option<String> {
     let uid = Command::new("id").arg("-u").output().ok()?;
     if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        return Some("needs root (network namespaces, AF_PACKET)".into());
+        return Some("needs root (network namespaces, AF_PACKET, DPDK)".into());
     }
     tools
         .iter()
@@ -89,12 +89,18 @@ pub fn squall_bin() -> &'static str {
     env!("CARGO_BIN_EXE_squall")
 }
 
-/// Runs squall in namespace `n` (bounded by `limit_s`); returns (exit code, stdout+stderr).
+/// Runs squall in namespace `n`, or here if `n` is empty (bounded by `limit_s`); returns
+/// (exit code, stdout+stderr).
 pub fn squall_in(n: &str, args: &[&str], limit_s: u32) -> (i32, String) {
     let lim = limit_s.to_string();
     let mut a = vec!["timeout", &lim, squall_bin()];
     a.extend_from_slice(args);
-    let out = ns(n, &a).output().expect("run squall");
+    let out = if n.is_empty() {
+        Command::new(a[0]).args(&a[1..]).output()
+    } else {
+        ns(n, &a).output()
+    }
+    .expect("run squall");
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     (out.status.code().unwrap_or(-1), text)
@@ -108,4 +114,62 @@ pub fn num(v: &serde_json::Value, path: &[&str]) -> u64 {
     }
     x.as_u64()
         .unwrap_or_else(|| panic!("no number at {path:?} in {v}"))
+}
+
+/// The bytes of a profile buffer (`text` then `fill.text` repeated up to `size`).
+pub fn buffer_bytes(p: &serde_json::Value, name: &str) -> Vec<u8> {
+    let b = p["buffers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == name)
+        .unwrap();
+    let mut v = b["text"].as_str().unwrap().as_bytes().to_vec();
+    if let Some(size) = b["size"].as_u64() {
+        let fill = b["fill"]["text"].as_str().unwrap().as_bytes();
+        let mut i = 0;
+        while (v.len() as u64) < size {
+            v.push(fill[i % fill.len()]);
+            i += 1;
+        }
+    }
+    v
+}
+
+/// Squall server-only on `iface` (plus `extra` arguments) in namespace `n` for 4 s (+1 s
+/// drain) in a thread, its result as JSON in `json` if given; joined for (exit code,
+/// output).
+pub fn server_thread(
+    n: &str,
+    prof: &str,
+    iface: &str,
+    extra: &[&str],
+    json: Option<&Path>,
+) -> std::thread::JoinHandle<(i32, String)> {
+    let mut args: Vec<String> = [
+        "run",
+        prof,
+        "--iface",
+        iface,
+        "--mode",
+        "server",
+        "--duration",
+        "4",
+        "--drain-sec",
+        "1",
+        "-q",
+    ]
+    .iter()
+    .chain(extra)
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(j) = json {
+        args.push("--json".into());
+        args.push(j.to_str().unwrap().to_string());
+    }
+    let n = n.to_string();
+    std::thread::spawn(move || {
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        squall_in(&n, &a, 30)
+    })
 }

@@ -1,0 +1,239 @@
+//! Squall over DPDK virtual devices (no NIC, no hugepages). T-memif
+//! (../shared/BENCHMARKS.md): two Squall processes, a server and a client, joined by DPDK's
+//! `net_memif` shared-memory device (no kernel in the path), one core each, run W1
+//! (examples/w1-astf-http.json with the lab's addresses): every flow completes, every byte
+//! is counted on both sides; the memif socket lives in a private temp dir. And Squall
+//! server-only over `net_tap` (a PMD with checksum offload) in a private namespace
+//! (`dp-tap-PID`) answering the kernel's curl byte for byte, with the device filling and
+//! verifying the checksums. Need root and the `dpdk` feature.
+#![cfg(feature = "dpdk")]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod lab;
+use lab::*;
+
+/// EAL arguments of one end: core `core`, memif `role` on `sock`.
+fn eal(core: u32, role: &str, sock: &str) -> String {
+    format!(
+        "--no-huge --in-memory -l {core} --no-pci --no-telemetry --log-level=*:warning \
+         --vdev=net_memif0,role={role},socket={sock}"
+    )
+}
+
+#[test]
+fn w1_between_two_squall_processes_over_memif() {
+    if let Some(r) = skip(&["timeout"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let dir = tmpdir("memif");
+    // W1 with the lab's addresses (198.18.0.0/15) and the request length the server expects.
+    let src = root().join("examples/w1-astf-http.json");
+    let mut p: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    let g = &mut p["ip_gens"][0];
+    g["clients"]["range"] = serde_json::json!(["198.18.16.1", "198.18.16.200"]);
+    g["servers"]["range"] = serde_json::json!(["198.18.48.1", "198.18.48.1"]);
+    g.as_object_mut().unwrap().remove("ip_offset");
+    for a in p["templates"][0]["assoc"].as_array_mut().unwrap() {
+        a["ip_start"] = "198.18.48.1".into();
+        a["ip_end"] = "198.18.48.1".into();
+    }
+    let req = p["buffers"][0]["text"]
+        .as_str()
+        .unwrap()
+        .replace("48.0.0.1", "198.18.48.1");
+    p["programs"][1]["commands"][0]["bytes"] = req.len().into();
+    p["buffers"][0]["text"] = req.into();
+    let prof = dir.join("w1.json");
+    std::fs::write(&prof, p.to_string()).unwrap();
+    let prof = prof.to_str().unwrap().to_string();
+    let sock = dir.join("memif.sock").display().to_string();
+    let (srv_json, cli_json) = (dir.join("server.json"), dir.join("client.json"));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (srv_core, cli_core) = if cores > 1 { (1, 0) } else { (0, 0) };
+
+    // The server: up for 12 s of generation (+2 s drain) at most; it ends once idle after.
+    let srv_eal = eal(srv_core, "server", &sock);
+    let log = dir.join("server.log");
+    let mut srv = Proc(
+        Command::new("timeout")
+            .args([
+                "60",
+                squall_bin(),
+                "run",
+                &prof,
+                "--iface",
+                "dpdk",
+                "--mode",
+                "server",
+            ])
+            .args([
+                "--eal",
+                &srv_eal,
+                "--duration",
+                "12",
+                "--drain-sec",
+                "2",
+                "-q",
+            ])
+            .args(["--json", srv_json.to_str().unwrap()])
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(dir.join("server.err")).unwrap())
+            .spawn()
+            .expect("start the server"),
+    );
+    // The client: 10,000 flows at 2,000 CPS.
+    let cli_eal = eal(cli_core, "client", &sock);
+    let (code, text) = squall_in(
+        "",
+        &[
+            "run",
+            &prof,
+            "--iface",
+            "dpdk",
+            "--mode",
+            "client",
+            "--eal",
+            &cli_eal,
+            "--duration",
+            "5",
+            "--mult",
+            "2000",
+            "--drain-sec",
+            "5",
+            "-q",
+            "--json",
+            cli_json.to_str().unwrap(),
+        ],
+        60,
+    );
+    let status = srv.0.wait().expect("server");
+    let srv_text = std::fs::read_to_string(&log).unwrap_or_default()
+        + &std::fs::read_to_string(dir.join("server.err")).unwrap_or_default();
+    eprintln!("client:\n{text}\nserver:\n{srv_text}");
+    assert_eq!(code, 0, "client run not clean");
+    assert_eq!(status.code(), Some(0), "server run not clean");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cli_json).unwrap()).unwrap();
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&srv_json).unwrap()).unwrap();
+    let flows = 10_000;
+    assert_eq!(num(&c, &["client", "flows", "started"]), flows);
+    assert_eq!(num(&c, &["client", "flows", "completed"]), flows);
+    assert_eq!(num(&s, &["server", "flows", "accepted"]), flows);
+    assert_eq!(num(&s, &["server", "flows", "completed"]), flows);
+    assert_eq!(num(&c, &["errors"]) + num(&s, &["errors"]), 0);
+    assert_eq!(num(&c, &["client", "flows", "l7_rx_bytes"]), flows * 32_768);
+    assert_eq!(num(&s, &["server", "flows", "l7_tx_acked"]), flows * 32_768);
+    // What each side sent is what the other received.
+    let tcp = |v: &Value, side: &str, k: &str| num(v, &[side, "tcp", k]);
+    assert_eq!(
+        tcp(&c, "client", "tcps_sndbyte"),
+        tcp(&s, "server", "tcps_rcvbyte")
+    );
+    assert_eq!(
+        tcp(&s, "server", "tcps_sndbyte"),
+        tcp(&c, "client", "tcps_rcvbyte")
+    );
+    assert!(text.contains("net_memif0 (net_memif)"), "{text}");
+    eprintln!(
+        "T-memif W1: {flows} flows at {:.1} CPS; CPU (polling included) client {:.3} s, \
+         server {:.3} s",
+        c["rates"]["cps"].as_f64().unwrap(),
+        c["cpu_sec"].as_f64().unwrap_or(0.0),
+        s["cpu_sec"].as_f64().unwrap_or(0.0)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A network namespace of this test's own, deleted on drop.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
+    if let Some(r) = skip(&["ip", "curl", "timeout"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        eprintln!("skipped: no /dev/net/tun");
+        return;
+    }
+    let name = format!("dp-tap-{}", std::process::id());
+    let _ = Command::new("ip").args(["netns", "del", &name]).status();
+    let st = Command::new("ip")
+        .args(["netns", "add", &name])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let netns = Netns(name);
+    let n = netns.0.as_str();
+    let dir = tmpdir("tap");
+    let prof = root().join("crates/squall/tests/profiles/veth-server.json");
+    let p: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
+    let expect = buffer_bytes(&p, "http_resp");
+    let json = dir.join("server.json");
+    // Squall serves 198.18.48.1 through the tap dp-tap0 (created by the PMD); the kernel
+    // of the namespace is the client, 198.18.0.2 on the tap's kernel side.
+    let eal = "--no-huge --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
+               --vdev=net_tap0,iface=dp-tap0";
+    let srv = server_thread(
+        n,
+        prof.to_str().unwrap(),
+        "dpdk",
+        &["--eal", eal],
+        Some(&json),
+    );
+    let t0 = Instant::now();
+    while !ns(n, &["ip", "link", "show", "dp-tap0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "the tap did not appear"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for cmd in [
+        &["ip", "link", "set", "lo", "up"][..],
+        &["ip", "addr", "add", "198.18.0.2/24", "dev", "dp-tap0"],
+        &["ip", "link", "set", "dp-tap0", "up"],
+        &["ip", "route", "add", "198.18.48.0/24", "dev", "dp-tap0"],
+    ] {
+        assert!(ns(n, cmd).status().unwrap().success(), "{cmd:?}");
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    const CURLS: u64 = 10;
+    for i in 0..CURLS {
+        let out = ns(n, &["curl", "-s", "-i", "-m", "3", "http://198.18.48.1/"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "curl #{i} failed: {out:?}");
+        assert_eq!(out.stdout, expect, "curl #{i}: response differs");
+    }
+    let (code, text) = srv.join().unwrap();
+    eprintln!("{text}");
+    assert_eq!(code, 0, "squall server run not clean");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(num(&r, &["server", "flows", "completed"]), CURLS);
+    assert_eq!(num(&r, &["errors"]), 0);
+    // The node used the device's checksum offloads both ways.
+    assert!(text.contains("(net_tap)"), "{text}");
+    assert!(
+        text.contains("TCP checksums on tx by the device, on rx by the device"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
