@@ -240,10 +240,13 @@ pub fn run_real(
     let mut now;
     let mut last_pub = 0u64;
     let mut idle = IdleYield::default();
+    // Idle polling is not work: the busy figure counts iterations that did some.
+    let mut busy = crate::run::Busy::default();
     crate::run::wait_until(&clock, t0);
     loop {
         now = clock.now_ns();
         let w = s.iterate(now, None);
+        busy.add(now, clock.now_ns(), w);
         let done = if rc.mode == Mode::Client {
             s.is_idle()
         } else {
@@ -300,7 +303,7 @@ pub fn run_real(
         elapsed_ns: now.saturating_sub(t0),
         gen_ns: cfg.duration_ns,
         cpu_ns: cpu,
-        busy_cpu_ns: cpu,
+        busy_cpu_ns: busy.scale(cpu),
         pcap: None,
     })
 }
