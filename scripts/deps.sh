@@ -3,7 +3,7 @@
 # everything is already there.
 #   scripts/deps.sh run    toolchain to build and run Squall
 #   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, cargo-fuzz...)
-#   scripts/deps.sh bench  + what the benchmarks need (wrk, ab, nginx)
+#   scripts/deps.sh bench  + what the benchmarks need (wrk, ab, nginx, /usr/bin/time)
 set -euo pipefail
 mode=${1:-run}
 export DEBIAN_FRONTEND=noninteractive
@@ -16,7 +16,7 @@ if [ "$mode" = test ] || [ "$mode" = bench ]; then
   for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping nftables; do want "$p"; done
 fi
 if [ "$mode" = bench ]; then
-  for p in wrk; do want "$p"; done
+  for p in wrk time; do want "$p"; done
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

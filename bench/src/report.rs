@@ -42,6 +42,10 @@ pub struct Record {
     /// Squall's idle polling is taken out (`*_us_per_op` excludes it).
     pub client_raw_us_per_op: Option<f64>,
     pub server_raw_us_per_op: Option<f64>,
+    /// Extra (T-veth): each side's own process CPU per op (user + system of ab, wrk,
+    /// nginx; Squall's busy CPU), the cross-check of the core figures on a shared machine.
+    pub client_thread_us_per_op: Option<f64>,
+    pub server_thread_us_per_op: Option<f64>,
     pub errors: u64,
     pub seconds: f64,
     /// Extra: number of runs the median was taken over.
@@ -129,6 +133,16 @@ impl Record {
         num(&mut o, "us_per_frame", self.us_per_frame);
         num(&mut o, "client_raw_us_per_op", self.client_raw_us_per_op);
         num(&mut o, "server_raw_us_per_op", self.server_raw_us_per_op);
+        num(
+            &mut o,
+            "client_thread_us_per_op",
+            self.client_thread_us_per_op,
+        );
+        num(
+            &mut o,
+            "server_thread_us_per_op",
+            self.server_thread_us_per_op,
+        );
         let _ = write!(o, ",\"errors\":{}", self.errors);
         let _ = write!(o, ",\"seconds\":{}", round_sig(self.seconds));
         if let Some(r) = self.runs {
@@ -191,6 +205,8 @@ pub fn median_record(runs: &[Record]) -> Option<Record> {
         us_per_frame: pick(&|r| r.us_per_frame),
         client_raw_us_per_op: pick(&|r| r.client_raw_us_per_op),
         server_raw_us_per_op: pick(&|r| r.server_raw_us_per_op),
+        client_thread_us_per_op: pick(&|r| r.client_thread_us_per_op),
+        server_thread_us_per_op: pick(&|r| r.server_thread_us_per_op),
         errors: runs.iter().map(|r| r.errors).sum(),
         seconds: median(&mut secs).unwrap_or(0.0),
         runs: Some(runs.len() as u64),

@@ -266,6 +266,7 @@ pub struct SquallOut {
     pub l7_rx_bytes: u64,
     pub peer_closed_early: u64,
     pub aborted: u64,
+    pub bad_close: u64,
 }
 
 impl SquallOut {
@@ -296,7 +297,29 @@ pub fn parse_squall(text: &str, side: &str) -> Result<SquallOut, String> {
         l7_rx_bytes: f(&[side, "flows", "l7_rx_bytes"]),
         peer_closed_early: f(&[side, "flows", "peer_closed_early"]),
         aborted: f(&[side, "flows", "aborted"]),
+        bad_close: f(&[side, "flows", "bad_close"]),
     })
+}
+
+/// The `SQB-CPU user system` line `/usr/bin/time -f` wrote, as microseconds.
+pub fn parse_time_cpu(text: &str) -> Option<f64> {
+    let l = text.lines().rev().find(|l| l.starts_with("SQB-CPU "))?;
+    let mut w = l.split_whitespace().skip(1);
+    let u: f64 = w.next()?.parse().ok()?;
+    let s: f64 = w.next()?.parse().ok()?;
+    Some((u + s) * 1e6)
+}
+
+/// utime + stime of process `pid`, microseconds.
+fn proc_cpu_us(pid: u32) -> Option<f64> {
+    let t = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command (which may hold spaces) start after the last ')'.
+    let rest = &t[t.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some(ticks * 1e6 / hz)
 }
 
 /// `key=value` pairs of a `blast` line.
@@ -390,6 +413,8 @@ pub struct Measured {
     pub idle_us: [Option<f64>; 2],
     /// Frames on the veth, both directions.
     pub frames: f64,
+    /// Each side's own process CPU, microseconds (None: not measured).
+    pub proc_us: [Option<f64>; 2],
     pub p50_us: Option<f64>,
     pub p99_us: Option<f64>,
 }
@@ -407,6 +432,12 @@ pub fn fill(r: &mut Record, m: &Measured, l7_bytes_per_op: Option<f64>) {
     r.client_raw_us_per_op = m.idle_us[0].map(|_| m.busy_us[0] / m.ops);
     r.server_raw_us_per_op = m.idle_us[1].map(|_| m.busy_us[1] / m.ops);
     r.frames_per_op = Some(m.frames / m.ops);
+    r.client_thread_us_per_op = m.proc_us[0].map(|u| u / m.ops);
+    r.server_thread_us_per_op = m.proc_us[1].map(|u| u / m.ops);
+    r.thread_us_per_op = match m.proc_us {
+        [Some(a), Some(b)] => Some((a + b) / m.ops),
+        _ => None,
+    };
     if m.secs > 0.0 {
         let rate = m.ops / m.secs;
         if r.workload == "W1" {
@@ -434,6 +465,9 @@ pub fn median_line(runs: &[Record]) -> Option<Record> {
         r.server_us_per_op = None;
         r.client_raw_us_per_op = None;
         r.server_raw_us_per_op = None;
+        r.thread_us_per_op = None;
+        r.client_thread_us_per_op = None;
+        r.server_thread_us_per_op = None;
         let n = r.note.take().unwrap_or_default();
         r.note = Some(format!("errors: no figure; {n}"));
     }
@@ -797,6 +831,7 @@ struct Nginx {
     w1_body: usize,
     /// Whole W2 response.
     w2_total: usize,
+    pid_file: PathBuf,
 }
 
 fn curl_size(url: &str) -> Result<(usize, usize), String> {
@@ -825,6 +860,12 @@ fn curl_size(url: &str) -> Result<(usize, usize), String> {
 }
 
 impl Nginx {
+    /// The nginx process's CPU so far, microseconds.
+    fn cpu_us(&self) -> Option<f64> {
+        let pid = std::fs::read_to_string(&self.pid_file).ok()?;
+        proc_cpu_us(pid.trim().parse().ok()?)
+    }
+
     fn start(dir: &Path) -> Result<Nginx, String> {
         let www = dir.join("www");
         std::fs::create_dir_all(&www).map_err(|e| e.to_string())?;
@@ -840,7 +881,7 @@ impl Nginx {
              events {{ worker_connections 8192; }}\n\
              http {{\n access_log off;\n server_tokens off;\n sendfile on;\n tcp_nopush on;\n\
              tcp_nodelay on;\n keepalive_timeout 300s;\n keepalive_requests 1000000000;\n\
-             open_file_cache max=64 inactive=300s;\n client_body_temp_path {d};\n\
+             open_file_cache max=64 inactive=300s;\n open_file_cache_valid 1s;\n client_body_temp_path {d};\n\
              proxy_temp_path {d};\n fastcgi_temp_path {d};\n uwsgi_temp_path {d};\n\
              scgi_temp_path {d};\n server {{\n  listen {SERVER_IP}:80 backlog=4096;\n\
              root {d}/www;\n  default_type application/octet-stream;\n\
@@ -871,10 +912,18 @@ impl Nginx {
                 Err(_) => std::thread::sleep(Duration::from_millis(100)),
             }
         };
-        // Size the file so that headers + body are exactly 32,768 bytes.
-        write_body(W1_RESP_BYTES - h)?;
-        std::thread::sleep(Duration::from_millis(50));
-        let (h, b) = curl_size(&url1)?;
+        // Size the file so that headers + body are exactly 32,768 bytes (the headers'
+        // length moves with the file's size and time: repeat until it holds).
+        let (mut h, mut b) = (h, 0);
+        for _ in 0..5 {
+            write_body(W1_RESP_BYTES - h)?;
+            // The open file cache revalidates once a second.
+            std::thread::sleep(Duration::from_millis(1100));
+            (h, b) = curl_size(&url1)?;
+            if h + b == W1_RESP_BYTES {
+                break;
+            }
+        }
         if h + b != W1_RESP_BYTES {
             return Err(format!("nginx W1 response is {h} + {b} bytes, not 32,768"));
         }
@@ -887,6 +936,7 @@ impl Nginx {
             w1_total: h + b,
             w1_body: b,
             w2_total: h2 + b2,
+            pid_file: dir.join("nginx.pid"),
         })
     }
 }
@@ -986,6 +1036,7 @@ impl Cell<'_> {
         let mut notes: Vec<String> = Vec::new();
         let mut m = Measured::default();
         let s0 = snap()?;
+        let nginx_cpu0 = self.nginx.and_then(Nginx::cpu_us);
         // The server, if it is Squall's: started first, for longer than the client runs.
         let mut srv = None;
         let srv_json = self.dir.join(format!("server-{i}.json"));
@@ -1021,6 +1072,9 @@ impl Cell<'_> {
                     CLIENT_CORE,
                     secs + 40.0,
                     &[
+                        "/usr/bin/time",
+                        "-f",
+                        "SQB-CPU %U %S",
                         "ab",
                         "-q",
                         "-r",
@@ -1039,6 +1093,7 @@ impl Cell<'_> {
                 ))?;
                 let txt = text(&out);
                 let ab = parse_ab(&txt).ok_or_else(|| format!("ab said: {txt}"))?;
+                m.proc_us[0] = parse_time_cpu(&txt);
                 let want = match self.nginx {
                     Some(n) => n.w1_body,
                     None => W1_RESP_BYTES - (squall_w1_response().find("\r\n\r\n").unwrap() + 4),
@@ -1064,6 +1119,9 @@ impl Cell<'_> {
                     CLIENT_CORE,
                     secs + 40.0,
                     &[
+                        "/usr/bin/time",
+                        "-f",
+                        "SQB-CPU %U %S",
                         "wrk",
                         "-t1",
                         "-c",
@@ -1080,6 +1138,7 @@ impl Cell<'_> {
                 ))?;
                 let txt = text(&out);
                 let w = parse_wrk(&txt).ok_or_else(|| format!("wrk said: {txt}"))?;
+                m.proc_us[0] = parse_time_cpu(&txt);
                 m.ops = w.requests as f64;
                 m.secs = w.secs;
                 m.errors = w.socket_errors + w.non2xx + u64::from(!out.status.success());
@@ -1135,6 +1194,7 @@ impl Cell<'_> {
                     m.errors += 1;
                 }
                 m.idle_us[0] = Some(sq.idle_us());
+                m.proc_us[0] = Some(sq.busy_cpu_sec * 1e6);
                 let _ = wall;
             }
         }
@@ -1149,10 +1209,11 @@ impl Cell<'_> {
             })?;
             let sq = parse_squall(&js, "server")?;
             // ab and wrk stop at their time limit with connections open: their unfinished
-            // requests end as peer_closed_early / aborted on Squall's side; at most one per
-            // client connection, and the client did not count them as done.
+            // requests end as peer_closed_early / aborted / bad_close on Squall's side; at
+            // most one per client connection, and the client did not count them as done.
             let unfinished = if self.c == Who::Kernel {
-                (sq.peer_closed_early + sq.aborted).min(self.conns.max(AB_CONNS) as u64)
+                let conns = if self.w == "W1" { AB_CONNS } else { self.conns };
+                (sq.peer_closed_early + sq.aborted + sq.bad_close).min(conns as u64)
             } else {
                 0
             };
@@ -1166,6 +1227,10 @@ impl Cell<'_> {
                 notes.push("squall server exit status not 0".into());
             }
             m.idle_us[1] = Some(sq.idle_us());
+            m.proc_us[1] = Some(sq.busy_cpu_sec * 1e6);
+        }
+        if let (Some(a), Some(b)) = (nginx_cpu0, self.nginx.and_then(Nginx::cpu_us)) {
+            m.proc_us[1] = Some(b - a);
         }
         let s1 = snap()?;
         let (busy, frames) = delta(&s0, &s1);
@@ -1320,6 +1385,10 @@ fn raw_cell(o: &VethOpts, size: usize, dir: &Path) -> Result<Record, String> {
             us_per_frame: (got > 0.0).then(|| (busy[0] + busy[1]) / got),
             client_us_per_op: (got > 0.0).then(|| busy[0] / got),
             server_us_per_op: (got > 0.0).then(|| busy[1] / got),
+            client_thread_us_per_op: (got > 0.0)
+                .then(|| parse_kv(&tx_line, "cpu_sec").unwrap_or(0.0) * 1e6 / got),
+            server_thread_us_per_op: (got > 0.0)
+                .then(|| parse_kv(&rx_line, "cpu_sec").unwrap_or(0.0) * 1e6 / got),
             errors,
             seconds: o.seconds,
             note: Some(format!(
@@ -1526,6 +1595,9 @@ Requests/sec: 122469.00
         assert_eq!(parse_kv(l, "frames"), Some(1000.0));
         assert_eq!(parse_kv(l, "lost"), Some(3.0));
         assert_eq!(parse_kv(l, "nope"), None);
+        assert_eq!(parse_time_cpu("x\nSQB-CPU 1.50 0.25\n"), Some(1.75e6));
+        assert_eq!(parse_time_cpu("no time"), None);
+        assert!(proc_cpu_us(std::process::id()).is_some());
     }
 
     #[test]
