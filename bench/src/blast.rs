@@ -8,7 +8,8 @@
 //! the sequence gaps (frames the veth or the socket dropped), from its first frame until
 //! none came for `--quiet-ms` (or `--seconds` + 5 s in all). Before the first frame `rx`
 //! sleeps 1 ms between polls, so waiting is not billed as work; after it, it polls
-//! without pause (the run is saturated).
+//! without pause (the run is saturated); its `cpu_sec` runs from the first frame to the
+//! last.
 //!
 //! Each prints one line of `key=value` pairs on stdout: `frames`, `bytes`, `seconds`
 //! (first to last frame for rx, the send loop for tx), `cpu_sec` (the thread's CPU time),
@@ -133,7 +134,7 @@ fn rx(a: &Args, port: &mut AfPacketPort) -> String {
     let hard = start + Duration::from_secs_f64(a.seconds + 5.0);
     let quiet = Duration::from_millis(a.quiet_ms);
     let (mut first, mut last) = (None::<Instant>, start);
-    let mut cpu0 = thread_cpu();
+    let (mut cpu0, mut cpu_last) = (thread_cpu(), 0.0);
     loop {
         let n = port.rx_burst(&mut frames, a.burst);
         if n > 0 {
@@ -143,6 +144,7 @@ fn rx(a: &Args, port: &mut AfPacketPort) -> String {
                 cpu0 = thread_cpu();
             }
             last = now;
+            cpu_last = thread_cpu();
             for f in frames.iter() {
                 let d = f.data();
                 if d.len() < 22 || d[12..14] != ETHERTYPE {
@@ -165,7 +167,12 @@ fn rx(a: &Args, port: &mut AfPacketPort) -> String {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let cpu = thread_cpu() - cpu0;
+    // From the first to the last frame: the wait for more at the end is not billed.
+    let cpu = if first.is_some() {
+        cpu_last - cpu0
+    } else {
+        0.0
+    };
     let secs = first.map_or(0.0, |f| (last - f).as_secs_f64());
     format!("frames={got} bytes={bytes} seconds={secs:.6} cpu_sec={cpu:.6} lost={lost} tx_full=0")
 }

@@ -71,7 +71,15 @@ fn veth_tiny_run_is_clean() {
         "kernel/kernel"
     };
     let out = Command::new("timeout")
-        .args(["180", exe, "veth", "--workloads", "raw,W2", "--pairs", pairs])
+        .args([
+            "180",
+            exe,
+            "veth",
+            "--workloads",
+            "raw,W2",
+            "--pairs",
+            pairs,
+        ])
         .args(["--conns", "10", "--runs", "1", "--seconds", "1"])
         .args(["--frame-sizes", "64"])
         .stderr(Stdio::inherit())
@@ -82,7 +90,11 @@ fn veth_tiny_run_is_clean() {
     let lines: Vec<&str> = text.lines().collect();
     let want = 1 + pairs.split(',').count();
     assert_eq!(lines.len(), want, "{text}");
-    assert!(lines[0].contains("\"workload\":\"raw-veth\""), "{}", lines[0]);
+    assert!(
+        lines[0].contains("\"workload\":\"raw-veth\""),
+        "{}",
+        lines[0]
+    );
     assert!(lines[0].contains("\"us_per_frame\":"), "{}", lines[0]);
     for l in &lines[1..] {
         assert!(l.contains("\"workload\":\"W2\""), "{l}");
