@@ -1511,13 +1511,17 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
                     ab_cps.unwrap_or(10_000.0).round()
                 };
                 // Other users of the lab may tear it down under us (the lock is advisory):
-                // a cell that fails is run once more on a fresh lab.
-                let r = match run_cell(o, w, c, s, cn, w1_cps, &dir) {
-                    Err(e) => {
-                        eprintln!("  cell failed ({e}); once more on a fresh lab");
-                        run_cell(o, w, c, s, cn, w1_cps, &dir)?
+                // a cell that fails is run again on a fresh lab (three more times at most).
+                let mut tries = 0;
+                let r = loop {
+                    match run_cell(o, w, c, s, cn, w1_cps, &dir) {
+                        Err(e) if tries < 3 => {
+                            tries += 1;
+                            eprintln!("  cell failed ({}); again on a fresh lab", e.trim());
+                            std::thread::sleep(Duration::from_secs(5));
+                        }
+                        r => break r?,
                     }
-                    ok => ok?,
                 };
                 if w == "W1" && c == Who::Kernel && s == Who::Kernel && r.errors == 0 {
                     ab_cps = r.cps;
