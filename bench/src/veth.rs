@@ -19,7 +19,8 @@
 //! Squall's completed flows or received responses); errors are every side's error
 //! counters plus wrong response sizes; a line with errors carries no per-op figure.
 //! Every process runs under `timeout`; the lab is torn down and the congestion control
-//! restored by guards.
+//! restored by guards, and by a signal thread on SIGINT/SIGTERM/SIGHUP (children
+//! stopped first).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -486,10 +487,89 @@ fn pinned(ns: &str, core: usize, limit_s: f64, args: &[&str]) -> Command {
     c
 }
 
+/// Children alive now (pids of their `timeout` wrappers, each its own process group),
+/// for the signal guard.
+static CHILDREN: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+/// The host's allowed congestion controls to restore, for the signal guard.
+static CC_ORIG: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+fn registry(add: Option<u32>, remove: Option<u32>) {
+    let mut v = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = add {
+        v.push(p);
+    }
+    if let Some(p) = remove {
+        v.retain(|&x| x != p);
+    }
+}
+
+/// Spawns `c` with every signal unblocked (the harness blocks the stop signals for its
+/// guard thread) and registers it.
+fn spawn(c: &mut Command) -> Result<Child, String> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let ch = c.spawn().map_err(|e| format!("{c:?}: {e}"))?;
+    registry(Some(ch.id()), None);
+    Ok(ch)
+}
+
 fn output(mut c: Command) -> Result<Output, String> {
     c.stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("{c:?}: {e}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let ch = spawn(&mut c)?;
+    let id = ch.id();
+    let o = ch.wait_with_output().map_err(|e| format!("{c:?}: {e}"));
+    registry(None, Some(id));
+    o
+}
+
+/// SIGINT, SIGTERM or SIGHUP during a run: a thread (the only one that takes them; they
+/// are blocked elsewhere) stops every child, tears the lab down, restores the host's
+/// congestion-control list and exits 130. Call once, before anything is spawned.
+pub fn guard_signals(root: PathBuf) {
+    // SAFETY: plain sigset manipulation and a mask change of this thread (inherited by
+    // the threads spawned after it).
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    std::thread::spawn(move || {
+        let mut sig = 0;
+        // SAFETY: valid set and out-pointer.
+        unsafe { libc::sigwait(&set, &mut sig) };
+        eprintln!("veth: signal {sig}: stopping, tearing the lab down");
+        let pids = CHILDREN.lock().map(|v| v.clone()).unwrap_or_default();
+        for p in &pids {
+            // SAFETY: signalling our own children (and their process groups) by pid.
+            unsafe {
+                libc::kill(-(*p as i32), libc::SIGTERM);
+                libc::kill(*p as i32, libc::SIGTERM);
+            }
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        let _ = Command::new(root.join("scripts/lab.sh"))
+            .arg("down")
+            .stdout(Stdio::null())
+            .status();
+        if let Some(o) = CC_ORIG.lock().ok().and_then(|g| g.clone()) {
+            let _ = std::fs::write(ALLOWED_CC, o);
+        }
+        std::process::exit(130);
+    });
 }
 
 fn text(o: &Output) -> String {
@@ -505,7 +585,7 @@ impl Bg {
         let f = std::fs::File::create(log).map_err(|e| e.to_string())?;
         let f2 = f.try_clone().map_err(|e| e.to_string())?;
         c.stdin(Stdio::null()).stdout(f).stderr(f2);
-        c.spawn().map(Bg).map_err(|e| format!("{c:?}: {e}"))
+        spawn(&mut c).map(Bg)
     }
     /// Waits for the exit (bounded by the `timeout` wrapper); true if it exited 0.
     fn wait(&mut self) -> bool {
@@ -515,6 +595,7 @@ impl Bg {
 
 impl Drop for Bg {
     fn drop(&mut self) {
+        registry(None, Some(self.0.id()));
         if let Ok(None) = self.0.try_wait() {
             // SAFETY: signalling our own child by pid.
             unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
@@ -595,6 +676,7 @@ impl CcGuard {
         if cur.split_whitespace().any(|c| c == "cubic") {
             return Ok(CcGuard { orig: None });
         }
+        *CC_ORIG.lock().unwrap_or_else(|e| e.into_inner()) = Some(cur.clone());
         std::fs::write(ALLOWED_CC, format!("{cur} cubic"))
             .map_err(|e| format!("{ALLOWED_CC}: {e}"))?;
         eprintln!("veth: host tcp_allowed_congestion_control \"{cur}\" + cubic for the run");
@@ -1486,6 +1568,7 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
             o.squall.display()
         ));
     }
+    guard_signals(o.root.clone());
     let dir = tmpdir()?;
     let _cc = CcGuard::allow_cubic()?;
     let mut ab_cps: Option<f64> = None;
