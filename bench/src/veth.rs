@@ -1090,7 +1090,9 @@ impl Cell<'_> {
         if mode == "server" {
             a.extend(["--drain-sec".into(), "1".into()]);
         } else {
-            a.extend(["--drain-sec".into(), "5".into()]);
+            // W2's connections loop for the cell's seconds after their 1 s of opening:
+            // the drain must outlast them (the client exits as soon as all are done).
+            a.extend(["--drain-sec".into(), format!("{}", self.o.seconds + 5.0)]);
         }
         a
     }
@@ -1613,7 +1615,12 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    // SQUALL_BENCH_KEEP=1 keeps the profiles, logs and Squall's JSON reports.
+    if std::env::var_os("SQUALL_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        eprintln!("veth: files kept in {}", dir.display());
+    }
     Ok(())
 }
 
