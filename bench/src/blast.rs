@@ -75,7 +75,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
     if a.iface.is_empty() {
         return Err("--iface IF is required".into());
     }
-    if !(a.seconds > 0.0 && a.seconds <= 600.0) || !(60..=1514).contains(&a.size) {
+    if !(a.seconds > 0.0 && a.seconds <= 600.0 && (60..=1514).contains(&a.size)) {
         return Err("--seconds in (0, 600], --size in 60..=1514".into());
     }
     if a.burst == 0 || a.burst > 64 {
