@@ -69,16 +69,18 @@ bench-mem:
 # T-veth (needs root): the raw-veth floor line (64- and 1514-byte frames over AF_PACKET),
 # then W1 and W2 (C = 100, 1000) for the four pairs — ab/wrk or Squall's client against
 # nginx or Squall's server — between the lab's namespaces, client on core 0, server on
-# core 1, medians of 3 runs of 5 s. About 10 minutes. Holds the machine-wide lab lock for
+# core 1, medians of 3 runs of 5 s. About 7 minutes. Holds the machine-wide lab lock for
 # the whole run; the lab is torn down (and the host's congestion-control list restored)
-# even if the harness dies. PORT=afxdp once that port lands.
+# even if the harness dies, still under the lock. PORT=afxdp once that port lands;
+# VETH_ARGS="--workloads W2 --runs 1" etc. for a part of it.
 PORT ?= afpacket
+VETH_ARGS ?=
 bench-veth:
 	@scripts/deps.sh bench
 	$(CARGO) build --release -p squall -p squall-bench
-	@orig=$$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control); \
-	trap 'scripts/lab.sh down >/dev/null 2>&1; echo "$$orig" > /proc/sys/net/ipv4/tcp_allowed_congestion_control' EXIT; \
-	flock /tmp/squall-lab.lock ./target/release/squall-bench veth --port $(PORT)
+	flock /tmp/squall-lab.lock bash -c 'orig=$$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control); \
+	  trap "scripts/lab.sh down >/dev/null 2>&1; echo \"$$orig\" > /proc/sys/net/ipv4/tcp_allowed_congestion_control" EXIT; \
+	  ./target/release/squall-bench veth --port $(PORT) $(VETH_ARGS)'
 
 clean:
 	$(CARGO) clean
