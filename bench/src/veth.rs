@@ -1248,9 +1248,7 @@ impl Cell<'_> {
                     format!("{}", 1 + i),
                 ]);
                 let a: Vec<&str> = args.iter().map(String::as_str).collect();
-                let t0 = Instant::now();
                 let out = output(pinned(CLI_NS, CLIENT_CORE, secs + 60.0, &a))?;
-                let wall = t0.elapsed().as_secs_f64();
                 let js = std::fs::read_to_string(&json)
                     .map_err(|e| format!("squall client wrote no json ({e}): {}", text(&out)))?;
                 let sq = parse_squall(&js, "client")?;
@@ -1279,7 +1277,6 @@ impl Cell<'_> {
                 }
                 m.idle_us[0] = Some(sq.idle_us());
                 m.proc_us[0] = Some(sq.busy_cpu_sec * 1e6);
-                let _ = wall;
             }
         }
         if let Some(mut s) = srv {
@@ -1306,7 +1303,7 @@ impl Cell<'_> {
                     "{unfinished} connection(s) the kernel client left unfinished at its time limit (not counted as errors)"
                 ));
             }
-            m.errors += sq.errors - unfinished;
+            m.errors += sq.errors.saturating_sub(unfinished);
             if !ok && sq.errors == 0 {
                 notes.push("squall server exit status not 0".into());
             }
