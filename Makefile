@@ -53,7 +53,7 @@ fuzz:
 fmt:
 	$(CARGO) fmt --all
 
-bench: bench-mem
+bench: bench-mem bench-veth
 
 # One JSON line per cell (docs/BENCHMARKS.md): the wire64 floor, W1/W2/W3 for Squall and
 # smoltcp on T-mem1 (software checksums, then a second row with checksum offload emulated on
@@ -70,6 +70,22 @@ bench-mem:
 	./target/release/squall-bench mem2
 	./target/release/squall-bench memn --cores 1,2 --workloads W1 --conns 1000
 	./target/release/squall-bench loop
+
+# T-veth (needs root): the raw-veth floor line (64- and 1514-byte frames over AF_PACKET),
+# then W1 and W2 (C = 100, 1000) for the four pairs — ab/wrk or Squall's client against
+# nginx or Squall's server — between the lab's namespaces, client on core 0, server on
+# core 1, medians of 3 runs of 5 s. About 7 minutes. Holds the machine-wide lab lock for
+# the whole run; the lab is torn down (and the host's congestion-control list restored)
+# even if the harness dies, still under the lock. PORT=afxdp once that port lands;
+# VETH_ARGS="--workloads W2 --runs 1" etc. for a part of it.
+PORT ?= afpacket
+VETH_ARGS ?=
+bench-veth:
+	@scripts/deps.sh bench
+	$(CARGO) build --release -p squall -p squall-bench
+	flock /tmp/squall-lab.lock bash -c 'orig=$$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control); \
+	  trap "scripts/lab.sh down >/dev/null 2>&1; echo \"$$orig\" > /proc/sys/net/ipv4/tcp_allowed_congestion_control" EXIT; \
+	  ./target/release/squall-bench veth --port $(PORT) $(VETH_ARGS)'
 
 clean:
 	$(CARGO) clean

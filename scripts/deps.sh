@@ -4,7 +4,7 @@
 #   scripts/deps.sh run    toolchain to build and run Squall
 #   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, cargo-fuzz,
 #                            libdpdk-dev for the DPDK port: built and tested with `--features dpdk`)
-#   scripts/deps.sh bench  + what the benchmarks need (wrk, ab, nginx)
+#   scripts/deps.sh bench  + what the benchmarks need (wrk, ab, nginx, /usr/bin/time)
 set -euo pipefail
 mode=${1:-run}
 export DEBIAN_FRONTEND=noninteractive
@@ -22,6 +22,9 @@ fi
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
   # wrk: the AF_XDP server lab test drives Squall with it too.
   for p in wrk; do want "$p"; done
+fi
+if [ "$mode" = bench ]; then
+  for p in time; do want "$p"; done
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

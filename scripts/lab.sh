@@ -4,7 +4,7 @@
 #   sq-cli [sq-cli0] <---- veth, MTU 1500 ----> [sq-srv0] sq-srv
 #   client 198.18.0.2, client pool 198.18.16.0/24      server 198.18.0.1, W1 server 198.18.48.1
 #
-# usage: scripts/lab.sh up [veth] [--squall none|client|server]   (idempotent: rebuilds from scratch)
+# usage: scripts/lab.sh up [veth] [--squall none|client|server|both]   (idempotent: rebuilds from scratch)
 #        scripts/lab.sh up dut|dut-nat
 #        scripts/lab.sh down     (removes every namespace of either topology)
 #        scripts/lab.sh status
@@ -33,6 +33,8 @@
 #                   sq-srv: 198.18.0.1/24 and 198.18.48.1/32 on sq-srv0, pool on-link.
 #   --squall server Squall plays the server in sq-srv (AF_PACKET on sq-srv0, no address);
 #                   sq-cli: 198.18.0.2/24 on sq-cli0, 198.18.48.0/24 on-link.
+#   --squall both   Squall plays both sides (or raw frames cross the veth): no address
+#                   on either interface, both up (each Squall is told its peer's MAC).
 #
 # Offloads: a veth hands the peer's frames over as the sender's skbs. With TSO/GSO on, the
 # kernel side sends 64 KiB TCP super-frames that an AF_PACKET socket on the other end sees
@@ -140,7 +142,7 @@ up() {
             *) echo "lab.sh: unknown option $1" >&2; exit 2 ;;
         esac
     done
-    case "$squall" in none|client|server) ;; *) echo "lab.sh: --squall none|client|server" >&2; exit 2 ;; esac
+    case "$squall" in none|client|server|both) ;; *) echo "lab.sh: --squall none|client|server|both" >&2; exit 2 ;; esac
     [ "$(id -u)" = 0 ] || { echo "lab.sh: needs root" >&2; exit 2; }
     need ip iproute2
     need ethtool ethtool
@@ -183,6 +185,10 @@ up() {
             ip -n "$SRV" link set "$SIF" up
             ip -n "$CLI" route add 198.18.48.0/24 dev "$CIF"
             ;;
+        both)
+            ip -n "$CLI" link set "$CIF" up
+            ip -n "$SRV" link set "$SIF" up
+            ;;
     esac
     trap - ERR
     echo "lab up (squall plays: $squall)"
@@ -200,5 +206,5 @@ case "${1:-}" in
     up) shift; up "$@" ;;
     down) down; echo "lab down" ;;
     status) status ;;
-    *) echo "usage: $0 up [veth] [--squall none|client|server] | up dut|dut-nat | down | status" >&2; exit 2 ;;
+    *) echo "usage: $0 up [veth] [--squall none|client|server|both] | up dut|dut-nat | down | status" >&2; exit 2 ;;
 esac

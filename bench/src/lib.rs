@@ -1,7 +1,9 @@
 //! squall-bench: the benchmark harness of BENCHMARKS.md. Runs W1/W2/W3 on T-mem1 for any
 //! stack pair implementing [`pair::MemPair`] (smoltcp 0.12 built in) and W1/W2 on T-loop
-//! for the Linux kernel, printing one JSON line per cell.
+//! for the Linux kernel, and T-veth (kernel peers and Squall over the lab's veth,
+//! [`veth`]), printing one JSON line per cell.
 
+pub mod blast;
 pub mod http;
 pub mod kernel;
 pub mod measure;
@@ -18,4 +20,5 @@ pub mod smol;
 pub mod squall;
 #[cfg(feature = "squall")]
 mod squall_apps;
+pub mod veth;
 pub mod workload;

@@ -1,6 +1,7 @@
 //! `squall-bench`: command line of the benchmark harness. `mem` runs T-mem1 cells
 //! (smoltcp, and other stacks as they plug in), `loop` runs T-loop (kernel). One JSON line
-//! per cell on stdout (median of `--runs`), progress on stderr.
+//! per cell on stdout (median of `--runs`), progress on stderr. `veth` runs T-veth (the
+//! lab's namespaces, kernel peers and Squall over AF_PACKET, `squall_bench::veth`).
 
 use std::process::ExitCode;
 
@@ -12,6 +13,7 @@ use squall_bench::report::{median_record, Record};
 use squall_bench::smol::{SmolConfig, SmolPair};
 #[cfg(feature = "squall")]
 use squall_bench::squall;
+use squall_bench::veth;
 use squall_bench::workload::{self, RunCfg};
 
 const USAGE: &str = "usage:
@@ -27,6 +29,13 @@ const USAGE: &str = "usage:
                     (T-memN: N Squall shards at once, one per core, each both ends of its
                      own connections over its own wire; C connections per shard)
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
+  squall-bench veth [--workloads raw,W1,W2] [--pairs kernel/kernel,squall/kernel,kernel/squall,squall/squall]
+                    [--conns 100,1000] (W2) [--seconds 5] [--runs 3] [--port afpacket|afxdp]
+                    [--w1-cps N] (Squall client's W1 rate; default ab's rate vs nginx in this run)
+                    [--frame-sizes 64,1514] [--root DIR] [--squall PATH]
+                    (T-veth, root: the lab of scripts/lab.sh; run it under
+                     `flock /tmp/squall-lab.lock`; client core 0, server core 1)
+  squall-bench blast tx|rx --iface IF [--seconds S] [--size 64] [--dst MAC]  (internal: raw-veth)
   squall-bench w3-child --stack smoltcp|squall --flows N [--max-seconds S]   (internal)";
 
 #[derive(Debug)]
@@ -536,12 +545,57 @@ fn run_kernel(o: &Opts) -> Result<(), String> {
     Ok(())
 }
 
+/// `squall-bench veth`: T-veth cells (`squall_bench::veth`), one JSON line per cell.
+fn run_veth(args: &[String]) -> ExitCode {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    // target/<profile>/squall-bench: the project root is two levels up.
+    let root = dir
+        .parent()
+        .and_then(std::path::Path::parent)
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let o = match veth::parse_opts(args, root, dir.join("squall")) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match veth::run(&o, &mut |r| println!("{}", r.to_json())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = args.first() else {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
+    match cmd.as_str() {
+        "veth" => return run_veth(&args[1..]),
+        "blast" => {
+            return match squall_bench::blast::run(&args[1..]) {
+                Ok(line) => {
+                    println!("{line}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("blast: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        _ => {}
+    }
     let opts = match parse(&args[1..]) {
         Ok(o) => o,
         Err(e) => {

@@ -11,6 +11,10 @@ pub struct Record {
     pub client: String,
     pub server: String,
     pub conns: Option<u64>,
+    /// Extra (T-veth): the port type the Squall sides used (`afpacket`, `afxdp`).
+    pub port: Option<String>,
+    /// Extra (raw-veth): bytes per frame of the raw line.
+    pub frame_bytes: Option<u64>,
     /// Extra: initial congestion window in segments, on rows that vary it.
     pub initwnd: Option<u64>,
     /// Worker cores of a multi-core run (T-memN).
@@ -32,6 +36,16 @@ pub struct Record {
     /// Extra: the benchmark threads' own CPU time per op, a cross-check
     /// for `/proc/stat` figures on a shared machine (T-loop).
     pub thread_us_per_op: Option<f64>,
+    /// raw-veth: busy time of both pinned cores per frame received.
+    pub us_per_frame: Option<f64>,
+    /// Extra (T-veth, a Squall side): that side's pinned-core busy time per op before
+    /// Squall's idle polling is taken out (`*_us_per_op` excludes it).
+    pub client_raw_us_per_op: Option<f64>,
+    pub server_raw_us_per_op: Option<f64>,
+    /// Extra (T-veth): each side's own process CPU per op (user + system of ab, wrk,
+    /// nginx; Squall's busy CPU), the cross-check of the core figures on a shared machine.
+    pub client_thread_us_per_op: Option<f64>,
+    pub server_thread_us_per_op: Option<f64>,
     pub errors: u64,
     pub seconds: f64,
     /// Extra: number of runs the median was taken over.
@@ -91,6 +105,12 @@ impl Record {
         if let Some(c) = self.conns {
             let _ = write!(o, ",\"conns\":{c}");
         }
+        if let Some(p) = &self.port {
+            let _ = write!(o, ",\"port\":\"{}\"", escape(p));
+        }
+        if let Some(b) = self.frame_bytes {
+            let _ = write!(o, ",\"frame_bytes\":{b}");
+        }
         if let Some(w) = self.initwnd {
             let _ = write!(o, ",\"initwnd\":{w}");
         }
@@ -110,6 +130,19 @@ impl Record {
         num(&mut o, "client_us_per_op", self.client_us_per_op);
         num(&mut o, "server_us_per_op", self.server_us_per_op);
         num(&mut o, "thread_us_per_op", self.thread_us_per_op);
+        num(&mut o, "us_per_frame", self.us_per_frame);
+        num(&mut o, "client_raw_us_per_op", self.client_raw_us_per_op);
+        num(&mut o, "server_raw_us_per_op", self.server_raw_us_per_op);
+        num(
+            &mut o,
+            "client_thread_us_per_op",
+            self.client_thread_us_per_op,
+        );
+        num(
+            &mut o,
+            "server_thread_us_per_op",
+            self.server_thread_us_per_op,
+        );
         let _ = write!(o, ",\"errors\":{}", self.errors);
         let _ = write!(o, ",\"seconds\":{}", round_sig(self.seconds));
         if let Some(r) = self.runs {
@@ -152,6 +185,8 @@ pub fn median_record(runs: &[Record]) -> Option<Record> {
         client: first.client.clone(),
         server: first.server.clone(),
         conns: first.conns,
+        port: first.port.clone(),
+        frame_bytes: first.frame_bytes,
         initwnd: first.initwnd,
         cores: first.cores,
         cps: pick(&|r| r.cps),
@@ -167,6 +202,11 @@ pub fn median_record(runs: &[Record]) -> Option<Record> {
         client_us_per_op: pick(&|r| r.client_us_per_op),
         server_us_per_op: pick(&|r| r.server_us_per_op),
         thread_us_per_op: pick(&|r| r.thread_us_per_op),
+        us_per_frame: pick(&|r| r.us_per_frame),
+        client_raw_us_per_op: pick(&|r| r.client_raw_us_per_op),
+        server_raw_us_per_op: pick(&|r| r.server_raw_us_per_op),
+        client_thread_us_per_op: pick(&|r| r.client_thread_us_per_op),
+        server_thread_us_per_op: pick(&|r| r.server_thread_us_per_op),
         errors: runs.iter().map(|r| r.errors).sum(),
         seconds: median(&mut secs).unwrap_or(0.0),
         runs: Some(runs.len() as u64),

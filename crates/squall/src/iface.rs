@@ -490,10 +490,13 @@ fn run_on<P: Port>(
     let mut now;
     let mut last_pub = 0u64;
     let mut idle = IdleYield::default();
+    // Idle polling is not work: the busy figure counts iterations that did some.
+    let mut busy = crate::run::Busy::default();
     crate::run::wait_until(&clock, t0);
     loop {
         now = clock.now_ns();
         let w = s.iterate(now, None);
+        busy.add(now, clock.now_ns(), w);
         let done = if rc.mode == Mode::Client {
             s.is_idle()
         } else {
@@ -545,7 +548,7 @@ fn run_on<P: Port>(
         gen_ns: cfg.duration_ns,
         stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
-        busy_cpu_ns: cpu,
+        busy_cpu_ns: busy.scale(cpu),
         pcap: None,
         wire_unimpaired: false,
     })

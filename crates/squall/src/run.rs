@@ -331,14 +331,14 @@ pub(crate) fn wait_until(clock: &MonotonicClock, t: u64) {
 
 /// Wall time of loop iterations that did work vs all iterations.
 #[derive(Default)]
-struct Busy {
+pub(crate) struct Busy {
     busy_ns: u64,
     all_ns: u64,
 }
 
 impl Busy {
     #[inline]
-    fn add(&mut self, start: u64, end: u64, work: bool) {
+    pub(crate) fn add(&mut self, start: u64, end: u64, work: bool) {
         let d = end.saturating_sub(start);
         self.all_ns += d;
         if work {
@@ -346,7 +346,7 @@ impl Busy {
         }
     }
     /// `cpu` scaled by the busy share (sleeps excluded: only loop time counts).
-    fn scale(&self, cpu: u64) -> u64 {
+    pub(crate) fn scale(&self, cpu: u64) -> u64 {
         if self.all_ns == 0 {
             return cpu;
         }
