@@ -68,7 +68,7 @@ bench-mem:
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100,1000 --initwnd 2,10
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100000 --seconds 5
 	./target/release/squall-bench mem2
-	./target/release/squall-bench memn --cores 1,2 --workloads W1 --conns 1000
+	./target/release/squall-bench memn --cores 1,2 --workloads W1 --conns 1000 --pool 256
 	./target/release/squall-bench loop
 
 # T-veth (needs root): the raw-veth floor line (64- and 1514-byte frames over AF_PACKET),
