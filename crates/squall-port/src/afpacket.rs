@@ -197,7 +197,7 @@ fn os_err(what: &str, ifname: &str) -> String {
     }
 }
 
-fn setopt<T>(fd: i32, level: i32, name: i32, v: &T) -> bool {
+pub(crate) fn setopt<T>(fd: i32, level: i32, name: i32, v: &T) -> bool {
     // SAFETY: `v` points to a live value of the size passed.
     unsafe {
         libc::setsockopt(

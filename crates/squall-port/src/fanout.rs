@@ -89,18 +89,9 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
 
 /// Joins socket `fd` to the group of `f` and sets its program. Errors name the step.
 pub fn join(fd: libc::c_int, f: &Fanout) -> Result<(), String> {
+    use crate::afpacket::setopt;
     let arg: libc::c_int = (u32::from(f.group) | (libc::PACKET_FANOUT_CBPF << 16)) as libc::c_int;
-    // SAFETY: setsockopt with a c_int option value of the size passed.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_PACKET,
-            libc::PACKET_FANOUT,
-            &arg as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
+    if !setopt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg) {
         return Err(format!(
             "PACKET_FANOUT (group {}): {}",
             f.group,
@@ -108,21 +99,12 @@ pub fn join(fd: libc::c_int, f: &Fanout) -> Result<(), String> {
         ));
     }
     let mut prog = program(f);
+    // The kernel copies the program during the call; `prog` outlives it.
     let fprog = libc::sock_fprog {
         len: prog.len() as u16,
         filter: prog.as_mut_ptr(),
     };
-    // SAFETY: `fprog` points at `prog`, alive for the call; the kernel copies it.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_PACKET,
-            libc::PACKET_FANOUT_DATA,
-            &fprog as *const libc::sock_fprog as *const libc::c_void,
-            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
+    if !setopt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT_DATA, &fprog) {
         return Err(format!(
             "PACKET_FANOUT_DATA (steering program): {}",
             std::io::Error::last_os_error()

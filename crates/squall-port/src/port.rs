@@ -36,6 +36,28 @@ pub struct PortStats {
     pub dropped: u64,
 }
 
+impl PortStats {
+    /// Adds `o`'s counters (several queues or workers summed).
+    pub fn add(&mut self, o: &PortStats) {
+        let PortStats {
+            rx_frames,
+            rx_bytes,
+            tx_frames,
+            tx_bytes,
+            tx_full,
+            alloc_fail,
+            dropped,
+        } = *o;
+        self.rx_frames += rx_frames;
+        self.rx_bytes += rx_bytes;
+        self.tx_frames += tx_frames;
+        self.tx_bytes += tx_bytes;
+        self.tx_full += tx_full;
+        self.alloc_fail += alloc_fail;
+        self.dropped += dropped;
+    }
+}
+
 /// A network port: a queue pair polled by one core.
 ///
 /// All calls are non-blocking and allocation-free on the data path: the `Vec`s passed in

@@ -118,19 +118,20 @@ impl<P: Port> TxSink for PortSink<'_, P> {
                 self.tx.spare.push(f);
                 return;
             }
-            let tcp = f.data().get(23) == Some(&6);
-            if let Some(v) = self.tx.vlan {
-                if !vlan_tag(&mut f, v) {
-                    self.tx.spare.push(f);
-                    return;
-                }
-            }
+            // The offload request is decided on the untagged frame (IPv4 protocol at 23).
             if let Some(mut o) = self.tcp_offload {
-                if tcp {
+                if f.data().get(23) == Some(&6) {
                     if self.tx.vlan.is_some() {
                         o.l2_len += 4;
                     }
                     f.set_offload(o);
+                }
+            }
+            if let Some(v) = self.tx.vlan {
+                if !vlan_tag(&mut f, v) {
+                    f.set_offload(Offload::default());
+                    self.tx.spare.push(f);
+                    return;
                 }
             }
             if let Some(t) = self.tap.as_deref_mut() {

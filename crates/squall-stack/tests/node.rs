@@ -307,6 +307,18 @@ fn frames_fit_the_mtu_with_timestamps_and_sack_blocks() {
     assert_eq!(a.port.oversized_frames() + b.port.oversized_frames(), 0);
 }
 
+/// An ARP request from B (198.18.0.2) for `target`, as a 60-byte frame.
+fn arp_request(target: u32) -> [u8; 60] {
+    let r = ArpRepr::request(
+        MacAddress(MB),
+        Ipv4Address(IP_B.to_be_bytes()),
+        Ipv4Address(target.to_be_bytes()),
+    );
+    let mut buf = [0u8; 60];
+    squall_stack::neigh::emit_frame(&r, MB, &mut buf).unwrap();
+    buf
+}
+
 fn raw_frame(port: &mut MemPort, bytes: &[u8]) {
     let mut v = Vec::new();
     assert_eq!(port.alloc_tx(&mut v, 1), 1);
@@ -357,14 +369,7 @@ fn arp_and_ping_are_answered_for_owned_addresses() {
     let mut a = node(pa, MA, MB, IP_A);
     // ARP request for 198.18.0.1 (owned) and 198.18.0.9 (not).
     for target in [IP_A, 0xc612_0009] {
-        let r = ArpRepr::request(
-            MacAddress(MB),
-            Ipv4Address(IP_B.to_be_bytes()),
-            Ipv4Address(target.to_be_bytes()),
-        );
-        let mut buf = [0u8; 60];
-        squall_stack::neigh::emit_frame(&r, MB, &mut buf).unwrap();
-        raw_frame(&mut raw, &buf);
+        raw_frame(&mut raw, &arp_request(target));
     }
     a.turn(1_000, &mut NoApp, None);
     let got = raw_rx(&mut raw);
@@ -499,16 +504,7 @@ fn malformed_frames_are_counted_never_a_panic() {
     let mut app = server(&mut a, 80, b"ok");
     let mut rng = squall_port::rng::Rng::new(9);
     let data: Vec<u8> = (0..40u8).collect();
-    let arp = {
-        let r = ArpRepr::request(
-            MacAddress(MB),
-            Ipv4Address(IP_B.to_be_bytes()),
-            Ipv4Address(IP_A.to_be_bytes()),
-        );
-        let mut buf = [0u8; 60];
-        squall_stack::neigh::emit_frame(&r, MB, &mut buf).unwrap();
-        buf.to_vec()
-    };
+    let arp = arp_request(IP_A).to_vec();
     let seeds = [
         echo_request(MA, IP_B, IP_A, 1, &data),
         arp,
@@ -595,14 +591,7 @@ fn a_vlan_node_tags_what_it_sends_and_takes_only_its_vlan() {
     assert!(raw_rx(&mut raw).is_empty(), "nothing answered off our VLAN");
     assert_eq!(a.counters.rx_vlan_other, 2);
     raw_frame(&mut raw, &tagged(&ping, 100));
-    let r = ArpRepr::request(
-        MacAddress(MB),
-        Ipv4Address(IP_B.to_be_bytes()),
-        Ipv4Address(IP_A.to_be_bytes()),
-    );
-    let mut buf = [0u8; 60];
-    squall_stack::neigh::emit_frame(&r, MB, &mut buf).unwrap();
-    raw_frame(&mut raw, &tagged(&buf, 100));
+    raw_frame(&mut raw, &tagged(&arp_request(IP_A), 100));
     a.turn(2_000, &mut NoApp, None);
     let got = raw_rx(&mut raw);
     assert_eq!(got.len(), 2, "echo reply and ARP reply");

@@ -13,8 +13,6 @@ use std::time::{Duration, Instant};
 
 use squall_astf::Profile;
 use squall_engine::{Clock, MonotonicClock};
-use squall_port::mem::ImpairStats;
-use squall_port::PortStats;
 
 use crate::run::{run_single, Live, RunConfig, RunResult, Shard, SideReport, START_LEAD_NS};
 
@@ -121,52 +119,14 @@ pub(crate) fn merge_result(a: &mut RunResult, b: &RunResult) {
 fn merge_side(a: &mut SideReport, b: &SideReport) {
     a.tcp.add(&b.tcp);
     a.app.merge(&b.app);
-    add_port(&mut a.port, &b.port);
-    add_impair(&mut a.impair, &b.impair);
+    a.port.add(&b.port);
+    a.impair.add(&b.impair);
     a.cpu_ns += b.cpu_ns;
     a.still_open += b.still_open;
     a.live_end += b.live_end;
     a.udp_live_end += b.udp_live_end;
     a.peak_active += b.peak_active;
     a.throttled_turns += b.throttled_turns;
-}
-
-fn add_port(a: &mut PortStats, b: &PortStats) {
-    let PortStats {
-        rx_frames,
-        rx_bytes,
-        tx_frames,
-        tx_bytes,
-        tx_full,
-        alloc_fail,
-        dropped,
-    } = *b;
-    a.rx_frames += rx_frames;
-    a.rx_bytes += rx_bytes;
-    a.tx_frames += tx_frames;
-    a.tx_bytes += tx_bytes;
-    a.tx_full += tx_full;
-    a.alloc_fail += alloc_fail;
-    a.dropped += dropped;
-}
-
-fn add_impair(a: &mut ImpairStats, b: &ImpairStats) {
-    let ImpairStats {
-        lost,
-        duplicated,
-        reordered,
-        corrupted,
-        delayed,
-        rate_dropped,
-        dup_no_frame,
-    } = *b;
-    a.lost += lost;
-    a.duplicated += duplicated;
-    a.reordered += reordered;
-    a.corrupted += corrupted;
-    a.delayed += delayed;
-    a.rate_dropped += rate_dropped;
-    a.dup_no_frame += dup_no_frame;
 }
 
 #[cfg(test)]

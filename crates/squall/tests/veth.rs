@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod lab;
-use lab::{have, ns, num, root, skip, squall_bin, squall_in, tmpdir, Lab, Proc, LAB};
+use lab::{
+    have, ns, num, root, server_thread, skip, squall_bin, squall_in, tmpdir, Lab, Proc, LAB,
+};
 
 /// A wire capture in a lab namespace (two `dumpcap`s, stopped by pid): every frame's
 /// first 128 bytes (RSTs, malformed headers, IPv4 checksums), and the whole frames of the
@@ -445,39 +447,6 @@ fn buffer_bytes(p: &Value, name: &str) -> Vec<u8> {
     v
 }
 
-/// Squall server-only on sq-srv0 (`iface`) for 4 s (+1 s drain) in a thread, its result
-/// as JSON in `json` if given; joined for (exit code, output).
-fn server_run(
-    iface: &str,
-    prof: &str,
-    json: Option<&Path>,
-) -> std::thread::JoinHandle<(i32, String)> {
-    let mut args: Vec<String> = [
-        "run",
-        prof,
-        "--iface",
-        iface,
-        "--mode",
-        "server",
-        "--duration",
-        "4",
-        "--drain-sec",
-        "1",
-        "-q",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if let Some(j) = json {
-        args.push("--json".into());
-        args.push(j.to_str().unwrap().to_string());
-    }
-    std::thread::spawn(move || {
-        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-        squall_in("sq-srv", &a, 30)
-    })
-}
-
 #[test]
 fn server_only_squall_answers_curl_and_ab() {
     server_answers("afpacket:sq-srv0", false);
@@ -521,7 +490,7 @@ fn server_answers(iface: &str, afxdp: bool) {
     let json = dir.join("server-run.json");
     // Phase 1: curl, checked byte for byte; the run must be clean.
     let cap = afxdp.then(|| Capture::start("sq-cli", "sq-cli0", &dir, "tcp port 80"));
-    let srv = server_run(iface, &prof, Some(&json));
+    let srv = server_thread("sq-srv", &prof, iface, &[], Some(&json));
     std::thread::sleep(Duration::from_millis(1200));
     const CURLS: u64 = 20;
     for i in 0..CURLS {
@@ -622,7 +591,7 @@ fn tool_against_server(
     json: &Path,
     tool: &[&str],
 ) -> (bool, String, i32, String) {
-    let srv = server_run(iface, prof, Some(json));
+    let srv = server_thread("sq-srv", prof, iface, &[], Some(json));
     std::thread::sleep(Duration::from_millis(1200));
     let mut a = vec!["timeout", "20"];
     a.extend_from_slice(tool);
@@ -706,7 +675,7 @@ fn node_answers(iface: &str) {
     let prof = root().join("crates/squall/tests/profiles/veth-server.json");
     let prof = prof.to_str().unwrap().to_string();
     let _lab = Lab::up(&["--squall", "server"]);
-    let srv = server_run(iface, &prof, None);
+    let srv = server_thread("sq-srv", &prof, iface, &[], None);
     std::thread::sleep(Duration::from_millis(1200));
     let mac = String::from_utf8(
         ns("sq-srv", &["cat", "/sys/class/net/sq-srv0/address"])
@@ -815,7 +784,7 @@ fn afxdp_program_goes_away_with_a_killed_squall() {
     let _ = squall.0.wait();
     assert!(wait_for(false), "the XDP program outlived a killed Squall");
     // The next start attaches afresh and serves.
-    let srv = server_run("afxdp:sq-srv0", &prof, None);
+    let srv = server_thread("sq-srv", &prof, "afxdp:sq-srv0", &[], None);
     std::thread::sleep(Duration::from_millis(1200));
     let out = ns(
         "sq-cli",

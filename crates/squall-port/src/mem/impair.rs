@@ -95,6 +95,28 @@ pub struct ImpairStats {
     pub dup_no_frame: u64,
 }
 
+impl ImpairStats {
+    /// Adds `o`'s counters (several wires summed).
+    pub fn add(&mut self, o: &ImpairStats) {
+        let ImpairStats {
+            lost,
+            duplicated,
+            reordered,
+            corrupted,
+            delayed,
+            rate_dropped,
+            dup_no_frame,
+        } = *o;
+        self.lost += lost;
+        self.duplicated += duplicated;
+        self.reordered += reordered;
+        self.corrupted += corrupted;
+        self.delayed += delayed;
+        self.rate_dropped += rate_dropped;
+        self.dup_no_frame += dup_no_frame;
+    }
+}
+
 /// Working state of one direction's impairment.
 pub(crate) struct ImpairState {
     pub(crate) cfg: Impairment,

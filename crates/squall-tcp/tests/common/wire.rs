@@ -159,22 +159,10 @@ pub fn parse(f: &[u8]) -> Option<Seg<'_>> {
     })
 }
 
-/// The options of a host's segment, parsed by `squall-wire` (a host only sends well
-/// formed option lists: anything else fails the test).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Opts {
-    /// MSS option value (0 = absent).
-    pub mss: u16,
-    /// Window scale shift.
-    pub wscale: Option<u8>,
-    /// SACK permitted.
-    pub sack_ok: bool,
-    /// Timestamps (TSval, TSecr).
-    pub ts: Option<(u32, u32)>,
-    /// SACK blocks (left, right), `sack_n` of them valid.
-    pub sack: [(u32, u32); 4],
-    pub sack_n: u8,
-}
+/// The options of a host's segment: the fast path's option type, filled here by
+/// `squall-wire`'s total parser (a host only sends well formed option lists: anything
+/// else fails the test).
+pub use squall_wire::segment::TcpOpts as Opts;
 
 pub fn parse_opts(o: &[u8]) -> Opts {
     let p = TcpOptions::parse(o).expect("a host sends well-formed TCP options");
