@@ -82,8 +82,10 @@ impl Capture {
             &self.full,
             &[
                 "tcp",
-                "tcp.checksum.status == 1",
-                "tcp.checksum.status == 0 || _ws.malformed",
+                // A zero checksum sent as 0xffff (Linux does; RFC 1624 prefers 0x0000) is
+                // the same value in ones' complement: tshark flags it `tcp.checksum.ffff`.
+                "tcp.checksum.status == 1 || tcp.checksum.ffff",
+                "(tcp.checksum.status == 0 && !tcp.checksum.ffff) || _ws.malformed",
             ],
         );
         let [full_tcp, tcp_good, tcp_bad] = full[..] else {
