@@ -1,10 +1,14 @@
-//! `squall-bench blast tx|rx`: raw frames through squall-port's [`AfPacketPort`], the
-//! floor of every Squall figure on a real interface (the `raw-veth` line of
-//! `squall-bench veth`, which runs `blast rx` in sq-srv and `blast tx` in sq-cli).
+//! `squall-bench blast tx|rx`: raw frames through squall-port's [`AfPacketPort`] or
+//! [`AfXdpPort`] (`--port`), the floor of every Squall figure on a real interface (the
+//! `raw-veth` line of `squall-bench veth`, which runs `blast rx` in sq-srv and `blast tx`
+//! in sq-cli).
 //!
-//! `tx` sends frames of `--size` bytes (Ethernet header, local experimental ethertype
-//! 0x88b5, a sequence number, zero padding) as fast as the port takes them, in bursts of
-//! `--burst`, for `--seconds`. `rx` counts the frames of that ethertype it receives and
+//! `tx` sends frames of `--size` bytes as fast as the port takes them, in bursts of
+//! `--burst`, for `--seconds`: over AF_PACKET an Ethernet header with the local
+//! experimental ethertype 0x88b5, a sequence number and zero padding; over AF_XDP an IPv4
+//! packet (experimental protocol 253) from 198.18.0.2 to 198.18.0.1 carrying the sequence
+//! number, since Squall's XDP program steers only IPv4 and ARP for owned addresses to the
+//! socket (the receiver owns 198.18.0.1). `rx` counts the frames of that ethertype it receives and
 //! the sequence gaps (frames the veth or the socket dropped), from its first frame until
 //! none came for `--quiet-ms` (or `--seconds` + 5 s in all). Before the first frame `rx`
 //! sleeps 1 ms between polls, so waiting is not billed as work; after it, it polls
@@ -16,14 +20,75 @@
 //! `lost` (rx: sequence gaps), `tx_full` (tx: bursts the socket refused in part).
 //!
 //! Usage (root, in the namespace of the interface):
-//! `squall-bench blast tx|rx --iface IF [--seconds S] [--size 64] [--burst 32] [--dst MAC]
-//! [--quiet-ms 200]`
+//! `squall-bench blast tx|rx --iface IF [--port afpacket|afxdp] [--seconds S] [--size 64]
+//! [--burst 32] [--dst MAC] [--quiet-ms 200]`
 
 use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
+use squall_port::afxdp::{AfXdpConfig, AfXdpPort};
 use squall_port::{FrameBuf, Port};
 use std::time::{Duration, Instant};
 
 const ETHERTYPE: [u8; 2] = [0x88, 0xb5];
+const IPV4: [u8; 2] = [0x08, 0x00];
+/// Sender and receiver addresses of the AF_XDP frames (the lab's client and server).
+const SRC_IP: [u8; 4] = [198, 18, 0, 2];
+const DST_IP: [u8; 4] = [198, 18, 0, 1];
+
+/// How the frames look: what each port type delivers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// Ethertype 0x88b5, the sequence number at 14.
+    Raw,
+    /// IPv4 protocol 253 to [`DST_IP`], the sequence number at 34.
+    Ipv4,
+}
+
+impl Shape {
+    fn seq_at(self) -> usize {
+        match self {
+            Shape::Raw => 14,
+            Shape::Ipv4 => 34,
+        }
+    }
+
+    /// Writes the headers and sequence number `seq` into frame `d`.
+    fn write(self, d: &mut [u8], dst: &[u8; 6], src: &[u8; 6], seq: u64) {
+        d[..6].copy_from_slice(dst);
+        d[6..12].copy_from_slice(src);
+        let at = self.seq_at();
+        if self == Shape::Ipv4 {
+            d[12..14].copy_from_slice(&IPV4);
+            let total = (d.len() - 14) as u16;
+            let ip = &mut d[14..34];
+            ip.fill(0);
+            ip[0] = 0x45;
+            ip[2..4].copy_from_slice(&total.to_be_bytes());
+            ip[8] = 64;
+            ip[9] = 253;
+            ip[12..16].copy_from_slice(&SRC_IP);
+            ip[16..20].copy_from_slice(&DST_IP);
+            let sum = squall_wire::checksum::checksum(ip);
+            ip[10..12].copy_from_slice(&sum.to_be_bytes());
+        } else {
+            d[12..14].copy_from_slice(&ETHERTYPE);
+        }
+        d[at..at + 8].copy_from_slice(&seq.to_be_bytes());
+        d[at + 8..].fill(0);
+    }
+
+    /// The sequence number of a received frame of this shape.
+    fn seq_of(self, d: &[u8]) -> Option<u64> {
+        let at = self.seq_at();
+        let ok = match self {
+            Shape::Raw => d.get(12..14) == Some(&ETHERTYPE[..]),
+            Shape::Ipv4 => d.get(12..14) == Some(&IPV4[..]) && d.get(23) == Some(&253),
+        };
+        if !ok {
+            return None;
+        }
+        Some(u64::from_be_bytes(d.get(at..at + 8)?.try_into().ok()?))
+    }
+}
 
 struct Args {
     tx: bool,
@@ -33,6 +98,7 @@ struct Args {
     burst: usize,
     dst: [u8; 6],
     quiet_ms: u64,
+    afxdp: bool,
 }
 
 /// `aa:bb:cc:dd:ee:ff` as bytes.
@@ -59,6 +125,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         burst: 32,
         dst: [0x02, 0, 0, 0, 0, 0x01],
         quiet_ms: 200,
+        afxdp: false,
     };
     while let Some(k) = it.next() {
         let v = it.next().ok_or(format!("{k} needs a value"))?;
@@ -69,6 +136,13 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--burst" => a.burst = v.parse().map_err(|_| "bad --burst")?,
             "--dst" => a.dst = parse_mac(&v)?,
             "--quiet-ms" => a.quiet_ms = v.parse().map_err(|_| "bad --quiet-ms")?,
+            "--port" => {
+                a.afxdp = match v.as_str() {
+                    "afpacket" => false,
+                    "afxdp" => true,
+                    p => return Err(format!("--port {p}: afpacket or afxdp")),
+                }
+            }
             _ => return Err(format!("unknown option {k}")),
         }
     }
@@ -88,7 +162,7 @@ fn thread_cpu() -> f64 {
     crate::measure::thread_cpu().as_secs_f64()
 }
 
-fn tx(a: &Args, port: &mut AfPacketPort) -> String {
+fn tx<P: Port>(a: &Args, port: &mut P, shape: Shape) -> String {
     let mac = port.caps().mac;
     let mut frames = Vec::with_capacity(a.burst);
     let (mut seq, mut sent, mut tx_full) = (0u64, 0u64, 0u64);
@@ -102,12 +176,7 @@ fn tx(a: &Args, port: &mut AfPacketPort) -> String {
                 if f.set_len(a.size).is_err() {
                     continue;
                 }
-                let d = f.data_mut();
-                d[..6].copy_from_slice(&a.dst);
-                d[6..12].copy_from_slice(&mac);
-                d[12..14].copy_from_slice(&ETHERTYPE);
-                d[14..22].copy_from_slice(&seq.to_be_bytes());
-                d[22..].fill(0);
+                shape.write(f.data_mut(), &a.dst, &mac, seq);
                 seq += 1;
             }
         }
@@ -127,7 +196,7 @@ fn tx(a: &Args, port: &mut AfPacketPort) -> String {
     )
 }
 
-fn rx(a: &Args, port: &mut AfPacketPort) -> String {
+fn rx<P: Port>(a: &Args, port: &mut P, shape: Shape) -> String {
     let mut frames = Vec::with_capacity(a.burst);
     let (mut got, mut bytes, mut lost, mut next) = (0u64, 0u64, 0u64, 0u64);
     let start = Instant::now();
@@ -147,10 +216,9 @@ fn rx(a: &Args, port: &mut AfPacketPort) -> String {
             cpu_last = thread_cpu();
             for f in frames.iter() {
                 let d = f.data();
-                if d.len() < 22 || d[12..14] != ETHERTYPE {
+                let Some(s) = shape.seq_of(d) else {
                     continue;
-                }
-                let s = u64::from_be_bytes(d[14..22].try_into().unwrap_or_default());
+                };
                 lost += s.saturating_sub(next);
                 next = s + 1;
                 got += 1;
@@ -180,12 +248,53 @@ fn rx(a: &Args, port: &mut AfPacketPort) -> String {
 /// Runs `tx` or `rx` as `args` say (the words after `blast`); returns the result line.
 pub fn run(args: &[String]) -> Result<String, String> {
     let a = parse_args(args)?;
+    if a.afxdp {
+        let mut cfg = AfXdpConfig::new(&a.iface, 0);
+        if !a.tx {
+            let ip = u32::from_be_bytes(DST_IP);
+            cfg.owned = vec![(ip, ip)];
+        }
+        let mut port = AfXdpPort::open(cfg)?;
+        return Ok(if a.tx {
+            tx(&a, &mut port, Shape::Ipv4)
+        } else {
+            rx(&a, &mut port, Shape::Ipv4)
+        });
+    }
     let mut cfg = AfPacketConfig::new(&a.iface);
     cfg.frames = 4096;
     let mut port = AfPacketPort::open(cfg)?;
     Ok(if a.tx {
-        tx(&a, &mut port)
+        tx(&a, &mut port, Shape::Raw)
     } else {
-        rx(&a, &mut port)
+        rx(&a, &mut port, Shape::Raw)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_of_both_shapes_carry_their_sequence() {
+        for shape in [Shape::Raw, Shape::Ipv4] {
+            let mut d = vec![0xaau8; 64];
+            shape.write(&mut d, &[2, 0, 0, 0, 0, 1], &[2, 0, 0, 0, 0, 2], 77);
+            assert_eq!(shape.seq_of(&d), Some(77), "{shape:?}");
+            // The other shape does not take it.
+            let other = if shape == Shape::Raw {
+                Shape::Ipv4
+            } else {
+                Shape::Raw
+            };
+            assert_eq!(other.seq_of(&d), None);
+        }
+        let mut d = vec![0u8; 60];
+        Shape::Ipv4.write(&mut d, &[0; 6], &[0; 6], 1);
+        // A correct IPv4 header sums to zero (RFC 1071).
+        assert_eq!(squall_wire::checksum::checksum(&d[14..34]), 0);
+        assert_eq!(u16::from_be_bytes([d[16], d[17]]), 46);
+        // Short frames are not read past their end.
+        assert_eq!(Shape::Ipv4.seq_of(&d[..30]), None);
+    }
 }

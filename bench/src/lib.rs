@@ -9,6 +9,7 @@ pub mod kernel;
 pub mod measure;
 #[cfg(feature = "squall")]
 pub mod mem2;
+pub mod memif;
 #[cfg(feature = "squall")]
 pub mod memn;
 pub mod memwire;

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use squall_bench::kernel::{self, LoopCfg, LoopWorkload};
 #[cfg(feature = "squall")]
 use squall_bench::mem2::{self, Mem2Cfg, Placement};
+use squall_bench::memif;
 use squall_bench::pair as workload_pair;
 use squall_bench::report::{median_record, Record};
 use squall_bench::smol::{SmolConfig, SmolPair};
@@ -35,6 +36,11 @@ const USAGE: &str = "usage:
                     [--frame-sizes 64,1514] [--root DIR] [--squall PATH]
                     (T-veth, root: the lab of scripts/lab.sh; run it under
                      `flock /tmp/squall-lab.lock`; client core 0, server core 1)
+  squall-bench memif [--workloads W1,W2] [--conns 100,1000] (W2) [--seconds 5] [--runs 3]
+                    [--w1-cps 160000,130000,100000,70000,40000] (W1 rates tried, highest first;
+                     the first clean one is measured) [--squall PATH] (built with the dpdk feature)
+                    (T-memif, root: two squall processes over DPDK net_memif, client core 0,
+                     server core 1, busy CPU of each side's loop per op)
   squall-bench blast tx|rx --iface IF [--seconds S] [--size 64] [--dst MAC]  (internal: raw-veth)
   squall-bench w3-child --stack smoltcp|squall --flows N [--max-seconds S]   (internal)";
 
@@ -574,6 +580,29 @@ fn run_veth(args: &[String]) -> ExitCode {
     }
 }
 
+/// `squall-bench memif`: T-memif cells (`squall_bench::memif`), one JSON line per cell.
+fn run_memif(args: &[String]) -> ExitCode {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let o = match memif::parse_opts(args, dir.join("squall")) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match memif::run(&o, &mut |r| println!("{}", r.to_json())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = args.first() else {
@@ -582,6 +611,7 @@ fn main() -> ExitCode {
     };
     match cmd.as_str() {
         "veth" => return run_veth(&args[1..]),
+        "memif" => return run_memif(&args[1..]),
         "blast" => {
             return match squall_bench::blast::run(&args[1..]) {
                 Ok(line) => {

@@ -521,7 +521,7 @@ fn spawn(c: &mut Command) -> Result<Child, String> {
     Ok(ch)
 }
 
-fn output(mut c: Command) -> Result<Output, String> {
+pub(crate) fn output(mut c: Command) -> Result<Output, String> {
     c.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -572,23 +572,23 @@ pub fn guard_signals(root: PathBuf) {
     });
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
 }
 
 /// A background process, stopped (SIGTERM to `timeout`, which passes it on; SIGKILL
 /// after 3 s) and reaped on drop.
-struct Bg(Child);
+pub(crate) struct Bg(Child);
 
 impl Bg {
-    fn spawn(mut c: Command, log: &Path) -> Result<Bg, String> {
+    pub(crate) fn spawn(mut c: Command, log: &Path) -> Result<Bg, String> {
         let f = std::fs::File::create(log).map_err(|e| e.to_string())?;
         let f2 = f.try_clone().map_err(|e| e.to_string())?;
         c.stdin(Stdio::null()).stdout(f).stderr(f2);
         spawn(&mut c).map(Bg)
     }
     /// Waits for the exit (bounded by the `timeout` wrapper); true if it exited 0.
-    fn wait(&mut self) -> bool {
+    pub(crate) fn wait(&mut self) -> bool {
         self.0.wait().map(|s| s.success()).unwrap_or(false)
     }
 }
@@ -1392,12 +1392,6 @@ fn progress(r: &Record, i: usize, n: usize) {
 /// The raw-veth line for one frame size: `blast rx` in sq-srv (core 1), `blast tx` in
 /// sq-cli (core 0), the lab in mode `both`.
 fn raw_cell(o: &VethOpts, size: usize, dir: &Path) -> Result<Record, String> {
-    if o.port != PortKind::AfPacket {
-        return Err(format!(
-            "raw-veth over {}: squall-bench blast only drives AF_PACKET so far",
-            o.port.name()
-        ));
-    }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let exe = exe.display().to_string();
     let (srv_mac, _) = link(SRV_NS, SRV_IF)?;
@@ -1415,6 +1409,8 @@ fn raw_cell(o: &VethOpts, size: usize, dir: &Path) -> Result<Record, String> {
                     &exe,
                     "blast",
                     "rx",
+                    "--port",
+                    o.port.name(),
                     "--iface",
                     SRV_IF,
                     "--seconds",
@@ -1435,6 +1431,8 @@ fn raw_cell(o: &VethOpts, size: usize, dir: &Path) -> Result<Record, String> {
                 &exe,
                 "blast",
                 "tx",
+                "--port",
+                o.port.name(),
                 "--iface",
                 CLI_IF,
                 "--seconds",

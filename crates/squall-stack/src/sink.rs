@@ -8,8 +8,12 @@ use squall_tcp::TxSink;
 
 use crate::tap::TapRef;
 
-/// TX frames taken from the port's pool at once.
+/// TX frames taken from the port's pool at once, and handed to the port at once.
 pub const TX_BURST: usize = 64;
+
+/// Frames a node queues for a port that refuses them (its ring is full) before writers
+/// must wait: sixteen bursts.
+pub const TX_OUT_CAP: usize = 16 * TX_BURST;
 
 /// The frames a node holds between port calls: spare (allocated, unused), the one being
 /// written, and the output queue.
@@ -101,6 +105,12 @@ impl<P: Port> TxSink for PortSink<'_, P> {
     #[inline]
     fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
         if self.tx.cur.is_none() {
+            // The port is not taking frames as fast as they come: writers wait (the TCP
+            // host resumes them once the queue drains) instead of queueing more frames
+            // that would only wait here past their peer's timers.
+            if self.tx.out.len() >= TX_OUT_CAP {
+                return None;
+            }
             if self.tx.spare.is_empty() {
                 self.port.alloc_tx(&mut self.tx.spare, TX_BURST);
             }
@@ -138,6 +148,13 @@ impl<P: Port> TxSink for PortSink<'_, P> {
                 t.frame(self.now, f.data());
             }
             self.tx.out.push(f);
+            // A full burst goes to the port at once, while its frames are still in the
+            // cache (a turn can write thousands of frames; handing them over only at its
+            // end made the port read cold headers and payloads). Once the port refuses
+            // frames, the queue waits for the end of the turn (no retry per frame).
+            if self.tx.out.len() == TX_BURST {
+                self.port.tx_burst(&mut self.tx.out);
+            }
         }
     }
 }

@@ -1,0 +1,405 @@
+//! T-memif (BENCHMARKS.md): two `squall run` processes, a server pinned to core 1 and a
+//! client pinned to core 0, joined by DPDK's `net_memif` shared-memory device (no kernel
+//! in the path, no hugepages), run W1 and W2 with the profiles of the T-veth cells. The
+//! figure is each side's busy CPU per operation (`busy_cpu_sec` of `squall run --json`:
+//! the polling loop's iterations that did work; idle spins are not work). Needs root and
+//! a `squall` built with the `dpdk` feature (`make bench-veth` builds it).
+//!
+//! W1 is measured at the highest offered rate that runs clean: the search tries the
+//! `--w1-cps` list from the top (a saturated loop batches best, so the figure is the
+//! lowest honest one) and keeps the first rate whose probe run has no errors.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::report::Record;
+use crate::veth::{
+    fill, median_line, output, parse_squall, squall_w2_response, text, w1_profile, w2_profile, Bg,
+    Measured, W1_REQ_BYTES, W1_RESP_BYTES, W2_REQ_BYTES,
+};
+
+/// Options of `squall-bench memif`.
+#[derive(Clone, Debug)]
+pub struct MemifOpts {
+    pub workloads: Vec<String>,
+    /// W2 connection counts.
+    pub conns: Vec<usize>,
+    pub seconds: f64,
+    pub runs: usize,
+    /// Offered W1 rates to try, highest first.
+    pub w1_cps: Vec<f64>,
+    pub squall: PathBuf,
+}
+
+impl MemifOpts {
+    pub fn new(squall: PathBuf) -> Self {
+        MemifOpts {
+            workloads: vec!["W1".into(), "W2".into()],
+            conns: vec![100, 1000],
+            seconds: 5.0,
+            runs: 3,
+            w1_cps: vec![160_000.0, 130_000.0, 100_000.0, 70_000.0, 40_000.0],
+            squall,
+        }
+    }
+}
+
+/// Parses the options of `squall-bench memif` (see `main.rs`'s usage).
+pub fn parse_opts(args: &[String], squall: PathBuf) -> Result<MemifOpts, String> {
+    let mut o = MemifOpts::new(squall);
+    let mut it = args.iter();
+    let list = |v: &str| -> Vec<String> {
+        v.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    while let Some(a) = it.next() {
+        let v = it.next().ok_or_else(|| format!("{a} needs a value"))?;
+        match a.as_str() {
+            "--workloads" => {
+                o.workloads = list(v).iter().map(|w| w.to_uppercase()).collect();
+                if let Some(w) = o
+                    .workloads
+                    .iter()
+                    .find(|w| !["W1", "W2"].contains(&w.as_str()))
+                {
+                    return Err(format!("workload {w}: W1 or W2"));
+                }
+            }
+            "--conns" => {
+                o.conns = list(v)
+                    .iter()
+                    .map(|x| match x.parse::<usize>() {
+                        Ok(n) if (1..=4000).contains(&n) => Ok(n),
+                        _ => Err(format!("bad --conns value {x} (1..=4000)")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--seconds" => {
+                o.seconds = v.parse().map_err(|_| "bad --seconds".to_string())?;
+                if !(1.0..=120.0).contains(&o.seconds) {
+                    return Err("--seconds must be in [1, 120]".into());
+                }
+            }
+            "--runs" => {
+                o.runs = v.parse().map_err(|_| "bad --runs".to_string())?;
+                if o.runs == 0 || o.runs > 20 {
+                    return Err("--runs must be in 1..=20".into());
+                }
+            }
+            "--w1-cps" => {
+                let mut r = list(v)
+                    .iter()
+                    .map(|x| match x.parse::<f64>() {
+                        Ok(n) if (100.0..=2e6).contains(&n) => Ok(n),
+                        _ => Err(format!("bad --w1-cps value {x} (100..=2e6)")),
+                    })
+                    .collect::<Result<Vec<f64>, _>>()?;
+                r.sort_by(|a, b| b.total_cmp(a));
+                if r.is_empty() {
+                    return Err("--w1-cps needs at least one rate".into());
+                }
+                o.w1_cps = r;
+            }
+            "--squall" => o.squall = PathBuf::from(v),
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(o)
+}
+
+const CLIENT_CORE: usize = 0;
+const SERVER_CORE: usize = 1;
+const CLIENTS: (&str, &str) = ("198.18.16.1", "198.18.16.200");
+
+/// `timeout LIMIT taskset -c CORE squall run PROF --iface dpdk --mode MODE --eal ...`:
+/// one end of the memif socket `sock` (the server is the memif server), its own EAL file
+/// prefix so the two processes do not meet in /var/run/dpdk.
+fn squall_cmd(
+    o: &MemifOpts,
+    mode: &str,
+    prof: &Path,
+    json: &Path,
+    sock: &Path,
+    secs: f64,
+) -> Command {
+    let core = if mode == "client" {
+        CLIENT_CORE
+    } else {
+        SERVER_CORE
+    };
+    let eal = format!(
+        "--no-huge --in-memory -l {core} --no-pci --no-telemetry --log-level=*:warning \
+         --file-prefix=sqb-memif-{mode}-{pid} --vdev=net_memif0,role={mode},socket={sock}",
+        pid = std::process::id(),
+        sock = sock.display()
+    );
+    let mut c = Command::new("timeout");
+    c.args(["-k", "2", &format!("{:.0}", (secs + 60.0).ceil())])
+        .args(["taskset", "-c", &core.to_string()])
+        .arg(&o.squall)
+        .args(["run", &prof.display().to_string(), "--iface", "dpdk"])
+        .args(["--mode", mode, "--eal", &eal, "-q"])
+        .args(["--json", &json.display().to_string()]);
+    c
+}
+
+/// Frames both directions of one side's port (`tx_frames + rx_frames` of its JSON).
+fn port_frames(js: &str, side: &str) -> f64 {
+    let v: Value = serde_json::from_str(js).unwrap_or(Value::Null);
+    let p = &v[side]["port"];
+    (p["tx_frames"].as_u64().unwrap_or(0) + p["rx_frames"].as_u64().unwrap_or(0)) as f64
+}
+
+/// One run of workload `w` (`conns` for W2, `cps` offered for W1).
+fn run_once(
+    o: &MemifOpts,
+    w: &str,
+    conns: usize,
+    cps: f64,
+    i: usize,
+    dir: &Path,
+) -> Result<Record, String> {
+    let secs = o.seconds;
+    let sock = dir.join(format!("memif-{i}.sock"));
+    let _ = std::fs::remove_file(&sock);
+    let (prof, resp_total) = if w == "W1" {
+        (w1_profile(W1_RESP_BYTES, CLIENTS), W1_RESP_BYTES)
+    } else {
+        let t = squall_w2_response().len();
+        (w2_profile(t, conns, secs, CLIENTS), t)
+    };
+    let p = dir.join(format!("{w}.json"));
+    std::fs::write(&p, prof.to_string()).map_err(|e| format!("{}: {e}", p.display()))?;
+    let (srv_json, cli_json) = (
+        dir.join(format!("server-{i}.json")),
+        dir.join(format!("client-{i}.json")),
+    );
+    let _ = std::fs::remove_file(&srv_json);
+    let _ = std::fs::remove_file(&cli_json);
+    // The server generates nothing; it serves for the client's whole run and ends once idle.
+    let mut sc = squall_cmd(o, "server", &p, &srv_json, &sock, secs);
+    let srv_secs = if w == "W1" { secs + 8.0 } else { secs + 10.0 };
+    sc.args(["--duration", &format!("{srv_secs}"), "--drain-sec", "1"]);
+    let log = dir.join(format!("server-{i}.out"));
+    let mut srv = Bg::spawn(sc, &log)?;
+    let mut cc = squall_cmd(o, "client", &p, &cli_json, &sock, secs);
+    if w == "W1" {
+        cc.args([
+            "--duration",
+            &format!("{secs}"),
+            "--mult",
+            &format!("{cps}"),
+        ]);
+        cc.args(["--drain-sec", "5"]);
+    } else {
+        // W2's connections open in the first second and loop for `secs`.
+        cc.args([
+            "--duration",
+            "1",
+            "--mult",
+            "1",
+            "--drain-sec",
+            &format!("{}", secs + 5.0),
+        ]);
+    }
+    cc.args(["--seed", &format!("{}", 1 + i)]);
+    let out = output(cc)?;
+    let cjs = std::fs::read_to_string(&cli_json)
+        .map_err(|e| format!("squall client wrote no json ({e}): {}", text(&out)))?;
+    let ok = srv.wait();
+    let sjs = std::fs::read_to_string(&srv_json).map_err(|e| {
+        format!(
+            "squall server wrote no json ({e}): {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    })?;
+    let (c, s) = (parse_squall(&cjs, "client")?, parse_squall(&sjs, "server")?);
+    let mut notes = Vec::new();
+    let mut m = Measured {
+        secs,
+        errors: c.errors + s.errors,
+        ..Default::default()
+    };
+    if w == "W1" {
+        m.ops = c.completed as f64;
+        if c.l7_rx_bytes != c.completed * resp_total as u64 {
+            notes.push(format!(
+                "client received {} bytes, {} x {resp_total} expected",
+                c.l7_rx_bytes, c.completed
+            ));
+            m.errors += 1;
+        }
+        if s.completed != c.completed {
+            notes.push(format!(
+                "server completed {}, client {}",
+                s.completed, c.completed
+            ));
+            m.errors += 1;
+        }
+        notes.push(format!("offered {cps:.0} conn/s"));
+    } else {
+        m.ops = (c.l7_rx_bytes / resp_total as u64) as f64;
+        if c.l7_rx_bytes % resp_total as u64 != 0 {
+            notes.push("client bytes not a whole number of responses".into());
+            m.errors += 1;
+        }
+    }
+    if !out.status.success() && m.errors == 0 {
+        notes.push(format!("squall client exit {:?}", out.status.code()));
+        m.errors += 1;
+    }
+    if !ok && m.errors == 0 {
+        notes.push("squall server exit status not 0".into());
+        m.errors += 1;
+    }
+    // Busy CPU of each side's loop; idle polling is already out of it.
+    m.busy_us = [c.busy_cpu_sec * 1e6, s.busy_cpu_sec * 1e6];
+    m.proc_us = [Some(c.cpu_sec * 1e6), Some(s.cpu_sec * 1e6)];
+    m.frames = port_frames(&cjs, "client");
+    let mut r = Record {
+        workload: w.into(),
+        topology: "T-memif".into(),
+        client: "squall".into(),
+        server: "squall".into(),
+        conns: (w == "W2").then_some(conns as u64),
+        port: Some("dpdk-memif".into()),
+        seconds: secs,
+        ..Default::default()
+    };
+    let l7 = if w == "W1" {
+        (W1_REQ_BYTES + W1_RESP_BYTES) as f64
+    } else {
+        (W2_REQ_BYTES + resp_total) as f64
+    };
+    fill(&mut r, &m, Some(l7));
+    // `fill` sees no idle figure (busy_us is already busy-only): no raw columns.
+    r.client_raw_us_per_op = None;
+    r.server_raw_us_per_op = None;
+    notes.push("busy CPU of each side's polling loop; *_thread_us_per_op: all its CPU, idle polling included".into());
+    r.note = Some(notes.join("; "));
+    Ok(r)
+}
+
+fn progress(r: &Record, what: &str) {
+    eprintln!(
+        "memif {} {}: cps {:.0} rps {:.0} client {:.2} us/op server {:.2} us/op errors {}",
+        r.workload,
+        what,
+        r.cps.unwrap_or(0.0),
+        r.rps.unwrap_or(0.0),
+        r.client_us_per_op.unwrap_or(0.0),
+        r.server_us_per_op.unwrap_or(0.0),
+        r.errors
+    );
+}
+
+/// Runs every cell `o` asks for and calls `emit` with each median line.
+pub fn run(o: &MemifOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("memif needs root (DPDK's EAL, even without hugepages)".into());
+    }
+    if !o.squall.exists() {
+        return Err(format!(
+            "{} not found (cargo build --release -p squall --features squall/dpdk,squall-port/dpdk, or --squall PATH)",
+            o.squall.display()
+        ));
+    }
+    let help = Command::new(&o.squall)
+        .args(["run", "--help"])
+        .output()
+        .map_err(|e| format!("{}: {e}", o.squall.display()))?;
+    if !String::from_utf8_lossy(&help.stdout).contains("--eal") {
+        return Err(format!(
+            "{} was built without the dpdk feature (cargo build --release -p squall --features squall/dpdk,squall-port/dpdk)",
+            o.squall.display()
+        ));
+    }
+    let dir = std::env::temp_dir().join(format!("squall-bench-memif-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let res = run_cells(o, &dir, emit);
+    let _ = std::fs::remove_dir_all(&dir);
+    res
+}
+
+fn run_cells(o: &MemifOpts, dir: &Path, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
+    for w in &o.workloads {
+        if w == "W1" {
+            // The highest offered rate whose probe runs clean.
+            let mut cps = None;
+            for (k, &rate) in o.w1_cps.iter().enumerate() {
+                let r = run_once(o, "W1", 0, rate, 100 + k, dir)?;
+                progress(&r, &format!("probe at {rate:.0}"));
+                if r.errors == 0 {
+                    cps = Some(rate);
+                    break;
+                }
+            }
+            let Some(cps) = cps else {
+                return Err(format!(
+                    "W1: no clean run at any of the rates {:?}",
+                    o.w1_cps
+                ));
+            };
+            let mut runs = Vec::new();
+            for i in 0..o.runs {
+                let r = run_once(o, "W1", 0, cps, i, dir)?;
+                progress(&r, &format!("run {}/{}", i + 1, o.runs));
+                runs.push(r);
+            }
+            emit(&median_line(&runs).ok_or("no run")?);
+        } else {
+            for &c in &o.conns {
+                let mut runs = Vec::new();
+                for i in 0..o.runs {
+                    let r = run_once(o, "W2", c, 0.0, i, dir)?;
+                    progress(&r, &format!("C={c} run {}/{}", i + 1, o.runs));
+                    runs.push(r);
+                }
+                emit(&median_line(&runs).ok_or("no run")?);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn options_parse_and_check_ranges() {
+        let o = parse_opts(
+            &args("--workloads w2 --conns 10,100 --runs 1 --w1-cps 1000,5000"),
+            "sq".into(),
+        )
+        .unwrap();
+        assert_eq!(o.workloads, ["W2"]);
+        assert_eq!(o.conns, [10, 100]);
+        assert_eq!(o.runs, 1);
+        // Highest first.
+        assert_eq!(o.w1_cps, [5000.0, 1000.0]);
+        assert!(parse_opts(&args("--workloads W3"), "sq".into()).is_err());
+        assert!(parse_opts(&args("--conns 0"), "sq".into()).is_err());
+        assert!(parse_opts(&args("--seconds 0.1"), "sq".into()).is_err());
+        assert!(parse_opts(&args("--runs"), "sq".into()).is_err());
+        assert!(parse_opts(&args("--bogus 1"), "sq".into()).is_err());
+    }
+
+    #[test]
+    fn port_frames_sum_both_directions() {
+        let js = r#"{"client":{"port":{"tx_frames":10,"rx_frames":32}}}"#;
+        assert_eq!(port_frames(js, "client"), 42.0);
+        assert_eq!(port_frames("not json", "client"), 0.0);
+    }
+}
