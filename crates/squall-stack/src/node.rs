@@ -209,22 +209,25 @@ impl<P: Port> Node<P> {
         )
     }
 
-    /// Hands queued frames to the port.
-    pub fn flush(&mut self) {
-        if !self.tx.out.is_empty() {
-            self.port.tx_burst(&mut self.tx.out);
+    /// Hands queued frames to the port; returns how many it took.
+    pub fn flush(&mut self) -> usize {
+        if self.tx.out.is_empty() {
+            0
+        } else {
+            self.port.tx_burst(&mut self.tx.out)
         }
     }
 
     /// Hands the queued frames to the port, then lets flows that stopped on an empty TX
     /// pool continue with the frames that came back (`TcpHost::tx_resume`). Returns true
-    /// if a resumed flow wrote frames.
+    /// if the port took frames or a resumed flow wrote some: waiting on a port that
+    /// takes nothing (its ring full) is not work.
     fn flush_resume(&mut self, now: u64, tap: Option<TapRef<'_>>) -> bool {
-        self.flush();
+        let sent = self.flush();
         let mut sink = PortSink::new(&mut self.port, &mut self.tx, tap, now, self.offload);
         let queued = sink.tx.out.len();
         self.tx_waiting = self.tcp.tx_resume(now, &mut sink);
-        self.tx.out.len() > queued
+        sent > 0 || self.tx.out.len() > queued
     }
 
     /// One turn of the loop at time `now` for `app`; `tap` sees every frame sent.
@@ -274,9 +277,8 @@ impl<P: Port> Node<P> {
             work |= app.poll(&mut io);
         }
         // Transmit, then resume flows that waited for frames (and send what they wrote).
-        work |= !self.tx.out.is_empty();
         work |= self.flush_resume(now, tap);
-        self.flush();
+        work |= self.flush() > 0;
         self.progressed = work;
         self.counters.busy_turns += u64::from(work);
         work
