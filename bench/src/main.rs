@@ -38,7 +38,8 @@ const USAGE: &str = "usage:
                      `flock /tmp/squall-lab.lock`; client core 0, server core 1)
   squall-bench memif [--workloads W1,W2] [--conns 100,1000] (W2) [--seconds 5] [--runs 3]
                     [--w1-cps 160000,130000,100000,70000,40000] (W1 rates tried, highest first;
-                     the first clean one is measured) [--squall PATH] (built with the dpdk feature)
+                     the first clean one is measured) [--zero-copy yes|no] (memif client end)
+                    [--squall PATH] (built with the dpdk feature)
                     (T-memif, root: two squall processes over DPDK net_memif, client core 0,
                      server core 1, busy CPU of each side's loop per op)
   squall-bench blast tx|rx --iface IF [--seconds S] [--size 64] [--dst MAC]  (internal: raw-veth)

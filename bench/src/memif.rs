@@ -30,6 +30,9 @@ pub struct MemifOpts {
     pub runs: usize,
     /// Offered W1 rates to try, highest first.
     pub w1_cps: Vec<f64>,
+    /// The client end in memif's zero-copy mode (its mbufs are the shared buffers; the
+    /// server end then does the one copy each way).
+    pub zero_copy: bool,
     pub squall: PathBuf,
 }
 
@@ -41,6 +44,7 @@ impl MemifOpts {
             seconds: 5.0,
             runs: 3,
             w1_cps: vec![160_000.0, 130_000.0, 100_000.0, 70_000.0, 40_000.0],
+            zero_copy: true,
             squall,
         }
     }
@@ -105,6 +109,13 @@ pub fn parse_opts(args: &[String], squall: PathBuf) -> Result<MemifOpts, String>
                 }
                 o.w1_cps = r;
             }
+            "--zero-copy" => {
+                o.zero_copy = match v.as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    x => return Err(format!("--zero-copy {x}: yes or no")),
+                }
+            }
             "--squall" => o.squall = PathBuf::from(v),
             other => return Err(format!("unknown option {other}")),
         }
@@ -132,9 +143,16 @@ fn squall_cmd(
     } else {
         SERVER_CORE
     };
+    // memif's zero-copy mode is the client role's (DPDK 22.11), and needs the EAL's
+    // memory in single-file segments to share it.
+    let (zc_eal, zc_dev) = if o.zero_copy && mode == "client" {
+        (" --single-file-segments", ",zero-copy=yes")
+    } else {
+        ("", "")
+    };
     let eal = format!(
-        "--no-huge --in-memory -l {core} --no-pci --no-telemetry --log-level=*:warning \
-         --file-prefix=sqb-memif-{mode}-{pid} --vdev=net_memif0,role={mode},socket={sock}",
+        "--no-huge --in-memory -l {core} --no-pci --no-telemetry --log-level=*:warning{zc_eal} \
+         --file-prefix=sqb-memif-{mode}-{pid} --vdev=net_memif0,role={mode},socket={sock}{zc_dev}",
         pid = std::process::id(),
         sock = sock.display()
     );
@@ -187,6 +205,25 @@ fn run_once(
     sc.args(["--duration", &format!("{srv_secs}"), "--drain-sec", "1"]);
     let log = dir.join(format!("server-{i}.out"));
     let mut srv = Bg::spawn(sc, &log)?;
+    // The memif client connects once, at its start: the server's socket must be there
+    // (an abstract socket by default, listed in /proc/net/unix as `@PATH`).
+    let t0 = std::time::Instant::now();
+    let listed = format!("@{}", sock.display());
+    let listening = || {
+        std::fs::read_to_string("/proc/net/unix")
+            .map(|t| t.lines().any(|l| l.ends_with(&listed)))
+            .unwrap_or(false)
+            || sock.exists()
+    };
+    while !listening() {
+        if t0.elapsed() > std::time::Duration::from_secs(20) {
+            return Err(format!(
+                "the squall server made no memif socket in 20 s: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let mut cc = squall_cmd(o, "client", &p, &cli_json, &sock, secs);
     if w == "W1" {
         cc.args([
@@ -280,7 +317,11 @@ fn run_once(
     // `fill` sees no idle figure (busy_us is already busy-only): no raw columns.
     r.client_raw_us_per_op = None;
     r.server_raw_us_per_op = None;
-    notes.push("busy CPU of each side's polling loop; *_thread_us_per_op: all its CPU, idle polling included".into());
+    notes.push(format!(
+        "memif client (the TCP client) zero-copy {}; busy CPU of each side's polling loop; \
+         *_thread_us_per_op: all its CPU, idle polling included",
+        if o.zero_copy { "on" } else { "off" }
+    ));
     r.note = Some(notes.join("; "));
     Ok(r)
 }
