@@ -26,9 +26,18 @@ enum State {
     Close,
     /// In the chunk-size digits: value so far, digits seen.
     Size(u64, u8),
-    /// After the digits: BWS before `;`, or the extensions up to CR.
+    /// After the digits: BWS before `;`.
     SizeWs(u64),
-    Ext(u64),
+    /// Chunk extensions (RFC 9112 §7.1.1): after `;` (BWS, then a name), in a name,
+    /// after `=` (BWS, then a token or a quoted string), in a token value, in a quoted
+    /// string, after a backslash in it, after a value (BWS, then `;` or CR).
+    ExtStart(u64),
+    ExtName(u64),
+    ExtValStart(u64),
+    ExtToken(u64),
+    ExtQuoted(u64),
+    ExtEscape(u64),
+    ExtEnd(u64),
     /// CR seen at the end of the size line.
     SizeLf(u64),
     /// Bytes left of the current chunk's data.
@@ -152,17 +161,19 @@ impl BodyDecoder {
                     self.size_line()?;
                     match c {
                         b' ' | b'\t' => {}
-                        b';' => self.state = State::Ext(v),
+                        b';' => self.state = State::ExtStart(v),
                         _ => return Err(Error::BadRequest("bad chunk size")),
                     }
                 }
-                State::Ext(v) => {
+                State::ExtStart(_)
+                | State::ExtName(_)
+                | State::ExtValStart(_)
+                | State::ExtToken(_)
+                | State::ExtQuoted(_)
+                | State::ExtEscape(_)
+                | State::ExtEnd(_) => {
                     self.size_line()?;
-                    match c {
-                        b'\r' => self.state = State::SizeLf(v),
-                        c if is_field_vchar(c) => {}
-                        _ => return Err(Error::BadRequest("bad chunk extension")),
-                    }
+                    self.state = ext(self.state, c)?;
                 }
                 State::SizeLf(v) => {
                     if c != b'\n' {
@@ -249,7 +260,7 @@ impl BodyDecoder {
     fn after_size(&mut self, v: u64, c: u8) -> Result<(), Error> {
         self.state = match c {
             b'\r' => State::SizeLf(v),
-            b';' => State::Ext(v),
+            b';' => State::ExtStart(v),
             b' ' | b'\t' => State::SizeWs(v),
             _ => return Err(Error::BadRequest("bad chunk size")),
         };
@@ -271,6 +282,31 @@ impl BodyDecoder {
         }
         Ok(())
     }
+}
+
+/// The chunk-extension state after byte `c` in state `s`.
+fn ext(s: State, c: u8) -> Result<State, Error> {
+    const BAD: Error = Error::BadRequest("bad chunk extension");
+    let ws = matches!(c, b' ' | b'\t');
+    Ok(match s {
+        State::ExtStart(v) if ws => State::ExtStart(v),
+        State::ExtStart(v) if is_tchar(c) => State::ExtName(v),
+        State::ExtName(v) if is_tchar(c) => State::ExtName(v),
+        State::ExtName(v) if c == b'=' => State::ExtValStart(v),
+        State::ExtValStart(v) if ws => State::ExtValStart(v),
+        State::ExtValStart(v) if c == b'"' => State::ExtQuoted(v),
+        State::ExtValStart(v) | State::ExtToken(v) if is_tchar(c) => State::ExtToken(v),
+        State::ExtQuoted(v) if c == b'\\' => State::ExtEscape(v),
+        State::ExtQuoted(v) if c == b'"' => State::ExtEnd(v),
+        State::ExtQuoted(v) if c != 0x7f && (c == b'\t' || c >= 0x20) => State::ExtQuoted(v),
+        State::ExtEscape(v) if c != 0x7f && (c == b'\t' || c >= 0x20) => State::ExtQuoted(v),
+        State::ExtName(v) | State::ExtToken(v) | State::ExtEnd(v) if ws => State::ExtEnd(v),
+        State::ExtName(v) | State::ExtToken(v) | State::ExtEnd(v) if c == b';' => {
+            State::ExtStart(v)
+        }
+        State::ExtName(v) | State::ExtToken(v) | State::ExtEnd(v) if c == b'\r' => State::SizeLf(v),
+        _ => return Err(BAD),
+    })
 }
 
 fn hex(c: u8) -> Option<u64> {

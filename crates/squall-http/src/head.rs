@@ -186,7 +186,7 @@ pub fn parse_request<'b, 'h>(
         (None, Some(0)) | (None, None) => BodyKind::None,
         (None, Some(n)) => BodyKind::Length(n),
     };
-    if version == Version::Http11 && f.hosts != 1 {
+    if lim.require_host && version == Version::Http11 && f.hosts != 1 {
         return Err(Error::BadRequest(if f.hosts == 0 {
             "HTTP/1.1 request without Host"
         } else {

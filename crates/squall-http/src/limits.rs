@@ -18,6 +18,9 @@ pub struct Limits {
     pub max_chunk_line: usize,
     /// Largest trailer section, bytes.
     pub max_trailers: usize,
+    /// HTTP/1.1 requests must carry exactly one Host (RFC 9112 §3.2; a server's rule,
+    /// off to parse other parsers' test inputs that leave it out).
+    pub require_host: bool,
 }
 
 impl Default for Limits {
@@ -30,6 +33,7 @@ impl Default for Limits {
             max_body: 1 << 20,
             max_chunk_line: 1024,
             max_trailers: 8192,
+            require_host: true,
         }
     }
 }
