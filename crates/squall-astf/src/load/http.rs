@@ -1,0 +1,281 @@
+//! The `http_request` instruction: checks the method, URLs, headers, weights and body,
+//! and cuts the request into parts whose alternatives become interned buffers of the
+//! profile (see [`crate::http`]).
+
+use std::collections::HashMap;
+
+use crate::error::Errors;
+use crate::http::{HttpReq, Part, Pick, MAX_HTTP_CHOICES, MAX_HTTP_PARTS};
+use crate::model::BufIdx;
+use crate::raw::{RawHeader, RawPick};
+
+/// Requests and the buffers they add, collected over all programs.
+#[derive(Default)]
+pub(super) struct HttpBuild {
+    /// Buffers of the raw profile (new buffers are numbered after them).
+    pub(super) base: usize,
+    pub(super) bufs: Vec<Vec<u8>>,
+    pub(super) interned: HashMap<Vec<u8>, u32>,
+    pub(super) reqs: Vec<HttpReq>,
+    pub(super) cursors: u32,
+}
+
+/// The fields of one `http_request` command.
+pub(super) struct RawRequest<'a> {
+    pub(super) method: Option<&'a str>,
+    pub(super) url: Option<&'a str>,
+    pub(super) urls: Option<&'a [String]>,
+    pub(super) pick: Option<RawPick>,
+    pub(super) weights: Option<&'a [u64]>,
+    pub(super) headers: &'a [RawHeader],
+    /// The body buffer (index) and its length, already resolved.
+    pub(super) body: Option<(usize, usize)>,
+    pub(super) version: Option<&'a str>,
+}
+
+fn is_tchar(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
+}
+
+fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(is_tchar)
+}
+
+impl HttpBuild {
+    fn intern(&mut self, bytes: Vec<u8>) -> BufIdx {
+        if let Some(&i) = self.interned.get(&bytes) {
+            return BufIdx(i);
+        }
+        let i = (self.base + self.bufs.len()) as u32;
+        self.interned.insert(bytes.clone(), i);
+        self.bufs.push(bytes);
+        BufIdx(i)
+    }
+
+    /// A part choosing among `alts` (already formatted bytes).
+    fn part(
+        &mut self,
+        alts: Vec<Vec<u8>>,
+        pick: Option<RawPick>,
+        weights: Option<&[u64]>,
+        p: &str,
+        errs: &mut Errors,
+    ) -> Part {
+        let pick = match (alts.len(), pick, weights) {
+            (_, Some(RawPick::Weighted), None) => {
+                errs.push(format!("{p}.weights"), "pick \"weighted\" needs weights");
+                Pick::Fixed
+            }
+            (_, Some(k), Some(_)) if k != RawPick::Weighted => {
+                errs.push(
+                    format!("{p}.weights"),
+                    "weights are only for pick \"weighted\"",
+                );
+                Pick::Fixed
+            }
+            (_, _, Some(_)) => Pick::Weighted,
+            (1, _, None) => Pick::Fixed,
+            (_, None | Some(RawPick::RoundRobin), None) => Pick::RoundRobin,
+            (_, Some(RawPick::Random), None) => Pick::Random,
+            (_, Some(RawPick::Flow), None) => Pick::Flow,
+        };
+        let mut cum = Vec::new();
+        if let (Pick::Weighted, Some(w)) = (pick, weights) {
+            if w.len() != alts.len() {
+                errs.push(
+                    format!("{p}.weights"),
+                    format!("{} weights for {} alternatives", w.len(), alts.len()),
+                );
+            }
+            let mut total = 0u64;
+            for &x in w {
+                total = total.saturating_add(x);
+                cum.push(total.min(u64::from(u32::MAX)) as u32);
+            }
+            if total == 0 || total >= 1 << 32 {
+                errs.push(
+                    format!("{p}.weights"),
+                    format!("weights must add up to 1..2^32, not {total}"),
+                );
+            }
+        }
+        let cursor = if pick == Pick::RoundRobin {
+            self.cursors += 1;
+            self.cursors - 1
+        } else {
+            0
+        };
+        Part {
+            bufs: alts.into_iter().map(|a| self.intern(a)).collect(),
+            pick,
+            cum: cum.into(),
+            cursor,
+        }
+    }
+
+    /// Compiles one request; its index in [`HttpBuild::reqs`].
+    pub(super) fn request(&mut self, r: &RawRequest, p: &str, errs: &mut Errors) -> u16 {
+        let start = errs.list.len();
+        let method = r.method.unwrap_or("GET");
+        if !is_token(method) {
+            errs.push(
+                format!("{p}.method"),
+                format!("{method:?} is not an HTTP method token"),
+            );
+        }
+        let version = match r.version.unwrap_or("1.1") {
+            "1.1" => "HTTP/1.1",
+            "1.0" => "HTTP/1.0",
+            v => {
+                errs.push(
+                    format!("{p}.version"),
+                    format!("{v:?}: HTTP version \"1.1\" or \"1.0\""),
+                );
+                "HTTP/1.1"
+            }
+        };
+        let urls: Vec<&str> = match (r.url, r.urls) {
+            (Some(u), None) => vec![u],
+            (None, Some(l)) if !l.is_empty() => l.iter().map(String::as_str).collect(),
+            (None, Some(_)) => {
+                errs.push(format!("{p}.urls"), "an empty URL list");
+                vec![]
+            }
+            (Some(_), Some(_)) => {
+                errs.push(p, "give url or urls, not both");
+                vec![]
+            }
+            (None, None) => {
+                errs.push(p, "an http_request needs url or urls");
+                vec![]
+            }
+        };
+        if urls.len() > MAX_HTTP_CHOICES {
+            errs.push(
+                format!("{p}.urls"),
+                format!("{} URLs, more than {MAX_HTTP_CHOICES}", urls.len()),
+            );
+        }
+        for (k, u) in urls.iter().enumerate() {
+            if u.is_empty() || !u.bytes().all(|c| (0x21..=0x7e).contains(&c)) {
+                errs.push(
+                    format!("{p}.urls[{k}]"),
+                    format!("{u:?} is not a request target (visible ASCII, no spaces)"),
+                );
+            }
+        }
+        if r.url.is_some() && (r.pick.is_some() || r.weights.is_some()) {
+            errs.push(p, "pick and weights choose among urls, not one url");
+        }
+        let mut has_host = false;
+        for (k, h) in r.headers.iter().enumerate() {
+            let hp = format!("{p}.headers[{k}]");
+            if !is_token(&h.name) {
+                errs.push(
+                    format!("{hp}.name"),
+                    format!("{:?} is not a header name", h.name),
+                );
+            }
+            let n = h.name.to_ascii_lowercase();
+            has_host |= n == "host";
+            if n == "content-length" || n == "transfer-encoding" {
+                errs.push(
+                    format!("{hp}.name"),
+                    "the body's framing is the generator's (Content-Length from the body buffer)",
+                );
+            }
+            let vals: Vec<&String> = match (&h.value, &h.values) {
+                (Some(v), None) => vec![v],
+                (None, Some(l)) if !l.is_empty() => l.iter().collect(),
+                _ => {
+                    errs.push(
+                        hp.clone(),
+                        "a header needs value or a non-empty values list",
+                    );
+                    vec![]
+                }
+            };
+            if vals.len() > MAX_HTTP_CHOICES {
+                errs.push(
+                    format!("{hp}.values"),
+                    format!("more than {MAX_HTTP_CHOICES} values"),
+                );
+            }
+            for v in vals {
+                if !v.bytes().all(|c| c == b'\t' || (0x20..=0x7e).contains(&c)) {
+                    errs.push(
+                        hp.clone(),
+                        format!("{v:?}: header values are visible ASCII, spaces and tabs"),
+                    );
+                }
+            }
+        }
+        if version == "HTTP/1.1" && !has_host {
+            errs.push(
+                format!("{p}.headers"),
+                "an HTTP/1.1 request needs a Host header (RFC 9112 §3.2)",
+            );
+        }
+        if errs.list.len() > start {
+            return 0;
+        }
+        let mut parts = Vec::new();
+        let lines = urls
+            .iter()
+            .map(|u| format!("{method} {u} {version}\r\n").into_bytes())
+            .collect();
+        parts.push(self.part(lines, r.pick, r.weights, p, errs));
+        let mut fixed = Vec::new();
+        for (k, h) in r.headers.iter().enumerate() {
+            let line = |v: &str| format!("{}: {v}\r\n", h.name).into_bytes();
+            match (&h.value, &h.values) {
+                (Some(v), _) => fixed.extend(line(v)),
+                (None, Some(l)) if l.len() == 1 => fixed.extend(line(&l[0])),
+                (None, Some(l)) => {
+                    if !fixed.is_empty() {
+                        let f = std::mem::take(&mut fixed);
+                        parts.push(self.part(vec![f], None, None, p, errs));
+                    }
+                    let alts = l.iter().map(|v| line(v)).collect();
+                    let hp = format!("{p}.headers[{k}]");
+                    parts.push(self.part(alts, h.pick, h.weights.as_deref(), &hp, errs));
+                }
+                (None, None) => {}
+            }
+        }
+        if let Some((_, len)) = r.body {
+            fixed.extend(format!("Content-Length: {len}\r\n").into_bytes());
+        }
+        fixed.extend(b"\r\n");
+        parts.push(self.part(vec![fixed], None, None, p, errs));
+        if let Some((b, len)) = r.body {
+            if len > 0 {
+                parts.push(Part {
+                    bufs: [BufIdx(b as u32)].into(),
+                    pick: Pick::Fixed,
+                    cum: [].into(),
+                    cursor: 0,
+                });
+            }
+        }
+        if parts.len() > MAX_HTTP_PARTS {
+            errs.push(
+                format!("{p}.headers"),
+                format!(
+                    "{} parts (each varying header and each run of fixed ones is one), more than {MAX_HTTP_PARTS}",
+                    parts.len()
+                ),
+            );
+        }
+        if self.reqs.len() >= usize::from(u16::MAX) {
+            errs.push(p, "too many http_request instructions in the profile");
+            return 0;
+        }
+        self.reqs.push(HttpReq {
+            head: method == "HEAD",
+            method: method.to_string(),
+            parts,
+        });
+        (self.reqs.len() - 1) as u16
+    }
+}
