@@ -622,6 +622,47 @@ mod tests {
     }
 
     #[test]
+    fn http_wait_response_waits_for_the_pending_responses() {
+        let v = serde_json::json!({
+            "version": 1, "buffers": [],
+            "ip_gens": [{"name": "g", "clients": {"range": ["16.0.0.1", "16.0.0.1"]},
+                "servers": {"range": ["48.0.0.1", "48.0.0.1"]}}],
+            "programs": [{"name": "c", "commands": [
+                {"op": "http_request", "url": "/", "headers": [{"name": "Host", "value": "h"}]},
+                {"op": "http_request", "url": "/", "headers": [{"name": "Host", "value": "h"}]},
+                {"op": "http_wait_response"}]}],
+            "templates": [{"client_program": "c", "server_program": "c"}]
+        });
+        let profile = crate::load_profile_value(v).unwrap();
+        for peer_closes in [false, true] {
+            let mut st = ProgState::new(ProgIdx(0));
+            let mut io = Fake::default();
+            assert_eq!(
+                st.on_event(&profile, &mut io, Event::Start),
+                Status::Running
+            );
+            assert_eq!(io.actions, ["http_request", "http_request"]);
+            assert_eq!(st.wake(&profile, 0), Wake::HttpIdle);
+            io.http = 1;
+            assert_eq!(st.on_event(&profile, &mut io, Event::Data), Status::Running);
+            let s = if peer_closes {
+                io.peer_closed = true;
+                st.on_event(&profile, &mut io, Event::PeerClosed)
+            } else {
+                io.http = 0;
+                st.on_event(&profile, &mut io, Event::Data)
+            };
+            let want = if peer_closes {
+                Outcome::PeerClosedEarly
+            } else {
+                Outcome::Closed
+            };
+            assert_eq!(s, Status::Finished(want));
+            assert_eq!(io.actions.last(), Some(&"close"));
+        }
+    }
+
+    #[test]
     fn wake_conditions() {
         assert!(Wake::Any.met(0, 9, false, false));
         assert!(!Wake::Timer.met(9, 0, true, true));

@@ -279,3 +279,160 @@ impl HttpBuild {
         (self.reqs.len() - 1) as u16
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::http::Pick;
+    use crate::{load_profile_value, Insn, LoadError, Profile};
+    use serde_json::{json, Value};
+
+    fn load(cmds: Value) -> Result<Profile, LoadError> {
+        load_profile_value(json!({
+            "version": 1,
+            "buffers": [{"name": "form", "text": "a=1&b=2"}],
+            "ip_gens": [{"name": "g", "clients": {"range": ["16.0.0.1", "16.0.0.9"]},
+                "servers": {"range": ["48.0.0.1", "48.0.0.1"]}}],
+            "programs": [{"name": "c", "commands": cmds},
+                {"name": "s", "commands": [{"op": "recv", "bytes": 1}]}],
+            "templates": [{"client_program": "c", "server_program": "s"}]
+        }))
+    }
+
+    fn text(p: &Profile, b: crate::BufIdx) -> String {
+        String::from_utf8(p.buffer(b).to_vec()).unwrap()
+    }
+
+    #[test]
+    fn request_is_cut_into_shared_pieces() {
+        let p = load(json!([
+            {"op": "http_request", "method": "POST", "urls": ["/a", "/b?x=1"],
+             "pick": "weighted", "weights": [3, 1],
+             "headers": [{"name": "Host", "value": "h"},
+                         {"name": "User-Agent", "values": ["u1", "u2", "u3"], "pick": "flow"},
+                         {"name": "Accept", "value": "*/*"}],
+             "body": "form"},
+            {"op": "http_wait_response"},
+            {"op": "http_request", "url": "/a", "method": "HEAD",
+             "headers": [{"name": "Host", "value": "h"}]},
+            {"op": "http_wait_response"}
+        ]))
+        .unwrap();
+        assert!(p.programs[0].has_http && !p.programs[1].has_http);
+        assert_eq!(
+            p.programs[0].insns[..2],
+            [Insn::HttpRequest { req: 0 }, Insn::HttpWaitResponse]
+        );
+        let r = &p.http[0];
+        assert!(!r.head && p.http[1].head);
+        let picks: Vec<Pick> = r.parts.iter().map(|x| x.pick).collect();
+        assert_eq!(
+            picks,
+            [
+                Pick::Weighted,
+                Pick::Fixed,
+                Pick::Flow,
+                Pick::Fixed,
+                Pick::Fixed
+            ]
+        );
+        assert_eq!(&*r.parts[0].cum, [3, 4]);
+        assert_eq!(text(&p, r.parts[0].bufs[1]), "POST /b?x=1 HTTP/1.1\r\n");
+        assert_eq!(text(&p, r.parts[1].bufs[0]), "Host: h\r\n");
+        assert_eq!(text(&p, r.parts[2].bufs[2]), "User-Agent: u3\r\n");
+        assert_eq!(
+            text(&p, r.parts[3].bufs[0]),
+            "Accept: */*\r\nContent-Length: 7\r\n\r\n"
+        );
+        assert_eq!(p.buffers[r.parts[4].bufs[0].0 as usize].name, "form");
+        // Identical pieces are one buffer: "Host: h\r\n" of the HEAD request is not.
+        let head_tail = p.http[1].parts[1].bufs[0];
+        assert_eq!(text(&p, head_tail), "Host: h\r\n\r\n");
+        assert_eq!(p.http_cursors, 0);
+        // The whole request, as a peer receives it.
+        let mut all = String::new();
+        r.pieces(&mut [], || 0, 5, |b| all.push_str(&text(&p, b)));
+        assert!(all.starts_with("POST /a HTTP/1.1\r\nHost: h\r\nUser-Agent: u"));
+        assert!(all.ends_with("Content-Length: 7\r\n\r\na=1&b=2"), "{all}");
+    }
+
+    #[test]
+    fn round_robin_is_the_default_for_lists() {
+        let p = load(json!([
+            {"op": "http_request", "urls": ["/1", "/2"], "version": "1.0",
+             "headers": [{"name": "X", "values": ["a", "b"]}]},
+            {"op": "http_wait_response"}
+        ]))
+        .unwrap();
+        let r = &p.http[0];
+        assert_eq!(
+            (r.parts[0].pick, r.parts[1].pick),
+            (Pick::RoundRobin, Pick::RoundRobin)
+        );
+        assert_eq!(
+            (r.parts[0].cursor, r.parts[1].cursor, p.http_cursors),
+            (0, 1, 2)
+        );
+        assert_eq!(text(&p, r.parts[0].bufs[0]), "GET /1 HTTP/1.0\r\n");
+    }
+
+    #[test]
+    fn bad_requests_are_reported_with_their_paths() {
+        let e = load(json!([
+            {"op": "http_request", "method": "G T", "urls": ["/ok", "/with space"],
+             "pick": "weighted",
+             "headers": [{"name": "Bad:Name", "value": "v"}, {"name": "Content-Length", "value": "3"},
+                         {"name": "X", "values": []}, {"name": "Y", "value": "line\r\nbreak"}],
+             "body": "nope", "version": "2"},
+            {"op": "http_request", "url": "/", "pick": "random"},
+            {"op": "http_request", "urls": ["/a", "/b"], "weights": [0, 0],
+             "headers": [{"name": "Host", "value": "h"}]},
+            {"op": "http_wait_response"}
+        ]))
+        .unwrap_err()
+        .to_string();
+        for want in [
+            "commands[0].method: \"G T\" is not an HTTP method token",
+            "commands[0].urls[1]: \"/with space\" is not a request target",
+            "commands[0].headers[0].name: \"Bad:Name\" is not a header name",
+            "commands[0].headers[1].name: the body's framing is the generator's",
+            "commands[0].headers[2]: a header needs value or a non-empty values list",
+            "commands[0].headers[3]: \"line\\r\\nbreak\": header values are visible ASCII",
+            "commands[0].body: unknown buffer \"nope\"",
+            "commands[0].version: \"2\": HTTP version",
+            "commands[1]: pick and weights choose among urls, not one url",
+            "commands[1].headers: an HTTP/1.1 request needs a Host header",
+            "commands[2].weights: weights must add up to 1..2^32, not 0",
+        ] {
+            assert!(e.contains(want), "missing {want:?} in\n{e}");
+        }
+        let e = load(json!([{"op": "http_request", "headers": []}]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs url or urls"), "{e}");
+    }
+
+    #[test]
+    fn http_instructions_are_tcp_only_and_wait() {
+        let e = load_profile_value(json!({
+            "version": 1, "buffers": [],
+            "ip_gens": [{"name": "g", "clients": {"range": ["16.0.0.1", "16.0.0.1"]},
+                "servers": {"range": ["48.0.0.1", "48.0.0.1"]}}],
+            "programs": [{"name": "c", "commands": [{"op": "http_wait_response"},
+                {"op": "set_keepalive_msg", "msec": 10}]}],
+            "templates": [{"client_program": "c", "server_program": "c"}]
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("mixes TCP instruction \"http_wait_response\""),
+            "{e}"
+        );
+        // A loop of requests is accepted: http_wait_response waits.
+        load(json!([
+            {"op": "set_var", "id": 0, "val": 10}, {"op": "set_label", "label": "a"},
+            {"op": "http_request", "url": "/", "headers": [{"name": "Host", "value": "h"}]},
+            {"op": "http_wait_response"}, {"op": "jmp_nz", "id": 0, "label": "a"}
+        ]))
+        .unwrap();
+    }
+}
