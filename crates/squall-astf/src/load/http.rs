@@ -238,7 +238,9 @@ impl HttpBuild {
                     }
                     let alts = l.iter().map(|v| line(v)).collect();
                     let hp = format!("{p}.headers[{k}]");
-                    parts.push(self.part(alts, h.pick, h.weights.as_deref(), &hp, errs));
+                    // Header lists vary per flow unless told otherwise.
+                    let pick = h.pick.or(h.weights.is_none().then_some(RawPick::Flow));
+                    parts.push(self.part(alts, pick, h.weights.as_deref(), &hp, errs));
                 }
                 (None, None) => {}
             }
@@ -356,7 +358,7 @@ mod tests {
     }
 
     #[test]
-    fn round_robin_is_the_default_for_lists() {
+    fn round_robin_for_url_lists_flow_for_header_lists_by_default() {
         let p = load(json!([
             {"op": "http_request", "urls": ["/1", "/2"], "version": "1.0",
              "headers": [{"name": "X", "values": ["a", "b"]}]},
@@ -366,12 +368,9 @@ mod tests {
         let r = &p.http[0];
         assert_eq!(
             (r.parts[0].pick, r.parts[1].pick),
-            (Pick::RoundRobin, Pick::RoundRobin)
+            (Pick::RoundRobin, Pick::Flow)
         );
-        assert_eq!(
-            (r.parts[0].cursor, r.parts[1].cursor, p.http_cursors),
-            (0, 1, 2)
-        );
+        assert_eq!((r.parts[0].cursor, p.http_cursors), (0, 1));
         assert_eq!(text(&p, r.parts[0].bufs[0]), "GET /1 HTTP/1.0\r\n");
     }
 
