@@ -889,6 +889,22 @@ mod tests {
         const { assert!(GenApp::FLOW_STATE_BYTES <= 96) };
     }
 
+    /// Profiles without HTTP programs carry no HTTP state (W3 does not grow); HTTP flows
+    /// add [`super::super::http::HTTP_FLOW_BYTES`] each.
+    #[test]
+    fn http_state_only_for_http_profiles() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/w1-astf-http.json");
+        let w1 = Arc::new(crate::source::load(&path, &[]).unwrap());
+        let app = GenApp::new(w1, Vec::new(), 16, 0, 1);
+        assert!(app.http.is_none());
+        eprintln!(
+            "per-flow state: {} bytes (+{} for flows of HTTP programs)",
+            GenApp::FLOW_STATE_BYTES,
+            super::super::http::HTTP_FLOW_BYTES
+        );
+    }
+
     #[test]
     fn outcome_codes_are_distinct_and_nonzero() {
         let v = [
