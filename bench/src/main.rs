@@ -18,7 +18,8 @@ use squall_bench::workload::{self, RunCfg};
 
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
-                    [--stacks smoltcp,squall] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
+                    [--stacks smoltcp,squall,squall-serve] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
+                    (squall-serve: W2 with `squall serve`'s app as the server, answers parsed)
                     [--pool N]  (frames per side of Squall's wire; default sized from C)
                     [--offload]   (emulate checksum offload on both sides: a second row)
                     [--initwnd 2,10]  (W1 Squall rows per initial window, mem2 driver on one
@@ -265,6 +266,16 @@ fn run_squall(_requests: bool, _cfg: &RunCfg, _offload: bool) -> Result<Record, 
     Err("built without the `squall` feature (squall-tcp)".into())
 }
 
+#[cfg(feature = "squall")]
+fn run_squall_serve(cfg: &RunCfg, offload: bool) -> Result<Record, String> {
+    squall::run_serve(cfg, offload)
+}
+
+#[cfg(not(feature = "squall"))]
+fn run_squall_serve(_cfg: &RunCfg, _offload: bool) -> Result<Record, String> {
+    Err("built without the `squall` feature (squall-tcp)".into())
+}
+
 fn run_mem(o: &Opts) -> Result<(), String> {
     // T-mem1 is one thread: keep it on one core (caches, no migrations), the same for
     // every stack. Core 1: the kernel tends to put its own work on core 0.
@@ -272,6 +283,27 @@ fn run_mem(o: &Opts) -> Result<(), String> {
         eprintln!("note: could not pin the T-mem1 thread to core 1; running unpinned");
     }
     for stack in &o.stacks {
+        if stack == "squall-serve" {
+            // `squall serve`'s app answering W2 (W2 only: it serves HTTP).
+            for w in o.workloads.iter().filter(|w| *w != "W2") {
+                eprintln!("{w} squall-serve: skipped (the squall-serve cell is W2)");
+            }
+            if o.workloads.iter().any(|w| w == "W2") {
+                for &c in &o.conns {
+                    let mut runs = Vec::new();
+                    for i in 0..o.runs {
+                        let mut cfg = RunCfg::new(c, o.seconds);
+                        cfg.max_ops = o.max_ops;
+                        cfg.pool = o.pool;
+                        let r = run_squall_serve(&cfg, o.offload)?;
+                        progress(&r, i, o.runs);
+                        runs.push(r);
+                    }
+                    emit(&runs);
+                }
+            }
+            continue;
+        }
         if stack != "smoltcp" && stack != "squall" {
             return Err(format!(
                 "stack {stack:?} is not wired into the harness (adapter points: \
