@@ -15,9 +15,9 @@ use squall_serve::serve::respond::Route;
 use squall_stack::NodeApp;
 use squall_tcp::TcpConfig;
 
+use crate::http;
 use crate::measure::{self, Histogram};
 use crate::report::Record;
-use crate::http;
 use crate::squall_apps::{build, idle_skip, ClientApp, Endpoint, OpenStop, ServerApp, Wl};
 use crate::workload::RunCfg;
 
@@ -88,7 +88,10 @@ impl Rig {
         } = self;
         let mut node = s.node;
         let resp = http::w2_response();
-        let head = resp.windows(4).position(|w| w == b"\r\n\r\n").map_or(0, |p| p + 4);
+        let head = resp
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(0, |p| p + 4);
         let body: Arc<[u8]> = Arc::from(&resp[head..]);
         let route = Route::parse(&format!(
             "/testu return 200 \"{}\"",
@@ -168,7 +171,9 @@ pub fn run_serve(cfg: &RunCfg, offload: bool) -> Result<Record, String> {
     let rig = Rig::new(Wl::W2, cfg.conns, max_flows(cfg), offload, frames(cfg))?.with_serve();
     let mut r = measure_rig(rig, true, cfg, offload, "squall-serve");
     if let Some(n) = r.note.as_mut() {
-        n.push_str("; server: squall serve's app (route /testu), client checks answers with squall-http");
+        n.push_str(
+            "; server: squall serve's app (route /testu), client checks answers with squall-http",
+        );
     }
     Ok(r)
 }

@@ -337,7 +337,8 @@ fn status_line(l: &[u8]) -> Result<(Version, u16, &[u8]), Error> {
 }
 
 /// The header section from `pos` up to and including the empty line: the number of
-/// fields stored and the head's total length; `None` if incomplete.
+/// fields stored and the head's total length; `None` if incomplete. One pass over each
+/// line (RFC 9112 §5: `field-name ":" OWS field-value OWS CRLF`).
 fn fields<'b>(
     buf: &'b [u8],
     mut pos: usize,
@@ -345,59 +346,77 @@ fn fields<'b>(
     lim: &Limits,
 ) -> Result<Option<(usize, usize)>, Error> {
     let mut n = 0;
-    loop {
-        if pos > lim.max_head {
-            return Err(Error::HeadersTooLarge);
+    let len = buf.len();
+    // Incomplete at `at` (line began at `start`): an error if it cannot fit any more.
+    let partial = |start: usize, at: usize| -> Result<Option<(usize, usize)>, Error> {
+        if at - start > lim.max_header_line + 1 || at > lim.max_head {
+            Err(Error::HeadersTooLarge)
+        } else {
+            Ok(None)
         }
-        let Some((l, next)) = line(buf, pos, lim.max_header_line, Error::HeadersTooLarge)? else {
-            return if buf.len() > lim.max_head {
-                Err(Error::HeadersTooLarge)
-            } else {
-                Ok(None)
-            };
+    };
+    loop {
+        let start = pos;
+        let Some(&c) = buf.get(pos) else {
+            return partial(start, len);
         };
-        if l.is_empty() {
-            if next > lim.max_head {
-                return Err(Error::HeadersTooLarge);
+        match c {
+            b'\r' => {
+                return match buf.get(pos + 1) {
+                    None => partial(start, len),
+                    Some(b'\n') if pos + 2 > lim.max_head => Err(Error::HeadersTooLarge),
+                    Some(b'\n') => Ok(Some((n, pos + 2))),
+                    Some(_) => Err(Error::BadRequest("line not ended by CRLF")),
+                }
             }
-            return Ok(Some((n, next)));
+            b'\n' => return Err(Error::BadRequest("line not ended by CRLF")),
+            b' ' | b'\t' => return Err(Error::BadRequest("obsolete line folding")),
+            _ => {}
+        }
+        while pos < len && is_tchar(buf[pos]) {
+            pos += 1;
+        }
+        let Some(&c) = buf.get(pos) else {
+            return partial(start, len);
+        };
+        if c != b':' {
+            return Err(Error::BadRequest(match c {
+                b' ' | b'\t' => "whitespace between a field name and the colon",
+                b'\r' | b'\n' => "header field without a colon",
+                _ => "malformed field name",
+            }));
+        }
+        if pos == start {
+            return Err(Error::BadRequest("empty field name"));
+        }
+        let name = &buf[start..pos];
+        pos += 1;
+        while pos < len && matches!(buf[pos], b' ' | b'\t') {
+            pos += 1;
+        }
+        let vstart = pos;
+        while pos < len && is_field_vchar(buf[pos]) {
+            pos += 1;
+        }
+        match (buf.get(pos), buf.get(pos + 1)) {
+            (None, _) | (Some(b'\r'), None) => return partial(start, len),
+            (Some(b'\r'), Some(b'\n')) => {}
+            (Some(b'\r' | b'\n'), _) => return Err(Error::BadRequest("line not ended by CRLF")),
+            _ => return Err(Error::BadRequest("invalid character in a field value")),
+        }
+        if pos - start > lim.max_header_line || pos + 2 > lim.max_head {
+            return Err(Error::HeadersTooLarge);
         }
         if n >= lim.max_headers || n >= out.len() {
             return Err(Error::HeadersTooLarge);
         }
-        out[n] = field(l)?;
+        out[n] = Header {
+            name,
+            value: trim_ows(&buf[vstart..pos]),
+        };
         n += 1;
-        pos = next;
+        pos += 2;
     }
-}
-
-/// One `field-name ":" OWS field-value OWS` line (RFC 9112 §5).
-fn field(l: &[u8]) -> Result<Header<'_>, Error> {
-    if matches!(l[0], b' ' | b'\t') {
-        return Err(Error::BadRequest("obsolete line folding"));
-    }
-    let colon = l
-        .iter()
-        .position(|&c| !is_tchar(c))
-        .ok_or(Error::BadRequest("header field without a colon"))?;
-    if l[colon] != b':' {
-        return Err(Error::BadRequest(if matches!(l[colon], b' ' | b'\t') {
-            "whitespace between a field name and the colon"
-        } else {
-            "malformed field name"
-        }));
-    }
-    if colon == 0 {
-        return Err(Error::BadRequest("empty field name"));
-    }
-    let value = trim_ows(&l[colon + 1..]);
-    if !value.iter().all(|&c| is_field_vchar(c)) {
-        return Err(Error::BadRequest("invalid character in a field value"));
-    }
-    Ok(Header {
-        name: &l[..colon],
-        value,
-    })
 }
 
 /// What a Transfer-Encoding list ends with.
@@ -430,6 +449,10 @@ impl Semantics {
         let mut chunked_at = None;
         for h in headers {
             let n = h.name;
+            // Only names of these lengths can matter (a cheap filter first).
+            if !matches!(n.len(), 4 | 6 | 10 | 14 | 17) {
+                continue;
+            }
             if n.eq_ignore_ascii_case(b"content-length") {
                 if s.cl.is_some() {
                     return Err(Error::BadRequest("more than one Content-Length"));

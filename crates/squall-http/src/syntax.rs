@@ -1,17 +1,34 @@
 //! Character classes and small scanners of RFC 9110 §5.6 (tokens, field values, lists).
 
+/// Byte classes, one table lookup per byte on the hot path.
+const TCHAR: u8 = 1;
+const VCHAR: u8 = 2;
+
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        let tchar = matches!(b,
+            b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
+            | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z');
+        let vchar = b == b'\t' || b == b' ' || (b >= 0x21 && b <= 0x7e) || b >= 0x80;
+        t[c] = if tchar { TCHAR } else { 0 } | if vchar { VCHAR } else { 0 };
+        c += 1;
+    }
+    t
+};
+
 /// `tchar` of RFC 9110 §5.6.2.
 #[inline]
 pub(crate) fn is_tchar(c: u8) -> bool {
-    matches!(c,
-        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
-        | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+    CLASS[c as usize] & TCHAR != 0
 }
 
 /// A field-value byte (RFC 9110 §5.5): VCHAR, obs-text, SP, HTAB.
 #[inline]
 pub(crate) fn is_field_vchar(c: u8) -> bool {
-    c == b'\t' || c == b' ' || (0x21..=0x7e).contains(&c) || c >= 0x80
+    CLASS[c as usize] & VCHAR != 0
 }
 
 /// A request-target byte: visible ASCII (no SP, no controls, no DEL, no obs-text).
@@ -46,7 +63,7 @@ pub(crate) fn list(s: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// Position of the first LF in `s`.
 #[inline]
 pub(crate) fn find_lf(s: &[u8]) -> Option<usize> {
-    s.iter().position(|&c| c == b'\n')
+    memchr::memchr(b'\n', s)
 }
 
 /// Parses a decimal number of at most 19 digits (no sign, no spaces): Content-Length.
