@@ -516,7 +516,10 @@ impl Semantics {
 mod tests {
     use super::*;
 
-    fn req(s: &str) -> Result<Option<(Method, String, Version, BodyKind, bool, usize)>, Error> {
+    /// Method, target, version, body kind, keep-alive, head length.
+    type Parsed = (Method, String, Version, BodyKind, bool, usize);
+
+    fn req(s: &str) -> Result<Option<Parsed>, Error> {
         let mut h = [Header::EMPTY; 16];
         let r = parse_request(s.as_bytes(), &mut h, &Limits::default())?;
         Ok(r.map(|r| {
