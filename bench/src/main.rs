@@ -283,34 +283,18 @@ fn run_mem(o: &Opts) -> Result<(), String> {
         eprintln!("note: could not pin the T-mem1 thread to core 1; running unpinned");
     }
     for stack in &o.stacks {
-        if stack == "squall-serve" {
-            // `squall serve`'s app answering W2 (W2 only: it serves HTTP).
-            for w in o.workloads.iter().filter(|w| *w != "W2") {
-                eprintln!("{w} squall-serve: skipped (the squall-serve cell is W2)");
-            }
-            if o.workloads.iter().any(|w| w == "W2") {
-                for &c in &o.conns {
-                    let mut runs = Vec::new();
-                    for i in 0..o.runs {
-                        let mut cfg = RunCfg::new(c, o.seconds);
-                        cfg.max_ops = o.max_ops;
-                        cfg.pool = o.pool;
-                        let r = run_squall_serve(&cfg, o.offload)?;
-                        progress(&r, i, o.runs);
-                        runs.push(r);
-                    }
-                    emit(&runs);
-                }
-            }
-            continue;
-        }
-        if stack != "smoltcp" && stack != "squall" {
+        if !["smoltcp", "squall", "squall-serve"].contains(&stack.as_str()) {
             return Err(format!(
                 "stack {stack:?} is not wired into the harness (adapter points: \
                  squall_bench::pair::MemPair, squall_bench::workload::IdleFlows)"
             ));
         }
         for w in &o.workloads {
+            if stack == "squall-serve" && w != "W2" {
+                // `squall serve`'s app answering W2: it serves HTTP, nothing else.
+                eprintln!("{w} squall-serve: skipped (the squall-serve cell is W2)");
+                continue;
+            }
             match w.as_str() {
                 "W1" if !o.initwnd.is_empty() => {
                     if stack == "smoltcp" {
@@ -337,12 +321,14 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                             sc.offload = o.offload;
                             let mut r = if stack == "squall" {
                                 run_squall(w == "W2", &cfg, o.offload)?
+                            } else if stack == "squall-serve" {
+                                run_squall_serve(&cfg, o.offload)?
                             } else if o.wire == "port" {
                                 run_cell(&mut SmolPair::on_port(sc)?, w, &cfg)
                             } else {
                                 run_cell(&mut SmolPair::new(sc), w, &cfg)
                             };
-                            if stack != "squall" {
+                            if stack == "smoltcp" {
                                 let off = if o.offload {
                                     "; checksum offload emulated (no checksums)"
                                 } else {

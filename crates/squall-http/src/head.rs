@@ -167,25 +167,7 @@ pub fn parse_request<'b, 'h>(
             "Transfer-Encoding in an HTTP/1.0 request",
         ));
     }
-    let body = match (f.te, f.cl) {
-        (Some(_), Some(_)) => {
-            return Err(Error::BadRequest(
-                "both Transfer-Encoding and Content-Length",
-            ))
-        }
-        (Some(Coding::Chunked), None) => BodyKind::Chunked,
-        (Some(Coding::OtherThenChunked), None) => {
-            return Err(Error::NotImplemented("transfer coding other than chunked"))
-        }
-        (Some(Coding::NotChunkedLast), None) => {
-            return Err(Error::BadRequest(
-                "request transfer coding not ending in chunked",
-            ))
-        }
-        (None, Some(n)) if n > lim.max_body => return Err(Error::BodyTooLarge),
-        (None, Some(0)) | (None, None) => BodyKind::None,
-        (None, Some(n)) => BodyKind::Length(n),
-    };
+    let body = framing(&f, lim, false)?;
     if lim.require_host && version == Version::Http11 && f.hosts != 1 {
         return Err(Error::BadRequest(if f.hosts == 0 {
             "HTTP/1.1 request without Host"
@@ -228,23 +210,10 @@ pub fn parse_response<'b, 'h>(
     let headers = &headers[..n];
     let f = Semantics::of(headers)?;
     let no_body = head_request || (100..200).contains(&code) || code == 204 || code == 304;
-    let body = match (f.te, f.cl) {
-        _ if no_body => BodyKind::None,
-        (Some(_), Some(_)) => {
-            return Err(Error::BadRequest(
-                "both Transfer-Encoding and Content-Length",
-            ))
-        }
-        (Some(Coding::Chunked), None) => BodyKind::Chunked,
-        (Some(Coding::OtherThenChunked), None) => {
-            return Err(Error::NotImplemented("transfer coding other than chunked"))
-        }
-        // RFC 9112 §6.3 item 4: read until the connection closes.
-        (Some(Coding::NotChunkedLast), None) => BodyKind::Close,
-        (None, Some(n)) if n > lim.max_body => return Err(Error::BodyTooLarge),
-        (None, Some(0)) => BodyKind::None,
-        (None, Some(n)) => BodyKind::Length(n),
-        (None, None) => BodyKind::Close,
+    let body = if no_body {
+        BodyKind::None
+    } else {
+        framing(&f, lim, true)?
     };
     Ok(Some(Response {
         version,
@@ -255,6 +224,35 @@ pub fn parse_response<'b, 'h>(
         body,
         keep_alive: body != BodyKind::Close && f.keep_alive(version),
     }))
+}
+
+/// The body framing of a message with a body (RFC 9112 §6.3): chunked, Content-Length,
+/// or (responses only) until close; the ambiguous shapes refused.
+fn framing(f: &Semantics, lim: &Limits, response: bool) -> Result<BodyKind, Error> {
+    Ok(match (f.te, f.cl) {
+        (Some(_), Some(_)) => {
+            return Err(Error::BadRequest(
+                "both Transfer-Encoding and Content-Length",
+            ))
+        }
+        (Some(Coding::Chunked), None) => BodyKind::Chunked,
+        (Some(Coding::OtherThenChunked), None) => {
+            return Err(Error::NotImplemented("transfer coding other than chunked"))
+        }
+        // RFC 9112 §6.3 item 4: a response is read until the connection closes; a
+        // request cannot be framed (400).
+        (Some(Coding::NotChunkedLast), None) if response => BodyKind::Close,
+        (Some(Coding::NotChunkedLast), None) => {
+            return Err(Error::BadRequest(
+                "request transfer coding not ending in chunked",
+            ))
+        }
+        (None, Some(n)) if n > lim.max_body => return Err(Error::BodyTooLarge),
+        (None, Some(0)) => BodyKind::None,
+        (None, Some(n)) => BodyKind::Length(n),
+        (None, None) if response => BodyKind::Close,
+        (None, None) => BodyKind::None,
+    })
 }
 
 /// The line starting at `pos` (without CRLF) and where the next begins; `None` if its
