@@ -5,7 +5,9 @@
 use crate::body::BodyKind;
 use crate::error::Error;
 use crate::limits::Limits;
-use crate::syntax::{find_lf, is_field_vchar, is_target_char, is_tchar, is_token, list, trim_ows};
+use crate::syntax::{
+    find_lf, is_field_vchar, is_target_char, is_tchar, is_token, list, trim_ows, word_has_ctl,
+};
 
 /// The protocol version of a message (HTTP/1.x with a minor version above 1 is taken as
 /// 1.1, RFC 9110 §6.2).
@@ -393,6 +395,14 @@ fn fields<'b>(
             pos += 1;
         }
         let vstart = pos;
+        // Eight bytes at a time while they are all plain value bytes, then one by one.
+        while let Some(w) = buf.get(pos..pos + 8) {
+            let w = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+            if word_has_ctl(w) {
+                break;
+            }
+            pos += 8;
+        }
         while pos < len && is_field_vchar(buf[pos]) {
             pos += 1;
         }

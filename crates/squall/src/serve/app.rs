@@ -564,7 +564,9 @@ impl NodeApp for ServeApp {
                 continue;
             }
             let pending = c.head_since != 0;
-            let busy = pending || c.skip.is_some();
+            // A body being read keeps a connection out of the stop's idle closing, but
+            // not out of the idle timeout: no byte for that long closes it.
+            let reading = c.skip.is_some();
             let f = FlowId(i as u32);
             if pending && now.saturating_sub(c.head_since) >= self.cfg.header_timeout_ns {
                 let (b, n) = self.timeout;
@@ -573,8 +575,9 @@ impl NodeApp for ServeApp {
                 }
                 self.stats.header_timeouts += 1;
                 self.count(408);
-            } else if !busy
-                && (self.stopping || now.saturating_sub(c.last_ns) >= self.cfg.idle_timeout_ns)
+            } else if !pending
+                && ((self.stopping && !reading)
+                    || now.saturating_sub(c.last_ns) >= self.cfg.idle_timeout_ns)
             {
                 if !self.stopping {
                     self.stats.idle_closed += 1;
