@@ -18,7 +18,8 @@ use squall_bench::workload::{self, RunCfg};
 
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
-                    [--stacks smoltcp,squall] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
+                    [--stacks smoltcp,squall,squall-serve] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
+                    (squall-serve: W2 with `squall serve`'s app as the server, answers parsed)
                     [--pool N]  (frames per side of Squall's wire; default sized from C)
                     [--offload]   (emulate checksum offload on both sides: a second row)
                     [--initwnd 2,10]  (W1 Squall rows per initial window, mem2 driver on one
@@ -265,6 +266,16 @@ fn run_squall(_requests: bool, _cfg: &RunCfg, _offload: bool) -> Result<Record, 
     Err("built without the `squall` feature (squall-tcp)".into())
 }
 
+#[cfg(feature = "squall")]
+fn run_squall_serve(cfg: &RunCfg, offload: bool) -> Result<Record, String> {
+    squall::run_serve(cfg, offload)
+}
+
+#[cfg(not(feature = "squall"))]
+fn run_squall_serve(_cfg: &RunCfg, _offload: bool) -> Result<Record, String> {
+    Err("built without the `squall` feature (squall-tcp)".into())
+}
+
 fn run_mem(o: &Opts) -> Result<(), String> {
     // T-mem1 is one thread: keep it on one core (caches, no migrations), the same for
     // every stack. Core 1: the kernel tends to put its own work on core 0.
@@ -272,13 +283,18 @@ fn run_mem(o: &Opts) -> Result<(), String> {
         eprintln!("note: could not pin the T-mem1 thread to core 1; running unpinned");
     }
     for stack in &o.stacks {
-        if stack != "smoltcp" && stack != "squall" {
+        if !["smoltcp", "squall", "squall-serve"].contains(&stack.as_str()) {
             return Err(format!(
                 "stack {stack:?} is not wired into the harness (adapter points: \
                  squall_bench::pair::MemPair, squall_bench::workload::IdleFlows)"
             ));
         }
         for w in &o.workloads {
+            if stack == "squall-serve" && w != "W2" {
+                // `squall serve`'s app answering W2: it serves HTTP, nothing else.
+                eprintln!("{w} squall-serve: skipped (the squall-serve cell is W2)");
+                continue;
+            }
             match w.as_str() {
                 "W1" if !o.initwnd.is_empty() => {
                     if stack == "smoltcp" {
@@ -305,12 +321,14 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                             sc.offload = o.offload;
                             let mut r = if stack == "squall" {
                                 run_squall(w == "W2", &cfg, o.offload)?
+                            } else if stack == "squall-serve" {
+                                run_squall_serve(&cfg, o.offload)?
                             } else if o.wire == "port" {
                                 run_cell(&mut SmolPair::on_port(sc)?, w, &cfg)
                             } else {
                                 run_cell(&mut SmolPair::new(sc), w, &cfg)
                             };
-                            if stack != "squall" {
+                            if stack == "smoltcp" {
                                 let off = if o.offload {
                                     "; checksum offload emulated (no checksums)"
                                 } else {

@@ -5,7 +5,9 @@
 use crate::body::BodyKind;
 use crate::error::Error;
 use crate::limits::Limits;
-use crate::syntax::{find_lf, is_field_vchar, is_target_char, is_tchar, is_token, list, trim_ows};
+use crate::syntax::{
+    find_lf, is_field_vchar, is_target_char, is_tchar, is_token, list, trim_ows, word_has_ctl,
+};
 
 /// The protocol version of a message (HTTP/1.x with a minor version above 1 is taken as
 /// 1.1, RFC 9110 §6.2).
@@ -167,25 +169,7 @@ pub fn parse_request<'b, 'h>(
             "Transfer-Encoding in an HTTP/1.0 request",
         ));
     }
-    let body = match (f.te, f.cl) {
-        (Some(_), Some(_)) => {
-            return Err(Error::BadRequest(
-                "both Transfer-Encoding and Content-Length",
-            ))
-        }
-        (Some(Coding::Chunked), None) => BodyKind::Chunked,
-        (Some(Coding::OtherThenChunked), None) => {
-            return Err(Error::NotImplemented("transfer coding other than chunked"))
-        }
-        (Some(Coding::NotChunkedLast), None) => {
-            return Err(Error::BadRequest(
-                "request transfer coding not ending in chunked",
-            ))
-        }
-        (None, Some(n)) if n > lim.max_body => return Err(Error::BodyTooLarge),
-        (None, Some(0)) | (None, None) => BodyKind::None,
-        (None, Some(n)) => BodyKind::Length(n),
-    };
+    let body = framing(&f, lim, false)?;
     if lim.require_host && version == Version::Http11 && f.hosts != 1 {
         return Err(Error::BadRequest(if f.hosts == 0 {
             "HTTP/1.1 request without Host"
@@ -228,23 +212,10 @@ pub fn parse_response<'b, 'h>(
     let headers = &headers[..n];
     let f = Semantics::of(headers)?;
     let no_body = head_request || (100..200).contains(&code) || code == 204 || code == 304;
-    let body = match (f.te, f.cl) {
-        _ if no_body => BodyKind::None,
-        (Some(_), Some(_)) => {
-            return Err(Error::BadRequest(
-                "both Transfer-Encoding and Content-Length",
-            ))
-        }
-        (Some(Coding::Chunked), None) => BodyKind::Chunked,
-        (Some(Coding::OtherThenChunked), None) => {
-            return Err(Error::NotImplemented("transfer coding other than chunked"))
-        }
-        // RFC 9112 §6.3 item 4: read until the connection closes.
-        (Some(Coding::NotChunkedLast), None) => BodyKind::Close,
-        (None, Some(n)) if n > lim.max_body => return Err(Error::BodyTooLarge),
-        (None, Some(0)) => BodyKind::None,
-        (None, Some(n)) => BodyKind::Length(n),
-        (None, None) => BodyKind::Close,
+    let body = if no_body {
+        BodyKind::None
+    } else {
+        framing(&f, lim, true)?
     };
     Ok(Some(Response {
         version,
@@ -255,6 +226,35 @@ pub fn parse_response<'b, 'h>(
         body,
         keep_alive: body != BodyKind::Close && f.keep_alive(version),
     }))
+}
+
+/// The body framing of a message with a body (RFC 9112 §6.3): chunked, Content-Length,
+/// or (responses only) until close; the ambiguous shapes refused.
+fn framing(f: &Semantics, lim: &Limits, response: bool) -> Result<BodyKind, Error> {
+    Ok(match (f.te, f.cl) {
+        (Some(_), Some(_)) => {
+            return Err(Error::BadRequest(
+                "both Transfer-Encoding and Content-Length",
+            ))
+        }
+        (Some(Coding::Chunked), None) => BodyKind::Chunked,
+        (Some(Coding::OtherThenChunked), None) => {
+            return Err(Error::NotImplemented("transfer coding other than chunked"))
+        }
+        // RFC 9112 §6.3 item 4: a response is read until the connection closes; a
+        // request cannot be framed (400).
+        (Some(Coding::NotChunkedLast), None) if response => BodyKind::Close,
+        (Some(Coding::NotChunkedLast), None) => {
+            return Err(Error::BadRequest(
+                "request transfer coding not ending in chunked",
+            ))
+        }
+        (None, Some(n)) if n > lim.max_body => return Err(Error::BodyTooLarge),
+        (None, Some(0)) => BodyKind::None,
+        (None, Some(n)) => BodyKind::Length(n),
+        (None, None) if response => BodyKind::Close,
+        (None, None) => BodyKind::None,
+    })
 }
 
 /// The line starting at `pos` (without CRLF) and where the next begins; `None` if its
@@ -337,7 +337,8 @@ fn status_line(l: &[u8]) -> Result<(Version, u16, &[u8]), Error> {
 }
 
 /// The header section from `pos` up to and including the empty line: the number of
-/// fields stored and the head's total length; `None` if incomplete.
+/// fields stored and the head's total length; `None` if incomplete. One pass over each
+/// line (RFC 9112 §5: `field-name ":" OWS field-value OWS CRLF`).
 fn fields<'b>(
     buf: &'b [u8],
     mut pos: usize,
@@ -345,59 +346,85 @@ fn fields<'b>(
     lim: &Limits,
 ) -> Result<Option<(usize, usize)>, Error> {
     let mut n = 0;
-    loop {
-        if pos > lim.max_head {
-            return Err(Error::HeadersTooLarge);
+    let len = buf.len();
+    // Incomplete at `at` (line began at `start`): an error if it cannot fit any more.
+    let partial = |start: usize, at: usize| -> Result<Option<(usize, usize)>, Error> {
+        if at - start > lim.max_header_line + 1 || at > lim.max_head {
+            Err(Error::HeadersTooLarge)
+        } else {
+            Ok(None)
         }
-        let Some((l, next)) = line(buf, pos, lim.max_header_line, Error::HeadersTooLarge)? else {
-            return if buf.len() > lim.max_head {
-                Err(Error::HeadersTooLarge)
-            } else {
-                Ok(None)
-            };
+    };
+    loop {
+        let start = pos;
+        let Some(&c) = buf.get(pos) else {
+            return partial(start, len);
         };
-        if l.is_empty() {
-            if next > lim.max_head {
-                return Err(Error::HeadersTooLarge);
+        match c {
+            b'\r' => {
+                return match buf.get(pos + 1) {
+                    None => partial(start, len),
+                    Some(b'\n') if pos + 2 > lim.max_head => Err(Error::HeadersTooLarge),
+                    Some(b'\n') => Ok(Some((n, pos + 2))),
+                    Some(_) => Err(Error::BadRequest("line not ended by CRLF")),
+                }
             }
-            return Ok(Some((n, next)));
+            b'\n' => return Err(Error::BadRequest("line not ended by CRLF")),
+            b' ' | b'\t' => return Err(Error::BadRequest("obsolete line folding")),
+            _ => {}
+        }
+        while pos < len && is_tchar(buf[pos]) {
+            pos += 1;
+        }
+        let Some(&c) = buf.get(pos) else {
+            return partial(start, len);
+        };
+        if c != b':' {
+            return Err(Error::BadRequest(match c {
+                b' ' | b'\t' => "whitespace between a field name and the colon",
+                b'\r' | b'\n' => "header field without a colon",
+                _ => "malformed field name",
+            }));
+        }
+        if pos == start {
+            return Err(Error::BadRequest("empty field name"));
+        }
+        let name = &buf[start..pos];
+        pos += 1;
+        while pos < len && matches!(buf[pos], b' ' | b'\t') {
+            pos += 1;
+        }
+        let vstart = pos;
+        // Eight bytes at a time while they are all plain value bytes, then one by one.
+        while let Some(w) = buf.get(pos..pos + 8) {
+            let w = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+            if word_has_ctl(w) {
+                break;
+            }
+            pos += 8;
+        }
+        while pos < len && is_field_vchar(buf[pos]) {
+            pos += 1;
+        }
+        match (buf.get(pos), buf.get(pos + 1)) {
+            (None, _) | (Some(b'\r'), None) => return partial(start, len),
+            (Some(b'\r'), Some(b'\n')) => {}
+            (Some(b'\r' | b'\n'), _) => return Err(Error::BadRequest("line not ended by CRLF")),
+            _ => return Err(Error::BadRequest("invalid character in a field value")),
+        }
+        if pos - start > lim.max_header_line || pos + 2 > lim.max_head {
+            return Err(Error::HeadersTooLarge);
         }
         if n >= lim.max_headers || n >= out.len() {
             return Err(Error::HeadersTooLarge);
         }
-        out[n] = field(l)?;
+        out[n] = Header {
+            name,
+            value: trim_ows(&buf[vstart..pos]),
+        };
         n += 1;
-        pos = next;
+        pos += 2;
     }
-}
-
-/// One `field-name ":" OWS field-value OWS` line (RFC 9112 §5).
-fn field(l: &[u8]) -> Result<Header<'_>, Error> {
-    if matches!(l[0], b' ' | b'\t') {
-        return Err(Error::BadRequest("obsolete line folding"));
-    }
-    let colon = l
-        .iter()
-        .position(|&c| !is_tchar(c))
-        .ok_or(Error::BadRequest("header field without a colon"))?;
-    if l[colon] != b':' {
-        return Err(Error::BadRequest(if matches!(l[colon], b' ' | b'\t') {
-            "whitespace between a field name and the colon"
-        } else {
-            "malformed field name"
-        }));
-    }
-    if colon == 0 {
-        return Err(Error::BadRequest("empty field name"));
-    }
-    let value = trim_ows(&l[colon + 1..]);
-    if !value.iter().all(|&c| is_field_vchar(c)) {
-        return Err(Error::BadRequest("invalid character in a field value"));
-    }
-    Ok(Header {
-        name: &l[..colon],
-        value,
-    })
 }
 
 /// What a Transfer-Encoding list ends with.
@@ -430,6 +457,10 @@ impl Semantics {
         let mut chunked_at = None;
         for h in headers {
             let n = h.name;
+            // Only names of these lengths can matter (a cheap filter first).
+            if !matches!(n.len(), 4 | 6 | 10 | 14 | 17) {
+                continue;
+            }
             if n.eq_ignore_ascii_case(b"content-length") {
                 if s.cl.is_some() {
                     return Err(Error::BadRequest("more than one Content-Length"));
@@ -493,7 +524,10 @@ impl Semantics {
 mod tests {
     use super::*;
 
-    fn req(s: &str) -> Result<Option<(Method, String, Version, BodyKind, bool, usize)>, Error> {
+    /// Method, target, version, body kind, keep-alive, head length.
+    type Parsed = (Method, String, Version, BodyKind, bool, usize);
+
+    fn req(s: &str) -> Result<Option<Parsed>, Error> {
         let mut h = [Header::EMPTY; 16];
         let r = parse_request(s.as_bytes(), &mut h, &Limits::default())?;
         Ok(r.map(|r| {

@@ -346,3 +346,21 @@ fn graceful_stop_closes_idle_connections_and_finishes_the_others() {
     b.run(100);
     assert_eq!(b.app.live, 0);
 }
+
+#[test]
+fn many_header_fields_up_to_the_limit() {
+    let with = |n: usize| {
+        let mut r = String::from("GET /ping HTTP/1.1\r\nHost: a\r\n");
+        for i in 0..n {
+            r.push_str(&format!("X-H{i}: v\r\n"));
+        }
+        r.push_str("\r\n");
+        r.into_bytes()
+    };
+    // 30 fields: past the first, small header array; 70: past the limit of 64.
+    let (ok, big) = (with(29), with(69));
+    let mut b = Bench::new(10, vec![vec![(0, &ok[..])], vec![(0, &big[..])]]);
+    b.run(100);
+    assert_eq!(codes(&b.got(0)), [200]);
+    assert_eq!(codes(&b.got(1)), [431]);
+}

@@ -5,7 +5,6 @@
 //! connection limit, idle and header timeouts, graceful stop, counters and the access
 //! log.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use squall_http::{parse_request, BodyDecoder, BodyKind, Header, Limits, Method, Request};
@@ -19,6 +18,9 @@ use super::respond::{self, FileAnswer, Route};
 
 /// Most header fields of a request (more: 431).
 pub const MAX_HEADERS: usize = 64;
+/// Header slots tried first (the array is initialised per request: a small one is
+/// cheaper; a request with more fields is parsed again with [`MAX_HEADERS`]).
+const FEW_HEADERS: usize = 24;
 /// How often connections are checked for timeouts, ns.
 const SWEEP_NS: u64 = 100_000_000;
 
@@ -97,7 +99,8 @@ pub struct ServeApp {
     cfg: AppConfig,
     files: Arc<Files>,
     file_bufs: Vec<FileBufs>,
-    routes: HashMap<Vec<u8>, RouteBufs>,
+    /// Routes by path (a handful: scanned in order).
+    routes: Vec<(Vec<u8>, RouteBufs)>,
     /// `HTTP/1.1 100 Continue` and the 503 / 408 answers (no Date: they close at once).
     cont: (BufId, u32),
     busy: (BufId, u32),
@@ -110,6 +113,8 @@ pub struct ServeApp {
     sec: u64,
     date: String,
     log_time: String,
+    /// The header tails of this second: keep-alive 1.1, close, keep-alive 1.0.
+    tails: [Box<[u8]>; 3],
     last_sweep: u64,
     last_log_flush: u64,
     /// Stopping: no keep-alive, idle connections closed, new ones refused.
@@ -144,11 +149,11 @@ impl ServeApp {
                 }
             })
             .collect();
-        let mut rmap = HashMap::new();
+        let mut rmap = Vec::new();
         for r in routes {
             let (head, head_len) = reg_bytes(reg, respond::route_head(r).into_bytes());
             let (body, body_len) = reg_bytes(reg, r.text.clone().into_bytes());
-            rmap.insert(
+            rmap.push((
                 r.path.clone().into_bytes(),
                 RouteBufs {
                     head,
@@ -157,7 +162,7 @@ impl ServeApp {
                     body_len,
                     code: r.code,
                 },
-            );
+            ));
         }
         let cont = reg_bytes(reg, b"HTTP/1.1 100 Continue\r\n\r\n".to_vec());
         let fixed = |code: u16| {
@@ -185,6 +190,7 @@ impl ServeApp {
             sec: 0,
             date: String::new(),
             log_time: String::new(),
+            tails: Default::default(),
             last_sweep: 0,
             last_log_flush: 0,
             stopping: false,
@@ -200,6 +206,12 @@ impl ServeApp {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(sec);
         self.date = httpdate::fmt_http_date(t);
         self.log_time = log_time(sec);
+        use squall_http::Version::{Http10, Http11};
+        self.tails = [
+            respond::tail(&self.date, true, Http11).into(),
+            respond::tail(&self.date, false, Http11).into(),
+            respond::tail(&self.date, true, Http10).into(),
+        ];
     }
 
     /// Starts the graceful stop: idle connections are closed on the next poll, the
@@ -276,8 +288,16 @@ impl ServeApp {
                 }
                 continue;
             }
-            let mut h = [Header::EMPTY; MAX_HEADERS];
-            match parse_request(&input[pos..], &mut h, &self.cfg.limits) {
+            let mut few = [Header::EMPTY; FEW_HEADERS];
+            let mut many;
+            let mut r = parse_request(&input[pos..], &mut few, &self.cfg.limits);
+            if matches!(r, Err(squall_http::Error::HeadersTooLarge))
+                && self.cfg.limits.max_headers > FEW_HEADERS
+            {
+                many = [Header::EMPTY; MAX_HEADERS];
+                r = parse_request(&input[pos..], &mut many, &self.cfg.limits);
+            }
+            match r {
                 Ok(None) => break,
                 Err(e) => {
                     self.stats.parse_errors += 1;
@@ -355,8 +375,13 @@ impl ServeApp {
         keep: bool,
     ) -> (u16, usize) {
         let path = req.path();
-        let tail = respond::tail(&self.date, keep, req.version).into_boxed_slice();
-        if let Some(r) = self.routes.get(path) {
+        let tail = self.tails[match (keep, req.version) {
+            (true, squall_http::Version::Http11) => 0,
+            (false, _) => 1,
+            (true, squall_http::Version::Http10) => 2,
+        }]
+        .clone();
+        if let Some((_, r)) = self.routes.iter().find(|(p, _)| p == path) {
             let (h, hl, b, bl, code) = (r.head, r.head_len, r.body, r.body_len, r.code);
             self.send(ctl, h, 0, hl);
             ctl.send_owned(tail);
@@ -539,7 +564,9 @@ impl NodeApp for ServeApp {
                 continue;
             }
             let pending = c.head_since != 0;
-            let busy = pending || c.skip.is_some();
+            // A body being read keeps a connection out of the stop's idle closing, but
+            // not out of the idle timeout: no byte for that long closes it.
+            let reading = c.skip.is_some();
             let f = FlowId(i as u32);
             if pending && now.saturating_sub(c.head_since) >= self.cfg.header_timeout_ns {
                 let (b, n) = self.timeout;
@@ -548,8 +575,9 @@ impl NodeApp for ServeApp {
                 }
                 self.stats.header_timeouts += 1;
                 self.count(408);
-            } else if !busy
-                && (self.stopping || now.saturating_sub(c.last_ns) >= self.cfg.idle_timeout_ns)
+            } else if !pending
+                && ((self.stopping && !reading)
+                    || now.saturating_sub(c.last_ns) >= self.cfg.idle_timeout_ns)
             {
                 if !self.stopping {
                     self.stats.idle_closed += 1;

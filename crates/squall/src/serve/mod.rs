@@ -172,14 +172,15 @@ impl PortJob for ServeJob<'_> {
         }
         let mut cut = 0;
         if node.tcp.flow_count() > 0 {
-            let mut io = node.io(now, None);
-            for i in 0..app.slots() {
-                if app.is_open(i) {
-                    io.abort(&mut app, FlowId(i as u32));
-                    cut += 1;
+            {
+                let mut io = node.io(now, None);
+                for i in 0..app.slots() {
+                    if app.is_open(i) {
+                        io.abort(&mut app, FlowId(i as u32));
+                        cut += 1;
+                    }
                 }
             }
-            drop(io);
             node.flush();
         }
         node.release_frames();
