@@ -114,7 +114,9 @@ fn http_generator_against_nginx_keepalive_and_close() {
     let dir = tmpdir("httpgen");
     let www = dir.join("www");
     std::fs::create_dir_all(&www).unwrap();
-    let text: String = (0..2000).map(|i| format!("line {i} of the chunked file\n")).collect();
+    let text: String = (0..2000)
+        .map(|i| format!("line {i} of the chunked file\n"))
+        .collect();
     std::fs::write(www.join("chunked.txt"), &text).unwrap();
     let d = dir.display();
     let conf = format!(
