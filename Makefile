@@ -74,9 +74,10 @@ bench-mem:
 	./target/release/squall-bench loop
 
 # T-veth (needs root): the raw-veth floor line (64- and 1514-byte frames over AF_PACKET),
-# then W1 and W2 (C = 100, 1000) for the four pairs — ab/wrk or Squall's client against
+# then W1 and W2 (C = 100, 1000) for the five pairs — ab/wrk, Squall's client or its
+# HTTP-aware client (`squall-http`, against nginx only) against
 # nginx or Squall's server — between the lab's namespaces, client on core 0, server on
-# core 1, medians of 3 runs of 5 s. About 7 minutes. Holds the machine-wide lab lock for
+# core 1, medians of 3 runs of 5 s. About 9 minutes. Holds the machine-wide lab lock for
 # the whole run; the lab is torn down (and the host's congestion-control list restored)
 # even if the harness dies, still under the lock. PORT=afxdp once that port lands;
 # VETH_ARGS="--workloads W2 --runs 1" etc. for a part of it.

@@ -30,7 +30,7 @@ const USAGE: &str = "usage:
                     (T-memN: N Squall shards at once, one per core, each both ends of its
                      own connections over its own wire; C connections per shard)
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
-  squall-bench veth [--workloads raw,W1,W2] [--pairs kernel/kernel,squall/kernel,kernel/squall,squall/squall]
+  squall-bench veth [--workloads raw,W1,W2] [--pairs kernel/kernel,squall/kernel,kernel/squall,squall/squall,squall-http/kernel]
                     [--conns 100,1000] (W2) [--seconds 5] [--runs 3] [--port afpacket|afxdp]
                     [--w1-cps N] (Squall client's W1 rate; default ab's rate vs nginx in this run)
                     [--frame-sizes 64,1514] [--root DIR] [--squall PATH]
