@@ -285,7 +285,7 @@ pub struct SquallOut {
     pub aborted: u64,
     pub bad_close: u64,
     /// HTTP-aware client: responses received to their end, and those with a 2xx status
-    /// (the first template group's `http` counters).
+    /// (the `http` counters of every template group).
     pub http_responses: u64,
     pub http_2xx: u64,
 }
@@ -308,6 +308,19 @@ pub fn parse_squall(text: &str, side: &str) -> Result<SquallOut, String> {
         x.as_u64().unwrap_or(0)
     };
     let num = |k: &str| v[k].as_f64().ok_or_else(|| format!("squall json: no {k}"));
+    // HTTP counters, summed over the template groups (present only for HTTP groups).
+    let http = |p: &[&str]| -> u64 {
+        let groups = v["groups"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        groups
+            .iter()
+            .map(|g| {
+                p.iter()
+                    .fold(&g["http"], |x, k| &x[*k])
+                    .as_u64()
+                    .unwrap_or(0)
+            })
+            .sum()
+    };
     Ok(SquallOut {
         errors: v["errors"].as_u64().ok_or("squall json: no errors")?,
         clean: v["clean"].as_bool().unwrap_or(false),
@@ -319,10 +332,8 @@ pub fn parse_squall(text: &str, side: &str) -> Result<SquallOut, String> {
         peer_closed_early: f(&[side, "flows", "peer_closed_early"]),
         aborted: f(&[side, "flows", "aborted"]),
         bad_close: f(&[side, "flows", "bad_close"]),
-        http_responses: v["groups"][0]["http"]["responses"].as_u64().unwrap_or(0),
-        http_2xx: v["groups"][0]["http"]["status_class"]["2xx"]
-            .as_u64()
-            .unwrap_or(0),
+        http_responses: http(&["responses"]),
+        http_2xx: http(&["status_class", "2xx"]),
     })
 }
 
@@ -446,6 +457,7 @@ pub struct Measured {
 
 /// Fills the figures of `r` from one run.
 pub fn fill(r: &mut Record, m: &Measured, l7_bytes_per_op: Option<f64>) {
+    r.errors = m.errors;
     if m.ops <= 0.0 {
         return;
     }
@@ -1802,6 +1814,13 @@ Requests/sec: 122469.00
         assert_eq!(s.l7_rx_bytes, 327_680);
         assert!((s.idle_us() - 1.5e6).abs() < 1e-3);
         assert!(parse_squall("{}", "client").is_err());
+        assert_eq!((s.http_responses, s.http_2xx), (0, 0));
+        // HTTP counters of every group (the unnamed group 0 has none).
+        let js = r#"{"errors":0,"cpu_sec":1.0,"busy_cpu_sec":1.0,"groups":[{"name":""},
+            {"name":"a","http":{"responses":7,"status_class":{"2xx":5}}},
+            {"name":"b","http":{"responses":3,"status_class":{"2xx":3}}}]}"#;
+        let s = parse_squall(js, "client").unwrap();
+        assert_eq!((s.http_responses, s.http_2xx), (10, 8));
         let l = "frames=1000 bytes=64000 seconds=0.5 cpu_sec=0.4 lost=3 tx_full=0";
         assert_eq!(parse_kv(l, "frames"), Some(1000.0));
         assert_eq!(parse_kv(l, "lost"), Some(3.0));
