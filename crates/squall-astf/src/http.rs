@@ -43,6 +43,11 @@ impl Part {
     /// The buffer chosen for one request. `rnd` is a uniform random number, `flow` a
     /// number identifying the flow (the same for all its requests).
     pub fn choose(&self, cursors: &mut [u32], rnd: u32, flow: u32) -> BufIdx {
+        self.bufs[self.choose_index(cursors, rnd, flow)]
+    }
+
+    /// The index of the alternative [`Part::choose`] takes.
+    pub fn choose_index(&self, cursors: &mut [u32], rnd: u32, flow: u32) -> usize {
         let n = self.bufs.len() as u64;
         let k = match self.pick {
             Pick::Fixed => 0,
@@ -63,7 +68,7 @@ impl Part {
             // Fibonacci hashing spreads consecutive flow numbers over the list.
             Pick::Flow => (u64::from(flow.wrapping_mul(0x9E37_79B9)) * n) >> 32,
         };
-        self.bufs[(k.min(n - 1)) as usize]
+        k.min(n - 1) as usize
     }
 }
 
@@ -75,6 +80,12 @@ pub struct HttpReq {
     /// The method token (statistics, messages).
     pub method: String,
     pub parts: Vec<Part>,
+    /// When the head's parts have few combinations: every whole head, one buffer each,
+    /// indexed by the parts' choices (the first part's index varies slowest). A request
+    /// is then one buffer (plus the body), still chosen part by part.
+    pub heads: Option<Box<[BufIdx]>>,
+    /// The body buffer, sent after the head.
+    pub body: Option<BufIdx>,
 }
 
 impl HttpReq {
@@ -87,13 +98,25 @@ impl HttpReq {
         flow: u32,
         mut out: impl FnMut(BufIdx),
     ) {
+        let mut combo = 0usize;
         for p in &self.parts {
             let r = if matches!(p.pick, Pick::Random | Pick::Weighted) {
                 rnd()
             } else {
                 0
             };
-            out(p.choose(cursors, r, flow));
+            let k = p.choose_index(cursors, r, flow);
+            if self.heads.is_some() {
+                combo = combo * p.bufs.len() + k;
+            } else {
+                out(p.bufs[k]);
+            }
+        }
+        if let Some(h) = &self.heads {
+            out(h[combo.min(h.len() - 1)]);
+        }
+        if let Some(b) = self.body {
+            out(b);
         }
     }
 }
@@ -164,11 +187,22 @@ mod tests {
                     cursor: 0,
                 },
             ],
+            heads: None,
+            body: Some(BufIdx(5)),
         };
         let mut c = [0, 0];
         let mut got = Vec::new();
         r.pieces(&mut c, || 0, 0, |b| got.push(b.0));
         r.pieces(&mut c, || 0, 0, |b| got.push(b.0));
-        assert_eq!(got, [0, 9, 1, 9]);
+        assert_eq!(got, [0, 9, 5, 1, 9, 5]);
+        // With the table of whole heads: one buffer per request, chosen the same way.
+        let r = HttpReq {
+            heads: Some([BufIdx(20), BufIdx(21)].into()),
+            ..r
+        };
+        got.clear();
+        r.pieces(&mut c, || 0, 0, |b| got.push(b.0));
+        r.pieces(&mut c, || 0, 0, |b| got.push(b.0));
+        assert_eq!(got, [20, 5, 21, 5]);
     }
 }

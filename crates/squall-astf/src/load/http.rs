@@ -6,6 +6,11 @@ use std::collections::HashMap;
 
 use crate::error::Errors;
 use crate::http::{HttpReq, Part, Pick, MAX_HTTP_CHOICES, MAX_HTTP_PARTS};
+
+/// Most combinations of a request's head parts kept as whole heads (see `HttpBuild::heads`).
+const MAX_HEAD_COMBOS: usize = 256;
+/// Most bytes of one request's table of whole heads.
+const MAX_HEAD_TABLE: usize = 256 * 1024;
 use crate::model::BufIdx;
 use crate::raw::{RawHeader, RawPick};
 
@@ -111,6 +116,39 @@ impl HttpBuild {
             cum: cum.into(),
             cursor,
         }
+    }
+
+    /// Every whole head of a request whose parts have at most [`MAX_HEAD_COMBOS`]
+    /// combinations (and at most [`MAX_HEAD_TABLE`] bytes in all), one interned buffer
+    /// each: a request is then sent as one buffer. `None` for a single fixed part (its
+    /// buffer is already whole) or too many combinations (then the parts go out one by one).
+    fn heads(&mut self, parts: &[Part]) -> Option<Box<[BufIdx]>> {
+        let combos = parts
+            .iter()
+            .try_fold(1usize, |n, p| n.checked_mul(p.bufs.len()))?;
+        let len = |b: &BufIdx| self.bufs[b.0 as usize - self.base].len();
+        let bytes: usize = parts
+            .iter()
+            .map(|p| p.bufs.iter().map(len).max().unwrap_or(0))
+            .sum();
+        if parts.len() < 2 || combos > MAX_HEAD_COMBOS || combos * bytes > MAX_HEAD_TABLE {
+            return None;
+        }
+        let mut out = Vec::with_capacity(combos);
+        for mut c in 0..combos {
+            // Index of each part's alternative, the last part varying fastest.
+            let mut ks = vec![0; parts.len()];
+            for (k, p) in ks.iter_mut().zip(parts).rev() {
+                *k = c % p.bufs.len();
+                c /= p.bufs.len();
+            }
+            let mut whole = Vec::with_capacity(bytes);
+            for (p, &k) in parts.iter().zip(&ks) {
+                whole.extend_from_slice(&self.bufs[p.bufs[k].0 as usize - self.base]);
+            }
+            out.push(self.intern(whole));
+        }
+        Some(out.into())
     }
 
     /// Compiles one request; its index in [`HttpBuild::reqs`].
@@ -250,16 +288,6 @@ impl HttpBuild {
         }
         fixed.extend(b"\r\n");
         parts.push(self.part(vec![fixed], None, None, p, errs));
-        if let Some((b, len)) = r.body {
-            if len > 0 {
-                parts.push(Part {
-                    bufs: [BufIdx(b as u32)].into(),
-                    pick: Pick::Fixed,
-                    cum: [].into(),
-                    cursor: 0,
-                });
-            }
-        }
         if parts.len() > MAX_HTTP_PARTS {
             errs.push(
                 format!("{p}.headers"),
@@ -273,10 +301,16 @@ impl HttpBuild {
             errs.push(p, "too many http_request instructions in the profile");
             return 0;
         }
+        let heads = self.heads(&parts);
         self.reqs.push(HttpReq {
             head: method == "HEAD",
             method: method.to_string(),
             parts,
+            heads,
+            body: r
+                .body
+                .filter(|&(_, len)| len > 0)
+                .map(|(b, _)| BufIdx(b as u32)),
         });
         (self.reqs.len() - 1) as u16
     }
@@ -329,13 +363,7 @@ mod tests {
         let picks: Vec<Pick> = r.parts.iter().map(|x| x.pick).collect();
         assert_eq!(
             picks,
-            [
-                Pick::Weighted,
-                Pick::Fixed,
-                Pick::Flow,
-                Pick::Fixed,
-                Pick::Fixed
-            ]
+            [Pick::Weighted, Pick::Fixed, Pick::Flow, Pick::Fixed]
         );
         assert_eq!(&*r.parts[0].cum, [3, 4]);
         assert_eq!(text(&p, r.parts[0].bufs[1]), "POST /b?x=1 HTTP/1.1\r\n");
@@ -345,16 +373,38 @@ mod tests {
             text(&p, r.parts[3].bufs[0]),
             "Accept: */*\r\nContent-Length: 7\r\n\r\n"
         );
-        assert_eq!(p.buffers[r.parts[4].bufs[0].0 as usize].name, "form");
+        assert_eq!(p.buffers[r.body.unwrap().0 as usize].name, "form");
+        // 2 URLs x 3 agents: six whole heads, the URL varying slowest.
+        let heads = r.heads.as_deref().unwrap();
+        assert_eq!(heads.len(), 6);
+        assert_eq!(
+            text(&p, heads[4]),
+            "POST /b?x=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: u2\r\nAccept: */*\r\nContent-Length: 7\r\n\r\n"
+        );
         // Identical pieces are one buffer: "Host: h\r\n" of the HEAD request is not.
         let head_tail = p.http[1].parts[1].bufs[0];
         assert_eq!(text(&p, head_tail), "Host: h\r\n\r\n");
         assert_eq!(p.http_cursors, 0);
-        // The whole request, as a peer receives it.
-        let mut all = String::new();
-        r.pieces(&mut [], || 0, 5, |b| all.push_str(&text(&p, b)));
-        assert!(all.starts_with("POST /a HTTP/1.1\r\nHost: h\r\nUser-Agent: u"));
-        assert!(all.ends_with("Content-Length: 7\r\n\r\na=1&b=2"), "{all}");
+        // The whole request, as a peer receives it: the same bytes from the table of
+        // heads and from the parts one by one.
+        for table in [true, false] {
+            let mut r = r.clone();
+            if !table {
+                r.heads = None;
+            }
+            let mut all = Vec::new();
+            r.pieces(&mut [], || 0, 5, |b| all.push(text(&p, b)));
+            assert_eq!(all.len(), if table { 2 } else { 5 });
+            let all = all.concat();
+            assert!(all.starts_with("POST /a HTTP/1.1\r\nHost: h\r\nUser-Agent: u"));
+            assert!(all.ends_with("Content-Length: 7\r\n\r\na=1&b=2"), "{all}");
+        }
+        // Too many combinations: the parts go out one by one.
+        let urls: Vec<String> = (0..300).map(|i| format!("/{i}")).collect();
+        let p2 = load(json!([{"op": "http_request", "urls": urls,
+            "headers": [{"name": "Host", "value": "h"}]}, {"op": "http_wait_response"}]))
+        .unwrap();
+        assert!(p2.http[0].heads.is_none());
     }
 
     #[test]
