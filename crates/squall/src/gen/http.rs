@@ -17,6 +17,29 @@ use crate::stats::{HttpStats, Latency};
 pub const MAX_PENDING: u16 = 32;
 /// Most header fields of a response.
 const MAX_HEADERS: usize = 64;
+/// Header fields tried first (a smaller array to fill per response; a head with more is
+/// parsed again with [`MAX_HEADERS`]).
+const FEW_HEADERS: usize = 24;
+
+/// What the generator needs of a response head: status, framing, head length.
+type Head = (u16, BodyKind, usize);
+
+/// Parses a response head at the start of `buf` (see [`parse_response`]).
+fn parse_head(
+    buf: &[u8],
+    lim: &Limits,
+    head_req: bool,
+) -> Result<Option<Head>, squall_http::Error> {
+    let mut few = [Header::EMPTY; FEW_HEADERS];
+    match parse_response(buf, &mut few, lim, head_req) {
+        Err(squall_http::Error::HeadersTooLarge) => {
+            let mut all = [Header::EMPTY; MAX_HEADERS];
+            parse_response(buf, &mut all, lim, head_req)
+                .map(|r| r.map(|r| (r.code, r.body, r.head_len)))
+        }
+        r => r.map(|r| r.map(|r| (r.code, r.body, r.head_len))),
+    }
+}
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Phase {
@@ -163,7 +186,6 @@ impl HttpSide {
                 }
                 Phase::Head => {
                     let head_req = f.head_bits & 1 != 0;
-                    let mut hdrs = [Header::EMPTY; MAX_HEADERS];
                     let key = i as u32;
                     // A head split over segments is gathered (at most the head limit);
                     // otherwise it is parsed in place.
@@ -172,9 +194,9 @@ impl HttpSide {
                             let old = buf.len();
                             let take = data.len().min((self.lim.max_head + 1).saturating_sub(old));
                             buf.extend_from_slice(&data[..take]);
-                            match parse_response(buf, &mut hdrs, &self.lim, head_req) {
-                                Ok(Some(r)) => {
-                                    (Some((r.code, r.body)), r.head_len.saturating_sub(old))
+                            match parse_head(buf, &self.lim, head_req) {
+                                Ok(Some((code, body, len))) => {
+                                    (Some((code, body)), len.saturating_sub(old))
                                 }
                                 Ok(None) if take == data.len() => (None, take),
                                 Ok(None) => {
@@ -183,8 +205,8 @@ impl HttpSide {
                                 Err(e) => return Err(RxError::Parse(e)),
                             }
                         }
-                        None => match parse_response(data, &mut hdrs, &self.lim, head_req) {
-                            Ok(Some(r)) => (Some((r.code, r.body)), r.head_len),
+                        None => match parse_head(data, &self.lim, head_req) {
+                            Ok(Some((code, body, len))) => (Some((code, body)), len),
                             Ok(None) => {
                                 self.heads.insert(key, data.to_vec());
                                 (None, data.len())
@@ -363,6 +385,22 @@ HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
         let mut st = HttpStats::default();
         s.closed(3, &mut st);
         assert_eq!((st.incomplete, s.pending(3)), (u64::from(MAX_PENDING), 0));
+    }
+
+    #[test]
+    fn heads_with_many_fields_are_parsed_again_with_room() {
+        let mut r = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for k in 0..40 {
+            r.extend(format!("X-{k}: v\r\n").into_bytes());
+        }
+        r.extend(b"Content-Length: 2\r\n\r\nok");
+        let (n, st, _) = feed(&r, &[false], 1000).unwrap();
+        assert_eq!((n, st.code(200), st.body_bytes), (1, 1, 2));
+        let lim = Limits::default();
+        assert_eq!(
+            parse_head(&r, &lim, false).unwrap(),
+            Some((200, BodyKind::Length(2), r.len() - 2))
+        );
     }
 
     #[test]
