@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use squall_serve::serve::app::{AppConfig, ServeApp};
-use squall_serve::serve::files::Files;
-use squall_serve::serve::respond::Route;
+use squall_serve::app::{AppConfig, ServeApp};
+use squall_serve::files::Files;
+use squall_serve::respond::Route;
 use squall_stack::NodeApp;
 use squall_tcp::TcpConfig;
 

@@ -12,9 +12,9 @@ use squall_port::Port;
 use squall_stack::{NodeApp, NodeIo};
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp, TcpHost};
 
-use super::files::{unix_now, Files};
-use super::log::AccessLog;
-use super::respond::{self, FileAnswer, Route};
+use crate::files::{unix_now, Files};
+use crate::log::AccessLog;
+use crate::respond::{self, FileAnswer, Route};
 
 /// Most header fields of a request (more: 431).
 pub const MAX_HEADERS: usize = 64;
