@@ -783,6 +783,13 @@ mod tests {
         assert!(tcp.buffers().get(first).is_empty(), "unregistered");
     }
 
+    /// The server's own state of a connection (beside the TCP flow): an idle keep-alive
+    /// connection costs this and its flow (the 512-byte budget of the issue).
+    #[test]
+    fn connection_state_is_small() {
+        assert!(std::mem::size_of::<Conn>() <= 72, "{}", std::mem::size_of::<Conn>());
+    }
+
     #[test]
     fn log_times() {
         assert_eq!(log_time(0), "01/Jan/1970:00:00:00 +0000");
