@@ -787,7 +787,11 @@ mod tests {
     /// connection costs this and its flow (the 512-byte budget of the issue).
     #[test]
     fn connection_state_is_small() {
-        assert!(std::mem::size_of::<Conn>() <= 72, "{}", std::mem::size_of::<Conn>());
+        assert!(
+            std::mem::size_of::<Conn>() <= 72,
+            "{}",
+            std::mem::size_of::<Conn>()
+        );
     }
 
     #[test]
