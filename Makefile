@@ -59,7 +59,8 @@ bench: bench-mem bench-veth
 # smoltcp on T-mem1 (software checksums, then a second row with checksum offload emulated on
 # both sides), W1 at C = 100,000 (Squall; smoltcp finds sockets by linear scan), and the
 # kernel on T-loop for context, and W2 through HTTP (`squall serve`'s app as the server, the
-# answers parsed by squall-http) beside raw W2 of the same run. About 8 minutes.
+# answers parsed by squall-http) beside raw W2 of the same run, with W3 (idle connections)
+# on both servers. About 8 minutes.
 bench-mem:
 	$(CARGO) build --release -p squall-port --example wire64
 	$(CARGO) build --release -p squall-bench
@@ -68,7 +69,7 @@ bench-mem:
 	./target/release/squall-bench mem --offload --workloads W1,W2
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100,1000 --initwnd 2,10
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100000 --seconds 5
-	./target/release/squall-bench mem --stacks squall,squall-serve --workloads W2 --conns 1000
+	./target/release/squall-bench mem --stacks squall,squall-serve --workloads W2,W3 --conns 1000 --flows 100000
 	./target/release/squall-bench mem2
 	./target/release/squall-bench memn --cores 1,2 --workloads W1 --conns 1000 --pool 256
 	./target/release/squall-bench loop

@@ -19,7 +19,8 @@ use squall_bench::workload::{self, RunCfg};
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
                     [--stacks smoltcp,squall,squall-serve] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
-                    (squall-serve: W2 with `squall serve`'s app as the server, answers parsed)
+                    (squall-serve: `squall serve`'s app as the server: W2 with the answers
+                     parsed, W3 idle connections)
                     [--pool N]  (frames per side of Squall's wire; default sized from C)
                     [--offload]   (emulate checksum offload on both sides: a second row)
                     [--initwnd 2,10]  (W1 Squall rows per initial window, mem2 driver on one
@@ -37,7 +38,7 @@ const USAGE: &str = "usage:
                     (T-veth, root: the lab of scripts/lab.sh; run it under
                      `flock /tmp/squall-lab.lock`; client core 0, server core 1)
   squall-bench blast tx|rx --iface IF [--seconds S] [--size 64] [--dst MAC]  (internal: raw-veth)
-  squall-bench w3-child --stack smoltcp|squall --flows N [--max-seconds S]   (internal)";
+  squall-bench w3-child --stack smoltcp|squall|squall-serve --flows N [--max-seconds S]   (internal)";
 
 #[derive(Debug)]
 struct Opts {
@@ -290,9 +291,9 @@ fn run_mem(o: &Opts) -> Result<(), String> {
             ));
         }
         for w in &o.workloads {
-            if stack == "squall-serve" && w != "W2" {
-                // `squall serve`'s app answering W2: it serves HTTP, nothing else.
-                eprintln!("{w} squall-serve: skipped (the squall-serve cell is W2)");
+            if stack == "squall-serve" && w != "W2" && w != "W3" {
+                // `squall serve`'s app: W2 (HTTP answers) and W3 (idle connections).
+                eprintln!("{w} squall-serve: skipped (squall-serve cells are W2 and W3)");
                 continue;
             }
             match w.as_str() {
@@ -407,10 +408,15 @@ fn mem_available() -> u64 {
 fn run_w3_child(o: &Opts) -> Result<(), String> {
     let stack = o.stacks.first().map(String::as_str).unwrap_or("smoltcp");
     let flows = o.flows.first().copied().unwrap_or(100_000);
-    if stack == "squall" {
+    if stack == "squall" || stack == "squall-serve" {
         #[cfg(feature = "squall")]
         {
-            let r = workload::run_w3(squall::SquallIdle::new, flows, o.max_seconds);
+            let make = if stack == "squall" {
+                squall::SquallIdle::new
+            } else {
+                squall::SquallIdle::serve
+            };
+            let r = workload::run_w3(make, flows, o.max_seconds);
             println!("{}", r.to_json());
             return Ok(());
         }

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use squall_serve::serve::app::{AppConfig, ServeApp};
-use squall_serve::serve::files::Files;
-use squall_serve::serve::respond::Route;
+use squall_serve::app::{AppConfig, ServeApp};
+use squall_serve::files::Files;
+use squall_serve::respond::Route;
 use squall_stack::NodeApp;
 use squall_tcp::TcpConfig;
 
@@ -290,14 +290,30 @@ fn measure_rig<S: NodeApp + ServerErrors>(
     }
 }
 
-/// W3 for Squall: hosts sized for `n` flows, `n` established idle flows.
+/// W3 for Squall: hosts sized for `n` flows, `n` established idle flows; the server side
+/// is the bench's own app, or with `serve` `squall serve`'s app (its per-connection state
+/// counted: the memory of an idle keep-alive connection on the HTTP server).
 pub struct SquallIdle {
+    serve: bool,
     rig: Option<Rig>,
+    serve_rig: Option<Rig<ServeApp>>,
 }
 
 impl SquallIdle {
     pub fn new() -> Self {
-        SquallIdle { rig: None }
+        SquallIdle {
+            serve: false,
+            rig: None,
+            serve_rig: None,
+        }
+    }
+
+    /// With `squall serve`'s app as the server.
+    pub fn serve() -> Self {
+        SquallIdle {
+            serve: true,
+            ..Self::new()
+        }
     }
 }
 
@@ -307,39 +323,75 @@ impl Default for SquallIdle {
     }
 }
 
+/// Connections the server side holds.
+trait Accepted {
+    fn accepted(&self) -> u64;
+}
+
+impl Accepted for ServerApp {
+    fn accepted(&self) -> u64 {
+        self.accepted
+    }
+}
+
+impl Accepted for ServeApp {
+    fn accepted(&self) -> u64 {
+        self.live
+    }
+}
+
+/// Opens `n` idle connections on `rig` (until `deadline`); how many both sides hold.
+fn establish<S: NodeApp + ServerErrors + Accepted>(
+    rig: &mut Rig<S>,
+    n: usize,
+    deadline: Instant,
+) -> Result<usize, String> {
+    rig.c.app.to_open = n;
+    while (rig.c.app.connected as usize) < n || (rig.s.app.accepted() as usize) < n {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let now = rig.start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
+        if !rig.open_owed(now, 256) {
+            return Err("flow table full".into());
+        }
+        if !rig.step(now) && rig.c.app.to_open == 0 {
+            rig.idle(now);
+        }
+        let errors = rig.c.app.errors + rig.s.app.errors();
+        if errors > 0 {
+            return Err(format!("{errors} flows failed while opening"));
+        }
+    }
+    Ok((rig.c.app.connected as usize).min(rig.s.app.accepted() as usize))
+}
+
 impl crate::workload::IdleFlows for SquallIdle {
     fn client_name(&self) -> &'static str {
         "squall"
     }
 
     fn server_name(&self) -> &'static str {
-        "squall"
+        if self.serve {
+            "squall-serve"
+        } else {
+            "squall"
+        }
     }
 
     fn establish_idle(&mut self, n: usize, deadline: Instant) -> Result<usize, String> {
         // 1024 frames per side (2 MiB) for 256 opens per step.
-        let mut rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false, 1024)?;
-        rig.c.app.to_open = n;
-        while (rig.c.app.connected as usize) < n || (rig.s.app.accepted as usize) < n {
-            if Instant::now() >= deadline {
-                break;
-            }
-            let now = rig.start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
-            if !rig.open_owed(now, 256) {
-                return Err("flow table full".into());
-            }
-            if !rig.step(now) && rig.c.app.to_open == 0 {
-                rig.idle(now);
-            }
-            if rig.c.app.errors + rig.s.app.errors > 0 {
-                return Err(format!(
-                    "{} flows failed while opening",
-                    rig.c.app.errors + rig.s.app.errors
-                ));
-            }
+        let rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false, 1024)?;
+        if self.serve {
+            let mut rig = rig.with_serve();
+            let got = establish(&mut rig, n, deadline)?;
+            self.serve_rig = Some(rig);
+            Ok(got)
+        } else {
+            let mut rig = rig;
+            let got = establish(&mut rig, n, deadline)?;
+            self.rig = Some(rig);
+            Ok(got)
         }
-        let got = (rig.c.app.connected as usize).min(rig.s.app.accepted as usize);
-        self.rig = Some(rig);
-        Ok(got)
     }
 }

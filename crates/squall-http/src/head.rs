@@ -6,7 +6,8 @@ use crate::body::BodyKind;
 use crate::error::Error;
 use crate::limits::Limits;
 use crate::syntax::{
-    find_lf, is_field_vchar, is_target_char, is_tchar, is_token, list, trim_ows, word_has_ctl,
+    all_tchar, find_lf, is_field_vchar, is_target_char, is_tchar, is_token, list, trim_ows,
+    word_has_ctl,
 };
 
 /// The protocol version of a message (HTTP/1.x with a minor version above 1 is taken as
@@ -373,12 +374,27 @@ fn fields<'b>(
             b' ' | b'\t' => return Err(Error::BadRequest("obsolete line folding")),
             _ => {}
         }
-        while pos < len && is_tchar(buf[pos]) {
-            pos += 1;
-        }
-        let Some(&c) = buf.get(pos) else {
-            return partial(start, len);
+        // The name ends at the first colon; all of it must be tchars (checked without a
+        // branch per byte: the first byte that is not is looked for only on failure).
+        let Some(colon) = memchr::memchr(b':', &buf[pos..]).map(|k| pos + k) else {
+            return match buf[pos..].iter().position(|&c| !is_tchar(c)) {
+                Some(k) => Err(Error::BadRequest(match buf[pos + k] {
+                    b' ' | b'\t' => "whitespace between a field name and the colon",
+                    b'\r' | b'\n' => "header field without a colon",
+                    _ => "malformed field name",
+                })),
+                None => partial(start, len),
+            };
         };
+        if !all_tchar(&buf[pos..colon]) {
+            pos += buf[pos..colon]
+                .iter()
+                .position(|&c| !is_tchar(c))
+                .unwrap_or(0);
+        } else {
+            pos = colon;
+        }
+        let c = buf[pos];
         if c != b':' {
             return Err(Error::BadRequest(match c {
                 b' ' | b'\t' => "whitespace between a field name and the colon",

@@ -25,6 +25,12 @@ pub(crate) fn is_tchar(c: u8) -> bool {
     CLASS[c as usize] & TCHAR != 0
 }
 
+/// Whether every byte of `s` is a tchar (no early exit: one AND per byte).
+#[inline]
+pub(crate) fn all_tchar(s: &[u8]) -> bool {
+    s.iter().fold(TCHAR, |a, &c| a & CLASS[c as usize]) & TCHAR != 0
+}
+
 /// A field-value byte (RFC 9110 §5.5): VCHAR, obs-text, SP, HTAB.
 #[inline]
 pub(crate) fn is_field_vchar(c: u8) -> bool {

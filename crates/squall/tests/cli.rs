@@ -397,6 +397,23 @@ fn serve_usage_errors_say_what_is_wrong() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(msg), "{args:?}: `{msg}` not in {err}");
     }
+    // The example file's [serve] table is read (and its [run] table left alone): only the
+    // command line's --cores is refused.
+    let out = squall()
+        .args([
+            "serve",
+            "--config",
+            "../../examples/squall.toml",
+            "--cores",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("options from ../../examples/squall.toml") && err.contains("--cores 3"),
+        "{err}"
+    );
     std::fs::write(dir.join("squall.toml"), "[serve]\nbogus = 1\n").unwrap();
     let out = squall()
         .args(["serve", "--config", &conf])

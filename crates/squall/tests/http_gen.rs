@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use serde_json::json;
 use squall::gen::{tcp_config, ClientGen, Side};
-use squall::serve::app::{AppConfig, ServeApp};
-use squall::serve::files::{File, Files};
-use squall::serve::respond::Route;
 use squall::stats::SideStats;
 use squall_astf::sched::SchedConfig;
 use squall_astf::Profile;
 use squall_http::Limits;
 use squall_port::mem::{pair, MemConfig, MemPort};
+use squall_serve::app::{AppConfig, ServeApp};
+use squall_serve::files::{File, Files};
+use squall_serve::respond::Route;
 use squall_stack::{Node, NodeConfig, Owned};
 use squall_tcp::TcpConfig;
 
@@ -93,7 +93,7 @@ fn profile(flows: u32) -> Profile {
 
 struct Run {
     client: SideStats,
-    server: squall::serve::app::ServeStats,
+    server: squall_serve::app::ServeStats,
     idle: bool,
 }
 

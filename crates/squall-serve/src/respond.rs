@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use squall_http::{reason, Method, Request, Version};
 
-use super::files::File;
+use crate::files::File;
 
 /// A fixed route from the configuration: `PATH return CODE ["TEXT"]`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,15 +1,8 @@
-//! `squall serve`: a static-file and fixed-route HTTP/1.1 server on a Squall node, run
-//! on a real port by the same port runner as `squall run` ([`crate::iface::with_port`]).
-//!
-//! - [`files`]: the files under `--root`, loaded into memory at start;
-//! - [`respond`]: routes, conditional requests, ranges and the header blocks;
-//! - [`app`]: the node application (connections, pipelining, timeouts, stop);
-//! - [`log`]: the buffered access log.
+//! `squall serve`: the HTTP/1.1 server app of `squall-serve` on a Squall node, run on a
+//! real port by the same port runner as `squall run` ([`crate::iface::with_port`]):
+//! loading the site, the loop, the stop on SIGINT/SIGTERM, the final counters.
 
-pub mod app;
-pub mod files;
-pub mod log;
-pub mod respond;
+pub use squall_serve::{app, files, log, respond};
 
 use std::net::SocketAddrV4;
 use std::path::PathBuf;

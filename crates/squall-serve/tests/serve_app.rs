@@ -6,12 +6,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use squall::serve::app::{AppConfig, ServeApp};
-use squall::serve::files::{File, Files};
-use squall::serve::respond::Route;
 use squall_http::Limits;
 use squall_port::mem::{pair, MemConfig, MemPort};
 use squall_port::Port;
+use squall_serve::app::{AppConfig, ServeApp};
+use squall_serve::files::{File, Files};
+use squall_serve::respond::Route;
 use squall_stack::{Node, NodeApp, NodeConfig, NodeIo, Owned};
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
 

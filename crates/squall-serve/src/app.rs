@@ -10,11 +10,11 @@ use std::sync::Arc;
 use squall_http::{parse_request, BodyDecoder, BodyKind, Header, Limits, Method, Request};
 use squall_port::Port;
 use squall_stack::{NodeApp, NodeIo};
-use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp, TcpHost};
+use squall_tcp::{BufId, BufRegistry, CloseReason, Ctl, FlowId, TcpApp, TcpHost};
 
-use super::files::{unix_now, Files};
-use super::log::AccessLog;
-use super::respond::{self, FileAnswer, Route};
+use crate::files::{unix_now, Files};
+use crate::log::AccessLog;
+use crate::respond::{self, FileAnswer, Route};
 
 /// Most header fields of a request (more: 431).
 pub const MAX_HEADERS: usize = 64;
@@ -75,6 +75,11 @@ struct Conn {
     open: bool,
     /// Our FIN is queued: nothing more is read.
     closing: bool,
+    /// Bytes queued on the connection and not acknowledged yet.
+    unacked: u64,
+    /// The second of the oldest per-second buffer the unacknowledged bytes may refer to
+    /// (0: none): those buffers stay registered until it is acknowledged.
+    pinned: u64,
 }
 
 /// A route's registered buffers.
@@ -113,8 +118,12 @@ pub struct ServeApp {
     sec: u64,
     date: String,
     log_time: String,
-    /// The header tails of this second: keep-alive 1.1, close, keep-alive 1.0.
-    tails: [Box<[u8]>; 3],
+    /// Registered buffers of this second (they carry its Date): the header tails
+    /// (keep-alive 1.1, close, keep-alive 1.0) and each route's whole keep-alive answer.
+    tails: [(BufId, u32); 3],
+    route_full: Vec<(BufId, u32)>,
+    /// Earlier seconds' buffers, unregistered once no connection may refer to them.
+    retired: Vec<(u64, Vec<BufId>)>,
     last_sweep: u64,
     last_log_flush: u64,
     /// Stopping: no keep-alive, idle connections closed, new ones refused.
@@ -190,28 +199,79 @@ impl ServeApp {
             sec: 0,
             date: String::new(),
             log_time: String::new(),
-            tails: Default::default(),
+            tails: [(BufId(0), 0); 3],
+            route_full: Vec::new(),
+            retired: Vec::new(),
             last_sweep: 0,
             last_log_flush: 0,
             stopping: false,
             stats: ServeStats::default(),
             log,
         };
-        app.set_clock(unix_now());
+        app.roll(unix_now(), tcp.buffers());
         app
     }
 
-    fn set_clock(&mut self, sec: u64) {
+    /// Moves to second `sec`: its Date, and this second's registered buffers (the last
+    /// second's are kept until no connection may still send from them).
+    fn roll(&mut self, sec: u64, reg: &mut BufRegistry) {
+        let old: Vec<BufId> = self
+            .tails
+            .iter()
+            .chain(&self.route_full)
+            .filter(|&&(_, n)| n > 0)
+            .map(|&(b, _)| b)
+            .collect();
+        if !old.is_empty() {
+            self.retired.push((self.sec, old));
+        }
         self.sec = sec;
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(sec);
         self.date = httpdate::fmt_http_date(t);
         self.log_time = log_time(sec);
         use squall_http::Version::{Http10, Http11};
+        let mut put = |v: Vec<u8>| {
+            let n = v.len() as u32;
+            (reg.register(v.into()), n)
+        };
+        let keep11 = respond::tail(&self.date, true, Http11);
         self.tails = [
-            respond::tail(&self.date, true, Http11).into(),
-            respond::tail(&self.date, false, Http11).into(),
-            respond::tail(&self.date, true, Http10).into(),
+            put(keep11.clone()),
+            put(respond::tail(&self.date, false, Http11)),
+            put(respond::tail(&self.date, true, Http10)),
         ];
+        self.route_full = self
+            .routes
+            .iter()
+            .map(|(_, r)| {
+                let mut v = reg.get(r.head).to_vec();
+                v.extend_from_slice(&keep11);
+                v.extend_from_slice(reg.get(r.body));
+                let n = v.len() as u32;
+                (reg.register(v.into()), n)
+            })
+            .collect();
+    }
+
+    /// Unregisters the earlier seconds' buffers no connection may refer to any more.
+    fn retire(&mut self, reg: &mut BufRegistry) {
+        let oldest = self
+            .conns
+            .iter()
+            .filter(|c| c.open && c.pinned != 0)
+            .map(|c| c.pinned)
+            .min()
+            .unwrap_or(u64::MAX);
+        self.retired.retain(|(sec, ids)| {
+            if *sec < oldest {
+                for &b in ids {
+                    reg.unregister(b);
+                }
+                false
+            } else {
+                true
+            }
+        });
     }
 
     /// Starts the graceful stop: idle connections are closed on the next poll, the
@@ -248,16 +308,33 @@ impl ServeApp {
         self.stats.by_class[(code / 100).min(5) as usize] += 1;
     }
 
-    fn send(&mut self, ctl: &mut Ctl, b: BufId, off: u32, len: u32) {
+    /// Queues `len` bytes of `b` from `off` on connection `i`.
+    fn send(&mut self, ctl: &mut Ctl, i: usize, b: BufId, off: u32, len: u32) {
         if len > 0 {
             ctl.send(b, off, len);
+            self.conns[i].unacked += u64::from(len);
         }
+    }
+
+    /// Queues a buffer of this second (pins it until acknowledged).
+    fn send_sec(&mut self, ctl: &mut Ctl, i: usize, (b, n): (BufId, u32)) {
+        let c = &mut self.conns[i];
+        if c.pinned == 0 {
+            c.pinned = self.sec;
+        }
+        self.send(ctl, i, b, 0, n);
+    }
+
+    /// Queues owned bytes on connection `i`.
+    fn send_owned(&mut self, ctl: &mut Ctl, i: usize, v: Vec<u8>) {
+        self.conns[i].unacked += v.len() as u64;
+        ctl.send_owned(v.into_boxed_slice());
     }
 
     /// Answers `code` with a small body and closes (parse errors, refused requests).
     fn fail(&mut self, ctl: &mut Ctl, i: usize, code: u16) {
         let v = respond::error(code, false, &self.date, false);
-        ctl.send_owned(v.into_boxed_slice());
+        self.send_owned(ctl, i, v);
         ctl.close();
         self.conns[i].closing = true;
         self.count(code);
@@ -331,18 +408,28 @@ impl ServeApp {
         let mut keep = req.keep_alive && !self.stopping;
         let (code, bytes) = if req.expect_other {
             keep = false;
-            self.owned(ctl, respond::error(417, head_only, &self.date, false), 417)
+            self.owned(
+                ctl,
+                i,
+                respond::error(417, head_only, &self.date, false),
+                417,
+            )
         } else if let Some(code) = respond::method_status(req.method) {
             // A body we will not read: close after the answer.
             keep &= req.body == BodyKind::None;
-            self.owned(ctl, respond::error(code, head_only, &self.date, keep), code)
+            self.owned(
+                ctl,
+                i,
+                respond::error(code, head_only, &self.date, keep),
+                code,
+            )
         } else {
             if req.expect_continue && req.body != BodyKind::None {
                 let (b, n) = self.cont;
-                self.send(ctl, b, 0, n);
+                self.send(ctl, i, b, 0, n);
                 self.count(100);
             }
-            self.resource(ctl, req, head_only, keep)
+            self.resource(ctl, i, req, head_only, keep)
         };
         if self.log.is_some() {
             let ua = req.header("user-agent").unwrap_or(b"-");
@@ -360,9 +447,9 @@ impl ServeApp {
     }
 
     /// Sends a whole owned answer; (code, body bytes) for the log.
-    fn owned(&mut self, ctl: &mut Ctl, v: Vec<u8>, code: u16) -> (u16, usize) {
+    fn owned(&mut self, ctl: &mut Ctl, i: usize, v: Vec<u8>, code: u16) -> (u16, usize) {
         self.count(code);
-        ctl.send_owned(v.into_boxed_slice());
+        self.send_owned(ctl, i, v);
         (code, 0)
     }
 
@@ -370,52 +457,64 @@ impl ServeApp {
     fn resource(
         &mut self,
         ctl: &mut Ctl,
+        i: usize,
         req: &Request<'_, '_>,
         head_only: bool,
         keep: bool,
     ) -> (u16, usize) {
         let path = req.path();
+        let plain = keep && req.version == squall_http::Version::Http11;
         let tail = self.tails[match (keep, req.version) {
             (true, squall_http::Version::Http11) => 0,
             (false, _) => 1,
             (true, squall_http::Version::Http10) => 2,
-        }]
-        .clone();
-        if let Some((_, r)) = self.routes.iter().find(|(p, _)| p == path) {
+        }];
+        if let Some(k) = self.routes.iter().position(|(p, _)| p == path) {
+            let r = &self.routes[k].1;
             let (h, hl, b, bl, code) = (r.head, r.head_len, r.body, r.body_len, r.code);
-            self.send(ctl, h, 0, hl);
-            ctl.send_owned(tail);
             let n = if head_only { 0 } else { bl };
-            self.send(ctl, b, 0, n);
+            if plain && !head_only {
+                // The whole answer in one buffer of this second.
+                self.send_sec(ctl, i, self.route_full[k]);
+            } else {
+                self.send(ctl, i, h, 0, hl);
+                self.send_sec(ctl, i, tail);
+                self.send(ctl, i, b, 0, n);
+            }
             self.stats.body_bytes += u64::from(n);
             self.count(code);
             return (code, n as usize);
         }
         let files = self.files.clone();
         let Some((k, f)) = files.lookup(path) else {
-            return self.owned(ctl, respond::error(404, head_only, &self.date, keep), 404);
+            return self.owned(
+                ctl,
+                i,
+                respond::error(404, head_only, &self.date, keep),
+                404,
+            );
         };
         let fb = self.file_bufs[k];
         match respond::decide(req, f) {
             FileAnswer::Full => {
-                self.send(ctl, fb.head, 0, fb.head_len);
-                ctl.send_owned(tail);
+                self.send(ctl, i, fb.head, 0, fb.head_len);
+                self.send_sec(ctl, i, tail);
                 let n = if head_only { 0 } else { f.data.len() };
-                self.send(ctl, fb.body, 0, n as u32);
+                self.send(ctl, i, fb.body, 0, n as u32);
                 self.stats.body_bytes += n as u64;
                 self.count(200);
                 (200, n)
             }
             FileAnswer::NotModified => {
                 let v = respond::not_modified(f, &self.date, keep, req.version);
-                self.owned(ctl, v, 304)
+                self.owned(ctl, i, v, 304)
             }
             FileAnswer::Partial(r) => {
                 let mut h = respond::partial_head(f, &r).into_bytes();
-                h.extend_from_slice(&tail);
-                ctl.send_owned(h.into_boxed_slice());
+                h.extend_from_slice(&respond::tail(&self.date, keep, req.version));
+                self.send_owned(ctl, i, h);
                 let n = if head_only { 0 } else { r.len() };
-                self.send(ctl, fb.body, r.start as u32, n as u32);
+                self.send(ctl, i, fb.body, r.start as u32, n as u32);
                 self.stats.body_bytes += n as u64;
                 self.count(206);
                 (206, n)
@@ -423,7 +522,7 @@ impl ServeApp {
             FileAnswer::Unsatisfiable => {
                 let extra = format!("Content-Range: bytes */{}\r\n", f.data.len());
                 let v = respond::small(416, &extra, "", head_only, &self.date, keep);
-                self.owned(ctl, v, 416)
+                self.owned(ctl, i, v, 416)
             }
         }
     }
@@ -470,7 +569,7 @@ impl TcpApp for ServeApp {
         };
         if full {
             let (b, n) = self.busy;
-            ctl.send(b, 0, n);
+            self.send(ctl, f.0 as usize, b, 0, n);
             ctl.close();
             self.stats.refused += 1;
             self.count(503);
@@ -517,6 +616,15 @@ impl TcpApp for ServeApp {
         self.conns[i].buf = buf;
     }
 
+    fn on_acked(&mut self, _ctl: &mut Ctl, f: FlowId, bytes: u32) {
+        if let Some(c) = self.conns.get_mut(f.0 as usize) {
+            c.unacked = c.unacked.saturating_sub(u64::from(bytes));
+            if c.unacked == 0 {
+                c.pinned = 0;
+            }
+        }
+    }
+
     fn on_peer_closed(&mut self, ctl: &mut Ctl, f: FlowId) {
         if let Some(c) = self.conns.get_mut(f.0 as usize) {
             if c.open && !c.closing {
@@ -549,7 +657,10 @@ impl NodeApp for ServeApp {
         self.last_sweep = now;
         let sec = unix_now();
         if sec != self.sec {
-            self.set_clock(sec);
+            self.roll(sec, io.buffers());
+        }
+        if !self.retired.is_empty() {
+            self.retire(io.buffers());
         }
         if now.saturating_sub(self.last_log_flush) >= 1_000_000_000 {
             self.last_log_flush = now;
@@ -572,6 +683,8 @@ impl NodeApp for ServeApp {
                 let (b, n) = self.timeout;
                 if io.send(f, b, 0, n).is_err() {
                     self.stats.send_errors += 1;
+                } else {
+                    self.conns[i].unacked += u64::from(n);
                 }
                 self.stats.header_timeouts += 1;
                 self.count(408);
@@ -628,6 +741,58 @@ fn log_time(sec: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The buffers of a past second stay registered while a connection may still send
+    /// from them (data not acknowledged), and go once it may not.
+    #[test]
+    fn past_seconds_buffers_are_retired_when_unreferenced() {
+        let mut tcp = TcpHost::new(squall_tcp::TcpConfig::default(), 0);
+        let files = Arc::new(Files {
+            list: Vec::new(),
+            by_path: Default::default(),
+            bytes: 0,
+        });
+        let cfg = AppConfig {
+            max_conns: 8,
+            idle_timeout_ns: 1,
+            header_timeout_ns: 1,
+            limits: Limits::default(),
+        };
+        let routes = [Route::parse("/p return 200 \"pong\"").unwrap()];
+        let mut app = ServeApp::new(cfg, files, &routes, &mut tcp, None);
+        let t0 = app.sec;
+        let first = app.route_full[0].0;
+        assert!(tcp.buffers().get(first).ends_with(b"\r\n\r\npong"));
+        // A connection sent from this second's buffers and is not acknowledged yet.
+        app.conns.push(Conn {
+            open: true,
+            unacked: 10,
+            pinned: t0,
+            ..Conn::default()
+        });
+        app.roll(t0 + 1, tcp.buffers());
+        app.retire(tcp.buffers());
+        assert_eq!(app.retired.len(), 1, "kept: still referenced");
+        assert!(!tcp.buffers().get(first).is_empty());
+        assert_ne!(app.route_full[0].0, first);
+        // Acknowledged: the next check lets them go.
+        app.on_acked(&mut Ctl::default(), FlowId(0), 10);
+        assert_eq!(app.conns[0].pinned, 0);
+        app.retire(tcp.buffers());
+        assert!(app.retired.is_empty());
+        assert!(tcp.buffers().get(first).is_empty(), "unregistered");
+    }
+
+    /// The server's own state of a connection (beside the TCP flow): an idle keep-alive
+    /// connection costs this and its flow (the 512-byte budget of the issue).
+    #[test]
+    fn connection_state_is_small() {
+        assert!(
+            std::mem::size_of::<Conn>() <= 72,
+            "{}",
+            std::mem::size_of::<Conn>()
+        );
+    }
 
     #[test]
     fn log_times() {
