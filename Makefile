@@ -58,7 +58,9 @@ bench: bench-mem bench-veth
 # One JSON line per cell (docs/BENCHMARKS.md): the wire64 floor, W1/W2/W3 for Squall and
 # smoltcp on T-mem1 (software checksums, then a second row with checksum offload emulated on
 # both sides), W1 at C = 100,000 (Squall; smoltcp finds sockets by linear scan), and the
-# kernel on T-loop for context. About 7 minutes.
+# kernel on T-loop for context, and W2 through HTTP (`squall serve`'s app as the server, the
+# answers parsed by squall-http) beside raw W2 of the same run, with W3 (idle connections)
+# on both servers. About 8 minutes.
 bench-mem:
 	$(CARGO) build --release -p squall-port --example wire64
 	$(CARGO) build --release -p squall-bench
@@ -67,14 +69,16 @@ bench-mem:
 	./target/release/squall-bench mem --offload --workloads W1,W2
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100,1000 --initwnd 2,10
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100000 --seconds 5
+	./target/release/squall-bench mem --stacks squall,squall-serve --workloads W2,W3 --conns 1000 --flows 100000
 	./target/release/squall-bench mem2
 	./target/release/squall-bench memn --cores 1,2 --workloads W1 --conns 1000 --pool 256
 	./target/release/squall-bench loop
 
 # T-veth (needs root): the raw-veth floor line (64- and 1514-byte frames over AF_PACKET),
-# then W1 and W2 (C = 100, 1000) for the four pairs — ab/wrk or Squall's client against
+# then W1 and W2 (C = 100, 1000) for the five pairs — ab/wrk, Squall's client or its
+# HTTP-aware client (`squall-http`, against nginx only) against
 # nginx or Squall's server — between the lab's namespaces, client on core 0, server on
-# core 1, medians of 3 runs of 5 s. About 7 minutes. Holds the machine-wide lab lock for
+# core 1, medians of 3 runs of 5 s. About 9 minutes. Holds the machine-wide lab lock for
 # the whole run; the lab is torn down (and the host's congestion-control list restored)
 # even if the harness dies, still under the lock. PORT=afxdp once that port lands;
 # VETH_ARGS="--workloads W2 --runs 1" etc. for a part of it.

@@ -2,7 +2,8 @@
 # Installs what Squall needs on a Debian 12 machine (run as root). Idempotent and quick when
 # everything is already there.
 #   scripts/deps.sh run    toolchain to build and run Squall
-#   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, cargo-fuzz,
+#   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, wrk, ab,
+#                            h2load, cargo-fuzz,
 #                            libdpdk-dev for the DPDK port: built and tested with `--features dpdk`)
 #   scripts/deps.sh bench  + what the benchmarks need (wrk, ab, nginx, /usr/bin/time)
 set -euo pipefail
@@ -20,8 +21,9 @@ if [ "$mode" = test ] || [ "$mode" = bench ]; then
   for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping nftables libdpdk-dev; do want "$p"; done
 fi
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
-  # wrk: the AF_XDP server lab test drives Squall with it too.
-  for p in wrk; do want "$p"; done
+  # wrk: the AF_XDP server lab test drives Squall with it too. nghttp2-client: h2load
+  # (its HTTP/1.1 mode, --h1) against `squall serve` in the HTTP interop test.
+  for p in wrk nghttp2-client; do want "$p"; done
 fi
 if [ "$mode" = bench ]; then
   for p in time; do want "$p"; done

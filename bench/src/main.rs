@@ -19,7 +19,9 @@ use squall_bench::workload::{self, RunCfg};
 
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
-                    [--stacks smoltcp,squall] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
+                    [--stacks smoltcp,squall,squall-serve] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
+                    (squall-serve: `squall serve`'s app as the server: W2 with the answers
+                     parsed, W3 idle connections)
                     [--pool N]  (frames per side of Squall's wire; default sized from C)
                     [--offload]   (emulate checksum offload on both sides: a second row)
                     [--initwnd 2,10]  (W1 Squall rows per initial window, mem2 driver on one
@@ -30,7 +32,7 @@ const USAGE: &str = "usage:
                     (T-memN: N Squall shards at once, one per core, each both ends of its
                      own connections over its own wire; C connections per shard)
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
-  squall-bench veth [--workloads raw,W1,W2] [--pairs kernel/kernel,squall/kernel,kernel/squall,squall/squall]
+  squall-bench veth [--workloads raw,W1,W2] [--pairs kernel/kernel,squall/kernel,kernel/squall,squall/squall,squall-http/kernel]
                     [--conns 100,1000] (W2) [--seconds 5] [--runs 3] [--port afpacket|afxdp]
                     [--w1-cps N] (Squall client's W1 rate; default ab's rate vs nginx in this run)
                     [--frame-sizes 64,1514] [--root DIR] [--squall PATH]
@@ -43,7 +45,7 @@ const USAGE: &str = "usage:
                     (T-memif, root: two squall processes over DPDK net_memif, client core 0,
                      server core 1, busy CPU of each side's loop per op)
   squall-bench blast tx|rx --iface IF [--seconds S] [--size 64] [--dst MAC]  (internal: raw-veth)
-  squall-bench w3-child --stack smoltcp|squall --flows N [--max-seconds S]   (internal)";
+  squall-bench w3-child --stack smoltcp|squall|squall-serve --flows N [--max-seconds S]   (internal)";
 
 #[derive(Debug)]
 struct Opts {
@@ -272,6 +274,16 @@ fn run_squall(_requests: bool, _cfg: &RunCfg, _offload: bool) -> Result<Record, 
     Err("built without the `squall` feature (squall-tcp)".into())
 }
 
+#[cfg(feature = "squall")]
+fn run_squall_serve(cfg: &RunCfg, offload: bool) -> Result<Record, String> {
+    squall::run_serve(cfg, offload)
+}
+
+#[cfg(not(feature = "squall"))]
+fn run_squall_serve(_cfg: &RunCfg, _offload: bool) -> Result<Record, String> {
+    Err("built without the `squall` feature (squall-tcp)".into())
+}
+
 fn run_mem(o: &Opts) -> Result<(), String> {
     // T-mem1 is one thread: keep it on one core (caches, no migrations), the same for
     // every stack. Core 1: the kernel tends to put its own work on core 0.
@@ -279,13 +291,18 @@ fn run_mem(o: &Opts) -> Result<(), String> {
         eprintln!("note: could not pin the T-mem1 thread to core 1; running unpinned");
     }
     for stack in &o.stacks {
-        if stack != "smoltcp" && stack != "squall" {
+        if !["smoltcp", "squall", "squall-serve"].contains(&stack.as_str()) {
             return Err(format!(
                 "stack {stack:?} is not wired into the harness (adapter points: \
                  squall_bench::pair::MemPair, squall_bench::workload::IdleFlows)"
             ));
         }
         for w in &o.workloads {
+            if stack == "squall-serve" && w != "W2" && w != "W3" {
+                // `squall serve`'s app: W2 (HTTP answers) and W3 (idle connections).
+                eprintln!("{w} squall-serve: skipped (squall-serve cells are W2 and W3)");
+                continue;
+            }
             match w.as_str() {
                 "W1" if !o.initwnd.is_empty() => {
                     if stack == "smoltcp" {
@@ -312,12 +329,14 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                             sc.offload = o.offload;
                             let mut r = if stack == "squall" {
                                 run_squall(w == "W2", &cfg, o.offload)?
+                            } else if stack == "squall-serve" {
+                                run_squall_serve(&cfg, o.offload)?
                             } else if o.wire == "port" {
                                 run_cell(&mut SmolPair::on_port(sc)?, w, &cfg)
                             } else {
                                 run_cell(&mut SmolPair::new(sc), w, &cfg)
                             };
-                            if stack != "squall" {
+                            if stack == "smoltcp" {
                                 let off = if o.offload {
                                     "; checksum offload emulated (no checksums)"
                                 } else {
@@ -396,10 +415,15 @@ fn mem_available() -> u64 {
 fn run_w3_child(o: &Opts) -> Result<(), String> {
     let stack = o.stacks.first().map(String::as_str).unwrap_or("smoltcp");
     let flows = o.flows.first().copied().unwrap_or(100_000);
-    if stack == "squall" {
+    if stack == "squall" || stack == "squall-serve" {
         #[cfg(feature = "squall")]
         {
-            let r = workload::run_w3(squall::SquallIdle::new, flows, o.max_seconds);
+            let make = if stack == "squall" {
+                squall::SquallIdle::new
+            } else {
+                squall::SquallIdle::serve
+            };
+            let r = workload::run_w3(make, flows, o.max_seconds);
             println!("{}", r.to_json());
             return Ok(());
         }

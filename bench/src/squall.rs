@@ -6,19 +6,44 @@
 //! [`crate::pair::MemPair`]; the rules are the same: every byte verified, errors counted,
 //! the figure is the thread's CPU time per completed operation.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use squall_serve::app::{AppConfig, ServeApp};
+use squall_serve::files::Files;
+use squall_serve::respond::Route;
+use squall_stack::NodeApp;
 use squall_tcp::TcpConfig;
 
+use crate::http;
 use crate::measure::{self, Histogram};
 use crate::report::Record;
 use crate::squall_apps::{build, idle_skip, ClientApp, Endpoint, OpenStop, ServerApp, Wl};
 use crate::workload::RunCfg;
 
+/// The server side's failed requests or flows.
+pub(crate) trait ServerErrors {
+    fn errors(&self) -> u64;
+}
+
+impl ServerErrors for ServerApp {
+    fn errors(&self) -> u64 {
+        self.errors
+    }
+}
+
+impl ServerErrors for ServeApp {
+    /// Requests answered with 4xx/5xx, parse errors, sends refused.
+    fn errors(&self) -> u64 {
+        let s = &self.stats;
+        s.by_class[4] + s.by_class[5] + s.parse_errors + s.send_errors
+    }
+}
+
 /// Two nodes, their apps and the wire.
-struct Rig {
+struct Rig<S = ServerApp> {
     c: Endpoint<ClientApp>,
-    s: Endpoint<ServerApp>,
+    s: Endpoint<S>,
     /// The clock: `start.elapsed()` plus the idle gaps skipped.
     start: Instant,
     skipped_ns: u64,
@@ -32,7 +57,7 @@ impl Rig {
         max_flows: u32,
         offload: bool,
         frames: u32,
-    ) -> Result<Self, String> {
+    ) -> Result<Rig, String> {
         let base = TcpConfig {
             max_flows,
             ..TcpConfig::default()
@@ -52,6 +77,50 @@ impl Rig {
         })
     }
 
+    /// The same rig with `squall serve`'s app as the server (a route answering W2's
+    /// request with W2's body) and the client checking each answer with squall-http.
+    fn with_serve(self) -> Rig<ServeApp> {
+        let Rig {
+            mut c,
+            s,
+            start,
+            skipped_ns,
+        } = self;
+        let mut node = s.node;
+        let resp = http::w2_response();
+        let head = resp
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(0, |p| p + 4);
+        let body: Arc<[u8]> = Arc::from(&resp[head..]);
+        let route = Route::parse(&format!(
+            "/testu return 200 \"{}\"",
+            String::from_utf8_lossy(&body)
+        ))
+        .expect("the W2 body is a valid route text");
+        let cfg = AppConfig {
+            max_conns: 1 << 20,
+            idle_timeout_ns: 3_600_000_000_000,
+            header_timeout_ns: 3_600_000_000_000,
+            limits: squall_http::Limits::default(),
+        };
+        let files = Arc::new(Files {
+            list: Vec::new(),
+            by_path: Default::default(),
+            bytes: 0,
+        });
+        let app = ServeApp::new(cfg, files, &[route], &mut node.tcp, None);
+        c.app.http_body = Some(body);
+        Rig {
+            c,
+            s: Endpoint { node, app },
+            start,
+            skipped_ns,
+        }
+    }
+}
+
+impl<S: NodeApp + ServerErrors> Rig<S> {
     /// Opens the connections owed; false if the host refused (no free flow slot).
     fn open_owed(&mut self, now: u64, limit: usize) -> bool {
         self.c.open_owed(now, limit, usize::MAX).1 == OpenStop::Done
@@ -90,20 +159,53 @@ impl Rig {
 /// computes or verifies TCP checksums (and the wire does not either).
 pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String> {
     let wl = if requests { Wl::W2 } else { Wl::W1 };
-    // Room for the live flows plus one second of TIME_WAIT at a generous rate.
-    let max_flows = (cfg.conns as u32 * 4 + 4096).max(1 << 18);
-    // A bounded pool, like a NIC ring: when it is full the hosts stop building frames
-    // (`tcps_txfull`) and resume when frames come back (`TcpHost::tx_resume`, blocked
-    // flows first), so the frames in flight stay few and cache-hot whatever C is (a pool
-    // sized to C x the window put tens of MB in flight at C = 1000). Room for one frame
-    // per connection and direction (a W2 exchange never waits for a slot), at least 256
-    // and at most 2048 frames (4 MiB) per side.
-    let frames = if cfg.pool > 0 {
+    let rig = Rig::new(wl, cfg.conns, max_flows(cfg), offload, frames(cfg))?;
+    Ok(measure_rig(rig, requests, cfg, offload, "squall"))
+}
+
+/// W2 with `squall serve`'s app as the server (`--stacks squall-serve`): the request goes
+/// through squall-http's parser and the server's route on one end, the answer (with its
+/// Date header) through the parser on the other; the same wire, client and rules as
+/// [`run`], so the two lines of one run compare what HTTP costs on top of raw W2.
+pub fn run_serve(cfg: &RunCfg, offload: bool) -> Result<Record, String> {
+    let rig = Rig::new(Wl::W2, cfg.conns, max_flows(cfg), offload, frames(cfg))?.with_serve();
+    let mut r = measure_rig(rig, true, cfg, offload, "squall-serve");
+    if let Some(n) = r.note.as_mut() {
+        n.push_str(
+            "; server: squall serve's app (route /testu), client checks answers with squall-http",
+        );
+    }
+    Ok(r)
+}
+
+/// Room for the live flows plus one second of TIME_WAIT at a generous rate.
+fn max_flows(cfg: &RunCfg) -> u32 {
+    (cfg.conns as u32 * 4 + 4096).max(1 << 18)
+}
+
+/// A bounded pool, like a NIC ring: when it is full the hosts stop building frames
+/// (`tcps_txfull`) and resume when frames come back (`TcpHost::tx_resume`, blocked flows
+/// first), so the frames in flight stay few and cache-hot whatever C is (a pool sized to
+/// C x the window put tens of MB in flight at C = 1000). Room for one frame per
+/// connection and direction (a W2 exchange never waits for a slot), at least 256 and at
+/// most 2048 frames (4 MiB) per side.
+fn frames(cfg: &RunCfg) -> u32 {
+    if cfg.pool > 0 {
         cfg.pool
     } else {
         (cfg.conns + 64).next_power_of_two().clamp(256, 2048) as u32
-    };
-    let mut rig = Rig::new(wl, cfg.conns, max_flows, offload, frames)?;
+    }
+}
+
+/// Runs a built rig for the measured window; the line names `server`.
+fn measure_rig<S: NodeApp + ServerErrors>(
+    mut rig: Rig<S>,
+    requests: bool,
+    cfg: &RunCfg,
+    offload: bool,
+    server: &str,
+) -> Record {
+    let wl = if requests { Wl::W2 } else { Wl::W1 };
     let start = Instant::now();
     let warmup = Duration::from_secs_f64(cfg.warmup);
     let measured = Duration::from_secs_f64(cfg.seconds);
@@ -167,11 +269,11 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
     if tx_full > 0 {
         note.push_str(&format!("; tx pool empty {tx_full} times"));
     }
-    Ok(Record {
+    Record {
         workload: wl.name().into(),
         topology: "T-mem1".into(),
         client: "squall".into(),
-        server: "squall".into(),
+        server: server.into(),
         conns: Some(cfg.conns as u64),
         cps: if requests { None } else { rate },
         rps: if requests { rate } else { None },
@@ -181,21 +283,37 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
         p99_us: hist.as_ref().and_then(|h| h.quantile(0.99)),
         frames_per_op: per_op(frames as f64),
         cpu_us_per_op: per_op(cpu_us),
-        errors: rig.c.app.errors + rig.s.app.errors,
+        errors: rig.c.app.errors + rig.s.app.errors(),
         seconds: secs,
         note: Some(note),
         ..Default::default()
-    })
+    }
 }
 
-/// W3 for Squall: hosts sized for `n` flows, `n` established idle flows.
+/// W3 for Squall: hosts sized for `n` flows, `n` established idle flows; the server side
+/// is the bench's own app, or with `serve` `squall serve`'s app (its per-connection state
+/// counted: the memory of an idle keep-alive connection on the HTTP server).
 pub struct SquallIdle {
+    serve: bool,
     rig: Option<Rig>,
+    serve_rig: Option<Rig<ServeApp>>,
 }
 
 impl SquallIdle {
     pub fn new() -> Self {
-        SquallIdle { rig: None }
+        SquallIdle {
+            serve: false,
+            rig: None,
+            serve_rig: None,
+        }
+    }
+
+    /// With `squall serve`'s app as the server.
+    pub fn serve() -> Self {
+        SquallIdle {
+            serve: true,
+            ..Self::new()
+        }
     }
 }
 
@@ -205,39 +323,75 @@ impl Default for SquallIdle {
     }
 }
 
+/// Connections the server side holds.
+trait Accepted {
+    fn accepted(&self) -> u64;
+}
+
+impl Accepted for ServerApp {
+    fn accepted(&self) -> u64 {
+        self.accepted
+    }
+}
+
+impl Accepted for ServeApp {
+    fn accepted(&self) -> u64 {
+        self.live
+    }
+}
+
+/// Opens `n` idle connections on `rig` (until `deadline`); how many both sides hold.
+fn establish<S: NodeApp + ServerErrors + Accepted>(
+    rig: &mut Rig<S>,
+    n: usize,
+    deadline: Instant,
+) -> Result<usize, String> {
+    rig.c.app.to_open = n;
+    while (rig.c.app.connected as usize) < n || (rig.s.app.accepted() as usize) < n {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let now = rig.start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
+        if !rig.open_owed(now, 256) {
+            return Err("flow table full".into());
+        }
+        if !rig.step(now) && rig.c.app.to_open == 0 {
+            rig.idle(now);
+        }
+        let errors = rig.c.app.errors + rig.s.app.errors();
+        if errors > 0 {
+            return Err(format!("{errors} flows failed while opening"));
+        }
+    }
+    Ok((rig.c.app.connected as usize).min(rig.s.app.accepted() as usize))
+}
+
 impl crate::workload::IdleFlows for SquallIdle {
     fn client_name(&self) -> &'static str {
         "squall"
     }
 
     fn server_name(&self) -> &'static str {
-        "squall"
+        if self.serve {
+            "squall-serve"
+        } else {
+            "squall"
+        }
     }
 
     fn establish_idle(&mut self, n: usize, deadline: Instant) -> Result<usize, String> {
         // 1024 frames per side (2 MiB) for 256 opens per step.
-        let mut rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false, 1024)?;
-        rig.c.app.to_open = n;
-        while (rig.c.app.connected as usize) < n || (rig.s.app.accepted as usize) < n {
-            if Instant::now() >= deadline {
-                break;
-            }
-            let now = rig.start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
-            if !rig.open_owed(now, 256) {
-                return Err("flow table full".into());
-            }
-            if !rig.step(now) && rig.c.app.to_open == 0 {
-                rig.idle(now);
-            }
-            if rig.c.app.errors + rig.s.app.errors > 0 {
-                return Err(format!(
-                    "{} flows failed while opening",
-                    rig.c.app.errors + rig.s.app.errors
-                ));
-            }
+        let rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false, 1024)?;
+        if self.serve {
+            let mut rig = rig.with_serve();
+            let got = establish(&mut rig, n, deadline)?;
+            self.serve_rig = Some(rig);
+            Ok(got)
+        } else {
+            let mut rig = rig;
+            let got = establish(&mut rig, n, deadline)?;
+            self.rig = Some(rig);
+            Ok(got)
         }
-        let got = (rig.c.app.connected as usize).min(rig.s.app.accepted as usize);
-        self.rig = Some(rig);
-        Ok(got)
     }
 }

@@ -97,6 +97,12 @@ pub(crate) struct ClientApp {
     pub(crate) open_in_poll: Option<(usize, usize)>,
     /// Polls whose opening stopped because the host refused (no free flow slot).
     pub(crate) refused: u64,
+    /// W2 against an HTTP server whose answers carry headers of their own (Date, ...):
+    /// each answer is parsed with squall-http and must be `200` with exactly this body,
+    /// instead of being compared byte for byte with `resp`.
+    pub(crate) http_body: Option<Arc<[u8]>>,
+    /// Per flow: the start of an answer split across segments (HTTP checking only).
+    partial: Vec<Vec<u8>>,
 }
 
 /// Why [`ClientApp::open_owed`] stopped early.
@@ -153,6 +159,9 @@ impl TcpApp for ClientApp {
     }
 
     fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        if self.http_body.is_some() {
+            return self.on_http_data(ctl, f, data);
+        }
         let resp = &self.resp;
         let s = flow_slot(&mut self.flows, f);
         if !verify(s, resp, data) {
@@ -194,6 +203,78 @@ impl TcpApp for ClientApp {
         self.to_open += 1;
     }
 }
+
+impl ClientApp {
+    /// W2 against an HTTP server: parses each answer (squall-http), checks status and
+    /// body, then sends the next request.
+    fn on_http_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        let i = f.0 as usize;
+        if self.partial.len() <= i {
+            self.partial.resize_with(i + 1, Vec::new);
+        }
+        let mut held = std::mem::take(&mut self.partial[i]);
+        let buf: &[u8] = if held.is_empty() {
+            data
+        } else {
+            held.extend_from_slice(data);
+            &held
+        };
+        let body = self.http_body.as_deref().unwrap_or(&[]);
+        let mut h = [squall_http::Header::EMPTY; 16];
+        let verdict = match squall_http::parse_response(buf, &mut h, &HTTP_LIMITS, false) {
+            Ok(None) => None,
+            Ok(Some(r)) => {
+                let end = r.head_len + body.len();
+                if r.code != 200 || r.body != squall_http::BodyKind::Length(body.len() as u64) {
+                    Some(false)
+                } else if buf.len() < end {
+                    None
+                } else {
+                    // One request in flight: nothing may follow the answer.
+                    Some(buf.len() == end && &buf[r.head_len..] == body)
+                }
+            }
+            Err(_) => Some(false),
+        };
+        let n = buf.len();
+        let s = flow_slot(&mut self.flows, f);
+        match verdict {
+            None => {
+                if held.is_empty() {
+                    held.extend_from_slice(data);
+                }
+                self.partial[i] = held;
+            }
+            Some(false) => {
+                s.bad = true;
+                ctl.abort();
+            }
+            Some(true) => {
+                self.ops += 1;
+                self.l7_bytes += (self.req_len as usize + n) as u64;
+                if let Some(hist) = self.hist.as_mut() {
+                    hist.record_ns(self.now_ns.saturating_sub(s.t_sent));
+                }
+                s.t_sent = self.now_ns;
+                held.clear();
+                self.partial[i] = held;
+                ctl.send(self.req, 0, self.req_len);
+            }
+        }
+    }
+}
+
+/// Limits of the client's HTTP check.
+const HTTP_LIMITS: squall_http::Limits = squall_http::Limits {
+    max_start_line: 1024,
+    max_header_line: 1024,
+    max_headers: 16,
+    max_head: 4096,
+    max_body: 1 << 20,
+    max_chunk_line: 256,
+    max_trailers: 1024,
+    require_host: false,
+};
 
 impl NodeApp for ClientApp {
     fn begin_turn(&mut self, now: u64) {
@@ -384,6 +465,8 @@ pub(crate) fn build(
         hist: None,
         open_in_poll: None,
         refused: 0,
+        http_body: None,
+        partial: Vec::new(),
     };
     let sapp = ServerApp {
         wl,

@@ -78,11 +78,21 @@ impl PortKind {
     }
 }
 
-/// Who plays a side: the kernel peer (ab/wrk, nginx) or Squall.
+/// Who plays a side: the kernel peer (ab/wrk, nginx) or Squall; `SquallHttp` is Squall's
+/// HTTP-aware generator as the client (`http_request` / `http_wait_response`: responses
+/// parsed with squall-http and counted by status).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Who {
     Kernel,
     Squall,
+    SquallHttp,
+}
+
+impl Who {
+    /// Is this side one of Squall's (a `squall run` process on a Squall port)?
+    pub fn is_squall(self) -> bool {
+        self != Who::Kernel
+    }
 }
 
 /// A client/server pair, as `--pairs` names it (`kernel/squall` = ab or wrk against
@@ -91,12 +101,17 @@ pub fn parse_pair(s: &str) -> Result<(Who, Who), String> {
     let who = |w: &str| match w {
         "kernel" => Ok(Who::Kernel),
         "squall" => Ok(Who::Squall),
-        o => Err(format!("pair side {o}: kernel or squall")),
+        "squall-http" => Ok(Who::SquallHttp),
+        o => Err(format!("pair side {o}: kernel, squall or squall-http")),
     };
     let (c, sv) = s
         .split_once('/')
         .ok_or_else(|| format!("pair {s}: CLIENT/SERVER"))?;
-    Ok((who(c)?, who(sv)?))
+    let (c, sv) = (who(c)?, who(sv)?);
+    if sv == Who::SquallHttp {
+        return Err(format!("pair {s}: squall-http is a client"));
+    }
+    Ok((c, sv))
 }
 
 /// Options of `squall-bench veth`.
@@ -134,6 +149,7 @@ impl VethOpts {
                 (Who::Squall, Who::Kernel),
                 (Who::Kernel, Who::Squall),
                 (Who::Squall, Who::Squall),
+                (Who::SquallHttp, Who::Kernel),
             ],
             w1_cps: 0.0,
             frame_sizes: vec![64, 1514],
@@ -268,6 +284,10 @@ pub struct SquallOut {
     pub peer_closed_early: u64,
     pub aborted: u64,
     pub bad_close: u64,
+    /// HTTP-aware client: responses received to their end, and those with a 2xx status
+    /// (the `http` counters of every template group).
+    pub http_responses: u64,
+    pub http_2xx: u64,
 }
 
 impl SquallOut {
@@ -288,6 +308,19 @@ pub fn parse_squall(text: &str, side: &str) -> Result<SquallOut, String> {
         x.as_u64().unwrap_or(0)
     };
     let num = |k: &str| v[k].as_f64().ok_or_else(|| format!("squall json: no {k}"));
+    // HTTP counters, summed over the template groups (present only for HTTP groups).
+    let http = |p: &[&str]| -> u64 {
+        let groups = v["groups"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        groups
+            .iter()
+            .map(|g| {
+                p.iter()
+                    .fold(&g["http"], |x, k| &x[*k])
+                    .as_u64()
+                    .unwrap_or(0)
+            })
+            .sum()
+    };
     Ok(SquallOut {
         errors: v["errors"].as_u64().ok_or("squall json: no errors")?,
         clean: v["clean"].as_bool().unwrap_or(false),
@@ -299,6 +332,8 @@ pub fn parse_squall(text: &str, side: &str) -> Result<SquallOut, String> {
         peer_closed_early: f(&[side, "flows", "peer_closed_early"]),
         aborted: f(&[side, "flows", "aborted"]),
         bad_close: f(&[side, "flows", "bad_close"]),
+        http_responses: http(&["responses"]),
+        http_2xx: http(&["status_class", "2xx"]),
     })
 }
 
@@ -422,6 +457,7 @@ pub struct Measured {
 
 /// Fills the figures of `r` from one run.
 pub fn fill(r: &mut Record, m: &Measured, l7_bytes_per_op: Option<f64>) {
+    r.errors = m.errors;
     if m.ops <= 0.0 {
         return;
     }
@@ -793,6 +829,63 @@ pub fn squall_w2_response() -> String {
     )
 }
 
+/// The `http_request` command that sends `req` (a request line and header lines ending
+/// in an empty line, as [`padded_request`] builds them) through the HTTP-aware client.
+pub fn http_request_cmd(req: &str) -> Value {
+    let mut lines = req.split("\r\n").filter(|l| !l.is_empty());
+    let line: Vec<&str> = lines.next().unwrap_or("").split(' ').collect();
+    let headers: Vec<Value> = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(n, v)| serde_json::json!({"name": n, "value": v}))
+        .collect();
+    cmd(
+        "http_request",
+        serde_json::json!({"method": line[0], "url": line.get(1).copied().unwrap_or("/"),
+                           "headers": headers}),
+    )
+}
+
+/// W1 with the HTTP-aware client: the W1 request, wait for the end of the response as
+/// HTTP frames it, then close.
+pub fn w1_http_profile(clients: (&str, &str)) -> Value {
+    profile(
+        "w1",
+        &[],
+        vec![
+            http_request_cmd(&w1_request()),
+            cmd("http_wait_response", serde_json::json!({})),
+        ],
+        vec![cmd("accept", serde_json::json!({}))],
+        clients,
+        1,
+        None,
+    )
+}
+
+/// W2 with the HTTP-aware client: `conns` connections, each looping W2's request and the
+/// end of its response for `secs`.
+pub fn w2_http_profile(conns: usize, secs: f64, clients: (&str, &str)) -> Value {
+    let us = (secs * 1e6) as u64;
+    profile(
+        "w2",
+        &[],
+        vec![
+            cmd("set_tick_var", serde_json::json!({"id": 0})),
+            cmd("set_label", serde_json::json!({"label": "a"})),
+            http_request_cmd(&w2_request().0),
+            cmd("http_wait_response", serde_json::json!({})),
+            cmd(
+                "jmp_dp",
+                serde_json::json!({"id": 0, "label": "a", "duration_usec": us}),
+            ),
+        ],
+        vec![cmd("accept", serde_json::json!({}))],
+        clients,
+        (conns as u64 * 20).max(100),
+        Some(conns as u64),
+    )
+}
+
 fn cmd(op: &str, extra: Value) -> Value {
     let mut m = serde_json::json!({ "op": op });
     if let (Some(o), Value::Object(e)) = (m.as_object_mut(), extra) {
@@ -1030,22 +1123,23 @@ impl Nginx {
 fn names(w: &str, c: Who, s: Who) -> (&'static str, &'static str) {
     let client = match (c, w) {
         (Who::Squall, _) => "squall",
+        (Who::SquallHttp, _) => "squall-http",
         (Who::Kernel, "W1") => "ab",
         (Who::Kernel, _) => "wrk",
     };
     let server = match s {
-        Who::Squall => "squall",
         Who::Kernel => "nginx",
+        _ => "squall",
     };
     (client, server)
 }
 
 fn lab_mode(c: Who, s: Who) -> &'static str {
-    match (c, s) {
-        (Who::Kernel, Who::Kernel) => "none",
-        (Who::Squall, Who::Kernel) => "client",
-        (Who::Kernel, Who::Squall) => "server",
-        (Who::Squall, Who::Squall) => "both",
+    match (c.is_squall(), s.is_squall()) {
+        (false, false) => "none",
+        (true, false) => "client",
+        (false, true) => "server",
+        (true, true) => "both",
     }
 }
 
@@ -1124,7 +1218,7 @@ impl Cell<'_> {
         // The server, if it is Squall's: started first, for longer than the client runs.
         let mut srv = None;
         let srv_json = self.dir.join(format!("server-{i}.json"));
-        if self.s == Who::Squall {
+        if self.s.is_squall() {
             let _ = std::fs::remove_file(&srv_json);
             let clients = if self.c == Who::Kernel {
                 ("198.18.0.2", "198.18.0.2")
@@ -1229,13 +1323,15 @@ impl Cell<'_> {
                 m.p50_us = w.p50_us;
                 m.p99_us = w.p99_us;
             }
-            (Who::Squall, w) => {
+            (c, w) => {
                 let total = self.resp_total();
                 let clients = ("198.18.16.1", "198.18.16.200");
-                let (prof, dur, mult) = if w == "W1" {
-                    (w1_profile(total, clients), secs, self.w1_cps)
-                } else {
-                    (w2_profile(total, self.conns, secs, clients), 1.0, 1.0)
+                let http = c == Who::SquallHttp;
+                let (prof, dur, mult) = match (w == "W1", http) {
+                    (true, false) => (w1_profile(total, clients), secs, self.w1_cps),
+                    (true, true) => (w1_http_profile(clients), secs, self.w1_cps),
+                    (false, false) => (w2_profile(total, self.conns, secs, clients), 1.0, 1.0),
+                    (false, true) => (w2_http_profile(self.conns, secs, clients), 1.0, 1.0),
                 };
                 let p = self.write_profile("client.json", &prof)?;
                 let json = self.dir.join(format!("client-{i}.json"));
@@ -1253,7 +1349,27 @@ impl Cell<'_> {
                     .map_err(|e| format!("squall client wrote no json ({e}): {}", text(&out)))?;
                 let sq = parse_squall(&js, "client")?;
                 m.errors = sq.errors;
-                if w == "W1" {
+                if http {
+                    // Operations are the responses the client saw end, every one a 2xx;
+                    // their bytes must be whole responses of the measured size.
+                    m.ops = sq.http_responses as f64;
+                    m.secs = secs;
+                    let want = if w == "W1" {
+                        sq.completed
+                    } else {
+                        sq.http_responses
+                    };
+                    if sq.http_2xx != sq.http_responses
+                        || sq.http_responses != want
+                        || sq.l7_rx_bytes != sq.http_responses * total as u64
+                    {
+                        notes.push(format!(
+                            "{} responses ({} 2xx, {} flows completed), {} bytes, {} x {total} expected",
+                            sq.http_responses, sq.http_2xx, sq.completed, sq.l7_rx_bytes, sq.http_responses
+                        ));
+                        m.errors += 1;
+                    }
+                } else if w == "W1" {
                     m.ops = sq.completed as f64;
                     m.secs = secs;
                     if sq.l7_rx_bytes != sq.completed * total as u64 {
@@ -1328,8 +1444,7 @@ impl Cell<'_> {
             } else {
                 self.conns as u64
             }),
-            port: (self.c == Who::Squall || self.s == Who::Squall)
-                .then(|| o.port.name().to_string()),
+            port: (self.c.is_squall() || self.s.is_squall()).then(|| o.port.name().to_string()),
             seconds: secs,
             ..Default::default()
         };
@@ -1339,7 +1454,7 @@ impl Cell<'_> {
             (W2_REQ_BYTES + self.resp_total()) as f64
         };
         fill(&mut r, &m, Some(l7));
-        if self.c == Who::Squall && self.w == "W1" {
+        if self.c.is_squall() && self.w == "W1" {
             r.conns = None;
             notes.push(format!("squall client offered {:.0} conn/s", self.w1_cps));
         }
@@ -1350,7 +1465,7 @@ impl Cell<'_> {
 
     /// A Squall server is ready when it answers ping (kernel client side) or after 1.5 s.
     fn wait_server_ready(&self) -> Result<(), String> {
-        if self.c == Who::Squall {
+        if self.c.is_squall() {
             std::thread::sleep(Duration::from_millis(1500));
             return Ok(());
         }
@@ -1554,10 +1669,7 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
             return Err(format!("`{t}` is not installed (scripts/deps.sh bench)"));
         }
     }
-    let squall_needed = o
-        .pairs
-        .iter()
-        .any(|&(c, s)| c == Who::Squall || s == Who::Squall)
+    let squall_needed = o.pairs.iter().any(|&(c, s)| c.is_squall() || s.is_squall())
         && o.workloads.iter().any(|w| w != "RAW");
     if squall_needed && !o.squall.exists() {
         return Err(format!(
@@ -1700,6 +1812,13 @@ Requests/sec: 122469.00
         assert_eq!(s.l7_rx_bytes, 327_680);
         assert!((s.idle_us() - 1.5e6).abs() < 1e-3);
         assert!(parse_squall("{}", "client").is_err());
+        assert_eq!((s.http_responses, s.http_2xx), (0, 0));
+        // HTTP counters of every group (the unnamed group 0 has none).
+        let js = r#"{"errors":0,"cpu_sec":1.0,"busy_cpu_sec":1.0,"groups":[{"name":""},
+            {"name":"a","http":{"responses":7,"status_class":{"2xx":5}}},
+            {"name":"b","http":{"responses":3,"status_class":{"2xx":3}}}]}"#;
+        let s = parse_squall(js, "client").unwrap();
+        assert_eq!((s.http_responses, s.http_2xx), (10, 8));
         let l = "frames=1000 bytes=64000 seconds=0.5 cpu_sec=0.4 lost=3 tx_full=0";
         assert_eq!(parse_kv(l, "frames"), Some(1000.0));
         assert_eq!(parse_kv(l, "lost"), Some(3.0));
@@ -1726,6 +1845,25 @@ Requests/sec: 122469.00
         assert!(r.contains(&format!("Content-Length: {}\r\n", r.len() - head)));
         assert_eq!(w2_body().len(), W2_BODY_BYTES);
         assert!(squall_w2_response().ends_with(&w2_body()));
+        // The HTTP-aware client's requests are the same bytes, rebuilt from parts the way
+        // the profile loader joins them (request line, header lines, empty line).
+        for want in [w1_request(), req.clone()] {
+            let c = http_request_cmd(&want);
+            let mut got = format!(
+                "{} {} HTTP/1.1\r\n",
+                c["method"].as_str().unwrap(),
+                c["url"].as_str().unwrap()
+            );
+            for h in c["headers"].as_array().unwrap() {
+                got += &format!(
+                    "{}: {}\r\n",
+                    h["name"].as_str().unwrap(),
+                    h["value"].as_str().unwrap()
+                );
+            }
+            got += "\r\n";
+            assert_eq!(got, want);
+        }
     }
 
     #[test]
@@ -1770,6 +1908,11 @@ Requests/sec: 122469.00
         assert_eq!(p["programs"][0]["commands"][1]["bytes"], 32_768);
         assert_eq!(p["ip_gens"][0]["clients"]["range"][0], "198.18.0.2");
         assert_eq!(parse_pair("kernel/squall"), Ok((Who::Kernel, Who::Squall)));
+        assert_eq!(
+            parse_pair("squall-http/kernel"),
+            Ok((Who::SquallHttp, Who::Kernel))
+        );
+        assert!(parse_pair("kernel/squall-http").is_err());
         assert!(parse_pair("nginx").is_err());
         assert_eq!(PortKind::parse("afxdp"), Ok(PortKind::AfXdp));
         assert_eq!(PortKind::AfPacket.iface("sq-cli0"), "afpacket:sq-cli0");
@@ -1782,7 +1925,8 @@ Requests/sec: 122469.00
         let o = p("").unwrap();
         assert_eq!((o.runs, o.port), (3, PortKind::AfPacket));
         assert_eq!(o.workloads, vec!["RAW", "W1", "W2"]);
-        assert_eq!(o.pairs.len(), 4);
+        assert_eq!(o.pairs.len(), 5);
+        assert_eq!(o.pairs[4], (Who::SquallHttp, Who::Kernel));
         let o = p(
             "--runs 1 --seconds 1 --workloads raw,w2 --conns 10 --pairs kernel/kernel --port afxdp",
         )

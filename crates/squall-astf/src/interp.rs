@@ -45,6 +45,12 @@ pub trait FlowIo {
     fn arm_timer(&mut self, deadline_ns: u64);
     /// A uniformly distributed random number (for `delay_rand`).
     fn random_u32(&mut self) -> u32;
+    /// TCP: queue the pieces of HTTP request `req` ([`Profile::http`]) and expect its
+    /// response. `false` when the request cannot be sent (the engine counts why); the
+    /// program goes on either way.
+    fn http_request(&mut self, req: u16) -> bool;
+    /// TCP: HTTP requests sent whose response has not ended yet.
+    fn http_pending(&self) -> u32;
 }
 
 /// Something happened on the flow. Apart from `Timer` and `Aborted`, events only tell the
@@ -126,6 +132,9 @@ pub enum Wake {
     PeerClosed,
     /// The handshake ([`FlowIo::established`]).
     Established,
+    /// No pending HTTP response ([`FlowIo::http_pending`] is 0), or the peer's FIN. The
+    /// engine, which parses the responses, decides; [`Wake::met`] says yes.
+    HttpIdle,
     /// The program has finished: no event moves it.
     Done,
 }
@@ -135,7 +144,7 @@ impl Wake {
     #[inline]
     pub fn met(self, rx_bytes: u64, tx_unacked: u64, peer_closed: bool, established: bool) -> bool {
         match self {
-            Wake::Any => true,
+            Wake::Any | Wake::HttpIdle => true,
             Wake::Timer | Wake::Done => false,
             Wake::RxBytes(n) => rx_bytes >= n || peer_closed,
             Wake::Unacked(n) => tx_unacked <= n,
@@ -242,6 +251,7 @@ impl ProgState {
                 }
                 Some(Insn::WaitForPeerClose) => Wake::PeerClosed,
                 Some(Insn::Connect | Insn::Accept) => Wake::Established,
+                Some(Insn::HttpWaitResponse) => Wake::HttpIdle,
                 _ => Wake::Any,
             },
         }
@@ -392,6 +402,20 @@ impl ProgState {
                 }
                 Insn::SendMsg { buf } => io.send_msg(buf),
                 Insn::SetKeepaliveMsg { msec, rx_mode } => io.set_keepalive(msec, rx_mode),
+                Insn::HttpRequest { req } => {
+                    io.http_request(req);
+                }
+                Insn::HttpWaitResponse => {
+                    if io.http_pending() > 0 {
+                        if io.peer_closed() {
+                            // The engine ends a close-delimited response at the FIN
+                            // before this event: a response still pending never ends.
+                            io.close();
+                            return self.finish(Outcome::PeerClosedEarly);
+                        }
+                        return Status::Running;
+                    }
+                }
                 Insn::SetSendBlocking { block } => {
                     if block {
                         self.flags &= !F_NONBLOCK;
@@ -440,6 +464,7 @@ mod tests {
         unacked: u64,
         est: bool,
         peer_closed: bool,
+        http: u32,
         actions: Vec<&'static str>,
     }
 
@@ -485,6 +510,14 @@ mod tests {
         }
         fn random_u32(&mut self) -> u32 {
             7
+        }
+        fn http_request(&mut self, _req: u16) -> bool {
+            self.actions.push("http_request");
+            self.http += 1;
+            true
+        }
+        fn http_pending(&self) -> u32 {
+            self.http
         }
     }
 
@@ -586,6 +619,47 @@ mod tests {
             }
         }
         assert!(skipped > 100, "{skipped}");
+    }
+
+    #[test]
+    fn http_wait_response_waits_for_the_pending_responses() {
+        let v = serde_json::json!({
+            "version": 1, "buffers": [],
+            "ip_gens": [{"name": "g", "clients": {"range": ["16.0.0.1", "16.0.0.1"]},
+                "servers": {"range": ["48.0.0.1", "48.0.0.1"]}}],
+            "programs": [{"name": "c", "commands": [
+                {"op": "http_request", "url": "/", "headers": [{"name": "Host", "value": "h"}]},
+                {"op": "http_request", "url": "/", "headers": [{"name": "Host", "value": "h"}]},
+                {"op": "http_wait_response"}]}],
+            "templates": [{"client_program": "c", "server_program": "c"}]
+        });
+        let profile = crate::load_profile_value(v).unwrap();
+        for peer_closes in [false, true] {
+            let mut st = ProgState::new(ProgIdx(0));
+            let mut io = Fake::default();
+            assert_eq!(
+                st.on_event(&profile, &mut io, Event::Start),
+                Status::Running
+            );
+            assert_eq!(io.actions, ["http_request", "http_request"]);
+            assert_eq!(st.wake(&profile, 0), Wake::HttpIdle);
+            io.http = 1;
+            assert_eq!(st.on_event(&profile, &mut io, Event::Data), Status::Running);
+            let s = if peer_closes {
+                io.peer_closed = true;
+                st.on_event(&profile, &mut io, Event::PeerClosed)
+            } else {
+                io.http = 0;
+                st.on_event(&profile, &mut io, Event::Data)
+            };
+            let want = if peer_closes {
+                Outcome::PeerClosedEarly
+            } else {
+                Outcome::Closed
+            };
+            assert_eq!(s, Status::Finished(want));
+            assert_eq!(io.actions.last(), Some(&"close"));
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //!   compiled [`Profile`]; every error carries its JSON path.
 //! - [`model`]: the compiled profile (interned buffers, instruction arrays, pools, templates).
 //! - [`interp`]: the per-flow program interpreter, a pure state machine over [`interp::FlowIo`].
+//! - [`http`]: compiled HTTP requests (`http_request`): pieces chosen per request.
 //! - [`sched`]: flow start times per template (CPS x multiplier, even/Poisson, ramp-up, limit).
 //! - [`alloc`]: client address and per-core source port allocation.
 //!
@@ -12,6 +13,7 @@
 
 pub mod alloc;
 pub mod error;
+pub mod http;
 pub mod interp;
 pub mod load;
 pub mod model;

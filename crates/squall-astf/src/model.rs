@@ -102,6 +102,14 @@ pub enum Insn {
     SetSendBlocking {
         block: bool,
     },
+    /// Send the HTTP request [`Profile::http`]`[req]` (its pieces by reference) and
+    /// expect one response; does not wait.
+    HttpRequest {
+        req: u16,
+    },
+    /// Wait until every response expected by earlier `HttpRequest`s has ended as HTTP
+    /// frames it (Content-Length, chunked, or the server's close).
+    HttpWaitResponse,
 }
 
 impl Insn {
@@ -117,6 +125,7 @@ impl Insn {
                 | Insn::Connect
                 | Insn::Accept
                 | Insn::WaitForPeerClose
+                | Insn::HttpWaitResponse
         )
     }
 }
@@ -128,6 +137,8 @@ pub struct Program {
     pub insns: Box<[Insn]>,
     /// Does the program contain a jump (loops make byte totals unknowable statically)?
     pub has_jumps: bool,
+    /// Does the program use the HTTP instructions (its flows parse responses)?
+    pub has_http: bool,
 }
 
 /// Transport of a template.
@@ -394,6 +405,10 @@ pub struct Profile {
     /// Template group names by id; index 0 is the unnamed default group ("").
     pub tg_names: Vec<String>,
     pub scheduler: SchedulerTunables,
+    /// HTTP requests of the `http_request` instructions (their pieces are in `buffers`).
+    pub http: Vec<crate::http::HttpReq>,
+    /// Round-robin cursors the HTTP requests' parts use ([`crate::http::Part::cursor`]).
+    pub http_cursors: u32,
 }
 
 impl Profile {

@@ -142,6 +142,39 @@ pub enum RawCmd {
     SetSendBlocking {
         block: bool,
     },
+    HttpRequest {
+        method: Option<String>,
+        url: Option<String>,
+        urls: Option<Vec<String>>,
+        pick: Option<RawPick>,
+        weights: Option<Vec<u64>>,
+        #[serde(default)]
+        headers: Vec<RawHeader>,
+        body: Option<String>,
+        version: Option<String>,
+    },
+    HttpWaitResponse {},
+}
+
+/// How an HTTP request part chooses among alternatives.
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RawPick {
+    RoundRobin,
+    Random,
+    Weighted,
+    Flow,
+}
+
+/// One header of an `http_request`: a fixed `value`, or `values` to choose from.
+#[derive(Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RawHeader {
+    pub name: String,
+    pub value: Option<String>,
+    pub values: Option<Vec<String>>,
+    pub pick: Option<RawPick>,
+    pub weights: Option<Vec<u64>>,
 }
 
 /// Every instruction name, for "unknown instruction" messages.
@@ -164,6 +197,8 @@ pub const OPS: &[&str] = &[
     "recv_msg",
     "set_keepalive_msg",
     "set_send_blocking",
+    "http_request",
+    "http_wait_response",
 ];
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]

@@ -102,6 +102,12 @@ impl FlowIo for Io<'_> {
         self.end.rng = x;
         (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
     }
+    fn http_request(&mut self, _req: u16) -> bool {
+        false
+    }
+    fn http_pending(&self) -> u32 {
+        0
+    }
 }
 
 struct Sim {

@@ -96,6 +96,11 @@ impl<'a, P: Port> NodeIo<'a, P> {
     pub fn tcp(&self) -> &TcpHost {
         self.tcp
     }
+    /// The TCP host's registry of send buffers (an app registering or retiring buffers
+    /// during the run, e.g. answers that change every second).
+    pub fn buffers(&mut self) -> &mut squall_tcp::BufRegistry {
+        self.tcp.buffers()
+    }
     /// The UDP layer (read access: flow keys, counters).
     pub fn udp(&self) -> &UdpLayer {
         self.udp

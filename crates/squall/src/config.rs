@@ -1,10 +1,10 @@
 //! The configuration file (`squall.toml`): the `[run]` table holds defaults for
-//! `squall run`'s options, one key per long option (`iface = "afpacket:eth1"`,
+//! `squall run`'s options and the `[serve]` table those of `squall serve`, one key per long option (`iface = "afpacket:eth1"`,
 //! `client-iface`, `cores = 2`, `quiet = true`, `tunables = ["a=1"]`; `-` or `_` in
 //! names). The file is read from `--config FILE`, else from `$SQUALL_CONFIG`, else from
 //! `./squall.toml` if it exists. Its keys become options placed before the command line's
 //! own, so the command line wins (list options such as `-t` add up). Keys are checked
-//! against the options `squall run` has: an unknown key, a value of the wrong kind or a
+//! against the options the command has: an unknown key, a value of the wrong kind or a
 //! key that cannot come from a file (`profile`, `config`) is an error naming the file.
 
 use std::ffi::OsString;
@@ -38,10 +38,14 @@ fn config_path(args: &[OsString]) -> Result<Option<PathBuf>, String> {
     Ok(here.is_file().then(|| here.to_path_buf()))
 }
 
-/// For `squall run`: inserts the configuration file's options right after `run`.
-/// Returns the file used, if any.
+/// The tables a configuration file may hold: one per command that reads it.
+pub const TABLES: [&str; 2] = ["run", "serve"];
+
+/// For `squall run` / `squall serve` (`run` is that subcommand): inserts the options of
+/// the configuration file's table of that name right after the command's name. Returns
+/// the file used, if any.
 pub fn apply(args: &mut Vec<OsString>, run: &clap::Command) -> Result<Option<PathBuf>, String> {
-    if args.get(1).map(|a| a != "run").unwrap_or(true) {
+    if args.get(1).map(|a| a != run.get_name()).unwrap_or(true) {
         return Ok(None);
     }
     let Some(path) = config_path(args)? else {
@@ -54,36 +58,43 @@ pub fn apply(args: &mut Vec<OsString>, run: &clap::Command) -> Result<Option<Pat
     Ok(Some(path))
 }
 
-/// The command-line options that the `[run]` table of `text` stands for.
+/// The command-line options that the table of `text` named after command `run` (`[run]`,
+/// `[serve]`) stands for.
 pub fn options(text: &str, run: &clap::Command) -> Result<Vec<String>, String> {
     let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
-    for k in doc.keys() {
-        if k != "run" {
-            return Err(format!("unknown table or key `{k}` (options go in [run])"));
+    let t = run.get_name();
+    for (k, v) in &doc {
+        if !TABLES.contains(&k.as_str()) {
+            return Err(format!(
+                "unknown table or key `{k}` (options go in [run] or [serve])"
+            ));
+        }
+        if !v.is_table() {
+            return Err(format!("`{k}` must be a table ([{k}])"));
         }
     }
-    let Some(table) = doc.get("run") else {
+    let Some(table) = doc.get(t) else {
         return Ok(Vec::new());
     };
     let table = table
         .as_table()
-        .ok_or_else(|| "`run` must be a table ([run])".to_string())?;
+        .ok_or_else(|| format!("`{t}` must be a table ([{t}])"))?;
     let mut out = Vec::new();
     for (key, value) in table {
         let name = key.replace('_', "-");
         if name == "profile" || name == "config" {
             return Err(format!(
-                "[run] {key}: give it on the command line, not in the file"
+                "[{t}] {key}: give it on the command line, not in the file"
             ));
         }
         let arg = run
             .get_arguments()
             .find(|a| a.get_long() == Some(name.as_str()) || a.get_id() == key.as_str())
-            .ok_or_else(|| format!("[run] {key}: `squall run` has no such option"))?;
+            .ok_or_else(|| format!("[{t}] {key}: `squall {t}` has no such option"))?;
         let flag = match (arg.get_long(), arg.get_short()) {
             (Some(l), _) => format!("--{l}"),
             (None, Some(s)) => format!("-{s}"),
-            (None, None) => return Err(format!("[run] {key}: not an option")),
+            (None, None) => return Err(format!("[{t}] {key}: not an option")),
         };
         let takes_value = arg.get_action().takes_values();
         let scalar = |v: &toml::Value| -> Result<String, String> {
@@ -91,7 +102,7 @@ pub fn options(text: &str, run: &clap::Command) -> Result<Vec<String>, String> {
                 toml::Value::String(s) => Ok(s.clone()),
                 toml::Value::Integer(i) => Ok(i.to_string()),
                 toml::Value::Float(f) => Ok(f.to_string()),
-                _ => Err(format!("[run] {key}: expected a string or a number")),
+                _ => Err(format!("[{t}] {key}: expected a string or a number")),
             }
         };
         match (value, takes_value) {
@@ -100,7 +111,7 @@ pub fn options(text: &str, run: &clap::Command) -> Result<Vec<String>, String> {
                     out.push(flag);
                 }
             }
-            (_, false) => return Err(format!("[run] {key}: a switch, expected true or false")),
+            (_, false) => return Err(format!("[{t}] {key}: a switch, expected true or false")),
             (toml::Value::Array(items), true) => {
                 for v in items {
                     out.push(format!("{flag}={}", scalar(v)?));
@@ -170,6 +181,19 @@ mod tests {
         assert!(e("[run]\niface = true\n").contains("string or a number"));
         assert!(e("[other]\n").contains("[run]"));
         assert!(e("run = 3\n").contains("table"));
+        assert!(e("serve = 3\n").contains("table"));
+        // The other command's table is left alone.
+        assert!(options("[serve]\nroot = \"/srv\"\n", &cmd())
+            .unwrap()
+            .is_empty());
+        let serve = clap::Command::new("serve").arg(clap::Arg::new("root").long("root"));
+        assert_eq!(
+            options("[run]\ncores = 2\n[serve]\nroot = \"/srv\"\n", &serve).unwrap(),
+            ["--root=/srv"]
+        );
+        assert!(options("[serve]\nbogus = 1\n", &serve)
+            .unwrap_err()
+            .contains("[serve] bogus: `squall serve` has no such option"));
         assert!(e("[run\n").contains("TOML parse error") || !e("[run\n").is_empty());
     }
 

@@ -299,12 +299,55 @@ pub fn run_real(
     if profile.templates.is_empty() {
         return Err("the profile has no template".into());
     }
+    let owned = owned_ranges(&profile, rc.mode == Mode::Client).0;
+    with_port(
+        rc,
+        owned,
+        RunSide {
+            profile,
+            cfg,
+            rc,
+            live,
+        },
+    )
+}
+
+/// What runs on a real port once it is open: one side of a profile (`squall run`) or the
+/// HTTP server (`squall serve`).
+pub trait PortJob {
+    type Out;
+    /// Runs on `port`; `describe` gives the port's own part of the final report line.
+    fn run<P: Port>(self, port: P, describe: &dyn Fn(&P) -> String) -> Result<Self::Out, String>;
+}
+
+/// `squall run`'s side on a real port.
+struct RunSide<'a> {
+    profile: Arc<Profile>,
+    cfg: &'a RunConfig,
+    rc: &'a RealConfig,
+    live: Arc<Live>,
+}
+
+impl PortJob for RunSide<'_> {
+    type Out = RunResult;
+    fn run<P: Port>(self, port: P, describe: &dyn Fn(&P) -> String) -> Result<RunResult, String> {
+        run_on(port, self.profile, self.cfg, self.rc, self.live, describe)
+    }
+}
+
+/// Opens the port `rc` names (AF_XDP steers the addresses of `owned` to it) and runs
+/// `job` on it.
+pub fn with_port<J: PortJob>(
+    rc: &RealConfig,
+    owned: Vec<(u32, u32)>,
+    job: J,
+) -> Result<J::Out, String> {
     match rc.kind {
         PortKind::AfPacket => {
             let mut pc = AfPacketConfig::new(&rc.ifname);
             pc.rx_ring = rc.rx_ring;
             let port = AfPacketPort::open(pc)?;
-            run_on(port, profile, cfg, rc, live, |p| {
+            job.run(port, &|p: &AfPacketPort| {
                 let x = p.extra_stats();
                 format!(
                     "afpacket:{} (rx {}): own outgoing skipped {}, rx truncated {}, tx refused {}",
@@ -320,13 +363,13 @@ pub fn run_real(
                 )
             })
         }
-        PortKind::Dpdk => run_dpdk(profile, cfg, rc, live),
+        PortKind::Dpdk => run_dpdk(rc, job),
         PortKind::AfXdp { queue, mode } => {
             let mut xc = AfXdpConfig::new(&rc.ifname, queue);
             xc.mode = mode;
-            xc.owned = owned_ranges(&profile, rc.mode == Mode::Client).0;
+            xc.owned = owned;
             let port = AfXdpPort::open(xc)?;
-            run_on(port, profile, cfg, rc, live, |p| {
+            job.run(port, &|p: &AfXdpPort| {
                 let x = p.extra_stats();
                 format!(
                     "afxdp:{}:{queue} ({}, XDP {} mode): XDP redirected {}, passed to the kernel {}, \
@@ -350,14 +393,9 @@ pub fn run_real(
     }
 }
 
-/// Runs over the DPDK port of `d` (EAL initialised here: this thread becomes its main
-/// lcore), one queue pair; without the `dpdk` feature, an error.
-fn run_dpdk(
-    profile: Arc<Profile>,
-    cfg: &RunConfig,
-    rc: &RealConfig,
-    live: Arc<Live>,
-) -> Result<RunResult, String> {
+/// Runs `job` over the DPDK port of `rc` (EAL initialised here: this thread becomes its
+/// main lcore), one queue pair; without the `dpdk` feature, an error.
+fn run_dpdk<J: PortJob>(rc: &RealConfig, job: J) -> Result<J::Out, String> {
     let d = rc.dpdk.clone().unwrap_or_default();
     let d = &d;
     #[cfg(feature = "dpdk")]
@@ -374,7 +412,7 @@ fn run_dpdk(
                     "stack"
                 }
             };
-            run_on(port, profile, cfg, rc, live, |p: &DpdkPort| {
+            job.run(port, &|p: &DpdkPort| {
                 let i = p.info();
                 let x = p.device_stats();
                 format!(
@@ -402,7 +440,7 @@ fn run_dpdk(
     }
     #[cfg(not(feature = "dpdk"))]
     {
-        let _ = (profile, cfg, rc, d, live);
+        let _ = (job, d);
         Err("--iface dpdk: built without the dpdk feature (cargo build --features dpdk)".into())
     }
 }
@@ -433,7 +471,7 @@ fn run_on<P: Port>(
     cfg: &RunConfig,
     rc: &RealConfig,
     live: Arc<Live>,
-    describe: impl Fn(&P) -> String,
+    describe: &dyn Fn(&P) -> String,
 ) -> Result<RunResult, String> {
     let caps = port.caps();
     let (mine, peer_default) = addresses(&profile, rc.mode);

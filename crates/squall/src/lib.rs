@@ -9,7 +9,8 @@
 //! - [`impair`]: the `--impair` option parser;
 //! - [`iface`]: single-side runs on a real interface (AF_PACKET); ARP is the node's;
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
-//! - [`dut`]: both sides on two real ports with a device under test between them.
+//! - [`dut`]: both sides on two real ports with a device under test between them;
+//! - [`serve`]: `squall serve`, the HTTP/1.1 server on a real port.
 
 pub mod config;
 pub mod dut;
@@ -18,6 +19,7 @@ pub mod iface;
 pub mod impair;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod shards;
 pub mod source;
 pub mod stats;

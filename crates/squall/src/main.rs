@@ -1,5 +1,6 @@
 //! The `squall` command: `squall run PROFILE ...` generates the profile's traffic over the
 //! in-memory wire and reports; `squall validate PROFILE` only loads and checks it;
+//! `squall serve` serves files and fixed routes over HTTP/1.1 on a real port;
 //! `squall daemon` runs the engine under a JSON-RPC 2.0 control API (`docs/API.md`).
 //! Exit status: 0 clean run, 1 errors or invariant violations, 2 invalid profile/usage.
 
@@ -40,6 +41,9 @@ enum Cmd {
         #[arg(short = 't', value_name = "KEY=VALUE")]
         tunables: Vec<String>,
     },
+    /// Serve static files and fixed routes over HTTP/1.1 on a real port (docs/HTTP.md).
+    #[command(args_override_self = true)]
+    Serve(Box<ServeArgs>),
     /// Run the engine under control: JSON-RPC 2.0 on a loopback TCP port or a unix socket.
     Daemon {
         /// Loopback address and port (newline-delimited JSON-RPC; port 0 picks one).
@@ -154,6 +158,74 @@ struct RunArgs {
     config: Option<PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Directory whose files are served (all loaded into memory at start).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Address and port to listen on; Squall's node owns the address (answers ARP and
+    /// ping for it).
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<std::net::SocketAddrV4>,
+    /// Port: `afpacket:IFNAME[,ring]`, `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or
+    /// `dpdk[:PORTNAME]` (with --eal; needs the `dpdk` cargo feature). Needs root.
+    #[arg(long, value_name = "KIND:NAME")]
+    iface: Option<String>,
+    /// DPDK EAL arguments for --iface dpdk, passed through.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    eal: Option<String>,
+    /// Worker cores (1 for now: multi-core on real ports is not there yet).
+    #[arg(long, default_value_t = 1)]
+    cores: u32,
+    /// The peer's (or gateway's) address: every answer goes to its MAC, resolved by ARP.
+    #[arg(long, value_name = "IP")]
+    peer_ip: Option<String>,
+    /// The peer's (or gateway's) MAC (no ARP resolution).
+    #[arg(long, value_name = "MAC")]
+    peer_mac: Option<String>,
+    /// A fixed answer, checked before files: `PATH return CODE "TEXT"` (repeatable), e.g.
+    /// --route '/ping return 200 "pong"'.
+    #[arg(long, value_name = "ROUTE")]
+    route: Vec<String>,
+    /// Most open connections; more are answered 503 and closed.
+    #[arg(long, default_value_t = 10_000)]
+    max_conns: u32,
+    /// Seconds a keep-alive connection may wait for its next request.
+    #[arg(long, default_value_t = 60.0)]
+    idle_timeout: f64,
+    /// Seconds a request head may take to arrive once begun (else 408 and close).
+    #[arg(long, default_value_t = 10.0)]
+    header_timeout: f64,
+    /// Longest request line, bytes (else 414).
+    #[arg(long, default_value_t = 8192)]
+    max_line: usize,
+    /// Most header fields in a request (else 431; at most 64).
+    #[arg(long, default_value_t = 64)]
+    max_headers: usize,
+    /// Largest request head (request line and headers), bytes (else 431).
+    #[arg(long, default_value_t = 16_384)]
+    max_head: usize,
+    /// Largest request body, bytes (else 413).
+    #[arg(long, default_value_t = 1 << 20)]
+    max_body: u64,
+    /// Append one line per answer to this file (nginx `combined` format); off by default.
+    #[arg(long, value_name = "FILE")]
+    access_log: Option<PathBuf>,
+    /// After SIGINT/SIGTERM: seconds in-flight answers may take before the rest is reset.
+    #[arg(long, default_value_t = 5.0)]
+    drain_sec: f64,
+    /// Stop by itself after this many seconds (default: run until SIGINT/SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Derive the TCP secrets from a fixed value (reproducible; links you control only).
+    #[arg(long)]
+    fixed_keys: bool,
+    /// Options from this file's [serve] table (default: $SQUALL_CONFIG, else
+    /// ./squall.toml if present); the command line wins.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
 fn load(path: &std::path::Path, t: &[String]) -> Result<squall_astf::Profile, ExitCode> {
     source::load(path, t).map_err(|e| {
         eprintln!("squall: {}: {e}", path.display());
@@ -164,11 +236,13 @@ fn load(path: &std::path::Path, t: &[String]) -> Result<squall_astf::Profile, Ex
 fn main() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cmd = Cli::command();
-    if let Some(run) = cmd.find_subcommand("run") {
-        match squall::config::apply(&mut args, run) {
-            Ok(Some(p)) => eprintln!("squall: options from {}", p.display()),
-            Ok(None) => {}
-            Err(e) => return usage(&e),
+    for name in squall::config::TABLES {
+        if let Some(sub) = cmd.find_subcommand(name) {
+            match squall::config::apply(&mut args, sub) {
+                Ok(Some(p)) => eprintln!("squall: options from {}", p.display()),
+                Ok(None) => {}
+                Err(e) => return usage(&e),
+            }
         }
     }
     let cli = Cli::parse_from(args);
@@ -188,6 +262,7 @@ fn main() -> ExitCode {
             Err(c) => c,
         },
         Cmd::Run(a) => run_cmd(*a),
+        Cmd::Serve(a) => serve_cmd(*a),
         Cmd::Daemon { listen, unix } => {
             let l = match unix {
                 Some(p) => daemon::Listen::Unix(p),
@@ -197,6 +272,126 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => usage(&format!("daemon: {e}")),
             }
+        }
+    }
+}
+
+/// The `squall serve` configuration of the command line.
+fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
+    use squall::serve::{app::AppConfig, respond::Route, ServeConfig};
+    if a.cores != 1 {
+        return Err(format!(
+            "--cores {}: squall serve runs on one core for now (multi-core on real ports \
+             is not built yet); use --cores 1",
+            a.cores
+        ));
+    }
+    let listen = a.listen.ok_or("squall serve needs --listen ADDR:PORT")?;
+    let iface = a
+        .iface
+        .as_deref()
+        .ok_or("squall serve needs --iface KIND:NAME (afpacket:IF, afxdp:IF, dpdk)")?;
+    if iface == "mem" {
+        return Err("squall serve needs a real interface (--iface afpacket:IFNAME, ...)".into());
+    }
+    let mut real = squall::iface::parse(
+        iface,
+        Some("server"),
+        a.peer_ip.as_deref(),
+        a.peer_mac.as_deref(),
+    )?;
+    squall::iface::set_eal(&mut real, a.eal.as_deref())?;
+    let iface = real.ok_or("squall serve needs a real interface")?;
+    if a.root.is_none() && a.route.is_empty() {
+        return Err("nothing to serve: give --root DIR and/or --route".into());
+    }
+    let routes = a
+        .route
+        .iter()
+        .map(|r| Route::parse(r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let secs = |name: &str, v: f64| -> Result<std::time::Duration, String> {
+        std::time::Duration::try_from_secs_f64(v)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("--{name} {v}: expected a positive number of seconds"))
+    };
+    if a.max_headers == 0 || a.max_headers > squall::serve::app::MAX_HEADERS {
+        return Err(format!(
+            "--max-headers {}: expected 1 to {}",
+            a.max_headers,
+            squall::serve::app::MAX_HEADERS
+        ));
+    }
+    if a.max_conns == 0 {
+        return Err("--max-conns 0: expected at least 1".into());
+    }
+    Ok(ServeConfig {
+        root: a.root.clone(),
+        listen,
+        iface,
+        routes,
+        app: AppConfig {
+            max_conns: a.max_conns,
+            idle_timeout_ns: secs("idle-timeout", a.idle_timeout)?.as_nanos() as u64,
+            header_timeout_ns: secs("header-timeout", a.header_timeout)?.as_nanos() as u64,
+            limits: squall_http::Limits {
+                max_start_line: a.max_line,
+                max_header_line: a.max_head.min(a.max_line.max(256)),
+                max_headers: a.max_headers,
+                max_head: a.max_head,
+                max_body: a.max_body,
+                ..squall_http::Limits::default()
+            },
+        },
+        access_log: a.access_log.clone(),
+        drain: secs("drain-sec", a.drain_sec)?,
+        duration: a.duration.map(|d| secs("duration", d)).transpose()?,
+        fixed_keys: a.fixed_keys,
+    })
+}
+
+fn serve_cmd(a: ServeArgs) -> ExitCode {
+    let cfg = match serve_config(&a) {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal while stopping ends the process at once.
+        let r = signal_hook::flag::register_conditional_shutdown(sig, 1, stop.clone())
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()));
+        if let Err(e) = r {
+            return usage(&format!("signal handler: {e}"));
+        }
+    }
+    match squall::serve::serve(&cfg, stop) {
+        Ok(r) => {
+            let s = r.stats;
+            let doc = serde_json::json!({
+                "accepted": s.accepted,
+                "refused": s.refused,
+                "requests": s.requests,
+                "status_1xx": s.by_class[1],
+                "status_2xx": s.by_class[2],
+                "status_3xx": s.by_class[3],
+                "status_4xx": s.by_class[4],
+                "status_5xx": s.by_class[5],
+                "parse_errors": s.parse_errors,
+                "header_timeouts": s.header_timeouts,
+                "idle_closed": s.idle_closed,
+                "body_bytes": s.body_bytes,
+                "send_errors": s.send_errors,
+                "cut_at_stop": r.cut,
+                "cpu_ns": r.cpu_ns,
+                "access_log_dropped": r.log_dropped,
+            });
+            println!("{doc}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("squall serve: {e}");
+            ExitCode::from(1)
         }
     }
 }

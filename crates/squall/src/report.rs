@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use squall_astf::Profile;
 
 use crate::run::{RunResult, SideReport};
-use crate::stats::{LatHist, TgCounters};
+use crate::stats::{HttpStats, LatHist, TgCounters};
 
 /// One invariant and whether it held.
 #[derive(Clone, Debug)]
@@ -374,7 +374,8 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         if t.lat.connect.count() == 0 && t.lat.first_byte.count() == 0 {
             continue;
         }
-        for (name, h) in t.lat.iter() {
+        let http = t.lat.iter_http().into_iter().filter(|(_, h)| h.count() > 0);
+        for (name, h) in t.lat.iter().into_iter().chain(http) {
             let s = h.summary();
             let _ = writeln!(
                 o,
@@ -388,6 +389,11 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
                 s[3],
                 s[4]
             );
+        }
+    }
+    for (g, t) in r.client.app.tg.iter().enumerate() {
+        if t.http.requests > 0 {
+            let _ = writeln!(o, "\nHTTP {:<16} {}", group_name(p, g), http_line(&t.http));
         }
     }
     let _ = writeln!(
@@ -495,6 +501,54 @@ fn lat_json(h: &LatHist) -> Value {
     json!({"count": h.count(), "p50": s[0], "p90": s[1], "p99": s[2], "p99_9": s[3], "max": s[4]})
 }
 
+/// One line of HTTP counters: requests, responses by class and code, body bytes, errors.
+fn http_line(h: &HttpStats) -> String {
+    let mut codes: Vec<(u16, u64)> = h.codes.clone();
+    codes.sort_unstable();
+    let codes: Vec<String> = codes.iter().map(|(c, n)| format!("{c}:{n}")).collect();
+    format!(
+        "requests {} responses {} (1xx {} 2xx {} 3xx {} 4xx {} 5xx {}; codes {}{}) body bytes {} parse errors {} incomplete {} not sent {}",
+        h.requests,
+        h.responses,
+        h.class[0],
+        h.class[1],
+        h.class[2],
+        h.class[3],
+        h.class[4],
+        codes.join(" "),
+        if h.codes_other > 0 {
+            format!(" other:{}", h.codes_other)
+        } else {
+            String::new()
+        },
+        h.body_bytes,
+        h.parse_errors,
+        h.incomplete,
+        h.not_sent
+    )
+}
+
+/// The `http` object of a template group (client side).
+fn http_json(h: &HttpStats) -> Value {
+    let codes: Map<String, Value> = h
+        .codes
+        .iter()
+        .map(|(c, n)| (c.to_string(), (*n).into()))
+        .collect();
+    json!({
+        "requests": h.requests,
+        "responses": h.responses,
+        "status_class": {"1xx": h.class[0], "2xx": h.class[1], "3xx": h.class[2], "4xx": h.class[3], "5xx": h.class[4]},
+        "status_codes": codes,
+        "status_other": h.codes_other,
+        "body_bytes": h.body_bytes,
+        "parse_errors": h.parse_errors,
+        "incomplete": h.incomplete,
+        "not_sent": h.not_sent,
+        "errors": h.errors(),
+    })
+}
+
 fn counters_json(c: &TgCounters) -> Value {
     let mut m = Map::new();
     for (n, v, _) in c.iter() {
@@ -557,7 +611,7 @@ pub fn to_json(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         .map(|g| {
             let c = r.client.app.tg.get(g).cloned().unwrap_or_default();
             let s = r.server.app.tg.get(g).cloned().unwrap_or_default();
-            json!({
+            let mut v = json!({
                 "name": group_name(p, g),
                 "client": counters_json(&c.c),
                 "server": counters_json(&s.c),
@@ -568,7 +622,15 @@ pub fn to_json(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
                     "first_byte": lat_json(&c.lat.first_byte),
                     "last_byte": lat_json(&c.lat.last_byte),
                 },
-            })
+            });
+            // HTTP groups only (other profiles' documents are unchanged).
+            if c.http.requests > 0 {
+                v["http"] = http_json(&c.http);
+                for (name, h) in c.lat.iter_http() {
+                    v["latency_us"][name] = lat_json(h);
+                }
+            }
+            v
         })
         .collect();
     let errors = error_count(r);

@@ -152,6 +152,11 @@ pub struct Latency {
     pub first_byte: LatHist,
     /// -> last response byte before the program finished.
     pub last_byte: LatHist,
+    /// HTTP, per request: request queued -> first byte of its response (a pipelined
+    /// request: from the end of the previous response).
+    pub req_first_byte: LatHist,
+    /// HTTP, per request: request queued -> last byte of its response.
+    pub req_last_byte: LatHist,
 }
 
 impl Latency {
@@ -159,6 +164,8 @@ impl Latency {
         self.connect.merge(&o.connect);
         self.first_byte.merge(&o.first_byte);
         self.last_byte.merge(&o.last_byte);
+        self.req_first_byte.merge(&o.req_first_byte);
+        self.req_last_byte.merge(&o.req_last_byte);
     }
     /// (name, histogram) pairs.
     pub fn iter(&self) -> [(&'static str, &LatHist); 3] {
@@ -168,6 +175,83 @@ impl Latency {
             ("last_byte", &self.last_byte),
         ]
     }
+    /// The per-request HTTP histograms (name, histogram).
+    pub fn iter_http(&self) -> [(&'static str, &LatHist); 2] {
+        [
+            ("req_first_byte", &self.req_first_byte),
+            ("req_last_byte", &self.req_last_byte),
+        ]
+    }
+}
+
+/// Most distinct status codes counted one by one per template group; others are
+/// counted in [`HttpStats::codes_other`] (and by class).
+pub const MAX_HTTP_CODES: usize = 32;
+
+/// HTTP counters of one template group (the flows of `http_request` programs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpStats {
+    /// Requests queued.
+    pub requests: u64,
+    /// Responses received to their end (interim 1xx answers not counted).
+    pub responses: u64,
+    /// Responses by status class: 1xx (final 101 only), 2xx, 3xx, 4xx, 5xx.
+    pub class: [u64; 5],
+    /// Responses by status code, first [`MAX_HTTP_CODES`] codes seen, in order seen.
+    pub codes: Vec<(u16, u64)>,
+    /// Responses whose code came after the table was full.
+    pub codes_other: u64,
+    /// Response body bytes (decoded: without chunk framing).
+    pub body_bytes: u64,
+    /// Responses that broke HTTP's rules (the connection was reset).
+    pub parse_errors: u64,
+    /// Requests whose response had not ended when the flow ended.
+    pub incomplete: u64,
+    /// Requests not sent: more than [`crate::gen::http::MAX_PENDING`] pending on a flow.
+    pub not_sent: u64,
+}
+
+impl HttpStats {
+    /// Counts one response head with status `code` (100..=599).
+    pub fn count_code(&mut self, code: u16) {
+        self.class[usize::from(code / 100).clamp(1, 5) - 1] += 1;
+        self.add_code(code, 1);
+    }
+    fn add_code(&mut self, code: u16, n: u64) {
+        if let Some(k) = self.codes.iter().position(|&(c, _)| c == code) {
+            self.codes[k].1 += n;
+        } else if self.codes.len() < MAX_HTTP_CODES {
+            self.codes.push((code, n));
+        } else {
+            self.codes_other += n;
+        }
+    }
+    /// Responses with status `code`.
+    pub fn code(&self, code: u16) -> u64 {
+        self.codes
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map_or(0, |&(_, n)| n)
+    }
+    /// Errors: parse errors, incomplete responses, requests not sent.
+    pub fn errors(&self) -> u64 {
+        self.parse_errors + self.incomplete + self.not_sent
+    }
+    pub fn merge(&mut self, o: &HttpStats) {
+        self.requests += o.requests;
+        self.responses += o.responses;
+        for (a, b) in self.class.iter_mut().zip(o.class) {
+            *a += b;
+        }
+        for &(c, n) in &o.codes {
+            self.add_code(c, n);
+        }
+        self.codes_other += o.codes_other;
+        self.body_bytes += o.body_bytes;
+        self.parse_errors += o.parse_errors;
+        self.incomplete += o.incomplete;
+        self.not_sent += o.not_sent;
+    }
 }
 
 /// Statistics of one template group.
@@ -175,6 +259,8 @@ impl Latency {
 pub struct TgStats {
     pub c: TgCounters,
     pub lat: Latency,
+    /// HTTP counters (zero unless the group's programs use `http_request`).
+    pub http: HttpStats,
 }
 
 /// Statistics of one side (all template groups plus side-wide errors).
@@ -217,6 +303,7 @@ impl SideStats {
     /// Every error of the side.
     pub fn errors(&self) -> u64 {
         self.total().errors()
+            + self.tg.iter().map(|g| g.http.errors()).sum::<u64>()
             + self.no_template
             + self.l7_no_match
             + self.send_errors
@@ -229,6 +316,7 @@ impl SideStats {
         for (a, b) in self.tg.iter_mut().zip(&o.tg) {
             a.c.add(&b.c);
             a.lat.merge(&b.lat);
+            a.http.merge(&b.http);
         }
         self.no_template += o.no_template;
         self.l7_no_match += o.l7_no_match;
@@ -285,6 +373,28 @@ mod tests {
         assert_eq!(a.count(), 1001);
         assert!(a.summary()[4] >= 4_990_000);
         assert_eq!(LatHist::default().summary(), [0; 5]);
+    }
+
+    #[test]
+    fn http_codes_are_bounded_and_merge() {
+        let mut a = HttpStats::default();
+        for code in [200, 404, 200, 503, 101] {
+            a.count_code(code);
+        }
+        assert_eq!(a.class, [1, 2, 0, 1, 1]);
+        assert_eq!((a.code(200), a.code(404), a.code(302)), (2, 1, 0));
+        let mut b = HttpStats::default();
+        for code in 200..(200 + MAX_HTTP_CODES as u16 + 3) {
+            b.count_code(code);
+        }
+        assert_eq!(b.codes.len(), MAX_HTTP_CODES);
+        assert_eq!(b.codes_other, 3);
+        a.merge(&b);
+        assert_eq!(a.code(200), 3);
+        assert_eq!(a.codes.len(), MAX_HTTP_CODES);
+        // 404, 503 and 101 took places: 3 of b's codes no longer fit, plus b's own 3.
+        assert_eq!(a.codes_other, 6);
+        assert_eq!(a.class.iter().sum::<u64>(), 5 + MAX_HTTP_CODES as u64 + 3);
     }
 
     #[test]

@@ -230,7 +230,7 @@ class ASTFProfile:
 
     @staticmethod
     def _check_reachable(waiter: ASTFProgram, sender: ASTFProgram, wname: str, sname: str) -> None:
-        if waiter.has_jumps() or sender.has_jumps():
+        if waiter.has_jumps() or sender.has_jumps() or waiter.has_http() or sender.has_http():
             return
         need, site = waiter.recv_need()
         have = sender.send_total()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ProfileError, Site, user_site
 
@@ -27,10 +27,15 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_.:/-]{1,64}$")
 _TRANSPORT = {
     "send": "tcp", "recv": "tcp", "connect": "tcp", "accept": "tcp", "reset": "tcp",
     "wait_for_peer_close": "tcp", "set_send_blocking": "tcp",
+    "http_request": "tcp", "http_wait_response": "tcp",
     "send_msg": "udp", "recv_msg": "udp", "set_keepalive_msg": "udp",
 }
 # Instructions that wait (a loop must enclose one; checked by the engine's loader too).
-WAITING = {"send", "recv", "delay", "delay_rand", "recv_msg", "connect", "accept", "wait_for_peer_close"}
+WAITING = {"send", "recv", "delay", "delay_rand", "recv_msg", "connect", "accept", "wait_for_peer_close",
+           "http_wait_response"}
+# How an HTTP request part chooses among alternatives (IR `pick`).
+HTTP_PICKS = ("round_robin", "random", "weighted", "flow")
+_HTTP_TOKEN_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 
 
 def to_bytes(what: str, buf: object, site: Optional[Site]) -> bytes:
@@ -306,6 +311,90 @@ class ASTFProgram:
             raise ProfileError("set_send_blocking: block must be a bool", site, "block")
         self._add(Instr("set_send_blocking", site, {"block": block}))
 
+    def http_request(self, method: str = "GET", url: Union[str, Sequence[str]] = "/",
+                     headers: Optional[Mapping[str, Union[str, Sequence[str]]]] = None,
+                     body: Optional[BytesLike] = None, pick: Optional[str] = None,
+                     weights: Optional[Sequence[int]] = None,
+                     header_pick: Optional[Mapping[str, str]] = None,
+                     version: str = "1.1") -> None:
+        """Send an HTTP request and expect its response (does not wait: see
+        `http_wait_response`). `url` is one target or a list chosen per request by `pick`
+        ("round_robin" by default, "random", "weighted" with `weights`, "flow"). A header
+        value may be a list, chosen per flow unless `header_pick[name]` says otherwise.
+        `body` adds `Content-Length`. The request is sent as shared immutable pieces."""
+        site = user_site()
+        if not isinstance(method, str) or not _HTTP_TOKEN_RE.match(method):
+            raise ProfileError(f"http_request: {method!r} is not an HTTP method", site, "method")
+        if version not in ("1.1", "1.0"):
+            raise ProfileError(f"http_request: version must be \"1.1\" or \"1.0\", got {version!r}",
+                               site, "version")
+        urls = [url] if isinstance(url, str) else list(url)
+        if not urls or not all(isinstance(u, str) and u and all(0x21 <= ord(c) <= 0x7e for c in u)
+                               for u in urls):
+            raise ProfileError(f"http_request: url must be a request target or a non-empty list of them "
+                               f"(visible ASCII, no spaces), got {url!r}", site, "url")
+        args: Dict[str, Any] = {"method": method}
+        if len(urls) == 1 and isinstance(url, str):
+            args["url"] = urls[0]
+        else:
+            args["urls"] = urls
+        if pick is not None or weights is not None:
+            p = pick if pick is not None else "weighted"
+            if p not in HTTP_PICKS:
+                raise ProfileError(f"http_request: pick must be one of {', '.join(HTTP_PICKS)}, got {p!r}",
+                                   site, "pick")
+            if isinstance(url, str):
+                raise ProfileError("http_request: pick and weights choose among a list of urls", site, "pick")
+            args["pick"] = p
+            if weights is not None:
+                w = [check_int("weights", x, 0, U32_MAX, site) for x in weights]
+                if len(w) != len(urls) or sum(w) < 1:
+                    raise ProfileError(f"http_request: {len(w)} weights for {len(urls)} urls "
+                                       f"(one each, not all zero)", site, "weights")
+                args["weights"] = w
+            elif p == "weighted":
+                raise ProfileError("http_request: pick=\"weighted\" needs weights", site, "weights")
+        hdrs: List[Dict[str, Any]] = []
+        picks = dict(header_pick or {})
+        for name, val in (headers or {}).items():
+            if not isinstance(name, str) or not _HTTP_TOKEN_RE.match(name):
+                raise ProfileError(f"http_request: {name!r} is not a header name", site, "headers")
+            if name.lower() in ("content-length", "transfer-encoding"):
+                raise ProfileError(f"http_request: {name} is set from the body", site, "headers")
+            vals = [val] if isinstance(val, str) else list(val)
+            if not vals or not all(isinstance(v, str) and "\r" not in v and "\n" not in v for v in vals):
+                raise ProfileError(f"http_request: header {name}: a value or a non-empty list of values "
+                                   f"without line breaks, got {val!r}", site, "headers")
+            h: Dict[str, Any] = {"name": name}
+            if isinstance(val, str):
+                h["value"] = val
+            else:
+                h["values"] = vals
+            if name in picks:
+                hp = picks.pop(name)
+                if hp not in HTTP_PICKS or hp == "weighted":
+                    raise ProfileError(f"http_request: header_pick[{name!r}] must be round_robin, random "
+                                       f"or flow, got {hp!r}", site, "header_pick")
+                h["pick"] = hp
+            hdrs.append(h)
+        if picks:
+            raise ProfileError(f"http_request: header_pick names headers not given: {', '.join(picks)}",
+                               site, "header_pick")
+        if version == "1.1" and not any(h["name"].lower() == "host" for h in hdrs):
+            raise ProfileError("http_request: an HTTP/1.1 request needs a Host header "
+                               "(headers={\"Host\": ...})", site, "headers")
+        if hdrs:
+            args["headers"] = hdrs
+        if version != "1.1":
+            args["version"] = version
+        b = make_buffer("body", body, 0, None, site, MAX_BUFFER) if body is not None else None
+        self._add(Instr("http_request", site, args, buf=b))
+
+    def http_wait_response(self) -> None:
+        """Wait until every response of the earlier `http_request`s has ended as HTTP frames
+        it: Content-Length, chunked, or the server closing the connection."""
+        self._add(Instr("http_wait_response", user_site()))
+
     def close(self) -> None:
         """Close now (TCP: FIN; UDP: release the flow) and end the program."""
         self._add(Instr("close", user_site()))
@@ -424,6 +513,10 @@ class ASTFProgram:
     def has_jumps(self) -> bool:
         return any(i.op in ("jmp_nz", "jmp_dp") for i in self.instrs)
 
+    def has_http(self) -> bool:
+        """Does the program use the HTTP instructions (byte totals then vary per request)?"""
+        return any(i.op.startswith("http_") for i in self.instrs)
+
     def buffers(self) -> List[Buffer]:
         return [i.buf for i in self.instrs if i.buf is not None]
 
@@ -457,7 +550,7 @@ class ASTFProgram:
         for ins in self.instrs:
             c: Dict[str, Any] = {"op": ins.op}
             if ins.buf is not None:
-                c["buf"] = intern(ins.buf)
+                c["body" if ins.op == "http_request" else "buf"] = intern(ins.buf)
             if ins.var is not None:
                 if ins.var not in self.vars:
                     raise ProfileError(f"{ins.op}: flow variable {ins.var!r} was never set "

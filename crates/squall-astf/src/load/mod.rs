@@ -5,6 +5,7 @@
 //! [`data`] compiles buffers and address pools, [`program`] compiles and checks programs.
 
 mod data;
+mod http;
 mod l7;
 mod program;
 
@@ -18,6 +19,7 @@ use crate::raw::*;
 use crate::tunables::{apply_ip, apply_side, apply_tcp, check_ipv6, refuse_side_wide, scheduler};
 
 use data::{compile_buffer, compile_pool, parse_ip};
+use http::HttpBuild;
 use program::*;
 
 /// The IR version this build reads.
@@ -235,6 +237,10 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
     let mut prog_names: HashMap<&str, usize> = HashMap::new();
     let mut programs = Vec::with_capacity(raw.programs.len());
     let mut infos = Vec::with_capacity(raw.programs.len());
+    let mut http = HttpBuild {
+        base: buffers.len(),
+        ..HttpBuild::default()
+    };
     for (i, rp) in raw.programs.iter().enumerate() {
         register(
             &mut prog_names,
@@ -244,7 +250,8 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
             "programs",
             &mut errs,
         );
-        let (prog, info) = compile_program(rp, &format!("programs[{i}]"), &ctx, &mut errs);
+        let (prog, info) =
+            compile_program(rp, &format!("programs[{i}]"), &ctx, &mut http, &mut errs);
         programs.push(prog);
         infos.push(info);
     }
@@ -558,7 +565,15 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
     if !errs.is_empty() {
         return Err(LoadError::Invalid(errs.list));
     }
+    for (k, data) in http.bufs.into_iter().enumerate() {
+        buffers.push(Buffer {
+            name: format!("_http{k}"),
+            data: Arc::from(data),
+        });
+    }
     Ok(Profile {
+        http: http.reqs,
+        http_cursors: http.cursors,
         buffers,
         programs: programs
             .into_iter()

@@ -9,6 +9,7 @@ use crate::model::*;
 use crate::raw::*;
 
 use super::check_name;
+use super::http::{HttpBuild, RawRequest};
 
 /// Facts about a program that templates check against.
 #[derive(Default, Clone)]
@@ -50,6 +51,8 @@ pub(super) fn op_name(c: &RawCmd) -> &'static str {
         RawCmd::RecvMsg { .. } => "recv_msg",
         RawCmd::SetKeepaliveMsg { .. } => "set_keepalive_msg",
         RawCmd::SetSendBlocking { .. } => "set_send_blocking",
+        RawCmd::HttpRequest { .. } => "http_request",
+        RawCmd::HttpWaitResponse {} => "http_wait_response",
     }
 }
 
@@ -63,6 +66,8 @@ pub(super) fn is_tcp_only(c: &RawCmd) -> bool {
             | RawCmd::Connect {}
             | RawCmd::Accept {}
             | RawCmd::SetSendBlocking { .. }
+            | RawCmd::HttpRequest { .. }
+            | RawCmd::HttpWaitResponse {}
     )
 }
 
@@ -146,6 +151,7 @@ pub(super) fn compile_program(
     rp: &RawProgram,
     p: &str,
     ctx: &ProgCtx,
+    http: &mut HttpBuild,
     errs: &mut Errors,
 ) -> (Option<Program>, ProgInfo) {
     let mut info = ProgInfo::default();
@@ -188,6 +194,7 @@ pub(super) fn compile_program(
     let mut insns = Vec::with_capacity(npc);
     let mut src = Vec::with_capacity(npc); // command index of each insn
     let mut has_jumps = false;
+    let mut has_http = false;
     for (ci, c) in cmds.iter().enumerate() {
         let Some(c) = c else { continue };
         let cp = format!("{p}.commands[{ci}]");
@@ -345,6 +352,42 @@ pub(super) fn compile_program(
                 rx_mode: *rx_mode,
             },
             RawCmd::SetSendBlocking { block } => Insn::SetSendBlocking { block: *block },
+            RawCmd::HttpRequest {
+                method,
+                url,
+                urls,
+                pick,
+                weights,
+                headers,
+                body,
+                version,
+            } => {
+                has_http = true;
+                let body = body.as_deref().and_then(|name| {
+                    let b = ctx.bufs.get(name).copied();
+                    if b.is_none() {
+                        errs.push(format!("{cp}.body"), format!("unknown buffer {name:?}"));
+                    }
+                    b.map(|b| (b, ctx.buf_len[b]))
+                });
+                let raw = RawRequest {
+                    method: method.as_deref(),
+                    url: url.as_deref(),
+                    urls: urls.as_deref(),
+                    pick: *pick,
+                    weights: weights.as_deref(),
+                    headers,
+                    body,
+                    version: version.as_deref(),
+                };
+                Insn::HttpRequest {
+                    req: http.request(&raw, &cp, errs),
+                }
+            }
+            RawCmd::HttpWaitResponse {} => {
+                has_http = true;
+                Insn::HttpWaitResponse
+            }
         };
         insns.push(insn);
         src.push(ci);
@@ -360,7 +403,8 @@ pub(super) fn compile_program(
     }
     check_flow(&insns, &src, p, errs);
     check_watermarks(&insns, &src, p, errs);
-    if !has_jumps {
+    // HTTP requests differ per URL and responses per status: no static totals.
+    if !has_jumps && !has_http {
         info.totals = Some(totals(&insns, ctx));
     }
     if errs.list.len() > start_errs {
@@ -371,6 +415,7 @@ pub(super) fn compile_program(
             name: rp.name.clone(),
             insns: insns.into_boxed_slice(),
             has_jumps,
+            has_http,
         }),
         info,
     )

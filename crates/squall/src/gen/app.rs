@@ -19,6 +19,7 @@ use squall_astf::{BufIdx, Insn, Profile, ProgIdx, ServerAssoc, TemplateIdx, Tran
 use squall_engine::TimerWheel;
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp};
 
+use super::http::{HttpSide, RxError};
 use super::udp::UdpCtx;
 use crate::stats::{SideStats, TgCounters};
 
@@ -77,6 +78,9 @@ const W_ESTABLISHED: u8 = 5;
 /// An accepted server flow waiting for the client's first bytes to choose its template
 /// (TRex `l7_map`): no program runs yet; `wake_arg` holds how many bytes decide.
 const W_L7: u8 = 6;
+/// `http_wait_response`: moved when the flow's last pending response ends (see
+/// [`GenApp::step`]), or by the peer's FIN.
+const W_HTTP: u8 = 7;
 
 impl FlowSlot {
     fn has(&self, f: u8) -> bool {
@@ -93,6 +97,7 @@ impl FlowSlot {
             Wake::Unacked(n) => (W_UNACKED, n),
             Wake::PeerClosed => (W_PEER_CLOSED, 0),
             Wake::Established => (W_ESTABLISHED, 0),
+            Wake::HttpIdle => (W_HTTP, 0),
         };
     }
     fn wake(&self) -> Wake {
@@ -102,6 +107,7 @@ impl FlowSlot {
             W_UNACKED => Wake::Unacked(self.wake_arg),
             W_PEER_CLOSED => Wake::PeerClosed,
             W_ESTABLISHED => Wake::Established,
+            W_HTTP => Wake::HttpIdle,
             _ => Wake::Any,
         }
     }
@@ -142,6 +148,12 @@ struct Io<'a> {
     bufs: &'a [(BufId, u32)],
     misuse: &'a mut u64,
     watermark: u64,
+    profile: &'a Profile,
+    /// The side's HTTP state when the flow's program uses HTTP.
+    http: Option<&'a mut HttpSide>,
+    /// HTTP requests sent and refused (too many pending) by this step.
+    http_sent: u64,
+    http_refused: u64,
 }
 
 impl FlowIo for Io<'_> {
@@ -192,6 +204,47 @@ impl FlowIo for Io<'_> {
     }
     fn random_u32(&mut self) -> u32 {
         (splitmix(self.rng) >> 32) as u32
+    }
+    fn http_request(&mut self, req: u16) -> bool {
+        let (Some(h), Some(r)) = (
+            self.http.as_deref_mut(),
+            self.profile.http.get(req as usize),
+        ) else {
+            *self.misuse += 1;
+            return false;
+        };
+        let i = self.token as usize;
+        if !h.sent(i, r.head, self.now) {
+            self.http_refused += 1;
+            return false;
+        }
+        self.http_sent += 1;
+        let flow = self.slot.addr_ip.wrapping_mul(0x0101_0101) ^ u32::from(self.slot.addr_port);
+        let rng = &mut *self.rng;
+        let (slot, ops, bufs, misuse) = (
+            &mut *self.slot,
+            &mut *self.ops,
+            self.bufs,
+            &mut *self.misuse,
+        );
+        r.pieces(
+            &mut h.cursors,
+            || (splitmix(rng) >> 32) as u32,
+            flow,
+            |b| match bufs.get(b.0 as usize) {
+                Some(&(id, len)) => {
+                    slot.queued += u64::from(len);
+                    ops.push(IoOp::Send(id, len));
+                }
+                None => *misuse += 1,
+            },
+        );
+        true
+    }
+    fn http_pending(&self) -> u32 {
+        self.http
+            .as_deref()
+            .map_or(0, |h| h.pending(self.token as usize))
     }
 }
 
@@ -247,6 +300,8 @@ pub struct GenApp {
     pub peak_live: u64,
     /// First bytes of the server flows waiting for their L7 match (`W_L7`), by flow.
     l7_wait: HashMap<u32, Vec<u8>>,
+    /// HTTP state of the flows of HTTP programs (`None`: no program uses HTTP).
+    http: Option<Box<HttpSide>>,
     /// A flow cut after this long without a payload byte moving is `stalled`.
     pub stall_ns: u64,
     pub stats: SideStats,
@@ -298,6 +353,7 @@ impl GenApp {
             live: 0,
             peak_live: 0,
             l7_wait: HashMap::new(),
+            http: HttpSide::for_profile(&profile),
             stall_ns: DEFAULT_STALL_NS,
             stats,
             profile,
@@ -365,6 +421,9 @@ impl GenApp {
         };
         let prog = self.profile.templates[tpl.0 as usize].client_program;
         self.progs[i] = ProgState::new(prog);
+        if let Some(h) = self.http.as_deref_mut().filter(|h| h.is_http(prog.0)) {
+            h.start(i);
+        }
         self.live += 1;
         self.peak_live = self.peak_live.max(self.live);
         self.tgc(tpl.0).started += 1;
@@ -380,9 +439,21 @@ impl GenApp {
         if !slot.has(F_LIVE) || slot.outcome != 0 || slot.wake_kind == W_L7 {
             return;
         }
-        if matches!(ev, Event::Data | Event::Acked) && !slot.data_or_ack_moves() {
-            // The program would only re-check its wait condition and keep waiting.
-            return;
+        if matches!(ev, Event::Data | Event::Acked) {
+            let moves = if slot.wake_kind == W_HTTP {
+                // Only the end of the last pending response (or the FIN) moves it.
+                slot.has(F_PEER_CLOSED)
+                    || self
+                        .http
+                        .as_deref()
+                        .is_none_or(|h| h.pending(f as usize) == 0)
+            } else {
+                slot.data_or_ack_moves()
+            };
+            if !moves {
+                // The program would only re-check its wait condition and keep waiting.
+                return;
+            }
         }
         self.run_step(f, ev);
     }
@@ -397,8 +468,14 @@ impl GenApp {
         let mut misuse = 0u64;
         let (ctx, stx) = self.txbuf.get(slot.tpl as usize).copied().unwrap_or((0, 0));
         let watermark = if slot.has(F_CLIENT) { ctx } else { stx };
+        let prog = self.progs[i].program().0;
+        let http = self.http.as_deref_mut().filter(|h| h.is_http(prog));
         let mut io = Io {
             watermark,
+            profile: &self.profile,
+            http,
+            http_sent: 0,
+            http_refused: 0,
             now: self.now,
             slot,
             ops: &mut self.ops,
@@ -409,6 +486,12 @@ impl GenApp {
             misuse: &mut misuse,
         };
         let st = self.progs[i].on_event(&self.profile, &mut io, ev);
+        let (sent, refused) = (io.http_sent, io.http_refused);
+        if sent + refused > 0 {
+            let g = self.tg(self.flows[i].tpl);
+            self.stats.tg[g].http.requests += sent;
+            self.stats.tg[g].http.not_sent += refused;
+        }
         let wake = self.progs[i].wake(&self.profile, watermark);
         self.flows[i].set_wake(wake);
         if misuse > 0 {
@@ -505,6 +588,9 @@ impl GenApp {
         let rx = slot.rx;
         let prog = self.profile.templates[t.0 as usize].server_program;
         self.progs[i] = ProgState::new(prog);
+        if let Some(h) = self.http.as_deref_mut().filter(|h| h.is_http(prog.0)) {
+            h.start(i);
+        }
         let c = self.tgc(t.0);
         c.accepted += 1;
         c.l7_rx_bytes += rx;
@@ -649,6 +735,19 @@ impl TcpApp for GenApp {
                 .first_byte
                 .record_ns(now.saturating_sub(sched));
         }
+        if let Some(h) = self.http.as_deref_mut() {
+            if h.is_http(self.progs[i].program().0) {
+                let t = &mut self.stats.tg[g];
+                if let Err(RxError::Parse(_) | RxError::Unsolicited) =
+                    h.rx(i, data, now, &mut t.http, &mut t.lat)
+                {
+                    // The responses cannot be followed any more: count and reset.
+                    t.http.parse_errors += 1;
+                    ctl.abort();
+                    return;
+                }
+            }
+        }
         self.step(f.0, Event::Data);
         self.apply_ctl(ctl);
     }
@@ -686,6 +785,12 @@ impl TcpApp for GenApp {
             return;
         }
         slot.flags |= F_PEER_CLOSED;
+        let tpl = slot.tpl;
+        let g = self.tg(tpl);
+        if let Some(h) = self.http.as_deref_mut() {
+            let t = &mut self.stats.tg[g];
+            h.peer_closed(i, self.now, &mut t.http, &mut t.lat);
+        }
         self.step(f.0, Event::PeerClosed);
         self.apply_ctl(ctl);
     }
@@ -716,6 +821,12 @@ impl TcpApp for GenApp {
             self.step(f.0, Event::Aborted);
         }
         let outcome = self.flows[i].outcome;
+        let g = self.tg(slot.tpl);
+        if let Some(h) = self.http.as_deref_mut() {
+            if h.is_http(self.progs[i].program().0) {
+                h.closed(i, &mut self.stats.tg[g].http);
+            }
+        }
         self.flows[i].flags &= !F_LIVE;
         if self.flows[i].has(F_TIMER) {
             self.timers.cancel(f.0);
@@ -776,6 +887,22 @@ mod tests {
     #[test]
     fn flow_state_is_small() {
         const { assert!(GenApp::FLOW_STATE_BYTES <= 96) };
+    }
+
+    /// Profiles without HTTP programs carry no HTTP state (W3 does not grow); HTTP flows
+    /// add [`super::super::http::HTTP_FLOW_BYTES`] each.
+    #[test]
+    fn http_state_only_for_http_profiles() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/w1-astf-http.json");
+        let w1 = Arc::new(crate::source::load(&path, &[]).unwrap());
+        let app = GenApp::new(w1, Vec::new(), 16, 0, 1);
+        assert!(app.http.is_none());
+        eprintln!(
+            "per-flow state: {} bytes (+{} for flows of HTTP programs)",
+            GenApp::FLOW_STATE_BYTES,
+            super::super::http::HTTP_FLOW_BYTES
+        );
     }
 
     #[test]

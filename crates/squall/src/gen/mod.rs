@@ -1,9 +1,10 @@
 //! The per-side generator: [`app::GenApp`] runs astf programs over TCP flows,
 //! [`udp::UdpFlows`] over UDP flows, [`side::GenSide`] joins them with (client side) the
 //! scheduler as one application of a `squall_stack::Node`, [`side::Side`] is that app on
-//! its node.
+//! its node. [`http::HttpSide`] follows the HTTP responses of `http_request` programs.
 
 pub mod app;
+pub mod http;
 pub mod side;
 pub mod udp;
 

@@ -461,6 +461,12 @@ impl<P: Port> FlowIo for Io<'_, '_, P> {
     fn random_u32(&mut self) -> u32 {
         (splitmix(self.rng) >> 32) as u32
     }
+    fn http_request(&mut self, _req: u16) -> bool {
+        false // TCP only (the loader refuses HTTP instructions in UDP programs)
+    }
+    fn http_pending(&self) -> u32 {
+        0
+    }
 }
 
 #[cfg(test)]

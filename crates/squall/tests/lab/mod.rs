@@ -173,3 +173,27 @@ pub fn server_thread(
         squall_in(&n, &a, 30)
     })
 }
+
+/// The machine-wide lab lock (`/tmp/squall-lab.lock`, the file `flock` takes in the
+/// Makefile's lab targets), held while the returned file is open; `None` if it stayed
+/// busy for `wait`. `SQUALL_LAB_LOCKED=1`: the caller holds it already.
+pub fn machine_lock(wait: std::time::Duration) -> Option<Option<std::fs::File>> {
+    use std::os::fd::AsRawFd;
+    if std::env::var_os("SQUALL_LAB_LOCKED").is_some() {
+        return Some(None);
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open("/tmp/squall-lab.lock")
+        .ok()?;
+    let t0 = std::time::Instant::now();
+    // SAFETY: flock on a file descriptor this function owns.
+    while unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        if t0.elapsed() > wait {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    Some(Some(f))
+}

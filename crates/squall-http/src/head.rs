@@ -1,0 +1,586 @@
+//! The head of a message: the request line or status line and the header section
+//! (RFC 9112 §2-§5), and what it says about the message's framing and the connection
+//! (RFC 9112 §6, §9): body kind, keep-alive, `Expect: 100-continue`.
+
+use crate::body::BodyKind;
+use crate::error::Error;
+use crate::limits::Limits;
+use crate::syntax::{
+    all_tchar, find_lf, is_field_vchar, is_target_char, is_tchar, is_token, list, trim_ows,
+    word_has_ctl,
+};
+
+/// The protocol version of a message (HTTP/1.x with a minor version above 1 is taken as
+/// 1.1, RFC 9110 §6.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    Http10,
+    Http11,
+}
+
+impl Version {
+    /// `HTTP/1.0` or `HTTP/1.1`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+        }
+    }
+}
+
+/// A request method (RFC 9110 §9 and PATCH); `Other` for any other token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Put,
+    Delete,
+    Connect,
+    Options,
+    Trace,
+    Patch,
+    Other,
+}
+
+impl Method {
+    /// The method of token `m` (methods are case-sensitive, RFC 9110 §9.1).
+    pub fn from_bytes(m: &[u8]) -> Method {
+        match m {
+            b"GET" => Method::Get,
+            b"HEAD" => Method::Head,
+            b"POST" => Method::Post,
+            b"PUT" => Method::Put,
+            b"DELETE" => Method::Delete,
+            b"CONNECT" => Method::Connect,
+            b"OPTIONS" => Method::Options,
+            b"TRACE" => Method::Trace,
+            b"PATCH" => Method::Patch,
+            _ => Method::Other,
+        }
+    }
+}
+
+/// One header field: slices of the input buffer (name as received; compare it with
+/// `eq_ignore_ascii_case`; value without surrounding whitespace).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header<'b> {
+    pub name: &'b [u8],
+    pub value: &'b [u8],
+}
+
+impl Header<'_> {
+    /// An empty entry, to fill the caller's array with.
+    pub const EMPTY: Header<'static> = Header {
+        name: b"",
+        value: b"",
+    };
+}
+
+/// A parsed request head. `head_len` bytes of the buffer were used; the body (if any)
+/// follows, framed as `body` says.
+#[derive(Debug)]
+pub struct Request<'b, 'h> {
+    pub method: Method,
+    /// The method token as received (for `Method::Other`, logs).
+    pub method_raw: &'b [u8],
+    /// The request-target as received (origin-form `/path?query`, absolute-form, `*`).
+    pub target: &'b [u8],
+    pub version: Version,
+    pub headers: &'h [Header<'b>],
+    /// Bytes of the head, leading empty lines included (RFC 9112 §2.2).
+    pub head_len: usize,
+    /// How the body is framed (never `Close` for a request).
+    pub body: BodyKind,
+    /// The connection may carry another request after this one's response.
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` (RFC 9110 §10.1.1).
+    pub expect_continue: bool,
+    /// An `Expect` value other than 100-continue (a server answers 417).
+    pub expect_other: bool,
+}
+
+/// A parsed response head.
+#[derive(Debug)]
+pub struct Response<'b, 'h> {
+    pub version: Version,
+    /// Status code, 100-599.
+    pub code: u16,
+    pub reason: &'b [u8],
+    pub headers: &'h [Header<'b>],
+    /// Bytes of the head.
+    pub head_len: usize,
+    /// How the body is framed (`None` for HEAD answers, 1xx, 204 and 304).
+    pub body: BodyKind,
+    /// The connection may carry another request after this response.
+    pub keep_alive: bool,
+}
+
+impl<'b> Request<'b, '_> {
+    /// The value of the first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&'b [u8]> {
+        find(self.headers, name)
+    }
+    /// The path of the target (before `?`).
+    pub fn path(&self) -> &'b [u8] {
+        let t = self.target;
+        &t[..t.iter().position(|&c| c == b'?').unwrap_or(t.len())]
+    }
+}
+
+impl<'b> Response<'b, '_> {
+    /// The value of the first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&'b [u8]> {
+        find(self.headers, name)
+    }
+}
+
+fn find<'b>(h: &[Header<'b>], name: &str) -> Option<&'b [u8]> {
+    h.iter()
+        .find(|h| h.name.eq_ignore_ascii_case(name.as_bytes()))
+        .map(|h| h.value)
+}
+
+/// Parses a request head from the start of `buf` into `headers`. `Ok(None)`: the head
+/// is not complete yet (parse again with more bytes; nothing is kept between calls).
+/// Leading empty lines are skipped (RFC 9112 §2.2). Lines must end in CRLF.
+pub fn parse_request<'b, 'h>(
+    buf: &'b [u8],
+    headers: &'h mut [Header<'b>],
+    lim: &Limits,
+) -> Result<Option<Request<'b, 'h>>, Error> {
+    let mut pos = 0;
+    while buf[pos..].starts_with(b"\r\n") {
+        pos += 2;
+        if pos > lim.max_head {
+            return Err(Error::BadRequest("too many empty lines before the request"));
+        }
+    }
+    let Some((line, next)) = line(buf, pos, lim.max_start_line, Error::UriTooLong)? else {
+        return Ok(None);
+    };
+    let (method_raw, target, version) = request_line(line)?;
+    let Some((n, head_len)) = fields(buf, next, headers, lim)? else {
+        return Ok(None);
+    };
+    let headers = &headers[..n];
+    let f = Semantics::of(headers)?;
+    if f.te.is_some() && version == Version::Http10 {
+        return Err(Error::BadRequest(
+            "Transfer-Encoding in an HTTP/1.0 request",
+        ));
+    }
+    let body = framing(&f, lim, false)?;
+    if lim.require_host && version == Version::Http11 && f.hosts != 1 {
+        return Err(Error::BadRequest(if f.hosts == 0 {
+            "HTTP/1.1 request without Host"
+        } else {
+            "more than one Host"
+        }));
+    }
+    if f.hosts > 1 {
+        return Err(Error::BadRequest("more than one Host"));
+    }
+    Ok(Some(Request {
+        method: Method::from_bytes(method_raw),
+        method_raw,
+        target,
+        version,
+        headers,
+        head_len,
+        body,
+        keep_alive: f.keep_alive(version),
+        expect_continue: f.expect_continue,
+        expect_other: f.expect_other,
+    }))
+}
+
+/// Parses a response head from the start of `buf`. `head_request`: the request was HEAD
+/// (no body follows whatever the headers say). `Ok(None)`: incomplete.
+pub fn parse_response<'b, 'h>(
+    buf: &'b [u8],
+    headers: &'h mut [Header<'b>],
+    lim: &Limits,
+    head_request: bool,
+) -> Result<Option<Response<'b, 'h>>, Error> {
+    let Some((line, next)) = line(buf, 0, lim.max_start_line, Error::HeadersTooLarge)? else {
+        return Ok(None);
+    };
+    let (version, code, reason) = status_line(line)?;
+    let Some((n, head_len)) = fields(buf, next, headers, lim)? else {
+        return Ok(None);
+    };
+    let headers = &headers[..n];
+    let f = Semantics::of(headers)?;
+    let no_body = head_request || (100..200).contains(&code) || code == 204 || code == 304;
+    let body = if no_body {
+        BodyKind::None
+    } else {
+        framing(&f, lim, true)?
+    };
+    Ok(Some(Response {
+        version,
+        code,
+        reason,
+        headers,
+        head_len,
+        body,
+        keep_alive: body != BodyKind::Close && f.keep_alive(version),
+    }))
+}
+
+/// The body framing of a message with a body (RFC 9112 §6.3): chunked, Content-Length,
+/// or (responses only) until close; the ambiguous shapes refused.
+fn framing(f: &Semantics, lim: &Limits, response: bool) -> Result<BodyKind, Error> {
+    Ok(match (f.te, f.cl) {
+        (Some(_), Some(_)) => {
+            return Err(Error::BadRequest(
+                "both Transfer-Encoding and Content-Length",
+            ))
+        }
+        (Some(Coding::Chunked), None) => BodyKind::Chunked,
+        (Some(Coding::OtherThenChunked), None) => {
+            return Err(Error::NotImplemented("transfer coding other than chunked"))
+        }
+        // RFC 9112 §6.3 item 4: a response is read until the connection closes; a
+        // request cannot be framed (400).
+        (Some(Coding::NotChunkedLast), None) if response => BodyKind::Close,
+        (Some(Coding::NotChunkedLast), None) => {
+            return Err(Error::BadRequest(
+                "request transfer coding not ending in chunked",
+            ))
+        }
+        (None, Some(n)) if n > lim.max_body => return Err(Error::BodyTooLarge),
+        (None, Some(0)) => BodyKind::None,
+        (None, Some(n)) => BodyKind::Length(n),
+        (None, None) if response => BodyKind::Close,
+        (None, None) => BodyKind::None,
+    })
+}
+
+/// The line starting at `pos` (without CRLF) and where the next begins; `None` if its
+/// LF has not arrived. A line longer than `max` is `too_long`.
+fn line(
+    buf: &[u8],
+    pos: usize,
+    max: usize,
+    too_long: Error,
+) -> Result<Option<(&[u8], usize)>, Error> {
+    let rest = &buf[pos..];
+    let Some(lf) = find_lf(&rest[..rest.len().min(max + 2)]) else {
+        return if rest.len() > max + 1 {
+            Err(too_long)
+        } else {
+            Ok(None)
+        };
+    };
+    if lf == 0 || rest[lf - 1] != b'\r' {
+        return Err(Error::BadRequest("line not ended by CRLF"));
+    }
+    if lf - 1 > max {
+        return Err(too_long);
+    }
+    Ok(Some((&rest[..lf - 1], pos + lf + 1)))
+}
+
+/// `method SP request-target SP HTTP-version` (RFC 9112 §3).
+fn request_line(l: &[u8]) -> Result<(&[u8], &[u8], Version), Error> {
+    let mut parts = l.splitn(3, |&c| c == b' ');
+    let (Some(m), Some(t), Some(v)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(Error::BadRequest("malformed request line"));
+    };
+    if !is_token(m) {
+        return Err(Error::BadRequest("malformed method"));
+    }
+    if t.is_empty() || !t.iter().all(|&c| is_target_char(c)) {
+        return Err(Error::BadRequest("malformed request target"));
+    }
+    Ok((m, t, version(v)?))
+}
+
+/// `HTTP/DIGIT.DIGIT`.
+fn version(v: &[u8]) -> Result<Version, Error> {
+    match v {
+        b"HTTP/1.1" => Ok(Version::Http11),
+        b"HTTP/1.0" => Ok(Version::Http10),
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', d] if d.is_ascii_digit() => Ok(Version::Http11),
+        [b'H', b'T', b'T', b'P', b'/', a, b'.', b] if a.is_ascii_digit() && b.is_ascii_digit() => {
+            Err(Error::VersionNotSupported)
+        }
+        _ => Err(Error::BadRequest("malformed HTTP version")),
+    }
+}
+
+/// `HTTP-version SP status-code SP [reason-phrase]` (RFC 9112 §4; the SP before an
+/// empty reason may be missing, as many servers send it).
+fn status_line(l: &[u8]) -> Result<(Version, u16, &[u8]), Error> {
+    if l.len() < 12 || l[8] != b' ' {
+        return Err(Error::BadRequest("malformed status line"));
+    }
+    let v = version(&l[..8])?;
+    let c = &l[9..12];
+    if !c.iter().all(u8::is_ascii_digit) {
+        return Err(Error::BadRequest("malformed status code"));
+    }
+    let code = c.iter().fold(0u16, |a, &d| a * 10 + u16::from(d - b'0'));
+    if !(100..=599).contains(&code) {
+        return Err(Error::BadRequest("status code out of range"));
+    }
+    let reason = match &l[12..] {
+        [] => &l[12..],
+        [b' ', r @ ..] => r,
+        _ => return Err(Error::BadRequest("malformed status line")),
+    };
+    if !reason.iter().all(|&c| is_field_vchar(c)) {
+        return Err(Error::BadRequest("malformed reason phrase"));
+    }
+    Ok((v, code, reason))
+}
+
+/// The header section from `pos` up to and including the empty line: the number of
+/// fields stored and the head's total length; `None` if incomplete. One pass over each
+/// line (RFC 9112 §5: `field-name ":" OWS field-value OWS CRLF`).
+fn fields<'b>(
+    buf: &'b [u8],
+    mut pos: usize,
+    out: &mut [Header<'b>],
+    lim: &Limits,
+) -> Result<Option<(usize, usize)>, Error> {
+    let mut n = 0;
+    let len = buf.len();
+    // Incomplete at `at` (line began at `start`): an error if it cannot fit any more.
+    let partial = |start: usize, at: usize| -> Result<Option<(usize, usize)>, Error> {
+        if at - start > lim.max_header_line + 1 || at > lim.max_head {
+            Err(Error::HeadersTooLarge)
+        } else {
+            Ok(None)
+        }
+    };
+    loop {
+        let start = pos;
+        let Some(&c) = buf.get(pos) else {
+            return partial(start, len);
+        };
+        match c {
+            b'\r' => {
+                return match buf.get(pos + 1) {
+                    None => partial(start, len),
+                    Some(b'\n') if pos + 2 > lim.max_head => Err(Error::HeadersTooLarge),
+                    Some(b'\n') => Ok(Some((n, pos + 2))),
+                    Some(_) => Err(Error::BadRequest("line not ended by CRLF")),
+                }
+            }
+            b'\n' => return Err(Error::BadRequest("line not ended by CRLF")),
+            b' ' | b'\t' => return Err(Error::BadRequest("obsolete line folding")),
+            _ => {}
+        }
+        // The name ends at the first colon; all of it must be tchars (checked without a
+        // branch per byte: the first byte that is not is looked for only on failure).
+        let Some(colon) = memchr::memchr(b':', &buf[pos..]).map(|k| pos + k) else {
+            return match buf[pos..].iter().position(|&c| !is_tchar(c)) {
+                Some(k) => Err(Error::BadRequest(match buf[pos + k] {
+                    b' ' | b'\t' => "whitespace between a field name and the colon",
+                    b'\r' | b'\n' => "header field without a colon",
+                    _ => "malformed field name",
+                })),
+                None => partial(start, len),
+            };
+        };
+        if !all_tchar(&buf[pos..colon]) {
+            pos += buf[pos..colon]
+                .iter()
+                .position(|&c| !is_tchar(c))
+                .unwrap_or(0);
+        } else {
+            pos = colon;
+        }
+        let c = buf[pos];
+        if c != b':' {
+            return Err(Error::BadRequest(match c {
+                b' ' | b'\t' => "whitespace between a field name and the colon",
+                b'\r' | b'\n' => "header field without a colon",
+                _ => "malformed field name",
+            }));
+        }
+        if pos == start {
+            return Err(Error::BadRequest("empty field name"));
+        }
+        let name = &buf[start..pos];
+        pos += 1;
+        while pos < len && matches!(buf[pos], b' ' | b'\t') {
+            pos += 1;
+        }
+        let vstart = pos;
+        // Eight bytes at a time while they are all plain value bytes, then one by one.
+        while let Some(w) = buf.get(pos..pos + 8) {
+            let w = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+            if word_has_ctl(w) {
+                break;
+            }
+            pos += 8;
+        }
+        while pos < len && is_field_vchar(buf[pos]) {
+            pos += 1;
+        }
+        match (buf.get(pos), buf.get(pos + 1)) {
+            (None, _) | (Some(b'\r'), None) => return partial(start, len),
+            (Some(b'\r'), Some(b'\n')) => {}
+            (Some(b'\r' | b'\n'), _) => return Err(Error::BadRequest("line not ended by CRLF")),
+            _ => return Err(Error::BadRequest("invalid character in a field value")),
+        }
+        if pos - start > lim.max_header_line || pos + 2 > lim.max_head {
+            return Err(Error::HeadersTooLarge);
+        }
+        if n >= lim.max_headers || n >= out.len() {
+            return Err(Error::HeadersTooLarge);
+        }
+        out[n] = Header {
+            name,
+            value: trim_ows(&buf[vstart..pos]),
+        };
+        n += 1;
+        pos += 2;
+    }
+}
+
+/// What a Transfer-Encoding list ends with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Coding {
+    /// Exactly `chunked`.
+    Chunked,
+    /// Other codings, then `chunked` last.
+    OtherThenChunked,
+    /// The last coding is not chunked.
+    NotChunkedLast,
+}
+
+/// The framing and connection fields of a head.
+#[derive(Default)]
+struct Semantics {
+    te: Option<Coding>,
+    cl: Option<u64>,
+    close: bool,
+    keep_alive: bool,
+    expect_continue: bool,
+    expect_other: bool,
+    hosts: u32,
+}
+
+impl Semantics {
+    fn of(headers: &[Header<'_>]) -> Result<Semantics, Error> {
+        let mut s = Semantics::default();
+        let mut codings = 0u32;
+        let mut chunked_at = None;
+        for h in headers {
+            let n = h.name;
+            // Only names of these lengths can matter (a cheap filter first).
+            if !matches!(n.len(), 4 | 6 | 10 | 14 | 17) {
+                continue;
+            }
+            if n.eq_ignore_ascii_case(b"content-length") {
+                if s.cl.is_some() {
+                    return Err(Error::BadRequest("more than one Content-Length"));
+                }
+                s.cl = Some(
+                    crate::syntax::parse_decimal(h.value)
+                        .ok_or(Error::BadRequest("invalid Content-Length"))?,
+                );
+            } else if n.eq_ignore_ascii_case(b"transfer-encoding") {
+                let mut any = false;
+                for c in list(h.value) {
+                    any = true;
+                    if chunked_at.is_some() {
+                        return Err(Error::BadRequest("a transfer coding after chunked"));
+                    }
+                    if c.eq_ignore_ascii_case(b"chunked") {
+                        chunked_at = Some(codings);
+                    } else if !is_token(c.split(|&b| b == b';').next().unwrap_or(c)) {
+                        return Err(Error::BadRequest("malformed Transfer-Encoding"));
+                    }
+                    codings += 1;
+                }
+                if !any {
+                    return Err(Error::BadRequest("empty Transfer-Encoding"));
+                }
+            } else if n.eq_ignore_ascii_case(b"connection") {
+                for t in list(h.value) {
+                    if t.eq_ignore_ascii_case(b"close") {
+                        s.close = true;
+                    } else if t.eq_ignore_ascii_case(b"keep-alive") {
+                        s.keep_alive = true;
+                    }
+                }
+            } else if n.eq_ignore_ascii_case(b"expect") {
+                if h.value.eq_ignore_ascii_case(b"100-continue") {
+                    s.expect_continue = true;
+                } else {
+                    s.expect_other = true;
+                }
+            } else if n.eq_ignore_ascii_case(b"host") {
+                s.hosts += 1;
+            }
+        }
+        if codings > 0 {
+            s.te = Some(match chunked_at {
+                Some(0) => Coding::Chunked,
+                Some(_) => Coding::OtherThenChunked,
+                None => Coding::NotChunkedLast,
+            });
+        }
+        Ok(s)
+    }
+
+    /// RFC 9112 §9.3: 1.1 persists unless `close`; 1.0 only with `keep-alive`.
+    fn keep_alive(&self, v: Version) -> bool {
+        !self.close && (v == Version::Http11 || self.keep_alive)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Method, target, version, body kind, keep-alive, head length.
+    type Parsed = (Method, String, Version, BodyKind, bool, usize);
+
+    fn req(s: &str) -> Result<Option<Parsed>, Error> {
+        let mut h = [Header::EMPTY; 16];
+        let r = parse_request(s.as_bytes(), &mut h, &Limits::default())?;
+        Ok(r.map(|r| {
+            (
+                r.method,
+                String::from_utf8_lossy(r.target).into_owned(),
+                r.version,
+                r.body,
+                r.keep_alive,
+                r.head_len,
+            )
+        }))
+    }
+
+    #[test]
+    fn simple_get() {
+        let s = "GET /a?b=c HTTP/1.1\r\nHost: x\r\nUser-Agent: t\r\n\r\n";
+        let (m, t, v, b, ka, n) = req(s).unwrap().unwrap();
+        assert_eq!(
+            (m, t.as_str(), v, b, ka, n),
+            (
+                Method::Get,
+                "/a?b=c",
+                Version::Http11,
+                BodyKind::None,
+                true,
+                s.len()
+            )
+        );
+    }
+
+    #[test]
+    fn every_prefix_is_incomplete() {
+        let s = "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n";
+        for i in 0..s.len() {
+            assert_eq!(req(&s[..i]).unwrap().map(|r| r.0), None, "prefix {i}");
+        }
+        assert_eq!(req(s).unwrap().unwrap().3, BodyKind::Length(3));
+    }
+}

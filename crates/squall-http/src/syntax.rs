@@ -1,0 +1,123 @@
+//! Character classes and small scanners of RFC 9110 §5.6 (tokens, field values, lists).
+
+/// Byte classes, one table lookup per byte on the hot path.
+const TCHAR: u8 = 1;
+const VCHAR: u8 = 2;
+
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        let tchar = matches!(b,
+            b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
+            | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z');
+        let vchar = b == b'\t' || b == b' ' || (b >= 0x21 && b <= 0x7e) || b >= 0x80;
+        t[c] = if tchar { TCHAR } else { 0 } | if vchar { VCHAR } else { 0 };
+        c += 1;
+    }
+    t
+};
+
+/// `tchar` of RFC 9110 §5.6.2.
+#[inline]
+pub(crate) fn is_tchar(c: u8) -> bool {
+    CLASS[c as usize] & TCHAR != 0
+}
+
+/// Whether every byte of `s` is a tchar (no early exit: one AND per byte).
+#[inline]
+pub(crate) fn all_tchar(s: &[u8]) -> bool {
+    s.iter().fold(TCHAR, |a, &c| a & CLASS[c as usize]) & TCHAR != 0
+}
+
+/// A field-value byte (RFC 9110 §5.5): VCHAR, obs-text, SP, HTAB.
+#[inline]
+pub(crate) fn is_field_vchar(c: u8) -> bool {
+    CLASS[c as usize] & VCHAR != 0
+}
+
+/// A request-target byte: visible ASCII (no SP, no controls, no DEL, no obs-text).
+#[inline]
+pub(crate) fn is_target_char(c: u8) -> bool {
+    (0x21..=0x7e).contains(&c)
+}
+
+/// Whether every byte of `s` is a tchar and `s` is not empty.
+pub(crate) fn is_token(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(|&c| is_tchar(c))
+}
+
+/// `s` without leading and trailing SP / HTAB (OWS).
+pub(crate) fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// The elements of a comma-separated list (RFC 9110 §5.6.1), trimmed, empty ones skipped.
+pub(crate) fn list(s: &[u8]) -> impl Iterator<Item = &[u8]> {
+    s.split(|&c| c == b',')
+        .map(trim_ows)
+        .filter(|e| !e.is_empty())
+}
+
+/// Whether any of the 8 bytes of `w` is not a plain field-value byte: a control
+/// character (below 0x20, HTAB included: the caller rechecks such words byte by byte) or
+/// DEL. Bytes of 0x80 and above (obs-text) pass. SWAR: eight bytes per step.
+#[inline]
+pub(crate) fn word_has_ctl(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    let x = w ^ (ONES * 0x7f);
+    let del = x.wrapping_sub(ONES) & !x & HIGH;
+    below_space | del != 0
+}
+
+/// Position of the first LF in `s`.
+#[inline]
+pub(crate) fn find_lf(s: &[u8]) -> Option<usize> {
+    memchr::memchr(b'\n', s)
+}
+
+/// Parses a decimal number of at most 19 digits (no sign, no spaces): Content-Length.
+pub(crate) fn parse_decimal(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 19 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u64::from(c - b'0');
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_check_agrees_with_the_byte_table() {
+        // Every byte value in every position of a word of otherwise plain bytes.
+        for pos in 0..8 {
+            for c in 0..=255u8 {
+                let mut b = *b"abcdefgh";
+                b[pos] = c;
+                let plain = c != b'\t' && is_field_vchar(c);
+                assert_eq!(
+                    !word_has_ctl(u64::from_le_bytes(b)),
+                    plain,
+                    "byte {c:#x} at {pos}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,803 @@
+//! The HTTP server as a node application ([`ServeApp`]): per-connection state, request
+//! parsing with pipelining (every complete request of a segment is answered in order;
+//! a partial one waits in the connection's buffer), answers sent from the registered
+//! buffers of files and routes (only the small header tail is built per answer), the
+//! connection limit, idle and header timeouts, graceful stop, counters and the access
+//! log.
+
+use std::sync::Arc;
+
+use squall_http::{parse_request, BodyDecoder, BodyKind, Header, Limits, Method, Request};
+use squall_port::Port;
+use squall_stack::{NodeApp, NodeIo};
+use squall_tcp::{BufId, BufRegistry, CloseReason, Ctl, FlowId, TcpApp, TcpHost};
+
+use crate::files::{unix_now, Files};
+use crate::log::AccessLog;
+use crate::respond::{self, FileAnswer, Route};
+
+/// Most header fields of a request (more: 431).
+pub const MAX_HEADERS: usize = 64;
+/// Header slots tried first (the array is initialised per request: a small one is
+/// cheaper; a request with more fields is parsed again with [`MAX_HEADERS`]).
+const FEW_HEADERS: usize = 24;
+/// How often connections are checked for timeouts, ns.
+const SWEEP_NS: u64 = 100_000_000;
+
+/// What the server was told.
+#[derive(Clone, Debug)]
+pub struct AppConfig {
+    /// Most open connections; more are answered 503 and closed.
+    pub max_conns: u32,
+    /// A connection with no request in progress is closed after this long, ns.
+    pub idle_timeout_ns: u64,
+    /// A request head must be complete this long after its first byte, ns (else 408).
+    pub header_timeout_ns: u64,
+    /// Parser limits.
+    pub limits: Limits,
+}
+
+/// Counters of the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServeStats {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Connections refused with 503 (over the limit or stopping).
+    pub refused: u64,
+    /// Requests answered (parse errors included).
+    pub requests: u64,
+    /// Answers by status class: 1xx (interim 100 Continue) .. 5xx.
+    pub by_class: [u64; 6],
+    /// Requests the parser rejected (answered with their 4xx/5xx, then closed).
+    pub parse_errors: u64,
+    /// Connections closed by the header timeout (408).
+    pub header_timeouts: u64,
+    /// Connections closed by the idle timeout.
+    pub idle_closed: u64,
+    /// Body bytes queued (file and route bodies).
+    pub body_bytes: u64,
+    /// Sends the TCP host refused (queue limits).
+    pub send_errors: u64,
+}
+
+#[derive(Default)]
+struct Conn {
+    /// Bytes of a request whose head is not complete yet.
+    buf: Vec<u8>,
+    /// The body of the last request, being skipped.
+    skip: Option<Box<BodyDecoder>>,
+    /// Last byte received, ns.
+    last_ns: u64,
+    /// When the pending head's first byte came (0: none pending).
+    head_since: u64,
+    /// Peer address (log).
+    ip: u32,
+    open: bool,
+    /// Our FIN is queued: nothing more is read.
+    closing: bool,
+    /// Bytes queued on the connection and not acknowledged yet.
+    unacked: u64,
+    /// The second of the oldest per-second buffer the unacknowledged bytes may refer to
+    /// (0: none): those buffers stay registered until it is acknowledged.
+    pinned: u64,
+}
+
+/// A route's registered buffers.
+struct RouteBufs {
+    head: BufId,
+    head_len: u32,
+    body: BufId,
+    body_len: u32,
+    code: u16,
+}
+
+/// The registered 200 header block and body of one file.
+#[derive(Clone, Copy)]
+struct FileBufs {
+    head: BufId,
+    head_len: u32,
+    body: BufId,
+}
+
+/// The server app.
+pub struct ServeApp {
+    cfg: AppConfig,
+    files: Arc<Files>,
+    file_bufs: Vec<FileBufs>,
+    /// Routes by path (a handful: scanned in order).
+    routes: Vec<(Vec<u8>, RouteBufs)>,
+    /// `HTTP/1.1 100 Continue` and the 503 / 408 answers (no Date: they close at once).
+    cont: (BufId, u32),
+    busy: (BufId, u32),
+    timeout: (BufId, u32),
+    conns: Vec<Conn>,
+    /// Open connections.
+    pub live: u64,
+    now: u64,
+    /// The current second (epoch), its Date value and its access-log time.
+    sec: u64,
+    date: String,
+    log_time: String,
+    /// Registered buffers of this second (they carry its Date): the header tails
+    /// (keep-alive 1.1, close, keep-alive 1.0) and each route's whole keep-alive answer.
+    tails: [(BufId, u32); 3],
+    route_full: Vec<(BufId, u32)>,
+    /// Earlier seconds' buffers, unregistered once no connection may refer to them.
+    retired: Vec<(u64, Vec<BufId>)>,
+    last_sweep: u64,
+    last_log_flush: u64,
+    /// Stopping: no keep-alive, idle connections closed, new ones refused.
+    pub stopping: bool,
+    pub stats: ServeStats,
+    log: Option<AccessLog>,
+}
+
+impl ServeApp {
+    /// The app for `files` and `routes`, their buffers registered with `tcp`.
+    pub fn new(
+        cfg: AppConfig,
+        files: Arc<Files>,
+        routes: &[Route],
+        tcp: &mut TcpHost,
+        log: Option<AccessLog>,
+    ) -> ServeApp {
+        let reg = tcp.buffers();
+        fn reg_bytes(reg: &mut squall_tcp::BufRegistry, b: Vec<u8>) -> (BufId, u32) {
+            let n = b.len() as u32;
+            (reg.register(b.into()), n)
+        }
+        let file_bufs = files
+            .list
+            .iter()
+            .map(|f| {
+                let (head, head_len) = reg_bytes(reg, respond::file_head(f).into_bytes());
+                FileBufs {
+                    head,
+                    head_len,
+                    body: reg.register(f.data.clone()),
+                }
+            })
+            .collect();
+        let mut rmap = Vec::new();
+        for r in routes {
+            let (head, head_len) = reg_bytes(reg, respond::route_head(r).into_bytes());
+            let (body, body_len) = reg_bytes(reg, r.text.clone().into_bytes());
+            rmap.push((
+                r.path.clone().into_bytes(),
+                RouteBufs {
+                    head,
+                    head_len,
+                    body,
+                    body_len,
+                    code: r.code,
+                },
+            ));
+        }
+        let cont = reg_bytes(reg, b"HTTP/1.1 100 Continue\r\n\r\n".to_vec());
+        let fixed = |code: u16| {
+            let body = format!("{code} {}\n", squall_http::reason(code));
+            format!(
+                "{}Server: squall\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                respond::status_line(squall_http::Version::Http11, code),
+                body.len()
+            )
+            .into_bytes()
+        };
+        let busy = reg_bytes(reg, fixed(503));
+        let timeout = reg_bytes(reg, fixed(408));
+        let mut app = ServeApp {
+            cfg,
+            files,
+            file_bufs,
+            routes: rmap,
+            cont,
+            busy,
+            timeout,
+            conns: Vec::new(),
+            live: 0,
+            now: 0,
+            sec: 0,
+            date: String::new(),
+            log_time: String::new(),
+            tails: [(BufId(0), 0); 3],
+            route_full: Vec::new(),
+            retired: Vec::new(),
+            last_sweep: 0,
+            last_log_flush: 0,
+            stopping: false,
+            stats: ServeStats::default(),
+            log,
+        };
+        app.roll(unix_now(), tcp.buffers());
+        app
+    }
+
+    /// Moves to second `sec`: its Date, and this second's registered buffers (the last
+    /// second's are kept until no connection may still send from them).
+    fn roll(&mut self, sec: u64, reg: &mut BufRegistry) {
+        let old: Vec<BufId> = self
+            .tails
+            .iter()
+            .chain(&self.route_full)
+            .filter(|&&(_, n)| n > 0)
+            .map(|&(b, _)| b)
+            .collect();
+        if !old.is_empty() {
+            self.retired.push((self.sec, old));
+        }
+        self.sec = sec;
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(sec);
+        self.date = httpdate::fmt_http_date(t);
+        self.log_time = log_time(sec);
+        use squall_http::Version::{Http10, Http11};
+        let mut put = |v: Vec<u8>| {
+            let n = v.len() as u32;
+            (reg.register(v.into()), n)
+        };
+        let keep11 = respond::tail(&self.date, true, Http11);
+        self.tails = [
+            put(keep11.clone()),
+            put(respond::tail(&self.date, false, Http11)),
+            put(respond::tail(&self.date, true, Http10)),
+        ];
+        self.route_full = self
+            .routes
+            .iter()
+            .map(|(_, r)| {
+                let mut v = reg.get(r.head).to_vec();
+                v.extend_from_slice(&keep11);
+                v.extend_from_slice(reg.get(r.body));
+                let n = v.len() as u32;
+                (reg.register(v.into()), n)
+            })
+            .collect();
+    }
+
+    /// Unregisters the earlier seconds' buffers no connection may refer to any more.
+    fn retire(&mut self, reg: &mut BufRegistry) {
+        let oldest = self
+            .conns
+            .iter()
+            .filter(|c| c.open && c.pinned != 0)
+            .map(|c| c.pinned)
+            .min()
+            .unwrap_or(u64::MAX);
+        self.retired.retain(|(sec, ids)| {
+            if *sec < oldest {
+                for &b in ids {
+                    reg.unregister(b);
+                }
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    /// Starts the graceful stop: idle connections are closed on the next poll, the
+    /// others after their current answer.
+    pub fn stop(&mut self) {
+        self.stopping = true;
+        self.last_sweep = 0;
+    }
+
+    /// Flushes and closes the access log.
+    pub fn finish(&mut self) -> Result<(), String> {
+        match self.log.as_mut() {
+            Some(l) => l.close(),
+            None => Ok(()),
+        }
+    }
+
+    /// Connection slots (flow ids below this may be open).
+    pub fn slots(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Whether flow slot `i` holds an open connection.
+    pub fn is_open(&self, i: usize) -> bool {
+        self.conns.get(i).is_some_and(|c| c.open)
+    }
+
+    /// Lines the access log lost (its writer fell behind).
+    pub fn log_dropped(&self) -> u64 {
+        self.log.as_ref().map_or(0, |l| l.dropped)
+    }
+
+    fn count(&mut self, code: u16) {
+        self.stats.by_class[(code / 100).min(5) as usize] += 1;
+    }
+
+    /// Queues `len` bytes of `b` from `off` on connection `i`.
+    fn send(&mut self, ctl: &mut Ctl, i: usize, b: BufId, off: u32, len: u32) {
+        if len > 0 {
+            ctl.send(b, off, len);
+            self.conns[i].unacked += u64::from(len);
+        }
+    }
+
+    /// Queues a buffer of this second (pins it until acknowledged).
+    fn send_sec(&mut self, ctl: &mut Ctl, i: usize, (b, n): (BufId, u32)) {
+        let c = &mut self.conns[i];
+        if c.pinned == 0 {
+            c.pinned = self.sec;
+        }
+        self.send(ctl, i, b, 0, n);
+    }
+
+    /// Queues owned bytes on connection `i`.
+    fn send_owned(&mut self, ctl: &mut Ctl, i: usize, v: Vec<u8>) {
+        self.conns[i].unacked += v.len() as u64;
+        ctl.send_owned(v.into_boxed_slice());
+    }
+
+    /// Answers `code` with a small body and closes (parse errors, refused requests).
+    fn fail(&mut self, ctl: &mut Ctl, i: usize, code: u16) {
+        let v = respond::error(code, false, &self.date, false);
+        self.send_owned(ctl, i, v);
+        ctl.close();
+        self.conns[i].closing = true;
+        self.count(code);
+        self.stats.requests += 1;
+    }
+
+    /// Every complete request at the start of `input`: answered in order. Returns the
+    /// bytes used (the rest is an incomplete head).
+    fn process(&mut self, ctl: &mut Ctl, i: usize, input: &[u8]) -> usize {
+        let mut pos = 0;
+        while pos < input.len() {
+            if self.conns[i].closing {
+                return input.len();
+            }
+            if let Some(d) = self.conns[i].skip.as_mut() {
+                match d.decode(&input[pos..]) {
+                    Ok(r) => {
+                        pos += r.consumed;
+                        if r.done {
+                            self.conns[i].skip = None;
+                        }
+                    }
+                    Err(e) => {
+                        self.stats.parse_errors += 1;
+                        self.fail(ctl, i, e.status());
+                        return input.len();
+                    }
+                }
+                continue;
+            }
+            let mut few = [Header::EMPTY; FEW_HEADERS];
+            let mut many;
+            let mut r = parse_request(&input[pos..], &mut few, &self.cfg.limits);
+            if matches!(r, Err(squall_http::Error::HeadersTooLarge))
+                && self.cfg.limits.max_headers > FEW_HEADERS
+            {
+                many = [Header::EMPTY; MAX_HEADERS];
+                r = parse_request(&input[pos..], &mut many, &self.cfg.limits);
+            }
+            match r {
+                Ok(None) => break,
+                Err(e) => {
+                    self.stats.parse_errors += 1;
+                    self.fail(ctl, i, e.status());
+                    self.log_line(i, b"-", b"-", "-", e.status(), 0, b"");
+                    return input.len();
+                }
+                Ok(Some(req)) => {
+                    pos += req.head_len;
+                    self.conns[i].head_since = 0;
+                    let keep = self.answer(ctl, i, &req);
+                    if !keep {
+                        ctl.close();
+                        self.conns[i].closing = true;
+                        return input.len();
+                    }
+                    if req.body != BodyKind::None {
+                        let d = BodyDecoder::new(req.body, &self.cfg.limits);
+                        self.conns[i].skip = Some(Box::new(d));
+                    }
+                }
+            }
+        }
+        pos
+    }
+
+    /// Answers one request; returns whether the connection stays open.
+    fn answer(&mut self, ctl: &mut Ctl, i: usize, req: &Request<'_, '_>) -> bool {
+        self.stats.requests += 1;
+        let head_only = req.method == Method::Head;
+        let mut keep = req.keep_alive && !self.stopping;
+        let (code, bytes) = if req.expect_other {
+            keep = false;
+            self.owned(
+                ctl,
+                i,
+                respond::error(417, head_only, &self.date, false),
+                417,
+            )
+        } else if let Some(code) = respond::method_status(req.method) {
+            // A body we will not read: close after the answer.
+            keep &= req.body == BodyKind::None;
+            self.owned(
+                ctl,
+                i,
+                respond::error(code, head_only, &self.date, keep),
+                code,
+            )
+        } else {
+            if req.expect_continue && req.body != BodyKind::None {
+                let (b, n) = self.cont;
+                self.send(ctl, i, b, 0, n);
+                self.count(100);
+            }
+            self.resource(ctl, i, req, head_only, keep)
+        };
+        if self.log.is_some() {
+            let ua = req.header("user-agent").unwrap_or(b"-");
+            self.log_line(
+                i,
+                req.method_raw,
+                req.target,
+                req.version.as_str(),
+                code,
+                bytes,
+                ua,
+            );
+        }
+        keep
+    }
+
+    /// Sends a whole owned answer; (code, body bytes) for the log.
+    fn owned(&mut self, ctl: &mut Ctl, i: usize, v: Vec<u8>, code: u16) -> (u16, usize) {
+        self.count(code);
+        self.send_owned(ctl, i, v);
+        (code, 0)
+    }
+
+    /// The route or file a GET/HEAD names.
+    fn resource(
+        &mut self,
+        ctl: &mut Ctl,
+        i: usize,
+        req: &Request<'_, '_>,
+        head_only: bool,
+        keep: bool,
+    ) -> (u16, usize) {
+        let path = req.path();
+        let plain = keep && req.version == squall_http::Version::Http11;
+        let tail = self.tails[match (keep, req.version) {
+            (true, squall_http::Version::Http11) => 0,
+            (false, _) => 1,
+            (true, squall_http::Version::Http10) => 2,
+        }];
+        if let Some(k) = self.routes.iter().position(|(p, _)| p == path) {
+            let r = &self.routes[k].1;
+            let (h, hl, b, bl, code) = (r.head, r.head_len, r.body, r.body_len, r.code);
+            let n = if head_only { 0 } else { bl };
+            if plain && !head_only {
+                // The whole answer in one buffer of this second.
+                self.send_sec(ctl, i, self.route_full[k]);
+            } else {
+                self.send(ctl, i, h, 0, hl);
+                self.send_sec(ctl, i, tail);
+                self.send(ctl, i, b, 0, n);
+            }
+            self.stats.body_bytes += u64::from(n);
+            self.count(code);
+            return (code, n as usize);
+        }
+        let files = self.files.clone();
+        let Some((k, f)) = files.lookup(path) else {
+            return self.owned(
+                ctl,
+                i,
+                respond::error(404, head_only, &self.date, keep),
+                404,
+            );
+        };
+        let fb = self.file_bufs[k];
+        match respond::decide(req, f) {
+            FileAnswer::Full => {
+                self.send(ctl, i, fb.head, 0, fb.head_len);
+                self.send_sec(ctl, i, tail);
+                let n = if head_only { 0 } else { f.data.len() };
+                self.send(ctl, i, fb.body, 0, n as u32);
+                self.stats.body_bytes += n as u64;
+                self.count(200);
+                (200, n)
+            }
+            FileAnswer::NotModified => {
+                let v = respond::not_modified(f, &self.date, keep, req.version);
+                self.owned(ctl, i, v, 304)
+            }
+            FileAnswer::Partial(r) => {
+                let mut h = respond::partial_head(f, &r).into_bytes();
+                h.extend_from_slice(&respond::tail(&self.date, keep, req.version));
+                self.send_owned(ctl, i, h);
+                let n = if head_only { 0 } else { r.len() };
+                self.send(ctl, i, fb.body, r.start as u32, n as u32);
+                self.stats.body_bytes += n as u64;
+                self.count(206);
+                (206, n)
+            }
+            FileAnswer::Unsatisfiable => {
+                let extra = format!("Content-Range: bytes */{}\r\n", f.data.len());
+                let v = respond::small(416, &extra, "", head_only, &self.date, keep);
+                self.owned(ctl, i, v, 416)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn log_line(
+        &mut self,
+        i: usize,
+        m: &[u8],
+        t: &[u8],
+        v: &str,
+        code: u16,
+        bytes: usize,
+        ua: &[u8],
+    ) {
+        let ip = self.conns[i].ip;
+        if let Some(l) = self.log.as_mut() {
+            l.line(ip, &self.log_time, m, t, v, code, bytes, ua);
+        }
+    }
+
+    fn conn(&mut self, f: FlowId) -> &mut Conn {
+        let i = f.0 as usize;
+        if self.conns.len() <= i {
+            self.conns.resize_with(i + 1, Conn::default);
+        }
+        &mut self.conns[i]
+    }
+}
+
+impl TcpApp for ServeApp {
+    fn on_connected(&mut self, ctl: &mut Ctl, f: FlowId) {
+        let full = self.live >= u64::from(self.cfg.max_conns) || self.stopping;
+        let now = self.now;
+        let ip = ctl.key().remote_ip;
+        self.live += 1;
+        let c = self.conn(f);
+        *c = Conn {
+            open: true,
+            closing: full,
+            last_ns: now,
+            ip,
+            ..Conn::default()
+        };
+        if full {
+            let (b, n) = self.busy;
+            self.send(ctl, f.0 as usize, b, 0, n);
+            ctl.close();
+            self.stats.refused += 1;
+            self.count(503);
+        } else {
+            self.stats.accepted += 1;
+        }
+    }
+
+    fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        let i = f.0 as usize;
+        let now = self.now;
+        let Some(c) = self.conns.get_mut(i) else {
+            return;
+        };
+        if !c.open || c.closing {
+            return;
+        }
+        c.last_ns = now;
+        let mut buf = std::mem::take(&mut c.buf);
+        if buf.is_empty() {
+            let used = self.process(ctl, i, data);
+            buf.extend_from_slice(&data[used..]);
+        } else {
+            buf.extend_from_slice(data);
+            let used = self.process(ctl, i, &buf);
+            buf.drain(..used);
+        }
+        let c = &mut self.conns[i];
+        if c.closing {
+            buf = Vec::new();
+        } else if buf.len() > self.cfg.limits.max_head + 2 {
+            // The parser has judged every complete line; more bytes cannot fit a head.
+            buf = Vec::new();
+            self.stats.parse_errors += 1;
+            self.fail(ctl, i, 431);
+        } else if buf.is_empty() {
+            c.head_since = 0;
+            if buf.capacity() > 4096 {
+                buf = Vec::new();
+            }
+        } else if c.head_since == 0 {
+            c.head_since = now;
+        }
+        self.conns[i].buf = buf;
+    }
+
+    fn on_acked(&mut self, _ctl: &mut Ctl, f: FlowId, bytes: u32) {
+        if let Some(c) = self.conns.get_mut(f.0 as usize) {
+            c.unacked = c.unacked.saturating_sub(u64::from(bytes));
+            if c.unacked == 0 {
+                c.pinned = 0;
+            }
+        }
+    }
+
+    fn on_peer_closed(&mut self, ctl: &mut Ctl, f: FlowId) {
+        if let Some(c) = self.conns.get_mut(f.0 as usize) {
+            if c.open && !c.closing {
+                c.closing = true;
+                ctl.close();
+            }
+        }
+    }
+
+    fn on_closed(&mut self, f: FlowId, _reason: CloseReason) {
+        if let Some(c) = self.conns.get_mut(f.0 as usize) {
+            if c.open {
+                *c = Conn::default();
+                self.live -= 1;
+            }
+        }
+    }
+}
+
+impl NodeApp for ServeApp {
+    fn begin_turn(&mut self, now: u64) {
+        self.now = now;
+    }
+
+    fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
+        let now = self.now;
+        if now.saturating_sub(self.last_sweep) < SWEEP_NS {
+            return false;
+        }
+        self.last_sweep = now;
+        let sec = unix_now();
+        if sec != self.sec {
+            self.roll(sec, io.buffers());
+        }
+        if !self.retired.is_empty() {
+            self.retire(io.buffers());
+        }
+        if now.saturating_sub(self.last_log_flush) >= 1_000_000_000 {
+            self.last_log_flush = now;
+            if let Some(l) = self.log.as_mut() {
+                l.flush();
+            }
+        }
+        let mut work = false;
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            if !c.open || c.closing {
+                continue;
+            }
+            let pending = c.head_since != 0;
+            // A body being read keeps a connection out of the stop's idle closing, but
+            // not out of the idle timeout: no byte for that long closes it.
+            let reading = c.skip.is_some();
+            let f = FlowId(i as u32);
+            if pending && now.saturating_sub(c.head_since) >= self.cfg.header_timeout_ns {
+                let (b, n) = self.timeout;
+                if io.send(f, b, 0, n).is_err() {
+                    self.stats.send_errors += 1;
+                } else {
+                    self.conns[i].unacked += u64::from(n);
+                }
+                self.stats.header_timeouts += 1;
+                self.count(408);
+            } else if !pending
+                && ((self.stopping && !reading)
+                    || now.saturating_sub(c.last_ns) >= self.cfg.idle_timeout_ns)
+            {
+                if !self.stopping {
+                    self.stats.idle_closed += 1;
+                }
+            } else {
+                continue;
+            }
+            let c = &mut self.conns[i];
+            c.closing = true;
+            c.buf = Vec::new();
+            io.close(self, f);
+            work = true;
+        }
+        work
+    }
+
+    fn next_event(&self, now: u64) -> Option<u64> {
+        (self.live > 0).then(|| (self.last_sweep + SWEEP_NS).max(now))
+    }
+}
+
+/// `24/Nov/2026:16:00:00 +0000` (the access log's time) of `sec` since the epoch.
+fn log_time(sec: u64) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = (sec / 86_400) as i64;
+    let rem = sec % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{d:02}/{}/{y}:{:02}:{:02}:{:02} +0000",
+        MONTHS[(m - 1) as usize],
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The buffers of a past second stay registered while a connection may still send
+    /// from them (data not acknowledged), and go once it may not.
+    #[test]
+    fn past_seconds_buffers_are_retired_when_unreferenced() {
+        let mut tcp = TcpHost::new(squall_tcp::TcpConfig::default(), 0);
+        let files = Arc::new(Files {
+            list: Vec::new(),
+            by_path: Default::default(),
+            bytes: 0,
+        });
+        let cfg = AppConfig {
+            max_conns: 8,
+            idle_timeout_ns: 1,
+            header_timeout_ns: 1,
+            limits: Limits::default(),
+        };
+        let routes = [Route::parse("/p return 200 \"pong\"").unwrap()];
+        let mut app = ServeApp::new(cfg, files, &routes, &mut tcp, None);
+        let t0 = app.sec;
+        let first = app.route_full[0].0;
+        assert!(tcp.buffers().get(first).ends_with(b"\r\n\r\npong"));
+        // A connection sent from this second's buffers and is not acknowledged yet.
+        app.conns.push(Conn {
+            open: true,
+            unacked: 10,
+            pinned: t0,
+            ..Conn::default()
+        });
+        app.roll(t0 + 1, tcp.buffers());
+        app.retire(tcp.buffers());
+        assert_eq!(app.retired.len(), 1, "kept: still referenced");
+        assert!(!tcp.buffers().get(first).is_empty());
+        assert_ne!(app.route_full[0].0, first);
+        // Acknowledged: the next check lets them go.
+        app.on_acked(&mut Ctl::default(), FlowId(0), 10);
+        assert_eq!(app.conns[0].pinned, 0);
+        app.retire(tcp.buffers());
+        assert!(app.retired.is_empty());
+        assert!(tcp.buffers().get(first).is_empty(), "unregistered");
+    }
+
+    /// The server's own state of a connection (beside the TCP flow): an idle keep-alive
+    /// connection costs this and its flow (the 512-byte budget of the issue).
+    #[test]
+    fn connection_state_is_small() {
+        assert!(
+            std::mem::size_of::<Conn>() <= 72,
+            "{}",
+            std::mem::size_of::<Conn>()
+        );
+    }
+
+    #[test]
+    fn log_times() {
+        assert_eq!(log_time(0), "01/Jan/1970:00:00:00 +0000");
+        assert_eq!(log_time(1_795_910_400 + 3661), "29/Nov/2026:01:01:01 +0000");
+        assert_eq!(log_time(951_782_400), "29/Feb/2000:00:00:00 +0000");
+    }
+}

@@ -1,0 +1,194 @@
+//! The static files of `squall serve`: every regular file under `--root`, read into
+//! memory at start, with what its answers need precomputed (Content-Type by extension,
+//! ETag, Last-Modified, and the 200 header block) so that a response is made of shared
+//! immutable buffers and no file byte is copied per flow.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// One file in memory.
+pub struct File {
+    /// Its bytes.
+    pub data: Arc<[u8]>,
+    /// `"MTIME-LEN"` in hex (quoted), as nginx forms it.
+    pub etag: String,
+    /// Modification time, seconds since the epoch.
+    pub mtime: u64,
+    /// The Last-Modified value (IMF-fixdate).
+    pub last_modified: String,
+    /// Content-Type.
+    pub content_type: String,
+}
+
+/// The files, and their index by URL path (`/dir/name`; `/dir/` maps to
+/// `/dir/index.html`).
+pub struct Files {
+    pub list: Vec<File>,
+    pub by_path: HashMap<Vec<u8>, usize>,
+    /// Bytes loaded.
+    pub bytes: u64,
+}
+
+/// Most bytes `--root` may hold (everything is kept in memory).
+pub const MAX_TOTAL: u64 = 4 << 30;
+
+impl Files {
+    /// Loads every regular file under `root` (symbolic links followed; hidden names,
+    /// starting with `.`, skipped).
+    pub fn load(root: &Path) -> Result<Files, String> {
+        let meta =
+            std::fs::metadata(root).map_err(|e| format!("--root {}: {e}", root.display()))?;
+        if !meta.is_dir() {
+            return Err(format!("--root {}: not a directory", root.display()));
+        }
+        let mut f = Files {
+            list: Vec::new(),
+            by_path: HashMap::new(),
+            bytes: 0,
+        };
+        f.walk(root, "")?;
+        Ok(f)
+    }
+
+    fn walk(&mut self, dir: &Path, url: &str) -> Result<(), String> {
+        let rd = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for e in rd {
+            let e = e.map_err(|e| format!("{}: {e}", dir.display()))?;
+            let name = e.file_name();
+            let Some(name) = name.to_str() else {
+                continue;
+            };
+            if name.starts_with('.') {
+                continue;
+            }
+            let path = e.path();
+            let meta = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let u = format!("{url}/{name}");
+            if meta.is_dir() {
+                self.walk(&path, &u)?;
+            } else if meta.is_file() {
+                let data = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                self.bytes += data.len() as u64;
+                if self.bytes > MAX_TOTAL {
+                    return Err(format!(
+                        "--root: more than {} GiB of files (all are held in memory)",
+                        MAX_TOTAL >> 30
+                    ));
+                }
+                let mtime = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_secs());
+                let file = File {
+                    etag: format!("\"{mtime:x}-{:x}\"", data.len()),
+                    mtime,
+                    last_modified: httpdate::fmt_http_date(
+                        UNIX_EPOCH + std::time::Duration::from_secs(mtime),
+                    ),
+                    content_type: content_type(name),
+                    data: data.into(),
+                };
+                self.by_path.insert(u.into_bytes(), self.list.len());
+                self.list.push(file);
+            }
+        }
+        Ok(())
+    }
+
+    /// The file for a request path (percent-decoded, `..` refused): `None` if there is
+    /// none or the path is not acceptable.
+    pub fn lookup(&self, path: &[u8]) -> Option<(usize, &File)> {
+        let plain = path.first() == Some(&b'/')
+            && path.last() != Some(&b'/')
+            && !path.iter().any(|&c| c == b'%' || c == 0)
+            && !path.split(|&c| c == b'/').any(|s| s == b"..");
+        let i = if plain {
+            *self.by_path.get(path)?
+        } else {
+            let mut key = decode_path(path)?;
+            if key.last() == Some(&b'/') {
+                key.extend_from_slice(b"index.html");
+            }
+            *self.by_path.get(&key)?
+        };
+        Some((i, &self.list[i]))
+    }
+}
+
+/// The Content-Type of a file name by its extension (application/octet-stream when
+/// unknown; text types as the mime table has them).
+pub fn content_type(name: &str) -> String {
+    mime_guess::from_path(name)
+        .first_or_octet_stream()
+        .essence_str()
+        .to_string()
+}
+
+/// Percent-decodes an origin-form path; `None` for a malformed escape, a NUL, a path not
+/// starting with `/`, or a `..` segment.
+pub fn decode_path(p: &[u8]) -> Option<Vec<u8>> {
+    if p.first() != Some(&b'/') {
+        return None;
+    }
+    let mut out = Vec::with_capacity(p.len());
+    let mut i = 0;
+    while i < p.len() {
+        let c = p[i];
+        if c == b'%' {
+            let h = p.get(i + 1..i + 3)?;
+            let v = u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()?;
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    if out.contains(&0) || out.split(|&c| c == b'/').any(|s| s == b"..") {
+        return None;
+    }
+    Some(out)
+}
+
+/// Seconds since the epoch now.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_decode_and_refuse_traversal() {
+        assert_eq!(decode_path(b"/a%20b").unwrap(), b"/a b");
+        assert!(decode_path(b"/../etc/passwd").is_none());
+        assert!(decode_path(b"/a/%2e%2e/b").is_none());
+        assert!(decode_path(b"/a%0").is_none());
+        assert!(decode_path(b"/a%00").is_none());
+        assert!(decode_path(b"a").is_none());
+        assert_eq!(content_type("x.html"), "text/html");
+        assert_eq!(content_type("x.unknownext"), "application/octet-stream");
+    }
+
+    #[test]
+    fn loads_a_tree() {
+        let d = std::env::temp_dir().join(format!("squall-files-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        std::fs::write(d.join("index.html"), b"<p>hi</p>").unwrap();
+        std::fs::write(d.join("sub/a.css"), b"a{}").unwrap();
+        std::fs::write(d.join(".hidden"), b"x").unwrap();
+        let f = Files::load(&d).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+        assert_eq!(f.by_path.len(), 2);
+        assert_eq!(&*f.lookup(b"/").unwrap().1.data, b"<p>hi</p>");
+        assert_eq!(f.lookup(b"/sub/a.css").unwrap().1.content_type, "text/css");
+        assert!(f.lookup(b"/.hidden").is_none());
+        assert!(Files::load(&d).is_err());
+    }
+}

@@ -1,0 +1,366 @@
+//! `squall serve`'s app on a node over the in-memory wire (virtual clock, no root): a
+//! scripted raw client sends bytes in pieces at set times and collects the answers.
+//! Pipelined requests split across segments, 100-continue, parse errors, the header and
+//! idle timeouts, the connection limit and the graceful stop.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use squall_http::Limits;
+use squall_port::mem::{pair, MemConfig, MemPort};
+use squall_port::Port;
+use squall_serve::app::{AppConfig, ServeApp};
+use squall_serve::files::{File, Files};
+use squall_serve::respond::Route;
+use squall_stack::{Node, NodeApp, NodeConfig, NodeIo, Owned};
+use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
+
+const MS: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
+const MC: [u8; 6] = [2, 0, 0, 0, 0, 0xb];
+const IP_S: u32 = 0xc612_3001; // 198.18.48.1
+const IP_C: u32 = 0xc612_0002; // 198.18.0.2
+const MS_NS: u64 = 1_000_000;
+
+fn node(port: MemPort, mac: [u8; 6], peer: [u8; 6], ip: u32) -> Node<MemPort> {
+    let tcp = TcpConfig {
+        mac,
+        gateway_mac: peer,
+        ..TcpConfig::default()
+    };
+    let cfg = NodeConfig {
+        owned: Owned(vec![(ip, ip)]),
+        ..NodeConfig::default()
+    };
+    Node::new(port, tcp, cfg, 0)
+}
+
+/// One scripted connection: pieces to send at times (ns after the start), what came back.
+#[derive(Default)]
+struct Script {
+    pieces: Vec<(u64, BufId, u32)>,
+    next: usize,
+    flow: Option<FlowId>,
+    connected: bool,
+    got: Vec<u8>,
+    peer_closed: bool,
+    closed: Option<CloseReason>,
+}
+
+#[derive(Default)]
+struct RawClient {
+    conns: Vec<Script>,
+    by_flow: HashMap<u32, usize>,
+    now: u64,
+}
+
+impl TcpApp for RawClient {
+    fn on_connected(&mut self, _ctl: &mut Ctl, f: FlowId) {
+        self.conns[self.by_flow[&f.0]].connected = true;
+    }
+    fn on_data(&mut self, _ctl: &mut Ctl, f: FlowId, data: &[u8]) {
+        self.conns[self.by_flow[&f.0]].got.extend_from_slice(data);
+    }
+    fn on_peer_closed(&mut self, ctl: &mut Ctl, f: FlowId) {
+        self.conns[self.by_flow[&f.0]].peer_closed = true;
+        ctl.close();
+    }
+    fn on_closed(&mut self, f: FlowId, r: CloseReason) {
+        if let Some(&i) = self.by_flow.get(&f.0) {
+            self.conns[i].closed = Some(r);
+        }
+    }
+}
+
+impl NodeApp for RawClient {
+    fn begin_turn(&mut self, now: u64) {
+        self.now = now;
+    }
+    fn owns_tcp_port(&self, _port: u16) -> bool {
+        false
+    }
+    fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
+        let mut work = false;
+        for i in 0..self.conns.len() {
+            let s = &mut self.conns[i];
+            if s.flow.is_none() {
+                let f = io
+                    .connect(IP_C, 40_000 + i as u16, IP_S, 80, OptsId::DEFAULT)
+                    .expect("connect");
+                s.flow = Some(f);
+                self.by_flow.insert(f.0, i);
+                work = true;
+                continue;
+            }
+            while s.connected
+                && s.closed.is_none()
+                && s.next < s.pieces.len()
+                && s.pieces[s.next].0 <= self.now
+            {
+                let (_, b, n) = s.pieces[s.next];
+                io.send(s.flow.unwrap(), b, 0, n).expect("send");
+                s.next += 1;
+                work = true;
+            }
+        }
+        work
+    }
+}
+
+struct Bench {
+    s: Node<MemPort>,
+    c: Node<MemPort>,
+    app: ServeApp,
+    client: RawClient,
+    now: u64,
+}
+
+fn files() -> Arc<Files> {
+    let mut f = Files {
+        list: Vec::new(),
+        by_path: HashMap::new(),
+        bytes: 0,
+    };
+    for (path, data) in [
+        ("/index.html", &b"<p>hi</p>\n"[..]),
+        ("/big.bin", &[7u8; 100_000][..]),
+    ] {
+        f.by_path.insert(path.as_bytes().to_vec(), f.list.len());
+        f.list.push(File {
+            data: data.into(),
+            etag: "\"1-2\"".into(),
+            mtime: 1_700_000_000,
+            last_modified: "Tue, 14 Nov 2023 22:13:20 GMT".into(),
+            content_type: "text/html".into(),
+        });
+    }
+    Arc::new(f)
+}
+
+impl Bench {
+    fn new(max_conns: u32, scripts: Vec<Vec<(u64, &[u8])>>) -> Bench {
+        let (ps, pc) = pair(MemConfig::default()).unwrap();
+        let (mut s, mut c) = (node(ps, MS, MC, IP_S), node(pc, MC, MS, IP_C));
+        s.tcp.listen(80);
+        let cfg = AppConfig {
+            max_conns,
+            idle_timeout_ns: 2_000 * MS_NS,
+            header_timeout_ns: 500 * MS_NS,
+            limits: Limits::default(),
+        };
+        let routes = [Route::parse("/ping return 200 \"pong\"").unwrap()];
+        let app = ServeApp::new(cfg, files(), &routes, &mut s.tcp, None);
+        let mut client = RawClient::default();
+        for sc in scripts {
+            let pieces = sc
+                .into_iter()
+                .map(|(t, b)| (t, c.tcp.buffers().register(Arc::from(b)), b.len() as u32))
+                .collect();
+            client.conns.push(Script {
+                pieces,
+                ..Script::default()
+            });
+        }
+        Bench {
+            s,
+            c,
+            app,
+            client,
+            now: 0,
+        }
+    }
+
+    /// Runs the two nodes for `ms` of virtual time.
+    fn run(&mut self, ms: u64) {
+        let end = self.now + ms * MS_NS;
+        while self.now < end {
+            self.now += 20_000;
+            self.s.turn(self.now, &mut self.app, None);
+            self.c.turn(self.now, &mut self.client, None);
+        }
+    }
+
+    fn got(&self, i: usize) -> String {
+        String::from_utf8_lossy(&self.client.conns[i].got).into_owned()
+    }
+}
+
+/// Status codes of the answers in `s`, in order.
+fn codes(s: &str) -> Vec<u16> {
+    s.match_indices("HTTP/1.1 ")
+        .map(|(i, _)| s[i + 9..i + 12].parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn pipelined_requests_split_across_segments_are_answered_in_order() {
+    let reqs = b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\nGET /index.html HTTP/1.1\r\nHost: a\r\n\r\nHEAD /big.bin HTTP/1.1\r\nHost: a\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: a\r\nRange: bytes=10-19\r\n\r\n";
+    // The bytes in pieces cut mid-line, mid-CRLF and between requests.
+    let cuts = [5, 19, 20, 47, 60, 100, 101, 150, reqs.len()];
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    for (k, &c) in cuts.iter().enumerate() {
+        pieces.push((10 * MS_NS * k as u64, &reqs[at..c]));
+        at = c;
+    }
+    let mut b = Bench::new(10, vec![pieces]);
+    b.run(300);
+    let g = b.got(0);
+    assert_eq!(codes(&g), [200, 200, 200, 404, 206], "{g}");
+    assert!(g.contains("\r\n\r\npongHTTP/1.1 200 OK"), "{g}");
+    assert!(g.contains("Content-Length: 100000\r\n"), "{g}");
+    assert!(g.contains("Content-Range: bytes 10-19/100000\r\n"), "{g}");
+    assert!(
+        g.ends_with("\r\n\r\n\x07\x07\x07\x07\x07\x07\x07\x07\x07\x07"),
+        "{g}"
+    );
+    // The HEAD answer carries no body: the 404 follows its empty line directly.
+    assert!(g.contains("Accept-Ranges: bytes\r\nDate: ") && !g.contains("\x07HTTP/1.1 404"));
+    assert_eq!(b.app.stats.requests, 5);
+    assert_eq!(b.app.stats.parse_errors, 0);
+    assert!(b.client.conns[0].closed.is_none(), "keep-alive");
+}
+
+#[test]
+fn expect_continue_then_body_then_next_request() {
+    let mut b = Bench::new(
+        10,
+        vec![vec![
+            (0, &b"GET /ping HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"[..]),
+            (50 * MS_NS, b"helloGET /ping HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+        ]],
+    );
+    b.run(200);
+    let g = b.got(0);
+    assert!(
+        g.starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"),
+        "{g}"
+    );
+    assert_eq!(codes(&g), [100, 200, 200], "{g}");
+    assert!(g.ends_with("Connection: close\r\n\r\npong"), "{g}");
+    assert!(
+        b.client.conns[0].peer_closed,
+        "closed after Connection: close"
+    );
+}
+
+#[test]
+fn bad_requests_get_their_status_and_a_close() {
+    // (request, status, whether the connection is closed after the answer)
+    let cases: [(&[u8], u16, bool); 5] = [
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            400,
+            true,
+        ),
+        (b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505, true),
+        (
+            b"POST /index.html HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc",
+            405,
+            true,
+        ),
+        // Well-formed, no body: the connection stays usable.
+        (b"BREW /pot HTTP/1.1\r\nHost: a\r\n\r\n", 501, false),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nExpect: tea\r\n\r\n",
+            417,
+            true,
+        ),
+    ];
+    let scripts = cases.iter().map(|(r, _, _)| vec![(0, *r)]).collect();
+    let mut b = Bench::new(10, scripts);
+    b.run(200);
+    for (i, (_, code, close)) in cases.iter().enumerate() {
+        let g = b.got(i);
+        assert_eq!(codes(&g), [*code], "{g}");
+        assert_eq!(g.contains("Connection: close\r\n"), *close, "{g}");
+        assert_eq!(b.client.conns[i].peer_closed, *close, "case {i}");
+    }
+    assert!(b.got(2).contains("Allow: GET, HEAD\r\n"));
+    assert_eq!(b.app.stats.parse_errors, 2);
+}
+
+#[test]
+fn header_and_idle_timeouts_close_connections() {
+    let mut b = Bench::new(
+        10,
+        vec![
+            // Half a head, then nothing: 408 after the header timeout (500 ms).
+            vec![(0, &b"GET /ping HTTP/1.1\r\nHo"[..])],
+            // One request, then idle: closed after the idle timeout (2 s).
+            vec![(0, b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n")],
+        ],
+    );
+    b.run(400);
+    assert!(!b.client.conns[0].peer_closed && !b.client.conns[1].peer_closed);
+    b.run(300);
+    assert_eq!(codes(&b.got(0)), [408]);
+    assert!(b.client.conns[0].peer_closed);
+    assert!(!b.client.conns[1].peer_closed, "not idle long enough yet");
+    b.run(2_000);
+    assert!(b.client.conns[1].peer_closed);
+    assert_eq!(codes(&b.got(1)), [200]);
+    assert_eq!(
+        (b.app.stats.header_timeouts, b.app.stats.idle_closed),
+        (1, 1)
+    );
+    b.run(100);
+    assert_eq!(b.app.live, 0);
+}
+
+#[test]
+fn connection_limit_answers_503() {
+    let req = &b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n"[..];
+    let mut b = Bench::new(2, vec![vec![(0, req)], vec![(0, req)], vec![(0, req)]]);
+    b.run(200);
+    let mut got: Vec<Vec<u16>> = (0..3).map(|i| codes(&b.got(i))).collect();
+    got.sort();
+    assert_eq!(got, [vec![200], vec![200], vec![503]]);
+    assert_eq!(b.app.stats.refused, 1);
+}
+
+#[test]
+fn graceful_stop_closes_idle_connections_and_finishes_the_others() {
+    let mut b = Bench::new(
+        10,
+        vec![
+            vec![(0, &b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n"[..])],
+            vec![
+                (0, b"GET /big.bin HTTP/1.1\r\nHo"),
+                (150 * MS_NS, b"st: a\r\n\r\n"),
+            ],
+        ],
+    );
+    b.run(100);
+    b.app.stop();
+    b.run(300);
+    // The idle one is closed; the one mid-request gets its whole answer, marked close.
+    assert!(b.client.conns[0].peer_closed);
+    let g = b.got(1);
+    assert_eq!(codes(&g), [200]);
+    assert!(g.contains("Connection: close\r\n"), "{g}");
+    assert_eq!(
+        b.client.conns[1].got.iter().filter(|&&c| c == 7).count(),
+        100_000
+    );
+    assert!(b.client.conns[1].peer_closed);
+    b.run(100);
+    assert_eq!(b.app.live, 0);
+}
+
+#[test]
+fn many_header_fields_up_to_the_limit() {
+    let with = |n: usize| {
+        let mut r = String::from("GET /ping HTTP/1.1\r\nHost: a\r\n");
+        for i in 0..n {
+            r.push_str(&format!("X-H{i}: v\r\n"));
+        }
+        r.push_str("\r\n");
+        r.into_bytes()
+    };
+    // 30 fields: past the first, small header array; 70: past the limit of 64.
+    let (ok, big) = (with(29), with(69));
+    let mut b = Bench::new(10, vec![vec![(0, &ok[..])], vec![(0, &big[..])]]);
+    b.run(100);
+    assert_eq!(codes(&b.got(0)), [200]);
+    assert_eq!(codes(&b.got(1)), [431]);
+}

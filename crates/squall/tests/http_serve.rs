@@ -1,0 +1,359 @@
+//! Interop tests of `squall serve` (the lab of `scripts/lab.sh --squall server`: Squall
+//! owns 198.18.48.1 on sq-srv0 over AF_PACKET or AF_XDP, real clients run in sq-cli):
+//! curl (GET, HEAD, ranges, 304, 404/405, keep-alive and `--next`), pipelined requests
+//! on one raw connection, ab, wrk and h2load's HTTP/1.1 mode, every body compared byte
+//! for byte with the files; then SIGTERM during a slow download, which must still finish
+//! (graceful stop), and the server's counters and access log must agree with what the
+//! clients did. Needs root, ip, ethtool, curl, ab, wrk and h2load (scripts/deps.sh
+//! test); skipped with the reason otherwise. Holds the machine-wide lab lock; the lab is
+//! torn down by a guard and the server is killed by pid if the test fails.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod lab;
+use lab::{machine_lock, ns, skip, squall_bin, tmpdir, Lab, Proc, LAB};
+
+const URL: &str = "http://198.18.48.1";
+
+/// `curl ARGS` in sq-cli: (stdout, exit code).
+fn curl(args: &[&str]) -> (Vec<u8>, i32) {
+    let mut a = vec!["curl", "-s", "-m", "5"];
+    a.extend_from_slice(args);
+    let out = ns("sq-cli", &a).output().expect("run curl");
+    (out.stdout, out.status.code().unwrap_or(-1))
+}
+
+fn text(args: &[&str]) -> String {
+    String::from_utf8_lossy(&curl(args).0).into_owned()
+}
+
+/// The value of `key:` in a tool's report (`Failed requests:        0`).
+fn field<'a>(out: &'a str, key: &str) -> &'a str {
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix(key))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no `{key}` in:\n{out}"))
+}
+
+fn run_tool(args: &[&str]) -> String {
+    let out = ns("sq-cli", args).output().expect("run tool");
+    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?} failed:\n{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s
+}
+
+/// Deterministic file contents.
+fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn squall_serve_over_afpacket_answers_curl_ab_wrk_h2load() {
+    serve_interop("afpacket:sq-srv0");
+}
+
+#[test]
+fn squall_serve_over_afxdp_answers_curl_ab_wrk_h2load() {
+    serve_interop("afxdp:sq-srv0");
+}
+
+fn serve_interop(iface: &str) {
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = skip(&["ip", "ethtool", "curl", "ab", "wrk", "h2load"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let Some(_lock) = machine_lock(Duration::from_secs(300)) else {
+        eprintln!("skipped: the lab lock (/tmp/squall-lab.lock) stayed busy for 300 s");
+        return;
+    };
+    let dir = tmpdir("serve");
+    let www = dir.join("www");
+    std::fs::create_dir_all(www.join("sub")).unwrap();
+    let big = pattern(3 << 20, 1);
+    let page = b"<html><body>squall serve</body></html>\n".to_vec();
+    std::fs::write(www.join("big.bin"), &big).unwrap();
+    std::fs::write(www.join("index.html"), &page).unwrap();
+    std::fs::write(www.join("sub/a b.css"), b"body{}\n").unwrap();
+    let log = dir.join("access.log");
+    let out_json = dir.join("serve.json");
+    let _lab = Lab::up(&["--squall", "server"]);
+    let mut srv = Proc(
+        ns(
+            "sq-srv",
+            &[
+                squall_bin(),
+                "serve",
+                "--root",
+                www.to_str().unwrap(),
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                iface,
+                "--peer-ip",
+                "198.18.0.2",
+                "--route",
+                "/ping return 200 \"pong\"",
+                "--access-log",
+                log.to_str().unwrap(),
+                "--drain-sec",
+                "10",
+            ],
+        )
+        .stdout(std::fs::File::create(&out_json).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start squall serve"),
+    );
+    // Up once /ping answers.
+    let t0 = Instant::now();
+    while text(&["-m", "1", &format!("{URL}/ping")]) != "pong" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "squall serve did not come up"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut requests = 1u64; // the /ping that answered (earlier tries got no connection)
+
+    // GET: byte-exact.
+    let (body, rc) = curl(&[&format!("{URL}/big.bin")]);
+    assert_eq!(rc, 0);
+    assert!(
+        body == big,
+        "big.bin differs ({} bytes received)",
+        body.len()
+    );
+    assert_eq!(curl(&[&format!("{URL}/")]).0, page);
+    assert_eq!(curl(&[&format!("{URL}/sub/a%20b.css")]).0, b"body{}\n");
+    requests += 3;
+    // HEAD: the headers of a GET, no body.
+    let head = text(&["-I", &format!("{URL}/big.bin")]);
+    requests += 1;
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.contains(&format!("Content-Length: {}\r\n", big.len())),
+        "{head}"
+    );
+    assert!(
+        head.contains("Content-Type: application/octet-stream\r\n"),
+        "{head}"
+    );
+    let etag = field(&head, "ETag:").to_string();
+    let lm = field(&head, "Last-Modified:").to_string();
+    // Ranges: 206 with the slice, suffix ranges, 416 past the end.
+    let (r, _) = curl(&["-r", "1000-1999", &format!("{URL}/big.bin")]);
+    assert_eq!(r, &big[1000..2000]);
+    let (r, _) = curl(&["-r", "-500", &format!("{URL}/big.bin")]);
+    assert_eq!(r, &big[big.len() - 500..]);
+    let st = text(&[
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-r",
+        "9999999-",
+        &format!("{URL}/big.bin"),
+    ]);
+    assert_eq!(st, "416");
+    requests += 3;
+    // Conditional requests: 304 on a matching ETag or an unchanged date.
+    let code = |extra: &[&str], path: &str| {
+        let mut a = vec!["-o", "/dev/null", "-w", "%{http_code}"];
+        a.extend_from_slice(extra);
+        let u = format!("{URL}{path}");
+        a.push(&u);
+        text(&a)
+    };
+    assert_eq!(
+        code(&["-H", &format!("If-None-Match: {etag}")], "/big.bin"),
+        "304"
+    );
+    assert_eq!(
+        code(&["-H", &format!("If-Modified-Since: {lm}")], "/big.bin"),
+        "304"
+    );
+    assert_eq!(
+        code(&["-H", "If-None-Match: \"other\""], "/index.html"),
+        "200"
+    );
+    assert_eq!(code(&[], "/nope"), "404");
+    assert_eq!(code(&["-X", "POST"], "/index.html"), "405");
+    assert_eq!(code(&["-X", "BREW"], "/index.html"), "501");
+    requests += 6;
+    // Keep-alive: several URLs on one connection, and `--next`.
+    let w = text(&[
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code} %{num_connects}\n",
+        &format!("{URL}/"),
+        "-o",
+        "/dev/null",
+        &format!("{URL}/big.bin"),
+        "--next",
+        "-s",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code} %{num_connects}\n",
+        &format!("{URL}/ping"),
+    ]);
+    assert_eq!(w, "200 1\n200 0\n200 0\n", "one connection for all three");
+    requests += 3;
+    // Pipelining: three requests in one write on a raw connection, answered in order.
+    let raw = ns(
+        "sq-cli",
+        &[
+            "bash",
+            "-c",
+            "exec 3<>/dev/tcp/198.18.48.1/80; printf 'GET /ping HTTP/1.1\\r\\nHost: a\\r\\n\\r\\nHEAD /index.html HTTP/1.1\\r\\nHost: a\\r\\n\\r\\nGET /sub/a%%20b.css HTTP/1.1\\r\\nHost: a\\r\\nConnection: close\\r\\n\\r\\n' >&3; timeout 5 cat <&3",
+        ],
+    )
+    .output()
+    .unwrap();
+    let raw = String::from_utf8_lossy(&raw.stdout);
+    assert_eq!(raw.matches("HTTP/1.1 200 OK\r\n").count(), 3, "{raw}");
+    assert!(raw.contains("\r\n\r\npongHTTP/1.1 200 OK\r\n"), "{raw}");
+    assert!(raw.ends_with("Connection: close\r\n\r\nbody{}\n"), "{raw}");
+    requests += 3;
+
+    // ab (HTTP/1.0 with keep-alive), wrk, h2load --h1: no failure, right sizes.
+    let ab = run_tool(&[
+        "ab",
+        "-q",
+        "-k",
+        "-n",
+        "5000",
+        "-c",
+        "20",
+        &format!("{URL}/index.html"),
+    ]);
+    assert_eq!(field(&ab, "Complete requests:"), "5000");
+    assert_eq!(field(&ab, "Failed requests:"), "0");
+    assert_eq!(
+        field(&ab, "Document Length:"),
+        format!("{} bytes", page.len())
+    );
+    assert!(!ab.contains("Non-2xx"), "{ab}");
+    requests += 5000;
+    let wrk = run_tool(&["wrk", "-t1", "-c20", "-d2s", &format!("{URL}/big.bin")]);
+    assert!(
+        !wrk.contains("Non-2xx") && !wrk.contains("Socket errors"),
+        "{wrk}"
+    );
+    let n: u64 = wrk
+        .lines()
+        .find_map(|l| l.trim().split_once(" requests in "))
+        .map(|(n, _)| n.parse().unwrap())
+        .unwrap_or_else(|| panic!("{wrk}"));
+    assert!(n > 0, "{wrk}");
+    let h2 = run_tool(&[
+        "h2load",
+        "--h1",
+        "-n",
+        "4000",
+        "-c",
+        "20",
+        "-m",
+        "4",
+        &format!("{URL}/index.html"),
+    ]);
+    assert!(h2.contains("4000 succeeded, 0 failed, 0 errored"), "{h2}");
+    assert!(h2.contains("status codes: 4000 2xx"), "{h2}");
+    requests += 4000;
+
+    // Graceful stop: SIGTERM while a rate-limited download of big.bin is in flight.
+    let slow = ns(
+        "sq-cli",
+        &[
+            "curl",
+            "-s",
+            "-m",
+            "20",
+            "--limit-rate",
+            "2M",
+            &format!("{URL}/big.bin"),
+        ],
+    )
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let st = Command::new("kill")
+        .args(["-TERM", &srv.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let slow = slow.wait_with_output().unwrap();
+    assert!(
+        slow.stdout == big,
+        "in-flight download cut at {} bytes",
+        slow.stdout.len()
+    );
+    requests += 1;
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = srv.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "squall serve did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = srv.0.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    assert!(status.success(), "squall serve: {status}\n{err}");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {err}"));
+    let num = |k: &str| doc[k].as_u64().unwrap_or_else(|| panic!("{k} in {doc}"));
+    // wrk's requests were all answered; the total is ours plus wrk's (wrk counts those it
+    // completed, a few more may have been answered as it stopped).
+    let answered = num("requests");
+    assert!(
+        answered >= requests + n && answered <= requests + n + 20,
+        "{doc} vs {requests} + wrk {n}"
+    );
+    assert_eq!(num("parse_errors"), 0, "{doc}");
+    assert_eq!(num("status_5xx"), 1, "the 501 only: {doc}");
+    assert_eq!(num("cut_at_stop"), 0, "{doc}");
+    assert_eq!(num("refused"), 0, "{doc}");
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        lines.lines().count() as u64,
+        answered,
+        "one access-log line per answer"
+    );
+    assert!(
+        lines.contains("\"GET /big.bin HTTP/1.1\" 206 1000 "),
+        "range logged"
+    );
+    assert!(lines.contains("\"POST /index.html HTTP/1.1\" 405 0 "));
+    eprintln!(
+        "squall serve over {iface}: {doc}\nab: {} req/s; h2load: {}",
+        field(&ab, "Requests per second:"),
+        h2.lines()
+            .find(|l| l.starts_with("finished in"))
+            .unwrap_or("")
+    );
+    let _ = std::fs::remove_dir_all(Path::new(&dir));
+}
