@@ -473,8 +473,12 @@ impl Semantics {
         let mut chunked_at = None;
         for h in headers {
             let n = h.name;
-            // Only names of these lengths can matter (a cheap filter first).
-            if !matches!(n.len(), 4 | 6 | 10 | 14 | 17) {
+            // Only these lengths and first letters can matter (a cheap filter first).
+            let first = n.first().map_or(0, |c| c | 0x20);
+            if !matches!(
+                (n.len(), first),
+                (4, b'h') | (6, b'e') | (10, b'c') | (14, b'c') | (17, b't')
+            ) {
                 continue;
             }
             if n.eq_ignore_ascii_case(b"content-length") {
