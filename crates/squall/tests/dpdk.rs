@@ -5,7 +5,8 @@
 //! is counted on both sides; the memif socket lives in a private temp dir. And Squall
 //! server-only over `net_tap` (a PMD with checksum offload) in a private namespace
 //! (`dp-tap-PID`) answering the kernel's curl byte for byte, with the device filling and
-//! verifying the checksums. Need root and the `dpdk` feature.
+//! verifying the checksums; and `squall serve` the same way (a file, a range, a route).
+//! Need root and the `dpdk` feature.
 #![cfg(feature = "dpdk")]
 
 use std::process::{Command, Stdio};
@@ -157,6 +158,126 @@ impl Drop for Netns {
     }
 }
 
+/// Waits for the PMD's tap `dp-tap0` in namespace `n`, then gives the kernel's side
+/// 198.18.0.2/24 and a route to Squall's 198.18.48.0/24 through it.
+fn tap_up(n: &str) {
+    let t0 = Instant::now();
+    while !ns(n, &["ip", "link", "show", "dp-tap0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "the tap did not appear"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for cmd in [
+        &["ip", "link", "set", "lo", "up"][..],
+        &["ip", "addr", "add", "198.18.0.2/24", "dev", "dp-tap0"],
+        &["ip", "link", "set", "dp-tap0", "up"],
+        &["ip", "route", "add", "198.18.48.0/24", "dev", "dp-tap0"],
+    ] {
+        assert!(ns(n, cmd).status().unwrap().success(), "{cmd:?}");
+    }
+}
+
+/// `squall serve` over DPDK (`net_tap`, checksum offload by the device) in a private
+/// namespace answering the kernel's curl: a file byte for byte, a range of it, a route.
+#[test]
+fn squall_serve_over_dpdk_tap_answers_curl() {
+    if let Some(r) = skip(&["ip", "curl"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        eprintln!("skipped: no /dev/net/tun");
+        return;
+    }
+    let name = format!("dp-srv-{}", std::process::id());
+    let _ = Command::new("ip").args(["netns", "del", &name]).status();
+    assert!(Command::new("ip")
+        .args(["netns", "add", &name])
+        .status()
+        .unwrap()
+        .success());
+    let netns = Netns(name);
+    let n = netns.0.as_str();
+    let dir = tmpdir("tap-serve");
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let file: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(www.join("f.bin"), &file).unwrap();
+    let out_json = dir.join("serve.json");
+    let eal = "--no-huge --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
+               --vdev=net_tap0,iface=dp-tap0";
+    let mut srv = Proc(
+        ns(
+            n,
+            &[
+                "timeout",
+                "60",
+                squall_bin(),
+                "serve",
+                "--root",
+                www.to_str().unwrap(),
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "dpdk",
+                "--eal",
+                eal,
+                "--peer-ip",
+                "198.18.0.2",
+                "--route",
+                "/ping return 200 \"pong\"",
+                "--duration",
+                "8",
+            ],
+        )
+        .stdout(std::fs::File::create(&out_json).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    );
+    tap_up(n);
+    let curl = |args: &[&str]| {
+        let mut a = vec!["curl", "-s", "-m", "2"];
+        a.extend_from_slice(args);
+        ns(n, &a).output().unwrap().stdout
+    };
+    let t0 = Instant::now();
+    while curl(&["http://198.18.48.1/ping"]) != b"pong" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "squall serve did not answer"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(curl(&["http://198.18.48.1/f.bin"]) == file, "f.bin differs");
+    assert_eq!(
+        curl(&["-r", "1000-1099", "http://198.18.48.1/f.bin"]),
+        &file[1000..1100]
+    );
+    let status = srv.0.wait().unwrap();
+    let mut err = String::new();
+    if let Some(mut e) = srv.0.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    assert!(status.success(), "squall serve: {status}\n{err}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(num(&r, &["parse_errors"]), 0, "{r}");
+    assert_eq!(num(&r, &["status_5xx"]), 0, "{r}");
+    assert!(num(&r, &["status_2xx"]) >= 3, "{r}");
+    assert!(err.contains("(net_tap)"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
     if let Some(r) = skip(&["ip", "curl", "timeout"]) {
@@ -192,28 +313,7 @@ fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
         &["--eal", eal],
         Some(&json),
     );
-    let t0 = Instant::now();
-    while !ns(n, &["ip", "link", "show", "dp-tap0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
-        .success()
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "the tap did not appear"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    for cmd in [
-        &["ip", "link", "set", "lo", "up"][..],
-        &["ip", "addr", "add", "198.18.0.2/24", "dev", "dp-tap0"],
-        &["ip", "link", "set", "dp-tap0", "up"],
-        &["ip", "route", "add", "198.18.48.0/24", "dev", "dp-tap0"],
-    ] {
-        assert!(ns(n, cmd).status().unwrap().success(), "{cmd:?}");
-    }
+    tap_up(n);
     std::thread::sleep(Duration::from_millis(1000));
     const CURLS: u64 = 10;
     for i in 0..CURLS {
