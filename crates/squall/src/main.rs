@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -279,6 +278,8 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         vlan: a.vlan,
     };
     let live = Arc::new(Live::default());
+    // Per-side reports every 200 ms for the time series (errors by kind, latency).
+    live.ctl.snapshots.store(!a.sim, Ordering::Relaxed);
     let (p2, c2, l2) = (profile.clone(), cfg.clone(), live.clone());
     let (r2, d2) = (real.clone(), dut.clone());
     let h = std::thread::spawn(move || match (r2, d2) {
@@ -286,9 +287,13 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         (Some(rc), None) => squall::iface::run_real(p2, &c2, &rc, l2),
         (None, None) => run::run(p2, &c2, l2),
     });
-    if !a.sim && !a.quiet {
-        progress(&live, &h);
-    }
+    let mut series = (!a.sim).then(|| {
+        let o = squall::watch::WatchOptions {
+            quiet: a.quiet,
+            groups: profile.tg_names.clone(),
+        };
+        squall::watch::watch(&live, &|| h.is_finished(), &o)
+    });
     let result = match h.join() {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
@@ -300,6 +305,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some(s) = series.as_mut() {
+        s.finish(&result.client, &result.server);
+    }
     let checks = match &real {
         None => report::invariants(&result),
         Some(rc) => squall::iface::single_side_checks(&result, rc.mode),
@@ -343,7 +351,10 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         }
     }
     if let Some(f) = &a.json {
-        let doc = report::to_json(&profile, &info, &result, &checks);
+        let mut doc = report::to_json(&profile, &info, &result, &checks);
+        doc["series"] = series
+            .as_ref()
+            .map_or(serde_json::json!([]), |s| s.to_json());
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         if let Err(e) = std::fs::write(f, text + "\n") {
             eprintln!("squall: cannot write {}: {e}", f.display());
@@ -355,38 +366,5 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    }
-}
-
-/// Prints one progress line per second on stderr until the run ends.
-fn progress<T>(live: &Live, h: &std::thread::JoinHandle<T>) {
-    let t0 = Instant::now();
-    let mut last = (0u64, 0u64, Instant::now());
-    let mut next = t0 + Duration::from_secs(1);
-    while !h.is_finished() {
-        std::thread::sleep(Duration::from_millis(20));
-        let now = Instant::now();
-        if now < next {
-            continue;
-        }
-        next += Duration::from_secs(1);
-        let started = live.started.load(Ordering::Relaxed);
-        let wire = live.wire_bytes.load(Ordering::Relaxed)
-            + live.server_wire_bytes.load(Ordering::Relaxed);
-        let dt = now.duration_since(last.2).as_secs_f64().max(1e-9);
-        let cps = (started - last.0.min(started)) as f64 / dt;
-        let gbps = (wire - last.1.min(wire)) as f64 * 8.0 / dt / 1e9;
-        last = (started, wire, now);
-        eprintln!(
-            "{}",
-            report::progress_line(
-                now.duration_since(t0).as_secs_f64(),
-                cps,
-                live.active.load(Ordering::Relaxed),
-                gbps,
-                live.completed.load(Ordering::Relaxed),
-                live.errors.load(Ordering::Relaxed) + live.server_errors.load(Ordering::Relaxed),
-            )
-        );
     }
 }

@@ -197,10 +197,7 @@ pub fn rates(r: &RunResult) -> Rates {
 }
 
 fn group_name(p: &Profile, g: usize) -> String {
-    match p.tg_names.get(g).map(String::as_str) {
-        Some("") | None => "(default)".into(),
-        Some(n) => n.to_string(),
-    }
+    crate::series::group_name(&p.tg_names, g)
 }
 
 /// Retransmission events of one template's flows (timeouts and fast retransmits).

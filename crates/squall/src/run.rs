@@ -5,7 +5,7 @@
 //! progress is published through [`Live`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use squall_astf::sched::SchedConfig;
@@ -133,6 +133,17 @@ pub struct Live {
     pub server_tx_frames: AtomicU64,
     pub server_rx_frames: AtomicU64,
     pub server_alloc_fail: AtomicU64,
+    /// Frames sent by the client / server side's port (published with the figures above;
+    /// read by the time series for Mpps).
+    pub tx_frames: AtomicU64,
+    pub server_frames: AtomicU64,
+    /// Wall time of the worker's loop turns that did work, and of all its turns (ns;
+    /// single-threaded workers and shards): the core's load is their ratio.
+    pub busy_ns: AtomicU64,
+    pub loop_ns: AtomicU64,
+    /// The shards of a `--cores N` run, each publishing its own figures (set once by
+    /// [`crate::shards::run_shards`] before they start; the time series reads them).
+    pub shards: OnceLock<Vec<Arc<Live>>>,
     pub done: AtomicBool,
     /// Live control of the run (`squall daemon`); unused by `squall run`.
     pub ctl: Control,
@@ -213,15 +224,17 @@ pub(crate) fn publish_client<P: Port>(live: &Live, s: &Side<P>) {
     live.errors
         .store(s.gen.app.stats.errors(), Ordering::Relaxed);
     live.active.store(s.gen.app.live, Ordering::Relaxed);
-    live.wire_bytes
-        .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
+    let ps = s.node.port.stats();
+    live.wire_bytes.store(ps.tx_bytes, Ordering::Relaxed);
+    live.tx_frames.store(ps.tx_frames, Ordering::Relaxed);
 }
 
 pub(crate) fn publish_server<P: Port>(live: &Live, s: &Side<P>) {
     live.server_errors
         .store(s.gen.app.stats.errors(), Ordering::Relaxed);
-    live.server_wire_bytes
-        .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
+    let ps = s.node.port.stats();
+    live.server_wire_bytes.store(ps.tx_bytes, Ordering::Relaxed);
+    live.server_frames.store(ps.tx_frames, Ordering::Relaxed);
 }
 
 fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
@@ -566,6 +579,8 @@ pub(crate) fn run_single(
                     last_pub = now;
                     publish_client(live, &c);
                     publish_server(live, &s);
+                    live.busy_ns.store(busy.busy_ns, Ordering::Relaxed);
+                    live.loop_ns.store(busy.all_ns, Ordering::Relaxed);
                     live.ctl.publish(&live.ctl.client, &c, cpu0, now);
                     live.ctl.publish(&live.ctl.server, &s, cpu0, now);
                 }

@@ -310,3 +310,78 @@ fn vlan_runs_tag_every_frame() {
     assert_eq!(bad.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue #14: a real-time run's JSON carries one sample per second whose figures add up
+/// to the run's totals.
+#[test]
+fn real_time_json_has_a_per_second_series() {
+    let json = std::env::temp_dir().join(format!("squall-series-{}.json", std::process::id()));
+    let out = squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--duration",
+            "3",
+            "--mult",
+            "500",
+            "--cores",
+            "2",
+            "--drain-sec",
+            "1",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let series = v["series"].as_array().expect("series array");
+    assert!((3..=6).contains(&series.len()), "{} samples", series.len());
+    let started = v["client"]["flows"]["started"].as_f64().unwrap();
+    let opened: f64 = series
+        .iter()
+        .map(|s| s["cps"].as_f64().unwrap() * s["dt"].as_f64().unwrap())
+        .sum();
+    assert!(
+        (opened - started).abs() < 0.01 * started + 2.0,
+        "{opened} vs {started}"
+    );
+    let completed: u64 = series
+        .iter()
+        .flat_map(|s| s["groups"].as_array().unwrap().iter())
+        .map(|g| g["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        completed,
+        v["client"]["flows"]["completed"].as_u64().unwrap()
+    );
+    let measured: u64 = series
+        .iter()
+        .map(|s| s["latency_us"]["first_byte"]["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        measured, completed,
+        "each flow's latency in exactly one second"
+    );
+    let mid = &series[1];
+    assert!(mid["cps"].as_f64().unwrap() > 400.0, "{mid}");
+    assert!(mid["wire_gbps"].as_f64().unwrap() > 0.0);
+    assert!(mid["mpps"].as_f64().unwrap() > 0.0);
+    assert_eq!(mid["retransmits"], 0);
+    let cores = mid["cores"].as_array().unwrap();
+    assert_eq!(cores.len(), 2);
+    assert!(
+        cores.iter().all(|c| c["cps"].as_f64().unwrap() > 100.0),
+        "{mid}"
+    );
+    assert_eq!(
+        series.last().unwrap()["completed"],
+        v["client"]["flows"]["completed"]
+    );
+}
