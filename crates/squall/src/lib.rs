@@ -1,5 +1,6 @@
 //! squall: the stateful traffic generator (TRex ASTF model) on the Squall TCP stack.
 //!
+//! - [`assertion`]: `--assert` expressions on the figures of the results;
 //! - [`gen`]: the per-side generator (astf programs over `TcpHost` flows);
 //! - [`run`]: run drivers (T-mem1 single thread, virtual-clock simulation, two threads);
 //! - [`shards`]: N per-core shards over their own wires (T-memN), results merged;
@@ -13,6 +14,7 @@
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
 //! - [`dut`]: both sides on two real ports with a device under test between them.
 
+pub mod assertion;
 pub mod config;
 pub mod dut;
 pub mod gen;

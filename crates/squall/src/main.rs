@@ -11,6 +11,7 @@ use std::sync::Arc;
 use clap::{CommandFactory, Parser, Subcommand};
 
 mod daemon;
+use squall::assertion::{self, Assertion};
 use squall::report::{self, RunInfo};
 use squall::run::{self, Live, RunConfig};
 use squall::source;
@@ -147,6 +148,17 @@ struct RunArgs {
     /// No progress line on stderr.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Seconds at the start left out of the measurement window (`window` in the JSON,
+    /// the figures --assert reads); real-time runs.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    warmup: f64,
+    /// Seconds at the end of the generation left out of the measurement window.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    cooldown: f64,
+    /// Threshold on a figure of the results, deciding the exit status (repeatable), e.g.
+    /// 'errors == 0', 'ttfb.p99 < 2ms', 'cps >= 0.95 * target' (docs/USAGE.md, Assertions).
+    #[arg(long = "assert", value_name = "EXPR")]
+    asserts: Vec<String>,
     /// Options from this file's [run] table (default: $SQUALL_CONFIG, else ./squall.toml
     /// if present); the command line wins.
     #[arg(long, value_name = "FILE")]
@@ -253,6 +265,24 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if a.pcap.is_some() && a.cores > 1 && !a.sim {
         return usage("--pcap needs a single-threaded run (--cores 1 or --sim)");
     }
+    let windowed = a.warmup != 0.0 || a.cooldown != 0.0;
+    if !(a.warmup.is_finite() && a.cooldown.is_finite() && a.warmup >= 0.0 && a.cooldown >= 0.0)
+        || a.warmup + a.cooldown >= a.duration
+    {
+        return usage("--warmup and --cooldown must be >= 0 and leave part of --duration to measure (warmup + cooldown < duration)");
+    }
+    if windowed && a.sim {
+        return usage("--warmup/--cooldown need a real-time run (no --sim: the window is measured on the wall clock)");
+    }
+    let asserts = match a
+        .asserts
+        .iter()
+        .map(|e| Assertion::parse(e))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(v) => v,
+        Err(e) => return usage(&e),
+    };
     let impair = match a.impair.as_deref().map(squall::impair::parse_impair) {
         None => Default::default(),
         Some(Ok(i)) => i,
@@ -262,6 +292,17 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         Ok(p) => Arc::new(p),
         Err(c) => return c,
     };
+    let pre = RunInfo {
+        profile_path: "",
+        mode: "",
+        duration_s: a.duration,
+        mult: a.mult,
+        cores: a.cores,
+    };
+    let skel = assertion::skeleton(&profile, &pre, windowed);
+    if let Some(e) = asserts.iter().find_map(|x| x.check_names(&skel).err()) {
+        return usage(&e);
+    }
     let cfg = RunConfig {
         duration_ns: (a.duration * 1e9) as u64,
         mult: a.mult,
@@ -288,11 +329,12 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         (None, None) => run::run(p2, &c2, l2),
     });
     let mut series = (!a.sim).then(|| {
-        let o = squall::watch::WatchOptions {
-            quiet: a.quiet,
-            groups: profile.tg_names.clone(),
-        };
-        squall::watch::watch(&live, &|| h.is_finished(), &o)
+        let o = squall::watch::WatchOptions { quiet: a.quiet };
+        let mut s = squall::series::Series::new(profile.tg_names.clone());
+        if windowed {
+            s.set_window(a.warmup, a.duration - a.cooldown);
+        }
+        squall::watch::watch(&live, &|| h.is_finished(), &o, s)
     });
     let result = match h.join() {
         Ok(Ok(r)) => r,
@@ -344,6 +386,33 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         cores: cfg.cores,
     };
     print!("{}", report::summary(&profile, &info, &result, &checks));
+    let mut doc = report::to_json(&profile, &info, &result, &checks);
+    doc["series"] = series
+        .as_ref()
+        .map_or(serde_json::json!([]), |s| s.to_json());
+    if windowed {
+        let w = series.as_ref().and_then(|s| s.window());
+        if let Some(w) = &w {
+            println!("{}", report::window_line(w));
+        }
+        doc["window"] = w.unwrap_or(serde_json::Value::Null);
+    }
+    let outcomes = match assertion::check_all(&asserts, &doc) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("squall: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for o in &outcomes {
+        println!("assert {}", o.message);
+    }
+    if !outcomes.is_empty() {
+        doc["assertions"] = outcomes
+            .iter()
+            .map(|o| serde_json::json!({"expr": o.text, "ok": o.ok, "left": o.left, "right": o.right, "message": o.message}))
+            .collect();
+    }
     if let (Some(f), Some(bytes)) = (&a.pcap, &result.pcap) {
         if let Err(e) = std::fs::write(f, bytes) {
             eprintln!("squall: cannot write {}: {e}", f.display());
@@ -351,17 +420,26 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         }
     }
     if let Some(f) = &a.json {
-        let mut doc = report::to_json(&profile, &info, &result, &checks);
-        doc["series"] = series
-            .as_ref()
-            .map_or(serde_json::json!([]), |s| s.to_json());
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         if let Err(e) = std::fs::write(f, text + "\n") {
             eprintln!("squall: cannot write {}: {e}", f.display());
             return ExitCode::from(1);
         }
     }
-    let clean = report::error_count(&result) == 0 && checks.iter().all(|c| c.ok);
+    // With --assert the assertions judge the figures (errors included: 'errors == 0');
+    // the invariants still hold the run to account.
+    let clean = if asserts.is_empty() {
+        report::error_count(&result) == 0 && checks.iter().all(|c| c.ok)
+    } else {
+        let failed = outcomes.iter().filter(|o| !o.ok).count();
+        if failed > 0 {
+            eprintln!(
+                "squall: {failed} of {} assertion(s) failed (exit 1); each FAILED line above shows the values read",
+                outcomes.len()
+            );
+        }
+        failed == 0 && checks.iter().all(|c| c.ok)
+    };
     if clean {
         ExitCode::SUCCESS
     } else {

@@ -388,6 +388,20 @@ impl Sample {
     }
 }
 
+/// The `window` object of the results: `s` is the sample from `from` to `to`.
+pub fn window_json(s: &Sample, from: f64, to: f64) -> Value {
+    let mut v = s.to_json();
+    if let Value::Object(m) = &mut v {
+        for k in ["t", "dt", "completed", "active", "errors_total"] {
+            m.remove(k);
+        }
+        m.insert("from".into(), round3(from).into());
+        m.insert("to".into(), round3(to).into());
+        m.insert("seconds".into(), round3(to - from).into());
+    }
+    v
+}
+
 /// The samples of a run, one per call to [`Series::push`].
 #[derive(Debug, Default)]
 pub struct Series {
@@ -397,6 +411,11 @@ pub struct Series {
     /// The reading before it.
     prev: Reading,
     pub samples: Vec<Sample>,
+    /// The measurement window asked for (s since the start) and the readings that
+    /// bound it (the first at or after each end).
+    window: Option<(f64, f64)>,
+    win_start: Option<Reading>,
+    win_end: Option<Reading>,
 }
 
 impl Series {
@@ -406,8 +425,25 @@ impl Series {
             ..Series::default()
         }
     }
+    /// Measure the summary's window from `from` to `to` seconds (`--warmup`,
+    /// `--cooldown`), to the nearest reading.
+    pub fn set_window(&mut self, from: f64, to: f64) {
+        self.window = Some((from, to));
+        if from <= 0.0 {
+            self.win_start = Some(Reading::default());
+        }
+    }
     /// Adds the interval from the last reading to `r`; returns its sample.
     pub fn push(&mut self, r: Reading) -> &Sample {
+        // Readings come about 1 s apart: one within 50 ms of an end is that end.
+        if let Some((from, to)) = self.window {
+            if self.win_start.is_none() && r.t >= from - 0.05 {
+                self.win_start = Some(r.clone());
+            }
+            if self.win_end.is_none() && r.t >= to - 0.05 {
+                self.win_end = Some(r.clone());
+            }
+        }
         let s = sample(&self.last, &r, &self.groups);
         self.prev = std::mem::replace(&mut self.last, r);
         self.samples.push(s);
@@ -420,10 +456,26 @@ impl Series {
             return;
         }
         self.last.sides = Some((client.clone(), server.clone()));
+        if let Some(w) = self.win_end.as_mut().filter(|w| w.t == self.last.t) {
+            w.sides = self.last.sides.clone();
+        }
         let s = sample(&self.prev, &self.last, &self.groups);
         if let Some(l) = self.samples.last_mut() {
             *l = s;
         }
+    }
+    /// The figures of the measurement window (`window` in the JSON results): a sample
+    /// from its first reading to its last, with `from` and `to`; None without a window
+    /// or before it started. A run that ended before the window's end closes it there.
+    pub fn window(&self) -> Option<Value> {
+        self.window?;
+        let a = self.win_start.as_ref()?;
+        let b = self.win_end.as_ref().unwrap_or(&self.last);
+        if b.t <= a.t {
+            return None;
+        }
+        let v = window_json(&sample(a, b, &self.groups), a.t, b.t);
+        Some(v)
     }
     /// The `series` array of the JSON results.
     pub fn to_json(&self) -> Value {

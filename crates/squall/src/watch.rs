@@ -13,15 +13,17 @@ use crate::series::{Reading, Series};
 pub struct WatchOptions {
     /// No progress line.
     pub quiet: bool,
-    /// The run's template group names.
-    pub groups: Vec<String>,
 }
 
-/// Samples `live` once a second until `finished()`, then once more (the last, shorter
-/// interval), and returns the series.
-pub fn watch(live: &Live, finished: &dyn Fn() -> bool, o: &WatchOptions) -> Series {
+/// Samples `live` into `series` once a second until `finished()`, then once more (the
+/// last, shorter interval), and returns the series.
+pub fn watch(
+    live: &Live,
+    finished: &dyn Fn() -> bool,
+    o: &WatchOptions,
+    mut series: Series,
+) -> Series {
     let t0 = Instant::now();
-    let mut series = Series::new(o.groups.clone());
     let mut next = t0 + Duration::from_secs(1);
     while !finished() {
         std::thread::sleep(Duration::from_millis(20));

@@ -385,3 +385,113 @@ fn real_time_json_has_a_per_second_series() {
         v["client"]["flows"]["completed"]
     );
 }
+
+fn sim_w1(extra: &[&str]) -> std::process::Output {
+    squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--sim",
+            "--duration",
+            "1",
+            "--mult",
+            "20",
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Issue #14: `--assert` decides the exit status; each assertion is reported.
+#[test]
+fn assertions_pass_fail_and_bad_expressions() {
+    let out = sim_w1(&[
+        "--assert",
+        "errors == 0",
+        "--assert",
+        "completed == 20",
+        "--assert",
+        "ttfb.p99 < 1s",
+        "--assert",
+        "cps >= 0.95 * target",
+        "--assert",
+        "groups.http.client.completed == client.flows.completed",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(stdout.matches("assert ok: ").count(), 5, "{stdout}");
+
+    let out = sim_w1(&["--assert", "errors == 0", "--assert", "completed > 20"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("assert FAILED: completed > 20: left 20, right 20 (completed = 20)"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 of 2 assertion(s) failed"));
+
+    // Mistakes stop before the run (exit 2) and say what to write.
+    for (e, want) in [
+        ("errors = 0", "use '=='"),
+        ("ttfb.p99 < 2 fortnights", "unexpected text"),
+        ("ttfb.p99 < 2xs", "unknown unit 'xs'"),
+        ("latency > 1", "unknown figure 'latency'"),
+        ("rates > 1", "not a number but an object"),
+    ] {
+        let out = sim_w1(&["--assert", e]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{e}: {stderr}");
+        assert!(stderr.contains(want), "{e}: {stderr}");
+        assert!(out.stdout.is_empty(), "{e}: the run started");
+    }
+    let out = sim_w1(&["--warmup", "0.5"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("real-time run"));
+}
+
+/// Issue #14: --warmup/--cooldown measure a window of the run; the aliases read it.
+#[test]
+fn warmup_and_cooldown_window_the_figures() {
+    let json = std::env::temp_dir().join(format!("squall-window-{}.json", std::process::id()));
+    let out = squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--duration",
+            "4",
+            "--mult",
+            "400",
+            "--drain-sec",
+            "1",
+            "-q",
+            "--warmup",
+            "1",
+            "--cooldown",
+            "1",
+            "--assert",
+            "window.seconds > 1.5",
+            "--assert",
+            "cps == window.cps",
+            "--assert",
+            "cps > 0.9 * target",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("measurement window 1.0-3.0 s"), "{stdout}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let w = &v["window"];
+    let secs = w["seconds"].as_f64().unwrap();
+    assert!((1.9..2.2).contains(&secs), "{w}");
+    let fb = w["latency_us"]["first_byte"]["count"].as_f64().unwrap();
+    let all = v["latency_us"]["first_byte"]["count"].as_f64().unwrap();
+    assert!(
+        fb > 0.35 * all && fb < 0.65 * all,
+        "window {fb} of {all} flows"
+    );
+    assert_eq!(v["assertions"].as_array().unwrap().len(), 3);
+}
