@@ -48,6 +48,7 @@ if [ "$mode" = test ] || [ "$mode" = bench ]; then
   $py -m pip --version >/dev/null 2>&1 || { echo "deps.sh: pip missing" >&2; exit 1; }
   pipflags=()
   $py -m pip install --help 2>/dev/null | grep -q -- --break-system-packages && pipflags+=(--break-system-packages)
-  $py -m pip install -q "${pipflags[@]}" -e ./python pytest scapy dpkt jsonschema mypy >/dev/null
+  # prometheus_client: its text-format parser reads `--metrics` back (python/tests/test_metrics.py).
+  $py -m pip install -q "${pipflags[@]}" -e ./python pytest scapy dpkt jsonschema mypy prometheus_client >/dev/null
 fi
 echo "deps.sh: ready ($mode)" >&2

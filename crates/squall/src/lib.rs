@@ -9,6 +9,7 @@
 //! - [`report`]: invariants, the summary table and the JSON document;
 //! - [`series`]: the per-second time series sampled from the workers' published figures;
 //! - [`source`]: loading a profile from `.json` or `.py`;
+//! - [`metrics`]: the Prometheus text endpoint (`--metrics ADDR`);
 //! - [`impair`]: the `--impair` option parser;
 //! - [`iface`]: single-side runs on a real interface (AF_PACKET); ARP is the node's;
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
@@ -20,6 +21,7 @@ pub mod dut;
 pub mod gen;
 pub mod iface;
 pub mod impair;
+pub mod metrics;
 pub mod report;
 pub mod run;
 pub mod series;

@@ -48,6 +48,9 @@ enum Cmd {
         /// Listen on this unix socket path instead.
         #[arg(long, value_name = "PATH")]
         unix: Option<PathBuf>,
+        /// Serve Prometheus metrics of the current (or last) run at http://ADDR/metrics.
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<String>,
     },
 }
 
@@ -159,6 +162,10 @@ struct RunArgs {
     /// 'errors == 0', 'ttfb.p99 < 2ms', 'cps >= 0.95 * target' (docs/USAGE.md, Assertions).
     #[arg(long = "assert", value_name = "EXPR")]
     asserts: Vec<String>,
+    /// Serve Prometheus metrics of the run at http://ADDR/metrics (e.g. 127.0.0.1:9464;
+    /// port 0 picks one, printed on stderr); real-time runs.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     /// Options from this file's [run] table (default: $SQUALL_CONFIG, else ./squall.toml
     /// if present); the command line wins.
     #[arg(long, value_name = "FILE")]
@@ -199,12 +206,24 @@ fn main() -> ExitCode {
             Err(c) => c,
         },
         Cmd::Run(a) => run_cmd(*a),
-        Cmd::Daemon { listen, unix } => {
+        Cmd::Daemon {
+            listen,
+            unix,
+            metrics,
+        } => {
             let l = match unix {
                 Some(p) => daemon::Listen::Unix(p),
                 None => daemon::Listen::Tcp(listen),
             };
-            match daemon::serve(l) {
+            let metrics = match metrics.as_deref().map(squall::metrics::Exporter::start) {
+                None => None,
+                Some(Ok(m)) => {
+                    eprintln!("squall: metrics at http://{}/metrics", m.addr);
+                    Some(m)
+                }
+                Some(Err(e)) => return usage(&e),
+            };
+            match daemon::serve(l, metrics) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => usage(&format!("daemon: {e}")),
             }
@@ -292,6 +311,17 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         Ok(p) => Arc::new(p),
         Err(c) => return c,
     };
+    if a.metrics.is_some() && a.sim {
+        return usage("--metrics needs a real-time run (no --sim)");
+    }
+    let metrics = match a.metrics.as_deref().map(squall::metrics::Exporter::start) {
+        None => None,
+        Some(Ok(m)) => {
+            eprintln!("squall: metrics at http://{}/metrics", m.addr);
+            Some(m)
+        }
+        Some(Err(e)) => return usage(&e),
+    };
     let pre = RunInfo {
         profile_path: "",
         mode: "",
@@ -329,7 +359,10 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         (None, None) => run::run(p2, &c2, l2),
     });
     let mut series = (!a.sim).then(|| {
-        let o = squall::watch::WatchOptions { quiet: a.quiet };
+        let o = squall::watch::WatchOptions {
+            quiet: a.quiet,
+            metrics,
+        };
         let mut s = squall::series::Series::new(profile.tg_names.clone());
         if windowed {
             s.set_window(a.warmup, a.duration - a.cooldown);

@@ -425,6 +425,10 @@ impl Series {
             ..Series::default()
         }
     }
+    /// The run's template group names.
+    pub fn group_names(&self) -> &[String] {
+        &self.groups
+    }
     /// Measure the summary's window from `from` to `to` seconds (`--warmup`,
     /// `--cooldown`), to the nearest reading.
     pub fn set_window(&mut self, from: f64, to: f64) {

@@ -13,6 +13,8 @@ use crate::series::{Reading, Series};
 pub struct WatchOptions {
     /// No progress line.
     pub quiet: bool,
+    /// The Prometheus endpoint, updated at every sample.
+    pub metrics: Option<crate::metrics::Exporter>,
 }
 
 /// Samples `live` into `series` once a second until `finished()`, then once more (the
@@ -32,7 +34,13 @@ pub fn watch(
             continue;
         }
         next += Duration::from_secs(1);
-        let s = series.push(Reading::read(live, now.duration_since(t0).as_secs_f64()));
+        series.push(Reading::read(live, now.duration_since(t0).as_secs_f64()));
+        if let Some(m) = &o.metrics {
+            m.update(crate::metrics::render(&series, true));
+        }
+        let Some(s) = series.samples.last() else {
+            continue;
+        };
         if !o.quiet {
             eprintln!(
                 "{}",
@@ -50,6 +58,9 @@ pub fn watch(
     let t = t0.elapsed().as_secs_f64();
     if t - series.last.t > 0.05 {
         series.push(Reading::read(live, t));
+    }
+    if let Some(m) = &o.metrics {
+        m.update(crate::metrics::render(&series, false));
     }
     series
 }

@@ -495,3 +495,94 @@ fn warmup_and_cooldown_window_the_figures() {
     );
     assert_eq!(v["assertions"].as_array().unwrap().len(), 3);
 }
+
+/// GET `path` from `addr` (HTTP/1.0); the status line and the body.
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    let (head, body) = r.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// Issue #14: `--metrics` serves the Prometheus text format during the run, scraped here
+/// and read back with a strict parser.
+#[test]
+fn metrics_endpoint_is_scraped_during_the_run() {
+    use std::io::{BufRead, BufReader};
+    let mut child = squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--duration",
+            "4",
+            "--mult",
+            "500",
+            "--drain-sec",
+            "1",
+            "--cores",
+            "2",
+            "--metrics",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("squall: metrics at http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    // Two progress lines: two samples taken.
+    for _ in 0..2 {
+        line.clear();
+        err.read_line(&mut line).unwrap();
+    }
+    let (status, body) = http_get(&addr, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    let m = squall::metrics::parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}"));
+    let get = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        m.iter()
+            .find(|(n, l, _)| {
+                n == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| l.iter().any(|(a, b)| a == k && b == v))
+            })
+            .map(|x| x.2)
+            .unwrap_or_else(|| panic!("{name} {labels:?} missing in\n{body}"))
+    };
+    assert_eq!(get("squall_up", &[]), 1.0);
+    let started = get("squall_flows_started_total", &[]);
+    assert!(started > 400.0, "{started}");
+    assert!(get("squall_cps", &[]) > 300.0);
+    assert!(get("squall_wire_bytes_total", &[("side", "server")]) > 0.0);
+    assert_eq!(
+        get(
+            "squall_flow_errors_total",
+            &[("side", "client"), ("kind", "aborted")]
+        ),
+        0.0
+    );
+    let fb = [("group", "http"), ("phase", "first_byte")];
+    let count = get("squall_latency_seconds_count", &fb);
+    assert!(count > 0.0 && count <= started);
+    assert_eq!(
+        get(
+            "squall_latency_seconds_bucket",
+            &[fb[0], fb[1], ("le", "+Inf")]
+        ),
+        count
+    );
+    assert!(get("squall_core_load_ratio", &[("core", "1")]) > 0.0);
+    let (status, _) = http_get(&addr, "/nope");
+    assert!(status.contains("404"), "{status}");
+    assert!(child.wait().unwrap().success());
+}
