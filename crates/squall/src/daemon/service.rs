@@ -535,7 +535,7 @@ impl Service {
             std::thread::sleep(SAMPLE);
             let now = Instant::now();
             turns += 1;
-            if let Some(m) = self.metrics.as_ref().filter(|_| turns % 4 == 0) {
+            if let Some(m) = self.metrics.as_ref().filter(|_| turns.is_multiple_of(4)) {
                 let t = now.duration_since(t0).as_secs_f64();
                 series.push(squall::series::Reading::read(&live, t));
                 m.update(squall::metrics::render(&series, true));
