@@ -2,7 +2,7 @@
 # Installs what Squall needs on a Debian 12 machine (run as root). Idempotent and quick when
 # everything is already there.
 #   scripts/deps.sh run    toolchain to build and run Squall
-#   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, cargo-fuzz,
+#   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, chromium, tmux,
 #                            libdpdk-dev for the DPDK port: built and tested with `--features dpdk`)
 #   scripts/deps.sh bench  + what the benchmarks need (wrk, ab, nginx, /usr/bin/time)
 set -euo pipefail
@@ -18,6 +18,8 @@ for p in build-essential pkg-config python3 python3-pip python3-venv ca-certific
   clang libbpf-dev libxdp-dev linux-libc-dev; do want "$p"; done
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
   for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping nftables libdpdk-dev; do want "$p"; done
+  # chromium: squall report's test renders the HTML headless; tmux: the live view's test.
+  for p in chromium tmux; do want "$p"; done
 fi
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
   # wrk: the AF_XDP server lab test drives Squall with it too.

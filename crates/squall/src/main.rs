@@ -40,6 +40,20 @@ enum Cmd {
         #[arg(short = 't', value_name = "KEY=VALUE")]
         tunables: Vec<String>,
     },
+    /// Draw `squall run --json` results: a self-contained HTML report with charts (two files:
+    /// before/after side by side).
+    Report {
+        /// The results file (`squall run ... --json FILE`).
+        results: PathBuf,
+        /// A second results file, compared with the first (B vs A).
+        compare: Option<PathBuf>,
+        /// The HTML file to write.
+        #[arg(short = 'o', long, default_value = "report.html", value_name = "FILE")]
+        output: PathBuf,
+        /// Also write every chart as DIR/ID.svg and DIR/ID.png (PNG through headless Chromium).
+        #[arg(long, value_name = "DIR")]
+        png: Option<PathBuf>,
+    },
     /// Run the engine under control: JSON-RPC 2.0 on a loopback TCP port or a unix socket.
     Daemon {
         /// Loopback address and port (newline-delimited JSON-RPC; port 0 picks one).
@@ -206,6 +220,23 @@ fn main() -> ExitCode {
             Err(c) => c,
         },
         Cmd::Run(a) => run_cmd(*a),
+        Cmd::Report {
+            results,
+            compare,
+            output,
+            png,
+        } => {
+            let files: Vec<PathBuf> = std::iter::once(results).chain(compare).collect();
+            match squall::htmlreport::write(&files, &output, png.as_deref()) {
+                Ok(w) => {
+                    for f in w {
+                        println!("wrote {}", f.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => usage(&format!("report: {e}")),
+            }
+        }
         Cmd::Daemon {
             listen,
             unix,

@@ -55,20 +55,14 @@ impl Out {
     }
     /// One histogram series (`_bucket`, `_sum`, `_count`) of `h` (microseconds).
     fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &LatHist) {
-        let mut counts = vec![0u64; LATENCY_BUCKETS_S.len()];
-        let mut sum_us = 0f64;
-        for v in h.0.iter_recorded() {
-            let us = h.0.median_equivalent(v.value_iterated_to());
-            let n = v.count_at_value();
-            sum_us += us as f64 * n as f64;
-            let s = us as f64 / 1e6;
-            if let Some(i) = LATENCY_BUCKETS_S.iter().position(|&b| s <= b) {
-                counts[i] += n;
-            }
-        }
+        let bounds: Vec<u64> = LATENCY_BUCKETS_S
+            .iter()
+            .map(|b| (b * 1e6).round() as u64)
+            .collect();
+        let (counts, sum_us) = h.buckets(&bounds);
         let mut cum = 0;
         let bucket = format!("{name}_bucket");
-        for (b, c) in LATENCY_BUCKETS_S.iter().zip(&counts) {
+        for (b, c) in LATENCY_BUCKETS_S.iter().zip(&counts[..bounds.len()]) {
             cum += c;
             let le = fmt(*b);
             let mut l: Vec<(&str, &str)> = labels.to_vec();

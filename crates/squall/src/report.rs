@@ -487,9 +487,22 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
     o
 }
 
+/// Upper bounds (us) of the `histogram` buckets of the JSON latencies: 1-2-5 steps from
+/// 10 us to 10 s (a last bucket, `le_us: null`, holds the values above).
+pub const HIST_BOUNDS_US: &[u64] = &[
+    10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000,
+    500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000,
+];
+
 fn lat_json(h: &LatHist) -> Value {
     let s = h.summary();
-    json!({"count": h.count(), "p50": s[0], "p90": s[1], "p99": s[2], "p99_9": s[3], "max": s[4]})
+    let (counts, _) = h.buckets(HIST_BOUNDS_US);
+    let hist: Vec<Value> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, c)| json!({"le_us": HIST_BOUNDS_US.get(i), "count": c}))
+        .collect();
+    json!({"count": h.count(), "p50": s[0], "p90": s[1], "p99": s[2], "p99_9": s[3], "max": s[4], "histogram": hist})
 }
 
 fn counters_json(c: &TgCounters) -> Value {

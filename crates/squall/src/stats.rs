@@ -137,6 +137,20 @@ impl LatHist {
             self.0.max(),
         ]
     }
+    /// Counts per bucket: `bounds_us[i]` is bucket i's upper bound (inclusive), the last
+    /// element counts the values above every bound. Also returns the sum of the values.
+    pub fn buckets(&self, bounds_us: &[u64]) -> (Vec<u64>, f64) {
+        let mut counts = vec![0u64; bounds_us.len() + 1];
+        let mut sum = 0f64;
+        for v in self.0.iter_recorded() {
+            let us = self.0.median_equivalent(v.value_iterated_to());
+            let n = v.count_at_value();
+            sum += us as f64 * n as f64;
+            let i = bounds_us.partition_point(|&b| b < us);
+            counts[i] += n;
+        }
+        (counts, sum)
+    }
     pub fn merge(&mut self, o: &LatHist) {
         // Same bounds everywhere; an add error can only come from saturation.
         let _ = self.0.add(&o.0);
