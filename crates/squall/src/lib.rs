@@ -11,6 +11,7 @@
 //! - [`source`]: loading a profile from `.json` or `.py`;
 //! - [`metrics`]: the Prometheus text endpoint (`--metrics ADDR`);
 //! - [`htmlreport`], [`svg`]: `squall report`, the HTML page and its inline SVG charts;
+//! - [`liveview`]: the live view of `squall run` on a terminal (ratatui);
 //! - [`impair`]: the `--impair` option parser;
 //! - [`iface`]: single-side runs on a real interface (AF_PACKET); ARP is the node's;
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
@@ -23,6 +24,7 @@ pub mod gen;
 pub mod htmlreport;
 pub mod iface;
 pub mod impair;
+pub mod liveview;
 pub mod metrics;
 pub mod report;
 pub mod run;

@@ -162,9 +162,12 @@ struct RunArgs {
     /// Profile tunable for `.py` profiles (repeatable).
     #[arg(short = 't', value_name = "KEY=VALUE")]
     tunables: Vec<String>,
-    /// No progress line on stderr.
+    /// No progress line (nor live view) on stderr.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// The one-line progress on stderr even on a terminal (no live view).
+    #[arg(long)]
+    plain: bool,
     /// Seconds at the start left out of the measurement window (`window` in the JSON,
     /// the figures --assert reads); real-time runs.
     #[arg(long, value_name = "SECS", default_value_t = 0.0)]
@@ -390,9 +393,16 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         (None, None) => run::run(p2, &c2, l2),
     });
     let mut series = (!a.sim).then(|| {
+        let show_view = !a.quiet && !a.plain && squall::liveview::available();
         let o = squall::watch::WatchOptions {
             quiet: a.quiet,
             metrics,
+            live_view: show_view.then(|| squall::liveview::Header {
+                profile: a.profile.display().to_string(),
+                mode: format!("{} core(s), mult {}", cfg.cores, a.mult),
+                duration_s: a.duration,
+                target_cps: profile.templates.iter().map(|t| t.cps).sum::<f64>() * a.mult,
+            }),
         };
         let mut s = squall::series::Series::new(profile.tg_names.clone());
         if windowed {

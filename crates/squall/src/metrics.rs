@@ -8,8 +8,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use crate::run::SideReport;
-use crate::series::{Reading, Sample, Series};
+use crate::series::{error_kinds, Reading, Sample, Series};
 use crate::stats::LatHist;
 
 /// Upper bounds (seconds) of the latency histogram buckets: 50 us to 10 s, about three per
@@ -85,26 +84,6 @@ fn fmt(v: f64) -> String {
     } else {
         format!("{v}")
     }
-}
-
-fn error_kinds(s: &SideReport) -> Vec<(&'static str, u64)> {
-    let t = s.app.total();
-    let mut v: Vec<(&'static str, u64)> = t
-        .iter()
-        .filter(|(_, _, e)| *e)
-        .map(|(n, v, _)| (n, v))
-        .collect();
-    v.push(("no_template", s.app.no_template));
-    v.push(("l7_no_match", s.app.l7_no_match));
-    v.push(("send_errors", s.app.send_errors));
-    v.extend(
-        s.app
-            .udp
-            .iter()
-            .filter(|(_, _, e)| *e)
-            .map(|(n, v, _)| (n, v)),
-    );
-    v
 }
 
 /// Renders the exposition of a run: cumulative counters from the latest reading, gauges
@@ -484,6 +463,7 @@ pub fn parse(text: &str) -> Result<Vec<MetricSample>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::SideReport;
     use crate::stats::SideStats;
 
     fn reading() -> Reading {

@@ -204,7 +204,7 @@ fn gbps(d: u64, dt: f64) -> f64 {
 }
 
 /// Error counters of a side by name (both the per-group and the side-wide ones).
-fn error_kinds(s: &SideReport) -> Vec<(&'static str, u64)> {
+pub fn error_kinds(s: &SideReport) -> Vec<(&'static str, u64)> {
     let t = s.app.total();
     let mut v: Vec<(&'static str, u64)> = t
         .iter()

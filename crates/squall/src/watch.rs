@@ -1,8 +1,12 @@
 //! The watcher of a real-time `squall run`: the thread that waits for the run, reading
 //! the workers' published figures once a second into the time series
-//! ([`crate::series`]) and printing the progress line on stderr.
+//! ([`crate::series`]), and showing them: the live view on a terminal
+//! ([`crate::liveview`]), else the progress line on stderr; the metrics endpoint too.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+
+use crate::liveview::{Action, ViewState};
 
 use crate::report;
 use crate::run::Live;
@@ -15,6 +19,8 @@ pub struct WatchOptions {
     pub quiet: bool,
     /// The Prometheus endpoint, updated at every sample.
     pub metrics: Option<crate::metrics::Exporter>,
+    /// Show the live view (a terminal) instead of the progress line.
+    pub live_view: Option<crate::liveview::Header>,
 }
 
 /// Samples `live` into `series` once a second until `finished()`, then once more (the
@@ -27,8 +33,29 @@ pub fn watch(
 ) -> Series {
     let t0 = Instant::now();
     let mut next = t0 + Duration::from_secs(1);
+    let mut screen = o
+        .live_view
+        .as_ref()
+        .and_then(|_| crate::liveview::Screen::open().ok());
+    let header = o.live_view.clone().unwrap_or_default();
+    let mut view = ViewState::default();
     while !finished() {
-        std::thread::sleep(Duration::from_millis(20));
+        match screen.as_mut() {
+            None => std::thread::sleep(Duration::from_millis(20)),
+            Some(sc) => {
+                if let Some((code, mods)) = sc.key(Duration::from_millis(20)) {
+                    match view.key(code, mods) {
+                        Action::Stop => live.ctl.stop.store(true, Ordering::Relaxed),
+                        Action::Cut => {
+                            live.ctl.cut.store(true, Ordering::Relaxed);
+                            live.ctl.stop.store(true, Ordering::Relaxed);
+                        }
+                        Action::Redraw | Action::None => {}
+                    }
+                    sc.draw(&header, &view, &series);
+                }
+            }
+        }
         let now = Instant::now();
         if now < next {
             continue;
@@ -41,7 +68,9 @@ pub fn watch(
         let Some(s) = series.samples.last() else {
             continue;
         };
-        if !o.quiet {
+        if let Some(sc) = screen.as_mut() {
+            sc.draw(&header, &view, &series);
+        } else if !o.quiet {
             eprintln!(
                 "{}",
                 report::progress_line(
@@ -55,6 +84,7 @@ pub fn watch(
             );
         }
     }
+    drop(screen);
     let t = t0.elapsed().as_secs_f64();
     if t - series.last.t > 0.05 {
         series.push(Reading::read(live, t));
