@@ -11,6 +11,7 @@ use std::sync::Arc;
 use clap::{CommandFactory, Parser, Subcommand};
 
 mod daemon;
+mod help;
 use squall::assertion::{self, Assertion};
 use squall::report::{self, RunInfo};
 use squall::run::{self, Live, RunConfig};
@@ -20,7 +21,8 @@ use squall::source;
 #[command(
     name = "squall",
     version,
-    about = "Squall stateful L7 traffic generator"
+    about = "Squall stateful L7 traffic generator",
+    after_help = help::MAIN
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,9 +32,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Generate a profile's traffic (both sides over the in-memory wire) and report.
-    #[command(args_override_self = true)]
+    #[command(args_override_self = true, after_help = help::RUN)]
     Run(Box<RunArgs>),
     /// Load and validate a profile; print every error with its JSON path.
+    #[command(after_help = help::VALIDATE)]
     Validate {
         /// Profile: `.json` IR or `.py` (compiled with `python3 -m squall.compile`).
         profile: PathBuf,
@@ -42,6 +45,7 @@ enum Cmd {
     },
     /// Draw `squall run --json` results: a self-contained HTML report with charts (two files:
     /// before/after side by side).
+    #[command(after_help = help::REPORT)]
     Report {
         /// The results file (`squall run ... --json FILE`).
         results: PathBuf,
@@ -54,7 +58,21 @@ enum Cmd {
         #[arg(long, value_name = "DIR")]
         png: Option<PathBuf>,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = help::COMPLETIONS)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), or write one page per command into a directory.
+    #[command(after_help = help::MAN)]
+    Man {
+        /// Write squall.1, squall-run.1, ... into this directory instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Run the engine under control: JSON-RPC 2.0 on a loopback TCP port or a unix socket.
+    #[command(after_help = help::DAEMON)]
     Daemon {
         /// Loopback address and port (newline-delimited JSON-RPC; port 0 picks one).
         #[arg(long, default_value = "127.0.0.1:4501", conflicts_with = "unix")]
@@ -192,6 +210,7 @@ struct RunArgs {
 fn load(path: &std::path::Path, t: &[String]) -> Result<squall_astf::Profile, ExitCode> {
     source::load(path, t).map_err(|e| {
         eprintln!("squall: {}: {e}", path.display());
+        eprintln!("(fix the profile at the JSON paths above, or the path; docs/PROFILE.md describes profiles)");
         ExitCode::from(2)
     })
 }
@@ -223,6 +242,17 @@ fn main() -> ExitCode {
             Err(c) => c,
         },
         Cmd::Run(a) => run_cmd(*a),
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "squall", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Cmd::Man { dir } => match help::man(Cli::command(), dir.as_deref()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("squall: man: {e}");
+                ExitCode::from(1)
+            }
+        },
         Cmd::Report {
             results,
             compare,
@@ -265,8 +295,10 @@ fn main() -> ExitCode {
     }
 }
 
+/// A usage error: the message, then where the options and examples are (exit 2).
 fn usage(msg: &str) -> ExitCode {
     eprintln!("squall: {msg}");
+    eprintln!("(options and examples: `squall help COMMAND`; the manual: docs/USAGE.md)");
     ExitCode::from(2)
 }
 

@@ -586,3 +586,58 @@ fn metrics_endpoint_is_scraped_during_the_run() {
     assert!(status.contains("404"), "{status}");
     assert!(child.wait().unwrap().success());
 }
+
+/// Issue #14: help that teaches: examples in every command's --help, shell completions, a
+/// man page, and usage errors that say where to look.
+#[test]
+fn help_completions_and_man_pages() {
+    for sub in ["run", "validate", "report", "daemon", "completions", "man"] {
+        let out = squall().args([sub, "--help"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{sub}");
+        assert!(
+            text.contains("\nExamples:\n") && text.contains("\n  squall "),
+            "{sub} --help has no example:\n{text}"
+        );
+    }
+    let top = squall().arg("--help").output().unwrap();
+    assert!(String::from_utf8_lossy(&top.stdout).contains("squall report out.json"));
+    for (shell, want) in [
+        ("bash", "_squall()"),
+        ("zsh", "#compdef squall"),
+        ("fish", "complete -c squall"),
+    ] {
+        let out = squall().args(["completions", shell]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains(want), "{shell}");
+        assert!(
+            text.contains("warmup") && text.contains("metrics"),
+            "{shell}: run options"
+        );
+    }
+    let out = squall().arg("man").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(".TH squall 1") && text.contains("report"),
+        "{text:.300}"
+    );
+    let dir = std::env::temp_dir().join(format!("squall-man-{}", std::process::id()));
+    let out = squall().args(["man", "--dir"]).arg(&dir).output().unwrap();
+    assert!(out.status.success());
+    let run = std::fs::read_to_string(dir.join("squall-run.1")).unwrap();
+    assert!(
+        run.contains("assert") && run.contains("Examples"),
+        "{run:.300}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    let out = squall()
+        .args(["run", "../../examples/w1-astf-http.json", "--duration=-1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err.contains("--duration must be") && err.contains("squall help COMMAND"),
+        "{err}"
+    );
+}
