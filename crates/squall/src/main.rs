@@ -415,8 +415,11 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         vlan: a.vlan,
     };
     let live = Arc::new(Live::default());
-    // Per-side reports every 200 ms for the time series (errors by kind, latency).
-    live.ctl.snapshots.store(!a.sim, Ordering::Relaxed);
+    // Per-side reports every 200 ms for what reads them: the time series (errors by kind,
+    // latency) of --json and of the window, the metrics, the live view.
+    let show_view = !a.sim && !a.quiet && !a.plain && squall::liveview::available();
+    let snapshots = a.json.is_some() || a.metrics.is_some() || windowed || show_view;
+    live.ctl.snapshots.store(!a.sim && snapshots, Ordering::Relaxed);
     let (p2, c2, l2) = (profile.clone(), cfg.clone(), live.clone());
     let (r2, d2) = (real.clone(), dut.clone());
     let h = std::thread::spawn(move || match (r2, d2) {
@@ -425,7 +428,6 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         (None, None) => run::run(p2, &c2, l2),
     });
     let mut series = (!a.sim).then(|| {
-        let show_view = !a.quiet && !a.plain && squall::liveview::available();
         let o = squall::watch::WatchOptions {
             quiet: a.quiet,
             metrics,
