@@ -419,7 +419,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     // latency) of --json and of the window, the metrics, the live view.
     let show_view = !a.sim && !a.quiet && !a.plain && squall::liveview::available();
     let snapshots = a.json.is_some() || a.metrics.is_some() || windowed || show_view;
-    live.ctl.snapshots.store(!a.sim && snapshots, Ordering::Relaxed);
+    live.ctl
+        .snapshots
+        .store(!a.sim && snapshots, Ordering::Relaxed);
     let (p2, c2, l2) = (profile.clone(), cfg.clone(), live.clone());
     let (r2, d2) = (real.clone(), dut.clone());
     let h = std::thread::spawn(move || match (r2, d2) {

@@ -460,6 +460,18 @@ pub fn parse(text: &str) -> Result<Vec<MetricSample>, String> {
     Ok(out)
 }
 
+/// The value of the first sample named `name` that has every label of `labels`.
+pub fn find(m: &[MetricSample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    m.iter()
+        .find(|(n, l, _)| {
+            n == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| l.iter().any(|(a, b)| a == k && b == v))
+        })
+        .map(|x| x.2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,15 +504,7 @@ mod tests {
     }
 
     fn get(m: &[MetricSample], name: &str, labels: &[(&str, &str)]) -> f64 {
-        m.iter()
-            .find(|(n, l, _)| {
-                n == name
-                    && labels
-                        .iter()
-                        .all(|(k, v)| l.iter().any(|(a, b)| a == k && b == v))
-            })
-            .map(|x| x.2)
-            .unwrap_or_else(|| panic!("{name} {labels:?} missing"))
+        find(m, name, labels).unwrap_or_else(|| panic!("{name} {labels:?} missing"))
     }
 
     #[test]

@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+
 fn squall() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_squall"));
     c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")));
@@ -316,30 +318,17 @@ fn vlan_runs_tag_every_frame() {
 #[test]
 fn real_time_json_has_a_per_second_series() {
     let json = std::env::temp_dir().join(format!("squall-series-{}.json", std::process::id()));
-    let out = squall()
-        .args([
-            "run",
-            "../../examples/w1-astf-http.json",
-            "--duration",
-            "3",
-            "--mult",
-            "500",
-            "--cores",
-            "2",
-            "--drain-sec",
-            "1",
-        ])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let args = [
+        "--duration",
+        "3",
+        "--mult",
+        "500",
+        "--cores",
+        "2",
+        "--drain-sec",
+        "1",
+    ];
+    let (_, v) = common::run_w1_json(&json, &args);
     let _ = std::fs::remove_file(&json);
     let series = v["series"].as_array().expect("series array");
     assert!((3..=6).contains(&series.len()), "{} samples", series.len());
@@ -453,10 +442,9 @@ fn assertions_pass_fail_and_bad_expressions() {
 #[test]
 fn warmup_and_cooldown_window_the_figures() {
     let json = std::env::temp_dir().join(format!("squall-window-{}.json", std::process::id()));
-    let out = squall()
-        .args([
-            "run",
-            "../../examples/w1-astf-http.json",
+    let (stdout, v) = common::run_w1_json(
+        &json,
+        &[
             "--duration",
             "4",
             "--mult",
@@ -474,15 +462,9 @@ fn warmup_and_cooldown_window_the_figures() {
             "cps == window.cps",
             "--assert",
             "cps > 0.9 * target",
-        ])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+        ],
+    );
     assert!(stdout.contains("measurement window 1.0-3.0 s"), "{stdout}");
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);
     let w = &v["window"];
     let secs = w["seconds"].as_f64().unwrap();
@@ -549,14 +531,7 @@ fn metrics_endpoint_is_scraped_during_the_run() {
     assert!(status.contains("200"), "{status}");
     let m = squall::metrics::parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}"));
     let get = |name: &str, labels: &[(&str, &str)]| -> f64 {
-        m.iter()
-            .find(|(n, l, _)| {
-                n == name
-                    && labels
-                        .iter()
-                        .all(|(k, v)| l.iter().any(|(a, b)| a == k && b == v))
-            })
-            .map(|x| x.2)
+        squall::metrics::find(&m, name, labels)
             .unwrap_or_else(|| panic!("{name} {labels:?} missing in\n{body}"))
     };
     assert_eq!(get("squall_up", &[]), 1.0);

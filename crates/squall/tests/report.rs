@@ -8,6 +8,8 @@ use std::process::Command;
 use serde_json::Value;
 use squall::htmlreport::at;
 
+mod common;
+
 fn squall() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_squall"));
     c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")));
@@ -16,29 +18,10 @@ fn squall() -> Command {
 
 fn run(dir: &Path, name: &str, mult: &str) -> (PathBuf, Value) {
     let f = dir.join(name);
-    let out = squall()
-        .args([
-            "run",
-            "../../examples/w1-astf-http.json",
-            "--duration",
-            "2",
-            "--drain-sec",
-            "1",
-            "-q",
-            "--mult",
-            mult,
-        ])
-        .arg("--json")
-        .arg(&f)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+    let (_, v) = common::run_w1_json(
+        &f,
+        &["--duration", "2", "--drain-sec", "1", "-q", "--mult", mult],
     );
-    let v = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
     (f, v)
 }
 
