@@ -162,6 +162,10 @@ pub struct Control {
     mult_seq: AtomicU64,
     /// Publish per-side snapshots for live statistics.
     pub snapshots: AtomicBool,
+    /// With `snapshots`: publish only when a reader asks ([`Snapshot::request`]), not
+    /// every [`SNAP_NS`] (`squall run` reads once a second; a report costs about a
+    /// millisecond with W1's histograms).
+    pub on_request: AtomicBool,
     pub client: Snapshot,
     pub server: Snapshot,
 }
@@ -170,7 +174,15 @@ pub struct Control {
 #[derive(Debug, Default)]
 pub struct Snapshot {
     last_ns: AtomicU64,
+    requested: AtomicBool,
     pub report: Mutex<Option<SideReport>>,
+}
+
+impl Snapshot {
+    /// Asks the worker for a fresh report at its next publication (within 10 ms).
+    pub fn request(&self) {
+        self.requested.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Period of the live snapshots.
@@ -205,14 +217,22 @@ impl Control {
     }
     /// Publishes `s`'s report into `slot` if snapshots are on and one is due.
     fn publish(&self, slot: &Snapshot, s: &Side<MemPort>, cpu0: u64, now: u64) {
-        if !self.snapshots.load(Ordering::Relaxed)
-            || now.saturating_sub(slot.last_ns.load(Ordering::Relaxed)) < SNAP_NS
-        {
+        if !self.snapshots.load(Ordering::Relaxed) {
+            return;
+        }
+        let asked = slot.requested.load(Ordering::Relaxed);
+        let due = if self.on_request.load(Ordering::Relaxed) {
+            asked
+        } else {
+            asked || now.saturating_sub(slot.last_ns.load(Ordering::Relaxed)) >= SNAP_NS
+        };
+        if !due {
             return;
         }
         if let Ok(mut g) = slot.report.try_lock() {
             *g = Some(report(s, thread_cpu_ns().saturating_sub(cpu0)));
             slot.last_ns.store(now, Ordering::Relaxed);
+            slot.requested.store(false, Ordering::Relaxed);
         }
     }
 }

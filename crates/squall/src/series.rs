@@ -86,6 +86,18 @@ fn sides(live: &Live) -> Option<(SideReport, SideReport)> {
     out
 }
 
+/// Asks every worker of the run for fresh side reports (read by the next [`Reading::read`]).
+pub fn request_snapshots(live: &Live) {
+    let lives: Vec<&Live> = match live.shards.get() {
+        Some(v) => v.iter().map(Arc::as_ref).collect(),
+        None => vec![live],
+    };
+    for l in lives {
+        l.ctl.client.request();
+        l.ctl.server.request();
+    }
+}
+
 impl Reading {
     /// Reads the run's published figures at `t` seconds.
     pub fn read(live: &Live, t: f64) -> Reading {

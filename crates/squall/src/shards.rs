@@ -33,9 +33,13 @@ pub fn run_shards(
     // their sides (a frame pool and two flow tables each).
     let t0 = clock.now_ns() + START_LEAD_NS * u64::from(n.min(8));
     let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
-    let snapshots = live.ctl.snapshots.load(Ordering::Relaxed);
+    let (snapshots, on_request) = (
+        live.ctl.snapshots.load(Ordering::Relaxed),
+        live.ctl.on_request.load(Ordering::Relaxed),
+    );
     for l in &lives {
         l.ctl.snapshots.store(snapshots, Ordering::Relaxed);
+        l.ctl.on_request.store(on_request, Ordering::Relaxed);
     }
     let _ = live.shards.set(lives.clone());
     let mut workers = Vec::with_capacity(n as usize);

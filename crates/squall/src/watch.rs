@@ -39,6 +39,7 @@ pub fn watch(
         .and_then(|_| crate::liveview::Screen::open().ok());
     let header = o.live_view.clone().unwrap_or_default();
     let mut view = ViewState::default();
+    let mut requested = false;
     while !finished() {
         match screen.as_mut() {
             None => std::thread::sleep(Duration::from_millis(20)),
@@ -57,9 +58,16 @@ pub fn watch(
             }
         }
         let now = Instant::now();
+        // Fresh side reports for the sample: asked a little ahead (workers publish
+        // within 10 ms of the request).
+        if !requested && now + Duration::from_millis(60) >= next {
+            crate::series::request_snapshots(live);
+            requested = true;
+        }
         if now < next {
             continue;
         }
+        requested = false;
         next += Duration::from_secs(1);
         series.push(Reading::read(live, now.duration_since(t0).as_secs_f64()));
         if let Some(m) = &o.metrics {
