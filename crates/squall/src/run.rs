@@ -230,7 +230,11 @@ impl Control {
             return;
         }
         if let Ok(mut g) = slot.report.try_lock() {
-            *g = Some(report(s, thread_cpu_ns().saturating_sub(cpu0)));
+            let cpu = thread_cpu_ns().saturating_sub(cpu0);
+            match g.as_mut() {
+                Some(r) => report_into(r, s, cpu),
+                None => *g = Some(report(s, cpu)),
+            }
             slot.last_ns.store(now, Ordering::Relaxed);
             slot.requested.store(false, Ordering::Relaxed);
         }
@@ -258,9 +262,18 @@ pub(crate) fn publish_server<P: Port>(live: &Live, s: &Side<P>) {
 }
 
 fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
-    SideReport {
+    let mut r = SideReport::default();
+    report_into(&mut r, s, cpu_ns);
+    r
+}
+
+/// [`report`] into `out`, reusing its histograms (the live snapshots).
+fn report_into(out: &mut SideReport, s: &Side<MemPort>, cpu_ns: u64) {
+    let mut app = std::mem::take(&mut out.app);
+    s.stats_into(&mut app);
+    *out = SideReport {
         tcp: s.node.tcp.counters().clone(),
-        app: s.stats(),
+        app,
         port: s.node.port.stats(),
         impair: s.node.port.impair_stats(),
         cpu_ns,
@@ -269,7 +282,7 @@ fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
         udp_live_end: s.gen.udp.live,
         peak_active: s.gen.app.peak_live,
         throttled_turns: 0,
-    }
+    };
 }
 
 /// Frames in each side's pool of the wire: a bounded, cache-hot set like a NIC's TX

@@ -106,8 +106,23 @@ counters! {
 }
 
 /// A latency histogram in microseconds.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct LatHist(pub Histogram<u64>);
+
+/// `clone_from` keeps the destination's counts array (a copy, no allocation): the live
+/// snapshots of a run refresh their reports in place.
+impl Clone for LatHist {
+    fn clone(&self) -> Self {
+        LatHist(self.0.clone())
+    }
+    fn clone_from(&mut self, src: &Self) {
+        self.0.reset();
+        // Same bounds: a plain copy of the counts into the emptied histogram.
+        if self.0.add(&src.0).is_err() {
+            *self = src.clone();
+        }
+    }
+}
 
 impl Default for LatHist {
     fn default() -> Self {
@@ -158,7 +173,7 @@ impl LatHist {
 }
 
 /// Latencies of one template group, measured on the client from the scheduled start.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Latency {
     /// SYN scheduled -> handshake done.
     pub connect: LatHist,
@@ -166,6 +181,24 @@ pub struct Latency {
     pub first_byte: LatHist,
     /// -> last response byte before the program finished.
     pub last_byte: LatHist,
+}
+
+impl Clone for Latency {
+    fn clone(&self) -> Self {
+        let mut l = Latency::default();
+        l.clone_from(self);
+        l
+    }
+    fn clone_from(&mut self, src: &Self) {
+        let Latency {
+            connect,
+            first_byte,
+            last_byte,
+        } = src;
+        self.connect.clone_from(connect);
+        self.first_byte.clone_from(first_byte);
+        self.last_byte.clone_from(last_byte);
+    }
 }
 
 impl Latency {
@@ -185,14 +218,28 @@ impl Latency {
 }
 
 /// Statistics of one template group.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct TgStats {
     pub c: TgCounters,
     pub lat: Latency,
 }
 
+impl Clone for TgStats {
+    fn clone(&self) -> Self {
+        TgStats {
+            c: self.c.clone(),
+            lat: self.lat.clone(),
+        }
+    }
+    fn clone_from(&mut self, src: &Self) {
+        let TgStats { c, lat } = src;
+        self.c.clone_from(c);
+        self.lat.clone_from(lat);
+    }
+}
+
 /// Statistics of one side (all template groups plus side-wide errors).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct SideStats {
     pub tg: Vec<TgStats>,
     /// Accepted connections that matched no template (reset).
@@ -211,6 +258,36 @@ pub struct SideStats {
     /// Retransmission events (timeouts and fast retransmits) of each template's flows,
     /// by template index (shorter when the last templates had none).
     pub retransmits: Vec<u64>,
+}
+
+/// `clone_from` reuses the groups' histograms (see [`LatHist`]).
+impl Clone for SideStats {
+    fn clone(&self) -> Self {
+        let mut s = SideStats::default();
+        s.clone_from(self);
+        s
+    }
+    fn clone_from(&mut self, src: &Self) {
+        // Every field named: a new field fails to compile until it is copied here.
+        let SideStats {
+            tg,
+            no_template,
+            l7_no_match,
+            send_errors,
+            udp,
+            translated,
+            translated_from,
+            retransmits,
+        } = src;
+        self.tg.clone_from(tg);
+        self.no_template = *no_template;
+        self.l7_no_match = *l7_no_match;
+        self.send_errors = *send_errors;
+        self.udp.clone_from(udp);
+        self.translated = *translated;
+        self.translated_from = *translated_from;
+        self.retransmits.clone_from(retransmits);
+    }
 }
 
 impl SideStats {
@@ -299,6 +376,26 @@ mod tests {
         assert_eq!(a.count(), 1001);
         assert!(a.summary()[4] >= 4_990_000);
         assert_eq!(LatHist::default().summary(), [0; 5]);
+    }
+
+    #[test]
+    fn clone_from_copies_in_place() {
+        let mut src = SideStats::new(2);
+        src.tg[1].c.started = 5;
+        src.tg[1].lat.first_byte.record_ns(7_000);
+        src.no_template = 2;
+        src.count_retransmit(3);
+        let mut dst = SideStats::new(3);
+        dst.tg[0].lat.connect.record_ns(9_000_000);
+        dst.udp.udps_nomem = 4;
+        dst.clone_from(&src);
+        assert_eq!(dst.tg.len(), 2);
+        assert_eq!(dst.tg[0].lat.connect.count(), 0, "old counts gone");
+        assert_eq!(dst.tg[1].lat.first_byte.summary(), src.tg[1].lat.first_byte.summary());
+        assert_eq!(dst.tg[1].c, src.tg[1].c);
+        assert_eq!((dst.no_template, dst.udp.udps_nomem), (2, 0));
+        assert_eq!(dst.retransmits, [0, 0, 0, 1]);
+        assert_eq!(dst.clone().tg[1].lat.first_byte.count(), 1);
     }
 
     #[test]
