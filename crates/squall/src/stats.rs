@@ -391,7 +391,10 @@ mod tests {
         dst.clone_from(&src);
         assert_eq!(dst.tg.len(), 2);
         assert_eq!(dst.tg[0].lat.connect.count(), 0, "old counts gone");
-        assert_eq!(dst.tg[1].lat.first_byte.summary(), src.tg[1].lat.first_byte.summary());
+        assert_eq!(
+            dst.tg[1].lat.first_byte.summary(),
+            src.tg[1].lat.first_byte.summary()
+        );
         assert_eq!(dst.tg[1].c, src.tg[1].c);
         assert_eq!((dst.no_template, dst.udp.udps_nomem), (2, 0));
         assert_eq!(dst.retransmits, [0, 0, 0, 1]);
