@@ -433,6 +433,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         let o = squall::watch::WatchOptions {
             quiet: a.quiet,
             metrics,
+            stoppable: real.is_none() && dut.is_none(),
             live_view: show_view.then(|| squall::liveview::Header {
                 profile: a.profile.display().to_string(),
                 mode: format!("{} core(s), mult {}", cfg.cores, a.mult),

@@ -21,6 +21,9 @@ pub struct WatchOptions {
     pub metrics: Option<crate::metrics::Exporter>,
     /// Show the live view (a terminal) instead of the progress line.
     pub live_view: Option<crate::liveview::Header>,
+    /// The run obeys `q` (stop/cut through [`crate::run::Control`]: the memory-wire
+    /// runs); otherwise `q` closes the live view and the progress line takes over.
+    pub stoppable: bool,
 }
 
 /// Samples `live` into `series` once a second until `finished()`, then once more (the
@@ -41,11 +44,13 @@ pub fn watch(
     let mut view = ViewState::default();
     let mut requested = false;
     while !finished() {
+        let mut close = false;
         match screen.as_mut() {
             None => std::thread::sleep(Duration::from_millis(20)),
             Some(sc) => {
                 if let Some((code, mods)) = sc.key(Duration::from_millis(20)) {
                     match view.key(code, mods) {
+                        Action::Stop | Action::Cut if !o.stoppable => close = true,
                         Action::Stop => live.ctl.stop.store(true, Ordering::Relaxed),
                         Action::Cut => {
                             live.ctl.cut.store(true, Ordering::Relaxed);
@@ -56,6 +61,10 @@ pub fn watch(
                     sc.draw(&header, &view, &series);
                 }
             }
+        }
+        if close {
+            screen = None;
+            eprintln!("squall: live view closed (this run cannot be stopped from the keyboard: Ctrl-C ends it); progress lines follow");
         }
         let now = Instant::now();
         // Fresh side reports for the sample: asked a little ahead (workers publish
