@@ -134,13 +134,18 @@ struct Parser<'a> {
     s: &'a [u8],
     i: usize,
     text: &'a str,
+    /// Parentheses and signs open (bounded: no deep recursion on odd input).
+    depth: usize,
 }
+
+/// Most nested parentheses and unary signs.
+const MAX_DEPTH: usize = 32;
 
 fn unit_factor(u: &str) -> Option<f64> {
     Some(match u {
         "" => 1.0,
         "ns" => 1e-3,
-        "us" => 1.0,
+        "us" | "µs" | "μs" => 1.0,
         "ms" => 1e3,
         "s" => 1e6,
         "K" | "k" => 1e3,
@@ -193,6 +198,15 @@ impl<'a> Parser<'a> {
         Ok(e)
     }
     fn factor(&mut self) -> Result<Expr, String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.err("too many nested parentheses or signs");
+        }
+        let e = self.factor_inner();
+        self.depth -= 1;
+        e
+    }
+    fn factor_inner(&mut self) -> Result<Expr, String> {
         match self.peek() {
             None => self.err("a value is missing"),
             Some(b'-') => {
@@ -223,10 +237,11 @@ impl<'a> Parser<'a> {
                     return self.err(&format!("'{num}' is not a number"));
                 };
                 let us = self.i;
-                while self.i < self.s.len()
-                    && (self.s[self.i].is_ascii_alphabetic() || self.s[self.i] == b'%')
-                {
-                    self.i += 1;
+                for c in self.text[us..].chars() {
+                    if !(c.is_alphabetic() || c == '%') {
+                        break;
+                    }
+                    self.i += c.len_utf8();
                 }
                 let unit = &self.text[us..self.i];
                 match unit_factor(unit) {
@@ -246,7 +261,10 @@ impl<'a> Parser<'a> {
                 }
                 Ok(Expr::Name(self.text[start..self.i].to_string()))
             }
-            Some(c) => self.err(&format!("unexpected '{}'", c as char)),
+            Some(_) => {
+                let c = self.text[self.i..].chars().next().unwrap_or(' ');
+                self.err(&format!("unexpected '{c}'"))
+            }
         }
     }
     fn cmp(&mut self) -> Result<Cmp, String> {
@@ -279,6 +297,7 @@ impl Assertion {
             s: text.as_bytes(),
             i: 0,
             text,
+            depth: 0,
         };
         let left = p.sum()?;
         let cmp = p.cmp()?;
@@ -536,6 +555,11 @@ mod tests {
         assert!(ok("completed / (1 + 1) == 50", &d));
         assert!(ok("-errors >= -(1)", &d));
         assert!(ok("cps > 90%  * target", &d));
+        assert!(ok("ttfb.p99 == 1500µs", &d));
+        let deep = format!("{}1{} > 0", "(".repeat(10_000), ")".repeat(10_000));
+        assert!(Assertion::parse(&deep)
+            .unwrap_err()
+            .contains("too many nested"));
     }
 
     #[test]
@@ -573,6 +597,8 @@ mod tests {
             ("> 5", "unexpected '>'"),
             ("cps >", "missing"),
             ("1.2.3 > 1", "not a number"),
+            ("µ > 1", "unexpected 'µ'"),
+            ("cps > 5µm", "unknown unit 'µm'"),
         ] {
             let err = Assertion::parse(e).unwrap_err();
             assert!(err.contains(want), "{e}: {err}");
