@@ -3,7 +3,7 @@
 # everything is already there.
 #   scripts/deps.sh run    toolchain to build and run Squall
 #   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, wrk, ab,
-#                            h2load, cargo-fuzz,
+#                            h2load, chromium, tmux, cargo-fuzz,
 #                            libdpdk-dev for the DPDK port: built and tested with `--features dpdk`)
 #   scripts/deps.sh bench  + what the benchmarks need (wrk, ab, nginx, /usr/bin/time)
 set -euo pipefail
@@ -19,6 +19,8 @@ for p in build-essential pkg-config python3 python3-pip python3-venv ca-certific
   clang libbpf-dev libxdp-dev linux-libc-dev; do want "$p"; done
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
   for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping nftables libdpdk-dev; do want "$p"; done
+  # chromium: squall report's test renders the HTML headless; tmux: the live view's test.
+  for p in chromium tmux; do want "$p"; done
 fi
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
   # wrk: the AF_XDP server lab test drives Squall with it too. nghttp2-client: h2load
@@ -50,6 +52,7 @@ if [ "$mode" = test ] || [ "$mode" = bench ]; then
   $py -m pip --version >/dev/null 2>&1 || { echo "deps.sh: pip missing" >&2; exit 1; }
   pipflags=()
   $py -m pip install --help 2>/dev/null | grep -q -- --break-system-packages && pipflags+=(--break-system-packages)
-  $py -m pip install -q "${pipflags[@]}" -e ./python pytest scapy dpkt jsonschema mypy >/dev/null
+  # prometheus_client: its text-format parser reads `--metrics` back (python/tests/test_metrics.py).
+  $py -m pip install -q "${pipflags[@]}" -e ./python pytest scapy dpkt jsonschema mypy prometheus_client >/dev/null
 fi
 echo "deps.sh: ready ($mode)" >&2

@@ -285,8 +285,9 @@ fn publish<P: Port>(live: &Live, s: &Side<P>, mode: Mode) {
     live.errors
         .store(s.gen.app.stats.errors(), Ordering::Relaxed);
     live.active.store(s.gen.app.live, Ordering::Relaxed);
-    live.wire_bytes
-        .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
+    let ps = s.node.port.stats();
+    live.wire_bytes.store(ps.tx_bytes, Ordering::Relaxed);
+    live.tx_frames.store(ps.tx_frames, Ordering::Relaxed);
 }
 
 /// Runs one side of `profile` on a real interface (single thread, monotonic clock).

@@ -1,25 +1,38 @@
 //! squall: the stateful traffic generator (TRex ASTF model) on the Squall TCP stack.
 //!
+//! - [`assertion`]: `--assert` expressions on the figures of the results;
 //! - [`gen`]: the per-side generator (astf programs over `TcpHost` flows);
 //! - [`run`]: run drivers (T-mem1 single thread, virtual-clock simulation, two threads);
 //! - [`shards`]: N per-core shards over their own wires (T-memN), results merged;
+//! - [`watch`]: the thread that samples a real-time run once a second (progress line);
 //! - [`stats`]: per template group counters and latency histograms;
 //! - [`report`]: invariants, the summary table and the JSON document;
+//! - [`series`]: the per-second time series sampled from the workers' published figures;
 //! - [`source`]: loading a profile from `.json` or `.py`;
+//! - [`metrics`]: the Prometheus text endpoint (`--metrics ADDR`);
+//! - [`htmlreport`], [`svg`]: `squall report`, the HTML page and its inline SVG charts;
+//! - [`liveview`]: the live view of `squall run` on a terminal (ratatui);
 //! - [`impair`]: the `--impair` option parser;
 //! - [`iface`]: single-side runs on a real interface (AF_PACKET); ARP is the node's;
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
 //! - [`dut`]: both sides on two real ports with a device under test between them;
 //! - [`serve`]: `squall serve`, the HTTP/1.1 server on a real port.
 
+pub mod assertion;
 pub mod config;
 pub mod dut;
 pub mod gen;
+pub mod htmlreport;
 pub mod iface;
 pub mod impair;
+pub mod liveview;
+pub mod metrics;
 pub mod report;
 pub mod run;
+pub mod series;
 pub mod serve;
 pub mod shards;
 pub mod source;
 pub mod stats;
+pub mod svg;
+pub mod watch;

@@ -8,11 +8,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use clap::{CommandFactory, Parser, Subcommand};
 
 mod daemon;
+mod help;
+use squall::assertion::{self, Assertion};
 use squall::report::{self, RunInfo};
 use squall::run::{self, Live, RunConfig};
 use squall::source;
@@ -21,7 +22,8 @@ use squall::source;
 #[command(
     name = "squall",
     version,
-    about = "Squall stateful L7 traffic generator"
+    about = "Squall stateful L7 traffic generator",
+    after_help = help::MAIN
 )]
 struct Cli {
     #[command(subcommand)]
@@ -31,9 +33,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Generate a profile's traffic (both sides over the in-memory wire) and report.
-    #[command(args_override_self = true)]
+    #[command(args_override_self = true, after_help = help::RUN)]
     Run(Box<RunArgs>),
     /// Load and validate a profile; print every error with its JSON path.
+    #[command(after_help = help::VALIDATE)]
     Validate {
         /// Profile: `.json` IR or `.py` (compiled with `python3 -m squall.compile`).
         profile: PathBuf,
@@ -44,7 +47,36 @@ enum Cmd {
     /// Serve static files and fixed routes over HTTP/1.1 on a real port (docs/HTTP.md).
     #[command(args_override_self = true)]
     Serve(Box<ServeArgs>),
+    /// Draw `squall run --json` results: a self-contained HTML report with charts (two files:
+    /// before/after side by side).
+    #[command(after_help = help::REPORT)]
+    Report {
+        /// The results file (`squall run ... --json FILE`).
+        results: PathBuf,
+        /// A second results file, compared with the first (B vs A).
+        compare: Option<PathBuf>,
+        /// The HTML file to write.
+        #[arg(short = 'o', long, default_value = "report.html", value_name = "FILE")]
+        output: PathBuf,
+        /// Also write every chart as DIR/ID.svg and DIR/ID.png (PNG through headless Chromium).
+        #[arg(long, value_name = "DIR")]
+        png: Option<PathBuf>,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = help::COMPLETIONS)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), or write one page per command into a directory.
+    #[command(after_help = help::MAN)]
+    Man {
+        /// Write squall.1, squall-run.1, ... into this directory instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Run the engine under control: JSON-RPC 2.0 on a loopback TCP port or a unix socket.
+    #[command(after_help = help::DAEMON)]
     Daemon {
         /// Loopback address and port (newline-delimited JSON-RPC; port 0 picks one).
         #[arg(long, default_value = "127.0.0.1:4501", conflicts_with = "unix")]
@@ -52,6 +84,9 @@ enum Cmd {
         /// Listen on this unix socket path instead.
         #[arg(long, value_name = "PATH")]
         unix: Option<PathBuf>,
+        /// Serve Prometheus metrics of the current (or last) run at http://ADDR/metrics.
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<String>,
     },
 }
 
@@ -149,9 +184,27 @@ struct RunArgs {
     /// Profile tunable for `.py` profiles (repeatable).
     #[arg(short = 't', value_name = "KEY=VALUE")]
     tunables: Vec<String>,
-    /// No progress line on stderr.
+    /// No progress line (nor live view) on stderr.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// The one-line progress on stderr even on a terminal (no live view).
+    #[arg(long)]
+    plain: bool,
+    /// Seconds at the start left out of the measurement window (`window` in the JSON,
+    /// the figures --assert reads); real-time runs.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    warmup: f64,
+    /// Seconds at the end of the generation left out of the measurement window.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    cooldown: f64,
+    /// Threshold on a figure of the results, deciding the exit status (repeatable), e.g.
+    /// 'errors == 0', 'ttfb.p99 < 2ms', 'cps >= 0.95 * target' (docs/USAGE.md, Assertions).
+    #[arg(long = "assert", value_name = "EXPR")]
+    asserts: Vec<String>,
+    /// Serve Prometheus metrics of the run at http://ADDR/metrics (e.g. 127.0.0.1:9464;
+    /// port 0 picks one, printed on stderr); real-time runs.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     /// Options from this file's [run] table (default: $SQUALL_CONFIG, else ./squall.toml
     /// if present); the command line wins.
     #[arg(long, value_name = "FILE")]
@@ -229,6 +282,7 @@ struct ServeArgs {
 fn load(path: &std::path::Path, t: &[String]) -> Result<squall_astf::Profile, ExitCode> {
     source::load(path, t).map_err(|e| {
         eprintln!("squall: {}: {e}", path.display());
+        eprintln!("(fix the profile at the JSON paths above, or the path; docs/PROFILE.md describes profiles)");
         ExitCode::from(2)
     })
 }
@@ -263,12 +317,52 @@ fn main() -> ExitCode {
         },
         Cmd::Run(a) => run_cmd(*a),
         Cmd::Serve(a) => serve_cmd(*a),
-        Cmd::Daemon { listen, unix } => {
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "squall", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Cmd::Man { dir } => match help::man(Cli::command(), dir.as_deref()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("squall: man: {e}");
+                ExitCode::from(1)
+            }
+        },
+        Cmd::Report {
+            results,
+            compare,
+            output,
+            png,
+        } => {
+            let files: Vec<PathBuf> = std::iter::once(results).chain(compare).collect();
+            match squall::htmlreport::write(&files, &output, png.as_deref()) {
+                Ok(w) => {
+                    for f in w {
+                        println!("wrote {}", f.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => usage(&format!("report: {e}")),
+            }
+        }
+        Cmd::Daemon {
+            listen,
+            unix,
+            metrics,
+        } => {
             let l = match unix {
                 Some(p) => daemon::Listen::Unix(p),
                 None => daemon::Listen::Tcp(listen),
             };
-            match daemon::serve(l) {
+            let metrics = match metrics.as_deref().map(squall::metrics::Exporter::start) {
+                None => None,
+                Some(Ok(m)) => {
+                    eprintln!("squall: metrics at http://{}/metrics", m.addr);
+                    Some(m)
+                }
+                Some(Err(e)) => return usage(&e),
+            };
+            match daemon::serve(l, metrics) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => usage(&format!("daemon: {e}")),
             }
@@ -396,8 +490,10 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
     }
 }
 
+/// A usage error: the message, then where the options and examples are (exit 2).
 fn usage(msg: &str) -> ExitCode {
     eprintln!("squall: {msg}");
+    eprintln!("(options and examples: `squall help COMMAND`; the manual: docs/USAGE.md)");
     ExitCode::from(2)
 }
 
@@ -449,6 +545,24 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if a.pcap.is_some() && a.cores > 1 && !a.sim {
         return usage("--pcap needs a single-threaded run (--cores 1 or --sim)");
     }
+    let windowed = a.warmup != 0.0 || a.cooldown != 0.0;
+    if !(a.warmup.is_finite() && a.cooldown.is_finite() && a.warmup >= 0.0 && a.cooldown >= 0.0)
+        || a.warmup + a.cooldown >= a.duration
+    {
+        return usage("--warmup and --cooldown must be >= 0 and leave part of --duration to measure (warmup + cooldown < duration)");
+    }
+    if windowed && a.sim {
+        return usage("--warmup/--cooldown need a real-time run (no --sim: the window is measured on the wall clock)");
+    }
+    let asserts = match a
+        .asserts
+        .iter()
+        .map(|e| Assertion::parse(e))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(v) => v,
+        Err(e) => return usage(&e),
+    };
     let impair = match a.impair.as_deref().map(squall::impair::parse_impair) {
         None => Default::default(),
         Some(Ok(i)) => i,
@@ -458,6 +572,28 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         Ok(p) => Arc::new(p),
         Err(c) => return c,
     };
+    if a.metrics.is_some() && a.sim {
+        return usage("--metrics needs a real-time run (no --sim)");
+    }
+    let metrics = match a.metrics.as_deref().map(squall::metrics::Exporter::start) {
+        None => None,
+        Some(Ok(m)) => {
+            eprintln!("squall: metrics at http://{}/metrics", m.addr);
+            Some(m)
+        }
+        Some(Err(e)) => return usage(&e),
+    };
+    let pre = RunInfo {
+        profile_path: "",
+        mode: "",
+        duration_s: a.duration,
+        mult: a.mult,
+        cores: a.cores,
+    };
+    let skel = assertion::skeleton(&profile, &pre, windowed);
+    if let Some(e) = asserts.iter().find_map(|x| x.check_names(&skel).err()) {
+        return usage(&e);
+    }
     let cfg = RunConfig {
         duration_ns: (a.duration * 1e9) as u64,
         mult: a.mult,
@@ -474,6 +610,13 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         vlan: a.vlan,
     };
     let live = Arc::new(Live::default());
+    // Per-side reports every 200 ms for what reads them: the time series (errors by kind,
+    // latency) of --json and of the window, the metrics, the live view.
+    let show_view = !a.sim && !a.quiet && !a.plain && squall::liveview::available();
+    let snapshots = a.json.is_some() || a.metrics.is_some() || windowed || show_view;
+    live.ctl
+        .snapshots
+        .store(!a.sim && snapshots, Ordering::Relaxed);
     let (p2, c2, l2) = (profile.clone(), cfg.clone(), live.clone());
     let (r2, d2) = (real.clone(), dut.clone());
     let h = std::thread::spawn(move || match (r2, d2) {
@@ -481,9 +624,24 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         (Some(rc), None) => squall::iface::run_real(p2, &c2, &rc, l2),
         (None, None) => run::run(p2, &c2, l2),
     });
-    if !a.sim && !a.quiet {
-        progress(&live, &h);
-    }
+    let mut series = (!a.sim).then(|| {
+        let o = squall::watch::WatchOptions {
+            quiet: a.quiet,
+            metrics,
+            stoppable: real.is_none() && dut.is_none(),
+            live_view: show_view.then(|| squall::liveview::Header {
+                profile: a.profile.display().to_string(),
+                mode: format!("{} core(s), mult {}", cfg.cores, a.mult),
+                duration_s: a.duration,
+                target_cps: profile.templates.iter().map(|t| t.cps).sum::<f64>() * a.mult,
+            }),
+        };
+        let mut s = squall::series::Series::new(profile.tg_names.clone());
+        if windowed {
+            s.set_window(a.warmup, a.duration - a.cooldown);
+        }
+        squall::watch::watch(&live, &|| h.is_finished(), &o, s)
+    });
     let result = match h.join() {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
@@ -495,6 +653,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some(s) = series.as_mut() {
+        s.finish(&result.client, &result.server);
+    }
     let checks = match &real {
         None => report::invariants(&result),
         Some(rc) => squall::iface::single_side_checks(&result, rc.mode),
@@ -531,6 +692,33 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         cores: cfg.cores,
     };
     print!("{}", report::summary(&profile, &info, &result, &checks));
+    let mut doc = report::to_json(&profile, &info, &result, &checks);
+    doc["series"] = series
+        .as_ref()
+        .map_or(serde_json::json!([]), |s| s.to_json());
+    if windowed {
+        let w = series.as_ref().and_then(|s| s.window());
+        if let Some(w) = &w {
+            println!("{}", report::window_line(w));
+        }
+        doc["window"] = w.unwrap_or(serde_json::Value::Null);
+    }
+    let outcomes = match assertion::check_all(&asserts, &doc) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("squall: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for o in &outcomes {
+        println!("assert {}", o.message);
+    }
+    if !outcomes.is_empty() {
+        doc["assertions"] = outcomes
+            .iter()
+            .map(|o| serde_json::json!({"expr": o.text, "ok": o.ok, "left": o.left, "right": o.right, "message": o.message}))
+            .collect();
+    }
     if let (Some(f), Some(bytes)) = (&a.pcap, &result.pcap) {
         if let Err(e) = std::fs::write(f, bytes) {
             eprintln!("squall: cannot write {}: {e}", f.display());
@@ -538,50 +726,29 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         }
     }
     if let Some(f) = &a.json {
-        let doc = report::to_json(&profile, &info, &result, &checks);
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         if let Err(e) = std::fs::write(f, text + "\n") {
             eprintln!("squall: cannot write {}: {e}", f.display());
             return ExitCode::from(1);
         }
     }
-    let clean = report::error_count(&result) == 0 && checks.iter().all(|c| c.ok);
+    // With --assert the assertions judge the figures (errors included: 'errors == 0');
+    // the invariants still hold the run to account.
+    let clean = if asserts.is_empty() {
+        report::error_count(&result) == 0 && checks.iter().all(|c| c.ok)
+    } else {
+        let failed = outcomes.iter().filter(|o| !o.ok).count();
+        if failed > 0 {
+            eprintln!(
+                "squall: {failed} of {} assertion(s) failed (exit 1); each FAILED line above shows the values read",
+                outcomes.len()
+            );
+        }
+        failed == 0 && checks.iter().all(|c| c.ok)
+    };
     if clean {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    }
-}
-
-/// Prints one progress line per second on stderr until the run ends.
-fn progress<T>(live: &Live, h: &std::thread::JoinHandle<T>) {
-    let t0 = Instant::now();
-    let mut last = (0u64, 0u64, Instant::now());
-    let mut next = t0 + Duration::from_secs(1);
-    while !h.is_finished() {
-        std::thread::sleep(Duration::from_millis(20));
-        let now = Instant::now();
-        if now < next {
-            continue;
-        }
-        next += Duration::from_secs(1);
-        let started = live.started.load(Ordering::Relaxed);
-        let wire = live.wire_bytes.load(Ordering::Relaxed)
-            + live.server_wire_bytes.load(Ordering::Relaxed);
-        let dt = now.duration_since(last.2).as_secs_f64().max(1e-9);
-        let cps = (started - last.0.min(started)) as f64 / dt;
-        let gbps = (wire - last.1.min(wire)) as f64 * 8.0 / dt / 1e9;
-        last = (started, wire, now);
-        eprintln!(
-            "{}",
-            report::progress_line(
-                now.duration_since(t0).as_secs_f64(),
-                cps,
-                live.active.load(Ordering::Relaxed),
-                gbps,
-                live.completed.load(Ordering::Relaxed),
-                live.errors.load(Ordering::Relaxed) + live.server_errors.load(Ordering::Relaxed),
-            )
-        );
     }
 }

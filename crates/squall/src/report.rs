@@ -197,10 +197,7 @@ pub fn rates(r: &RunResult) -> Rates {
 }
 
 fn group_name(p: &Profile, g: usize) -> String {
-    match p.tg_names.get(g).map(String::as_str) {
-        Some("") | None => "(default)".into(),
-        Some(n) => n.to_string(),
-    }
+    crate::series::group_name(&p.tg_names, g)
 }
 
 /// Retransmission events of one template's flows (timeouts and fast retransmits).
@@ -496,9 +493,22 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
     o
 }
 
+/// Upper bounds (us) of the `histogram` buckets of the JSON latencies: 1-2-5 steps from
+/// 10 us to 10 s (a last bucket, `le_us: null`, holds the values above).
+pub const HIST_BOUNDS_US: &[u64] = &[
+    10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000,
+    500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000,
+];
+
 fn lat_json(h: &LatHist) -> Value {
     let s = h.summary();
-    json!({"count": h.count(), "p50": s[0], "p90": s[1], "p99": s[2], "p99_9": s[3], "max": s[4]})
+    let (counts, _) = h.buckets(HIST_BOUNDS_US);
+    let hist: Vec<Value> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, c)| json!({"le_us": HIST_BOUNDS_US.get(i), "count": c}))
+        .collect();
+    json!({"count": h.count(), "p50": s[0], "p90": s[1], "p99": s[2], "p99_9": s[3], "max": s[4], "histogram": hist})
 }
 
 /// One line of HTTP counters: requests, responses by class and code, body bytes, errors.
@@ -635,6 +645,11 @@ pub fn to_json(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         .collect();
     let errors = error_count(r);
     let clean = errors == 0 && checks.iter().all(|c| c.ok);
+    let mut all = crate::stats::Latency::default();
+    for g in &r.client.app.tg {
+        all.merge(&g.lat);
+    }
+    let target: f64 = p.templates.iter().map(|t| t.cps).sum::<f64>() * info.mult;
     json!({
         "profile": info.profile_path,
         "mode": info.mode,
@@ -649,6 +664,13 @@ pub fn to_json(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         "busy_cpu_sec": secs(r.busy_cpu_ns),
         "busy_cpu_us_per_flow": rt.busy_cpu_us_per_flow,
         "rates": {"cps": rt.cps, "l7_gbps": rt.l7_gbps, "wire_gbps": rt.wire_gbps, "mpps": rt.mpps},
+        "target_cps": target,
+        "latency_us": {
+            "connect": lat_json(&all.connect),
+            "first_byte": lat_json(&all.first_byte),
+            "last_byte": lat_json(&all.last_byte),
+        },
+        "retransmits": r.client.tcp.tcps_sndrexmitpack + r.server.tcp.tcps_sndrexmitpack,
         "groups": groups,
         "client": side_json(&r.client),
         "server": side_json(&r.server),
@@ -671,4 +693,30 @@ pub fn progress_line(
     format!(
         "[{elapsed_s:6.1}s] {cps:>10.0} CPS  {active:>8} active  {gbps:>7.3} Gbit/s  {done:>10} done  {errors} errors"
     )
+}
+
+/// The summary's line about the measurement window (`--warmup`/`--cooldown`), from the
+/// `window` object of the JSON results.
+pub fn window_line(w: &Value) -> String {
+    let f = |k: &str| w[k].as_f64().unwrap_or(0.0);
+    let mut o = format!(
+        "measurement window {:.1}-{:.1} s ({:.1} s): {:.1} CPS, wire {:.3} Gbit/s, {:.3} Mpps, {} errors, {} retransmitted segments",
+        f("from"),
+        f("to"),
+        f("seconds"),
+        f("cps"),
+        f("wire_gbps"),
+        f("mpps"),
+        w["errors"].as_u64().unwrap_or(0),
+        w["retransmits"].as_u64().unwrap_or(0),
+    );
+    let fb = &w["latency_us"]["first_byte"];
+    if fb["count"].as_u64().unwrap_or(0) > 0 {
+        let _ = write!(
+            o,
+            "; first byte p50 {} us, p99 {} us, max {} us",
+            fb["p50"], fb["p99"], fb["max"]
+        );
+    }
+    o
 }

@@ -5,7 +5,7 @@
 //! progress is published through [`Live`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use squall_astf::sched::SchedConfig;
@@ -133,6 +133,17 @@ pub struct Live {
     pub server_tx_frames: AtomicU64,
     pub server_rx_frames: AtomicU64,
     pub server_alloc_fail: AtomicU64,
+    /// Frames sent by the client / server side's port (published with the figures above;
+    /// read by the time series for Mpps).
+    pub tx_frames: AtomicU64,
+    pub server_frames: AtomicU64,
+    /// Wall time of the worker's loop turns that did work, and of all its turns (ns;
+    /// single-threaded workers and shards): the core's load is their ratio.
+    pub busy_ns: AtomicU64,
+    pub loop_ns: AtomicU64,
+    /// The shards of a `--cores N` run, each publishing its own figures (set once by
+    /// [`crate::shards::run_shards`] before they start; the time series reads them).
+    pub shards: OnceLock<Vec<Arc<Live>>>,
     pub done: AtomicBool,
     /// Live control of the run (`squall daemon`); unused by `squall run`.
     pub ctl: Control,
@@ -151,6 +162,10 @@ pub struct Control {
     mult_seq: AtomicU64,
     /// Publish per-side snapshots for live statistics.
     pub snapshots: AtomicBool,
+    /// With `snapshots`: publish only when a reader asks ([`Snapshot::request`]), not
+    /// every [`SNAP_NS`] (`squall run` reads once a second; a report costs about a
+    /// millisecond with W1's histograms).
+    pub on_request: AtomicBool,
     pub client: Snapshot,
     pub server: Snapshot,
 }
@@ -159,7 +174,15 @@ pub struct Control {
 #[derive(Debug, Default)]
 pub struct Snapshot {
     last_ns: AtomicU64,
+    requested: AtomicBool,
     pub report: Mutex<Option<SideReport>>,
+}
+
+impl Snapshot {
+    /// Asks the worker for a fresh report at its next publication (within 10 ms).
+    pub fn request(&self) {
+        self.requested.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Period of the live snapshots.
@@ -194,14 +217,26 @@ impl Control {
     }
     /// Publishes `s`'s report into `slot` if snapshots are on and one is due.
     fn publish(&self, slot: &Snapshot, s: &Side<MemPort>, cpu0: u64, now: u64) {
-        if !self.snapshots.load(Ordering::Relaxed)
-            || now.saturating_sub(slot.last_ns.load(Ordering::Relaxed)) < SNAP_NS
-        {
+        if !self.snapshots.load(Ordering::Relaxed) {
+            return;
+        }
+        let asked = slot.requested.load(Ordering::Relaxed);
+        let due = if self.on_request.load(Ordering::Relaxed) {
+            asked
+        } else {
+            asked || now.saturating_sub(slot.last_ns.load(Ordering::Relaxed)) >= SNAP_NS
+        };
+        if !due {
             return;
         }
         if let Ok(mut g) = slot.report.try_lock() {
-            *g = Some(report(s, thread_cpu_ns().saturating_sub(cpu0)));
+            let cpu = thread_cpu_ns().saturating_sub(cpu0);
+            match g.as_mut() {
+                Some(r) => report_into(r, s, cpu),
+                None => *g = Some(report(s, cpu)),
+            }
             slot.last_ns.store(now, Ordering::Relaxed);
+            slot.requested.store(false, Ordering::Relaxed);
         }
     }
 }
@@ -213,21 +248,32 @@ pub(crate) fn publish_client<P: Port>(live: &Live, s: &Side<P>) {
     live.errors
         .store(s.gen.app.stats.errors(), Ordering::Relaxed);
     live.active.store(s.gen.app.live, Ordering::Relaxed);
-    live.wire_bytes
-        .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
+    let ps = s.node.port.stats();
+    live.wire_bytes.store(ps.tx_bytes, Ordering::Relaxed);
+    live.tx_frames.store(ps.tx_frames, Ordering::Relaxed);
 }
 
 pub(crate) fn publish_server<P: Port>(live: &Live, s: &Side<P>) {
     live.server_errors
         .store(s.gen.app.stats.errors(), Ordering::Relaxed);
-    live.server_wire_bytes
-        .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
+    let ps = s.node.port.stats();
+    live.server_wire_bytes.store(ps.tx_bytes, Ordering::Relaxed);
+    live.server_frames.store(ps.tx_frames, Ordering::Relaxed);
 }
 
 fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
-    SideReport {
+    let mut r = SideReport::default();
+    report_into(&mut r, s, cpu_ns);
+    r
+}
+
+/// [`report`] into `out`, reusing its histograms (the live snapshots).
+fn report_into(out: &mut SideReport, s: &Side<MemPort>, cpu_ns: u64) {
+    let mut app = std::mem::take(&mut out.app);
+    s.stats_into(&mut app);
+    *out = SideReport {
         tcp: s.node.tcp.counters().clone(),
-        app: s.stats(),
+        app,
         port: s.node.port.stats(),
         impair: s.node.port.impair_stats(),
         cpu_ns,
@@ -236,7 +282,7 @@ fn report(s: &Side<MemPort>, cpu_ns: u64) -> SideReport {
         udp_live_end: s.gen.udp.live,
         peak_active: s.gen.app.peak_live,
         throttled_turns: 0,
-    }
+    };
 }
 
 /// Frames in each side's pool of the wire: a bounded, cache-hot set like a NIC's TX
@@ -566,6 +612,8 @@ pub(crate) fn run_single(
                     last_pub = now;
                     publish_client(live, &c);
                     publish_server(live, &s);
+                    live.busy_ns.store(busy.busy_ns, Ordering::Relaxed);
+                    live.loop_ns.store(busy.all_ns, Ordering::Relaxed);
                     live.ctl.publish(&live.ctl.client, &c, cpu0, now);
                     live.ctl.publish(&live.ctl.server, &s, cpu0, now);
                 }

@@ -33,6 +33,15 @@ pub fn run_shards(
     // their sides (a frame pool and two flow tables each).
     let t0 = clock.now_ns() + START_LEAD_NS * u64::from(n.min(8));
     let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
+    let (snapshots, on_request) = (
+        live.ctl.snapshots.load(Ordering::Relaxed),
+        live.ctl.on_request.load(Ordering::Relaxed),
+    );
+    for l in &lives {
+        l.ctl.snapshots.store(snapshots, Ordering::Relaxed);
+        l.ctl.on_request.store(on_request, Ordering::Relaxed);
+    }
+    let _ = live.shards.set(lives.clone());
     let mut workers = Vec::with_capacity(n as usize);
     for k in 0..n {
         let (p, c, l) = (profile.clone(), cfg.clone(), lives[k as usize].clone());
@@ -99,6 +108,10 @@ fn sum_live(live: &Live, lives: &[Arc<Live>]) {
         .store(sum(|l| &l.server_errors), Ordering::Relaxed);
     live.server_wire_bytes
         .store(sum(|l| &l.server_wire_bytes), Ordering::Relaxed);
+    live.tx_frames
+        .store(sum(|l| &l.tx_frames), Ordering::Relaxed);
+    live.server_frames
+        .store(sum(|l| &l.server_frames), Ordering::Relaxed);
 }
 
 /// Adds shard result `b` into `a`: counters, histograms and CPU times summed; the run
@@ -116,7 +129,7 @@ pub(crate) fn merge_result(a: &mut RunResult, b: &RunResult) {
 
 /// Adds one side's report into another. `peak_active` becomes the sum of the shards'
 /// peaks (an upper bound of the run's peak: the shards' peaks need not coincide).
-fn merge_side(a: &mut SideReport, b: &SideReport) {
+pub(crate) fn merge_side(a: &mut SideReport, b: &SideReport) {
     a.tcp.add(&b.tcp);
     a.app.merge(&b.app);
     a.port.add(&b.port);

@@ -106,8 +106,23 @@ counters! {
 }
 
 /// A latency histogram in microseconds.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct LatHist(pub Histogram<u64>);
+
+/// `clone_from` keeps the destination's counts array (a copy, no allocation): the live
+/// snapshots of a run refresh their reports in place.
+impl Clone for LatHist {
+    fn clone(&self) -> Self {
+        LatHist(self.0.clone())
+    }
+    fn clone_from(&mut self, src: &Self) {
+        self.0.reset();
+        // Same bounds: a plain copy of the counts into the emptied histogram.
+        if self.0.add(&src.0).is_err() {
+            *self = src.clone();
+        }
+    }
+}
 
 impl Default for LatHist {
     fn default() -> Self {
@@ -137,6 +152,20 @@ impl LatHist {
             self.0.max(),
         ]
     }
+    /// Counts per bucket: `bounds_us[i]` is bucket i's upper bound (inclusive), the last
+    /// element counts the values above every bound. Also returns the sum of the values.
+    pub fn buckets(&self, bounds_us: &[u64]) -> (Vec<u64>, f64) {
+        let mut counts = vec![0u64; bounds_us.len() + 1];
+        let mut sum = 0f64;
+        for v in self.0.iter_recorded() {
+            let us = self.0.median_equivalent(v.value_iterated_to());
+            let n = v.count_at_value();
+            sum += us as f64 * n as f64;
+            let i = bounds_us.partition_point(|&b| b < us);
+            counts[i] += n;
+        }
+        (counts, sum)
+    }
     pub fn merge(&mut self, o: &LatHist) {
         // Same bounds everywhere; an add error can only come from saturation.
         let _ = self.0.add(&o.0);
@@ -144,7 +173,7 @@ impl LatHist {
 }
 
 /// Latencies of one template group, measured on the client from the scheduled start.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Latency {
     /// SYN scheduled -> handshake done.
     pub connect: LatHist,
@@ -157,6 +186,28 @@ pub struct Latency {
     pub req_first_byte: LatHist,
     /// HTTP, per request: request queued -> last byte of its response.
     pub req_last_byte: LatHist,
+}
+
+impl Clone for Latency {
+    fn clone(&self) -> Self {
+        let mut l = Latency::default();
+        l.clone_from(self);
+        l
+    }
+    fn clone_from(&mut self, src: &Self) {
+        let Latency {
+            connect,
+            first_byte,
+            last_byte,
+            req_first_byte,
+            req_last_byte,
+        } = src;
+        self.connect.clone_from(connect);
+        self.first_byte.clone_from(first_byte);
+        self.last_byte.clone_from(last_byte);
+        self.req_first_byte.clone_from(req_first_byte);
+        self.req_last_byte.clone_from(req_last_byte);
+    }
 }
 
 impl Latency {
@@ -255,7 +306,7 @@ impl HttpStats {
 }
 
 /// Statistics of one template group.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct TgStats {
     pub c: TgCounters,
     pub lat: Latency,
@@ -263,8 +314,24 @@ pub struct TgStats {
     pub http: HttpStats,
 }
 
+impl Clone for TgStats {
+    fn clone(&self) -> Self {
+        TgStats {
+            c: self.c.clone(),
+            lat: self.lat.clone(),
+            http: self.http.clone(),
+        }
+    }
+    fn clone_from(&mut self, src: &Self) {
+        let TgStats { c, lat, http } = src;
+        self.c.clone_from(c);
+        self.lat.clone_from(lat);
+        self.http.clone_from(http);
+    }
+}
+
 /// Statistics of one side (all template groups plus side-wide errors).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct SideStats {
     pub tg: Vec<TgStats>,
     /// Accepted connections that matched no template (reset).
@@ -283,6 +350,36 @@ pub struct SideStats {
     /// Retransmission events (timeouts and fast retransmits) of each template's flows,
     /// by template index (shorter when the last templates had none).
     pub retransmits: Vec<u64>,
+}
+
+/// `clone_from` reuses the groups' histograms (see [`LatHist`]).
+impl Clone for SideStats {
+    fn clone(&self) -> Self {
+        let mut s = SideStats::default();
+        s.clone_from(self);
+        s
+    }
+    fn clone_from(&mut self, src: &Self) {
+        // Every field named: a new field fails to compile until it is copied here.
+        let SideStats {
+            tg,
+            no_template,
+            l7_no_match,
+            send_errors,
+            udp,
+            translated,
+            translated_from,
+            retransmits,
+        } = src;
+        self.tg.clone_from(tg);
+        self.no_template = *no_template;
+        self.l7_no_match = *l7_no_match;
+        self.send_errors = *send_errors;
+        self.udp.clone_from(udp);
+        self.translated = *translated;
+        self.translated_from = *translated_from;
+        self.retransmits.clone_from(retransmits);
+    }
 }
 
 impl SideStats {
@@ -395,6 +492,29 @@ mod tests {
         // 404, 503 and 101 took places: 3 of b's codes no longer fit, plus b's own 3.
         assert_eq!(a.codes_other, 6);
         assert_eq!(a.class.iter().sum::<u64>(), 5 + MAX_HTTP_CODES as u64 + 3);
+    }
+
+    #[test]
+    fn clone_from_copies_in_place() {
+        let mut src = SideStats::new(2);
+        src.tg[1].c.started = 5;
+        src.tg[1].lat.first_byte.record_ns(7_000);
+        src.no_template = 2;
+        src.count_retransmit(3);
+        let mut dst = SideStats::new(3);
+        dst.tg[0].lat.connect.record_ns(9_000_000);
+        dst.udp.udps_nomem = 4;
+        dst.clone_from(&src);
+        assert_eq!(dst.tg.len(), 2);
+        assert_eq!(dst.tg[0].lat.connect.count(), 0, "old counts gone");
+        assert_eq!(
+            dst.tg[1].lat.first_byte.summary(),
+            src.tg[1].lat.first_byte.summary()
+        );
+        assert_eq!(dst.tg[1].c, src.tg[1].c);
+        assert_eq!((dst.no_template, dst.udp.udps_nomem), (2, 0));
+        assert_eq!(dst.retransmits, [0, 0, 0, 1]);
+        assert_eq!(dst.clone().tg[1].lat.first_byte.count(), 1);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+
 fn squall() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_squall"));
     c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")));
@@ -422,4 +424,308 @@ fn serve_usage_errors_say_what_is_wrong() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("[serve] bogus: `squall serve` has no such option"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue #14: a real-time run's JSON carries one sample per second whose figures add up
+/// to the run's totals.
+#[test]
+fn real_time_json_has_a_per_second_series() {
+    let json = std::env::temp_dir().join(format!("squall-series-{}.json", std::process::id()));
+    let args = [
+        "--duration",
+        "3",
+        "--mult",
+        "500",
+        "--cores",
+        "2",
+        "--drain-sec",
+        "1",
+    ];
+    let (_, v) = common::run_w1_json(&json, &args);
+    let _ = std::fs::remove_file(&json);
+    let series = v["series"].as_array().expect("series array");
+    assert!((3..=6).contains(&series.len()), "{} samples", series.len());
+    let started = v["client"]["flows"]["started"].as_f64().unwrap();
+    let opened: f64 = series
+        .iter()
+        .map(|s| s["cps"].as_f64().unwrap() * s["dt"].as_f64().unwrap())
+        .sum();
+    assert!(
+        (opened - started).abs() < 0.01 * started + 2.0,
+        "{opened} vs {started}"
+    );
+    let completed: u64 = series
+        .iter()
+        .flat_map(|s| s["groups"].as_array().unwrap().iter())
+        .map(|g| g["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        completed,
+        v["client"]["flows"]["completed"].as_u64().unwrap()
+    );
+    let measured: u64 = series
+        .iter()
+        .map(|s| s["latency_us"]["first_byte"]["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        measured, completed,
+        "each flow's latency in exactly one second"
+    );
+    let mid = &series[1];
+    assert!(mid["cps"].as_f64().unwrap() > 400.0, "{mid}");
+    assert!(mid["wire_gbps"].as_f64().unwrap() > 0.0);
+    assert!(mid["mpps"].as_f64().unwrap() > 0.0);
+    assert_eq!(mid["retransmits"], 0);
+    let cores = mid["cores"].as_array().unwrap();
+    assert_eq!(cores.len(), 2);
+    assert!(
+        cores.iter().all(|c| c["cps"].as_f64().unwrap() > 100.0),
+        "{mid}"
+    );
+    assert_eq!(
+        series.last().unwrap()["completed"],
+        v["client"]["flows"]["completed"]
+    );
+}
+
+fn sim_w1(extra: &[&str]) -> std::process::Output {
+    squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--sim",
+            "--duration",
+            "1",
+            "--mult",
+            "20",
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Issue #14: `--assert` decides the exit status; each assertion is reported.
+#[test]
+fn assertions_pass_fail_and_bad_expressions() {
+    let out = sim_w1(&[
+        "--assert",
+        "errors == 0",
+        "--assert",
+        "completed == 20",
+        "--assert",
+        "ttfb.p99 < 1s",
+        "--assert",
+        "cps >= 0.95 * target",
+        "--assert",
+        "groups.http.client.completed == client.flows.completed",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(stdout.matches("assert ok: ").count(), 5, "{stdout}");
+
+    let out = sim_w1(&["--assert", "errors == 0", "--assert", "completed > 20"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("assert FAILED: completed > 20: left 20, right 20 (completed = 20)"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 of 2 assertion(s) failed"));
+
+    // Mistakes stop before the run (exit 2) and say what to write.
+    for (e, want) in [
+        ("errors = 0", "use '=='"),
+        ("ttfb.p99 < 2 fortnights", "unexpected text"),
+        ("ttfb.p99 < 2xs", "unknown unit 'xs'"),
+        ("latency > 1", "unknown figure 'latency'"),
+        ("rates > 1", "not a number but an object"),
+    ] {
+        let out = sim_w1(&["--assert", e]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{e}: {stderr}");
+        assert!(stderr.contains(want), "{e}: {stderr}");
+        assert!(out.stdout.is_empty(), "{e}: the run started");
+    }
+    let out = sim_w1(&["--warmup", "0.5"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("real-time run"));
+}
+
+/// Issue #14: --warmup/--cooldown measure a window of the run; the aliases read it.
+#[test]
+fn warmup_and_cooldown_window_the_figures() {
+    let json = std::env::temp_dir().join(format!("squall-window-{}.json", std::process::id()));
+    let (stdout, v) = common::run_w1_json(
+        &json,
+        &[
+            "--duration",
+            "4",
+            "--mult",
+            "400",
+            "--drain-sec",
+            "1",
+            "-q",
+            "--warmup",
+            "1",
+            "--cooldown",
+            "1",
+            "--assert",
+            "window.seconds > 1.5",
+            "--assert",
+            "cps == window.cps",
+            "--assert",
+            "cps > 0.9 * target",
+        ],
+    );
+    assert!(stdout.contains("measurement window 1.0-3.0 s"), "{stdout}");
+    let _ = std::fs::remove_file(&json);
+    let w = &v["window"];
+    let secs = w["seconds"].as_f64().unwrap();
+    assert!((1.9..2.2).contains(&secs), "{w}");
+    let fb = w["latency_us"]["first_byte"]["count"].as_f64().unwrap();
+    let all = v["latency_us"]["first_byte"]["count"].as_f64().unwrap();
+    assert!(
+        fb > 0.35 * all && fb < 0.65 * all,
+        "window {fb} of {all} flows"
+    );
+    assert_eq!(v["assertions"].as_array().unwrap().len(), 3);
+}
+
+/// GET `path` from `addr` (HTTP/1.0); the status line and the body.
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    let (head, body) = r.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// Issue #14: `--metrics` serves the Prometheus text format during the run, scraped here
+/// and read back with a strict parser.
+#[test]
+fn metrics_endpoint_is_scraped_during_the_run() {
+    use std::io::{BufRead, BufReader};
+    let mut child = squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--duration",
+            "4",
+            "--mult",
+            "500",
+            "--drain-sec",
+            "1",
+            "--cores",
+            "2",
+            "--metrics",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("squall: metrics at http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    // Two progress lines: two samples taken.
+    for _ in 0..2 {
+        line.clear();
+        err.read_line(&mut line).unwrap();
+    }
+    let (status, body) = http_get(&addr, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    let m = squall::metrics::parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}"));
+    let get = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        squall::metrics::find(&m, name, labels)
+            .unwrap_or_else(|| panic!("{name} {labels:?} missing in\n{body}"))
+    };
+    assert_eq!(get("squall_up", &[]), 1.0);
+    let started = get("squall_flows_started_total", &[]);
+    assert!(started > 400.0, "{started}");
+    assert!(get("squall_cps", &[]) > 300.0);
+    assert!(get("squall_wire_bytes_total", &[("side", "server")]) > 0.0);
+    assert_eq!(
+        get(
+            "squall_flow_errors_total",
+            &[("side", "client"), ("kind", "aborted")]
+        ),
+        0.0
+    );
+    let fb = [("group", "http"), ("phase", "first_byte")];
+    let count = get("squall_latency_seconds_count", &fb);
+    assert!(count > 0.0 && count <= started);
+    assert_eq!(
+        get(
+            "squall_latency_seconds_bucket",
+            &[fb[0], fb[1], ("le", "+Inf")]
+        ),
+        count
+    );
+    assert!(get("squall_core_load_ratio", &[("core", "1")]) > 0.0);
+    let (status, _) = http_get(&addr, "/nope");
+    assert!(status.contains("404"), "{status}");
+    assert!(child.wait().unwrap().success());
+}
+
+/// Issue #14: help that teaches: examples in every command's --help, shell completions, a
+/// man page, and usage errors that say where to look.
+#[test]
+fn help_completions_and_man_pages() {
+    for sub in ["run", "validate", "report", "daemon", "completions", "man"] {
+        let out = squall().args([sub, "--help"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{sub}");
+        assert!(
+            text.contains("\nExamples:\n") && text.contains("\n  squall "),
+            "{sub} --help has no example:\n{text}"
+        );
+    }
+    let top = squall().arg("--help").output().unwrap();
+    assert!(String::from_utf8_lossy(&top.stdout).contains("squall report out.json"));
+    for (shell, want) in [
+        ("bash", "_squall()"),
+        ("zsh", "#compdef squall"),
+        ("fish", "complete -c squall"),
+    ] {
+        let out = squall().args(["completions", shell]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains(want), "{shell}");
+        assert!(
+            text.contains("warmup") && text.contains("metrics"),
+            "{shell}: run options"
+        );
+    }
+    let out = squall().arg("man").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(".TH squall 1") && text.contains("report"),
+        "{text:.300}"
+    );
+    let dir = std::env::temp_dir().join(format!("squall-man-{}", std::process::id()));
+    let out = squall().args(["man", "--dir"]).arg(&dir).output().unwrap();
+    assert!(out.status.success());
+    let run = std::fs::read_to_string(dir.join("squall-run.1")).unwrap();
+    assert!(
+        run.contains("assert") && run.contains("Examples"),
+        "{run:.300}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    let out = squall()
+        .args(["run", "../../examples/w1-astf-http.json", "--duration=-1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err.contains("--duration must be") && err.contains("squall help COMMAND"),
+        "{err}"
+    );
 }

@@ -344,3 +344,67 @@ fn udp_profile_runs_under_the_daemon() {
     assert_eq!(st["clean"], true, "{st}");
     shutdown(&mut d, &mut r);
 }
+
+/// Issue #14: `squall daemon --metrics` serves the current run's figures (Prometheus text
+/// format), and the last run's once it ended (`squall_up 0`).
+#[test]
+fn daemon_serves_prometheus_metrics() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_squall"))
+        .args([
+            "daemon",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics",
+            "127.0.0.1:0",
+        ])
+        .current_dir(manifest())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn squall daemon");
+    let mut line = String::new();
+    // Kept open to the end: the daemon writes to stderr when it shuts down.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    stderr.read_line(&mut line).unwrap();
+    let maddr = line
+        .trim()
+        .strip_prefix("squall: metrics at http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    line.clear();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.trim().rsplit(' ').next().unwrap().to_string();
+    let mut d = Daemon { child, addr };
+    let mut r = tcp(&d);
+    let scrape = || -> Vec<squall::metrics::MetricSample> {
+        let mut s = TcpStream::connect(&maddr).unwrap();
+        write!(s, "GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut s, &mut t).unwrap();
+        let body = t.split_once("\r\n\r\n").unwrap().1.to_string();
+        squall::metrics::parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}"))
+    };
+    let get = |m: &[squall::metrics::MetricSample], name: &str| -> f64 {
+        m.iter().find(|x| x.0 == name).map(|x| x.2).unwrap_or(-1.0)
+    };
+    r.ok("load_profile", json!({"path": w1()}));
+    r.ok("start", json!({"mult": 100, "duration": 2.5}));
+    std::thread::sleep(Duration::from_millis(2200));
+    let m = scrape();
+    assert_eq!(get(&m, "squall_up"), 1.0);
+    assert!(get(&m, "squall_flows_started_total") > 50.0);
+    let w = r.ok("wait_on_traffic", json!({"timeout": 30}));
+    assert_eq!(w["finished"], true);
+    let st = r.ok("get_stats", json!({}));
+    let m = scrape();
+    assert_eq!(get(&m, "squall_up"), 0.0);
+    assert_eq!(
+        get(&m, "squall_flows_completed_total"),
+        st["client"]["flows"]["completed"].as_f64().unwrap()
+    );
+    shutdown(&mut d, &mut r);
+    drop(stderr);
+}

@@ -80,6 +80,19 @@ pub struct Service {
     st: Mutex<State>,
     ended: Condvar,
     pub shutdown: AtomicBool,
+    /// The Prometheus endpoint (`squall daemon --metrics`): the current (or last) run's
+    /// figures, updated once a second by its monitor thread.
+    pub metrics: Option<squall::metrics::Exporter>,
+}
+
+impl Service {
+    /// A service whose runs also feed this Prometheus endpoint.
+    pub fn with_metrics(metrics: Option<squall::metrics::Exporter>) -> Self {
+        Service {
+            metrics,
+            ..Service::default()
+        }
+    }
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -505,6 +518,7 @@ impl Service {
 
     /// Runs the engine, samples interval rates until it ends, then stores the result.
     fn monitor(self: Arc<Self>, id: u64, prof: Arc<Profile>, cfg: RunConfig, live: Arc<Live>) {
+        let prof_names = prof.tg_names.clone();
         let (p2, c2, l2) = (prof, cfg, live.clone());
         let h = std::thread::Builder::new()
             .name("squall-run".into())
@@ -514,9 +528,18 @@ impl Service {
             Err(e) => return self.finish(id, Err(format!("cannot start the engine thread: {e}"))),
         };
         let mut last = (0u64, 0u64, Instant::now());
+        let t0 = Instant::now();
+        let mut series = squall::series::Series::new(prof_names);
+        let mut turns = 0u32;
         while !h.is_finished() {
             std::thread::sleep(SAMPLE);
             let now = Instant::now();
+            turns += 1;
+            if let Some(m) = self.metrics.as_ref().filter(|_| turns.is_multiple_of(4)) {
+                let t = now.duration_since(t0).as_secs_f64();
+                series.push(squall::series::Reading::read(&live, t));
+                m.update(squall::metrics::render(&series, true));
+            }
             let started = live.started.load(Ordering::Relaxed);
             let wire = live.wire_bytes.load(Ordering::Relaxed)
                 + live.server_wire_bytes.load(Ordering::Relaxed);
@@ -534,6 +557,16 @@ impl Service {
             Ok(r) => r,
             Err(_) => Err("engine thread panicked".into()),
         };
+        if let Some(m) = &self.metrics {
+            series.push(squall::series::Reading::read(
+                &live,
+                t0.elapsed().as_secs_f64(),
+            ));
+            if let Ok(res) = &r {
+                series.finish(&res.client, &res.server);
+            }
+            m.update(squall::metrics::render(&series, false));
+        }
         self.finish(id, r);
     }
 

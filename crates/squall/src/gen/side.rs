@@ -617,11 +617,17 @@ impl<P: Port> Side<P> {
     /// The side's statistics with the node's UDP drops folded in under their TRex names
     /// (the node checks datagrams before the generator sees them).
     pub fn stats(&self) -> SideStats {
-        let mut s = self.gen.app.stats.clone();
+        let mut s = SideStats::default();
+        self.stats_into(&mut s);
+        s
+    }
+
+    /// [`Side::stats`] into `s`, reusing its histograms (no allocation once sized).
+    pub fn stats_into(&self, s: &mut SideStats) {
+        s.clone_from(&self.gen.app.stats);
         let u = &self.node.udp.stats;
         s.udp.udps_badsum += u.rx_bad_sum;
         s.udp.udps_hdrops += u.rx_bad_hdr;
-        s
     }
 
     /// Gives every frame this side still holds back to the port.

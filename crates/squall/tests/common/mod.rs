@@ -50,3 +50,25 @@ pub fn assert_clean(r: &RunResult) {
         r.server.app.total()
     );
 }
+
+/// `squall run` of the W1 profile (real time) with `args` and `--json FILE`: checks that
+/// it exits 0 and returns (stdout, the results).
+pub fn run_w1_json(file: &Path, args: &[&str]) -> (String, serde_json::Value) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_squall"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args(["run", "../../examples/w1-astf-http.json"])
+        .args(args)
+        .arg("--json")
+        .arg(file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    (stdout, v)
+}

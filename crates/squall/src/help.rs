@@ -1,0 +1,75 @@
+//! The examples shown by `--help` of each command, and `squall man` (clap_mangen).
+
+use std::path::Path;
+
+pub const MAIN: &str = "\
+Examples:
+  squall run examples/w1-astf-http.json --duration 10 --mult 20000
+  squall run my.py -t size=4096 --json out.json --assert 'errors == 0'
+  squall report out.json -o report.html
+  squall validate my-profile.json
+  squall daemon --listen 127.0.0.1:4501 --metrics 127.0.0.1:9464
+  squall completions bash > /etc/bash_completion.d/squall
+
+Manual: docs/USAGE.md (options), docs/OPERATING.md (screens, metrics, CI), docs/PROFILE.md.";
+
+pub const RUN: &str = "\
+Examples:
+  # Both sides in this process over the memory wire, 10 s at 20,000 CPS (W1 x 20000):
+  squall run examples/w1-astf-http.json --duration 10 --mult 20000
+  # 4 cores, results with the per-second series, a Prometheus endpoint while it runs:
+  squall run examples/w1-astf-http.json --cores 4 --json out.json --metrics 127.0.0.1:9464
+  # A CI gate: leave 5 s of ramp-up and 5 s of tail out, fail on thresholds (exit 1):
+  squall run examples/w1-astf-http.json -d 60 -m 20000 --warmup 5 --cooldown 5 -q \\
+      --assert 'errors == 0' --assert 'ttfb.p99 < 2ms' --assert 'cps >= 0.95 * target'
+  # Reproducible: virtual clock, capture the first 10 flows:
+  squall run examples/w1-astf-http.json --sim --pcap first.pcap
+  # Client side on a real interface (root), the server elsewhere:
+  squall run examples/w1-astf-http.json --iface afpacket:eth1 --mode client
+
+On a terminal a live view replaces the progress line (keys 1/2/3 switch screens, q stops).
+Exit status: 0 clean, 1 errors/violated invariants/failed assertions, 2 bad profile or options.";
+
+pub const VALIDATE: &str = "\
+Examples:
+  squall validate examples/w1-astf-http.json
+  squall validate my-profile.py -t size=1000
+
+Exit status 2 with every error and its JSON path when the profile is invalid.";
+
+pub const REPORT: &str = "\
+Examples:
+  squall run examples/w1-astf-http.json --json before.json
+  squall report before.json -o report.html
+  # Before/after a change of the device under test, side by side (B vs A in percent):
+  squall report before.json after.json -o compare.html
+  # PNG charts for docs (needs chromium):
+  squall report before.json --png charts/";
+
+pub const COMPLETIONS: &str = "\
+Examples:
+  squall completions bash > ~/.local/share/bash-completion/completions/squall
+  squall completions zsh > ~/.zfunc/_squall      # with fpath+=(~/.zfunc) in ~/.zshrc
+  squall completions fish > ~/.config/fish/completions/squall.fish";
+
+pub const MAN: &str = "\
+Examples:
+  squall man | man -l -
+  squall man --dir /usr/local/share/man/man1";
+
+pub const DAEMON: &str = "\
+Examples:
+  squall daemon                                     # JSON-RPC on 127.0.0.1:4501
+  squall daemon --unix /run/squall.sock --metrics 127.0.0.1:9464
+  # From Python: squall.Client(\"127.0.0.1:4501\") (docs/API.md, docs/PYTHON.md)";
+
+/// Writes the manual: the main page on stdout, or one page per command into `dir`.
+pub fn man(cmd: clap::Command, dir: Option<&Path>) -> std::io::Result<()> {
+    match dir {
+        None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout()),
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            clap_mangen::generate_to(cmd, d)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The live view of `squall run` on a terminal, driven in a tmux pane (Debian's tmux,
+//! scripts/deps.sh test): the screens show the run's figures, keys switch them, `q` stops
+//! the generation early and the summary still follows.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A private tmux server (its own socket), killed on drop.
+struct Tmux {
+    sock: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.sock])
+            .args(args)
+            .output()
+            .expect("tmux (scripts/deps.sh test)");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    fn capture(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "live"])
+    }
+    /// Captures until `want` shows (or panics after `secs`).
+    fn wait_for(&self, want: &str, secs: u64) -> String {
+        let t = Instant::now();
+        loop {
+            let c = self.capture();
+            if c.contains(want) {
+                return c;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(secs),
+                "no {want:?} in\n{c}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.sock, "kill-server"])
+            .output();
+    }
+}
+
+#[test]
+fn live_view_in_tmux_shows_the_run_and_q_stops_it() {
+    let dir = std::env::temp_dir().join(format!("squall-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let summary = dir.join("summary.txt");
+    let cmd = format!(
+        "{} run ../../examples/w1-astf-http.json --duration 30 --mult 300 --cores 2 --drain-sec 1 --json {} > {}",
+        env!("CARGO_BIN_EXE_squall"),
+        json.display(),
+        summary.display()
+    );
+    let t = Tmux {
+        sock: format!("squall-live-{}", std::process::id()),
+    };
+    let cwd = Path::new(env!("CARGO_MANIFEST_DIR")).display().to_string();
+    t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "live",
+        "-x",
+        "120",
+        "-y",
+        "32",
+        "-c",
+        &cwd,
+        &cmd,
+    ]);
+    let started = Instant::now();
+    let c = t.wait_for("Rates (last second)", 20);
+    assert!(
+        c.contains("1 Overview") && c.contains("(target 300)"),
+        "{c}"
+    );
+    assert!(
+        c.contains("Latency (last second)") && c.contains("first_byte"),
+        "{c}"
+    );
+    assert!(c.contains("Errors by kind") && c.contains("none"), "{c}");
+    let c = t.wait_for("active flows", 5);
+    let cps_line = c.lines().find(|l| l.contains("CPS ")).unwrap_or("");
+    assert!(cps_line.contains("CPS"), "{c}");
+    t.cmd(&["send-keys", "-t", "live", "3"]);
+    let c = t.wait_for("core 1", 5);
+    assert!(c.contains("load "), "{c}");
+    t.cmd(&["send-keys", "-t", "live", "2"]);
+    let c = t.wait_for("ttfb p99 us", 5);
+    assert!(c.contains("http"), "{c}");
+    t.cmd(&["send-keys", "-t", "live", "q"]);
+    // The generation stops at once; the flows drain; the summary follows.
+    let t0 = Instant::now();
+    while !json.is_file() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the run did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "q did not stop the generation"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let out = std::fs::read_to_string(&summary).unwrap();
+    assert!(out.contains("result: CLEAN"), "{out}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let opened = v["client"]["flows"]["started"].as_u64().unwrap();
+    assert!(
+        opened > 0 && opened < 30 * 300 / 2,
+        "{opened} flows: not stopped early"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
