@@ -186,8 +186,9 @@ fn ndp_json(i: &Icmpv6Packet<&[u8]>) -> Option<String> {
                 None => o.null("prefix"),
             }
         }
-        Icmpv6Repr::PacketTooBig { mtu, .. } => Obj::new().num("mtu", mtu),
-        Icmpv6Repr::Echo { .. } | Icmpv6Repr::RouterSolicit { .. } => return None,
+        Icmpv6Repr::Echo { .. }
+        | Icmpv6Repr::RouterSolicit { .. }
+        | Icmpv6Repr::PacketTooBig { .. } => return None,
     };
     Some(j.end())
 }
@@ -254,6 +255,9 @@ fn l4_json<A: squall_wire::checksum::PseudoHeader>(
                 .num("payload_len", i.payload().len() as u64);
             if let Some(n) = ndp_json(&i) {
                 j = j.raw("ndp", &n);
+            }
+            if i.msg_type() == icmpv6::msg_type::PACKET_TOO_BIG {
+                j = j.num("mtu", i.word1());
             }
             o.raw("icmpv6", &j.end())
         }
@@ -848,7 +852,7 @@ fn ipv6_frames() -> Vec<Built> {
     for (i, vlan) in [None, Some(VlanTag::new(6))].into_iter().enumerate() {
         let u = UdpRepr {
             src_port: 5300 + i as u16,
-            dst_port: 53,
+            dst_port: 5001,
         };
         let pl = payload(17 + i, 1);
         let frame = ipv6_frame(vlan, IP6_A, IP6_B, 64, IpProtocol::UDP, &[], |b| {
@@ -982,6 +986,9 @@ fn ipv6_frames() -> Vec<Built> {
         }
         if let Some(n) = ndp_json(&i) {
             d = d.raw("ndp", &n);
+        }
+        if let Icmpv6Repr::PacketTooBig { mtu, invoking } = r {
+            d = d.num("mtu", mtu).num("payload_len", invoking.len() as u64);
         }
         out.push(Built {
             frame,
