@@ -46,6 +46,8 @@ pub fn classify(d: &[u8]) -> Class {
             _ => Class::OtherIp,
         },
         ETHERTYPE_ARP => Class::Arp,
+        // TCP right after the fixed header: the host's own parser checks the rest.
+        ETHERTYPE_IPV6 if d[20] == IP_PROTO_TCP => Class::Tcp,
         ETHERTYPE_IPV6 => Class::Ipv6,
         _ => Class::OtherEther,
     }

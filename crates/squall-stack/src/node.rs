@@ -502,6 +502,12 @@ impl<P: Port> Node<P> {
                             counters.rx_icmpv6 += 1;
                             on_icmpv6(d, &i, *mac, icmp6, neigh6, &mut sink!());
                         }
+                        Ok((true, i)) if i.proto == IpProtocol::TCP => {
+                            // behind extension headers (TCP right after the fixed
+                            // header took the burst path)
+                            counters.rx_tcp += 1;
+                            tcp.rx(now, d, app, &mut sink!());
+                        }
                         Ok((true, _)) => {
                             counters.rx_other_ip += 1;
                             ip6.other_proto += 1;

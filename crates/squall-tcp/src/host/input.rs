@@ -4,7 +4,7 @@
 use super::*;
 
 impl TcpHost {
-    /// Processes one received frame (Ethernet + IPv4 + TCP).
+    /// Processes one received frame (Ethernet + IPv4 + TCP, or Ethernet + IPv6 + TCP).
     pub fn rx<A: TcpApp, S: TxSink>(&mut self, now: u64, frame: &[u8], app: &mut A, tx: &mut S) {
         self.now = now;
         self.resume_first(tx);
@@ -68,16 +68,20 @@ impl TcpHost {
         self.counters.tcps_rcvtotal += 1;
         let seg = match pkt::parse_opt(frame, self.cfg.rx_checksum) {
             Ok(s) => s,
+            Err(pkt::RxError::NotTcp) if frame.get(12..14) == Some(&[0x86, 0xdd]) => {
+                return self.rx6_one(frame, app, tx);
+            }
             Err(e) => {
-                match e {
-                    pkt::RxError::BadSum => self.counters.tcps_rcvbadsum += 1,
-                    pkt::RxError::BadOff => self.counters.tcps_rcvbadoff += 1,
-                    pkt::RxError::Short => self.counters.tcps_rcvshort += 1,
-                    _ => self.counters.tcps_rcvnottcp += 1,
-                }
+                self.count_rx_error(e);
                 return;
             }
         };
+        // 0.0.0.0/8 is never a peer's or our address (RFC 1122 §3.2.1.3); here it would
+        // alias the ids of IPv6 flows.
+        if addr6::is_id(seg.src_ip) || addr6::is_id(seg.dst_ip) {
+            self.counters.tcps_rcvnottcp += 1;
+            return;
+        }
         let key = FlowKey {
             local_ip: seg.dst_ip,
             remote_ip: seg.src_ip,
@@ -88,10 +92,64 @@ impl TcpHost {
             Some(h) => h,
             None => self.table.hash(&key),
         };
+        self.demux(&seg, key, h, app, tx);
+    }
+
+    fn count_rx_error(&mut self, e: pkt::RxError) {
+        match e {
+            pkt::RxError::BadSum => self.counters.tcps_rcvbadsum += 1,
+            pkt::RxError::BadOff => self.counters.tcps_rcvbadoff += 1,
+            pkt::RxError::Short => self.counters.tcps_rcvshort += 1,
+            _ => self.counters.tcps_rcvnottcp += 1,
+        }
+    }
+
+    /// An IPv6 frame: the addresses become ids of the address table (the key of an IPv6
+    /// flow); ids no flow took are given back after the segment is processed.
+    #[cold]
+    fn rx6_one<A: TcpApp, S: TxSink>(&mut self, frame: &[u8], app: &mut A, tx: &mut S) {
+        let (seg, src, dst) = match pkt::parse6_opt(frame, self.cfg.rx_checksum) {
+            Ok(s) => s,
+            Err(e) => {
+                self.count_rx_error(e);
+                return;
+            }
+        };
+        let (Some(local), Some(remote)) = (self.addr6.intern(&dst), self.addr6.intern(&src)) else {
+            // every id taken (2^24 addresses): no flow can be made
+            self.counters.tcps_flowfull += 1;
+            if let Some(l) = self.addr6.get(&dst) {
+                self.addr6.release_unused(l);
+            }
+            return;
+        };
+        let key = FlowKey {
+            local_ip: local,
+            remote_ip: remote,
+            local_port: seg.dst_port,
+            remote_port: seg.src_port,
+        };
+        let h = self.table.hash(&key);
+        self.demux(&seg, key, h, app, tx);
+        self.addr6.release_unused(local);
+        self.addr6.release_unused(remote);
+    }
+
+    /// The flow of `key` (hash `h`) takes the segment; without one, a SYN cookie's ACK,
+    /// a listener or a reset does.
+    #[inline]
+    fn demux<A: TcpApp, S: TxSink>(
+        &mut self,
+        seg: &Segment,
+        key: FlowKey,
+        h: u64,
+        app: &mut A,
+        tx: &mut S,
+    ) {
         match self.table.find(&key, h) {
             Some(i) => {
                 let r = self.rexmit_events();
-                self.segment(i, &seg, h, app, tx);
+                self.segment(i, seg, h, app, tx);
                 self.report_rexmit(i, r, app);
             }
             None => {
@@ -99,12 +157,12 @@ impl TcpHost {
                     && self.cfg.syn_cookies
                     && self.listening(seg.dst_port)
                 {
-                    if let Some(i) = self.accept_cookie(&seg, key, h) {
-                        self.segment(i, &seg, h, app, tx);
+                    if let Some(i) = self.accept_cookie(seg, key, h) {
+                        self.segment(i, seg, h, app, tx);
                         return;
                     }
                 }
-                self.no_flow(&seg, key, h, tx)
+                self.no_flow(seg, key, h, tx)
             }
         }
     }
@@ -163,18 +221,16 @@ impl TcpHost {
             return;
         };
         let fo = self.opts[opt as usize];
-        let iss = self.isn_key.isn(
-            self.now,
-            key.local_ip,
-            key.local_port,
-            key.remote_ip,
-            key.remote_port,
-        );
+        let fo_mss = self.fo_mss(opt, &key);
+        let (la, ra) = self.hash_addrs(&key);
+        let iss = self
+            .isn_key
+            .isn(self.now, la, key.local_port, ra, key.remote_port);
         let o = pkt::parse_opts(seg.opts);
         let cfg_ws = fo.wscale;
         let cfg_ts = fo.timestamps;
         let ts_now = self.ts_now();
-        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo.mss).max(64);
+        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo_mss).max(64);
         let init = fo.init_cwnd;
         let now = self.now;
         let t = &mut self.flows[i as usize];
@@ -223,6 +279,7 @@ impl TcpHost {
     ) {
         let now = self.now;
         let fo = *self.fo(i);
+        let fo_mss = self.fo_mss(self.flows[i as usize].opt, &self.flows[i as usize].key);
         let t = &mut self.flows[i as usize];
         let iss = t.snd_una;
         let has_ack = seg.flags & ACK != 0;
@@ -245,7 +302,7 @@ impl TcpHost {
             return;
         }
         let o = pkt::parse_opts(seg.opts);
-        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo.mss).max(64);
+        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo_mss).max(64);
         t.rcv_nxt = seg.seq.wrapping_add(1);
         t.mss = mss;
         if let (Some(peer), Some(ours)) = (o.wscale, fo.wscale) {
