@@ -431,7 +431,7 @@ pub fn write_headers(buf: &mut [u8], h: &TxHdr, opts: &[u8], payload_len: usize)
 
 /// Like [`write_headers`], also returning the unfolded ones'-complement sum of the TCP
 /// pseudo-header and TCP header (checksum field zero) for [`store_tcp_checksum`].
-#[inline]
+#[inline(always)]
 pub fn write_headers_sum(
     buf: &mut [u8],
     h: &TxHdr,

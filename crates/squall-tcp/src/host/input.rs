@@ -76,9 +76,10 @@ impl TcpHost {
                 return;
             }
         };
-        // 0.0.0.0/8 is never a peer's or our address (RFC 1122 §3.2.1.3); here it would
-        // alias the ids of IPv6 flows.
-        if addr6::is_id(seg.src_ip) || addr6::is_id(seg.dst_ip) {
+        // 0.0.0.0/8 is never our address (RFC 1122 §3.2.1.3); here it would alias the
+        // ids of IPv6 flows (whose local id is below 2^24). A source in it is refused
+        // where a flow would be made (`demux`).
+        if addr6::is_id(seg.dst_ip) {
             self.counters.tcps_rcvnottcp += 1;
             return;
         }
@@ -137,7 +138,7 @@ impl TcpHost {
 
     /// The flow of `key` (hash `h`) takes the segment; without one, a SYN cookie's ACK,
     /// a listener or a reset does.
-    #[inline]
+    #[inline(always)]
     fn demux<A: TcpApp, S: TxSink>(
         &mut self,
         seg: &Segment,
@@ -153,6 +154,11 @@ impl TcpHost {
                 self.report_rexmit(i, r, app);
             }
             None => {
+                if !key.is_ipv6() && addr6::is_id(key.remote_ip) {
+                    // an IPv4 peer in 0.0.0.0/8: no flow, no answer
+                    self.counters.tcps_rcvnottcp += 1;
+                    return;
+                }
                 if seg.flags & (SYN | RST | ACK) == ACK
                     && self.cfg.syn_cookies
                     && self.listening(seg.dst_port)

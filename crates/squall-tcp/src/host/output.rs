@@ -108,9 +108,31 @@ impl TcpHost {
         opts: &[u8],
         data: Option<(SendQueue, u32, u32)>,
     ) -> bool {
+        // One family test per segment; each family's writer is compiled on its own.
+        if key.is_ipv6() {
+            self.write_seg_family::<true, S>(tx, key, opt, seq, ack, flags, wnd, opts, data)
+        } else {
+            self.write_seg_family::<false, S>(tx, key, opt, seq, ack, flags, wnd, opts, data)
+        }
+    }
+
+    /// [`write_seg`](Self::write_seg) for IPv6 (`V6`) or IPv4 flows.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn write_seg_family<const V6: bool, S: TxSink>(
+        &mut self,
+        tx: &mut S,
+        key: &FlowKey,
+        opt: u8,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        wnd: u16,
+        opts: &[u8],
+        data: Option<(SendQueue, u32, u32)>,
+    ) -> bool {
         let plen = data.map_or(0, |d| d.2 as usize);
-        let v6 = key.is_ipv6();
-        let flen = if v6 { HDRS6_LEN } else { HDRS_LEN } + opts.len() + plen;
+        let flen = if V6 { HDRS6_LEN } else { HDRS_LEN } + opts.len() + plen;
         self.ip_id = self.ip_id.wrapping_add(1);
         let fo = &self.opts[opt as usize];
         let h = TxHdr {
@@ -136,7 +158,7 @@ impl TcpHost {
             self.counters.tcps_txfull += 1;
             return false;
         }
-        let (off, hdr_sum) = if v6 {
+        let (off, hdr_sum) = if V6 {
             let (s, d) = (
                 self.addr6.addr(key.local_ip),
                 self.addr6.addr(key.remote_ip),
@@ -154,7 +176,7 @@ impl TcpHost {
                 self.chunks.copy_out(&sq, qoff, dst, &self.bufs);
             }
         }
-        match (self.cfg.tx_checksum, v6) {
+        match (self.cfg.tx_checksum, V6) {
             (true, false) => pkt::store_tcp_checksum(buf, hdr_sum, psum),
             (false, false) => pkt::partial_tcp_checksum(buf, key.local_ip, key.remote_ip, flen),
             (true, true) => pkt::store_tcp6_checksum(buf, hdr_sum, psum),
