@@ -417,6 +417,29 @@ impl<P: Port> Node<P> {
                 PortSink::new(&mut *port, &mut *tx, tap.as_deref_mut(), now, *offload)
             };
         }
+        // A parsed datagram (either family) to its flow's app or to whichever app takes it.
+        macro_rules! udp_in {
+            ($parsed:expr) => {{
+                match $parsed {
+                    Ok(dg) => {
+                        let flow = udp.lookup(&dg.key());
+                        let taken = {
+                            let mut io = NodeIo::new(now, tcp, udp, sink!(), opened, *tx_waiting);
+                            app.on_udp(&mut io, flow, &dg)
+                        };
+                        if taken {
+                            udp.stats.rx_delivered += 1;
+                        } else {
+                            udp.stats.rx_no_port += 1;
+                        }
+                        // IPv6 ids of the datagram no flow took
+                        udp.release_unused(&dg.key());
+                    }
+                    Err(UdpError::Checksum) => udp.stats.rx_bad_sum += 1,
+                    Err(UdpError::Header) => udp.stats.rx_bad_hdr += 1,
+                }
+            }};
+        }
         let mut burst: [&[u8]; RX_BURST] = [&[]; RX_BURST];
         let mut k = 0;
         counters.rx_frames += rxq.len() as u64;
@@ -455,27 +478,7 @@ impl<P: Port> Node<P> {
                 }
                 Class::Udp => {
                     counters.rx_udp += 1;
-                    let dg = match udp::parse(d) {
-                        Ok(dg) => dg,
-                        Err(UdpError::Checksum) => {
-                            udp.stats.rx_bad_sum += 1;
-                            continue;
-                        }
-                        Err(UdpError::Header) => {
-                            udp.stats.rx_bad_hdr += 1;
-                            continue;
-                        }
-                    };
-                    let flow = udp.lookup(&dg.key());
-                    let taken = {
-                        let mut io = NodeIo::new(now, tcp, udp, sink!(), opened, *tx_waiting);
-                        app.on_udp(&mut io, flow, &dg)
-                    };
-                    if taken {
-                        udp.stats.rx_delivered += 1;
-                    } else {
-                        udp.stats.rx_no_port += 1;
-                    }
+                    udp_in!(udp::parse(d));
                 }
                 Class::Icmp => {
                     counters.rx_icmp += 1;
@@ -501,6 +504,10 @@ impl<P: Port> Node<P> {
                         Ok((true, i)) if i.proto == IpProtocol::ICMPV6 => {
                             counters.rx_icmpv6 += 1;
                             on_icmpv6(d, &i, *mac, icmp6, neigh6, &mut sink!());
+                        }
+                        Ok((true, i)) if i.proto == IpProtocol::UDP => {
+                            counters.rx_udp += 1;
+                            udp_in!(udp.parse6(d, &i));
                         }
                         Ok((true, i)) if i.proto == IpProtocol::TCP => {
                             // behind extension headers (TCP right after the fixed

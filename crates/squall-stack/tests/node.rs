@@ -204,8 +204,17 @@ struct Bulk {
     expect: Arc<[u8]>,
     got: Vec<u8>,
     connect_to: Option<(u32, u32, u16)>,
+    /// Connect over IPv6 (2001:db8::/96 + the IPv4 address).
+    v6: bool,
     flow: Option<FlowId>,
     closed: Option<CloseReason>,
+}
+
+/// The documentation-range IPv6 address standing for IPv4 address `a`.
+fn v6_of(a: u32) -> [u8; 16] {
+    let mut x = [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    x[12..].copy_from_slice(&a.to_be_bytes());
+    x
 }
 
 impl TcpApp for Bulk {
@@ -228,7 +237,11 @@ impl NodeApp for Bulk {
     fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
         match (self.connect_to.take(), self.flow) {
             (Some((src, dst, dport)), None) => {
-                let f = io.connect(src, 40_000, dst, dport, OptsId::DEFAULT);
+                let f = if self.v6 {
+                    io.connect6(v6_of(src), 40_000, v6_of(dst), dport, OptsId::DEFAULT)
+                } else {
+                    io.connect(src, 40_000, dst, dport, OptsId::DEFAULT)
+                };
                 self.flow = Some(f.expect("connect"));
                 true
             }
@@ -243,6 +256,16 @@ impl NodeApp for Bulk {
 /// (none is dropped as oversized) and both bodies arrive intact.
 #[test]
 fn frames_fit_the_mtu_with_timestamps_and_sack_blocks() {
+    bulk_through_an_mtu(false);
+}
+
+/// The same over IPv6: the MSS comes from the IPv6 MTU (1440), frames still fit.
+#[test]
+fn frames_fit_the_mtu_over_ipv6() {
+    bulk_through_an_mtu(true);
+}
+
+fn bulk_through_an_mtu(v6: bool) {
     let loss = |seed| squall_port::mem::Impairment {
         loss: 0.03,
         seed,
@@ -284,6 +307,7 @@ fn frames_fit_the_mtu_with_timestamps_and_sack_blocks() {
         expect: theirs.clone(),
         got: Vec::new(),
         connect_to: to,
+        v6,
         flow: None,
         closed: None,
     };
@@ -305,6 +329,15 @@ fn frames_fit_the_mtu_with_timestamps_and_sack_blocks() {
     assert!(on_a.got == *body_b && on_b.got == *body_a, "bodies intact");
     assert_eq!(on_a.closed, Some(CloseReason::Normal));
     assert_eq!(on_b.closed, Some(CloseReason::Normal));
+    if v6 {
+        assert_eq!(
+            a.counters.rx_ipv6 + b.counters.rx_ipv6,
+            0,
+            "all on the TCP path"
+        );
+        assert!(a.counters.rx_tcp > 100 && b.counters.rx_tcp > 100);
+        assert_eq!(a.tcp.ipv6_addresses() + b.tcp.ipv6_addresses(), 4);
+    }
     let sacked = a.tcp.counters().tcps_rcvoopack + b.tcp.counters().tcps_rcvoopack;
     assert!(
         sacked > 10,

@@ -113,8 +113,14 @@ fn main() {
             let k = started;
             let ip = 0x1000_0001 + (k % 200);
             let port = 1025 + ((k / 200) % 60_000) as u16;
-            let opened =
-                loop_common::connect(&mut ch, now, &mut cq, (ip, port), (0x3000_0001, 80), over_v6);
+            let opened = loop_common::connect(
+                &mut ch,
+                now,
+                &mut cq,
+                (ip, port),
+                (0x3000_0001, 80),
+                over_v6,
+            );
             if opened.is_err() {
                 break;
             }

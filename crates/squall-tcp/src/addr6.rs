@@ -50,7 +50,8 @@ impl Hasher for AddrHasher {
     }
 }
 
-/// IPv6 address <-> id, with per-id flow counts.
+/// IPv6 address <-> id, with per-id flow counts (the TCP host's, and the node's UDP
+/// layer's for its flows).
 #[derive(Default)]
 pub struct Addr6Table {
     ids: HashMap<u128, u32, BuildHasherDefault<AddrHasher>>,

@@ -155,6 +155,7 @@ mod sendq;
 mod seq;
 mod tcb;
 
+pub use addr6::{is_id as is_ipv6_id, Addr6Table};
 pub use api::{CloseReason, ConnectError, Ctl, FlowId, FlowInfo, SendError, TcpApp, TxSink};
 pub use counters::TcpCounters;
 pub use flowtable::FlowKey;

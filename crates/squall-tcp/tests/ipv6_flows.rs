@@ -22,7 +22,10 @@ fn pump(
     let mut seen = Vec::new();
     let end = *now + until_ns;
     loop {
-        let (c, s) = (std::mem::take(&mut cs.frames), std::mem::take(&mut ss.frames));
+        let (c, s) = (
+            std::mem::take(&mut cs.frames),
+            std::mem::take(&mut ss.frames),
+        );
         for f in &c {
             p.sh.rx(*now, f, &mut p.sapp, ss);
         }
@@ -56,14 +59,12 @@ fn ipv4_and_ipv6_flows_side_by_side() {
     let mut p = w1_pair(w1_config(), 64, 3, now);
     let (mut cs, mut ss) = (VecSink::default(), VecSink::default());
     // the same ports over both families
-    let f4 = p
-        .ch
-        .connect(now, &mut cs, client_ip(0), 4000, SERVER_IP, 80)
-        .unwrap();
-    let f6 = p
-        .ch
-        .connect6(now, &mut cs, client_ip6(0), 4000, SERVER_IP6, 80)
-        .unwrap();
+    let f4 =
+        p.ch.connect(now, &mut cs, client_ip(0), 4000, SERVER_IP, 80)
+            .unwrap();
+    let f6 =
+        p.ch.connect6(now, &mut cs, client_ip6(0), 4000, SERVER_IP6, 80)
+            .unwrap();
     p.capp.started(f4, 0);
     p.capp.started(f6, 1);
     assert!(p.ch.flow_key(f6).unwrap().is_ipv6());
@@ -112,10 +113,9 @@ fn a_reset_answers_an_ipv6_segment_without_a_flow() {
     let mut p = w1_pair(w1_config(), 16, 4, now);
     let (mut cs, mut ss) = (VecSink::default(), VecSink::default());
     // port 81 has no listener: the SYN gets RST+ACK over IPv6
-    let f = p
-        .ch
-        .connect6(now, &mut cs, client_ip6(1), 4001, SERVER_IP6, 81)
-        .unwrap();
+    let f =
+        p.ch.connect6(now, &mut cs, client_ip6(1), 4001, SERVER_IP6, 81)
+            .unwrap();
     p.capp.started(f, 0);
     let frames = pump(&mut now, &mut p, &mut cs, &mut ss, 1_000_000);
     let rst = frames
