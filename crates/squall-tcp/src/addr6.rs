@@ -50,17 +50,56 @@ impl Hasher for AddrHasher {
     }
 }
 
+/// Entries of the direct-mapped cache in front of the map.
+const CACHE: usize = 256;
+
 /// IPv6 address <-> id, with per-id flow counts (the TCP host's, and the node's UDP
-/// layer's for its flows).
-#[derive(Default)]
+/// layer's for its flows). A small direct-mapped cache of recent ids answers most
+/// lookups of the receive path without the map.
 pub struct Addr6Table {
     ids: HashMap<u128, u32, BuildHasherDefault<AddrHasher>>,
     /// Index = id: the address and the number of flows using it.
     addrs: Vec<([u8; 16], u32)>,
     free: Vec<u32>,
+    /// Recent ids by a hash of their address; checked against `addrs` on use.
+    cache: Box<[u32; CACHE]>,
+}
+
+impl Default for Addr6Table {
+    fn default() -> Self {
+        Addr6Table {
+            ids: HashMap::default(),
+            addrs: Vec::new(),
+            free: Vec::new(),
+            cache: Box::new([0; CACHE]),
+        }
+    }
+}
+
+#[inline(always)]
+fn cache_slot(a: &[u8; 16]) -> usize {
+    let w = u128::from_ne_bytes(*a);
+    let x = (w as u64) ^ ((w >> 64) as u64);
+    (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize
 }
 
 impl Addr6Table {
+    /// The id of `a` and whether it was just given (no flow counted yet: pair a new id
+    /// with [`retain`](Self::retain) or [`release_unused`](Self::release_unused)). None
+    /// when every id is taken. The receive path's lookup: the cache first.
+    #[inline]
+    pub fn lookup(&mut self, a: &[u8; 16]) -> Option<(u32, bool)> {
+        let slot = cache_slot(a);
+        let c = self.cache[slot];
+        if c != 0 && self.addrs.get(c as usize).is_some_and(|e| e.0 == *a && e.1 > 0) {
+            return Some((c, false));
+        }
+        let fresh = self.get(a).is_none();
+        let id = self.intern(a)?;
+        self.cache[slot] = id;
+        Some((id, fresh))
+    }
+
     /// The id of `a`, if it has one.
     #[inline]
     pub fn get(&self, a: &[u8; 16]) -> Option<u32> {
@@ -177,6 +216,19 @@ mod tests {
         assert_eq!(y, x, "the id is reused");
         t.release_unused(y);
         assert!(t.is_empty());
+        // the cached lookup: new ids say so, counted ones come from the cache, a freed
+        // and reused id is never taken for its old address
+        let (p, new) = t.lookup(&a(3)).unwrap();
+        assert!(new);
+        t.retain(p);
+        assert_eq!(t.lookup(&a(3)), Some((p, false)));
+        t.release(p);
+        let (q, new) = t.lookup(&a(4)).unwrap();
+        assert!(new);
+        assert_eq!(q, p, "reused");
+        t.retain(q);
+        assert_eq!(t.lookup(&a(3)).map(|x| x.1), Some(true), "a(3) lost its id");
+        assert_ne!(t.get(&a(3)), Some(q));
         assert_eq!(t.addr(12345), &[0; 16]);
     }
 }

@@ -66,11 +66,12 @@ impl TcpHost {
     ) {
         self.now = now;
         self.counters.tcps_rcvtotal += 1;
+        if frame.get(12) == Some(&0x86) {
+            // IPv6 (0x86dd; other 0x86.. types are refused by its parser)
+            return self.rx6_one(frame, app, tx);
+        }
         let seg = match pkt::parse_opt(frame, self.cfg.rx_checksum) {
             Ok(s) => s,
-            Err(pkt::RxError::NotTcp) if frame.get(12..14) == Some(&[0x86, 0xdd]) => {
-                return self.rx6_one(frame, app, tx);
-            }
             Err(e) => {
                 self.count_rx_error(e);
                 return;
@@ -116,7 +117,9 @@ impl TcpHost {
                 return;
             }
         };
-        let (Some(local), Some(remote)) = (self.addr6.intern(&dst), self.addr6.intern(&src)) else {
+        let (Some((local, new_l)), Some((remote, new_r))) =
+            (self.addr6.lookup(&dst), self.addr6.lookup(&src))
+        else {
             // every id taken (2^24 addresses): no flow can be made
             self.counters.tcps_flowfull += 1;
             if let Some(l) = self.addr6.get(&dst) {
@@ -132,8 +135,13 @@ impl TcpHost {
         };
         let h = self.table.hash(&key);
         self.demux(&seg, key, h, app, tx);
-        self.addr6.release_unused(local);
-        self.addr6.release_unused(remote);
+        // ids given for this segment that no flow took (ids in use have a count)
+        if new_l {
+            self.addr6.release_unused(local);
+        }
+        if new_r {
+            self.addr6.release_unused(remote);
+        }
     }
 
     /// The flow of `key` (hash `h`) takes the segment; without one, a SYN cookie's ACK,
