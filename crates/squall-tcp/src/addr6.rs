@@ -91,7 +91,12 @@ impl Addr6Table {
     pub fn lookup(&mut self, a: &[u8; 16]) -> Option<(u32, bool)> {
         let slot = cache_slot(a);
         let c = self.cache[slot];
-        if c != 0 && self.addrs.get(c as usize).is_some_and(|e| e.0 == *a && e.1 > 0) {
+        if c != 0
+            && self
+                .addrs
+                .get(c as usize)
+                .is_some_and(|e| e.0 == *a && e.1 > 0)
+        {
             return Some((c, false));
         }
         let fresh = self.get(a).is_none();
@@ -175,7 +180,6 @@ impl Addr6Table {
     }
 
     /// True when no address has an id.
-    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }

@@ -257,9 +257,23 @@ pub fn icmpv6(data: &[u8]) {
     }
 }
 
-/// Whole frame: `parse_frame`, every layer's harness, checksum summary.
+/// Whole frame: `parse_frame`, every layer's harness, checksum summary; the IPv6 TCP
+/// fast parser agrees with the general views.
 pub fn frame(data: &[u8]) {
     ethernet(data);
+    if let Ok((seg, src, dst)) = crate::segment::parse6_opt(data, true) {
+        let f = parse_frame(data).expect("the fast parser took it");
+        let L3::Ipv6(ip, L4::Tcp(t)) = f.l3 else {
+            panic!("parse6_opt took a frame parse_frame does not see as IPv6/TCP")
+        };
+        assert_eq!((ip.src().0, ip.dst().0), (src, dst));
+        assert_eq!(
+            (t.src_port(), t.dst_port(), t.seq_number()),
+            (seg.src_port, seg.dst_port, seg.seq)
+        );
+        assert_eq!(t.payload(), seg.payload);
+        assert!(f.checksums_ok());
+    }
     let Ok(f) = parse_frame(data) else {
         // still drive the inner parsers over the payload
         if let Ok(e) = EthernetFrame::new_checked(data) {
