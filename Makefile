@@ -65,6 +65,7 @@ bench-mem:
 	./target/release/examples/wire64 --seconds 3
 	./target/release/squall-bench mem
 	./target/release/squall-bench mem --offload --workloads W1,W2
+	./target/release/squall-bench mem --stacks squall --workloads W1,W2 --family ipv6
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100,1000 --initwnd 2,10
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100000 --seconds 5
 	./target/release/squall-bench mem2

@@ -32,6 +32,7 @@ impl Rig {
         max_flows: u32,
         offload: bool,
         frames: u32,
+        ipv6: bool,
     ) -> Result<Self, String> {
         let base = TcpConfig {
             max_flows,
@@ -43,7 +44,7 @@ impl Rig {
         // still in cache when the other side answers them (draining every burst, the
         // default for a node with a core of its own, measured 6-11 % more CPU per
         // operation here at C = 1,000; docs/BENCHMARKS.md).
-        let (c, s) = build(wl, conns, base, frames, offload, 1)?;
+        let (c, s) = build(wl, conns, base, frames, offload, 1, ipv6)?;
         Ok(Rig {
             c,
             s,
@@ -103,7 +104,7 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
     } else {
         (cfg.conns + 64).next_power_of_two().clamp(256, 2048) as u32
     };
-    let mut rig = Rig::new(wl, cfg.conns, max_flows, offload, frames)?;
+    let mut rig = Rig::new(wl, cfg.conns, max_flows, offload, frames, cfg.ipv6)?;
     let start = Instant::now();
     let warmup = Duration::from_secs_f64(cfg.warmup);
     let measured = Duration::from_secs_f64(cfg.seconds);
@@ -173,6 +174,7 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
         client: "squall".into(),
         server: "squall".into(),
         conns: Some(cfg.conns as u64),
+        family: cfg.ipv6.then(|| "ipv6".into()),
         cps: if requests { None } else { rate },
         rps: if requests { rate } else { None },
         gbps: Some((rig.c.app.l7_bytes - bytes0) as f64 * 8.0 / secs / 1e9),
@@ -216,7 +218,7 @@ impl crate::workload::IdleFlows for SquallIdle {
 
     fn establish_idle(&mut self, n: usize, deadline: Instant) -> Result<usize, String> {
         // 1024 frames per side (2 MiB) for 256 opens per step.
-        let mut rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false, 1024)?;
+        let mut rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false, 1024, false)?;
         rig.c.app.to_open = n;
         while (rig.c.app.connected as usize) < n || (rig.s.app.accepted as usize) < n {
             if Instant::now() >= deadline {
