@@ -57,7 +57,7 @@ bench: bench-mem bench-veth
 
 # One JSON line per cell (docs/BENCHMARKS.md): the wire64 floor, W1/W2/W3 for Squall and
 # smoltcp on T-mem1 (software checksums, then a second row with checksum offload emulated on
-# both sides), W1 at C = 100,000 (Squall; smoltcp finds sockets by linear scan), and the
+# both sides), Squall's W1/W2 over IPv6 ("family":"ipv6"), W1 at C = 100,000 (Squall; smoltcp finds sockets by linear scan), and the
 # kernel on T-loop for context. About 7 minutes.
 bench-mem:
 	$(CARGO) build --release -p squall-port --example wire64
