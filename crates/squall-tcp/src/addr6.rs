@@ -84,6 +84,22 @@ fn cache_slot(a: &[u8; 16]) -> usize {
 }
 
 impl Addr6Table {
+    /// The id of `a` if it has one, without changing anything (the prefetch pass of a
+    /// burst): the cache, then the map.
+    #[inline]
+    pub fn peek(&self, a: &[u8; 16]) -> Option<u32> {
+        let c = self.cache[cache_slot(a)];
+        if c != 0
+            && self
+                .addrs
+                .get(c as usize)
+                .is_some_and(|e| e.0 == *a && e.1 > 0)
+        {
+            return Some(c);
+        }
+        self.get(a)
+    }
+
     /// The id of `a` and whether it was just given (no flow counted yet: pair a new id
     /// with [`retain`](Self::retain) or [`release_unused`](Self::release_unused)). None
     /// when every id is taken. The receive path's lookup: the cache first.
