@@ -181,6 +181,10 @@ fn kernel_ping6_ndp_and_curl6_reach_squall_over_a_veth() {
         .expect("the kernel answers our solicitation");
     node.set_next_hop(peer_mac);
     node.announce(0);
+    // The kernel learned our MAC from our solicitation and announcement: forget it, so
+    // that it has to solicit it (and we answer).
+    let st = in_ns(&["ip", "-6", "neigh", "flush", "dev", IF_PEER]).status();
+    assert!(st.is_ok_and(|s| s.success()), "neigh flush");
     let pcap_path = std::env::temp_dir().join(format!("sq6-{}.pcap", std::process::id()));
     let mut cap = All(PcapWriter::new(Vec::new()).expect("pcap header"));
     // The node runs in this thread; the kernel's tools in children.
@@ -257,7 +261,11 @@ fn kernel_ping6_ndp_and_curl6_reach_squall_over_a_veth() {
     let neigh = String::from_utf8_lossy(&neigh.stdout).to_string();
     let mac_s = squall_wire::MacAddress(mac).to_string();
     assert!(neigh.contains(&mac_s), "kernel neighbour entry: {neigh:?}");
-    assert!(node.neigh6.stats.ns_answered >= 1);
+    assert!(
+        node.neigh6.stats.ns_answered >= 1,
+        "the kernel's solicitation answered: {:?}",
+        node.neigh6.stats
+    );
     assert_eq!(node.neigh6.lookup(&kernel), Some(peer_mac));
     assert_eq!(node.tcp.counters().tcps_accepts, 1);
     assert_eq!(node.tcp.counters().tcps_rcvbadsum, 0);
