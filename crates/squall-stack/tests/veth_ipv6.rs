@@ -5,8 +5,9 @@
 //! any address (IPv6 off for the kernel on it) and carries a Squall node over AF_PACKET
 //! owning 2001:db8:6::2. The node resolves the kernel's MAC by neighbour solicitation;
 //! the kernel resolves Squall's address by neighbour discovery (its cache shows Squall's
-//! MAC), `ping -6` gets its echo replies, and `curl -6` fetches a body from a Squall TCP
-//! server over IPv6, byte for byte; tshark finds no malformed packet in the capture.
+//! MAC), `ping -6` gets its echo replies, `curl -6` fetches a body from a Squall TCP
+//! server over IPv6, byte for byte, and a Squall client fetches a file from nginx in the
+//! namespace over IPv6, byte for byte; tshark finds no malformed packet in the capture.
 //! Everything is torn down by `Drop`, even on failure.
 
 use std::process::{Child, Command, Stdio};
@@ -17,8 +18,8 @@ use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
 use squall_port::lab;
 use squall_port::pcap::PcapWriter;
 use squall_port::Port;
-use squall_stack::{FrameTap, Node, NodeApp, NodeConfig, Owned6};
-use squall_tcp::{BufId, Ctl, FlowId, TcpApp, TcpConfig};
+use squall_stack::{FrameTap, Node, NodeApp, NodeConfig, NodeIo, Owned6};
+use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
 use squall_wire::Ipv6Address;
 
 const NS: &str = "sq6-peer";
@@ -137,9 +138,48 @@ impl NodeApp for Http {
     }
 }
 
+/// An HTTP/1.1 client: one GET to `to` over IPv6 (opened from its poll), the whole
+/// response kept.
+struct Get {
+    from: [u8; 16],
+    to: [u8; 16],
+    port: u16,
+    req: BufId,
+    req_len: u32,
+    flow: Option<FlowId>,
+    got: Vec<u8>,
+    closed: Option<CloseReason>,
+}
+
+impl TcpApp for Get {
+    fn on_connected(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        ctl.send(self.req, 0, self.req_len);
+    }
+    fn on_data(&mut self, _ctl: &mut Ctl, _f: FlowId, data: &[u8]) {
+        self.got.extend_from_slice(data);
+    }
+    fn on_peer_closed(&mut self, ctl: &mut Ctl, _f: FlowId) {
+        ctl.close();
+    }
+    fn on_closed(&mut self, _f: FlowId, r: CloseReason) {
+        self.closed = Some(r);
+    }
+}
+
+impl NodeApp for Get {
+    fn poll<P: squall_port::Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
+        if self.flow.is_some() {
+            return false;
+        }
+        let f = io.connect6(self.from, 40_000, self.to, self.port, OptsId::DEFAULT);
+        self.flow = Some(f.expect("connect6"));
+        true
+    }
+}
+
 #[test]
 fn kernel_ping6_ndp_and_curl6_reach_squall_over_a_veth() {
-    let tools = ["ip", "ethtool", "ping", "curl", "tshark", "sysctl"];
+    let tools = ["ip", "ethtool", "ping", "curl", "tshark", "sysctl", "nginx"];
     if let Some(r) = lab::skip(&tools) {
         eprintln!("skipped: {r}");
         return;
@@ -243,7 +283,6 @@ fn kernel_ping6_ndp_and_curl6_reach_squall_over_a_veth() {
             }
         }
     }
-    std::fs::write(&pcap_path, cap.0.into_inner().expect("pcap bytes")).expect("pcap file");
     let [ping_out, curl_out] = outputs;
     let ping_out = ping_out.expect("ping finished");
     let text = String::from_utf8_lossy(&ping_out.stdout);
@@ -254,6 +293,69 @@ fn kernel_ping6_ndp_and_curl6_reach_squall_over_a_veth() {
     assert!(curl_out.status.success(), "curl -6 failed: {:?}", curl_out);
     assert_eq!(curl_out.stdout, body, "the body, byte for byte");
     assert_eq!(app.served, 1);
+    // A Squall client fetches a file from nginx over IPv6.
+    let dir = std::env::temp_dir().join(format!("sq6-nginx-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("www")).expect("nginx dir");
+    let file: Vec<u8> = (0..32_768u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(dir.join("www/w1"), &file).expect("nginx file");
+    let d = dir.display();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+         error_log {d}/error.log warn;\nevents {{ worker_connections 64; }}\n\
+         http {{\n access_log {d}/access.log;\n client_body_temp_path {d};\n\
+         proxy_temp_path {d};\n fastcgi_temp_path {d};\n uwsgi_temp_path {d};\n\
+         scgi_temp_path {d};\n server {{\n  listen [{KERNEL}]:8080;\n  root {d}/www;\n\
+         default_type application/octet-stream;\n }}\n}}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).expect("nginx.conf");
+    let conf_path = dir.join("nginx.conf").display().to_string();
+    let prefix = d.to_string();
+    let _nginx = Proc(
+        in_ns(&["nginx", "-c", &conf_path, "-p", &prefix])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nginx"),
+    );
+    std::thread::sleep(Duration::from_millis(500)); // nginx binds
+    let req = b"GET /w1 HTTP/1.1\r\nHost: squall\r\nConnection: close\r\n\r\n";
+    let mut get = Get {
+        from: me.0,
+        to: kernel.0,
+        port: 8080,
+        req: node.tcp.buffers().register(Arc::from(&req[..])),
+        req_len: req.len() as u32,
+        flow: None,
+        got: Vec::new(),
+        closed: None,
+    };
+    let t1 = Instant::now();
+    while get.closed.is_none() && t1.elapsed() < Duration::from_secs(10) {
+        let now = t0.elapsed().as_nanos() as u64;
+        if !node.turn(now, &mut get, Some(&mut cap)) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        get.closed,
+        Some(CloseReason::Normal),
+        "the GET to nginx ended"
+    );
+    let head_end = get
+        .got
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("response headers")
+        + 4;
+    let head = String::from_utf8_lossy(&get.got[..head_end]).to_string();
+    assert!(head.starts_with("HTTP/1.1 200"), "nginx answered: {head}");
+    assert_eq!(
+        &get.got[head_end..],
+        &file[..],
+        "nginx's file, byte for byte"
+    );
     // The kernel's neighbour cache has Squall's address at Squall's MAC.
     let neigh = in_ns(&["ip", "-6", "neigh", "show", SQUALL, "dev", IF_PEER])
         .output()
@@ -268,7 +370,9 @@ fn kernel_ping6_ndp_and_curl6_reach_squall_over_a_veth() {
     );
     assert_eq!(node.neigh6.lookup(&kernel), Some(peer_mac));
     assert_eq!(node.tcp.counters().tcps_accepts, 1);
+    assert_eq!(node.tcp.counters().tcps_connattempt, 1);
     assert_eq!(node.tcp.counters().tcps_rcvbadsum, 0);
+    std::fs::write(&pcap_path, cap.0.into_inner().expect("pcap bytes")).expect("pcap file");
     // tshark: what Squall sent, dissected without a malformed packet or bad checksum.
     let out = Command::new("tshark")
         .args(["-r", pcap_path.to_str().unwrap(), "-V"])
