@@ -84,6 +84,14 @@ fn cache_slot(a: &[u8; 16]) -> usize {
 }
 
 impl Addr6Table {
+    /// Whether `id` is in use (counted by a flow) for address `a`.
+    #[inline]
+    pub fn holds(&self, id: u32, a: &[u8; 16]) -> bool {
+        self.addrs
+            .get(id as usize)
+            .is_some_and(|e| e.0 == *a && e.1 > 0)
+    }
+
     /// The id of `a` if it has one, without changing anything (the prefetch pass of a
     /// burst): the cache, then the map.
     #[inline]

@@ -55,7 +55,7 @@ impl TcpHost {
                 }
             }
             for (k, f) in chunk.iter().enumerate() {
-                self.rx_one(now, f, keys[k].map(|(_, h)| h), app, tx);
+                self.rx_one(now, f, keys[k], app, tx);
             }
         }
     }
@@ -65,7 +65,7 @@ impl TcpHost {
         &mut self,
         now: u64,
         frame: &[u8],
-        hash: Option<u64>,
+        hint: Option<(FlowKey, u64)>,
         app: &mut A,
         tx: &mut S,
     ) {
@@ -73,7 +73,7 @@ impl TcpHost {
         self.counters.tcps_rcvtotal += 1;
         if frame.get(12) == Some(&0x86) {
             // IPv6 (0x86dd; other 0x86.. types are refused by its parser)
-            return self.rx6_one(frame, app, tx);
+            return self.rx6_one(frame, hint, app, tx);
         }
         let seg = match pkt::parse_opt(frame, self.cfg.rx_checksum) {
             Ok(s) => s,
@@ -95,8 +95,8 @@ impl TcpHost {
             local_port: seg.dst_port,
             remote_port: seg.src_port,
         };
-        let h = match hash {
-            Some(h) => h,
+        let h = match hint {
+            Some((_, h)) => h,
             None => self.table.hash(&key),
         };
         self.demux(&seg, key, h, app, tx);
@@ -131,8 +131,16 @@ impl TcpHost {
     }
 
     /// An IPv6 frame: the addresses become ids of the address table (the key of an IPv6
-    /// flow); ids no flow took are given back after the segment is processed.
-    fn rx6_one<A: TcpApp, S: TxSink>(&mut self, frame: &[u8], app: &mut A, tx: &mut S) {
+    /// flow); ids no flow took are given back after the segment is processed. `hint`: the
+    /// key and hash the burst's prefetch pass read, used when its ids still stand for
+    /// this frame's addresses (frames before it may have freed them).
+    fn rx6_one<A: TcpApp, S: TxSink>(
+        &mut self,
+        frame: &[u8],
+        hint: Option<(FlowKey, u64)>,
+        app: &mut A,
+        tx: &mut S,
+    ) {
         let (seg, src, dst) = match pkt::parse6_opt(frame, self.cfg.rx_checksum) {
             Ok(s) => s,
             Err(e) => {
@@ -140,6 +148,16 @@ impl TcpHost {
                 return;
             }
         };
+        if let Some((k, h)) = hint {
+            if k.local_port == seg.dst_port
+                && k.remote_port == seg.src_port
+                && self.addr6.holds(k.local_ip, &dst)
+                && self.addr6.holds(k.remote_ip, &src)
+            {
+                // ids in use: nothing to give back
+                return self.demux(&seg, k, h, app, tx);
+            }
+        }
         let (Some((local, new_l)), Some((remote, new_r))) =
             (self.addr6.lookup(&dst), self.addr6.lookup(&src))
         else {
