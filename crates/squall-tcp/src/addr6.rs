@@ -94,7 +94,7 @@ impl Addr6Table {
 
     /// The id of `a` if it has one, without changing anything (the prefetch pass of a
     /// burst): the cache, then the map.
-    #[inline]
+    #[inline(always)]
     pub fn peek(&self, a: &[u8; 16]) -> Option<u32> {
         let c = self.cache[cache_slot(a)];
         if c != 0

@@ -114,7 +114,7 @@ impl TcpHost {
     /// The flow key of an IPv6/TCP frame (TCP right after the fixed header) whose
     /// addresses already have ids, read without verification for the burst's prefetch;
     /// None otherwise (no flow can have it, or full parsing decides).
-    #[inline]
+    #[inline(always)]
     fn peek_key6(&self, f: &[u8]) -> Option<FlowKey> {
         let h = f.get(..pkt::HDRS6_LEN)?;
         if h[12..14] != [0x86, 0xdd] || h[20] != 6 {
