@@ -57,16 +57,17 @@ bench: bench-mem bench-veth
 
 # One JSON line per cell (docs/BENCHMARKS.md): the wire64 floor, W1/W2/W3 for Squall and
 # smoltcp on T-mem1 (software checksums, then a second row with checksum offload emulated on
-# both sides), W1 at C = 100,000 (Squall; smoltcp finds sockets by linear scan), and the
-# kernel on T-loop for context, and W2 through HTTP (`squall serve`'s app as the server, the
-# answers parsed by squall-http) beside raw W2 of the same run, with W3 (idle connections)
-# on both servers. About 8 minutes.
+# both sides), Squall's W1/W2 over IPv6 ("family":"ipv6"), W1 at C = 100,000 (Squall;
+# smoltcp finds sockets by linear scan), and the kernel on T-loop for context, and W2
+# through HTTP (`squall serve`'s app as the server, the answers parsed by squall-http)
+# beside raw W2 of the same run, with W3 (idle connections) on both servers. About 9 minutes.
 bench-mem:
 	$(CARGO) build --release -p squall-port --example wire64
 	$(CARGO) build --release -p squall-bench
 	./target/release/examples/wire64 --seconds 3
 	./target/release/squall-bench mem
 	./target/release/squall-bench mem --offload --workloads W1,W2
+	./target/release/squall-bench mem --stacks squall --workloads W1,W2 --family ipv6
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100,1000 --initwnd 2,10
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100000 --seconds 5
 	./target/release/squall-bench mem --stacks squall,squall-serve --workloads W2,W3 --conns 1000 --flows 100000

@@ -123,6 +123,7 @@ fn build(cfg: &Mem2Cfg) -> Result<(ClientSide, ServerSide), String> {
         frames,
         false,
         squall_stack::node::MAX_RX_BURSTS,
+        false,
     )?;
     // Up to 4096 owed connections per turn, 2 x 4096 address/port pairs tried.
     client.app.open_in_poll = Some((4096, 2 * 4096));

@@ -19,6 +19,8 @@ pub struct Record {
     pub initwnd: Option<u64>,
     /// Worker cores of a multi-core run (T-memN).
     pub cores: Option<u64>,
+    /// Extra: the address family of the flows when not IPv4 (`"ipv6"`).
+    pub family: Option<String>,
     pub cps: Option<f64>,
     pub rps: Option<f64>,
     pub gbps: Option<f64>,
@@ -117,6 +119,9 @@ impl Record {
         if let Some(n) = self.cores {
             let _ = write!(o, ",\"cores\":{n}");
         }
+        if let Some(f) = &self.family {
+            let _ = write!(o, ",\"family\":\"{}\"", escape(f));
+        }
         num(&mut o, "cps", self.cps);
         num(&mut o, "rps", self.rps);
         num(&mut o, "gbps", self.gbps);
@@ -189,6 +194,7 @@ pub fn median_record(runs: &[Record]) -> Option<Record> {
         frame_bytes: first.frame_bytes,
         initwnd: first.initwnd,
         cores: first.cores,
+        family: first.family.clone(),
         cps: pick(&|r| r.cps),
         rps: pick(&|r| r.rps),
         gbps: pick(&|r| r.gbps),

@@ -57,6 +57,7 @@ impl Rig {
         max_flows: u32,
         offload: bool,
         frames: u32,
+        ipv6: bool,
     ) -> Result<Rig, String> {
         let base = TcpConfig {
             max_flows,
@@ -68,7 +69,7 @@ impl Rig {
         // still in cache when the other side answers them (draining every burst, the
         // default for a node with a core of its own, measured 6-11 % more CPU per
         // operation here at C = 1,000; docs/BENCHMARKS.md).
-        let (c, s) = build(wl, conns, base, frames, offload, 1)?;
+        let (c, s) = build(wl, conns, base, frames, offload, 1, ipv6)?;
         Ok(Rig {
             c,
             s,
@@ -159,7 +160,14 @@ impl<S: NodeApp + ServerErrors> Rig<S> {
 /// computes or verifies TCP checksums (and the wire does not either).
 pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String> {
     let wl = if requests { Wl::W2 } else { Wl::W1 };
-    let rig = Rig::new(wl, cfg.conns, max_flows(cfg), offload, frames(cfg))?;
+    let rig = Rig::new(
+        wl,
+        cfg.conns,
+        max_flows(cfg),
+        offload,
+        frames(cfg),
+        cfg.ipv6,
+    )?;
     Ok(measure_rig(rig, requests, cfg, offload, "squall"))
 }
 
@@ -168,7 +176,15 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
 /// Date header) through the parser on the other; the same wire, client and rules as
 /// [`run`], so the two lines of one run compare what HTTP costs on top of raw W2.
 pub fn run_serve(cfg: &RunCfg, offload: bool) -> Result<Record, String> {
-    let rig = Rig::new(Wl::W2, cfg.conns, max_flows(cfg), offload, frames(cfg))?.with_serve();
+    let rig = Rig::new(
+        Wl::W2,
+        cfg.conns,
+        max_flows(cfg),
+        offload,
+        frames(cfg),
+        cfg.ipv6,
+    )?
+    .with_serve();
     let mut r = measure_rig(rig, true, cfg, offload, "squall-serve");
     if let Some(n) = r.note.as_mut() {
         n.push_str(
@@ -275,6 +291,7 @@ fn measure_rig<S: NodeApp + ServerErrors>(
         client: "squall".into(),
         server: server.into(),
         conns: Some(cfg.conns as u64),
+        family: cfg.ipv6.then(|| "ipv6".into()),
         cps: if requests { None } else { rate },
         rps: if requests { rate } else { None },
         gbps: Some((rig.c.app.l7_bytes - bytes0) as f64 * 8.0 / secs / 1e9),
@@ -381,7 +398,7 @@ impl crate::workload::IdleFlows for SquallIdle {
 
     fn establish_idle(&mut self, n: usize, deadline: Instant) -> Result<usize, String> {
         // 1024 frames per side (2 MiB) for 256 opens per step.
-        let rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false, 1024)?;
+        let rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false, 1024, false)?;
         if self.serve {
             let mut rig = rig.with_serve();
             let got = establish(&mut rig, n, deadline)?;

@@ -103,6 +103,15 @@ pub(crate) struct ClientApp {
     pub(crate) http_body: Option<Arc<[u8]>>,
     /// Per flow: the start of an answer split across segments (HTTP checking only).
     partial: Vec<Vec<u8>>,
+    /// Open the connections over IPv6 ([`v6`] of the IPv4 addresses).
+    pub(crate) ipv6: bool,
+}
+
+/// The IPv6 benchmarking address (2001:2::/48, RFC 5180) standing for IPv4 address `a`.
+pub(crate) fn v6(a: u32) -> [u8; 16] {
+    let mut x = [0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    x[12..].copy_from_slice(&a.to_be_bytes());
+    x
 }
 
 /// Why [`ClientApp::open_owed`] stopped early.
@@ -132,7 +141,12 @@ impl ClientApp {
             self.next_port = k.wrapping_add(1);
             let ip = CLIENT_IP + (k % CLIENT_ADDRS);
             let port = 1024 + ((k / CLIENT_ADDRS) % 64_000) as u16;
-            match io.connect(ip, port, SERVER_IP, SERVER_PORT, OptsId::DEFAULT) {
+            let res = if self.ipv6 {
+                io.connect6(v6(ip), port, v6(SERVER_IP), SERVER_PORT, OptsId::DEFAULT)
+            } else {
+                io.connect(ip, port, SERVER_IP, SERVER_PORT, OptsId::DEFAULT)
+            };
+            match res {
                 Ok(_) => {
                     self.to_open -= 1;
                     opened += 1;
@@ -403,6 +417,7 @@ pub(crate) fn build(
     frames: u32,
     offload: bool,
     rx_bursts: usize,
+    ipv6: bool,
 ) -> Result<(Endpoint<ClientApp>, Endpoint<ServerApp>), String> {
     let (a, b) = pair(MemConfig {
         frames,
@@ -467,6 +482,7 @@ pub(crate) fn build(
         refused: 0,
         http_body: None,
         partial: Vec::new(),
+        ipv6,
     };
     let sapp = ServerApp {
         wl,
@@ -534,7 +550,7 @@ mod tests {
             max_flows: 1024,
             ..TcpConfig::default()
         };
-        let (mut c, mut s) = build(Wl::W2, conns, base, 64, false, MAX_RX_BURSTS).unwrap();
+        let (mut c, mut s) = build(Wl::W2, conns, base, 64, false, MAX_RX_BURSTS, false).unwrap();
         let mut now = 1_000;
         c.open_owed(now, conns, usize::MAX);
         for _ in 0..20_000 {
@@ -575,11 +591,21 @@ mod tests {
 
     #[test]
     fn w1_pair_completes_a_connection_with_verified_bytes() {
+        w1_pair_completes(false);
+    }
+
+    /// The same over IPv6 (`--family ipv6`): every frame is IPv6 TCP on the TCP path.
+    #[test]
+    fn w1_pair_completes_over_ipv6() {
+        w1_pair_completes(true);
+    }
+
+    fn w1_pair_completes(ipv6: bool) {
         let base = TcpConfig {
             max_flows: 64,
             ..TcpConfig::default()
         };
-        let (mut c, mut s) = build(Wl::W1, 1, base, 128, false, MAX_RX_BURSTS).unwrap();
+        let (mut c, mut s) = build(Wl::W1, 1, base, 128, false, MAX_RX_BURSTS, ipv6).unwrap();
         assert!(c.node.tcp.config().tx_checksum && s.node.tcp.config().rx_checksum);
         let now = 1_000;
         let (opened, stop) = c.open_owed(now, 4, 8);
@@ -596,6 +622,7 @@ mod tests {
         let (cc, sc) = (c.node.counters, s.node.counters);
         assert_eq!((cc.rx_tcp, sc.rx_tcp), (cc.rx_frames, sc.rx_frames));
         assert_eq!((cc.rx_frames, sc.rx_frames), (s.sent(), c.sent()));
+        assert_eq!(c.node.tcp.ipv6_addresses() > 0, ipv6, "the flow's family");
         // TIME_WAIT (or another timer) is pending: the skip reaches it, and 0 once due.
         let (ct, st) = (&c.node.tcp, &s.node.tcp);
         let t = [ct.next_timer(), st.next_timer()]
@@ -615,7 +642,7 @@ mod tests {
             max_flows: 256,
             ..TcpConfig::default()
         };
-        let (mut c, mut s) = build(Wl::W1, 8, base, 256, false, MAX_RX_BURSTS).unwrap();
+        let (mut c, mut s) = build(Wl::W1, 8, base, 256, false, MAX_RX_BURSTS, false).unwrap();
         c.app.open_in_poll = Some((4096, 2 * 4096));
         run_until(&mut c, &mut s, 40, 1_000);
         assert!(c.app.ops >= 40, "ops {}", c.app.ops);
@@ -655,7 +682,7 @@ mod tests {
         };
         for offload in [false, true] {
             let (mut c, mut s) =
-                build(Wl::W1, 1, base.clone(), 128, offload, MAX_RX_BURSTS).unwrap();
+                build(Wl::W1, 1, base.clone(), 128, offload, MAX_RX_BURSTS, false).unwrap();
             for cfg in [c.node.tcp.config(), s.node.tcp.config()] {
                 assert_eq!((cfg.tx_checksum, cfg.rx_checksum), (!offload, !offload));
             }

@@ -23,6 +23,8 @@ pub struct RunCfg {
     pub max_ops: u64,
     /// Frames per side of the in-memory wire (0 = sized from `conns`).
     pub pool: u32,
+    /// Run the flows over IPv6 (Squall only; addresses in 2001:2::/48).
+    pub ipv6: bool,
 }
 
 impl RunCfg {
@@ -33,6 +35,7 @@ impl RunCfg {
             warmup: (seconds / 4.0).clamp(0.05, 0.5),
             max_ops: u64::MAX,
             pool: 0,
+            ipv6: false,
         }
     }
 }

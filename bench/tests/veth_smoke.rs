@@ -6,50 +6,16 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn have(cmd: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
+use std::time::Duration;
 
 fn skip() -> Option<String> {
-    // SAFETY: no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root (network namespaces, AF_PACKET)".into());
-    }
-    ["ip", "ethtool", "taskset", "nginx", "wrk", "curl"]
-        .iter()
-        .find(|t| !have(t))
-        .map(|t| format!("`{t}` is not installed (scripts/deps.sh bench)"))
+    squall_port::lab::skip(&["ip", "ethtool", "taskset", "nginx", "wrk", "curl"])
+        .map(|r| format!("{r} (scripts/deps.sh bench)"))
 }
 
 /// The lab lock, held while the returned file is open; None if not had within 120 s.
 fn lab_lock() -> Option<Option<std::fs::File>> {
-    if std::env::var_os("SQUALL_LAB_LOCKED").is_some() {
-        return Some(None);
-    }
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open("/tmp/squall-lab.lock")
-        .ok()?;
-    let t0 = Instant::now();
-    loop {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a valid fd.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Some(Some(f));
-        }
-        if t0.elapsed() > Duration::from_secs(120) {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    squall_port::lab::lock(Duration::from_secs(120))
 }
 
 #[test]

@@ -21,7 +21,8 @@
 //! workers' AF_PACKET sockets on one interface, frames steered by port), [`rss`] (the Toeplitz hash
 //! and queue steering of receive-side scaling), [`afxdp`] (an AF_XDP socket on one queue of
 //! a real interface, with Squall's XDP program steering its traffic), `netif` (interface
-//! MAC/MTU for both), `dpdk` (a DPDK ethdev queue pair; cargo feature `dpdk`).
+//! MAC/MTU for both), `dpdk` (a DPDK ethdev queue pair; cargo feature `dpdk`), [`lab`]
+//! (what veth lab tests share: tool checks, the machine-wide lab lock).
 
 pub mod afpacket;
 pub mod afxdp;
@@ -29,6 +30,7 @@ pub mod afxdp;
 pub mod dpdk;
 pub mod fanout;
 pub mod frame;
+pub mod lab;
 pub mod mem;
 mod netif;
 pub mod pcap;

@@ -131,6 +131,21 @@ impl<'a, P: Port> NodeIo<'a, P> {
         self.opened.push(f);
         Ok(f)
     }
+    /// Opens a TCP connection over IPv6 with option set `opts` (the SYN goes out now).
+    pub fn connect6(
+        &mut self,
+        src: [u8; 16],
+        sport: u16,
+        dst: [u8; 16],
+        dport: u16,
+        opts: OptsId,
+    ) -> Result<FlowId, ConnectError> {
+        let f = self
+            .tcp
+            .connect6_with(self.now, &mut self.sink, src, sport, dst, dport, opts)?;
+        self.opened.push(f);
+        Ok(f)
+    }
     /// Queues `len` bytes of registered buffer `buf` from `off` on flow `f`.
     pub fn send(&mut self, f: FlowId, buf: BufId, off: u32, len: u32) -> Result<(), SendError> {
         self.tcp.send(self.now, &mut self.sink, f, buf, off, len)

@@ -1,10 +1,10 @@
 //! IPv4 in: the one check of a received frame's Ethernet and IPv4 headers that decides
-//! where it goes (ARP, TCP, UDP, ICMP, or dropped and counted). TCP frames are passed on
+//! where it goes (ARP, TCP, UDP, ICMP, IPv6, or dropped and counted). TCP frames are passed on
 //! whole: the TCP host verifies its own headers on its fast path.
 
 use squall_wire::checksum;
 
-use crate::neigh::{BROADCAST, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETH_HLEN};
+use crate::neigh::{BROADCAST, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HLEN};
 
 pub(crate) const IP_PROTO_ICMP: u8 = 1;
 pub(crate) const IP_PROTO_TCP: u8 = 6;
@@ -17,9 +17,11 @@ pub enum Class {
     Udp,
     Icmp,
     Arp,
+    /// IPv6 (checked by [`crate::ipv6`]).
+    Ipv6,
     /// IPv4 with another protocol, or not for us.
     OtherIp,
-    /// Neither IPv4 nor ARP (IPv6, LLDP...).
+    /// Neither IPv4, IPv6 nor ARP (LLDP...).
     OtherEther,
     /// Too short or malformed.
     Bad,
@@ -44,6 +46,9 @@ pub fn classify(d: &[u8]) -> Class {
             _ => Class::OtherIp,
         },
         ETHERTYPE_ARP => Class::Arp,
+        // TCP right after the fixed header: the host's own parser checks the rest.
+        ETHERTYPE_IPV6 if d[20] == IP_PROTO_TCP => Class::Tcp,
+        ETHERTYPE_IPV6 => Class::Ipv6,
         _ => Class::OtherEther,
     }
 }

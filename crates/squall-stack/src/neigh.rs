@@ -1,7 +1,7 @@
 //! Neighbours: the addresses the node owns (whole ranges, as a generator's client pools
 //! need), the neighbour cache (learned from ARP, or static entries), and ARP itself:
 //! requests for owned addresses answered, requests sent to resolve a neighbour,
-//! gratuitous ARP to announce owned addresses.
+//! gratuitous ARP to announce owned addresses. IPv6's counterpart is [`crate::neigh6`].
 
 use std::collections::HashMap;
 
@@ -11,6 +11,7 @@ use squall_wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address, MacAddress, ARP
 pub(crate) const ETH_HLEN: usize = 14;
 pub(crate) const ETHERTYPE_IPV4: u16 = 0x0800;
 pub(crate) const ETHERTYPE_ARP: u16 = 0x0806;
+pub(crate) const ETHERTYPE_IPV6: u16 = 0x86dd;
 /// The Ethernet broadcast address.
 pub const BROADCAST: [u8; 6] = [0xff; 6];
 /// Length of an ARP frame on the wire (padded to the Ethernet minimum).

@@ -1,18 +1,21 @@
 //! The node: one core's port, TCP host, UDP layer, neighbours and counters, and the loop
 //! turn that runs them: rx bursts -> demux (TCP runs to the host's prefetching burst
-//! path; UDP, ARP, ICMP to their handlers) -> TX flush and resume after each burst ->
+//! path; UDP, ARP, ICMP, IPv6 neighbour discovery and ICMPv6 to their handlers) -> TX flush and resume after each burst ->
 //! TCP timers -> the apps' poll (their timers, new flows) -> TX flush and resume.
 
 use std::time::{Duration, Instant};
 
 use squall_port::{FrameBuf, Offload, OffloadFlags, Port};
 use squall_tcp::{FlowId, TcpApp, TcpConfig, TcpHost, TxSink};
-use squall_wire::Ipv4Address;
+use squall_wire::{IpProtocol, Ipv4Address, Ipv6Address};
 
 use crate::app::{NodeApp, NodeIo};
 use crate::icmp::{on_icmp, IcmpStats};
+use crate::icmp6::{on_icmpv6, Icmp6Stats};
 use crate::ipv4::{self, Class};
+use crate::ipv6::{self as ip6, Ipv6Error, Ipv6Stats};
 use crate::neigh::{Neighbours, Owned};
+use crate::neigh6::{Neighbours6, Owned6};
 use crate::redirect::{self, Redirect, RedirectStats};
 use crate::sink::{tcp_offload, PortSink, TxFrames};
 use crate::tap::TapRef;
@@ -32,6 +35,10 @@ pub struct NodeConfig {
     pub owned: Owned,
     /// Static neighbour entries (ip in host order, MAC).
     pub neighbours: Vec<(u32, [u8; 6])>,
+    /// IPv6 addresses the node answers neighbour solicitations and ICMPv6 echo for.
+    pub owned6: Owned6,
+    /// Static IPv6 neighbour entries.
+    pub neighbours6: Vec<(Ipv6Address, [u8; 6])>,
     /// Most UDP flows at once.
     pub max_udp_flows: usize,
     /// UDP flow-table entries allocated at start.
@@ -51,6 +58,8 @@ impl Default for NodeConfig {
         NodeConfig {
             owned: Owned::default(),
             neighbours: Vec::new(),
+            owned6: Owned6::default(),
+            neighbours6: Vec::new(),
             max_udp_flows: 0,
             udp_prealloc: 0,
             rx_bursts: MAX_RX_BURSTS,
@@ -72,11 +81,16 @@ pub struct NodeCounters {
     pub rx_icmp: u64,
     /// ARP frames.
     pub rx_arp: u64,
-    /// IPv4 frames to an address the node does not own (ICMP), or to another MAC.
+    /// IPv6 frames (details in the node's `ip6` counters).
+    pub rx_ipv6: u64,
+    /// ICMPv6 messages (neighbour discovery included).
+    pub rx_icmpv6: u64,
+    /// IP frames to an address the node does not own (ICMP, IPv6), or to another MAC.
     pub rx_not_ours: u64,
-    /// IPv4 with a protocol the node does not carry.
+    /// IP packets with a protocol the node does not carry, IPv6 fragments and IPv6
+    /// extension headers to discard.
     pub rx_other_ip: u64,
-    /// Neither IPv4 nor ARP (IPv6, LLDP, ...).
+    /// Neither IPv4, IPv6 nor ARP (LLDP, ...).
     pub rx_other_ether: u64,
     /// Truncated or malformed frames, and frames the port flagged with a bad checksum.
     pub rx_bad: u64,
@@ -96,7 +110,10 @@ pub struct Node<P: Port> {
     pub tcp: TcpHost,
     pub udp: UdpLayer,
     pub neigh: Neighbours,
+    pub neigh6: Neighbours6,
     pub icmp: IcmpStats,
+    pub icmp6: Icmp6Stats,
+    pub ip6: Ipv6Stats,
     pub counters: NodeCounters,
     mac: [u8; 6],
     tx: TxFrames<P::Frame>,
@@ -152,12 +169,19 @@ impl<P: Port> Node<P> {
         for &(ip, m) in &cfg.neighbours {
             neigh.add_static(ip, m);
         }
+        let mut neigh6 = Neighbours6::new(mac, cfg.owned6);
+        for &(ip, m) in &cfg.neighbours6 {
+            neigh6.add_static(ip, m);
+        }
         Node {
             port,
             tcp: TcpHost::new(tcp, now),
             udp: UdpLayer::new(cfg.max_udp_flows, cfg.udp_prealloc, UdpTx { mac, next_hop }),
             neigh,
+            neigh6,
             icmp: IcmpStats::default(),
+            icmp6: Icmp6Stats::default(),
+            ip6: Ipv6Stats::default(),
             counters: NodeCounters::default(),
             mac,
             tx: TxFrames::new(cfg.vlan),
@@ -375,7 +399,10 @@ impl<P: Port> Node<P> {
             tcp,
             udp,
             neigh,
+            neigh6,
             icmp,
+            icmp6,
+            ip6,
             counters,
             tx,
             rxq,
@@ -391,6 +418,29 @@ impl<P: Port> Node<P> {
             () => {
                 PortSink::new(&mut *port, &mut *tx, tap.as_deref_mut(), now, *offload)
             };
+        }
+        // A parsed datagram (either family) to its flow's app or to whichever app takes it.
+        macro_rules! udp_in {
+            ($parsed:expr) => {{
+                match $parsed {
+                    Ok(dg) => {
+                        let flow = udp.lookup(&dg.key());
+                        let taken = {
+                            let mut io = NodeIo::new(now, tcp, udp, sink!(), opened, *tx_waiting);
+                            app.on_udp(&mut io, flow, &dg)
+                        };
+                        if taken {
+                            udp.stats.rx_delivered += 1;
+                        } else {
+                            udp.stats.rx_no_port += 1;
+                        }
+                        // IPv6 ids of the datagram no flow took
+                        udp.release_unused(&dg.key());
+                    }
+                    Err(UdpError::Checksum) => udp.stats.rx_bad_sum += 1,
+                    Err(UdpError::Header) => udp.stats.rx_bad_hdr += 1,
+                }
+            }};
         }
         let mut burst: [&[u8]; RX_BURST] = [&[]; RX_BURST];
         let mut k = 0;
@@ -430,27 +480,7 @@ impl<P: Port> Node<P> {
                 }
                 Class::Udp => {
                     counters.rx_udp += 1;
-                    let dg = match udp::parse(d) {
-                        Ok(dg) => dg,
-                        Err(UdpError::Checksum) => {
-                            udp.stats.rx_bad_sum += 1;
-                            continue;
-                        }
-                        Err(UdpError::Header) => {
-                            udp.stats.rx_bad_hdr += 1;
-                            continue;
-                        }
-                    };
-                    let flow = udp.lookup(&dg.key());
-                    let taken = {
-                        let mut io = NodeIo::new(now, tcp, udp, sink!(), opened, *tx_waiting);
-                        app.on_udp(&mut io, flow, &dg)
-                    };
-                    if taken {
-                        udp.stats.rx_delivered += 1;
-                    } else {
-                        udp.stats.rx_no_port += 1;
-                    }
+                    udp_in!(udp::parse(d));
                 }
                 Class::Icmp => {
                     counters.rx_icmp += 1;
@@ -460,6 +490,54 @@ impl<P: Port> Node<P> {
                         }
                         Ok(_) => counters.rx_not_ours += 1,
                         Err(_) => icmp.bad += 1,
+                    }
+                }
+                Class::Ipv6 => {
+                    counters.rx_ipv6 += 1;
+                    ip6.rx += 1;
+                    let checked = if ip6::for_mac(d, mac) {
+                        ip6::check(d)
+                            .map(|i| (ip6::for_node(&i.dst, neigh6.owned()), i))
+                            .map_err(Some)
+                    } else {
+                        Err(None)
+                    };
+                    match checked {
+                        Ok((true, i)) if i.proto == IpProtocol::ICMPV6 => {
+                            counters.rx_icmpv6 += 1;
+                            on_icmpv6(d, &i, *mac, icmp6, neigh6, &mut sink!());
+                        }
+                        Ok((true, i)) if i.proto == IpProtocol::UDP => {
+                            counters.rx_udp += 1;
+                            udp_in!(udp.parse6(d, &i));
+                        }
+                        Ok((true, i)) if i.proto == IpProtocol::TCP => {
+                            // behind extension headers (TCP right after the fixed
+                            // header took the burst path)
+                            counters.rx_tcp += 1;
+                            tcp.rx(now, d, app, &mut sink!());
+                        }
+                        Ok((true, _)) => {
+                            counters.rx_other_ip += 1;
+                            ip6.other_proto += 1;
+                        }
+                        Ok((false, _)) | Err(None) => {
+                            counters.rx_not_ours += 1;
+                            ip6.not_ours += 1;
+                        }
+                        Err(Some(e)) => {
+                            let c = match e {
+                                Ipv6Error::Header => &mut ip6.bad_header,
+                                Ipv6Error::ExtHeader => &mut ip6.ext_dropped,
+                                Ipv6Error::Fragment => &mut ip6.fragments,
+                            };
+                            *c += 1;
+                            if e == Ipv6Error::Header {
+                                counters.rx_bad += 1;
+                            } else {
+                                counters.rx_other_ip += 1;
+                            }
+                        }
                     }
                 }
                 Class::OtherIp => counters.rx_other_ip += 1,
@@ -498,44 +576,114 @@ impl<P: Port> Node<P> {
         }
     }
 
-    /// Sends a gratuitous ARP for the first address of every owned range.
+    /// Sends a gratuitous ARP for the first address of every owned IPv4 range, and an
+    /// unsolicited neighbour advertisement for the first of every owned IPv6 range.
     pub fn announce(&mut self, now: u64) {
         let firsts: Vec<u32> = self.neigh.owned().firsts().collect();
+        let firsts6: Vec<u128> = self.neigh6.owned().firsts().collect();
         let mut sink = PortSink::new(&mut self.port, &mut self.tx, None, now, self.offload);
         for ip in firsts {
             self.neigh.announce(ip, &mut sink);
+        }
+        for ip in firsts6 {
+            self.neigh6.announce(Ipv6Address::from_u128(ip), &mut sink);
         }
         self.flush();
     }
 
     /// Resolves `target`'s MAC (asking from `from`, host order), every 200 ms until
-    /// `timeout`, before the run: ARP is answered meanwhile (the peer may ask first),
-    /// every other frame is dropped (nothing runs yet).
+    /// `timeout`, before the run: ARP and neighbour discovery are answered meanwhile (the
+    /// peer may ask first), every other frame is dropped (nothing runs yet).
     pub fn resolve(
         &mut self,
         from: u32,
         target: u32,
         timeout: Duration,
     ) -> Result<[u8; 6], String> {
+        self.resolve_with(
+            timeout,
+            |n, _, sink| {
+                n.request(from, target, sink);
+            },
+            |n, _| n.lookup(target),
+        )
+        .ok_or_else(|| {
+            format!(
+                "no ARP reply from {} within {:.1} s (give --peer-mac, or check the peer's address)",
+                Ipv4Address(target.to_be_bytes()),
+                timeout.as_secs_f64()
+            )
+        })
+    }
+
+    /// Resolves the IPv6 neighbour `target`'s MAC with neighbour solicitations from
+    /// `from`, every 200 ms until `timeout` (as [`resolve`](Self::resolve)).
+    pub fn resolve6(
+        &mut self,
+        from: Ipv6Address,
+        target: Ipv6Address,
+        timeout: Duration,
+    ) -> Result<[u8; 6], String> {
+        self.resolve_with(
+            timeout,
+            |_, n6, sink| {
+                n6.request(from, target, sink);
+            },
+            |_, n6| n6.lookup(&target),
+        )
+        .ok_or_else(|| {
+            format!(
+                "no neighbour advertisement from {target} within {:.1} s (give --peer-mac, or check the peer's address)",
+                timeout.as_secs_f64()
+            )
+        })
+    }
+
+    /// The resolution loop of [`resolve`](Self::resolve) and [`resolve6`](Self::resolve6):
+    /// `ask` every 200 ms until `found` gives a MAC or `timeout` passes.
+    fn resolve_with(
+        &mut self,
+        timeout: Duration,
+        mut ask: impl FnMut(&mut Neighbours, &mut Neighbours6, &mut PortSink<'_, P>),
+        found: impl Fn(&Neighbours, &Neighbours6) -> Option<[u8; 6]>,
+    ) -> Option<[u8; 6]> {
         let t0 = Instant::now();
         let mut last: Option<Instant> = None;
         loop {
-            if let Some(m) = self.neigh.lookup(target) {
-                return Ok(m);
+            if let Some(m) = found(&self.neigh, &self.neigh6) {
+                return Some(m);
             }
             if t0.elapsed() >= timeout {
-                break;
+                return None;
             }
             let now = t0.elapsed().as_nanos() as u64;
             let mut sink = PortSink::new(&mut self.port, &mut self.tx, None, now, self.offload);
             if last.map_or(true, |l: Instant| l.elapsed() >= Duration::from_millis(200)) {
-                self.neigh.request(from, target, &mut sink);
+                ask(&mut self.neigh, &mut self.neigh6, &mut sink);
                 last = Some(Instant::now());
             }
             let n = sink.port.rx_burst(&mut self.rxq, RX_BURST);
             for f in self.rxq.iter() {
-                if ipv4::classify(f.data()) == Class::Arp {
-                    self.neigh.on_arp(f.data(), &mut sink);
+                let d = f.data();
+                match ipv4::classify(d) {
+                    Class::Arp => self.neigh.on_arp(d, &mut sink),
+                    Class::Ipv6 if ip6::for_mac(d, &self.mac) => {
+                        if let Ok(i) = ip6::check(d) {
+                            if i.proto == IpProtocol::ICMPV6
+                                && ip6::for_node(&i.dst, self.neigh6.owned())
+                            {
+                                on_icmpv6(
+                                    d,
+                                    &i,
+                                    self.mac,
+                                    &mut self.icmp6,
+                                    &mut self.neigh6,
+                                    &mut sink,
+                                );
+                            }
+                        }
+                    }
+                    _ => {}
                 }
             }
             self.port.release_all(&mut self.rxq);
@@ -544,11 +692,6 @@ impl<P: Port> Node<P> {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        Err(format!(
-            "no ARP reply from {} within {:.1} s (give --peer-mac, or check the peer's address)",
-            Ipv4Address(target.to_be_bytes()),
-            timeout.as_secs_f64()
-        ))
     }
 
     /// Sets the MAC every frame is sent to (the gateway or the directly connected peer).

@@ -128,9 +128,17 @@ impl<P: Port> TxSink for PortSink<'_, P> {
                 self.tx.spare.push(f);
                 return;
             }
-            // The offload request is decided on the untagged frame (IPv4 protocol at 23).
+            // The offload request is decided on the untagged frame: IPv4 protocol (at 23)
+            // or IPv6 next header (at 20, TCP directly after the fixed header) is TCP.
             if let Some(mut o) = self.tcp_offload {
-                if f.data().get(23) == Some(&6) {
+                let d = f.data();
+                let l3_len = match d.get(12..14) {
+                    Some([0x08, 0x00]) if d.get(23) == Some(&6) => Some(20),
+                    Some([0x86, 0xdd]) if d.get(20) == Some(&6) => Some(40),
+                    _ => None,
+                };
+                if let Some(l3_len) = l3_len {
+                    o.l3_len = l3_len;
                     if self.tx.vlan.is_some() {
                         o.l2_len += 4;
                     }

@@ -1,15 +1,19 @@
 //! UDP: datagrams checked and demultiplexed to flows (a 4-tuple table of the flows the
 //! applications opened, each with the app that owns it), datagrams written in place into
-//! the port's frames (Ethernet + IPv4 + UDP, both checksums). Applications keep their
-//! per-flow state indexed by [`UdpFlowId`], as they do for TCP's `FlowId`.
+//! the port's frames (Ethernet + IPv4 + UDP, both checksums; or Ethernet + IPv6 + UDP).
+//! Applications keep their per-flow state indexed by [`UdpFlowId`], as they do for TCP's
+//! `FlowId`. Over IPv6 a key's addresses are ids of the layer's address table (as the
+//! TCP host's keys: in 0.0.0.0/8, see [`UdpKey::is_ipv6`]), counted by the flows using
+//! them; [`UdpLayer::key6`] makes such a key, [`UdpLayer::addr6`] reads an address back.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
-use squall_tcp::TxSink;
+use squall_tcp::{Addr6Table, TxSink};
 use squall_wire::checksum;
 
 use crate::ipv4::{self, Ipv4Error, IP_PROTO_UDP};
+use crate::ipv6::Ipv6In;
 use crate::neigh::ETH_HLEN;
 
 const IP_LEN: usize = 20;
@@ -18,6 +22,9 @@ const UDP_LEN: usize = 8;
 pub const HDRS_LEN: usize = ETH_HLEN + IP_LEN + UDP_LEN;
 /// Largest UDP payload of an unfragmented IPv4 datagram.
 pub const MAX_PAYLOAD: usize = 65_507;
+const IP6_LEN: usize = 40;
+/// Ethernet + IPv6 + UDP headers.
+pub const HDRS6_LEN: usize = ETH_HLEN + IP6_LEN + UDP_LEN;
 
 /// A UDP flow's 4-tuple from the node's point of view (host order).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -26,6 +33,14 @@ pub struct UdpKey {
     pub remote_ip: u32,
     pub local_port: u16,
     pub remote_port: u16,
+}
+
+impl UdpKey {
+    /// True for an IPv6 flow (addresses are ids of the UDP layer's address table).
+    #[inline]
+    pub fn is_ipv6(&self) -> bool {
+        squall_tcp::is_ipv6_id(self.local_ip)
+    }
 }
 
 impl Hash for UdpKey {
@@ -129,6 +144,8 @@ pub struct UdpLayer {
     max_flows: usize,
     live: usize,
     ip_id: u16,
+    /// IPv6 addresses of the flows' keys (and of datagrams being delivered).
+    addr6: Addr6Table,
     pub(crate) tx: UdpTx,
     pub stats: UdpStats,
 }
@@ -144,6 +161,7 @@ impl UdpLayer {
             max_flows,
             live: 0,
             ip_id: 0,
+            addr6: Addr6Table::default(),
             tx,
             stats: UdpStats::default(),
         }
@@ -187,6 +205,10 @@ impl UdpLayer {
             owner,
             live: true,
         };
+        if key.is_ipv6() {
+            self.addr6.retain(key.local_ip);
+            self.addr6.retain(key.remote_ip);
+        }
         self.map.insert(key, i);
         self.live += 1;
         Some(UdpFlowId(i))
@@ -201,8 +223,77 @@ impl UdpLayer {
         }
         e.live = false;
         self.map.remove(&e.key);
+        if e.key.is_ipv6() {
+            self.addr6.release(e.key.local_ip);
+            self.addr6.release(e.key.remote_ip);
+        }
         self.free.push(f.0);
         self.live -= 1;
+    }
+    /// The key of an IPv6 4-tuple (addresses given ids); None when every id is taken.
+    /// Ids no flow uses are given back by [`UdpLayer::release_unused`] (the node does it
+    /// after each received datagram).
+    pub fn key6(
+        &mut self,
+        local: [u8; 16],
+        local_port: u16,
+        remote: [u8; 16],
+        remote_port: u16,
+    ) -> Option<UdpKey> {
+        let l = self.addr6.intern(&local)?;
+        let Some(r) = self.addr6.intern(&remote) else {
+            self.addr6.release_unused(l);
+            return None;
+        };
+        Some(UdpKey {
+            local_ip: l,
+            remote_ip: r,
+            local_port,
+            remote_port,
+        })
+    }
+    /// The IPv6 address of an id of an IPv6 key.
+    pub fn addr6(&self, id: u32) -> [u8; 16] {
+        *self.addr6.addr(id)
+    }
+    /// Gives back the ids of an IPv6 key that no flow took.
+    pub fn release_unused(&mut self, key: &UdpKey) {
+        if key.is_ipv6() {
+            self.addr6.release_unused(key.local_ip);
+            self.addr6.release_unused(key.remote_ip);
+        }
+    }
+    /// IPv6 addresses with an id.
+    pub fn ipv6_addresses(&self) -> usize {
+        self.addr6.len()
+    }
+    /// Parses and verifies the UDP datagram of an IPv6 frame (`ip` checked by
+    /// [`crate::ipv6::check`]): lengths, and the checksum, mandatory over IPv6. Its
+    /// addresses get ids (see [`UdpLayer::key6`]).
+    pub fn parse6<'a>(&mut self, f: &'a [u8], ip: &Ipv6In) -> Result<Datagram<'a>, UdpError> {
+        let u = f.get(ip.l4.0..ip.l4.1).ok_or(UdpError::Header)?;
+        if u.len() < UDP_LEN {
+            return Err(UdpError::Header);
+        }
+        let ulen = usize::from(be16(u, 4));
+        if ulen < UDP_LEN || ulen > u.len() {
+            return Err(UdpError::Header);
+        }
+        let u = &u[..ulen];
+        let ph = checksum::pseudo_header_ipv6(&ip.src, &ip.dst, IP_PROTO_UDP, ulen as u32);
+        if be16(u, 6) == 0 || checksum::add(ph, checksum::sum(u)) != 0xffff {
+            return Err(UdpError::Checksum);
+        }
+        let k = self
+            .key6(ip.dst.0, be16(u, 2), ip.src.0, be16(u, 0))
+            .ok_or(UdpError::Header)?;
+        Ok(Datagram {
+            src: k.remote_ip,
+            dst: k.local_ip,
+            sport: k.remote_port,
+            dport: k.local_port,
+            payload: &u[UDP_LEN..],
+        })
     }
     /// The 4-tuple of a live flow.
     pub fn key(&self, f: UdpFlowId) -> Option<UdpKey> {
@@ -253,7 +344,10 @@ impl UdpLayer {
             tos,
             ident: self.ip_id,
         };
-        if emit(tx, &h, key, payload) {
+        let addrs = key
+            .is_ipv6()
+            .then(|| (self.addr6(key.local_ip), self.addr6(key.remote_ip)));
+        if emit(tx, &h, key, addrs.as_ref(), payload) {
             self.stats.tx_datagrams += 1;
             true
         } else {
@@ -287,19 +381,61 @@ fn pseudo(src: u32, dst: u32, udp_len: usize) -> u16 {
     )
 }
 
-/// Writes one datagram into a frame from `tx`; false when none is available or the
-/// payload does not fit a frame.
-fn emit<S: TxSink>(tx: &mut S, h: &Hdr, k: &UdpKey, payload: &[u8]) -> bool {
+/// Writes one datagram into a frame from `tx` (over IPv6 between `v6`'s addresses when
+/// given); false when none is available or the payload does not fit a frame.
+fn emit<S: TxSink>(
+    tx: &mut S,
+    h: &Hdr,
+    k: &UdpKey,
+    v6: Option<&([u8; 16], [u8; 16])>,
+    payload: &[u8],
+) -> bool {
     if payload.len() > MAX_PAYLOAD {
         return false;
     }
-    let len = HDRS_LEN + payload.len();
+    let len = if v6.is_some() { HDRS6_LEN } else { HDRS_LEN } + payload.len();
     let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
         return false;
     };
-    write_frame(f, h, k, payload);
+    match v6 {
+        Some((s, d)) => write_frame6(f, h, k, s, d, payload),
+        None => write_frame(f, h, k, payload),
+    }
     tx.commit(len);
     true
+}
+
+/// Fills `f` (exactly headers + payload long) with an IPv6 frame from `src` to `dst`
+/// (`h.ttl` is the hop limit, `h.tos` the traffic class).
+fn write_frame6(f: &mut [u8], h: &Hdr, k: &UdpKey, src: &[u8; 16], dst: &[u8; 16], payload: &[u8]) {
+    let ulen = UDP_LEN + payload.len();
+    f[0..6].copy_from_slice(&h.gw);
+    f[6..12].copy_from_slice(&h.mac);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    let ip = &mut f[ETH_HLEN..ETH_HLEN + IP6_LEN];
+    ip[0..4].copy_from_slice(&((6u32 << 28) | (h.tos as u32) << 20).to_be_bytes());
+    ip[4..6].copy_from_slice(&(ulen as u16).to_be_bytes());
+    ip[6] = IP_PROTO_UDP;
+    ip[7] = h.ttl;
+    ip[8..24].copy_from_slice(src);
+    ip[24..40].copy_from_slice(dst);
+    let u = &mut f[ETH_HLEN + IP6_LEN..];
+    u[0..2].copy_from_slice(&k.local_port.to_be_bytes());
+    u[2..4].copy_from_slice(&k.remote_port.to_be_bytes());
+    u[4..6].copy_from_slice(&(ulen as u16).to_be_bytes());
+    u[6..8].copy_from_slice(&[0, 0]);
+    u[UDP_LEN..].copy_from_slice(payload);
+    let ph = checksum::fold(checksum::pseudo_header_ipv6_acc(
+        src,
+        dst,
+        IP_PROTO_UDP,
+        ulen,
+    ));
+    let mut c = !checksum::add(ph, checksum::sum(u));
+    if c == 0 {
+        c = 0xffff;
+    }
+    u[6..8].copy_from_slice(&c.to_be_bytes());
 }
 
 /// Fills `f` (exactly headers + payload long) with the frame.
@@ -341,6 +477,10 @@ pub fn parse(f: &[u8]) -> Result<Datagram<'_>, UdpError> {
         Ipv4Error::Checksum => UdpError::Checksum,
     })?;
     if ip.proto != IP_PROTO_UDP || ip.total < ip.ihl + UDP_LEN {
+        return Err(UdpError::Header);
+    }
+    // 0.0.0.0/8 is no host's address; here it would alias the ids of IPv6 keys.
+    if squall_tcp::is_ipv6_id(ip.src) || squall_tcp::is_ipv6_id(ip.dst) {
         return Err(UdpError::Header);
     }
     let u = &f[ETH_HLEN + ip.ihl..ETH_HLEN + ip.total];
@@ -470,5 +610,71 @@ mod tests {
         assert_eq!(t.live(), 1);
         assert_eq!(t.key(a), None);
         assert_eq!(t.open(k3, 0), Some(a));
+    }
+
+    /// IPv6: a datagram written by the layer parses back (general views and `parse6`)
+    /// with a valid mandatory checksum; the ids of a datagram no flow took are given
+    /// back, those of an open flow stay until it closes; a zero checksum is refused.
+    #[test]
+    fn ipv6_datagrams_roundtrip_and_ids_are_counted() {
+        let a: [u8; 16] = "2001:db8::1"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets();
+        let b: [u8; 16] = "2001:db8::2"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets();
+        let tx = UdpTx {
+            mac: [2, 0, 0, 0, 0, 1],
+            next_hop: [2, 0, 0, 0, 0, 2],
+        };
+        let (mut la, mut lb) = (UdpLayer::new(4, 4, tx), UdpLayer::new(4, 4, tx));
+        let k = la.key6(a, 5000, b, 53).unwrap();
+        assert!(k.is_ipv6() && !K.is_ipv6());
+        let f = la.open(k, 0).unwrap();
+        la.release_unused(&k);
+        assert_eq!(la.ipv6_addresses(), 2, "the flow holds its ids");
+        #[derive(Default)]
+        struct One(Vec<u8>, Vec<u8>);
+        impl TxSink for One {
+            fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
+                self.0.resize(len, 0);
+                Some(&mut self.0[..])
+            }
+            fn commit(&mut self, len: usize) {
+                self.1 = self.0[..len].to_vec();
+            }
+        }
+        let mut out = One::default();
+        assert!(la.send(&mut out, f, b"query over ipv6", 64, 0));
+        let fr = squall_wire::parse_frame(&out.1).unwrap();
+        assert!(fr.checksums_ok());
+        assert!(matches!(
+            fr.l3,
+            squall_wire::L3::Ipv6(_, squall_wire::L4::Udp(_))
+        ));
+        let ip = crate::ipv6::check(&out.1).unwrap();
+        let d = lb.parse6(&out.1, &ip).unwrap();
+        assert_eq!(
+            (d.sport, d.dport, d.payload),
+            (5000, 53, &b"query over ipv6"[..])
+        );
+        assert_eq!((lb.addr6(d.src), lb.addr6(d.dst)), (a, b));
+        lb.release_unused(&d.key());
+        assert_eq!(lb.ipv6_addresses(), 0);
+        let mut z = out.1.clone();
+        z[14 + 40 + 6..14 + 40 + 8].fill(0);
+        assert_eq!(lb.parse6(&z, &ip), Err(UdpError::Checksum));
+        la.close(f);
+        assert_eq!(la.ipv6_addresses(), 0);
+        // an IPv4 datagram from 0.0.0.0/8 is refused
+        let k0 = UdpKey {
+            local_ip: 0x0000_0005,
+            ..K
+        };
+        let mut f0 = vec![0u8; HDRS_LEN];
+        write_frame(&mut f0, &H, &k0, &[]);
+        assert_eq!(parse(&f0), Err(UdpError::Header));
     }
 }

@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use squall_port::mem::{pair, MemConfig, MemPort};
 use squall_port::{FrameBuf, Port};
-use squall_stack::{redirect, NoApp, Node, NodeApp, NodeConfig, NodeIo, Owned, Pair};
+use squall_stack::{redirect, NoApp, Node, NodeApp, NodeConfig, NodeIo, Owned, Owned6, Pair};
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
-use squall_wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address, MacAddress};
+use squall_wire::{
+    parse_frame, ArpOperation, ArpPacket, ArpRepr, Icmpv6Packet, Icmpv6Repr, Ipv4Address,
+    Ipv6Address, MacAddress, NaFlags, L3, L4,
+};
 
 const MA: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
 const MB: [u8; 6] = [2, 0, 0, 0, 0, 0xb];
@@ -32,8 +35,11 @@ fn node_on_vlan(
         gateway_mac: peer,
         ..TcpConfig::default()
     };
+    let a6 = ip6(IP6_A).to_u128();
     let cfg = NodeConfig {
         owned: Owned(vec![(ip, ip)]),
+        // every node also owns 2001:db8::1 (the malformed-frame test reaches ICMPv6)
+        owned6: Owned6(vec![(a6, a6)]),
         max_udp_flows: 16,
         vlan,
         ..NodeConfig::default()
@@ -198,8 +204,17 @@ struct Bulk {
     expect: Arc<[u8]>,
     got: Vec<u8>,
     connect_to: Option<(u32, u32, u16)>,
+    /// Connect over IPv6 (2001:db8::/96 + the IPv4 address).
+    v6: bool,
     flow: Option<FlowId>,
     closed: Option<CloseReason>,
+}
+
+/// The documentation-range IPv6 address standing for IPv4 address `a`.
+fn v6_of(a: u32) -> [u8; 16] {
+    let mut x = [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    x[12..].copy_from_slice(&a.to_be_bytes());
+    x
 }
 
 impl TcpApp for Bulk {
@@ -222,7 +237,11 @@ impl NodeApp for Bulk {
     fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
         match (self.connect_to.take(), self.flow) {
             (Some((src, dst, dport)), None) => {
-                let f = io.connect(src, 40_000, dst, dport, OptsId::DEFAULT);
+                let f = if self.v6 {
+                    io.connect6(v6_of(src), 40_000, v6_of(dst), dport, OptsId::DEFAULT)
+                } else {
+                    io.connect(src, 40_000, dst, dport, OptsId::DEFAULT)
+                };
                 self.flow = Some(f.expect("connect"));
                 true
             }
@@ -237,6 +256,16 @@ impl NodeApp for Bulk {
 /// (none is dropped as oversized) and both bodies arrive intact.
 #[test]
 fn frames_fit_the_mtu_with_timestamps_and_sack_blocks() {
+    bulk_through_an_mtu(false);
+}
+
+/// The same over IPv6: the MSS comes from the IPv6 MTU (1440), frames still fit.
+#[test]
+fn frames_fit_the_mtu_over_ipv6() {
+    bulk_through_an_mtu(true);
+}
+
+fn bulk_through_an_mtu(v6: bool) {
     let loss = |seed| squall_port::mem::Impairment {
         loss: 0.03,
         seed,
@@ -278,6 +307,7 @@ fn frames_fit_the_mtu_with_timestamps_and_sack_blocks() {
         expect: theirs.clone(),
         got: Vec::new(),
         connect_to: to,
+        v6,
         flow: None,
         closed: None,
     };
@@ -299,6 +329,15 @@ fn frames_fit_the_mtu_with_timestamps_and_sack_blocks() {
     assert!(on_a.got == *body_b && on_b.got == *body_a, "bodies intact");
     assert_eq!(on_a.closed, Some(CloseReason::Normal));
     assert_eq!(on_b.closed, Some(CloseReason::Normal));
+    if v6 {
+        assert_eq!(
+            a.counters.rx_ipv6 + b.counters.rx_ipv6,
+            0,
+            "all on the TCP path"
+        );
+        assert!(a.counters.rx_tcp > 100 && b.counters.rx_tcp > 100);
+        assert_eq!(a.tcp.ipv6_addresses() + b.tcp.ipv6_addresses(), 4);
+    }
     let sacked = a.tcp.counters().tcps_rcvoopack + b.tcp.counters().tcps_rcvoopack;
     assert!(
         sacked > 10,
@@ -414,8 +453,10 @@ fn arp_and_ping_are_answered_for_owned_addresses() {
     assert_eq!(&r[42..], &data[..]);
     assert_eq!(a.icmp.echo_answered, 1);
     assert_eq!(a.icmp.bad, 1);
-    assert_eq!(a.counters.rx_not_ours, 1);
-    assert_eq!(a.counters.rx_other_ether, 1);
+    // the all-zero IPv6 frame is to another MAC
+    assert_eq!(a.counters.rx_not_ours, 2);
+    assert_eq!((a.counters.rx_ipv6, a.ip6.not_ours), (1, 1));
+    assert_eq!(a.counters.rx_other_ether, 0);
     assert_eq!(a.counters.rx_arp, 2);
 }
 
@@ -519,6 +560,17 @@ fn malformed_frames_are_counted_never_a_panic() {
             f[23] = 6;
             f
         },
+        icmp6_frame(MA, ip6(IP6_B), ip6(IP6_A), 64, &echo6(5, &data)),
+        icmp6_frame(
+            [0x33, 0x33, 0xff, 0, 0, 1],
+            ip6(IP6_B),
+            ip6(IP6_A).solicited_node(),
+            255,
+            &Icmpv6Repr::NeighborSolicit {
+                target: ip6(IP6_A),
+                source_mac: Some(MacAddress(MB)),
+            },
+        ),
     ];
     let mut sent = 0u64;
     for round in 0..4_000u32 {
@@ -545,6 +597,7 @@ fn malformed_frames_are_counted_never_a_panic() {
         raw_rx(&mut raw);
     }
     assert_eq!(a.counters.rx_frames, sent);
+    assert!(a.icmp6.echo_answered > 0 && a.neigh6.stats.ns_answered > 0);
 }
 
 /// Inserts an 802.1Q tag (id `vid`) into an untagged frame.
@@ -664,4 +717,193 @@ fn a_port_without_steering_redirects_frames_to_their_owner() {
     assert_eq!(w1.counters.rx_redirected, r1.received);
     assert_eq!(r1.sent, 0, "worker 1 got nothing of worker 0's");
     assert_eq!(r0.dropped_full + r0.too_big, 0);
+}
+
+const IP6_A: &str = "2001:db8::1";
+const IP6_B: &str = "2001:db8::2";
+
+fn ip6(s: &str) -> Ipv6Address {
+    s.parse().unwrap()
+}
+
+fn node6(port: MemPort, mac: [u8; 6], peer: [u8; 6], ip: &str) -> Node<MemPort> {
+    let tcp = TcpConfig {
+        mac,
+        gateway_mac: peer,
+        ..TcpConfig::default()
+    };
+    let a = ip6(ip).to_u128();
+    let cfg = NodeConfig {
+        owned6: Owned6(vec![(a, a)]),
+        ..NodeConfig::default()
+    };
+    Node::new(port, tcp, cfg, 0)
+}
+
+fn echo6(seq: u16, data: &[u8]) -> Icmpv6Repr<'_> {
+    Icmpv6Repr::Echo {
+        is_reply: false,
+        ident: 0x6666,
+        seq,
+        data,
+    }
+}
+
+/// An ICMPv6 frame from MB.
+fn icmp6_frame(
+    dst_mac: [u8; 6],
+    src: Ipv6Address,
+    dst: Ipv6Address,
+    hl: u8,
+    m: &Icmpv6Repr<'_>,
+) -> Vec<u8> {
+    let mut b = vec![0u8; 1600];
+    let n = squall_stack::neigh6::emit_icmpv6_frame(&mut b, dst_mac, MB, src, dst, hl, m).unwrap();
+    b.truncate(n);
+    b
+}
+
+/// The ICMPv6 message of a frame the node sent (every checksum checked).
+fn icmp6_of(f: &[u8]) -> (Ipv6Address, Ipv6Address, Icmpv6Repr<'_>) {
+    let fr = parse_frame(f).unwrap();
+    assert!(fr.checksums_ok());
+    let L3::Ipv6(ip, L4::Icmpv6(p)) = fr.l3 else {
+        panic!("not ICMPv6: {fr:?}")
+    };
+    let p: Icmpv6Packet<&[u8]> = p;
+    (ip.src(), ip.dst(), Icmpv6Repr::parse(&p).unwrap())
+}
+
+/// A raw peer on the wire: the node answers its neighbour solicitation (sent to the
+/// solicited-node group) and its ping6 for the owned address; ignores the others;
+/// counts a fragment, an extension header to discard and a corrupted message.
+#[test]
+fn ndp_and_ping6_are_answered_for_owned_addresses() {
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, MB, IP6_A);
+    let (me, peer) = (ip6(IP6_A), ip6(IP6_B));
+    let ns = |t: Ipv6Address| Icmpv6Repr::NeighborSolicit {
+        target: t,
+        source_mac: Some(MacAddress(MB)),
+    };
+    let group = me.solicited_node();
+    raw_frame(
+        &mut raw,
+        &icmp6_frame(group.multicast_mac().0, peer, group, 255, &ns(me)),
+    );
+    let other = ip6("2001:db8::9");
+    raw_frame(
+        &mut raw,
+        &icmp6_frame(
+            other.solicited_node().multicast_mac().0,
+            peer,
+            other.solicited_node(),
+            255,
+            &ns(other),
+        ),
+    );
+    a.turn(1_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(
+        got.len(),
+        1,
+        "one advertisement, for the owned address only"
+    );
+    assert_eq!((&got[0][..6], &got[0][6..12]), (&MB[..], &MA[..]));
+    let (s, d, m) = icmp6_of(&got[0]);
+    assert_eq!((s, d), (me, peer));
+    assert_eq!(
+        m,
+        Icmpv6Repr::NeighborAdvert {
+            flags: NaFlags {
+                router: false,
+                solicited: true,
+                override_: true
+            },
+            target: me,
+            target_mac: Some(MacAddress(MA)),
+        }
+    );
+    assert_eq!(a.neigh6.lookup(&peer), Some(MB), "the asker is learned");
+    assert_eq!(a.neigh6.stats.ns_answered, 1);
+    // Echo requests: to us, to another address, corrupted; a fragment; a discard option.
+    let data: Vec<u8> = (0..56u8).collect();
+    raw_frame(&mut raw, &icmp6_frame(MA, peer, me, 64, &echo6(7, &data)));
+    raw_frame(
+        &mut raw,
+        &icmp6_frame(MA, peer, other, 64, &echo6(8, &data)),
+    );
+    let mut bad = icmp6_frame(MA, peer, me, 64, &echo6(9, &data));
+    *bad.last_mut().unwrap() ^= 1;
+    raw_frame(&mut raw, &bad);
+    let ext = |hdr: [u8; 8]| {
+        let mut f = icmp6_frame(MA, peer, me, 64, &echo6(10, &data));
+        let plen = u16::from_be_bytes([f[18], f[19]]) + 8;
+        f[18..20].copy_from_slice(&plen.to_be_bytes());
+        f[20] = if hdr[2] == 0 { 44 } else { 60 };
+        f.splice(54..54, hdr);
+        f
+    };
+    raw_frame(&mut raw, &ext([58, 0, 0, 8, 0, 0, 0, 1])); // fragment, offset 1
+    raw_frame(&mut raw, &ext([58, 0, 0x80, 4, 0, 0, 0, 0])); // unknown option, discard
+    a.turn(2_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 1, "one echo reply");
+    let (s, d, m) = icmp6_of(&got[0]);
+    assert_eq!((s, d), (me, peer));
+    assert_eq!(
+        m,
+        Icmpv6Repr::Echo {
+            is_reply: true,
+            ident: 0x6666,
+            seq: 7,
+            data: &data
+        }
+    );
+    assert_eq!(a.icmp6.echo_answered, 1);
+    assert_eq!(a.icmp6.bad, 1);
+    assert_eq!(
+        (a.ip6.fragments, a.ip6.ext_dropped, a.ip6.not_ours),
+        (1, 1, 2)
+    );
+    assert_eq!(a.counters.rx_ipv6, 7);
+    assert_eq!(a.counters.rx_other_ip, 2);
+    // announcements: an unsolicited advertisement for the owned address
+    a.announce(3_000);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 1);
+    let (s, d, m) = icmp6_of(&got[0]);
+    assert_eq!((s, d), (me, Ipv6Address::LINK_LOCAL_ALL_NODES));
+    assert!(
+        matches!(m, Icmpv6Repr::NeighborAdvert { flags, .. } if !flags.solicited && flags.override_)
+    );
+}
+
+/// `resolve6` on one node learns the other's MAC from its advertisement; an unanswered
+/// resolution times out with a clear error.
+#[test]
+fn resolve6_learns_the_peer_mac_over_a_wire() {
+    let (pa, pb) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, [0; 6], IP6_A);
+    let mut b = node6(pb, MB, MA, IP6_B);
+    let h = std::thread::spawn(move || {
+        for i in 0..2000u64 {
+            b.turn(i * 1_000_000, &mut NoApp, None);
+            if b.neigh6.stats.ns_answered > 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        b.neigh6.stats
+    });
+    let got = a.resolve6(ip6(IP6_A), ip6(IP6_B), Duration::from_secs(5));
+    let st = h.join().unwrap();
+    assert_eq!(got, Ok(MB));
+    assert_eq!(st.ns_answered, 1);
+    let (pc, _pd) = pair(MemConfig::default()).unwrap();
+    let mut c = node6(pc, MA, [0; 6], IP6_A);
+    let e = c.resolve6(ip6(IP6_A), ip6(IP6_B), Duration::from_millis(300));
+    assert!(e
+        .unwrap_err()
+        .contains("no neighbour advertisement from 2001:db8::2"));
 }

@@ -5,7 +5,8 @@
 //!
 //! `cargo run --release -p squall-tcp --example w1_loop -- [flows] [concurrency] [offload]`
 //! (environment: `SQUALL_RING=N` frames per direction, default 512, 0 = unbounded;
-//! `SQUALL_RX_SINGLE=1` per-frame `rx` instead of `rx_burst`). Concurrency up to
+//! `SQUALL_RX_SINGLE=1` per-frame `rx` instead of `rx_burst`; `SQUALL_FAMILY=ipv6` the
+//! flows over IPv6). Concurrency up to
 //! 100,000 and more works (flows get distinct 4-tuples from 200 client addresses).
 
 use std::sync::Arc;
@@ -76,6 +77,7 @@ fn main() {
     let conc: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
     // Third argument "offload": the loop acts as a NIC with TCP checksum offload.
     let offload = args.next().as_deref() == Some("offload");
+    let over_v6 = loop_common::ipv6();
     let max_flows = conc * 4 + 1024;
     let base = TcpConfig {
         time_wait_ns: 1_000_000, // short TIME_WAIT so slots recycle in this loop
@@ -111,7 +113,15 @@ fn main() {
             let k = started;
             let ip = 0x1000_0001 + (k % 200);
             let port = 1025 + ((k / 200) % 60_000) as u16;
-            if ch.connect(now, &mut cq, ip, port, 0x3000_0001, 80).is_err() {
+            let opened = loop_common::connect(
+                &mut ch,
+                now,
+                &mut cq,
+                (ip, port),
+                (0x3000_0001, 80),
+                over_v6,
+            );
+            if opened.is_err() {
                 break;
             }
             started += 1;

@@ -66,6 +66,8 @@ fn main() {
         .unwrap_or(2_000_000);
     let conns: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let offload = args.next().as_deref() == Some("offload");
+    // SQUALL_FAMILY=ipv6: the connections run over IPv6.
+    let over_v6 = loop_common::ipv6();
     let body = [b'x'; 80];
     let mut resp = format!(
         "HTTP/1.1 200 OK\r\nServer: squall\r\nContent-Length: {}\r\n\r\n",
@@ -97,13 +99,13 @@ fn main() {
     let mut sq = Queue::new(1024, 0);
     let mut tmp = Queue::new(1024, 0);
     for k in 0..conns {
-        ch.connect(
+        loop_common::connect(
+            &mut ch,
             now,
             &mut cq,
-            0x1000_0001 + (k % 200),
-            1025 + (k / 200) as u16,
-            0x3000_0001,
-            80,
+            (0x1000_0001 + (k % 200), 1025 + (k / 200) as u16),
+            (0x3000_0001, 80),
+            over_v6,
         )
         .unwrap();
     }

@@ -2,7 +2,8 @@
 //! keyed by the 4-tuple; values are u32 indices into the host's preallocated flow slab.
 //! One 16-byte slot per entry; the table is sized to at most 50 % load.
 
-/// The 4-tuple, from the local host's point of view.
+/// The 4-tuple, from the local host's point of view. For an IPv6 flow the two addresses
+/// are ids of the host's IPv6 address table (below 2^24, see [`FlowKey::is_ipv6`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[repr(C)]
 pub struct FlowKey {
@@ -13,6 +14,12 @@ pub struct FlowKey {
 }
 
 impl FlowKey {
+    /// True for an IPv6 flow (its addresses are address-table ids in 0.0.0.0/8, which no
+    /// IPv4 flow may use).
+    #[inline(always)]
+    pub fn is_ipv6(&self) -> bool {
+        crate::addr6::is_id(self.local_ip)
+    }
     /// Fast keyed hash of the 4-tuple (multiply-xorshift), computed once per packet.
     #[inline(always)]
     pub fn hash(&self, seed: u64) -> u64 {

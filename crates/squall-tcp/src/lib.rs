@@ -7,8 +7,8 @@
 //! (`flowtable::FlowTable`) and one `squall_engine::TimerWheel` (token = slab index). The
 //! host never reads a clock: every call takes `now` in nanoseconds (monotonic or virtual).
 //!
-//! * **Input**: [`TcpHost::rx`] takes a received Ethernet/IPv4/TCP frame, verifies it
-//!   (IPv4 + TCP checksums, counted drops), demultiplexes it with one hash and runs the
+//! * **Input**: [`TcpHost::rx`] takes a received Ethernet/IPv4/TCP or Ethernet/IPv6/TCP
+//!   frame, verifies it (IP + TCP checksums, counted drops), demultiplexes it with one hash and runs the
 //!   state machine; in-order payload is handed to [`TcpApp::on_data`] as a slice *into the
 //!   frame* (no copy).
 //! * **Output**: frames are written straight into buffers handed out by a [`TxSink`]
@@ -43,6 +43,11 @@
 //!   [`TcpHost::connect_with`] opens a flow with it, [`TcpHost::listen_with`] gives it to
 //!   every flow accepted on a port. A flow stores only the one-byte index; `connect` /
 //!   `listen` use the host's default set, [`TcpConfig::opts`].
+//! * **IPv6**: [`TcpHost::connect6`] opens flows over IPv6 and listeners accept both
+//!   families. An IPv6 flow keeps the 12-byte IPv4-sized key: its addresses are small ids
+//!   (in 0.0.0.0/8, never accepted as IPv4 addresses) of the host's address table
+//!   (`addr6`), so IPv4 flows are no bigger and no slower; its MSS is 20 bytes smaller
+//!   (the IPv6 header: 1440 at a 1500-byte MTU).
 //! * **Bursts**: [`TcpHost::rx_burst`] takes a port's RX burst; it prefetches the flow-table
 //!   slots and TCBs of the whole burst first and hashes each frame once.
 //! * **Checksums**: TX payload sums come from per-32-byte prefix sums of the registered
@@ -134,6 +139,7 @@
 //! `examples/w2_loop.rs` does the same for persistent request/response (W2).
 
 // Internal modules: the crate's interface is the re-exports below.
+mod addr6;
 mod api;
 mod cc;
 mod counters;
@@ -149,6 +155,7 @@ mod sendq;
 mod seq;
 mod tcb;
 
+pub use addr6::{is_id as is_ipv6_id, Addr6Table};
 pub use api::{CloseReason, ConnectError, Ctl, FlowId, FlowInfo, SendError, TcpApp, TxSink};
 pub use counters::TcpCounters;
 pub use flowtable::FlowKey;

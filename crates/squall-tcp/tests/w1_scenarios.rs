@@ -83,10 +83,43 @@ fn check(name: &str, r: &W1Result, allow_fail: bool) {
     );
 }
 
-fn run(name: &str, n: u32, imp: Impair, seed: u64) -> W1Result {
-    let r = run_w1(n, 200, imp, seed, w1_config());
-    check(name, &r, false);
+fn run(fam: Family, name: &str, n: u32, imp: Impair, seed: u64) -> W1Result {
+    let r = run_w1_over(fam, n, 200, imp, seed, w1_config());
+    check(&format!("{name} ({fam:?})"), &r, false);
     r
+}
+
+/// Each scenario as two tests: over IPv4 (`name`) and over IPv6 (`name_ipv6`).
+macro_rules! both_families {
+    ($($v4:ident, $v6:ident => $body:ident;)*) => {
+        $(
+            #[test]
+            fn $v4() {
+                $body(Family::V4)
+            }
+            #[test]
+            fn $v6() {
+                $body(Family::V6)
+            }
+        )*
+    };
+}
+
+both_families! {
+    w1_no_impairment, w1_no_impairment_ipv6 => no_impairment;
+    w1_loss_1pct, w1_loss_1pct_ipv6 => loss_1pct;
+    w1_loss_5pct, w1_loss_5pct_ipv6 => loss_5pct;
+    w1_loss_20pct, w1_loss_20pct_ipv6 => loss_20pct;
+    w1_reordering, w1_reordering_ipv6 => reordering;
+    w1_duplication, w1_duplication_ipv6 => duplication;
+    w1_corruption, w1_corruption_ipv6 => corruption;
+    w1_delay_10ms_jitter, w1_delay_10ms_jitter_ipv6 => delay_10ms_jitter;
+    w1_initwnd_10_and_nagle, w1_initwnd_10_and_nagle_ipv6 => initwnd_10_and_nagle;
+    w1_reproducible_from_seed, w1_reproducible_from_seed_ipv6 => reproducible_from_seed;
+    w1_loss_5pct_with_timestamps_and_wscale, w1_loss_5pct_with_timestamps_and_wscale_ipv6 => loss_5pct_with_timestamps_and_wscale;
+    w1_loss_5pct_with_sack_and_timestamps, w1_loss_5pct_with_sack_and_timestamps_ipv6 => loss_5pct_with_sack_and_timestamps;
+    w1_loss_20pct_with_sack, w1_loss_20pct_with_sack_ipv6 => loss_20pct_with_sack;
+    w1_chaos_all_impairments_all_option_sets, w1_chaos_all_impairments_all_option_sets_ipv6 => chaos_all_impairments_all_option_sets;
 }
 
 fn clean() -> Impair {
@@ -96,18 +129,17 @@ fn clean() -> Impair {
     }
 }
 
-#[test]
-fn w1_no_impairment() {
-    let r = run("clean", flows(), clean(), 1);
+fn no_impairment(fam: Family) {
+    let r = run(fam, "clean", flows(), clean(), 1);
     assert_eq!(r.client.tcps_sndrexmitpack + r.server.tcps_sndrexmitpack, 0);
     assert_eq!(r.client.tcps_connects, flows() as u64);
     assert_eq!(r.server.tcps_accepts, flows() as u64);
     assert_eq!(r.server.tcps_sndbyte, flows() as u64 * RESP_LEN as u64);
 }
 
-#[test]
-fn w1_loss_1pct() {
+fn loss_1pct(fam: Family) {
     let r = run(
+        fam,
         "loss1",
         flows(),
         Impair {
@@ -119,9 +151,9 @@ fn w1_loss_1pct() {
     assert!(r.wire.lost > 0);
 }
 
-#[test]
-fn w1_loss_5pct() {
+fn loss_5pct(fam: Family) {
     let r = run(
+        fam,
         "loss5",
         flows(),
         Impair {
@@ -133,9 +165,9 @@ fn w1_loss_5pct() {
     assert!(r.server.tcps_sndrexmitpack > 0);
 }
 
-#[test]
-fn w1_loss_20pct() {
+fn loss_20pct(fam: Family) {
     let r = run(
+        fam,
         "loss20",
         flows(),
         Impair {
@@ -147,9 +179,9 @@ fn w1_loss_20pct() {
     assert!(r.client.tcps_rexmttimeo + r.server.tcps_rexmttimeo > 0);
 }
 
-#[test]
-fn w1_reordering() {
+fn reordering(fam: Family) {
     let r = run(
+        fam,
         "reorder",
         flows(),
         Impair {
@@ -162,9 +194,9 @@ fn w1_reordering() {
     assert!(r.client.tcps_rcvoopack > 0);
 }
 
-#[test]
-fn w1_duplication() {
+fn duplication(fam: Family) {
     let r = run(
+        fam,
         "dup",
         flows(),
         Impair {
@@ -176,9 +208,9 @@ fn w1_duplication() {
     assert!(r.client.tcps_rcvduppack + r.server.tcps_rcvduppack > 0);
 }
 
-#[test]
-fn w1_corruption() {
+fn corruption(fam: Family) {
     let r = run(
+        fam,
         "corrupt",
         flows(),
         Impair {
@@ -203,9 +235,9 @@ fn w1_corruption() {
     assert!(r.client.tcps_rcvbadsum + r.server.tcps_rcvbadsum > 0);
 }
 
-#[test]
-fn w1_delay_10ms_jitter() {
+fn delay_10ms_jitter(fam: Family) {
     run(
+        fam,
         "delay",
         flows(),
         Impair {
@@ -217,8 +249,7 @@ fn w1_delay_10ms_jitter() {
     );
 }
 
-#[test]
-fn w1_initwnd_10_and_nagle() {
+fn initwnd_10_and_nagle(fam: Family) {
     let cfg = squall_tcp::TcpConfig {
         opts: squall_tcp::FlowOpts {
             init_cwnd: 10,
@@ -227,7 +258,8 @@ fn w1_initwnd_10_and_nagle() {
         },
         ..w1_config()
     };
-    let r = run_w1(
+    let r = run_w1_over(
+        fam,
         flows().min(500),
         100,
         Impair {
@@ -240,9 +272,9 @@ fn w1_initwnd_10_and_nagle() {
     check("iw10-nagle", &r, false);
 }
 
-#[test]
-fn w1_reproducible_from_seed() {
-    let a = run_w1(
+fn reproducible_from_seed(fam: Family) {
+    let a = run_w1_over(
+        fam,
         300,
         50,
         Impair {
@@ -254,7 +286,8 @@ fn w1_reproducible_from_seed() {
         42,
         w1_config(),
     );
-    let b = run_w1(
+    let b = run_w1_over(
+        fam,
         300,
         50,
         Impair {
@@ -276,7 +309,7 @@ macro_rules! full {
         #[test]
         #[ignore = "100,000 flows: run with --release -- --ignored"]
         fn $name() {
-            run(stringify!($name), 100_000, $imp, $seed);
+            run(Family::V4, stringify!($name), 100_000, $imp, $seed);
         }
     };
 }
@@ -340,8 +373,7 @@ full!(
     18
 );
 
-#[test]
-fn w1_loss_5pct_with_timestamps_and_wscale() {
+fn loss_5pct_with_timestamps_and_wscale(fam: Family) {
     let cfg = squall_tcp::TcpConfig {
         ooo_bytes: 131_072,
         opts: squall_tcp::FlowOpts {
@@ -352,7 +384,8 @@ fn w1_loss_5pct_with_timestamps_and_wscale() {
         },
         ..w1_config()
     };
-    let r = run_w1(
+    let r = run_w1_over(
+        fam,
         flows().min(1000),
         100,
         Impair {
@@ -368,8 +401,7 @@ fn w1_loss_5pct_with_timestamps_and_wscale() {
     assert!(r.client.tcps_rttupdated > 0);
 }
 
-#[test]
-fn w1_loss_5pct_with_sack_and_timestamps() {
+fn loss_5pct_with_sack_and_timestamps(fam: Family) {
     let cfg = squall_tcp::TcpConfig {
         opts: squall_tcp::FlowOpts {
             sack: true,
@@ -378,7 +410,8 @@ fn w1_loss_5pct_with_sack_and_timestamps() {
         },
         ..w1_config()
     };
-    let r = run_w1(
+    let r = run_w1_over(
+        fam,
         flows().min(1000),
         100,
         Impair {
@@ -393,8 +426,7 @@ fn w1_loss_5pct_with_sack_and_timestamps() {
     check("sack-ts-loss5", &r, false);
 }
 
-#[test]
-fn w1_loss_20pct_with_sack() {
+fn loss_20pct_with_sack(fam: Family) {
     let cfg = squall_tcp::TcpConfig {
         opts: squall_tcp::FlowOpts {
             sack: true,
@@ -402,7 +434,8 @@ fn w1_loss_20pct_with_sack() {
         },
         ..w1_config()
     };
-    let r = run_w1(
+    let r = run_w1_over(
+        fam,
         flows().min(1000),
         100,
         Impair {
@@ -417,8 +450,7 @@ fn w1_loss_20pct_with_sack() {
 
 /// Everything at once (loss, duplication, reordering, corruption, jitter) with each option
 /// set: every flow still completes with verified bytes.
-#[test]
-fn w1_chaos_all_impairments_all_option_sets() {
+fn chaos_all_impairments_all_option_sets(fam: Family) {
     let imp = Impair {
         loss: 0.05,
         dup: 0.03,
@@ -461,7 +493,7 @@ fn w1_chaos_all_impairments_all_option_sets() {
         },
     ];
     for (k, cfg) in sets.into_iter().enumerate() {
-        let r = run_w1(flows().min(400), 100, imp, 100 + k as u64, cfg);
+        let r = run_w1_over(fam, flows().min(400), 100, imp, 100 + k as u64, cfg);
         check(&format!("chaos-{k}"), &r, false);
     }
 }

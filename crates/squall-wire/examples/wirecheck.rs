@@ -141,6 +141,131 @@ fn tcp_options_json(t: &TcpPacket<&[u8]>) -> String {
     format!("[{}]", items.join(","))
 }
 
+fn ndp_json(i: &Icmpv6Packet<&[u8]>) -> Option<String> {
+    let j = match Icmpv6Repr::parse(i).ok()? {
+        Icmpv6Repr::NeighborSolicit { target, source_mac } => {
+            let o = Obj::new().str("target", &target.to_string());
+            match source_mac {
+                Some(m) => o.str("lladdr", &m.to_string()),
+                None => o.null("lladdr"),
+            }
+        }
+        Icmpv6Repr::NeighborAdvert {
+            flags,
+            target,
+            target_mac,
+        } => {
+            let o = Obj::new()
+                .str("target", &target.to_string())
+                .bool("router", flags.router)
+                .bool("solicited", flags.solicited)
+                .bool("override", flags.override_);
+            match target_mac {
+                Some(m) => o.str("lladdr", &m.to_string()),
+                None => o.null("lladdr"),
+            }
+        }
+        Icmpv6Repr::RouterAdvert(ra) => {
+            let o = Obj::new()
+                .num("chlim", ra.hop_limit)
+                .num("routerlifetime", ra.router_lifetime)
+                .num("reachabletime", ra.reachable_time)
+                .num("retranstimer", ra.retrans_timer);
+            let o = match ra.source_mac {
+                Some(m) => o.str("lladdr", &m.to_string()),
+                None => o.null("lladdr"),
+            };
+            let o = match ra.mtu {
+                Some(m) => o.num("mtu", m),
+                None => o.null("mtu"),
+            };
+            match ra.prefix {
+                Some(p) => o
+                    .str("prefix", &p.prefix.to_string())
+                    .num("prefixlen", p.prefix_len),
+                None => o.null("prefix"),
+            }
+        }
+        Icmpv6Repr::Echo { .. }
+        | Icmpv6Repr::RouterSolicit { .. }
+        | Icmpv6Repr::PacketTooBig { .. } => return None,
+    };
+    Some(j.end())
+}
+
+/// The transport layer's JSON, checksums verified between `s` and `d`.
+/// `v6`: the IPv6 addresses, for the ICMPv6 checksum.
+fn l4_json<A: squall_wire::checksum::PseudoHeader>(
+    o: Obj,
+    l4: L4<'_>,
+    s: &A,
+    d: &A,
+    v6: Option<(Ipv6Address, Ipv6Address)>,
+) -> Obj {
+    match l4 {
+        L4::Tcp(t) => o.raw(
+            "tcp",
+            &Obj::new()
+                .num("sport", t.src_port())
+                .num("dport", t.dst_port())
+                .num("seq", t.seq_number())
+                .num("ack", t.ack_number())
+                .num("dataofs", (t.header_len() / 4) as u64)
+                .num("flags", t.flags().0)
+                .num("window", t.window_len())
+                .num("checksum", t.checksum())
+                .bool("checksum_ok", t.verify_checksum(s, d))
+                .num("urgptr", t.urgent_at())
+                .raw("options", &tcp_options_json(&t))
+                .num("payload_len", t.payload().len() as u64)
+                .end(),
+        ),
+        L4::Udp(u) => o.raw(
+            "udp",
+            &Obj::new()
+                .num("sport", u.src_port())
+                .num("dport", u.dst_port())
+                .num("len", u.len())
+                .num("checksum", u.checksum())
+                .bool("checksum_ok", u.verify_checksum(s, d))
+                .num("payload_len", u.payload().len() as u64)
+                .end(),
+        ),
+        L4::Icmp(i) => o.raw(
+            "icmp",
+            &Obj::new()
+                .num("type", i.msg_type())
+                .num("code", i.code())
+                .num("checksum", i.checksum())
+                .bool("checksum_ok", i.verify_checksum())
+                .num("id", i.echo_ident())
+                .num("seq", i.echo_seq())
+                .num("payload_len", i.payload().len() as u64)
+                .end(),
+        ),
+        L4::Icmpv6(i) => {
+            let ok = v6.is_some_and(|(s, d)| i.verify_checksum(&s, &d));
+            let mut j = Obj::new()
+                .num("type", i.msg_type())
+                .num("code", i.code())
+                .num("checksum", i.checksum())
+                .bool("checksum_ok", ok)
+                .num("id", i.echo_ident())
+                .num("seq", i.echo_seq())
+                .num("payload_len", i.payload().len() as u64);
+            if let Some(n) = ndp_json(&i) {
+                j = j.raw("ndp", &n);
+            }
+            if i.msg_type() == icmpv6::msg_type::PACKET_TOO_BIG {
+                j = j.num("mtu", i.word1());
+            }
+            o.raw("icmpv6", &j.end())
+        }
+        L4::Fragment => o.bool("fragment", true),
+        L4::Other(p) => o.num("other_proto", p.0),
+    }
+}
+
 fn parse_one(data: &[u8]) -> String {
     let mut o = Obj::new().num("len", data.len() as u64);
     let eth = match EthernetFrame::new_checked(data) {
@@ -203,57 +328,26 @@ fn parse_one(data: &[u8]) -> String {
                     .str("options", &hex(ip.options()))
                     .end(),
             );
-            let (s, d) = (ip.src(), ip.dst());
-            match l4 {
-                L4::Tcp(t) => {
-                    o = o.raw(
-                        "tcp",
-                        &Obj::new()
-                            .num("sport", t.src_port())
-                            .num("dport", t.dst_port())
-                            .num("seq", t.seq_number())
-                            .num("ack", t.ack_number())
-                            .num("dataofs", (t.header_len() / 4) as u64)
-                            .num("flags", t.flags().0)
-                            .num("window", t.window_len())
-                            .num("checksum", t.checksum())
-                            .bool("checksum_ok", t.verify_checksum(&s, &d))
-                            .num("urgptr", t.urgent_at())
-                            .raw("options", &tcp_options_json(&t))
-                            .num("payload_len", t.payload().len() as u64)
-                            .end(),
-                    );
-                }
-                L4::Udp(u) => {
-                    o = o.raw(
-                        "udp",
-                        &Obj::new()
-                            .num("sport", u.src_port())
-                            .num("dport", u.dst_port())
-                            .num("len", u.len())
-                            .num("checksum", u.checksum())
-                            .bool("checksum_ok", u.verify_checksum(&s, &d))
-                            .num("payload_len", u.payload().len() as u64)
-                            .end(),
-                    );
-                }
-                L4::Icmp(i) => {
-                    o = o.raw(
-                        "icmp",
-                        &Obj::new()
-                            .num("type", i.msg_type())
-                            .num("code", i.code())
-                            .num("checksum", i.checksum())
-                            .bool("checksum_ok", i.verify_checksum())
-                            .num("id", i.echo_ident())
-                            .num("seq", i.echo_seq())
-                            .num("payload_len", i.payload().len() as u64)
-                            .end(),
-                    );
-                }
-                L4::Fragment => o = o.bool("fragment", true),
-                L4::Other(p) => o = o.num("other_proto", p.0),
+            o = l4_json(o, l4, &ip.src(), &ip.dst(), None);
+        }
+        L3::Ipv6(ip, l4) => {
+            let mut j = Obj::new()
+                .num("version", ip.version())
+                .num("tc", ip.traffic_class())
+                .num("fl", ip.flow_label())
+                .num("plen", ip.payload_len())
+                .num("nh", ip.next_header().0)
+                .num("hlim", ip.hop_limit())
+                .str("src", &ip.src().to_string())
+                .str("dst", &ip.dst().to_string());
+            if let Ok(u) = ip.upper_layer() {
+                j = j
+                    .num("upper_proto", u.protocol.0)
+                    .num("ext_headers", u.ext_headers)
+                    .num("upper_offset", u.offset as u64);
             }
+            o = o.raw("ipv6", &j.end());
+            o = l4_json(o, l4, &ip.src(), &ip.dst(), Some((ip.src(), ip.dst())));
         }
         L3::Other(t) => o = o.num("other_ethertype", t.0),
     }
@@ -579,6 +673,7 @@ fn all_frames() -> Vec<Built> {
         .enumerate()
         .map(|(i, c)| build_tcp(c, i))
         .collect();
+    out.extend(ipv6_frames());
 
     // UDP with and without checksum
     for (i, (csum, plen)) in [(true, 11usize), (false, 64), (true, 0)].iter().enumerate() {
@@ -661,6 +756,248 @@ fn all_frames() -> Vec<Built> {
     out
 }
 
+const IP6_A: Ipv6Address = Ipv6Address::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+const IP6_B: Ipv6Address = Ipv6Address::new(0x2001, 0xdb8, 0, 1, 0, 0, 0, 2);
+
+/// An Ethernet + IPv6 frame: `ext` (extension headers, already chained to `upper`)
+/// then the upper-layer bytes made by `body` (given the buffer and the addresses).
+fn ipv6_frame(
+    vlan: Option<VlanTag>,
+    src: Ipv6Address,
+    dst: Ipv6Address,
+    hop_limit: u8,
+    first: IpProtocol,
+    ext: &[u8],
+    body: impl FnOnce(&mut [u8]) -> usize,
+) -> Vec<u8> {
+    let mut buf = vec![0u8; 2048];
+    let e = eth_hdr(&mut buf, vlan, EtherType::IPV6);
+    let at = e + IPV6_HEADER_LEN;
+    buf[at..at + ext.len()].copy_from_slice(ext);
+    let n = body(&mut buf[at + ext.len()..]);
+    Ipv6Repr {
+        hop_limit,
+        flow_label: 0xbeef,
+        ..Ipv6Repr::new(src, dst, first, ext.len() + n)
+    }
+    .emit(&mut buf[e..])
+    .expect("fits");
+    buf.truncate(at + ext.len() + n);
+    buf
+}
+
+fn ipv6_frames() -> Vec<Built> {
+    let mut out = Vec::new();
+    // TCP: a SYN with every option, data behind hop-by-hop + destination options
+    let syn = TcpRepr {
+        src_port: 40000,
+        dst_port: 80,
+        seq: 0x0102_0304,
+        ack: 0,
+        flags: TcpFlags::SYN,
+        window: 64800,
+        urgent: 0,
+        options: TcpOptions {
+            mss: Some(1440),
+            window_scale: Some(7),
+            sack_permitted: true,
+            timestamps: Some(Timestamps {
+                tsval: 77,
+                tsecr: 0,
+            }),
+            sack: SackBlocks::new(),
+        },
+    };
+    let data = TcpRepr {
+        flags: TcpFlags::ACK | TcpFlags::PSH,
+        ack: 0xa0b0_c0d0,
+        options: TcpOptions {
+            timestamps: Some(Timestamps {
+                tsval: 1000,
+                tsecr: 999,
+            }),
+            ..TcpOptions::NONE
+        },
+        ..syn
+    };
+    // HBH: router alert (MLD) + PadN; DestOpts: PadN of 4 + unknown skip-type option
+    let ext: &[u8] = &[60, 0, 5, 2, 0, 0, 1, 0, 6, 0, 1, 2, 0, 0, 0x1e, 0];
+    for (name, t, first, ext, plen) in [
+        ("tcp6_syn", syn, IpProtocol::TCP, &[][..], 0usize),
+        ("tcp6_data_ext_headers", data, IpProtocol(0), ext, 1000),
+    ] {
+        let pl = payload(plen, 5);
+        let frame = ipv6_frame(None, IP6_A, IP6_B, 64, first, ext, |b| {
+            t.emit_segment(b, &pl, &IP6_A, &IP6_B).expect("fits")
+        });
+        out.push(Built {
+            frame,
+            desc: Obj::new()
+                .str("name", name)
+                .str("kind", "tcp6")
+                .str("src", &IP6_A.to_string())
+                .str("dst", &IP6_B.to_string())
+                .num("ext_len", ext.len() as u64)
+                .num("sport", t.src_port)
+                .num("dport", t.dst_port)
+                .num("seq", t.seq)
+                .num("ack", t.ack)
+                .num("flags", t.flags.0)
+                .num("window", t.window)
+                .num("payload_len", plen as u64)
+                .end(),
+        });
+    }
+    // UDP, one tagged
+    for (i, vlan) in [None, Some(VlanTag::new(6))].into_iter().enumerate() {
+        let u = UdpRepr {
+            src_port: 5300 + i as u16,
+            dst_port: 5001,
+        };
+        let pl = payload(17 + i, 1);
+        let frame = ipv6_frame(vlan, IP6_A, IP6_B, 64, IpProtocol::UDP, &[], |b| {
+            u.emit(b, &pl, &IP6_A, &IP6_B, true).expect("fits")
+        });
+        out.push(Built {
+            frame,
+            desc: Obj::new()
+                .str("name", &format!("udp6_{i}"))
+                .str("kind", "udp6")
+                .raw("vlan", &vlan_json(vlan))
+                .num("sport", u.src_port)
+                .num("dport", u.dst_port)
+                .num("len", 8 + pl.len() as u64)
+                .end(),
+        });
+    }
+    // ICMPv6: echo, neighbour discovery, router advertisement, packet too big
+    let mac_a = MAC_A;
+    let ll_b = Ipv6Address::link_local_from_mac(MAC_B);
+    let echo_data = payload(56, 2);
+    let invoking = payload(200, 3);
+    let msgs: Vec<(&str, Ipv6Address, Ipv6Address, u8, Icmpv6Repr<'_>)> = vec![
+        (
+            "icmp6_echo_request",
+            IP6_A,
+            IP6_B,
+            64,
+            Icmpv6Repr::Echo {
+                is_reply: false,
+                ident: 0x4242,
+                seq: 1,
+                data: &echo_data,
+            },
+        ),
+        (
+            "icmp6_echo_reply",
+            IP6_B,
+            IP6_A,
+            64,
+            Icmpv6Repr::Echo {
+                is_reply: true,
+                ident: 0x4242,
+                seq: 1,
+                data: &echo_data,
+            },
+        ),
+        (
+            "icmp6_ns",
+            IP6_A,
+            IP6_B.solicited_node(),
+            255,
+            Icmpv6Repr::NeighborSolicit {
+                target: IP6_B,
+                source_mac: Some(mac_a),
+            },
+        ),
+        (
+            "icmp6_na",
+            IP6_B,
+            IP6_A,
+            255,
+            Icmpv6Repr::NeighborAdvert {
+                flags: NaFlags {
+                    router: false,
+                    solicited: true,
+                    override_: true,
+                },
+                target: IP6_B,
+                target_mac: Some(MAC_B),
+            },
+        ),
+        (
+            "icmp6_ra",
+            ll_b,
+            Ipv6Address::LINK_LOCAL_ALL_NODES,
+            255,
+            Icmpv6Repr::RouterAdvert(RouterAdvert {
+                hop_limit: 64,
+                flags: 0,
+                router_lifetime: 1800,
+                reachable_time: 0,
+                retrans_timer: 0,
+                source_mac: Some(MAC_B),
+                mtu: Some(1500),
+                prefix: Some(PrefixInfo {
+                    prefix_len: 64,
+                    on_link: true,
+                    autonomous: true,
+                    valid_lifetime: 86_400,
+                    preferred_lifetime: 14_400,
+                    prefix: Ipv6Address::new(0x2001, 0xdb8, 0, 1, 0, 0, 0, 0),
+                }),
+            }),
+        ),
+        (
+            "icmp6_packet_too_big",
+            IP6_B,
+            IP6_A,
+            64,
+            Icmpv6Repr::PacketTooBig {
+                mtu: 1400,
+                invoking: &invoking,
+            },
+        ),
+    ];
+    for (name, src, dst, hl, r) in msgs {
+        let frame = ipv6_frame(None, src, dst, hl, IpProtocol::ICMPV6, &[], |b| {
+            r.emit(b, &src, &dst).expect("fits")
+        });
+        let f = parse_frame(&frame).expect("just built");
+        let L3::Ipv6(_, L4::Icmpv6(i)) = f.l3 else {
+            unreachable!("built as ICMPv6")
+        };
+        let mut d = Obj::new()
+            .str("name", name)
+            .str("kind", "icmpv6")
+            .str("src", &src.to_string())
+            .str("dst", &dst.to_string())
+            .num("hlim", hl)
+            .num("type", i.msg_type())
+            .num("code", i.code());
+        if let Icmpv6Repr::Echo {
+            ident, seq, data, ..
+        } = r
+        {
+            d = d
+                .num("id", ident)
+                .num("seq", seq)
+                .num("payload_len", data.len() as u64);
+        }
+        if let Some(n) = ndp_json(&i) {
+            d = d.raw("ndp", &n);
+        }
+        if let Icmpv6Repr::PacketTooBig { mtu, invoking } = r {
+            d = d.num("mtu", mtu).num("payload_len", invoking.len() as u64);
+        }
+        out.push(Built {
+            frame,
+            desc: d.end(),
+        });
+    }
+    out
+}
+
 fn write_pcap(path: &str, frames: &[Built]) -> io::Result<()> {
     let mut w = Vec::new();
     w.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
@@ -723,7 +1060,16 @@ fn cmd_seeds(dir: &str) -> io::Result<()> {
                     }
                     L4::Udp(u) => put("udp", &name, u.into_inner())?,
                     L4::Icmp(i) => put("icmp", &name, i.into_inner())?,
-                    L4::Fragment | L4::Other(_) => {}
+                    L4::Icmpv6(_) | L4::Fragment | L4::Other(_) => {}
+                }
+            }
+            L3::Ipv6(ip, l4) => {
+                put("ipv6", &name, ip.into_inner())?;
+                match l4 {
+                    L4::Tcp(t) => put("tcp", &name, t.into_inner())?,
+                    L4::Udp(u) => put("udp", &name, u.into_inner())?,
+                    L4::Icmpv6(i) => put("icmpv6", &name, i.into_inner())?,
+                    L4::Icmp(_) | L4::Fragment | L4::Other(_) => {}
                 }
             }
             L3::Other(_) => {}

@@ -1,4 +1,4 @@
-//! Link and network address types: [`MacAddress`] and [`Ipv4Address`].
+//! Link and network address types: [`MacAddress`], [`Ipv4Address`] and [`Ipv6Address`].
 
 use core::fmt;
 
@@ -186,6 +186,151 @@ impl From<u32> for Ipv4Address {
     }
 }
 
+/// An IPv6 address, stored in network byte order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Ipv6Address(pub [u8; 16]);
+
+impl Ipv6Address {
+    /// `::`
+    pub const UNSPECIFIED: Ipv6Address = Ipv6Address([0; 16]);
+    /// `ff02::1`, all nodes on the link.
+    pub const LINK_LOCAL_ALL_NODES: Ipv6Address =
+        Ipv6Address([0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    /// `ff02::2`, all routers on the link.
+    pub const LINK_LOCAL_ALL_ROUTERS: Ipv6Address =
+        Ipv6Address([0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+
+    /// From eight 16-bit groups, `a:b:c:d:e:f:g:h`.
+    #[allow(clippy::too_many_arguments)]
+    pub const fn new(a: u16, b: u16, c: u16, d: u16, e: u16, f: u16, g: u16, h: u16) -> Self {
+        let w = [a, b, c, d, e, f, g, h];
+        let mut o = [0u8; 16];
+        let mut i = 0;
+        while i < 8 {
+            o[2 * i] = (w[i] >> 8) as u8;
+            o[2 * i + 1] = w[i] as u8;
+            i += 1;
+        }
+        Ipv6Address(o)
+    }
+
+    /// From a host-order u128.
+    #[inline]
+    pub const fn from_u128(v: u128) -> Ipv6Address {
+        Ipv6Address(v.to_be_bytes())
+    }
+
+    /// As a host-order u128.
+    #[inline]
+    pub const fn to_u128(self) -> u128 {
+        u128::from_be_bytes(self.0)
+    }
+
+    /// Build from the first 16 bytes of `b`; `None` if `b` is shorter.
+    #[inline]
+    pub fn from_bytes(b: &[u8]) -> Option<Ipv6Address> {
+        let a: [u8; 16] = b.get(..16)?.try_into().ok()?;
+        Some(Ipv6Address(a))
+    }
+
+    /// The raw octets.
+    #[inline]
+    pub const fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+
+    /// True for `::`.
+    #[inline]
+    pub fn is_unspecified(&self) -> bool {
+        self.0 == [0; 16]
+    }
+
+    /// True for ff00::/8.
+    #[inline]
+    pub fn is_multicast(&self) -> bool {
+        self.0[0] == 0xff
+    }
+
+    /// True for fe80::/10.
+    #[inline]
+    pub fn is_link_local(&self) -> bool {
+        self.0[0] == 0xfe && self.0[1] & 0xc0 == 0x80
+    }
+
+    /// The solicited-node multicast address of this address, `ff02::1:ffXX:XXXX`
+    /// (RFC 4291 §2.7.1), where neighbour solicitations for it are sent.
+    pub fn solicited_node(&self) -> Ipv6Address {
+        let mut o = [0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 0];
+        o[13..].copy_from_slice(&self.0[13..]);
+        Ipv6Address(o)
+    }
+
+    /// The Ethernet multicast address a multicast IPv6 address maps to,
+    /// `33:33:` and its low 32 bits (RFC 2464 §7).
+    pub fn multicast_mac(&self) -> MacAddress {
+        let b = self.0;
+        MacAddress([0x33, 0x33, b[12], b[13], b[14], b[15]])
+    }
+
+    /// The link-local address with a modified EUI-64 interface identifier made from
+    /// `mac` (RFC 4291 appendix A): `fe80::` + mac with the U/L bit flipped and
+    /// `ff:fe` in the middle.
+    pub fn link_local_from_mac(mac: MacAddress) -> Ipv6Address {
+        let m = mac.0;
+        Ipv6Address([
+            0xfe,
+            0x80,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            m[0] ^ 2,
+            m[1],
+            m[2],
+            0xff,
+            0xfe,
+            m[3],
+            m[4],
+            m[5],
+        ])
+    }
+}
+
+impl fmt::Display for Ipv6Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // RFC 5952 text form (the standard library's formatter implements it).
+        fmt::Display::fmt(&std::net::Ipv6Addr::from(self.0), f)
+    }
+}
+
+impl core::str::FromStr for Ipv6Address {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let a: std::net::Ipv6Addr = s.parse().map_err(|_| crate::Error::Malformed)?;
+        Ok(a.into())
+    }
+}
+
+impl From<std::net::Ipv6Addr> for Ipv6Address {
+    fn from(a: std::net::Ipv6Addr) -> Self {
+        Ipv6Address(a.octets())
+    }
+}
+
+impl From<Ipv6Address> for std::net::Ipv6Addr {
+    fn from(a: Ipv6Address) -> Self {
+        std::net::Ipv6Addr::from(a.0)
+    }
+}
+
+impl From<[u8; 16]> for Ipv6Address {
+    fn from(a: [u8; 16]) -> Self {
+        Ipv6Address(a)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,5 +360,26 @@ mod tests {
         assert!(!a.is_multicast());
         let s: std::net::Ipv4Addr = a.into();
         assert_eq!(Ipv4Address::from(s), a);
+    }
+
+    #[test]
+    fn ipv6_conversions() {
+        let a: Ipv6Address = "2001:db8::1".parse().unwrap();
+        assert_eq!(a, Ipv6Address::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1));
+        assert_eq!(a.to_string(), "2001:db8::1");
+        assert_eq!(Ipv6Address::from_u128(a.to_u128()), a);
+        assert!("2001:db8::1::2".parse::<Ipv6Address>().is_err());
+        assert_eq!(a.solicited_node().to_string(), "ff02::1:ff00:1");
+        assert!(a.solicited_node().is_multicast() && !a.is_multicast());
+        assert_eq!(
+            a.solicited_node().multicast_mac(),
+            MacAddress([0x33, 0x33, 0xff, 0, 0, 1])
+        );
+        let ll = Ipv6Address::link_local_from_mac(MacAddress([0, 0x1b, 0x21, 1, 2, 3]));
+        assert_eq!(ll.to_string(), "fe80::21b:21ff:fe01:203");
+        assert!(ll.is_link_local() && !a.is_link_local());
+        assert_eq!(Ipv6Address::from_bytes(&[0; 15]), None);
+        let s: std::net::Ipv6Addr = a.into();
+        assert_eq!(Ipv6Address::from(s), a);
     }
 }

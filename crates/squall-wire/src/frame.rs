@@ -1,21 +1,25 @@
-//! Whole-frame classification: one call that walks Ethernet (+VLAN) -> ARP
-//! or IPv4 -> TCP/UDP/ICMP and returns checked views of every layer.
+//! Whole-frame classification: one call that walks Ethernet (+VLAN) -> ARP,
+//! IPv4 -> TCP/UDP/ICMP or IPv6 (extension headers) -> TCP/UDP/ICMPv6 and returns
+//! checked views of every layer.
 
 use crate::{
-    ArpPacket, EtherType, EthernetFrame, IcmpPacket, IpProtocol, Ipv4Packet, Result, TcpPacket,
-    UdpPacket,
+    ArpPacket, EtherType, EthernetFrame, IcmpPacket, Icmpv6Packet, IpProtocol, Ipv4Packet,
+    Ipv6Packet, Result, TcpPacket, UdpPacket, IPV6_HEADER_LEN,
 };
 
-/// The transport layer of an IPv4 packet.
+/// The transport layer of an IPv4 or IPv6 packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum L4<'a> {
     /// A TCP segment.
     Tcp(TcpPacket<&'a [u8]>),
     /// A UDP datagram.
     Udp(UdpPacket<&'a [u8]>),
-    /// An ICMP message.
+    /// An ICMP message (IPv4).
     Icmp(IcmpPacket<&'a [u8]>),
-    /// A fragment (MF set or non-zero offset): the transport header is not
+    /// An ICMPv6 message (IPv6).
+    Icmpv6(Icmpv6Packet<&'a [u8]>),
+    /// A fragment (MF set or non-zero offset; over IPv6 a fragment header that is not
+    /// atomic): the transport header is not
     /// parsed because its checksum covers the reassembled datagram.
     Fragment,
     /// Another protocol.
@@ -29,7 +33,10 @@ pub enum L3<'a> {
     Arp(ArpPacket<&'a [u8]>),
     /// An IPv4 packet and its transport layer.
     Ipv4(Ipv4Packet<&'a [u8]>, L4<'a>),
-    /// Another EtherType (e.g. IPv6), not parsed.
+    /// An IPv6 packet and its transport layer (after the extension headers:
+    /// [`Ipv6Packet::upper_layer`] tells where it starts).
+    Ipv6(Ipv6Packet<&'a [u8]>, L4<'a>),
+    /// Another EtherType, not parsed.
     Other(EtherType),
 }
 
@@ -44,8 +51,9 @@ pub struct Frame<'a> {
 
 /// Parse a whole frame. Errors from inner layers are returned as they are
 /// (e.g. a truncated TCP header in a valid IPv4 packet gives
-/// [`Error::Truncated`](crate::Error::Truncated)). Checksums are not checked
-/// here; use [`Frame::checksums_ok`].
+/// [`Error::Truncated`](crate::Error::Truncated); an IPv6 extension header to
+/// discard gives the error of [`walk_ext_headers`](crate::walk_ext_headers)).
+/// Checksums are not checked here; use [`Frame::checksums_ok`].
 pub fn parse_frame(buf: &[u8]) -> Result<Frame<'_>> {
     let eth = EthernetFrame::new_checked(buf)?;
     let payload = &buf[eth.header_len()..];
@@ -66,6 +74,23 @@ pub fn parse_frame(buf: &[u8]) -> Result<Frame<'_>> {
             };
             L3::Ipv4(ip, l4)
         }
+        EtherType::IPV6 => {
+            let ip = Ipv6Packet::new_checked(payload)?;
+            let up = ip.upper_layer()?;
+            let end = IPV6_HEADER_LEN + ip.payload_len() as usize;
+            let seg = &payload[IPV6_HEADER_LEN + up.offset..end];
+            let l4 = if up.is_fragment() {
+                L4::Fragment
+            } else {
+                match up.protocol {
+                    IpProtocol::TCP => L4::Tcp(TcpPacket::new_checked(seg)?),
+                    IpProtocol::UDP => L4::Udp(UdpPacket::new_checked(seg)?),
+                    IpProtocol::ICMPV6 => L4::Icmpv6(Icmpv6Packet::new_checked(seg)?),
+                    p => L4::Other(p),
+                }
+            };
+            L3::Ipv6(ip, l4)
+        }
         t => L3::Other(t),
     };
     Ok(Frame { eth, l3 })
@@ -73,7 +98,8 @@ pub fn parse_frame(buf: &[u8]) -> Result<Frame<'_>> {
 
 impl Frame<'_> {
     /// True if every checksum present verifies (IPv4 header and TCP/UDP/ICMP;
-    /// a zero UDP checksum counts as valid). Frames without checksums are ok.
+    /// over IPv6 TCP/UDP/ICMPv6; a zero UDP checksum counts as valid over IPv4
+    /// only). Frames without checksums are ok.
     pub fn checksums_ok(&self) -> bool {
         match &self.l3 {
             L3::Ipv4(ip, l4) => {
@@ -82,8 +108,17 @@ impl Frame<'_> {
                         L4::Tcp(t) => t.verify_checksum(&ip.src(), &ip.dst()),
                         L4::Udp(u) => u.verify_checksum(&ip.src(), &ip.dst()),
                         L4::Icmp(i) => i.verify_checksum(),
-                        L4::Fragment | L4::Other(_) => true,
+                        L4::Icmpv6(_) | L4::Fragment | L4::Other(_) => true,
                     }
+            }
+            L3::Ipv6(ip, l4) => {
+                let (s, d) = (ip.src(), ip.dst());
+                match l4 {
+                    L4::Tcp(t) => t.verify_checksum(&s, &d),
+                    L4::Udp(u) => u.verify_checksum(&s, &d),
+                    L4::Icmpv6(i) => i.verify_checksum(&s, &d),
+                    L4::Icmp(_) | L4::Fragment | L4::Other(_) => true,
+                }
             }
             L3::Arp(_) | L3::Other(_) => true,
         }
@@ -197,5 +232,81 @@ mod tests {
         let mut b = buf;
         b[e + 9] = 6;
         assert_eq!(parse_frame(&b), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn ipv6_frames() {
+        use crate::{Icmpv6Repr, Ipv6Address, Ipv6Repr, UdpRepr};
+        let src: Ipv6Address = "2001:db8::1".parse().unwrap();
+        let dst: Ipv6Address = "2001:db8::2".parse().unwrap();
+        let eth = |buf: &mut [u8]| {
+            EthernetRepr {
+                src: MacAddress([2, 0, 0, 0, 0, 1]),
+                dst: MacAddress([2, 0, 0, 0, 0, 2]),
+                vlan: None,
+                ethertype: EtherType::IPV6,
+            }
+            .emit(buf)
+            .unwrap()
+        };
+        // UDP behind a destination options header
+        let mut buf = [0u8; 128];
+        let e = eth(&mut buf);
+        let i = Ipv6Repr::new(src, dst, IpProtocol(60), 8 + 8 + 3)
+            .emit(&mut buf[e..])
+            .unwrap();
+        buf[e + i..e + i + 8].copy_from_slice(&[17, 0, 1, 4, 0, 0, 0, 0]);
+        let u = UdpRepr {
+            src_port: 53,
+            dst_port: 5353,
+        }
+        .emit(&mut buf[e + i + 8..], b"abc", &src, &dst, false)
+        .unwrap();
+        let n = e + i + 8 + u;
+        let p = parse_frame(&buf[..n]).unwrap();
+        let L3::Ipv6(ip, L4::Udp(d)) = p.l3 else {
+            panic!("{:?}", p.l3)
+        };
+        assert_eq!(ip.src(), src);
+        assert_eq!(d.payload(), b"abc");
+        assert_ne!(d.checksum(), 0, "IPv6 UDP always carries a checksum");
+        assert!(p.checksums_ok());
+        let mut bad = buf;
+        bad[n - 1] ^= 1;
+        assert!(!parse_frame(&bad[..n]).unwrap().checksums_ok());
+        // a zero UDP checksum is invalid over IPv6
+        let mut z = buf;
+        z[e + i + 8 + 6..e + i + 8 + 8].fill(0);
+        assert!(!parse_frame(&z[..n]).unwrap().checksums_ok());
+        // an option to discard
+        let mut d = buf;
+        d[e + i + 2] = 0x80;
+        assert_eq!(parse_frame(&d[..n]), Err(Error::Unsupported));
+
+        // ICMPv6 echo
+        let mut buf = [0u8; 128];
+        let e = eth(&mut buf);
+        let r = Icmpv6Repr::Echo {
+            is_reply: false,
+            ident: 1,
+            seq: 2,
+            data: b"ping",
+        };
+        let i = Ipv6Repr::new(src, dst, IpProtocol::ICMPV6, r.buffer_len())
+            .emit(&mut buf[e..])
+            .unwrap();
+        let m = r.emit(&mut buf[e + i..], &src, &dst).unwrap();
+        let p = parse_frame(&buf[..e + i + m]).unwrap();
+        assert!(matches!(p.l3, L3::Ipv6(_, L4::Icmpv6(_))));
+        assert!(p.checksums_ok());
+        // a non-atomic fragment
+        let mut f = [0u8; 128];
+        let e = eth(&mut f);
+        let i = Ipv6Repr::new(src, dst, IpProtocol(44), 16)
+            .emit(&mut f[e..])
+            .unwrap();
+        f[e + i..e + i + 8].copy_from_slice(&[6, 0, 0, 8, 0, 0, 0, 1]);
+        let p = parse_frame(&f[..e + i + 16]).unwrap();
+        assert!(matches!(p.l3, L3::Ipv6(_, L4::Fragment)));
     }
 }

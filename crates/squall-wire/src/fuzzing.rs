@@ -6,14 +6,17 @@
 
 use crate::checksum;
 use crate::{
-    parse_frame, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr, IcmpEchoRepr, IcmpPacket,
-    Ipv4Address, Ipv4Packet, Ipv4Repr, TcpOptionIter, TcpOptions, TcpPacket, TcpRepr, UdpPacket,
-    UdpRepr, L3, L4, MAX_OPTIONS_LEN,
+    parse_frame, walk_ext_headers, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr, IcmpEchoRepr,
+    IcmpPacket, Icmpv6Packet, Icmpv6Repr, Ipv4Address, Ipv4Packet, Ipv4Repr, Ipv6Address,
+    Ipv6Packet, Ipv6Repr, NdpOptionIter, TcpOptionIter, TcpOptions, TcpPacket, TcpRepr, UdpPacket,
+    UdpRepr, IPV6_HEADER_LEN, L3, L4, MAX_OPTIONS_LEN,
 };
 use std::hint::black_box;
 
 const A: Ipv4Address = Ipv4Address::new(198, 18, 0, 1);
 const B: Ipv4Address = Ipv4Address::new(198, 19, 255, 254);
+const A6: Ipv6Address = Ipv6Address::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+const B6: Ipv6Address = Ipv6Address::new(0x2001, 0xdb8, 0xffff, 0, 0, 0, 0xfffe, 0xffff);
 
 /// Ethernet view: every accessor, header length consistency, repr round trip.
 pub fn ethernet(data: &[u8]) {
@@ -115,6 +118,9 @@ pub fn tcp(data: &[u8]) {
     tcp_options(p.options());
     let mut copy = data.to_vec();
     let mut q = TcpPacket::new_checked(&mut copy[..]).expect("same bytes");
+    q.fill_checksum(&A6, &B6);
+    assert!(q.verify_checksum(&A6, &B6), "IPv6 pseudo-header");
+    assert_eq!(q.compute_checksum(&A6, &B6), q.checksum());
     q.fill_checksum(&A, &B);
     assert!(q.verify_checksum(&A, &B));
     assert_eq!(q.compute_checksum(&A, &B), q.checksum());
@@ -146,6 +152,9 @@ pub fn udp(data: &[u8]) {
     assert_eq!(p.payload().len() + 8, p.len() as usize);
     let mut copy = data.to_vec();
     let mut q = UdpPacket::new_checked(&mut copy[..]).expect("same bytes");
+    q.fill_checksum(&A6, &B6);
+    assert!(q.verify_checksum(&A6, &B6), "IPv6 pseudo-header");
+    assert_ne!(q.checksum(), 0);
     q.fill_checksum(&A, &B);
     assert!(q.verify_checksum(&A, &B));
     assert_ne!(q.checksum(), 0);
@@ -188,13 +197,88 @@ pub fn icmp(data: &[u8]) {
     }
 }
 
-/// Whole frame: `parse_frame`, every layer's harness, checksum summary.
+/// IPv6 view: accessors, length invariants, extension-header walk bounds, repr round
+/// trip.
+pub fn ipv6(data: &[u8]) {
+    let Ok(p) = Ipv6Packet::new_checked(data) else {
+        return;
+    };
+    black_box((p.version(), p.traffic_class(), p.flow_label()));
+    black_box((p.next_header(), p.hop_limit(), p.src(), p.dst()));
+    assert_eq!(p.payload().len(), p.payload_len() as usize);
+    assert_eq!(p.header().len(), IPV6_HEADER_LEN);
+    if let Ok(u) = p.upper_layer() {
+        assert!(u.offset <= p.payload().len());
+        assert!(u.ext_headers as usize <= crate::ipv6::MAX_EXT_HEADERS);
+        assert_eq!(u.offset % 8, 0);
+        black_box((
+            u.is_fragment(),
+            p.pseudo_header_sum(u.protocol, p.payload().len() - u.offset),
+        ));
+    }
+    // the walk alone, over arbitrary bytes and every first header
+    black_box(walk_ext_headers(p.next_header(), &data[IPV6_HEADER_LEN..]).ok());
+    let r = Ipv6Repr::parse(&p);
+    let mut out = [0u8; IPV6_HEADER_LEN];
+    r.emit(&mut out).expect("40 bytes");
+    assert_eq!(&out[..], &data[..IPV6_HEADER_LEN]);
+}
+
+/// ICMPv6 view: accessors, NDP options, checksum fill/verify, repr round trip.
+pub fn icmpv6(data: &[u8]) {
+    let Ok(p) = Icmpv6Packet::new_checked(data) else {
+        return;
+    };
+    black_box((p.msg_type(), p.code(), p.checksum(), p.word1()));
+    black_box((p.echo_ident(), p.echo_seq(), p.verify_checksum(&A6, &B6)));
+    let mut n = 0usize;
+    for o in NdpOptionIter::new(p.payload()) {
+        n += 1;
+        if let Ok(o) = o {
+            black_box(o.wire_len());
+        }
+    }
+    assert!(n <= p.payload().len());
+    let mut copy = data.to_vec();
+    let mut q = Icmpv6Packet::new_checked(&mut copy[..]).expect("same bytes");
+    q.fill_checksum(&A6, &B6);
+    assert!(q.verify_checksum(&A6, &B6));
+    if let Ok(r) = Icmpv6Repr::parse(&p) {
+        let mut out = vec![0u8; r.buffer_len()];
+        let k = r.emit(&mut out, &A6, &B6).expect("sized by buffer_len");
+        let q = Icmpv6Packet::new_checked(&out[..k]).expect("emitted parses");
+        assert!(q.verify_checksum(&A6, &B6));
+        match r {
+            // the invoking packet is cut to the minimum MTU
+            Icmpv6Repr::PacketTooBig { invoking, .. }
+                if invoking.len() > crate::icmpv6::IPV6_PTB_MAX_INVOKING => {}
+            _ => assert_eq!(Icmpv6Repr::parse(&q), Ok(r)),
+        }
+    }
+}
+
+/// Whole frame: `parse_frame`, every layer's harness, checksum summary; the IPv6 TCP
+/// fast parser agrees with the general views.
 pub fn frame(data: &[u8]) {
     ethernet(data);
+    if let Ok((seg, src, dst)) = crate::segment::parse6_opt(data, true) {
+        let f = parse_frame(data).expect("the fast parser took it");
+        let L3::Ipv6(ip, L4::Tcp(t)) = f.l3 else {
+            panic!("parse6_opt took a frame parse_frame does not see as IPv6/TCP")
+        };
+        assert_eq!((ip.src().0, ip.dst().0), (src, dst));
+        assert_eq!(
+            (t.src_port(), t.dst_port(), t.seq_number()),
+            (seg.src_port, seg.dst_port, seg.seq)
+        );
+        assert_eq!(t.payload(), seg.payload);
+        assert!(f.checksums_ok());
+    }
     let Ok(f) = parse_frame(data) else {
         // still drive the inner parsers over the payload
         if let Ok(e) = EthernetFrame::new_checked(data) {
             ipv4(e.payload());
+            ipv6(e.payload());
             arp(e.payload());
         }
         return;
@@ -208,6 +292,17 @@ pub fn frame(data: &[u8]) {
                 L4::Tcp(t) => tcp(t.into_inner()),
                 L4::Udp(u) => udp(u.into_inner()),
                 L4::Icmp(i) => icmp(i.into_inner()),
+                L4::Icmpv6(i) => icmpv6(i.into_inner()),
+                L4::Fragment | L4::Other(_) => {}
+            }
+        }
+        L3::Ipv6(ip, l4) => {
+            ipv6(ip.into_inner());
+            match l4 {
+                L4::Tcp(t) => tcp(t.into_inner()),
+                L4::Udp(u) => udp(u.into_inner()),
+                L4::Icmp(i) => icmp(i.into_inner()),
+                L4::Icmpv6(i) => icmpv6(i.into_inner()),
                 L4::Fragment | L4::Other(_) => {}
             }
         }

@@ -17,6 +17,8 @@ impl IpProtocol {
     pub const TCP: IpProtocol = IpProtocol(6);
     /// UDP, 17.
     pub const UDP: IpProtocol = IpProtocol(17);
+    /// ICMPv6, 58.
+    pub const ICMPV6: IpProtocol = IpProtocol(58);
 }
 
 mod field {

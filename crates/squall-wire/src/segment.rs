@@ -1,8 +1,9 @@
-//! The TCP-over-IPv4-over-Ethernet fast path: one-pass parsing and verification of a
+//! The TCP-over-IP-over-Ethernet fast path: one-pass parsing and verification of a
 //! received segment ([`parse_opt`]: a fixed-size view of the common 54-byte
 //! Ethernet + IPv4 + TCP header, options and payload as slices into the frame, no
-//! allocation) and in-place writing of an outgoing segment's headers with their checksums
-//! ([`TxHdr`], [`write_headers_sum`]). Used by the TCP host (squall-tcp) on every frame;
+//! allocation; [`parse6_opt`] the same over IPv6, extension headers walked) and in-place
+//! writing of an outgoing segment's headers with their checksums ([`TxHdr`],
+//! [`write_headers_sum`], [`write_headers6_sum`]). Used by the TCP host (squall-tcp) on every frame;
 //! the general views of this crate ([`crate::parse_frame`], [`crate::TcpPacket`]) are the
 //! total parsers it is tested against. Nothing here panics on malformed input: errors are
 //! values.
@@ -17,6 +18,10 @@ pub const IP_LEN: usize = 20;
 pub const TCP_LEN: usize = 20;
 /// The common header: Ethernet, IPv4 and TCP without options.
 pub const HDRS_LEN: usize = ETH_LEN + IP_LEN + TCP_LEN;
+/// IPv6 fixed header length.
+pub const IP6_LEN: usize = 40;
+/// Ethernet, IPv6 (no extension headers) and TCP without options.
+pub const HDRS6_LEN: usize = ETH_LEN + IP6_LEN + TCP_LEN;
 
 /// TCP FIN flag.
 pub const FIN: u8 = 0x01;
@@ -34,7 +39,7 @@ pub const URG: u8 = 0x20;
 /// Why a received frame was not handed to TCP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RxError {
-    /// Not IPv4/TCP (or a fragment).
+    /// Not IPv4/TCP or IPv6/TCP (or a fragment, or an IPv6 extension header to discard).
     NotTcp,
     /// Bad IPv4 header (version, length, checksum).
     BadIp,
@@ -233,6 +238,79 @@ fn parse_general(frame: &[u8], verify_tcp_csum: bool) -> Result<Segment<'_>, RxE
     })
 }
 
+/// An IPv6/TCP segment: the segment (its `src_ip` and `dst_ip` are 0: the host maps the
+/// IPv6 addresses to its own ids) and the source and destination addresses.
+pub type Segment6<'a> = (Segment<'a>, [u8; 16], [u8; 16]);
+
+/// Parses and verifies an Ethernet/IPv6/TCP frame: version, payload length, extension
+/// headers walked (bounded, [`crate::walk_ext_headers`]; fragments and headers to discard
+/// are [`RxError::NotTcp`]), TCP data offset and, if `verify_tcp_csum`, the checksum with
+/// the IPv6 pseudo-header.
+#[inline]
+pub fn parse6_opt(frame: &[u8], verify_tcp_csum: bool) -> Result<Segment6<'_>, RxError> {
+    if frame.len() < ETH_LEN + IP6_LEN {
+        return Err(RxError::Short);
+    }
+    if be16(frame, 12) != 0x86dd {
+        return Err(RxError::NotTcp);
+    }
+    let ip = &frame[ETH_LEN..];
+    if ip[0] >> 4 != 6 {
+        return Err(RxError::BadIp);
+    }
+    let plen = be16(ip, 4) as usize;
+    if IP6_LEN + plen > ip.len() {
+        return Err(RxError::BadIp);
+    }
+    let payload = &ip[IP6_LEN..IP6_LEN + plen];
+    // The common case (TCP right after the fixed header) skips the walk.
+    let off = if ip[6] == 6 {
+        0
+    } else {
+        match crate::walk_ext_headers(crate::IpProtocol(ip[6]), payload) {
+            Ok(u) if u.protocol.0 == 6 && !u.is_fragment() => u.offset,
+            Ok(_) | Err(crate::Error::Unsupported) => return Err(RxError::NotTcp),
+            Err(_) => return Err(RxError::BadIp),
+        }
+    };
+    let tcp = &payload[off..];
+    if tcp.len() < TCP_LEN {
+        return Err(RxError::Short);
+    }
+    let doff = ((tcp[12] >> 4) as usize) * 4;
+    if doff < TCP_LEN || doff > tcp.len() {
+        return Err(RxError::BadOff);
+    }
+    let mut src = [0u8; 16];
+    let mut dst = [0u8; 16];
+    src.copy_from_slice(&ip[8..24]);
+    dst.copy_from_slice(&ip[24..40]);
+    if verify_tcp_csum
+        && checksum::fold(checksum::accumulate(
+            checksum::pseudo_header_ipv6_acc(&src, &dst, 6, tcp.len()),
+            tcp,
+        )) != 0xffff
+    {
+        return Err(RxError::BadSum);
+    }
+    let mut src_mac = [0u8; 6];
+    src_mac.copy_from_slice(&frame[6..12]);
+    let seg = Segment {
+        src_mac,
+        src_ip: 0,
+        dst_ip: 0,
+        src_port: be16(tcp, 0),
+        dst_port: be16(tcp, 2),
+        seq: be32(tcp, 4),
+        ack: be32(tcp, 8),
+        flags: tcp[13] & 0x3f,
+        wnd: be16(tcp, 14),
+        opts: &tcp[TCP_LEN..doff],
+        payload: &tcp[doff..],
+    };
+    Ok((seg, src, dst))
+}
+
 /// The addresses and ports of an IPv4/TCP frame as (source IP, destination IP, source
 /// port, destination port), read without any verification, for prefetching; None for
 /// anything unusual (full parsing decides later).
@@ -353,7 +431,7 @@ pub fn write_headers(buf: &mut [u8], h: &TxHdr, opts: &[u8], payload_len: usize)
 
 /// Like [`write_headers`], also returning the unfolded ones'-complement sum of the TCP
 /// pseudo-header and TCP header (checksum field zero) for [`store_tcp_checksum`].
-#[inline]
+#[inline(always)]
 pub fn write_headers_sum(
     buf: &mut [u8],
     h: &TxHdr,
@@ -392,22 +470,39 @@ pub fn write_headers_sum(
     hdr[24..26].copy_from_slice(&ip_csum.to_be_bytes());
     hdr[26..30].copy_from_slice(&h.src_ip.to_be_bytes());
     hdr[30..34].copy_from_slice(&h.dst_ip.to_be_bytes());
-    hdr[34..36].copy_from_slice(&h.src_port.to_be_bytes());
-    hdr[36..38].copy_from_slice(&h.dst_port.to_be_bytes());
-    hdr[38..42].copy_from_slice(&h.seq.to_be_bytes());
-    hdr[42..46].copy_from_slice(&h.ack.to_be_bytes());
-    hdr[46..48].copy_from_slice(&off_flags.to_be_bytes());
-    hdr[48..50].copy_from_slice(&h.wnd.to_be_bytes());
-    hdr[50..54].copy_from_slice(&[0, 0, 0, 0]);
+    let tcp_hdr: &mut [u8; TCP_LEN] = (&mut hdr[ETH_LEN + IP_LEN..]).try_into().expect("20 bytes");
+    let sum = write_tcp(tcp_hdr, rest, h, off_flags, opts);
+    let tcp_len = tcp_hlen + payload_len;
+    (
+        ETH_LEN + IP_LEN + tcp_hlen,
+        sum + addr_sum + 6 + tcp_len as u64,
+    )
+}
+
+/// Writes the TCP header (checksum zero) and its options (into `rest`, the bytes after
+/// it); returns the unfolded sum of the header and options (pseudo-header not included).
+#[inline(always)]
+fn write_tcp(
+    hdr: &mut [u8; TCP_LEN],
+    rest: &mut [u8],
+    h: &TxHdr,
+    off_flags: u16,
+    opts: &[u8],
+) -> u64 {
+    hdr[0..2].copy_from_slice(&h.src_port.to_be_bytes());
+    hdr[2..4].copy_from_slice(&h.dst_port.to_be_bytes());
+    hdr[4..8].copy_from_slice(&h.seq.to_be_bytes());
+    hdr[8..12].copy_from_slice(&h.ack.to_be_bytes());
+    hdr[12..14].copy_from_slice(&off_flags.to_be_bytes());
+    hdr[14..16].copy_from_slice(&h.wnd.to_be_bytes());
+    hdr[16..20].copy_from_slice(&[0, 0, 0, 0]);
     // Fixed-size copies for the usual option blocks (none; NOP, NOP, timestamps).
     match (<&[u8; 12]>::try_from(opts), rest.first_chunk_mut::<12>()) {
         (Ok(o), Some(r)) => *r = *o,
         _ if opts.is_empty() => {}
         _ => rest[..opts.len()].copy_from_slice(opts),
     }
-    let tcp_len = tcp_hlen + payload_len;
-    let mut sum = addr_sum + 6 + tcp_len as u64;
-    sum += h.src_port as u64 + h.dst_port as u64;
+    let mut sum = h.src_port as u64 + h.dst_port as u64;
     sum += (h.seq >> 16) as u64
         + (h.seq & 0xffff) as u64
         + (h.ack >> 16) as u64
@@ -423,7 +518,61 @@ pub fn write_headers_sum(
     } else {
         sum = checksum::accumulate(sum, opts);
     }
-    (ETH_LEN + IP_LEN + tcp_hlen, sum)
+    sum
+}
+
+/// Writes Ethernet, IPv6 (no extension headers; `h.ttl` is the hop limit, `h.tos` the
+/// traffic class, `h.src_ip`/`h.dst_ip`/`h.ip_id` unused) and TCP headers between
+/// `src` and `dst` for a segment with `payload_len` bytes; returns the payload offset and
+/// the unfolded sum of the pseudo-header and TCP header for [`store_tcp6_checksum`].
+#[inline]
+pub fn write_headers6_sum(
+    buf: &mut [u8],
+    h: &TxHdr,
+    src: &[u8; 16],
+    dst: &[u8; 16],
+    opts: &[u8],
+    payload_len: usize,
+) -> (usize, u64) {
+    let tcp_hlen = TCP_LEN + opts.len();
+    let tcp_len = tcp_hlen + payload_len;
+    let (hdr, rest) = buf
+        .split_first_chunk_mut::<HDRS6_LEN>()
+        .expect("the caller sized the frame");
+    hdr[0..6].copy_from_slice(&h.dst_mac);
+    hdr[6..12].copy_from_slice(&h.src_mac);
+    hdr[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
+    let vtf = (6u32 << 28) | (h.tos as u32) << 20;
+    hdr[14..18].copy_from_slice(&vtf.to_be_bytes());
+    hdr[18..20].copy_from_slice(&(tcp_len as u16).to_be_bytes());
+    hdr[20] = 6;
+    hdr[21] = h.ttl;
+    hdr[22..38].copy_from_slice(src);
+    hdr[38..54].copy_from_slice(dst);
+    let off_flags = (((tcp_hlen / 4) as u16) << 12) | h.flags as u16;
+    let tcp_hdr: &mut [u8; TCP_LEN] = (&mut hdr[ETH_LEN + IP6_LEN..])
+        .try_into()
+        .expect("20 bytes");
+    let sum = write_tcp(tcp_hdr, rest, h, off_flags, opts);
+    (
+        ETH_LEN + IP6_LEN + tcp_hlen,
+        sum + checksum::pseudo_header_ipv6_acc(src, dst, 6, tcp_len),
+    )
+}
+
+/// [`store_tcp_checksum`] for a frame written by [`write_headers6_sum`].
+#[inline]
+pub fn store_tcp6_checksum(buf: &mut [u8], hdr_sum: u64, payload_sum: u64) {
+    let c = !checksum::fold(hdr_sum + payload_sum);
+    buf[ETH_LEN + IP6_LEN + 16..ETH_LEN + IP6_LEN + 18].copy_from_slice(&c.to_be_bytes());
+}
+
+/// [`partial_tcp_checksum`] for a frame written by [`write_headers6_sum`].
+#[inline]
+pub fn partial_tcp6_checksum(buf: &mut [u8], src: &[u8; 16], dst: &[u8; 16], frame_len: usize) {
+    let tcp_len = frame_len - ETH_LEN - IP6_LEN;
+    let c = checksum::fold(checksum::pseudo_header_ipv6_acc(src, dst, 6, tcp_len));
+    buf[ETH_LEN + IP6_LEN + 16..ETH_LEN + IP6_LEN + 18].copy_from_slice(&c.to_be_bytes());
 }
 
 /// Stores the TCP checksum given the header sum from [`write_headers_sum`] and the
@@ -729,5 +878,104 @@ mod tests {
         let o = parse_opts(&[4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
         assert!(o.sack_ok);
         assert_eq!(o.ts, Some((1, 2)));
+    }
+}
+
+#[cfg(test)]
+mod ipv6_tests {
+    use super::*;
+    use crate::{parse_frame, Ipv6Address, L3, L4};
+
+    fn hdr() -> TxHdr {
+        TxHdr {
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src_ip: 0,
+            dst_ip: 0,
+            ip_id: 0,
+            src_port: 40000,
+            dst_port: 80,
+            seq: 0x0102_0304,
+            ack: 0xa0b0_c0d0,
+            flags: ACK | PSH,
+            wnd: 512,
+            ttl: 64,
+            tos: 0x10,
+        }
+    }
+
+    /// A frame written by `write_headers6_sum` parses back through both the general
+    /// views and `parse6_opt`, checksum valid; a flipped bit is caught.
+    #[test]
+    fn write_then_parse() {
+        let src: Ipv6Address = "2001:db8::1".parse().unwrap();
+        let dst: Ipv6Address = "2001:db8::2".parse().unwrap();
+        let opts = [1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9];
+        let payload = b"hello over ipv6, odd length";
+        let flen = HDRS6_LEN + opts.len() + payload.len();
+        let mut buf = vec![0u8; flen];
+        let (off, sum) = write_headers6_sum(&mut buf, &hdr(), &src.0, &dst.0, &opts, payload.len());
+        buf[off..].copy_from_slice(payload);
+        let psum = checksum::accumulate(0, payload);
+        store_tcp6_checksum(&mut buf, sum, psum);
+        let f = parse_frame(&buf).unwrap();
+        assert!(f.checksums_ok());
+        let L3::Ipv6(ip, L4::Tcp(t)) = f.l3 else {
+            panic!("{f:?}")
+        };
+        assert_eq!(
+            (ip.src(), ip.dst(), ip.hop_limit(), ip.traffic_class()),
+            (src, dst, 64, 0x10)
+        );
+        assert_eq!(t.payload(), payload);
+        let (seg, s, d) = parse6_opt(&buf, true).unwrap();
+        assert_eq!((s, d), (src.0, dst.0));
+        assert_eq!(
+            (seg.src_port, seg.dst_port, seg.seq, seg.ack),
+            (40000, 80, 0x0102_0304, 0xa0b0_c0d0)
+        );
+        assert_eq!(seg.flags, ACK | PSH);
+        assert_eq!(seg.opts, &opts);
+        assert_eq!(seg.payload, payload);
+        assert_eq!(parse_opt(&buf, true), Err(RxError::NotTcp));
+        let mut bad = buf.clone();
+        bad[flen - 1] ^= 1;
+        assert_eq!(parse6_opt(&bad, true), Err(RxError::BadSum));
+        assert!(parse6_opt(&bad, false).is_ok());
+        // the partial checksum a NIC completes
+        let mut p = buf.clone();
+        partial_tcp6_checksum(&mut p, &src.0, &dst.0, flen);
+        let tcp = &mut p[ETH_LEN + IP6_LEN..];
+        let c = !checksum::fold(checksum::accumulate(0, tcp));
+        tcp[16..18].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(p, buf);
+    }
+
+    #[test]
+    fn extension_headers_and_errors() {
+        let src = [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let dst = [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        let mut buf = vec![0u8; HDRS6_LEN];
+        let (_, sum) = write_headers6_sum(&mut buf, &hdr(), &src, &dst, &[], 0);
+        store_tcp6_checksum(&mut buf, sum, 0);
+        // insert a destination options header in front of TCP
+        let mut e = buf.clone();
+        e.splice(54..54, [6, 0, 1, 4, 0, 0, 0, 0]);
+        e[20] = 60;
+        e[19] += 8;
+        let (seg, _, _) = parse6_opt(&e, true).unwrap();
+        assert_eq!(seg.dst_port, 80);
+        let mut f = e.clone();
+        f[20] = 44; // a fragment header (offset 0, more fragments): not TCP for the host
+        f[54..62].copy_from_slice(&[6, 0, 0, 1, 0, 0, 0, 1]);
+        assert_eq!(parse6_opt(&f, true), Err(RxError::NotTcp));
+        assert_eq!(parse6_opt(&buf[..60], true), Err(RxError::BadIp));
+        assert_eq!(parse6_opt(&buf[..40], true), Err(RxError::Short));
+        let mut v = buf.clone();
+        v[14] = 0x45;
+        assert_eq!(parse6_opt(&v, true), Err(RxError::BadIp));
+        let mut o = buf.clone();
+        o[ETH_LEN + IP6_LEN + 12] = 0x40;
+        assert_eq!(parse6_opt(&o, true), Err(RxError::BadOff));
     }
 }

@@ -2,10 +2,10 @@
 //! (header + options + data), [`TcpFlags`], checksum with the IPv4
 //! pseudo-header, and the [`TcpRepr`] header builder.
 
-use crate::checksum;
+use crate::checksum::{self, PseudoHeader};
 use crate::field::{get_u16, get_u32, set_u16, set_u32};
 use crate::tcp_options::{TcpOptionIter, TcpOptions, MAX_OPTIONS_LEN};
-use crate::{Error, IpProtocol, Ipv4Address, Result};
+use crate::{Error, IpProtocol, Result};
 use core::fmt;
 use core::ops::{BitAnd, BitOr, BitOrAssign, Not};
 
@@ -292,9 +292,9 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     /// The checksum this segment should carry between `src` and `dst`
     /// (computed with the checksum field taken as zero).
     #[inline]
-    pub fn compute_checksum(&self, src: &Ipv4Address, dst: &Ipv4Address) -> u16 {
+    pub fn compute_checksum<A: PseudoHeader>(&self, src: &A, dst: &A) -> u16 {
         let b = self.buffer.as_ref();
-        let ph = checksum::pseudo_header_ipv4(src, dst, IpProtocol::TCP.0, b.len() as u32);
+        let ph = A::pseudo_header_sum(src, dst, IpProtocol::TCP.0, b.len() as u32);
         let s = checksum::add(ph, checksum::sum(b));
         // remove the stored checksum from the sum
         !checksum::add(s, !self.checksum())
@@ -302,9 +302,9 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
 
     /// True if the checksum verifies between `src` and `dst`.
     #[inline]
-    pub fn verify_checksum(&self, src: &Ipv4Address, dst: &Ipv4Address) -> bool {
+    pub fn verify_checksum<A: PseudoHeader>(&self, src: &A, dst: &A) -> bool {
         let b = self.buffer.as_ref();
-        let ph = checksum::pseudo_header_ipv4(src, dst, IpProtocol::TCP.0, b.len() as u32);
+        let ph = A::pseudo_header_sum(src, dst, IpProtocol::TCP.0, b.len() as u32);
         checksum::add(ph, checksum::sum(b)) == 0xffff
     }
 }
@@ -369,7 +369,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
 
     /// Compute and store the checksum over the whole buffer.
     #[inline]
-    pub fn fill_checksum(&mut self, src: &Ipv4Address, dst: &Ipv4Address) {
+    pub fn fill_checksum<A: PseudoHeader>(&mut self, src: &A, dst: &A) {
         self.set_checksum(0);
         let c = self.compute_checksum(src, dst);
         self.set_checksum(c);
@@ -459,12 +459,12 @@ impl TcpRepr {
 
     /// Write header and `payload` into `buf` and fill the checksum; returns
     /// the segment length.
-    pub fn emit_segment(
+    pub fn emit_segment<A: PseudoHeader>(
         &self,
         buf: &mut [u8],
         payload: &[u8],
-        src: &Ipv4Address,
-        dst: &Ipv4Address,
+        src: &A,
+        dst: &A,
     ) -> Result<usize> {
         let hl = self.emit(buf)?;
         let n = hl + payload.len();
@@ -479,6 +479,7 @@ impl TcpRepr {
 mod tests {
     use super::*;
     use crate::tcp_options::{SackBlock, SackBlocks, TcpOption, Timestamps};
+    use crate::Ipv4Address;
 
     const SRC: Ipv4Address = Ipv4Address::new(198, 18, 0, 1);
     const DST: Ipv4Address = Ipv4Address::new(198, 19, 0, 1);

@@ -1,10 +1,11 @@
 //! UDP datagrams (RFC 768): the [`UdpPacket`] view (length field checked
 //! against the buffer, checksum with the IPv4 pseudo-header where zero means
-//! "none") and the [`UdpRepr`] builder.
+//! "none", or with the IPv6 pseudo-header where it is mandatory) and the
+//! [`UdpRepr`] builder.
 
-use crate::checksum;
+use crate::checksum::{self, PseudoHeader};
 use crate::field::{get_u16, set_u16};
-use crate::{Error, IpProtocol, Ipv4Address, Result};
+use crate::{Error, IpProtocol, Result};
 
 mod field {
     pub const SRC_PORT: usize = 0;
@@ -103,9 +104,9 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     /// The checksum to store (with the field taken as zero); a computed 0 is
     /// sent as 0xffff (RFC 768).
     #[inline]
-    pub fn compute_checksum(&self, src: &Ipv4Address, dst: &Ipv4Address) -> u16 {
+    pub fn compute_checksum<A: PseudoHeader>(&self, src: &A, dst: &A) -> u16 {
         let d = self.datagram();
-        let ph = checksum::pseudo_header_ipv4(src, dst, IpProtocol::UDP.0, d.len() as u32);
+        let ph = A::pseudo_header_sum(src, dst, IpProtocol::UDP.0, d.len() as u32);
         let s = checksum::add(ph, checksum::sum(d));
         let c = !checksum::add(s, !self.checksum());
         if c == 0 {
@@ -115,14 +116,14 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         }
     }
 
-    /// True if the checksum is absent (zero) or verifies.
+    /// True if the checksum verifies, or is absent (zero) over IPv4.
     #[inline]
-    pub fn verify_checksum(&self, src: &Ipv4Address, dst: &Ipv4Address) -> bool {
+    pub fn verify_checksum<A: PseudoHeader>(&self, src: &A, dst: &A) -> bool {
         if self.checksum() == 0 {
-            return true;
+            return A::ZERO_UDP_CHECKSUM_OK;
         }
         let d = self.datagram();
-        let ph = checksum::pseudo_header_ipv4(src, dst, IpProtocol::UDP.0, d.len() as u32);
+        let ph = A::pseudo_header_sum(src, dst, IpProtocol::UDP.0, d.len() as u32);
         checksum::add(ph, checksum::sum(d)) == 0xffff
     }
 }
@@ -154,7 +155,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
 
     /// Compute and store the checksum.
     #[inline]
-    pub fn fill_checksum(&mut self, src: &Ipv4Address, dst: &Ipv4Address) {
+    pub fn fill_checksum<A: PseudoHeader>(&mut self, src: &A, dst: &A) {
         self.set_checksum(0);
         let c = self.compute_checksum(src, dst);
         self.set_checksum(c);
@@ -186,14 +187,15 @@ impl UdpRepr {
         }
     }
 
-    /// Write header + `payload` into `buf` with the checksum filled
-    /// (or left zero if `checksum` is false); returns the datagram length.
-    pub fn emit(
+    /// Write header + `payload` into `buf` with the checksum filled (or, over
+    /// IPv4 only, left zero if `checksum` is false: IPv6 requires it); returns the
+    /// datagram length.
+    pub fn emit<A: PseudoHeader>(
         &self,
         buf: &mut [u8],
         payload: &[u8],
-        src: &Ipv4Address,
-        dst: &Ipv4Address,
+        src: &A,
+        dst: &A,
         checksum: bool,
     ) -> Result<usize> {
         let n = UDP_HEADER_LEN + payload.len();
@@ -207,7 +209,7 @@ impl UdpRepr {
         p.set_dst_port(self.dst_port);
         p.set_len(n as u16);
         p.set_checksum(0);
-        if checksum {
+        if checksum || !A::ZERO_UDP_CHECKSUM_OK {
             p.fill_checksum(src, dst);
         }
         Ok(n)
@@ -217,6 +219,7 @@ impl UdpRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Ipv4Address;
 
     const SRC: Ipv4Address = Ipv4Address::new(198, 18, 0, 1);
     const DST: Ipv4Address = Ipv4Address::new(198, 18, 0, 2);

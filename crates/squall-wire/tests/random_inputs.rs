@@ -35,7 +35,75 @@ fn all(data: &[u8]) {
     fuzzing::tcp_options(data);
     fuzzing::udp(data);
     fuzzing::icmp(data);
+    fuzzing::ipv6(data);
+    fuzzing::icmpv6(data);
     fuzzing::checksums(data);
+}
+
+const SRC6: Ipv6Address = Ipv6Address::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+const DST6: Ipv6Address = Ipv6Address::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+
+/// Ethernet + IPv6 (+ `ext`, already chained to the upper layer) + what `body` writes.
+fn ipv6_frame(first: IpProtocol, ext: &[u8], body: impl FnOnce(&mut [u8]) -> usize) -> Vec<u8> {
+    let mut buf = vec![0u8; 2048];
+    let e = eth(None, EtherType::IPV6, &mut buf);
+    let at = e + IPV6_HEADER_LEN;
+    buf[at..at + ext.len()].copy_from_slice(ext);
+    let n = body(&mut buf[at + ext.len()..]);
+    Ipv6Repr::new(SRC6, DST6, first, ext.len() + n)
+        .emit(&mut buf[e..])
+        .unwrap();
+    buf.truncate(at + ext.len() + n);
+    buf
+}
+
+fn ipv6_corpus() -> Vec<Vec<u8>> {
+    let t = TcpRepr {
+        src_port: 40000,
+        dst_port: 80,
+        seq: 1,
+        ack: 2,
+        flags: TcpFlags::ACK,
+        window: 1000,
+        urgent: 0,
+        options: TcpOptions {
+            timestamps: Some(Timestamps { tsval: 1, tsecr: 2 }),
+            ..TcpOptions::NONE
+        },
+    };
+    let hbh_dst: &[u8] = &[60, 0, 5, 2, 0, 0, 1, 0, 6, 0, 1, 2, 0, 0, 0x1e, 0];
+    let frag: &[u8] = &[17, 0, 0, 0, 0, 0, 0, 9]; // atomic fragment
+    vec![
+        ipv6_frame(IpProtocol(0), hbh_dst, |b| {
+            t.emit_segment(b, b"hello6", &SRC6, &DST6).unwrap()
+        }),
+        ipv6_frame(IpProtocol(44), frag, |b| {
+            UdpRepr {
+                src_port: 53,
+                dst_port: 5353,
+            }
+            .emit(b, b"udp6", &SRC6, &DST6, true)
+            .unwrap()
+        }),
+        ipv6_frame(IpProtocol::ICMPV6, &[], |b| {
+            Icmpv6Repr::NeighborSolicit {
+                target: DST6,
+                source_mac: Some(MacAddress([2, 0, 0, 0, 0, 1])),
+            }
+            .emit(b, &SRC6, &DST6)
+            .unwrap()
+        }),
+        ipv6_frame(IpProtocol::ICMPV6, &[], |b| {
+            Icmpv6Repr::Echo {
+                is_reply: true,
+                ident: 7,
+                seq: 8,
+                data: b"ping6",
+            }
+            .emit(b, &SRC6, &DST6)
+            .unwrap()
+        }),
+    ]
 }
 
 const SRC: Ipv4Address = Ipv4Address::new(198, 18, 0, 1);
@@ -147,6 +215,7 @@ fn corpus() -> Vec<Vec<u8>> {
         .emit(&mut buf[e..])
         .unwrap();
     v.push(buf);
+    v.extend(ipv6_corpus());
     v
 }
 
@@ -174,14 +243,17 @@ fn random_byte_strings() {
 #[test]
 fn random_payloads_behind_valid_prefixes() {
     let mut r = XorShift(42);
-    let prefixes: [&[u8]; 4] = [
+    let prefixes: [&[u8]; 7] = [
         &[0x45],                                            // IPv4, IHL 5
         &[0x4f],                                            // IPv4, IHL 15
+        &[0x60],                                            // IPv6
+        &[0x60, 0, 0, 0, 0, 0, 0],                          // IPv6, hop-by-hop first
+        &[0x87, 0],                                         // ICMPv6 neighbour solicitation
         &[0, 1, 8, 0, 6, 4],                                // ARP Ethernet/IPv4
         &[0x12, 0x34, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0xf0], // TCP, offset 15
     ];
     let mut buf = [0u8; 128];
-    let mut reached = [0usize; 3];
+    let mut reached = [0usize; 4];
     for _ in 0..50_000 {
         let p = prefixes[r.below(prefixes.len())];
         let n = p.len() + r.below(buf.len() - p.len() + 1);
@@ -191,16 +263,29 @@ fn random_payloads_behind_valid_prefixes() {
             // make the IPv4 total length consistent half of the time
             buf[2..4].copy_from_slice(&(n as u16).to_be_bytes());
         }
+        if p[0] == 0x60 && n >= 40 && r.below(2) == 0 {
+            // and the IPv6 payload length
+            buf[4..6].copy_from_slice(&(n as u16 - 40).to_be_bytes());
+            if r.below(2) == 0 {
+                buf[6] = [0, 43, 44, 60, 6, 17, 58][r.below(7)];
+            }
+        }
         all(&buf[..n]);
         reached[0] += Ipv4Packet::new_checked(&buf[..n]).is_ok() as usize;
         reached[1] += ArpPacket::new_checked(&buf[..n]).is_ok() as usize;
         reached[2] += TcpPacket::new_checked(&buf[..n])
             .map(|t| t.header_len() == 60)
             .unwrap_or(false) as usize;
+        reached[3] += Ipv6Packet::new_checked(&buf[..n])
+            .map(|p| p.upper_layer().is_ok())
+            .unwrap_or(false) as usize;
         // and the same behind an Ethernet header
         let mut f = vec![0u8; 14 + n];
-        f[12] = 0x08;
-        f[13] = if p.len() == 6 { 0x06 } else { 0x00 };
+        (f[12], f[13]) = match p[0] {
+            0x60 => (0x86, 0xdd),
+            _ if p.len() == 6 => (0x08, 0x06),
+            _ => (0x08, 0x00),
+        };
         f[14..].copy_from_slice(&buf[..n]);
         all(&f);
     }
@@ -242,7 +327,7 @@ fn mutated_valid_frames() {
         }
         all(&f);
         // also drive the layers directly at every offset a layer may start at
-        for off in [14usize, 18, 34, 38] {
+        for off in [14usize, 18, 34, 38, 54, 62, 70] {
             if let Some(rest) = f.get(off..) {
                 all(rest);
             }
@@ -264,6 +349,27 @@ fn bit_flips_are_caught_by_checksums() {
             _ => continue,
         };
         for byte in start..end {
+            for bit in 0..8 {
+                let mut g = f.clone();
+                g[byte] ^= 1 << bit;
+                if let Ok(q) = parse_frame(&g) {
+                    assert!(!q.checksums_ok(), "flip at {byte}.{bit} undetected");
+                }
+            }
+        }
+    }
+}
+
+/// Over IPv6 (no header checksum) a single bit flip in the addresses or the upper
+/// layer must be caught by the pseudo-header checksum.
+#[test]
+fn ipv6_bit_flips_are_caught_by_checksums() {
+    for f in ipv6_corpus() {
+        let p = parse_frame(&f).unwrap();
+        let L3::Ipv6(ip, _) = p.l3 else { panic!() };
+        let s = p.eth.header_len();
+        let upper = s + IPV6_HEADER_LEN + ip.upper_layer().unwrap().offset;
+        for byte in (s + 8..s + IPV6_HEADER_LEN).chain(upper..f.len()) {
             for bit in 0..8 {
                 let mut g = f.clone();
                 g[byte] ^= 1 << bit;

@@ -110,3 +110,33 @@ pub fn host_pair(base: TcpConfig, now: u64) -> (TcpHost, TcpHost) {
     );
     (ch, sh)
 }
+
+/// `SQUALL_FAMILY=ipv6`: the loops run their flows over IPv6 (addresses in 2001:2::/48,
+/// the benchmarking range, with the IPv4 address in the low 32 bits).
+pub fn ipv6() -> bool {
+    std::env::var("SQUALL_FAMILY").is_ok_and(|v| v == "ipv6")
+}
+
+/// The IPv6 benchmarking address standing for IPv4 address `a`: 2001:2::a.b.c.d.
+pub fn v6(a: u32) -> [u8; 16] {
+    let mut x = [0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    x[12..].copy_from_slice(&a.to_be_bytes());
+    x
+}
+
+/// Opens a flow between IPv4 addresses `src` and `dst`, over IPv6 ([`v6`]) when
+/// [`ipv6`] says so.
+pub fn connect<S: squall_tcp::TxSink>(
+    h: &mut TcpHost,
+    now: u64,
+    tx: &mut S,
+    (src, sport): (u32, u16),
+    (dst, dport): (u32, u16),
+    over_v6: bool,
+) -> Result<squall_tcp::FlowId, squall_tcp::ConnectError> {
+    if over_v6 {
+        h.connect6(now, tx, v6(src), sport, v6(dst), dport)
+    } else {
+        h.connect(now, tx, src, sport, dst, dport)
+    }
+}

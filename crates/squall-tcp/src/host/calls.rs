@@ -34,14 +34,73 @@ impl TcpHost {
         remote_port: u16,
         opts: OptsId,
     ) -> Result<FlowId, ConnectError> {
-        let opt = self.valid_opts(opts);
-        self.now = now;
+        // 0.0.0.0/8 holds the ids of IPv6 flows (and is no host's address).
+        if addr6::is_id(local_ip) || addr6::is_id(remote_ip) {
+            return Err(ConnectError::NoResources);
+        }
         let key = FlowKey {
             local_ip,
             remote_ip,
             local_port,
             remote_port,
         };
+        self.connect_key(now, tx, key, opts)
+    }
+
+    /// Opens a connection over IPv6 (as [`TcpHost::connect`]) with the default options.
+    pub fn connect6<S: TxSink>(
+        &mut self,
+        now: u64,
+        tx: &mut S,
+        local: [u8; 16],
+        local_port: u16,
+        remote: [u8; 16],
+        remote_port: u16,
+    ) -> Result<FlowId, ConnectError> {
+        let d = OptsId::DEFAULT;
+        self.connect6_with(now, tx, local, local_port, remote, remote_port, d)
+    }
+
+    /// [`TcpHost::connect6`] with option set `opts`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect6_with<S: TxSink>(
+        &mut self,
+        now: u64,
+        tx: &mut S,
+        local: [u8; 16],
+        local_port: u16,
+        remote: [u8; 16],
+        remote_port: u16,
+        opts: OptsId,
+    ) -> Result<FlowId, ConnectError> {
+        let (Some(l), Some(r)) = (self.addr6.intern(&local), self.addr6.intern(&remote)) else {
+            if let Some(l) = self.addr6.get(&local) {
+                self.addr6.release_unused(l);
+            }
+            return Err(ConnectError::NoResources);
+        };
+        let key = FlowKey {
+            local_ip: l,
+            remote_ip: r,
+            local_port,
+            remote_port,
+        };
+        let res = self.connect_key(now, tx, key, opts);
+        self.addr6.release_unused(l);
+        self.addr6.release_unused(r);
+        res
+    }
+
+    /// The active open of `key` (either family).
+    fn connect_key<S: TxSink>(
+        &mut self,
+        now: u64,
+        tx: &mut S,
+        key: FlowKey,
+        opts: OptsId,
+    ) -> Result<FlowId, ConnectError> {
+        let opt = self.valid_opts(opts);
+        self.now = now;
         let h = self.table.hash(&key);
         if let Some(old) = self.table.find(&key, h) {
             if self.flows[old as usize].state == State::TimeWait {
@@ -54,9 +113,10 @@ impl TcpHost {
         let i = self
             .alloc_flow(key, h, opt)
             .ok_or(ConnectError::NoResources)?;
+        let (la, ra) = self.hash_addrs(&key);
         let iss = self
             .isn_key
-            .isn(now, local_ip, local_port, remote_ip, remote_port);
+            .isn(now, la, key.local_port, ra, key.remote_port);
         let t = &mut self.flows[i as usize];
         t.state = State::SynSent;
         t.snd_una = iss;

@@ -33,7 +33,8 @@ impl TcpHost {
     /// SYN cookie (RFC 4987 §3.6): 5 bits of a 64 s counter, 3 bits of MSS index and 24 bits
     /// of a keyed hash of the 4-tuple, the peer's ISN and the counter.
     pub(super) fn cookie(&self, key: &FlowKey, peer_isn: u32, t: u32, mss_idx: u32) -> u32 {
-        let m0 = (key.local_ip as u64) << 32 | key.remote_ip as u64;
+        let (la, ra) = self.hash_addrs(key);
+        let m0 = (la as u64) << 32 | ra as u64;
         let m1 = ((key.local_port as u64) << 16 | key.remote_port as u64) << 32 | peer_isn as u64;
         let h = crate::isn::siphash24(
             self.isn_key.k0 ^ 0xc00c_1e00 ^ t as u64,
@@ -52,13 +53,14 @@ impl TcpHost {
         let o = pkt::parse_opts(seg.opts);
         let opt = self.port_opts(key.local_port);
         let fo = self.opts[opt as usize];
+        let fo_mss = self.fo_mss(opt, &key);
         let peer_mss = if o.mss == 0 { 536 } else { o.mss };
         let idx = COOKIE_MSS
             .iter()
-            .rposition(|&m| m <= peer_mss.min(fo.mss))
+            .rposition(|&m| m <= peer_mss.min(fo_mss))
             .unwrap_or(0) as u32;
         let c = self.cookie(&key, seg.seq, self.cookie_clock(), idx);
-        let m = fo.mss;
+        let m = fo_mss;
         // Same layout as `send_syn`: MSS, window scale, timestamps, SACK-permitted.
         let mut opts = [0u8; 24];
         opts[..4].copy_from_slice(&[2, 4, (m >> 8) as u8, m as u8]);
@@ -130,7 +132,7 @@ impl TcpHost {
         let i = self.alloc_flow(key, h, opt)?;
         self.counters.tcps_sc_recvcookie += 1;
         let now_ms = (self.now / 1_000_000) as u32;
-        let mss = COOKIE_MSS[idx as usize].min(fo.mss);
+        let mss = COOKIE_MSS[idx as usize].min(self.fo_mss(opt, &key));
         let init = fo.init_cwnd;
         let t = &mut self.flows[i as usize];
         t.state = State::SynReceived;

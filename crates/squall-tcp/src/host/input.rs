@@ -4,7 +4,7 @@
 use super::*;
 
 impl TcpHost {
-    /// Processes one received frame (Ethernet + IPv4 + TCP).
+    /// Processes one received frame (Ethernet + IPv4 + TCP, or Ethernet + IPv6 + TCP).
     pub fn rx<A: TcpApp, S: TxSink>(&mut self, now: u64, frame: &[u8], app: &mut A, tx: &mut S) {
         self.now = now;
         self.resume_first(tx);
@@ -38,7 +38,12 @@ impl TcpHost {
             // Each frame's 4-tuple is read once and kept with its hash.
             let mut keys = [None::<(FlowKey, u64)>; B];
             for (k, f) in chunk.iter().enumerate() {
-                if let Some(key) = pkt::peek_key(f) {
+                let key = if f.get(12) == Some(&0x86) {
+                    self.peek_key6(f)
+                } else {
+                    pkt::peek_key(f)
+                };
+                if let Some(key) = key {
                     let h = self.table.hash(&key);
                     self.table.prefetch(h);
                     keys[k] = Some((key, h));
@@ -50,7 +55,7 @@ impl TcpHost {
                 }
             }
             for (k, f) in chunk.iter().enumerate() {
-                self.rx_one(now, f, keys[k].map(|(_, h)| h), app, tx);
+                self.rx_one(now, f, keys[k], app, tx);
             }
         }
     }
@@ -60,51 +65,161 @@ impl TcpHost {
         &mut self,
         now: u64,
         frame: &[u8],
-        hash: Option<u64>,
+        hint: Option<(FlowKey, u64)>,
         app: &mut A,
         tx: &mut S,
     ) {
         self.now = now;
         self.counters.tcps_rcvtotal += 1;
+        if frame.get(12) == Some(&0x86) {
+            // IPv6 (0x86dd; other 0x86.. types are refused by its parser)
+            return self.rx6_one(frame, hint, app, tx);
+        }
         let seg = match pkt::parse_opt(frame, self.cfg.rx_checksum) {
             Ok(s) => s,
             Err(e) => {
-                match e {
-                    pkt::RxError::BadSum => self.counters.tcps_rcvbadsum += 1,
-                    pkt::RxError::BadOff => self.counters.tcps_rcvbadoff += 1,
-                    pkt::RxError::Short => self.counters.tcps_rcvshort += 1,
-                    _ => self.counters.tcps_rcvnottcp += 1,
-                }
+                self.count_rx_error(e);
                 return;
             }
         };
+        // 0.0.0.0/8 is never our address (RFC 1122 §3.2.1.3); here it would alias the
+        // ids of IPv6 flows (whose local id is below 2^24). A source in it is refused
+        // where a flow would be made (`demux`).
+        if addr6::is_id(seg.dst_ip) {
+            self.counters.tcps_rcvnottcp += 1;
+            return;
+        }
         let key = FlowKey {
             local_ip: seg.dst_ip,
             remote_ip: seg.src_ip,
             local_port: seg.dst_port,
             remote_port: seg.src_port,
         };
-        let h = match hash {
-            Some(h) => h,
+        let h = match hint {
+            Some((_, h)) => h,
             None => self.table.hash(&key),
         };
+        self.demux(&seg, key, h, app, tx);
+    }
+
+    fn count_rx_error(&mut self, e: pkt::RxError) {
+        match e {
+            pkt::RxError::BadSum => self.counters.tcps_rcvbadsum += 1,
+            pkt::RxError::BadOff => self.counters.tcps_rcvbadoff += 1,
+            pkt::RxError::Short => self.counters.tcps_rcvshort += 1,
+            _ => self.counters.tcps_rcvnottcp += 1,
+        }
+    }
+
+    /// The flow key of an IPv6/TCP frame (TCP right after the fixed header) whose
+    /// addresses already have ids, read without verification for the burst's prefetch;
+    /// None otherwise (no flow can have it, or full parsing decides).
+    #[inline(always)]
+    fn peek_key6(&self, f: &[u8]) -> Option<FlowKey> {
+        let h = f.get(..pkt::HDRS6_LEN)?;
+        if h[12..14] != [0x86, 0xdd] || h[20] != 6 {
+            return None;
+        }
+        let src: &[u8; 16] = h[22..38].try_into().ok()?;
+        let dst: &[u8; 16] = h[38..54].try_into().ok()?;
+        Some(FlowKey {
+            local_ip: self.addr6.peek(dst)?,
+            remote_ip: self.addr6.peek(src)?,
+            local_port: u16::from_be_bytes([h[56], h[57]]),
+            remote_port: u16::from_be_bytes([h[54], h[55]]),
+        })
+    }
+
+    /// An IPv6 frame: the addresses become ids of the address table (the key of an IPv6
+    /// flow); ids no flow took are given back after the segment is processed. `hint`: the
+    /// key and hash the burst's prefetch pass read, used when its ids still stand for
+    /// this frame's addresses (frames before it may have freed them).
+    fn rx6_one<A: TcpApp, S: TxSink>(
+        &mut self,
+        frame: &[u8],
+        hint: Option<(FlowKey, u64)>,
+        app: &mut A,
+        tx: &mut S,
+    ) {
+        let (seg, src, dst) = match pkt::parse6_opt(frame, self.cfg.rx_checksum) {
+            Ok(s) => s,
+            Err(e) => {
+                self.count_rx_error(e);
+                return;
+            }
+        };
+        if let Some((k, h)) = hint {
+            if k.local_port == seg.dst_port
+                && k.remote_port == seg.src_port
+                && self.addr6.holds(k.local_ip, &dst)
+                && self.addr6.holds(k.remote_ip, &src)
+            {
+                // ids in use: nothing to give back
+                return self.demux(&seg, k, h, app, tx);
+            }
+        }
+        let (Some((local, new_l)), Some((remote, new_r))) =
+            (self.addr6.lookup(&dst), self.addr6.lookup(&src))
+        else {
+            // every id taken (2^24 addresses): no flow can be made
+            self.counters.tcps_flowfull += 1;
+            if let Some(l) = self.addr6.get(&dst) {
+                self.addr6.release_unused(l);
+            }
+            return;
+        };
+        let key = FlowKey {
+            local_ip: local,
+            remote_ip: remote,
+            local_port: seg.dst_port,
+            remote_port: seg.src_port,
+        };
+        // Hashed again: the burst's prefetch pass read ids that frames before this one
+        // may have freed and given to other addresses.
+        let h = self.table.hash(&key);
+        self.demux(&seg, key, h, app, tx);
+        // ids given for this segment that no flow took (ids in use have a count)
+        if new_l {
+            self.addr6.release_unused(local);
+        }
+        if new_r {
+            self.addr6.release_unused(remote);
+        }
+    }
+
+    /// The flow of `key` (hash `h`) takes the segment; without one, a SYN cookie's ACK,
+    /// a listener or a reset does.
+    #[inline(always)]
+    fn demux<A: TcpApp, S: TxSink>(
+        &mut self,
+        seg: &Segment,
+        key: FlowKey,
+        h: u64,
+        app: &mut A,
+        tx: &mut S,
+    ) {
         match self.table.find(&key, h) {
             Some(i) => {
                 let r = self.rexmit_events();
-                self.segment(i, &seg, h, app, tx);
+                self.segment(i, seg, h, app, tx);
                 self.report_rexmit(i, r, app);
             }
             None => {
+                if !key.is_ipv6() && addr6::is_id(key.remote_ip) {
+                    // an IPv4 peer in 0.0.0.0/8: no flow, no answer
+                    self.counters.tcps_rcvnottcp += 1;
+                    return;
+                }
                 if seg.flags & (SYN | RST | ACK) == ACK
                     && self.cfg.syn_cookies
                     && self.listening(seg.dst_port)
                 {
-                    if let Some(i) = self.accept_cookie(&seg, key, h) {
-                        self.segment(i, &seg, h, app, tx);
+                    if let Some(i) = self.accept_cookie(seg, key, h) {
+                        self.segment(i, seg, h, app, tx);
                         return;
                     }
                 }
-                self.no_flow(&seg, key, h, tx)
+                self.no_flow(seg, key, h, tx)
             }
         }
     }
@@ -163,18 +278,16 @@ impl TcpHost {
             return;
         };
         let fo = self.opts[opt as usize];
-        let iss = self.isn_key.isn(
-            self.now,
-            key.local_ip,
-            key.local_port,
-            key.remote_ip,
-            key.remote_port,
-        );
+        let fo_mss = self.fo_mss(opt, &key);
+        let (la, ra) = self.hash_addrs(&key);
+        let iss = self
+            .isn_key
+            .isn(self.now, la, key.local_port, ra, key.remote_port);
         let o = pkt::parse_opts(seg.opts);
         let cfg_ws = fo.wscale;
         let cfg_ts = fo.timestamps;
         let ts_now = self.ts_now();
-        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo.mss).max(64);
+        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo_mss).max(64);
         let init = fo.init_cwnd;
         let now = self.now;
         let t = &mut self.flows[i as usize];
@@ -223,6 +336,7 @@ impl TcpHost {
     ) {
         let now = self.now;
         let fo = *self.fo(i);
+        let fo_mss = self.fo_mss(self.flows[i as usize].opt, &self.flows[i as usize].key);
         let t = &mut self.flows[i as usize];
         let iss = t.snd_una;
         let has_ack = seg.flags & ACK != 0;
@@ -245,7 +359,7 @@ impl TcpHost {
             return;
         }
         let o = pkt::parse_opts(seg.opts);
-        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo.mss).max(64);
+        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo_mss).max(64);
         t.rcv_nxt = seg.seq.wrapping_add(1);
         t.mss = mss;
         if let (Some(peer), Some(ours)) = (o.wscale, fo.wscale) {

@@ -1,4 +1,4 @@
-//! The per-core TCP host: receives Ethernet/IPv4/TCP frames, demultiplexes them to flows
+//! The per-core TCP host: receives Ethernet/IPv4/TCP and Ethernet/IPv6/TCP frames, demultiplexes them to flows
 //! through the 4-tuple table, runs the RFC 9293 state machine and the application
 //! callbacks, and writes complete frames straight into caller-provided buffers
 //! ([`TxSink`]). Timers live in one `squall_engine::TimerWheel` (token = slab index).
@@ -9,6 +9,8 @@
 
 use squall_engine::TimerWheel;
 
+use crate::addr6::{self, Addr6Table};
+
 use crate::api::{CloseReason, ConnectError, Ctl, FlowId, FlowInfo, Op, SendError, TcpApp, TxSink};
 use crate::cc::{DupAck, NewAck, NewReno};
 use crate::counters::TcpCounters;
@@ -16,7 +18,7 @@ use crate::flowtable::{FlowKey, FlowTable};
 use crate::isn::IsnKey;
 use crate::ooo::{OooInsert, OooQueue};
 use crate::opts::{FlowOpts, OptsId, MAX_OPTS};
-use crate::pkt::{self, Segment, TxHdr, ACK, FIN, HDRS_LEN, PSH, RST, SYN, URG};
+use crate::pkt::{self, Segment, TxHdr, ACK, FIN, HDRS6_LEN, HDRS_LEN, PSH, RST, SYN, URG};
 use crate::rtt::{RtoConfig, Rtt};
 use crate::sack::Scoreboard;
 use crate::sendq::{BufId, BufRegistry, ChunkPool, SendQueue};
@@ -182,6 +184,8 @@ pub struct TcpHost {
     /// State of the generator behind the challenge-ACK budget (SplitMix64, keyed).
     rng: rand_xoshiro::SplitMix64,
     active: u32,
+    /// IPv6 addresses of live flows, by the ids their keys hold.
+    addr6: Addr6Table,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (deadline u64, next/prev u32, slot u16,
@@ -241,6 +245,7 @@ impl TcpHost {
             challenge_left: 0,
             rng: rand_core::SeedableRng::seed_from_u64(k0 ^ k1.rotate_left(29)),
             active: 0,
+            addr6: Addr6Table::default(),
             cfg,
         }
     }
@@ -317,6 +322,50 @@ impl TcpHost {
             + self.listen.len() * 8
             + self.listen_opts.capacity() * 4
             + self.opts.capacity() * size_of::<FlowOpts>()
+            + self.addr6.memory_bytes()
+    }
+
+    /// IPv6 addresses with an id (used by live flows; tests check they are given back).
+    pub fn ipv6_addresses(&self) -> usize {
+        self.addr6.len()
+    }
+
+    /// The IPv6 addresses (local, remote) of a live IPv6 flow; None for IPv4 flows.
+    pub fn flow_ipv6(&self, f: FlowId) -> Option<([u8; 16], [u8; 16])> {
+        let k = self.flow_key(f)?;
+        k.is_ipv6()
+            .then(|| (*self.addr6.addr(k.local_ip), *self.addr6.addr(k.remote_ip)))
+    }
+
+    /// The MSS a flow of `key` with option set `opt` may use: the set's (IPv4) MSS, 20
+    /// bytes less over IPv6 (the larger IP header; 1440 at a 1500-byte MTU).
+    #[inline]
+    pub(super) fn fo_mss(&self, opt: u8, key: &FlowKey) -> u16 {
+        let m = self.opts[opt as usize].mss;
+        if key.is_ipv6() {
+            m.saturating_sub(20).max(64)
+        } else {
+            m
+        }
+    }
+
+    /// The two address words a key stands for, for keyed hashes (ISN, SYN cookies): the
+    /// IPv4 addresses, or the IPv6 addresses folded to 32 bits (ids are reused, the
+    /// addresses are what the peer sees).
+    #[inline]
+    pub(super) fn hash_addrs(&self, key: &FlowKey) -> (u32, u32) {
+        if key.is_ipv6() {
+            let f = |a: &[u8; 16]| {
+                let w = u128::from_be_bytes(*a);
+                (w ^ (w >> 64) ^ (w >> 32) ^ (w >> 96)) as u32
+            };
+            (
+                f(self.addr6.addr(key.local_ip)),
+                f(self.addr6.addr(key.remote_ip)),
+            )
+        } else {
+            (key.local_ip, key.remote_ip)
+        }
     }
 
     /// Earliest pending timer (lower bound), for virtual-clock drivers.

@@ -108,8 +108,31 @@ impl TcpHost {
         opts: &[u8],
         data: Option<(SendQueue, u32, u32)>,
     ) -> bool {
+        // One family test per segment; each family's writer is compiled on its own.
+        if key.is_ipv6() {
+            self.write_seg_family::<true, S>(tx, key, opt, seq, ack, flags, wnd, opts, data)
+        } else {
+            self.write_seg_family::<false, S>(tx, key, opt, seq, ack, flags, wnd, opts, data)
+        }
+    }
+
+    /// [`write_seg`](Self::write_seg) for IPv6 (`V6`) or IPv4 flows.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn write_seg_family<const V6: bool, S: TxSink>(
+        &mut self,
+        tx: &mut S,
+        key: &FlowKey,
+        opt: u8,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        wnd: u16,
+        opts: &[u8],
+        data: Option<(SendQueue, u32, u32)>,
+    ) -> bool {
         let plen = data.map_or(0, |d| d.2 as usize);
-        let flen = HDRS_LEN + opts.len() + plen;
+        let flen = if V6 { HDRS6_LEN } else { HDRS_LEN } + opts.len() + plen;
         self.ip_id = self.ip_id.wrapping_add(1);
         let fo = &self.opts[opt as usize];
         let h = TxHdr {
@@ -135,7 +158,15 @@ impl TcpHost {
             self.counters.tcps_txfull += 1;
             return false;
         }
-        let (off, hdr_sum) = pkt::write_headers_sum(buf, &h, opts, plen);
+        let (off, hdr_sum) = if V6 {
+            let (s, d) = (
+                self.addr6.addr(key.local_ip),
+                self.addr6.addr(key.remote_ip),
+            );
+            pkt::write_headers6_sum(buf, &h, s, d, opts, plen)
+        } else {
+            pkt::write_headers_sum(buf, &h, opts, plen)
+        };
         let mut psum = 0u64;
         if let Some((sq, qoff, len)) = data {
             let dst = &mut buf[off..off + len as usize];
@@ -145,10 +176,17 @@ impl TcpHost {
                 self.chunks.copy_out(&sq, qoff, dst, &self.bufs);
             }
         }
-        if self.cfg.tx_checksum {
-            pkt::store_tcp_checksum(buf, hdr_sum, psum);
-        } else {
-            pkt::partial_tcp_checksum(buf, key.local_ip, key.remote_ip, flen);
+        match (self.cfg.tx_checksum, V6) {
+            (true, false) => pkt::store_tcp_checksum(buf, hdr_sum, psum),
+            (false, false) => pkt::partial_tcp_checksum(buf, key.local_ip, key.remote_ip, flen),
+            (true, true) => pkt::store_tcp6_checksum(buf, hdr_sum, psum),
+            (false, true) => {
+                let (s, d) = (
+                    self.addr6.addr(key.local_ip),
+                    self.addr6.addr(key.remote_ip),
+                );
+                pkt::partial_tcp6_checksum(buf, s, d, flen)
+            }
         }
         tx.commit(flen);
         self.counters.tcps_sndtotal += 1;
@@ -160,8 +198,9 @@ impl TcpHost {
         let t = &self.flows[i as usize];
         let fo = self.opts[t.opt as usize];
         let passive = t.state == State::SynReceived;
+        let mss = self.fo_mss(t.opt, &t.key);
         let mut opts = [0u8; 24];
-        opts[..4].copy_from_slice(&[2, 4, (fo.mss >> 8) as u8, fo.mss as u8]);
+        opts[..4].copy_from_slice(&[2, 4, (mss >> 8) as u8, mss as u8]);
         let mut olen = 4;
         // Window scale: offered on SYN; on SYN-ACK only if the peer offered it (RFC 7323 §2.2).
         let ws = if passive {

@@ -20,15 +20,20 @@ impl TcpHost {
             return None;
         }
         let o = self.opts[opt as usize];
+        let mss = self.fo_mss(opt, &key);
+        if key.is_ipv6() {
+            self.addr6.retain(key.local_ip);
+            self.addr6.retain(key.remote_ip);
+        }
         self.flows[i as usize] = Tcb {
             key,
             flags: if o.nagle { F_NAGLE } else { 0 },
-            mss: o.mss,
+            mss,
             opt,
             ooo: NO_SIDE,
             sb: NO_SIDE,
             rtt: Rtt::new(&self.cfg.rto),
-            cc: NewReno::new(o.init_cwnd, o.mss as u32, 0),
+            cc: NewReno::new(o.init_cwnd, mss as u32, 0),
             ..Tcb::default()
         };
         self.active += 1;
@@ -58,6 +63,10 @@ impl TcpHost {
         self.release_sb(sb);
         let h = self.table.hash(&key);
         self.table.remove(&key, h);
+        if key.is_ipv6() {
+            self.addr6.release(key.local_ip);
+            self.addr6.release(key.remote_ip);
+        }
         self.wheel.cancel(i);
         self.free.push(i);
         self.active -= 1;

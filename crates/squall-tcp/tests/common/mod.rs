@@ -93,7 +93,15 @@ impl Wire {
         if self.rng.chance(self.imp.corrupt) && !f.is_empty() {
             self.stats.corrupted += 1;
             // Flip a byte in the IPv4/TCP part (an Ethernet MAC flip would go unnoticed, as on a real link).
-            let lo = 14.min(f.len() - 1);
+            // IPv6 has no header checksum: its first 8 bytes (class, flow label, length,
+            // next header, hop limit) are not what these tests are about; from the
+            // addresses on, the TCP checksum covers everything.
+            let lo = if f.get(12..14) == Some(&[0x86, 0xdd]) {
+                22
+            } else {
+                14
+            };
+            let lo = lo.min(f.len() - 1);
             let i = lo + self.rng.below((f.len() - lo) as u64) as usize;
             f[i] ^= 1 + self.rng.below(255) as u8;
         }
@@ -303,7 +311,22 @@ impl TcpApp for W1Server {
     }
 }
 
+/// The address family a scenario runs over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
 pub const SERVER_IP: u32 = 0x3000_0001; // 48.0.0.1
+/// 2001:db8:2::1, the server over IPv6.
+pub const SERVER_IP6: [u8; 16] = [0x20, 1, 0xd, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+/// 2001:db8:1::1 - 2001:db8:1::c8, the clients over IPv6.
+pub fn client_ip6(k: u32) -> [u8; 16] {
+    let mut a = [0x20, 1, 0xd, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    a[15] = (1 + k % 200) as u8;
+    a
+}
 pub fn client_ip(k: u32) -> u32 {
     0x1000_0001 + (k % 200) // 16.0.0.1 - 16.0.0.200
 }
@@ -400,8 +423,20 @@ pub fn w1_apps(ch: &mut TcpHost, sh: &mut TcpHost) -> (W1Client, W1Server) {
     (W1Client::new(req_id, resp), W1Server::new(req, resp_id))
 }
 
-/// Runs `n` W1 flows, at most `conc` at a time, over a wire with `imp`.
+/// Runs `n` W1 flows, at most `conc` at a time, over a wire with `imp` (IPv4).
 pub fn run_w1(n: u32, conc: u32, imp: Impair, seed: u64, cfg: TcpConfig) -> W1Result {
+    run_w1_over(Family::V4, n, conc, imp, seed, cfg)
+}
+
+/// [`run_w1`] over address family `fam`.
+pub fn run_w1_over(
+    fam: Family,
+    n: u32,
+    conc: u32,
+    imp: Impair,
+    seed: u64,
+    cfg: TcpConfig,
+) -> W1Result {
     let mut now = 1_000_000_000u64;
     let W1Pair {
         mut ch,
@@ -421,14 +456,25 @@ pub fn run_w1(n: u32, conc: u32, imp: Impair, seed: u64, cfg: TcpConfig) -> W1Re
     loop {
         // Open new connections up to the concurrency limit.
         while next < n && (next as u64) < capp.done + conc as u64 {
-            match ch.connect(
-                now,
-                &mut csink,
-                client_ip(next),
-                client_port(next),
-                SERVER_IP,
-                80,
-            ) {
+            let opened = match fam {
+                Family::V4 => ch.connect(
+                    now,
+                    &mut csink,
+                    client_ip(next),
+                    client_port(next),
+                    SERVER_IP,
+                    80,
+                ),
+                Family::V6 => ch.connect6(
+                    now,
+                    &mut csink,
+                    client_ip6(next),
+                    client_port(next),
+                    SERVER_IP6,
+                    80,
+                ),
+            };
+            match opened {
                 Ok(f) => {
                     capp.started(f, next);
                     if conn_of_flow.len() <= f.0 as usize {

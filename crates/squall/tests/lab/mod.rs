@@ -16,24 +16,12 @@ pub fn root() -> PathBuf {
 }
 
 pub fn have(cmd: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
+    squall_port::lab::have(cmd)
 }
 
 /// Why the test cannot run here (not root, a tool missing), if it cannot.
 pub fn skip(tools: &[&str]) -> Option<String> {
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        return Some("needs root (network namespaces, AF_PACKET, DPDK)".into());
-    }
-    tools
-        .iter()
-        .find(|t| !have(t))
-        .map(|t| format!("`{t}` is not installed"))
+    squall_port::lab::skip(tools)
 }
 
 /// A lab topology, torn down on drop.

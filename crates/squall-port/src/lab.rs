@@ -1,0 +1,60 @@
+//! What tests that build veth labs share (they run as root and hold the machine-wide lab
+//! lock, `/tmp/squall-lab.lock`): whether a tool is installed, whether we are root, and
+//! the lock itself.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The machine-wide lab lock's path (`scripts/lab.sh` and every namespace test take it).
+pub const LOCK_PATH: &str = "/tmp/squall-lab.lock";
+
+/// Whether `cmd` is on the PATH.
+pub fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether the process runs as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Why a lab test cannot run here (not root, one of `tools` missing), if it cannot.
+pub fn skip(tools: &[&str]) -> Option<String> {
+    if !is_root() {
+        return Some("needs root (network namespaces, AF_PACKET)".into());
+    }
+    tools
+        .iter()
+        .find(|t| !have(t))
+        .map(|t| format!("`{t}` is not installed"))
+}
+
+/// The lab lock, held while the returned file is open (`Some(None)` when the caller
+/// already holds it: `SQUALL_LAB_LOCKED` set); None if not had within `wait`.
+pub fn lock(wait: Duration) -> Option<Option<std::fs::File>> {
+    if std::env::var_os("SQUALL_LAB_LOCKED").is_some() {
+        return Some(None);
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(LOCK_PATH)
+        .ok()?;
+    let t0 = Instant::now();
+    loop {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a valid, open fd.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Some(Some(f));
+        }
+        if t0.elapsed() > wait {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
