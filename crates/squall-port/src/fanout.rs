@@ -10,6 +10,11 @@
 //!
 //! The program reads the IPv4 header through the kernel's `SKF_NET_OFF` window, so it does
 //! not depend on where the socket's frame starts.
+//!
+//! [`FanoutBy::KernelHash`] is the plain kernel fanout (`PACKET_FANOUT_HASH`, the skb's flow
+//! hash, no program): frames of one flow stay on one socket, but not on the worker that
+//! owns the flow; the workers then pass them on through the software redirect (the
+//! `--no-steering` run, and the functional test that shows the redirect count).
 
 /// Which port of a frame names its worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +23,8 @@ pub enum FanoutBy {
     DstPort,
     /// The source port (the server side: the peer's port).
     SrcPort,
+    /// No steering: the kernel's flow hash picks the socket (`PACKET_FANOUT_HASH`).
+    KernelHash,
 }
 
 /// Membership in a fanout group.
@@ -64,7 +71,8 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
     let net = |off: i32| (SKF_NET_OFF + off) as u32;
     let port_off = match f.by {
         FanoutBy::SrcPort => 0,
-        FanoutBy::DstPort => 2,
+        // (KernelHash joins without a program; this one would steer by destination.)
+        FanoutBy::DstPort | FanoutBy::KernelHash => 2,
     };
     vec![
         // 0: A = ntohs(skb->protocol); not IPv4 -> worker 0.
@@ -90,13 +98,21 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
 /// Joins socket `fd` to the group of `f` and sets its program. Errors name the step.
 pub fn join(fd: libc::c_int, f: &Fanout) -> Result<(), String> {
     use crate::afpacket::setopt;
-    let arg: libc::c_int = (u32::from(f.group) | (libc::PACKET_FANOUT_CBPF << 16)) as libc::c_int;
+    let kind = if f.by == FanoutBy::KernelHash {
+        libc::PACKET_FANOUT_HASH
+    } else {
+        libc::PACKET_FANOUT_CBPF
+    };
+    let arg: libc::c_int = (u32::from(f.group) | (kind << 16)) as libc::c_int;
     if !setopt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg) {
         return Err(format!(
             "PACKET_FANOUT (group {}): {}",
             f.group,
             std::io::Error::last_os_error()
         ));
+    }
+    if f.by == FanoutBy::KernelHash {
+        return Ok(());
     }
     let mut prog = program(f);
     // The kernel copies the program during the call; `prog` outlives it.

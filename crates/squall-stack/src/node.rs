@@ -12,7 +12,7 @@ use squall_wire::Ipv4Address;
 use crate::app::{NodeApp, NodeIo};
 use crate::icmp::{on_icmp, IcmpStats};
 use crate::ipv4::{self, Class};
-use crate::neigh::{Neighbours, Owned};
+use crate::neigh::{Neighbours, Owned, SharedMac};
 use crate::redirect::{self, Redirect, RedirectStats};
 use crate::sink::{tcp_offload, PortSink, TxFrames};
 use crate::tap::TapRef;
@@ -515,10 +515,30 @@ impl<P: Port> Node<P> {
         target: u32,
         timeout: Duration,
     ) -> Result<[u8; 6], String> {
+        self.resolve_shared(from, target, timeout, true, &SharedMac::default())
+    }
+
+    /// [`Node::resolve`] by one of several workers of a port: the reply may reach any
+    /// worker's queue, so each learns `target` from whatever ARP reaches it, publishes it
+    /// in `shared`, and stops as soon as any worker has; only the worker with `ask` sends
+    /// the requests.
+    pub fn resolve_shared(
+        &mut self,
+        from: u32,
+        target: u32,
+        timeout: Duration,
+        ask: bool,
+        shared: &SharedMac,
+    ) -> Result<[u8; 6], String> {
         let t0 = Instant::now();
         let mut last: Option<Instant> = None;
+        self.neigh.want(target);
         loop {
             if let Some(m) = self.neigh.lookup(target) {
+                shared.set(m);
+                return Ok(m);
+            }
+            if let Some(m) = shared.get() {
                 return Ok(m);
             }
             if t0.elapsed() >= timeout {
@@ -526,7 +546,7 @@ impl<P: Port> Node<P> {
             }
             let now = t0.elapsed().as_nanos() as u64;
             let mut sink = PortSink::new(&mut self.port, &mut self.tx, None, now, self.offload);
-            if last.map_or(true, |l: Instant| l.elapsed() >= Duration::from_millis(200)) {
+            if ask && last.map_or(true, |l: Instant| l.elapsed() >= Duration::from_millis(200)) {
                 self.neigh.request(from, target, &mut sink);
                 last = Some(Instant::now());
             }

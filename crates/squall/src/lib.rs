@@ -7,11 +7,14 @@
 //! - [`report`]: invariants, the summary table and the JSON document;
 //! - [`source`]: loading a profile from `.json` or `.py`;
 //! - [`impair`]: the `--impair` option parser;
-//! - [`iface`]: single-side runs on a real interface (AF_PACKET); ARP is the node's;
+//! - [`iface`]: single-side runs on a real interface: `--iface`/`--mode` parsing, checks;
+//! - [`cores`]: a real-port run with one worker per queue (`--cores N`), steering and redirect;
+//! - [`worker`]: one worker of a real-port run (its node and generator on one queue);
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
 //! - [`dut`]: both sides on two real ports with a device under test between them.
 
 pub mod config;
+pub mod cores;
 pub mod dut;
 pub mod gen;
 pub mod iface;
@@ -21,3 +24,4 @@ pub mod run;
 pub mod shards;
 pub mod source;
 pub mod stats;
+pub(crate) mod worker;
