@@ -329,7 +329,6 @@ fn run_dpdk(
             queues,
             ..DpdkConfig::default()
         })
-        .map_err(|e| format!("{e} (--cores {n} needs one rx/tx queue pair per worker)"))
         .and_then(|ports| {
             let port = &ports[0];
             // A memif link comes up once the peer process has connected.

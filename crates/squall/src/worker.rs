@@ -209,7 +209,14 @@ pub(crate) fn run_on<P: Port>(
     let a = s.node.neigh.stats;
     let n = s.node.counters;
     let who = if w.count > 1 {
-        format!("worker {}/{}: ", w.index, w.count)
+        let t = s.gen.app.stats.total();
+        format!(
+            "worker {}/{} (flows opened {}, completed {}): ",
+            w.index,
+            w.count,
+            t.started + t.accepted,
+            t.completed
+        )
     } else {
         String::new()
     };

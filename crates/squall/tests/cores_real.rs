@@ -1,0 +1,342 @@
+//! `--cores 2` on a real 2-queue port (root only; skipped otherwise, with the reason):
+//! Squall's client over a veth created with 2 rx and 2 tx queues, against a kernel nginx
+//! in a second namespace. Every reply must land on the worker that owns its flow:
+//! - AF_PACKET with fanout steering (`port % 2`): 0 frames redirected between workers;
+//! - AF_PACKET with `--no-steering` (the kernel's flow hash spreads the frames): frames
+//!   redirected and counted, and every flow still completes;
+//! - AF_XDP, one socket per queue (which veth queue a frame takes is the sender's choice,
+//!   so the redirect does the steering): every flow completes;
+//! - DPDK `net_af_packet` with `qpairs=2` (the PMD's own kernel fanout, no RSS): the same.
+//!
+//! Each run: both workers opened flows, every flow completed with every response byte,
+//! nginx's access log agrees on the count. The namespaces (`sqc-cli`, `sqc-srv`, own names
+//! so as not to collide with the lab's) are removed on drop; the machine-wide lab lock
+//! (`/tmp/squall-lab.lock`) is held for the test (set `SQUALL_LAB_LOCKED=1` when the caller
+//! already holds it). Also the refusals that need no root: more workers than cores, more
+//! than the port's queues, `--no-steering` without `--cores`.
+
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+mod lab;
+use lab::{nginx_squall_requests, nginx_w1, num, skip, squall_in, tmpdir, w1_client_profile, LAB};
+
+const CLI: &str = "sqc-cli";
+const SRV: &str = "sqc-srv";
+
+fn sh(args: &[&str]) -> bool {
+    Command::new(args[0])
+        .args(&args[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// The two namespaces joined by a 2-queue veth (sqc-c0 in sqc-cli, Squall's, no address;
+/// sqc-s0 in sqc-srv with 198.18.0.1 and nginx's 198.18.48.1, the client pool on-link),
+/// offloads off as in `scripts/lab.sh`; removed on drop.
+struct TwoQueueLab;
+
+impl TwoQueueLab {
+    fn up() -> TwoQueueLab {
+        let lab = TwoQueueLab;
+        lab.down();
+        let run = |a: &[&str]| assert!(sh(a), "{a:?} failed");
+        run(&["ip", "netns", "add", CLI]);
+        run(&["ip", "netns", "add", SRV]);
+        run(&[
+            "ip",
+            "link",
+            "add",
+            "sqc-c0",
+            "netns",
+            CLI,
+            "numtxqueues",
+            "2",
+            "numrxqueues",
+            "2",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "sqc-s0",
+            "netns",
+            SRV,
+            "numtxqueues",
+            "2",
+            "numrxqueues",
+            "2",
+        ]);
+        for (n, i) in [(CLI, "sqc-c0"), (SRV, "sqc-s0")] {
+            run(&[
+                "ip",
+                "netns",
+                "exec",
+                n,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+            ]);
+            run(&["ip", "-n", n, "link", "set", "lo", "up"]);
+            run(&["ip", "-n", n, "link", "set", i, "mtu", "1500"]);
+            run(&[
+                "ip", "netns", "exec", n, "ethtool", "-K", i, "tso", "off", "gso", "off", "gro",
+                "off", "tx", "off", "rx", "off",
+            ]);
+        }
+        run(&[
+            "ip",
+            "-n",
+            SRV,
+            "addr",
+            "add",
+            "198.18.0.1/24",
+            "dev",
+            "sqc-s0",
+        ]);
+        run(&[
+            "ip",
+            "-n",
+            SRV,
+            "addr",
+            "add",
+            "198.18.48.1/32",
+            "dev",
+            "sqc-s0",
+        ]);
+        run(&["ip", "-n", CLI, "link", "set", "sqc-c0", "up"]);
+        run(&["ip", "-n", SRV, "link", "set", "sqc-s0", "up"]);
+        run(&[
+            "ip",
+            "-n",
+            SRV,
+            "route",
+            "add",
+            "198.18.16.0/24",
+            "dev",
+            "sqc-s0",
+        ]);
+        lab
+    }
+
+    fn down(&self) {
+        let _ = sh(&["ip", "netns", "del", CLI]);
+        let _ = sh(&["ip", "netns", "del", SRV]);
+    }
+}
+
+impl Drop for TwoQueueLab {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+/// The machine-wide lab lock (namespaces, veth, nginx), unless the caller holds it.
+fn machine_lock() -> Option<std::fs::File> {
+    if std::env::var_os("SQUALL_LAB_LOCKED").is_some() {
+        return None;
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/squall-lab.lock")
+        .expect("open /tmp/squall-lab.lock");
+    f.lock().expect("lock /tmp/squall-lab.lock");
+    Some(f)
+}
+
+/// What one `--cores 2` client run did.
+struct Outcome {
+    flows: u64,
+    redirected: u64,
+    /// Flows opened by worker 0 and worker 1 (from their report lines).
+    per_worker: [u64; 2],
+}
+
+/// Squall's client with `--cores 2` and `extra` options over `iface` on a fresh lab (the
+/// server's TIME_WAIT tuples of a previous run would meet the same client ports): W1
+/// (2,000 flows at 1,000 CPS) against a kernel nginx; checks that every flow completed
+/// with every byte, that nginx logged each, and that both workers carried half the flows.
+fn client_run(iface: &str, extra: &[&str]) -> Outcome {
+    let dir = tmpdir("cores");
+    let _lab = TwoQueueLab::up();
+    let (_nginx, total) = nginx_w1(SRV, &dir);
+    let prof = w1_client_profile(&dir, total);
+    let dir = dir.as_path();
+    let json = dir.join("run.json");
+    let _ = std::fs::remove_file(&json);
+    let mut args = vec![
+        "run",
+        prof.to_str().unwrap(),
+        "--iface",
+        iface,
+        "--mode",
+        "client",
+        "--cores",
+        "2",
+        "--duration",
+        "2",
+        "--mult",
+        "10",
+        "--drain-sec",
+        "20",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let (code, text) = squall_in(CLI, &args, 90);
+    eprintln!("{text}");
+    assert_eq!(code, 0, "squall --cores 2 over {iface} not clean:\n{text}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let flows = num(&r, &["client", "flows", "started"]);
+    assert_eq!(flows, 2000, "2 s at 1,000 CPS");
+    assert_eq!(num(&r, &["client", "flows", "completed"]), flows);
+    assert_eq!(num(&r, &["errors"]), 0);
+    assert_eq!(
+        num(&r, &["client", "flows", "l7_rx_bytes"]),
+        flows * total,
+        "every response byte of every flow"
+    );
+    assert_eq!(nginx_squall_requests(dir), flows, "nginx access log lines");
+    assert!(
+        r["mode"].as_str().unwrap_or("").contains("2 workers"),
+        "{}",
+        r["mode"]
+    );
+    let mut per_worker = [0u64; 2];
+    for (k, w) in per_worker.iter_mut().enumerate() {
+        let tag = format!("worker {k}/2 (flows opened ");
+        let line = text
+            .lines()
+            .find(|l| l.contains(&tag))
+            .unwrap_or_else(|| panic!("no report line of worker {k}:\n{text}"));
+        let rest = &line[line.find(&tag).unwrap() + tag.len()..];
+        *w = rest
+            .split(',')
+            .next()
+            .and_then(|x| x.trim().parse().ok())
+            .unwrap();
+    }
+    assert_eq!(per_worker[0] + per_worker[1], flows);
+    // Each worker has half the rate.
+    for (k, &w) in per_worker.iter().enumerate() {
+        assert!(
+            (900..=1100).contains(&w),
+            "worker {k} opened {w} of {flows}"
+        );
+    }
+    assert_eq!(num(&r, &["client", "port", "redirect_dropped"]), 0);
+    let _ = std::fs::remove_dir_all(dir);
+    Outcome {
+        flows,
+        redirected: num(&r, &["client", "port", "rx_redirected"]),
+        per_worker,
+    }
+}
+
+#[test]
+fn every_reply_lands_on_its_owning_core_on_a_two_queue_port() {
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = skip(&["ip", "ethtool", "nginx", "curl"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    if squall_engine_cores() < 2 {
+        eprintln!("skipped: needs 2 cores for 2 workers");
+        return;
+    }
+    let _lock = machine_lock();
+
+    // Fanout steering: the reply's destination port names its worker.
+    let steered = client_run("afpacket:sqc-c0", &[]);
+    assert_eq!(
+        steered.redirected, 0,
+        "with steering every reply lands on its owner"
+    );
+    // The kernel's flow hash: about half the frames reach the other worker.
+    let hashed = client_run("afpacket:sqc-c0", &["--no-steering"]);
+    assert!(
+        hashed.redirected > 0,
+        "without steering frames reach the wrong worker and are redirected"
+    );
+    // AF_XDP, a socket per queue: the veth's sender picks the queue.
+    let xdp = client_run("afxdp:sqc-c0,copy", &[]);
+    eprintln!(
+        "2-queue veth, --cores 2, {} flows each: AF_PACKET steered: {} redirected \
+         (workers {:?}); AF_PACKET kernel hash: {} redirected (workers {:?}); AF_XDP: {} \
+         redirected (workers {:?})",
+        steered.flows,
+        steered.redirected,
+        steered.per_worker,
+        hashed.redirected,
+        hashed.per_worker,
+        xdp.redirected,
+        xdp.per_worker
+    );
+    #[cfg(feature = "dpdk")]
+    {
+        let eal = "--no-huge -m 256 --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
+                   --vdev=net_af_packet0,iface=sqc-c0,qpairs=2,framecnt=4096,qdisc_bypass=1";
+        let d = client_run("dpdk", &["--eal", eal]);
+        eprintln!(
+            "DPDK net_af_packet qpairs=2: {} redirected (workers {:?})",
+            d.redirected, d.per_worker
+        );
+    }
+    // Refused with a clear error: more workers than the port has queues.
+    let _lab = TwoQueueLab::up();
+    let prof = lab::root().join("examples/w1-astf-http.json");
+    let (code, text) = squall_in(
+        CLI,
+        &[
+            "run",
+            prof.to_str().unwrap(),
+            "--iface",
+            "afxdp:sqc-c0:1",
+            "--mode",
+            "client",
+            "--cores",
+            "2",
+        ],
+        30,
+    );
+    assert_ne!(code, 0);
+    assert!(text.contains("has 2 rx queue(s)"), "{text}");
+}
+
+/// Cores this process may use (the affinity mask), as Squall counts them.
+fn squall_engine_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn cores_on_a_real_port_are_checked_before_anything_opens() {
+    let prof = lab::root().join("examples/w1-astf-http.json");
+    let p = prof.to_str().unwrap();
+    // More workers than cores.
+    let (code, text) = squall_in(
+        "",
+        &[
+            "run",
+            p,
+            "--iface",
+            "afpacket:lo",
+            "--mode",
+            "client",
+            "--cores",
+            "256",
+        ],
+        10,
+    );
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("--cores 256: this process may use"), "{text}");
+    // --no-steering needs several workers on a real port.
+    let (code, text) = squall_in("", &["run", p, "--no-steering"], 10);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("--no-steering is for --cores N"), "{text}");
+}
