@@ -46,7 +46,8 @@ const REDIRECT_DEPTH: usize = 1024;
 /// How frames reach the worker that owns their flow.
 #[derive(Clone, Debug)]
 pub enum Steering {
-    /// The port hands each frame to worker `port % N` (AF_PACKET fanout program).
+    /// The port hands each frame to the worker its port names (AF_PACKET fanout program:
+    /// our port `% N` on the client side, the peer-port hash on the server side).
     PortRule,
     /// The device's RSS with Squall's key: client source ports are chosen so that each
     /// reply hashes to its worker's queue.
@@ -56,26 +57,16 @@ pub enum Steering {
     Redirect,
 }
 
-impl Steering {
-    /// How the run's summary names it.
-    pub fn describe(&self, n: u32) -> String {
-        match self {
-            Steering::PortRule => format!("fanout steering by port % {n}"),
-            Steering::Rss(_) => "RSS steering (source ports by Toeplitz hash)".into(),
-            Steering::Redirect => "no steering: software redirect".into(),
-        }
-    }
-}
-
 /// What `--cores N` does on this port, in a word for the summary's mode line.
 pub fn plan(rc: &RealConfig, n: u32) -> String {
     if n <= 1 {
         return String::new();
     }
-    let how = match (rc.kind, rc.steering) {
-        (PortKind::AfPacket, true) => Steering::PortRule.describe(n),
-        (PortKind::Dpdk, true) => "RSS steering where the device has it, else redirect".into(),
-        _ => Steering::Redirect.describe(n),
+    let how = match (rc.kind, rc.steering, rc.mode) {
+        (PortKind::AfPacket, true, Mode::Server) => "fanout steering by the peer-port hash",
+        (PortKind::AfPacket, true, _) => &*format!("fanout steering by port % {n}"),
+        (PortKind::Dpdk, true, _) => "RSS steering where the device has it, else redirect",
+        _ => "no steering: software redirect",
     };
     format!(", {n} workers ({how})")
 }
