@@ -72,19 +72,11 @@ fn addresses(p: &Profile, mode: Mode) -> ([u8; 4], [u8; 4]) {
 }
 
 fn publish<P: Port>(live: &Live, s: &Side<P>, mode: Mode) {
-    let t = s.gen.app.stats.total();
-    let started = if mode == Mode::Server {
-        t.accepted
-    } else {
-        t.started
-    };
-    live.started.store(started, Ordering::Relaxed);
-    live.completed.store(t.completed, Ordering::Relaxed);
-    live.errors
-        .store(s.gen.app.stats.errors(), Ordering::Relaxed);
-    live.active.store(s.gen.app.live, Ordering::Relaxed);
-    live.wire_bytes
-        .store(s.node.port.stats().tx_bytes, Ordering::Relaxed);
+    crate::run::publish_client(live, s);
+    if mode == Mode::Server {
+        let accepted = s.gen.app.stats.total().accepted;
+        live.started.store(accepted, Ordering::Relaxed);
+    }
 }
 
 /// The run of one worker on its open port; `describe` gives the port's own part of the

@@ -55,106 +55,38 @@ impl TwoQueueLab {
     fn up(role: Role) -> TwoQueueLab {
         let lab = TwoQueueLab;
         lab.down();
-        let run = |a: &[&str]| assert!(sh(a), "{a:?} failed");
-        run(&["ip", "netns", "add", CLI]);
-        run(&["ip", "netns", "add", SRV]);
-        run(&[
-            "ip",
-            "link",
-            "add",
-            "sqc-c0",
-            "netns",
-            CLI,
-            "numtxqueues",
-            "2",
-            "numrxqueues",
-            "2",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "sqc-s0",
-            "netns",
-            SRV,
-            "numtxqueues",
-            "2",
-            "numrxqueues",
-            "2",
-        ]);
+        let run = |cmd: &str| {
+            let a: Vec<&str> = cmd.split_whitespace().collect();
+            assert!(sh(&a), "{cmd} failed");
+        };
+        run("ip netns add sqc-cli");
+        run("ip netns add sqc-srv");
+        run(
+            "ip link add sqc-c0 netns sqc-cli numtxqueues 2 numrxqueues 2 type veth \
+             peer name sqc-s0 netns sqc-srv numtxqueues 2 numrxqueues 2",
+        );
         for (n, i) in [(CLI, "sqc-c0"), (SRV, "sqc-s0")] {
-            run(&[
-                "ip",
-                "netns",
-                "exec",
-                n,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-            ]);
-            run(&["ip", "-n", n, "link", "set", "lo", "up"]);
-            run(&["ip", "-n", n, "link", "set", i, "mtu", "1500"]);
-            run(&[
-                "ip", "netns", "exec", n, "ethtool", "-K", i, "tso", "off", "gso", "off", "gro",
-                "off", "tx", "off", "rx", "off",
-            ]);
+            run(&format!(
+                "ip netns exec {n} sysctl -qw net.ipv6.conf.all.disable_ipv6=1"
+            ));
+            run(&format!("ip -n {n} link set lo up"));
+            run(&format!("ip -n {n} link set {i} mtu 1500"));
+            run(&format!(
+                "ip netns exec {n} ethtool -K {i} tso off gso off gro off tx off rx off"
+            ));
         }
         if role == Role::Client {
-            run(&[
-                "ip",
-                "-n",
-                SRV,
-                "addr",
-                "add",
-                "198.18.0.1/24",
-                "dev",
-                "sqc-s0",
-            ]);
-            run(&[
-                "ip",
-                "-n",
-                SRV,
-                "addr",
-                "add",
-                "198.18.48.1/32",
-                "dev",
-                "sqc-s0",
-            ]);
+            run("ip -n sqc-srv addr add 198.18.0.1/24 dev sqc-s0");
+            run("ip -n sqc-srv addr add 198.18.48.1/32 dev sqc-s0");
         } else {
-            run(&[
-                "ip",
-                "-n",
-                CLI,
-                "addr",
-                "add",
-                "198.18.0.2/24",
-                "dev",
-                "sqc-c0",
-            ]);
+            run("ip -n sqc-cli addr add 198.18.0.2/24 dev sqc-c0");
         }
-        run(&["ip", "-n", CLI, "link", "set", "sqc-c0", "up"]);
-        run(&["ip", "-n", SRV, "link", "set", "sqc-s0", "up"]);
+        run("ip -n sqc-cli link set sqc-c0 up");
+        run("ip -n sqc-srv link set sqc-s0 up");
         if role == Role::Client {
-            run(&[
-                "ip",
-                "-n",
-                SRV,
-                "route",
-                "add",
-                "198.18.16.0/24",
-                "dev",
-                "sqc-s0",
-            ]);
+            run("ip -n sqc-srv route add 198.18.16.0/24 dev sqc-s0");
         } else {
-            run(&[
-                "ip",
-                "-n",
-                CLI,
-                "route",
-                "add",
-                "198.18.48.0/24",
-                "dev",
-                "sqc-c0",
-            ]);
+            run("ip -n sqc-cli route add 198.18.48.0/24 dev sqc-c0");
         }
         lab
     }
@@ -169,6 +101,24 @@ impl Drop for TwoQueueLab {
     fn drop(&mut self) {
         self.down();
     }
+}
+
+/// The locks of a lab test (this binary's, and the machine-wide one unless the caller
+/// holds it), or `None` (the reason printed) when it cannot run here: not root, a tool of
+/// `tools` missing, fewer than 2 cores.
+fn lab_access(
+    tools: &[&str],
+) -> Option<(std::sync::MutexGuard<'static, ()>, Option<std::fs::File>)> {
+    let g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = skip(tools) {
+        eprintln!("skipped: {r}");
+        return None;
+    }
+    if squall_engine_cores() < 2 {
+        eprintln!("skipped: needs 2 cores for 2 workers");
+        return None;
+    }
+    Some((g, machine_lock()))
 }
 
 /// The machine-wide lab lock (namespaces, veth, nginx), unless the caller holds it.
@@ -278,16 +228,9 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
 
 #[test]
 fn every_reply_lands_on_its_owning_core_on_a_two_queue_port() {
-    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(r) = skip(&["ip", "ethtool", "nginx", "curl"]) {
-        eprintln!("skipped: {r}");
+    let Some(_locks) = lab_access(&["ip", "ethtool", "nginx", "curl"]) else {
         return;
-    }
-    if squall_engine_cores() < 2 {
-        eprintln!("skipped: needs 2 cores for 2 workers");
-        return;
-    }
-    let _lock = machine_lock();
+    };
 
     // Fanout steering: the reply's destination port names its worker.
     let steered = client_run("afpacket:sqc-c0", &[]);
@@ -416,15 +359,8 @@ fn server_run(extra: &[&str]) -> u64 {
     let (code, text) = srv.join().unwrap();
     eprintln!("{abt}\n{text}");
     assert!(out.status.success(), "ab failed: {abt}");
-    let field = |k: &str| -> String {
-        abt.lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split(':').nth(1))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
-    assert_eq!(field("Complete requests"), "400");
-    assert_eq!(field("Failed requests"), "0");
+    assert_eq!(lab::ab_field(&abt, "Complete requests"), "400");
+    assert_eq!(lab::ab_field(&abt, "Failed requests"), "0");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(num(&r, &["server", "flows", "completed"]), 400);
     // ab may open a connection it closes without a request once done (see tests/veth.rs).
@@ -453,16 +389,9 @@ fn server_run(extra: &[&str]) -> u64 {
 
 #[test]
 fn a_two_worker_server_answers_ab_with_replies_on_their_owning_core() {
-    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(r) = skip(&["ip", "ethtool", "ab"]) {
-        eprintln!("skipped: {r}");
+    let Some(_locks) = lab_access(&["ip", "ethtool", "ab"]) else {
         return;
-    }
-    if squall_engine_cores() < 2 {
-        eprintln!("skipped: needs 2 cores for 2 workers");
-        return;
-    }
-    let _lock = machine_lock();
+    };
     // Fanout by the peer's source port: each connection's frames reach its owner.
     assert_eq!(server_run(&[]), 0, "steered: no frame redirected");
     // The kernel's flow hash: frames redirected, every request still answered.

@@ -15,8 +15,8 @@ use serde_json::Value;
 
 mod lab;
 use lab::{
-    have, nginx_squall_requests, nginx_w1, ns, num, root, server_thread, skip, squall_bin,
-    squall_in, tmpdir, w1_client_profile, Lab, Proc, LAB,
+    ab_field, have, nginx_squall_requests, nginx_w1, ns, num, root, server_thread, skip,
+    squall_bin, squall_in, tmpdir, w1_client_profile, Lab, Proc, LAB,
 };
 
 /// A wire capture in a lab namespace (two `dumpcap`s, stopped by pid): every frame's
@@ -488,13 +488,7 @@ fn server_answers(iface: &str, afxdp: bool) {
         &["ab", "-n", "200", "-c", "10", "http://198.18.48.1/"],
     );
     assert!(ok, "ab failed: {abt}");
-    let field = |k: &str| -> String {
-        abt.lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split(':').nth(1))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
+    let field = |k: &str| ab_field(&abt, k);
     assert_eq!(field("Complete requests"), "200");
     assert_eq!(field("Failed requests"), "0");
     assert_eq!(field("Document Length"), "4096 bytes");

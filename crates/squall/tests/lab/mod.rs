@@ -261,3 +261,13 @@ pub fn nginx_squall_requests(dir: &Path) -> u64 {
     );
     ours.len() as u64
 }
+
+/// The value of line `key: value` of ab's report (empty if absent).
+pub fn ab_field(report: &str, key: &str) -> String {
+    report
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
