@@ -41,7 +41,7 @@ use crate::shards::{join_workers, spawn_worker};
 use crate::worker::{run_on, Worker};
 
 /// Frames each redirect ring holds.
-const REDIRECT_DEPTH: usize = 1024;
+pub(crate) const REDIRECT_DEPTH: usize = 1024;
 
 /// How frames reach the worker that owns their flow.
 #[derive(Clone, Debug)]
@@ -113,19 +113,7 @@ pub fn run_real(
                 (true, Mode::Server) => FanoutBy::SrcPort,
                 (true, _) => FanoutBy::DstPort,
             };
-            let group = Fanout::group_for_process(0);
-            let mut ports = Vec::with_capacity(n as usize);
-            // Socket k is the k-th member of the group: opened in order.
-            for _ in 0..n {
-                let mut pc = AfPacketConfig::new(&rc.ifname);
-                pc.rx_ring = rc.rx_ring;
-                pc.fanout = (n > 1).then_some(Fanout {
-                    group,
-                    members: n as u16,
-                    by,
-                });
-                ports.push(AfPacketPort::open(pc)?);
-            }
+            let ports = open_afpacket(rc, n, by, 0)?;
             let steer = if rc.steering {
                 Steering::PortRule
             } else {
@@ -171,6 +159,30 @@ pub fn run_real(
         }
         PortKind::Dpdk => run_dpdk(profile, cfg, rc, live, n),
     }
+}
+
+/// `n` AF_PACKET sockets on `rc`'s interface, joined (if `n > 1`) in one fanout group
+/// (`salt`: one per port of the process) that steers `by`; socket `k` is the group's
+/// `k`-th member (opened in order).
+pub(crate) fn open_afpacket(
+    rc: &RealConfig,
+    n: u32,
+    by: FanoutBy,
+    salt: u16,
+) -> Result<Vec<AfPacketPort>, String> {
+    let group = Fanout::group_for_process(salt);
+    (0..n)
+        .map(|_| {
+            let mut pc = AfPacketConfig::new(&rc.ifname);
+            pc.rx_ring = rc.rx_ring;
+            pc.fanout = (n > 1).then_some(Fanout {
+                group,
+                members: n as u16,
+                by,
+            });
+            AfPacketPort::open(pc).map_err(|e| format!("afpacket:{}: {e}", rc.ifname))
+        })
+        .collect()
 }
 
 /// Starts the workers, one per port in `ports` (worker `k` on `ports[k]`), and merges

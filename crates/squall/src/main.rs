@@ -237,13 +237,15 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if dut.is_some() && (real.is_some() || a.mode.is_some()) {
         return usage("--client-iface/--server-iface play both sides: no --iface or --mode");
     }
-    if dut.is_some() && a.cores != 1 {
-        return usage("--client-iface/--server-iface run in one thread: no --cores");
-    }
     if (real.is_some() || dut.is_some())
         && (a.sim || a.split || a.pcap.is_some() || a.impair.is_some())
     {
         return usage("real interfaces: no --sim, --split, --pcap or --impair");
+    }
+    if dut.is_some() {
+        if let Err(e) = squall::cores::check_cores(a.cores) {
+            return usage(&e);
+        }
     }
     if a.no_steering && (real.is_none() || a.cores < 2) {
         return usage("--no-steering is for --cores N (N > 1) on a real interface (--iface)");
@@ -324,8 +326,14 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     };
     let real_mode = match (&real, &dut) {
         (_, Some(dc)) => Some(format!(
-            "real time, afpacket:{} (client) and afpacket:{} (server), DUT between",
-            dc.client.ifname, dc.server.ifname
+            "real time, afpacket:{} (client) and afpacket:{} (server), DUT between{}",
+            dc.client.ifname,
+            dc.server.ifname,
+            if cfg.cores > 1 {
+                format!(", {} workers (fanout steering)", cfg.cores)
+            } else {
+                String::new()
+            }
         )),
         (Some(rc), None) => Some(format!(
             "real time, {}, {} only{}",
