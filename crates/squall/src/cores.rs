@@ -1,14 +1,15 @@
 //! `--cores N` on a real port (`--iface afpacket:IF`, `afxdp:IF[:Q]`, `dpdk ...`): opens
 //! one queue of the port per worker, decides how replies reach the worker that owns
-//! their flow, and runs N [`crate::worker`]s, each pinned to its own core with its own
+//! their flow, and runs N workers (`crate::worker`), each pinned to its own core with its own
 //! node, flow table, timers and counters (nothing shared on the data path); their live
 //! figures and results are summed as the in-memory shards' are ([`crate::shards`]).
 //!
 //! Queues per port kind, and how a reply finds its owner ([`Steering`]):
 //! - AF_PACKET: N sockets in one fanout group. By default a classic-BPF program steers
-//!   each frame by port number (`port % N`, the rule by which worker `k` picks its source
-//!   ports): [`Steering::PortRule`]. With `--no-steering` the kernel's flow hash spreads
-//!   them ([`Steering::Redirect`]).
+//!   each frame by port number: on the client side our port `% N` (the rule by which
+//!   worker `k` picks its source ports), on the server side a hash of the peer's port
+//!   ([`squall_port::fanout::peer_port_owner`]): [`Steering::PortRule`]. With
+//!   `--no-steering` the kernel's flow hash spreads them ([`Steering::Redirect`]).
 //! - AF_XDP: the socket of worker `k` on queue `Q + k`. Which queue a frame reaches is the
 //!   NIC's (or, on a veth, the sending side's) choice: [`Steering::Redirect`].
 //! - DPDK: one rx/tx queue pair per worker, RSS configured with Squall's symmetric key. If
@@ -18,8 +19,9 @@
 //!
 //! Every worker of a client (and of a server, except under RSS where the device keeps
 //! each flow on one queue) joins a redirect mesh: a frame that reaches a worker not
-//! owning its flow is copied to the owner and counted (`rx_redirected` in the report). With
-//! steering the count stays 0; the mesh is the safety net.
+//! owning its flow (by the same port rule) is copied to the owner and counted
+//! (`rx_redirected` in the report). With steering the count stays 0; the mesh is the
+//! safety net. The T-dut run ([`crate::dut`]) uses `open_afpacket` for both its ports.
 
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! traffic to the kernel. This module holds the CLI parsing of
 //! `--iface`/`--eal`/`--mode`/`--peer-*`, the side report of a real-port side and the
 //! single-side invariants (checks that need both sides are skipped and say so); the run
-//! itself is [`crate::cores`] (one worker per queue, `--cores N`) over [`crate::worker`].
+//! itself is [`crate::cores`] (one worker per queue, `--cores N`) over `crate::worker`.
 //!
 //! [`AfPacketPort`]: squall_port::afpacket::AfPacketPort
 //! [`AfXdpPort`]: squall_port::afxdp::AfXdpPort

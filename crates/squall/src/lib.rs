@@ -9,7 +9,7 @@
 //! - [`impair`]: the `--impair` option parser;
 //! - [`iface`]: single-side runs on a real interface: `--iface`/`--mode` parsing, checks;
 //! - [`cores`]: a real-port run with one worker per queue (`--cores N`), steering and redirect;
-//! - [`worker`]: one worker of a real-port run (its node and generator on one queue);
+//! - `worker`: one worker of a real-port run (its node and generator on one queue);
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
 //! - [`dut`]: both sides on two real ports with a device under test between them.
 

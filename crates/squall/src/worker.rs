@@ -164,8 +164,8 @@ pub(crate) fn run_on<P: Port>(
     crate::run::wait_until(&clock, t0);
     loop {
         now = clock.now_ns();
-        let w_ = s.iterate(now, None);
-        busy.add(now, clock.now_ns(), w_);
+        let worked = s.iterate(now, None);
+        busy.add(now, clock.now_ns(), worked);
         let done = if rc.mode == Mode::Client {
             s.is_idle()
         } else {
@@ -189,7 +189,7 @@ pub(crate) fn run_on<P: Port>(
             last_pub = now;
             publish(&live, &s, rc.mode);
         }
-        idle.turn(w_);
+        idle.turn(worked);
     }
     if !done_marked {
         w.finished.fetch_add(1, Ordering::AcqRel);
