@@ -4,12 +4,15 @@
 //! - AF_PACKET with fanout steering (`port % 2`): 0 frames redirected between workers;
 //! - AF_PACKET with `--no-steering` (the kernel's flow hash spreads the frames): frames
 //!   redirected and counted, and every flow still completes;
+//! - AF_PACKET with the TPACKET_V3 rx ring in each fanout member: 0 redirected;
 //! - AF_XDP, one socket per queue (which veth queue a frame takes is the sender's choice,
 //!   so the redirect does the steering): every flow completes;
 //! - DPDK `net_af_packet` with `qpairs=2` (the PMD's own kernel fanout, no RSS): the same.
 //!
 //! Each run: both workers opened flows, every flow completed with every response byte,
-//! nginx's access log agrees on the count. The namespaces (`sqc-cli`, `sqc-srv`, own names
+//! nginx's access log agrees on the count. The server side: Squall's server with 2
+//! workers answers `ab -n 400 -c 10` in full over AF_PACKET (fanout by the peer-port hash:
+//! 0 redirected; `--no-steering`: redirected, counted) and over AF_XDP (redirected). The namespaces (`sqc-cli`, `sqc-srv`, own names
 //! so as not to collide with the lab's) are removed on drop; the machine-wide lab lock
 //! (`/tmp/squall-lab.lock`) is held for the test (set `SQUALL_LAB_LOCKED=1` when the caller
 //! already holds it). Also the refusals that need no root: more workers than cores, more
@@ -244,6 +247,9 @@ fn every_reply_lands_on_its_owning_core_on_a_two_queue_port() {
         hashed.redirected > 0,
         "without steering frames reach the wrong worker and are redirected"
     );
+    // The TPACKET_V3 receive ring in each fanout member: steered the same.
+    let ring = client_run("afpacket:sqc-c0,ring", &[]);
+    assert_eq!(ring.redirected, 0, "rx ring: every reply on its owner");
     // AF_XDP, a socket per queue: the veth's sender picks the queue.
     let xdp = client_run("afxdp:sqc-c0,copy", &[]);
     eprintln!(
@@ -322,23 +328,17 @@ fn cores_on_a_real_port_are_checked_before_anything_opens() {
     assert!(text.contains("--no-steering is for --cores N"), "{text}");
 }
 
-/// Squall's server with `--cores 2` (and `extra`) on sqc-s0 answering `ab -n 400 -c 10`
-/// from the kernel of sqc-cli: every request answered in full, both workers accepted
-/// connections; returns the frames redirected between the workers.
-fn server_run(extra: &[&str]) -> u64 {
+/// Squall's server with `--cores 2` (and `extra`) on `iface` (sqc-s0) answering `ab -n
+/// 400 -c 10` from the kernel of sqc-cli: every request answered in full, both workers
+/// accepted connections; returns the frames redirected between the workers.
+fn server_run(iface: &str, extra: &[&str]) -> u64 {
     let dir = tmpdir("cores-srv");
     let _lab = TwoQueueLab::up(Role::Server);
     let prof = lab::root().join("crates/squall/tests/profiles/veth-server.json");
     let json = dir.join("server-run.json");
     let mut args = vec!["--cores", "2"];
     args.extend_from_slice(extra);
-    let srv = lab::server_thread(
-        SRV,
-        prof.to_str().unwrap(),
-        "afpacket:sqc-s0",
-        &args,
-        Some(&json),
-    );
+    let srv = lab::server_thread(SRV, prof.to_str().unwrap(), iface, &args, Some(&json));
     std::thread::sleep(std::time::Duration::from_millis(1200));
     let out = lab::ns(
         CLI,
@@ -393,9 +393,18 @@ fn a_two_worker_server_answers_ab_with_replies_on_their_owning_core() {
         return;
     };
     // Fanout by the peer's source port: each connection's frames reach its owner.
-    assert_eq!(server_run(&[]), 0, "steered: no frame redirected");
+    assert_eq!(
+        server_run("afpacket:sqc-s0", &[]),
+        0,
+        "steered: no frame redirected"
+    );
     // The kernel's flow hash: frames redirected, every request still answered.
-    let hashed = server_run(&["--no-steering"]);
+    let hashed = server_run("afpacket:sqc-s0", &["--no-steering"]);
     assert!(hashed > 0, "kernel hash: frames reach the other worker");
-    eprintln!("2-queue veth, Squall server --cores 2 vs ab -n 400 -c 10: steered 0 redirected, kernel hash {hashed} redirected");
+    // AF_XDP, a socket per queue: the redirect by the peer-port hash.
+    let xdp = server_run("afxdp:sqc-s0,copy", &[]);
+    eprintln!(
+        "2-queue veth, Squall server --cores 2 vs ab -n 400 -c 10: AF_PACKET steered 0 \
+         redirected, kernel hash {hashed} redirected, AF_XDP {xdp} redirected"
+    );
 }
