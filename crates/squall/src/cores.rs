@@ -344,8 +344,14 @@ fn run_dpdk(
                     port.info().name
                 ));
             }
-            let steer = if n > 1 && rc.steering && port.info().rss_hf != 0 {
-                Steering::Rss(RssSteer::new(&RssConfig::symmetric(n)))
+            let info = port.info();
+            let steer = if n > 1 && rc.steering && info.rss_hf != 0 {
+                // The key the device was given (`dpdk::open`), its table size.
+                let mut rss = RssConfig::symmetric(n);
+                if info.reta_size > 0 {
+                    rss.reta_size = u32::from(info.reta_size);
+                }
+                Steering::Rss(RssSteer::new(&rss))
             } else {
                 Steering::Redirect
             };
