@@ -118,6 +118,7 @@ struct sq_dev_info {
 	uint8_t hash_key_size;
 	int32_t socket;
 	char driver[32];
+	uint16_t reta_size;
 };
 
 int sq_dev_info(uint16_t port, struct sq_dev_info *out)
@@ -147,6 +148,7 @@ int sq_dev_info(uint16_t port, struct sq_dev_info *out)
 	out->flow_type_rss_offloads = di.flow_type_rss_offloads;
 	out->max_rx_pktlen = di.max_rx_pktlen;
 	out->hash_key_size = di.hash_key_size;
+	out->reta_size = di.reta_size;
 	out->socket = rte_eth_dev_socket_id(port);
 	snprintf(out->driver, sizeof(out->driver), "%s", di.driver_name ? di.driver_name : "?");
 	return 0;

@@ -1,15 +1,22 @@
 //! AF_PACKET fanout for several workers on one interface: N sockets join one fanout
 //! group and a classic BPF program picks, for every received frame, the socket of the
-//! worker that owns its flow — the one a port number names: `port % N`, the rule by which
-//! `squall_astf::alloc` gives source ports to cores. The client side steers by
-//! destination port (a reply's destination port is the source port its core chose), the
-//! server side by source port (the peer's port, fixed for the life of the flow, so every
-//! frame of a flow reaches the same worker). Frames that are not IPv4 TCP/UDP (ARP, ICMP,
+//! worker that owns its flow — the one a port number names. The client side steers by
+//! destination port, `port % N`, the rule by which `squall_astf::alloc` gives source ports
+//! to cores (a reply's destination port is the source port its core chose). The server
+//! side steers by the peer's source port, fixed for the life of the flow so every frame of
+//! a flow reaches the same worker, through a multiplicative hash ([`peer_port_owner`]):
+//! Linux gives `connect()` only even ephemeral ports, so a plain `% 2` would put every
+//! connection of a Linux client on worker 0. Frames that are not IPv4 TCP/UDP (ARP, ICMP,
 //! IPv6) go to worker 0. Socket `k` is the `k`-th to join the group, so workers must open
 //! their ports in order.
 //!
 //! The program reads the IPv4 header through the kernel's `SKF_NET_OFF` window, so it does
 //! not depend on where the socket's frame starts.
+//!
+//! [`FanoutBy::KernelHash`] is the plain kernel fanout (`PACKET_FANOUT_HASH`, the skb's flow
+//! hash, no program): frames of one flow stay on one socket, but not on the worker that
+//! owns the flow; the workers then pass them on through the software redirect (the
+//! `--no-steering` run, and the functional test that shows the redirect count).
 
 /// Which port of a frame names its worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +25,8 @@ pub enum FanoutBy {
     DstPort,
     /// The source port (the server side: the peer's port).
     SrcPort,
+    /// No steering: the kernel's flow hash picks the socket (`PACKET_FANOUT_HASH`).
+    KernelHash,
 }
 
 /// Membership in a fanout group.
@@ -39,6 +48,16 @@ impl Fanout {
     }
 }
 
+/// Multiplier of the peer-port hash (Knuth's golden-ratio constant).
+const PEER_MIX: u32 = 0x9E37_79B1;
+
+/// The worker (of `n`) that owns the flows of a peer's source port (server side): bits
+/// 16.. of `port * 0x9E3779B1` (32-bit), modulo `n`. The steering program computes the
+/// same.
+pub fn peer_port_owner(port: u16, n: u32) -> u32 {
+    (u32::from(port).wrapping_mul(PEER_MIX) >> 16) % n.max(1)
+}
+
 const ETH_P_IP: u32 = 0x0800;
 const IPPROTO_TCP: u32 = 6;
 const IPPROTO_UDP: u32 = 17;
@@ -47,7 +66,7 @@ const IPPROTO_UDP: u32 = 17;
 pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
     use libc::{
         BPF_ABS, BPF_ALU, BPF_B, BPF_H, BPF_IND, BPF_JEQ, BPF_JMP, BPF_K, BPF_LD, BPF_LDX, BPF_MOD,
-        BPF_MSH, BPF_RET, SKF_AD_OFF, SKF_AD_PROTOCOL, SKF_NET_OFF,
+        BPF_MSH, BPF_MUL, BPF_RET, BPF_RSH, SKF_AD_OFF, SKF_AD_PROTOCOL, SKF_NET_OFF,
     };
     let st = |code: u32, k: u32| libc::sock_filter {
         code: code as u16,
@@ -62,9 +81,10 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
         k,
     };
     let net = |off: i32| (SKF_NET_OFF + off) as u32;
-    let port_off = match f.by {
-        FanoutBy::SrcPort => 0,
-        FanoutBy::DstPort => 2,
+    // (KernelHash joins without a program; this one would steer by destination.)
+    let (port_off, mul, shift) = match f.by {
+        FanoutBy::SrcPort => (0, PEER_MIX, 16),
+        FanoutBy::DstPort | FanoutBy::KernelHash => (2, 1, 0),
     };
     vec![
         // 0: A = ntohs(skb->protocol); not IPv4 -> worker 0.
@@ -72,17 +92,20 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
             BPF_LD | BPF_H | BPF_ABS,
             (SKF_AD_OFF + SKF_AD_PROTOCOL) as u32,
         ),
-        jeq(ETH_P_IP, 0, 7),
+        jeq(ETH_P_IP, 0, 9),
         // 2: A = IP protocol; TCP or UDP, else worker 0.
         st(BPF_LD | BPF_B | BPF_ABS, net(9)),
         jeq(IPPROTO_TCP, 1, 0),
-        jeq(IPPROTO_UDP, 0, 4),
-        // 5: X = IP header length; A = the port; A %= N.
+        jeq(IPPROTO_UDP, 0, 6),
+        // 5: X = IP header length; A = the port (server side: mixed, A *= K, A >>= 16);
+        // A %= N.
         st(BPF_LDX | BPF_B | BPF_MSH, net(0)),
         st(BPF_LD | BPF_H | BPF_IND, net(port_off)),
+        st(BPF_ALU | BPF_MUL | BPF_K, mul),
+        st(BPF_ALU | BPF_RSH | BPF_K, shift),
         st(BPF_ALU | BPF_MOD | BPF_K, u32::from(f.members.max(1))),
         st(BPF_RET | libc::BPF_A, 0),
-        // 9: worker 0.
+        // 11: worker 0.
         st(BPF_RET | BPF_K, 0),
     ]
 }
@@ -90,13 +113,21 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
 /// Joins socket `fd` to the group of `f` and sets its program. Errors name the step.
 pub fn join(fd: libc::c_int, f: &Fanout) -> Result<(), String> {
     use crate::afpacket::setopt;
-    let arg: libc::c_int = (u32::from(f.group) | (libc::PACKET_FANOUT_CBPF << 16)) as libc::c_int;
+    let kind = if f.by == FanoutBy::KernelHash {
+        libc::PACKET_FANOUT_HASH
+    } else {
+        libc::PACKET_FANOUT_CBPF
+    };
+    let arg: libc::c_int = (u32::from(f.group) | (kind << 16)) as libc::c_int;
     if !setopt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg) {
         return Err(format!(
             "PACKET_FANOUT (group {}): {}",
             f.group,
             std::io::Error::last_os_error()
         ));
+    }
+    if f.by == FanoutBy::KernelHash {
+        return Ok(());
     }
     let mut prog = program(f);
     // The kernel copies the program during the call; `prog` outlives it.
@@ -133,6 +164,21 @@ mod tests {
             let last = p.last().unwrap();
             assert_eq!(last.code as u32, libc::BPF_RET | libc::BPF_K);
             assert!(p.iter().any(|i| i.k == 3), "mod N");
+        }
+    }
+
+    #[test]
+    fn even_peer_ports_spread_over_the_workers() {
+        // Linux clients connect from even ports only.
+        for n in [2u32, 3, 4] {
+            let mut per = vec![0u32; n as usize];
+            for p in (32_768u16..60_000).step_by(2) {
+                per[peer_port_owner(p, n) as usize] += 1;
+            }
+            let each = 13_616 / n;
+            for c in &per {
+                assert!(c.abs_diff(each) < each / 10, "{n} workers: {per:?}");
+            }
         }
     }
 }

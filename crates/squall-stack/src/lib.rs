@@ -37,7 +37,7 @@ pub mod udp;
 
 pub use app::{NoApp, NodeApp, NodeIo, Pair};
 pub use capture::PcapCap;
-pub use neigh::{Neighbours, Owned};
+pub use neigh::{Neighbours, Owned, SharedMac};
 pub use neigh6::{Neighbours6, Owned6};
 pub use node::{Node, NodeConfig, NodeCounters};
 pub use redirect::{Redirect, RedirectStats};

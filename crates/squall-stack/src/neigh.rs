@@ -17,6 +17,34 @@ pub const BROADCAST: [u8; 6] = [0xff; 6];
 /// Length of an ARP frame on the wire (padded to the Ethernet minimum).
 pub const ARP_FRAME_LEN: usize = 60;
 
+/// A MAC that the workers of one port resolve together ([`crate::Node::resolve_shared`]):
+/// whichever worker's queue the ARP reply reaches publishes it here for the others.
+#[derive(Debug, Default)]
+pub struct SharedMac(std::sync::atomic::AtomicU64);
+
+impl SharedMac {
+    /// Publishes `mac` (the first value set stays).
+    pub fn set(&self, mac: [u8; 6]) {
+        let mut v = [0u8; 8];
+        v[2..].copy_from_slice(&mac);
+        v[0] = 1;
+        let _ = self.0.compare_exchange(
+            0,
+            u64::from_be_bytes(v),
+            std::sync::atomic::Ordering::AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+        );
+    }
+    /// The MAC, once a worker has published it.
+    pub fn get(&self) -> Option<[u8; 6]> {
+        let v = self
+            .0
+            .load(std::sync::atomic::Ordering::Acquire)
+            .to_be_bytes();
+        (v[0] == 1).then(|| [v[2], v[3], v[4], v[5], v[6], v[7]])
+    }
+}
+
 /// Inclusive IPv4 ranges (host order) the node owns: it answers ARP and ICMP echo for them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Owned(pub Vec<(u32, u32)>);
@@ -193,11 +221,17 @@ impl Neighbours {
         }
     }
 
-    /// Sends a request for `target` from `from` (both host order); the reply is learned.
-    pub fn request<S: TxSink>(&mut self, from: u32, target: u32, tx: &mut S) -> bool {
+    /// Learns `target` from any ARP that names it from now on (a reply to a request another
+    /// worker of the port sent, for instance).
+    pub fn want(&mut self, target: u32) {
         if !self.wanted.contains(&target) {
             self.wanted.push(target);
         }
+    }
+
+    /// Sends a request for `target` from `from` (both host order); the reply is learned.
+    pub fn request<S: TxSink>(&mut self, from: u32, target: u32, tx: &mut S) -> bool {
+        self.want(target);
         let r = ArpRepr::request(
             MacAddress(self.mac),
             Ipv4Address(from.to_be_bytes()),

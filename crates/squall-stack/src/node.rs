@@ -14,7 +14,7 @@ use crate::icmp::{on_icmp, IcmpStats};
 use crate::icmp6::{on_icmpv6, Icmp6Stats};
 use crate::ipv4::{self, Class};
 use crate::ipv6::{self as ip6, Ipv6Error, Ipv6Stats};
-use crate::neigh::{Neighbours, Owned};
+use crate::neigh::{Neighbours, Owned, SharedMac};
 use crate::neigh6::{Neighbours6, Owned6};
 use crate::redirect::{self, Redirect, RedirectStats};
 use crate::sink::{tcp_offload, PortSink, TxFrames};
@@ -600,10 +600,29 @@ impl<P: Port> Node<P> {
         target: u32,
         timeout: Duration,
     ) -> Result<[u8; 6], String> {
+        self.resolve_shared(from, target, timeout, true, &SharedMac::default())
+    }
+
+    /// [`Node::resolve`] by one of several workers of a port: the reply may reach any
+    /// worker's queue, so each learns `target` from whatever ARP reaches it, publishes it
+    /// in `shared`, and stops as soon as any worker has; only the worker with `ask` sends
+    /// the requests.
+    pub fn resolve_shared(
+        &mut self,
+        from: u32,
+        target: u32,
+        timeout: Duration,
+        ask: bool,
+        shared: &SharedMac,
+    ) -> Result<[u8; 6], String> {
+        self.neigh.want(target);
         self.resolve_with(
             timeout,
+            shared,
             |n, _, sink| {
-                n.request(from, target, sink);
+                if ask {
+                    n.request(from, target, sink);
+                }
             },
             |n, _| n.lookup(target),
         )
@@ -626,6 +645,7 @@ impl<P: Port> Node<P> {
     ) -> Result<[u8; 6], String> {
         self.resolve_with(
             timeout,
+            &SharedMac::default(),
             |_, n6, sink| {
                 n6.request(from, target, sink);
             },
@@ -639,11 +659,14 @@ impl<P: Port> Node<P> {
         })
     }
 
-    /// The resolution loop of [`resolve`](Self::resolve) and [`resolve6`](Self::resolve6):
-    /// `ask` every 200 ms until `found` gives a MAC or `timeout` passes.
+    /// The resolution loop of [`resolve_shared`](Self::resolve_shared) and
+    /// [`resolve6`](Self::resolve6): `ask` every 200 ms until `found` gives a MAC (then
+    /// published in `shared`), another worker published one in `shared`, or `timeout`
+    /// passes.
     fn resolve_with(
         &mut self,
         timeout: Duration,
+        shared: &SharedMac,
         mut ask: impl FnMut(&mut Neighbours, &mut Neighbours6, &mut PortSink<'_, P>),
         found: impl Fn(&Neighbours, &Neighbours6) -> Option<[u8; 6]>,
     ) -> Option<[u8; 6]> {
@@ -651,6 +674,10 @@ impl<P: Port> Node<P> {
         let mut last: Option<Instant> = None;
         loop {
             if let Some(m) = found(&self.neigh, &self.neigh6) {
+                shared.set(m);
+                return Some(m);
+            }
+            if let Some(m) = shared.get() {
                 return Some(m);
             }
             if t0.elapsed() >= timeout {

@@ -2,7 +2,8 @@
 //! each flow's frames on the queue of the core that owns the flow (one queue, or a hash
 //! Squall cannot steer). Every worker owns the flows one port number names (`port % N`,
 //! the rule of `squall_astf::alloc`): for a flow this node accepted (its local port is one
-//! an app serves) the peer's port, otherwise the node's own port — the source port the
+//! an app serves) the peer's port through the hash of `squall_port::fanout::peer_port_owner`
+//! (the server side's fanout rule), otherwise the node's own port — the source port the
 //! client core chose. A worker that receives a frame of another worker's flow copies it
 //! into a single-producer ring towards that worker and counts it; the owner takes it in
 //! at its next turn as if its own port had received it. With RSS steering in place the
@@ -92,8 +93,11 @@ pub fn owner(frame: &[u8], n: u32, serves: impl Fn(u8, u16) -> bool) -> Option<u
         Some(u16::from_be_bytes([*frame.get(o)?, *frame.get(o + 1)?]))
     };
     let (sport, dport) = (port(l4)?, port(l4 + 2)?);
-    let key = if serves(proto, dport) { sport } else { dport };
-    Some(u32::from(key) % n.max(1))
+    Some(if serves(proto, dport) {
+        squall_port::fanout::peer_port_owner(sport, n)
+    } else {
+        u32::from(dport) % n.max(1)
+    })
 }
 
 impl Redirect {
@@ -170,8 +174,11 @@ mod tests {
         let serves = |_p: u8, port: u16| port == 80;
         // A reply to our client port 1001: worker 1001 % 4.
         assert_eq!(owner(&tcp(80, 1001), 4, serves), Some(1));
-        // A request to our server port 80 from peer port 5002: worker 5002 % 4.
-        assert_eq!(owner(&tcp(5002, 80), 4, serves), Some(2));
+        // A request to our server port 80 from peer port 5002: by the peer-port hash.
+        assert_eq!(
+            owner(&tcp(5002, 80), 4, serves),
+            Some(squall_port::fanout::peer_port_owner(5002, 4))
+        );
         let mut arp = tcp(1, 2);
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         assert_eq!(owner(&arp, 4, serves), None);

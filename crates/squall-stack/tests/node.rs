@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use squall_port::mem::{pair, MemConfig, MemPort};
 use squall_port::{FrameBuf, Port};
-use squall_stack::{redirect, NoApp, Node, NodeApp, NodeConfig, NodeIo, Owned, Owned6, Pair};
+use squall_stack::{
+    redirect, NoApp, Node, NodeApp, NodeConfig, NodeIo, Owned, Owned6, Pair, SharedMac,
+};
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
 use squall_wire::{
     parse_frame, ArpOperation, ArpPacket, ArpRepr, Icmpv6Packet, Icmpv6Repr, Ipv4Address,
@@ -488,6 +490,42 @@ fn resolve_learns_the_peer_mac_over_a_wire() {
     let mut c = node(pc, MA, [0; 6], IP_A);
     let e = c.resolve(IP_A, IP_B, Duration::from_millis(300));
     assert!(e.unwrap_err().contains("no ARP reply from 198.18.0.2"));
+}
+
+/// Two workers of one port resolve together: a worker that does not ask sends nothing
+/// and takes the MAC another worker published; one that hears a reply (to a request it did
+/// not send) learns it and publishes it.
+#[test]
+fn workers_resolve_the_next_hop_together() {
+    let shared = SharedMac::default();
+    let (pa, mut pb) = pair(MemConfig::default()).unwrap();
+    let mut w1 = node(pa, MA, [0; 6], IP_A);
+    // Nobody has it yet, and this worker does not ask: nothing sent, a timeout.
+    let e = w1.resolve_shared(IP_A, IP_B, Duration::from_millis(100), false, &shared);
+    assert!(e.is_err());
+    assert_eq!(w1.neigh.stats.requests_sent, 0);
+    assert!(raw_rx(&mut pb).is_empty());
+    // The reply to worker 0's request reaches this worker's queue: learned, published.
+    let reply = ArpRepr {
+        operation: ArpOperation::REPLY,
+        sender_mac: MacAddress(MB),
+        sender_ip: Ipv4Address(IP_B.to_be_bytes()),
+        target_mac: MacAddress(MA),
+        target_ip: Ipv4Address(IP_A.to_be_bytes()),
+    };
+    let mut f = [0u8; 60];
+    squall_stack::neigh::emit_frame(&reply, MB, &mut f).unwrap();
+    raw_frame(&mut pb, &f);
+    let got = w1.resolve_shared(IP_A, IP_B, Duration::from_secs(2), false, &shared);
+    assert_eq!(got, Ok(MB));
+    assert_eq!(shared.get(), Some(MB));
+    // A third worker takes it from the shared cell at once.
+    let (pc, _pd) = pair(MemConfig::default()).unwrap();
+    let mut w2 = node(pc, MA, [0; 6], IP_A);
+    assert_eq!(
+        w2.resolve_shared(IP_A, IP_B, Duration::from_millis(10), true, &shared),
+        Ok(MB)
+    );
 }
 
 /// Pairs nest: node A carries two servers (ports 80 and 81) and a client, node B a

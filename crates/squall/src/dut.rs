@@ -2,7 +2,9 @@
 //! process owns a client port and a server port with the device under test between them
 //! (a router, a NAT, a firewall), and plays both sides of every flow through it. Each
 //! port has its own node (ARP for the addresses that side owns, the DUT's MAC learnt by
-//! resolving its gateway address); one thread runs both nodes on the monotonic clock.
+//! resolving its gateway address); one thread runs both nodes on the monotonic clock, or
+//! with `--cores N` N workers, each with one fanout member of each port and its own pair
+//! of nodes (see [`run_dut`]).
 //! Because both sides are Squall's, the run is checked with every invariant of the
 //! in-memory wire (bytes sent == bytes received both ways, connects == accepts, ...).
 
@@ -13,13 +15,20 @@ use std::time::Duration;
 use squall_astf::sched::SchedConfig;
 use squall_astf::Profile;
 use squall_engine::clock::thread_cpu_ns;
-use squall_engine::{Clock, MonotonicClock};
-use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
+use squall_engine::Clock;
+use squall_port::afpacket::AfPacketPort;
+use squall_port::fanout::FanoutBy;
 use squall_port::Port;
+use squall_stack::{redirect, Redirect, SharedMac};
 
+use crate::cores::{open_afpacket, REDIRECT_DEPTH};
 use crate::gen::{tcp_config, ClientGen, Side};
 use crate::iface::{parse_ip, side_report, IdleYield, RealConfig};
-use crate::run::{host_secret, publish_client, publish_server, Live, RunConfig, RunResult};
+use crate::run::{
+    host_secret, publish_client, publish_server, Live, RunConfig, RunResult, START_LEAD_NS,
+};
+use crate::shards::{join_workers, spawn_worker};
+use crate::worker::Worker;
 
 /// The two ports of a DUT run and the addresses that lead to the DUT on each.
 #[derive(Clone, Debug)]
@@ -79,33 +88,101 @@ pub fn parse(
     }))
 }
 
-fn open(rc: &RealConfig) -> Result<AfPacketPort, String> {
-    let mut pc = AfPacketConfig::new(&rc.ifname);
-    pc.rx_ring = rc.rx_ring;
-    AfPacketPort::open(pc).map_err(|e| format!("afpacket:{}: {e}", rc.ifname))
+/// What one DUT worker shares with the others: its index among `count`, the clock and
+/// start instant, the DUT's MAC on each link (resolved by whichever worker's queue the ARP
+/// reply reaches), the count of finished workers, and its ends of each port's redirect
+/// mesh.
+struct DutWorker {
+    w: Worker,
+    server_next_hop: Arc<SharedMac>,
+    server_redirect: Option<Redirect>,
 }
 
-/// Runs both sides of `profile` through the DUT (single thread, monotonic clock).
+/// Runs both sides of `profile` through the DUT: one worker (one thread running both
+/// nodes), or with `--cores N` N workers each owning one fanout member of each port (the
+/// client port steered by our source port `% N`, the server port by the peer-port hash,
+/// redirect meshes as the safety net).
 pub fn run_dut(
     profile: Arc<Profile>,
     cfg: &RunConfig,
     dc: &DutConfig,
     live: Arc<Live>,
 ) -> Result<RunResult, String> {
-    let Some(t) = profile.templates.first() else {
+    if profile.templates.is_empty() {
         return Err("the profile has no template".into());
-    };
+    }
+    let n = cfg.cores.max(1);
+    crate::cores::check_cores(n)?;
+    let cports = open_afpacket(&dc.client, n, FanoutBy::DstPort, 1)?;
+    let sports = open_afpacket(&dc.server, n, FanoutBy::SrcPort, 2)?;
+    let mut w = Worker::single();
+    w.count = n;
+    w.t0 = w.clock.now_ns() + START_LEAD_NS * u64::from(n.min(8));
+    let server_next_hop: Arc<SharedMac> = Arc::default();
+    let mut cmesh = mesh_ends(n);
+    let mut smesh = mesh_ends(n);
+    let ncpu = squall_engine::affinity::available_cores();
+    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
+    let mut workers = Vec::with_capacity(n as usize);
+    for (k, (cport, sport)) in cports.into_iter().zip(sports).enumerate() {
+        let dw = DutWorker {
+            w: Worker {
+                index: k as u32,
+                redirect: cmesh[k].take(),
+                next_hop: w.next_hop.clone(),
+                finished: w.finished.clone(),
+                rss: None,
+                ..w
+            },
+            server_next_hop: server_next_hop.clone(),
+            server_redirect: smesh[k].take(),
+        };
+        let (p, c, d, l) = (profile.clone(), cfg.clone(), dc.clone(), lives[k].clone());
+        if n == 1 {
+            return run_dut_worker(p, &c, &d, l, dw, cport, sport);
+        }
+        workers.push(spawn_worker(k as u32, &ncpu, move || {
+            run_dut_worker(p, &c, &d, l, dw, cport, sport)
+        })?);
+    }
+    join_workers(workers, &live, &lives, "worker")
+}
+
+/// The ends of a redirect mesh of `n` workers (none for one worker).
+fn mesh_ends(n: u32) -> Vec<Option<Redirect>> {
+    if n > 1 {
+        redirect::mesh(n, REDIRECT_DEPTH)
+            .into_iter()
+            .map(Some)
+            .collect()
+    } else {
+        vec![None]
+    }
+}
+
+/// One DUT worker: both nodes on its ports' queues.
+fn run_dut_worker(
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    dc: &DutConfig,
+    live: Arc<Live>,
+    dw: DutWorker,
+    cport: AfPacketPort,
+    sport: AfPacketPort,
+) -> Result<RunResult, String> {
+    let w = dw.w;
+    let t = &profile.templates[0];
     let g = &profile.ip_gens[t.ip_gen as usize];
     let (client_ip, server_ip) = (g.clients.first, g.servers.first);
-    let (cport, sport) = (open(&dc.client)?, open(&dc.server)?);
     let (ccaps, scaps) = (cport.caps(), sport.caps());
-    let clock = MonotonicClock::new();
+    let clock = w.clock;
     let cpu0 = thread_cpu_ns();
-    let t0 = clock.now_ns() + 100_000_000;
+    let t0 = w.t0;
     let seed = cfg.seed.unwrap_or(profile.scheduler.seed);
+    let salt = u64::from(w.index) << 40;
     let (ck, sk) = (
-        host_secret(cfg, seed ^ 0xc11e)?,
-        host_secret(cfg, seed ^ 0x5e4e)?,
+        host_secret(cfg, seed ^ 0xc11e ^ salt)?,
+        host_secret(cfg, seed ^ 0x5e4e ^ salt)?,
     );
     let mut ccfg = tcp_config(&t.client, ccaps.mac, [0; 6], cfg.max_flows, ck);
     let mut scfg = tcp_config(&t.server, scaps.mac, [0; 6], cfg.max_flows, sk);
@@ -113,7 +190,8 @@ pub fn run_dut(
     let mtu = ccaps.mtu.min(scaps.mtu).saturating_sub(40).max(64);
     ccfg.opts.mss = ccfg.opts.mss.min(mtu);
     scfg.opts.mss = scfg.opts.mss.min(mtu);
-    let mut sc = SchedConfig::from_profile(&profile, cfg.mult, Some(cfg.duration_ns), 0, 1);
+    let mut sc =
+        SchedConfig::from_profile(&profile, cfg.mult, Some(cfg.duration_ns), w.index, w.count);
     sc.start_ns = t0;
     sc.seed = seed;
     let cg = ClientGen::new(&profile, &sc)?;
@@ -124,31 +202,46 @@ pub fn run_dut(
     c.gen.app.stall_ns = cfg.stall_ns;
     s.gen.app.stall_ns = cfg.stall_ns;
     // Each node answers ARP for its side's addresses from here on and learns the DUT's
-    // MAC on its link.
+    // MAC on its link (worker 0 asks; any worker may get the reply).
     let cgw = dc.client_gw.map_or(server_ip, u32::from_be_bytes);
     let sgw = dc.server_gw.map_or(client_ip, u32::from_be_bytes);
+    let ask = w.index == 0;
     let cmac = c
         .node
-        .resolve(client_ip, cgw, dc.arp_timeout)
+        .resolve_shared(client_ip, cgw, dc.arp_timeout, ask, &w.next_hop)
         .map_err(|e| format!("client port {}: {e}", dc.client.ifname))?;
     let smac = s
         .node
-        .resolve(server_ip, sgw, dc.arp_timeout)
+        .resolve_shared(server_ip, sgw, dc.arp_timeout, ask, &dw.server_next_hop)
         .map_err(|e| format!("server port {}: {e}", dc.server.ifname))?;
     c.node.set_next_hop(cmac);
     s.node.set_next_hop(smac);
-    c.node.announce(clock.now_ns());
-    s.node.announce(clock.now_ns());
+    if ask {
+        c.node.announce(clock.now_ns());
+        s.node.announce(clock.now_ns());
+    }
+    if let Some(r) = w.redirect {
+        c.node.set_redirect(r);
+    }
+    if let Some(r) = dw.server_redirect {
+        s.node.set_redirect(r);
+    }
     c.gen.pace = Some(256);
     let hard = t0 + cfg.duration_ns + cfg.drain_ns;
     let mut now;
     let mut last_pub = 0u64;
     let mut idle = IdleYield::default();
+    let mut done_marked = false;
     crate::run::wait_until(&clock, t0);
     loop {
         now = clock.now_ns();
-        let w = c.iterate(now, None) | s.iterate(now, None);
-        if c.is_idle() && s.is_idle() {
+        let busy = c.iterate(now, None) | s.iterate(now, None);
+        if !done_marked && c.is_idle() && s.is_idle() {
+            done_marked = true;
+            w.finished.fetch_add(1, Ordering::AcqRel);
+        }
+        // Done, and so are the others: nothing can be redirected here any more.
+        if done_marked && w.finished.load(Ordering::Acquire) >= w.count {
             break;
         }
         if now >= hard {
@@ -167,7 +260,10 @@ pub fn run_dut(
             publish_client(&live, &c);
             publish_server(&live, &s);
         }
-        idle.turn(w);
+        idle.turn(busy);
+    }
+    if !done_marked {
+        w.finished.fetch_add(1, Ordering::AcqRel);
     }
     publish_client(&live, &c);
     publish_server(&live, &s);
@@ -175,9 +271,20 @@ pub fn run_dut(
     c.release_frames();
     s.release_frames();
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    let who = if w.count > 1 {
+        format!(
+            "worker {}/{} (flows opened {}, accepted {}): ",
+            w.index,
+            w.count,
+            c.gen.app.stats.total().started,
+            s.gen.app.stats.total().accepted
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "squall: client port {} -> DUT {} ({}), server port {} -> DUT {} ({}); ARP answered \
-         {} / {}",
+        "squall: {who}client port {} -> DUT {} ({}), server port {} -> DUT {} ({}); ARP \
+         answered {} / {}; redirected in {} / {}",
         dc.client.ifname,
         std::net::Ipv4Addr::from(cgw),
         crate::iface::fmt_mac(cmac),
@@ -186,6 +293,8 @@ pub fn run_dut(
         crate::iface::fmt_mac(smac),
         c.node.neigh.stats.requests_answered,
         s.node.neigh.stats.requests_answered,
+        c.node.counters.rx_redirected,
+        s.node.counters.rx_redirected,
     );
     Ok(RunResult {
         client: side_report(&c, cpu),

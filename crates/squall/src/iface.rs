@@ -4,24 +4,23 @@
 //! [`AfXdpPort`] or a DPDK port under the side's node (which answers ARP and ping for the
 //! addresses Squall owns, and learns the peer's MAC first). With AF_XDP, Squall's XDP
 //! program steers only those addresses to Squall and leaves the rest of the interface's
-//! traffic to the kernel. Also the CLI parsing of `--iface`/`--eal`/`--mode`/`--peer-*` and
-//! the single-side invariants (checks that need both sides are skipped and say so).
+//! traffic to the kernel. This module holds the CLI parsing of
+//! `--iface`/`--eal`/`--mode`/`--peer-*`, the side report of a real-port side and the
+//! single-side invariants (checks that need both sides are skipped and say so); the run
+//! itself is [`crate::cores`] (one worker per queue, `--cores N`) over `crate::worker`.
+//!
+//! [`AfPacketPort`]: squall_port::afpacket::AfPacketPort
+//! [`AfXdpPort`]: squall_port::afxdp::AfXdpPort
 
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
-use squall_astf::sched::SchedConfig;
-use squall_astf::Profile;
-use squall_engine::clock::thread_cpu_ns;
-use squall_engine::{Clock, MonotonicClock};
-use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
-use squall_port::afxdp::{AfXdpConfig, AfXdpPort, XdpMode};
+use squall_port::afxdp::XdpMode;
 use squall_port::Port;
 
-use crate::gen::{owned_ranges, tcp_config, ClientGen, Side};
+pub use crate::cores::run_real;
+use crate::gen::Side;
 use crate::report::{self, Check};
-use crate::run::{Live, RunConfig, RunResult, SideReport};
+use crate::run::{RunResult, SideReport};
 
 /// Which side(s) Squall plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +79,11 @@ pub struct RealConfig {
     pub peer_mac: Option<[u8; 6]>,
     /// How long to wait for the ARP reply.
     pub arp_timeout: Duration,
+    /// With several workers (`--cores N`): steer each reply to the worker that owns its
+    /// flow (AF_PACKET fanout program, source ports chosen by the device's RSS hash);
+    /// `false` (`--no-steering`): the kernel's flow hash spreads frames and the software
+    /// redirect forwards them to their owner.
+    pub steering: bool,
 }
 
 pub(crate) fn parse_ip(s: &str) -> Result<[u8; 4], String> {
@@ -185,6 +189,7 @@ pub fn parse(
         peer_ip: peer_ip.map(parse_ip).transpose()?,
         peer_mac: peer_mac.map(parse_mac).transpose()?,
         arp_timeout: Duration::from_secs(3),
+        steering: true,
     }))
 }
 
@@ -247,18 +252,6 @@ impl RealConfig {
     }
 }
 
-/// Default address to resolve: the first server (client mode) or client (server mode)
-/// address of template 0's pool; and our own address used as ARP sender.
-fn addresses(p: &Profile, mode: Mode) -> ([u8; 4], [u8; 4]) {
-    let g = &p.ip_gens[p.templates[0].ip_gen as usize];
-    let (mine, peer) = if mode == Mode::Server {
-        (g.servers.first, g.clients.first)
-    } else {
-        (g.clients.first, g.servers.first)
-    };
-    (mine.to_be_bytes(), peer.to_be_bytes())
-}
-
 pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
     SideReport {
         tcp: s.node.tcp.counters().clone(),
@@ -269,328 +262,14 @@ pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
         live_end: s.gen.app.live,
         udp_live_end: s.gen.udp.live,
         peak_active: s.gen.app.peak_live,
+        rx_redirected: s.node.counters.rx_redirected,
+        redirect_dropped: s
+            .node
+            .redirect_stats()
+            .map_or(0, |r| r.dropped_full + r.too_big),
+        redirect_mesh: s.node.redirect_stats().is_some(),
         ..SideReport::default()
     }
-}
-
-fn publish<P: Port>(live: &Live, s: &Side<P>, mode: Mode) {
-    let t = s.gen.app.stats.total();
-    let started = if mode == Mode::Server {
-        t.accepted
-    } else {
-        t.started
-    };
-    live.started.store(started, Ordering::Relaxed);
-    live.completed.store(t.completed, Ordering::Relaxed);
-    live.errors
-        .store(s.gen.app.stats.errors(), Ordering::Relaxed);
-    live.active.store(s.gen.app.live, Ordering::Relaxed);
-    let ps = s.node.port.stats();
-    live.wire_bytes.store(ps.tx_bytes, Ordering::Relaxed);
-    live.tx_frames.store(ps.tx_frames, Ordering::Relaxed);
-}
-
-/// Runs one side of `profile` on a real interface (single thread, monotonic clock).
-pub fn run_real(
-    profile: Arc<Profile>,
-    cfg: &RunConfig,
-    rc: &RealConfig,
-    live: Arc<Live>,
-) -> Result<RunResult, String> {
-    if profile.templates.is_empty() {
-        return Err("the profile has no template".into());
-    }
-    let owned = owned_ranges(&profile, rc.mode == Mode::Client).0;
-    with_port(
-        rc,
-        owned,
-        RunSide {
-            profile,
-            cfg,
-            rc,
-            live,
-        },
-    )
-}
-
-/// What runs on a real port once it is open: one side of a profile (`squall run`) or the
-/// HTTP server (`squall serve`).
-pub trait PortJob {
-    type Out;
-    /// Runs on `port`; `describe` gives the port's own part of the final report line.
-    fn run<P: Port>(self, port: P, describe: &dyn Fn(&P) -> String) -> Result<Self::Out, String>;
-}
-
-/// `squall run`'s side on a real port.
-struct RunSide<'a> {
-    profile: Arc<Profile>,
-    cfg: &'a RunConfig,
-    rc: &'a RealConfig,
-    live: Arc<Live>,
-}
-
-impl PortJob for RunSide<'_> {
-    type Out = RunResult;
-    fn run<P: Port>(self, port: P, describe: &dyn Fn(&P) -> String) -> Result<RunResult, String> {
-        run_on(port, self.profile, self.cfg, self.rc, self.live, describe)
-    }
-}
-
-/// Opens the port `rc` names (AF_XDP steers the addresses of `owned` to it) and runs
-/// `job` on it.
-pub fn with_port<J: PortJob>(
-    rc: &RealConfig,
-    owned: Vec<(u32, u32)>,
-    job: J,
-) -> Result<J::Out, String> {
-    match rc.kind {
-        PortKind::AfPacket => {
-            let mut pc = AfPacketConfig::new(&rc.ifname);
-            pc.rx_ring = rc.rx_ring;
-            let port = AfPacketPort::open(pc)?;
-            job.run(port, &|p: &AfPacketPort| {
-                let x = p.extra_stats();
-                format!(
-                    "afpacket:{} (rx {}): own outgoing skipped {}, rx truncated {}, tx refused {}",
-                    rc.ifname,
-                    if rc.rx_ring {
-                        "TPACKET_V3 ring"
-                    } else {
-                        "recvmmsg"
-                    },
-                    x.rx_outgoing,
-                    x.rx_truncated,
-                    x.tx_refused
-                )
-            })
-        }
-        PortKind::Dpdk => run_dpdk(rc, job),
-        PortKind::AfXdp { queue, mode } => {
-            let mut xc = AfXdpConfig::new(&rc.ifname, queue);
-            xc.mode = mode;
-            xc.owned = owned;
-            let port = AfXdpPort::open(xc)?;
-            job.run(port, &|p: &AfXdpPort| {
-                let x = p.extra_stats();
-                format!(
-                    "afxdp:{}:{queue} ({}, XDP {} mode): XDP redirected {}, passed to the kernel {}, \
-                     kernel rx drops {} (rx ring full {}, fill ring empty {}), rx invalid {}, \
-                     tx refused {}, tx kicks {}, fill kicks {}",
-                    rc.ifname,
-                    if p.zero_copy() { "zero-copy" } else { "copy" },
-                    if p.native() { "native" } else { "generic" },
-                    x.xdp_redirected,
-                    x.xdp_passed + x.xdp_short,
-                    x.kernel_rx_dropped,
-                    x.kernel_rx_ring_full,
-                    x.kernel_fill_empty,
-                    x.rx_invalid,
-                    x.tx_refused,
-                    x.tx_wakeups,
-                    x.rx_wakeups
-                )
-            })
-        }
-    }
-}
-
-/// Runs `job` over the DPDK port of `rc` (EAL initialised here: this thread becomes its
-/// main lcore), one queue pair; without the `dpdk` feature, an error.
-fn run_dpdk<J: PortJob>(rc: &RealConfig, job: J) -> Result<J::Out, String> {
-    let d = rc.dpdk.clone().unwrap_or_default();
-    let d = &d;
-    #[cfg(feature = "dpdk")]
-    {
-        use squall_port::dpdk::{self, DpdkPort};
-        use squall_port::OffloadFlags;
-        dpdk::init(&d.eal)?;
-        let r = open_dpdk(d).and_then(|port| {
-            let offloads = port.caps().offloads;
-            let by = |f| {
-                if offloads.contains(f) {
-                    "device"
-                } else {
-                    "stack"
-                }
-            };
-            job.run(port, &|p: &DpdkPort| {
-                let i = p.info();
-                let x = p.device_stats();
-                format!(
-                    "{}: device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, TCP \
-                     checksums on tx by the {}, on rx by the {}; device missed {}, rx \
-                     errors {}, tx errors {}, no mbuf {}; chained rx {}",
-                    rc.label(),
-                    i.name,
-                    i.driver,
-                    i.rx_offload_capa,
-                    i.tx_offload_capa,
-                    by(OffloadFlags::TX_TCP_CSUM),
-                    by(OffloadFlags::RX_L4_CSUM_GOOD),
-                    x.imissed,
-                    x.ierrors,
-                    x.oerrors,
-                    x.rx_nombuf,
-                    p.extra_stats().rx_chained
-                )
-            })
-        });
-        // The ports are closed: the EAL's runtime files of this process can go.
-        dpdk::remove_own_runtime_dir();
-        r
-    }
-    #[cfg(not(feature = "dpdk"))]
-    {
-        let _ = (job, d);
-        Err("--iface dpdk: built without the dpdk feature (cargo build --features dpdk)".into())
-    }
-}
-
-/// Opens queue pair 0 of `d`'s device and waits for its link.
-#[cfg(feature = "dpdk")]
-fn open_dpdk(d: &DpdkSpec) -> Result<squall_port::dpdk::DpdkPort, String> {
-    use squall_port::dpdk::{self, DpdkConfig};
-    let port = dpdk::open(&DpdkConfig {
-        device: d.device.clone(),
-        ..DpdkConfig::default()
-    })?
-    .swap_remove(0);
-    // A memif link comes up once the peer process has connected.
-    if !port.wait_link(Duration::from_secs(20)) {
-        return Err(format!(
-            "dpdk: {}: the link is down after 20 s (no peer on the memif socket? interface down?)",
-            port.info().name
-        ));
-    }
-    Ok(port)
-}
-
-/// The run on an open port; `describe` gives the port's own part of the final report line.
-fn run_on<P: Port>(
-    port: P,
-    profile: Arc<Profile>,
-    cfg: &RunConfig,
-    rc: &RealConfig,
-    live: Arc<Live>,
-    describe: &dyn Fn(&P) -> String,
-) -> Result<RunResult, String> {
-    let caps = port.caps();
-    let (mine, peer_default) = addresses(&profile, rc.mode);
-    let peer_ip = rc.peer_ip.unwrap_or(peer_default);
-    let clock = MonotonicClock::new();
-    let cpu0 = thread_cpu_ns();
-    let t0 = clock.now_ns() + 100_000_000;
-    let seed = cfg.seed.unwrap_or(profile.scheduler.seed);
-    let t = &profile.templates[0];
-    let tun = if rc.mode == Mode::Server {
-        &t.server
-    } else {
-        &t.client
-    };
-    let mut tc = tcp_config(
-        tun,
-        caps.mac,
-        rc.peer_mac.unwrap_or([0; 6]),
-        cfg.max_flows,
-        crate::run::host_secret(cfg, seed ^ 0xaf9)?,
-    );
-    // Segments must fit the interface's MTU.
-    tc.opts.mss = tc.opts.mss.min(caps.mtu.saturating_sub(40)).max(64);
-    let cg = if rc.mode == Mode::Client {
-        let mut sc = SchedConfig::from_profile(&profile, cfg.mult, Some(cfg.duration_ns), 0, 1);
-        sc.start_ns = t0;
-        sc.seed = seed;
-        Some(ClientGen::new(&profile, &sc)?)
-    } else {
-        None
-    };
-    let mut s = Side::new(profile.clone(), port, tc, cg, t0, seed ^ 0x1);
-    s.node.set_vlan(cfg.vlan);
-    s.gen.app.stall_ns = cfg.stall_ns;
-    // The node answers ARP for its pools from here on; it asks for the peer unless told.
-    let peer_mac = match rc.peer_mac {
-        Some(m) => m,
-        None => s
-            .node
-            .resolve(
-                u32::from_be_bytes(mine),
-                u32::from_be_bytes(peer_ip),
-                rc.arp_timeout,
-            )
-            .map_err(|e| format!("{}: {e}", rc.ifname))?,
-    };
-    s.node.set_next_hop(peer_mac);
-    s.node.announce(clock.now_ns());
-    if rc.mode == Mode::Client {
-        s.gen.pace = Some(256);
-    }
-    let stop = t0 + cfg.duration_ns;
-    let hard = stop + cfg.drain_ns;
-    let mut now;
-    let mut last_pub = 0u64;
-    let mut idle = IdleYield::default();
-    // Idle polling is not work: the busy figure counts iterations that did some.
-    let mut busy = crate::run::Busy::default();
-    crate::run::wait_until(&clock, t0);
-    loop {
-        now = clock.now_ns();
-        let w = s.iterate(now, None);
-        busy.add(now, clock.now_ns(), w);
-        let done = if rc.mode == Mode::Client {
-            s.is_idle()
-        } else {
-            now >= stop && s.is_idle()
-        };
-        if done {
-            break;
-        }
-        if now >= hard {
-            if s.gen.app.live > 0 {
-                s.cut_all(now, None);
-            }
-            break;
-        }
-        if now.saturating_sub(last_pub) >= 10_000_000 {
-            last_pub = now;
-            publish(&live, &s, rc.mode);
-        }
-        idle.turn(w);
-    }
-    publish(&live, &s, rc.mode);
-    live.done.store(true, Ordering::Relaxed);
-    s.release_frames();
-    let cpu = thread_cpu_ns().saturating_sub(cpu0);
-    let a = s.node.neigh.stats;
-    let n = s.node.counters;
-    eprintln!(
-        "squall: {} mac {} peer {} at {}: ARP requests answered {}, ARP ignored {}, \
-         ICMP echo requests answered {}, unrelated frames dropped {}",
-        describe(&s.node.port),
-        fmt_mac(caps.mac),
-        std::net::Ipv4Addr::from(peer_ip),
-        fmt_mac(peer_mac),
-        a.requests_answered,
-        a.ignored,
-        s.node.icmp.echo_answered,
-        n.rx_not_ours + n.rx_other_ip + n.rx_other_ether + n.rx_bad,
-    );
-    let rep = side_report(&s, cpu);
-    let (client, server) = if rc.mode == Mode::Server {
-        (SideReport::default(), rep)
-    } else {
-        (rep, SideReport::default())
-    };
-    Ok(RunResult {
-        client,
-        server,
-        elapsed_ns: now.saturating_sub(t0),
-        gen_ns: cfg.duration_ns,
-        stall_ns: cfg.stall_ns,
-        cpu_ns: cpu,
-        busy_cpu_ns: busy.scale(cpu),
-        pcap: None,
-        wire_unimpaired: false,
-    })
 }
 
 /// A polling loop on real ports yields the core after 1,000 turns in a row without work

@@ -13,13 +13,16 @@
 //! - [`htmlreport`], [`svg`]: `squall report`, the HTML page and its inline SVG charts;
 //! - [`liveview`]: the live view of `squall run` on a terminal (ratatui);
 //! - [`impair`]: the `--impair` option parser;
-//! - [`iface`]: single-side runs on a real interface (AF_PACKET); ARP is the node's;
+//! - [`iface`]: single-side runs on a real interface: `--iface`/`--mode` parsing, checks;
+//! - [`cores`]: a real-port run with one worker per queue (`--cores N`), steering and redirect;
+//! - `worker`: one worker of a real-port run (its node and generator on one queue);
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
 //! - [`dut`]: both sides on two real ports with a device under test between them;
 //! - [`serve`]: `squall serve`, the HTTP/1.1 server on a real port.
 
 pub mod assertion;
 pub mod config;
+pub mod cores;
 pub mod dut;
 pub mod gen;
 pub mod htmlreport;
@@ -36,3 +39,4 @@ pub mod source;
 pub mod stats;
 pub mod svg;
 pub mod watch;
+pub(crate) mod worker;

@@ -101,7 +101,8 @@ struct RunArgs {
     #[arg(short = 'm', long, default_value_t = 1.0)]
     mult: f64,
     /// Worker cores. 1: both sides in one thread (T-mem1); N: N shards, each core running
-    /// both sides of its own share of the flows over its own wire (T-memN).
+    /// both sides of its own share of the flows over its own wire (T-memN). On a real
+    /// interface: N workers, each owning one queue of the port (docs/SCALING.md).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     cores: u32,
     /// With --cores 2: the client side on core 0 and the server side on core 1 over one
@@ -140,6 +141,11 @@ struct RunArgs {
     /// client address).
     #[arg(long, value_name = "IP")]
     server_gw: Option<String>,
+    /// With --cores N on a real interface: do not steer replies to the worker owning their
+    /// flow (AF_PACKET fanout by the kernel's flow hash, DPDK source ports not chosen by
+    /// RSS); the software redirect forwards them instead, counted (rx_redirected).
+    #[arg(long)]
+    no_steering: bool,
     /// Real interface: the peer's MAC (skips ARP resolution).
     #[arg(long, value_name = "MAC")]
     peer_mac: Option<String>,
@@ -523,9 +529,23 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         return usage("--client-iface/--server-iface play both sides: no --iface or --mode");
     }
     if (real.is_some() || dut.is_some())
-        && (a.sim || a.cores != 1 || a.pcap.is_some() || a.impair.is_some())
+        && (a.sim || a.split || a.pcap.is_some() || a.impair.is_some())
     {
-        return usage("real interfaces run in one thread: no --sim, --cores, --pcap or --impair");
+        return usage("real interfaces: no --sim, --split, --pcap or --impair");
+    }
+    if dut.is_some() {
+        if let Err(e) = squall::cores::check_cores(a.cores) {
+            return usage(&e);
+        }
+    }
+    if a.no_steering && (real.is_none() || a.cores < 2) {
+        return usage("--no-steering is for --cores N (N > 1) on a real interface (--iface)");
+    }
+    if let Some(rc) = real.as_mut() {
+        rc.steering = !a.no_steering;
+        if let Err(e) = squall::cores::check_cores(a.cores) {
+            return usage(&e);
+        }
     }
     if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 1e6) {
         return usage("--duration must be a positive number of seconds");
@@ -662,13 +682,20 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     };
     let real_mode = match (&real, &dut) {
         (_, Some(dc)) => Some(format!(
-            "real time, afpacket:{} (client) and afpacket:{} (server), DUT between",
-            dc.client.ifname, dc.server.ifname
+            "real time, afpacket:{} (client) and afpacket:{} (server), DUT between{}",
+            dc.client.ifname,
+            dc.server.ifname,
+            if cfg.cores > 1 {
+                format!(", {} workers (fanout steering)", cfg.cores)
+            } else {
+                String::new()
+            }
         )),
         (Some(rc), None) => Some(format!(
-            "real time, {}, {} only",
+            "real time, {}, {} only{}",
             rc.label(),
-            rc.mode.name()
+            rc.mode.name(),
+            squall::cores::plan(rc, cfg.cores)
         )),
         (None, None) => None,
     };

@@ -454,6 +454,13 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
             }
         }
     }
+    if r.client.redirect_mesh || r.server.redirect_mesh {
+        let _ = writeln!(
+            o,
+            "\nredirect between workers (client | server): frames taken in from another worker's queue {} | {}, dropped {} | {}",
+            r.client.rx_redirected, r.server.rx_redirected, r.client.redirect_dropped, r.server.redirect_dropped
+        );
+    }
     let imp = (r.client.impair, r.server.impair);
     if imp.0 != Default::default() || imp.1 != Default::default() {
         let _ = writeln!(
@@ -592,6 +599,7 @@ fn side_json(s: &SideReport) -> Value {
             "rx_frames": s.port.rx_frames, "rx_bytes": s.port.rx_bytes,
             "tx_frames": s.port.tx_frames, "tx_bytes": s.port.tx_bytes,
             "tx_full": s.port.tx_full, "alloc_fail": s.port.alloc_fail, "dropped": s.port.dropped,
+            "rx_redirected": s.rx_redirected, "redirect_dropped": s.redirect_dropped,
         },
         "impairment": {
             "lost": s.impair.lost, "duplicated": s.impair.duplicated, "reordered": s.impair.reordered,

@@ -92,6 +92,13 @@ pub struct SideReport {
     /// Loop turns in which no flow was opened because the wire's frame pools ran low
     /// (client side; the generator was over capacity then).
     pub throttled_turns: u64,
+    /// Frames that reached the queue of another worker of the port and were forwarded to
+    /// the one owning their flow (software redirect, `--cores N` on a real port).
+    pub rx_redirected: u64,
+    /// Frames the redirect dropped (ring to the owner full, frame too large).
+    pub redirect_dropped: u64,
+    /// The side's workers were joined by a redirect mesh.
+    pub redirect_mesh: bool,
 }
 
 /// Result of a run.
@@ -281,7 +288,7 @@ fn report_into(out: &mut SideReport, s: &Side<MemPort>, cpu_ns: u64) {
         live_end: s.gen.app.live,
         udp_live_end: s.gen.udp.live,
         peak_active: s.gen.app.peak_live,
-        throttled_turns: 0,
+        ..SideReport::default()
     };
 }
 

@@ -1,5 +1,5 @@
 //! `squall serve`: the HTTP/1.1 server app of `squall-serve` on a Squall node, run on a
-//! real port by the same port runner as `squall run` ([`crate::iface::with_port`]):
+//! real port by the same port runner as `squall run` ([`crate::cores::with_port`]):
 //! loading the site, the loop, the stop on SIGINT/SIGTERM, the final counters.
 
 pub use squall_serve::{app, files, log, respond};
@@ -16,7 +16,8 @@ use squall_port::Port;
 use squall_stack::{Node, NodeConfig, Owned};
 use squall_tcp::{FlowId, TcpConfig};
 
-use crate::iface::{self, fmt_mac, IdleYield, PortJob, RealConfig};
+use crate::cores::{self, PortJob};
+use crate::iface::{fmt_mac, IdleYield, RealConfig};
 use app::{AppConfig, ServeApp, ServeStats};
 use files::Files;
 use respond::Route;
@@ -76,7 +77,7 @@ pub fn serve(cfg: &ServeConfig, stop: Arc<AtomicBool>) -> Result<ServeReport, St
         cfg.iface.label()
     );
     let ip = u32::from(*cfg.listen.ip());
-    iface::with_port(
+    cores::with_port(
         &cfg.iface,
         vec![(ip, ip)],
         ServeJob {

@@ -45,40 +45,71 @@ pub fn run_shards(
     let mut workers = Vec::with_capacity(n as usize);
     for k in 0..n {
         let (p, c, l) = (profile.clone(), cfg.clone(), lives[k as usize].clone());
-        let core = if ncpu.is_empty() {
-            k as usize
-        } else {
-            ncpu[k as usize % ncpu.len()]
-        };
-        let h = std::thread::Builder::new()
-            .name(format!("squall-w{k}"))
-            .spawn(move || {
-                let _ = squall_engine::affinity::pin_current_thread(core);
-                let shard = Shard { index: k, count: n };
-                run_single(&p, &c, Some(&clock), &l, shard, Some(t0))
-            })
-            .map_err(|e| e.to_string())?;
+        let h = spawn_worker(k, &ncpu, move || {
+            let shard = Shard { index: k, count: n };
+            run_single(&p, &c, Some(&clock), &l, shard, Some(t0))
+        })?;
         workers.push(h);
     }
+    join_workers(workers, &live, &lives, "shard")
+}
+
+/// Spawns worker `k` (thread `squall-wK`) pinned to the `k`-th core of `ncpu` (the cores
+/// this process may use; wraps around when there are fewer).
+pub(crate) fn spawn_worker<F>(
+    k: u32,
+    ncpu: &[usize],
+    f: F,
+) -> Result<std::thread::JoinHandle<Result<RunResult, String>>, String>
+where
+    F: FnOnce() -> Result<RunResult, String> + Send + 'static,
+{
+    let core = if ncpu.is_empty() {
+        k as usize
+    } else {
+        ncpu[k as usize % ncpu.len()]
+    };
+    std::thread::Builder::new()
+        .name(format!("squall-w{k}"))
+        .spawn(move || {
+            let _ = squall_engine::affinity::pin_current_thread(core);
+            f()
+        })
+        .map_err(|e| format!("worker {k}: cannot start its thread: {e}"))
+}
+
+/// Waits for `workers` (each publishing into its own entry of `lives`) while summing their
+/// live figures into `live` and forwarding its stop requests; returns their merged
+/// results (an error names the failed worker, `what` `k`).
+pub(crate) fn join_workers(
+    workers: Vec<std::thread::JoinHandle<Result<RunResult, String>>>,
+    live: &Live,
+    lives: &[Arc<Live>],
+    what: &str,
+) -> Result<RunResult, String> {
     while !workers.iter().all(|h| h.is_finished()) {
         std::thread::sleep(Duration::from_millis(10));
-        forward_control(&live, &lives);
-        sum_live(&live, &lives);
+        forward_control(live, lives);
+        sum_live(live, lives);
     }
     let mut merged: Option<RunResult> = None;
+    let mut failed: Vec<String> = Vec::new();
     for (k, h) in workers.into_iter().enumerate() {
-        let r = h
-            .join()
-            .map_err(|_| format!("shard {k} panicked"))?
-            .map_err(|e| format!("shard {k}: {e}"))?;
-        match merged.as_mut() {
-            None => merged = Some(r),
-            Some(m) => merge_result(m, &r),
+        match h.join() {
+            Err(_) => failed.push(format!("{what} {k} panicked")),
+            Ok(Err(e)) => failed.push(format!("{what} {k}: {e}")),
+            Ok(Ok(r)) => match merged.as_mut() {
+                None => merged = Some(r),
+                Some(m) => merge_result(m, &r),
+            },
         }
     }
-    sum_live(&live, &lives);
+    sum_live(live, lives);
     live.done.store(true, Ordering::Relaxed);
-    merged.ok_or_else(|| "no shard ran".to_string())
+    if !failed.is_empty() {
+        return Err(failed.join("; "));
+    }
+    merged.ok_or_else(|| format!("no {what} ran"))
 }
 
 /// A stop (or cut) requested on the run's control goes to every shard.
@@ -140,6 +171,9 @@ pub(crate) fn merge_side(a: &mut SideReport, b: &SideReport) {
     a.udp_live_end += b.udp_live_end;
     a.peak_active += b.peak_active;
     a.throttled_turns += b.throttled_turns;
+    a.rx_redirected += b.rx_redirected;
+    a.redirect_dropped += b.redirect_dropped;
+    a.redirect_mesh |= b.redirect_mesh;
 }
 
 #[cfg(test)]

@@ -3,20 +3,23 @@
 //! between them routes — and in the second test also masquerades — every flow. Both
 //! sides are Squall's, so every invariant of the in-memory wire is checked: every flow
 //! completes, bytes sent == bytes received both ways. Needs root, ip, ethtool (and nft
-//! for the NAT case); skipped with the reason printed otherwise.
+//! for the NAT case); skipped with the reason printed otherwise. The NAT case also runs
+//! with `--cores 2` (a worker per fanout member of each port, no frame redirected).
 
 mod lab;
 
 use lab::{num, skip, squall_in, tmpdir, Lab, LAB};
 use serde_json::Value;
 
-/// W1 through the DUT for 3 s at 1,000 flows/s; the run's JSON result.
-fn w1_through_dut(topology: &str) -> Value {
+/// W1 through the DUT for 3 s at 1,000 flows/s with `cores` workers; the run's JSON
+/// result.
+fn w1_through_dut(topology: &str, cores: u32) -> Value {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let _lab = Lab::up(&[topology]);
     let dir = tmpdir(topology);
     let json = dir.join("run.json");
     let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
+    let cores = cores.to_string();
     let (code, out) = squall_in(
         "sq-tg",
         &[
@@ -34,6 +37,8 @@ fn w1_through_dut(topology: &str) -> Value {
             "3",
             "--mult",
             "1000",
+            "--cores",
+            &cores,
             "-q",
             "--json",
             json.to_str().unwrap(),
@@ -70,7 +75,7 @@ fn every_flow_completes_through_a_routing_dut() {
         eprintln!("skipped: {why}");
         return;
     }
-    let v = w1_through_dut("dut");
+    let v = w1_through_dut("dut", 1);
     // Routed, not translated: the server saw the client pool's own addresses.
     assert_eq!(num(&v, &["server", "translated"]), 0);
 }
@@ -81,8 +86,28 @@ fn every_flow_completes_through_a_nat_and_the_server_sees_the_translated_address
         eprintln!("skipped: {why}");
         return;
     }
-    let v = w1_through_dut("dut-nat");
+    let v = w1_through_dut("dut-nat", 1);
     assert_eq!(num(&v, &["server", "translated"]), 3000);
     assert_eq!(v["server"]["translated_from"], "198.19.0.1");
     assert_eq!(num(&v, &["client", "translated"]), 0);
+}
+
+/// `--cores 2` through the NAT: each worker owns one fanout member of each port (client
+/// port steered by our source port, server port by the peer-port hash of the translated
+/// source port); every flow completes and no frame has to move between the workers.
+#[test]
+fn two_workers_through_a_nat_keep_every_flow_on_its_core() {
+    if let Some(why) = skip(&["ip", "ethtool", "nft"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs 2 cores for 2 workers");
+        return;
+    }
+    let v = w1_through_dut("dut-nat", 2);
+    assert_eq!(num(&v, &["server", "translated"]), 3000);
+    assert!(v["mode"].as_str().unwrap().contains("2 workers"));
+    assert_eq!(num(&v, &["client", "port", "rx_redirected"]), 0);
+    assert_eq!(num(&v, &["server", "port", "rx_redirected"]), 0);
 }

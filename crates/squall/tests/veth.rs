@@ -15,7 +15,8 @@ use serde_json::Value;
 
 mod lab;
 use lab::{
-    have, ns, num, root, server_thread, skip, squall_bin, squall_in, tmpdir, Lab, Proc, LAB,
+    ab_field, have, nginx_squall_requests, nginx_w1, ns, num, root, server_thread, skip,
+    squall_bin, squall_in, tmpdir, w1_client_profile, Lab, Proc, LAB,
 };
 
 /// A wire capture in a lab namespace (two `dumpcap`s, stopped by pid): every frame's
@@ -289,71 +290,12 @@ fn client_against_nginx(case: &ClientCase) {
         return;
     }
     let dir = tmpdir("cli");
-    let www = dir.join("www");
-    std::fs::create_dir_all(&www).unwrap();
-    let body: Vec<u8> = (0..32_768u32).map(|i| (i * 7 % 251) as u8).collect();
-    std::fs::write(www.join("w1"), &body).unwrap();
-    let d = dir.display();
-    let conf = format!(
-        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
-         error_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\n\
-         http {{\n access_log {d}/access.log;\n server_tokens off;\n client_body_temp_path {d};\n\
-         proxy_temp_path {d};\n fastcgi_temp_path {d};\n uwsgi_temp_path {d};\n\
-         scgi_temp_path {d};\n server {{\n  listen 198.18.48.1:80;\n  root {d}/www;\n\
-         default_type application/octet-stream;\n }}\n}}\n"
-    );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
     let _lab = Lab::up(&["--squall", "client"]);
     if case.netem {
         netem_on_server_link();
     }
-    let conf_path = dir.join("nginx.conf").display().to_string();
-    let prefix = d.to_string();
-    let _nginx = Proc(
-        ns("sq-srv", &["nginx", "-c", &conf_path, "-p", &prefix])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nginx"),
-    );
-    // Exact response size (headers + body) as nginx sends it to a `Connection: close`
-    // request, measured from inside sq-srv (the kernel path, not the veth).
-    let t0 = Instant::now();
-    let total = loop {
-        let out = ns(
-            "sq-srv",
-            &[
-                "curl",
-                "-s",
-                "-m",
-                "2",
-                "-o",
-                "/dev/null",
-                "-H",
-                "Connection: close",
-                "-w",
-                "%{size_header} %{size_download}",
-                "http://198.18.48.1/w1",
-            ],
-        )
-        .output()
-        .unwrap();
-        let s = String::from_utf8_lossy(&out.stdout).to_string();
-        let v: Vec<u64> = s.split(' ').filter_map(|x| x.parse().ok()).collect();
-        if v.len() == 2 && v[1] == 32_768 {
-            break v[0] + v[1];
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "nginx did not come up: {s}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let src = root().join("crates/squall/tests/profiles/veth-client.json");
-    let mut p: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
-    p["programs"][0]["commands"][1]["bytes"] = total.into();
-    let prof = dir.join("client.json");
-    std::fs::write(&prof, p.to_string()).unwrap();
+    let (_nginx, total) = nginx_w1("sq-srv", &dir);
+    let prof = w1_client_profile(&dir, total);
     let json = dir.join("client-run.json");
     // Whole frames of the flows of 16 client addresses (of 200), headers of all.
     let cap = case
@@ -396,14 +338,7 @@ fn client_against_nginx(case: &ClientCase) {
     // nginx's own count: one log line per Squall request (user agent `squall`; the size
     // probe's curl line may land after the log was emptied), each a full 200 with the
     // 32 KiB body.
-    let log = std::fs::read_to_string(dir.join("access.log")).unwrap();
-    let ours: Vec<&str> = log.lines().filter(|l| l.ends_with("\"squall\"")).collect();
-    assert_eq!(ours.len() as u64, flows, "nginx access log lines");
-    assert!(
-        ours.iter()
-            .all(|l| l.contains("\"GET /w1 HTTP/1.1\" 200 32768 ")),
-        "every request answered 200 with the whole body"
-    );
+    assert_eq!(nginx_squall_requests(&dir), flows, "nginx access log lines");
     assert_eq!(num(&r, &["client", "flows", "completed"]), flows);
     assert_eq!(num(&r, &["errors"]), 0);
     assert_eq!(
@@ -553,13 +488,7 @@ fn server_answers(iface: &str, afxdp: bool) {
         &["ab", "-n", "200", "-c", "10", "http://198.18.48.1/"],
     );
     assert!(ok, "ab failed: {abt}");
-    let field = |k: &str| -> String {
-        abt.lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split(':').nth(1))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
+    let field = |k: &str| ab_field(&abt, k);
     assert_eq!(field("Complete requests"), "200");
     assert_eq!(field("Failed requests"), "0");
     assert_eq!(field("Document Length"), "4096 bytes");

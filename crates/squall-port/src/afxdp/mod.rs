@@ -252,6 +252,11 @@ impl AfXdpPort {
         self.ifindex
     }
 
+    /// The interface queue the socket is bound to.
+    pub fn queue(&self) -> u32 {
+        self.cfg.queue
+    }
+
     /// Whether the socket is bound in zero-copy mode.
     pub fn zero_copy(&self) -> bool {
         self.zero_copy

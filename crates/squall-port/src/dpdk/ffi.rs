@@ -33,6 +33,8 @@ pub struct DevInfo {
     pub hash_key_size: u8,
     pub socket: i32,
     pub driver: [c_char; 32],
+    /// Entries of the RSS redirection table (0: no RSS).
+    pub reta_size: u16,
 }
 
 /// `struct sq_dev_conf`.

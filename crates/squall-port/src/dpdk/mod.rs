@@ -363,6 +363,9 @@ pub struct DeviceInfo {
     pub tx_offload_capa: u64,
     /// RSS hash types enabled (0: a single queue or a device without RSS).
     pub rss_hf: u64,
+    /// Entries of the device's RSS redirection table (filled round robin over the queues
+    /// by the driver: entry `i` -> queue `i % queues`).
+    pub reta_size: u16,
 }
 
 /// The device shared by its queues' ports: stopped and closed when the last port goes.
@@ -613,6 +616,7 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
         rx_offload_capa: di.rx_offload_capa,
         tx_offload_capa: di.tx_offload_capa,
         rss_hf,
+        reta_size: di.reta_size,
     };
     let caps = PortCaps {
         mac: di.mac,

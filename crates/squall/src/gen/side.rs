@@ -95,9 +95,10 @@ impl ClientGen {
 
     /// For a port that spreads received frames over queues by RSS: source ports are
     /// taken only if the reply of the flow hashes to `queue` (the queue of this core), so
-    /// every reply lands on the core that opened the flow, as TRex does. Use it with a
-    /// scheduler of one core (`n_cores` 1): the hash, not the port number, then keeps
-    /// cores apart.
+    /// every reply lands on the core that opened the flow, as TRex does. With a scheduler
+    /// of core `k` of `n` the ports also keep `port % n == k` (the rule of the software
+    /// redirect, the safety net where the device's hash differs), so `queue` should be `k`:
+    /// about `1/n²` of the port range then fits.
     pub fn set_rss(&mut self, steer: RssSteer, queue: u32) {
         self.rss = Some((steer, queue));
     }
@@ -679,6 +680,24 @@ mod tests {
             for _ in 0..300 {
                 let a = cg.alloc(0, server, 80, |_, _| false).unwrap();
                 assert_eq!(steer.reply_queue(a.ip, a.port, server, 80), queue);
+            }
+        }
+    }
+
+    #[test]
+    fn with_rss_on_core_k_of_n_ports_keep_both_rules() {
+        use squall_port::rss::{RssConfig, RssSteer};
+        let p = w1();
+        let server = 0x3000_0001;
+        let steer = RssSteer::new(&RssConfig::symmetric(2));
+        for core in 0..2 {
+            let sc = SchedConfig::from_profile(&p, 1.0, Some(1_000_000_000), core, 2);
+            let mut cg = ClientGen::new(&p, &sc).unwrap();
+            cg.set_rss(steer.clone(), core);
+            for _ in 0..300 {
+                let a = cg.alloc(0, server, 80, |_, _| false).unwrap();
+                assert_eq!(u32::from(a.port) % 2, core);
+                assert_eq!(steer.reply_queue(a.ip, a.port, server, 80), core);
             }
         }
     }

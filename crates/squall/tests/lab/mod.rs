@@ -185,3 +185,101 @@ pub fn machine_lock(wait: std::time::Duration) -> Option<Option<std::fs::File>> 
     }
     Some(Some(f))
 }
+
+/// A kernel nginx in namespace `n` serving `/w1` (32 KiB) on 198.18.48.1:80 from `dir`
+/// (its config, root, logs), stopped on drop; with the exact size of its response (headers
+/// and body) to a `Connection: close` request, measured from inside `n` (the kernel path,
+/// not the veth) once it answers.
+pub fn nginx_w1(n: &str, dir: &Path) -> (Proc, u64) {
+    use std::time::{Duration, Instant};
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let body: Vec<u8> = (0..32_768u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(www.join("w1"), &body).unwrap();
+    let d = dir.display();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+         error_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\n\
+         http {{\n access_log {d}/access.log;\n server_tokens off;\n client_body_temp_path {d};\n\
+         proxy_temp_path {d};\n fastcgi_temp_path {d};\n uwsgi_temp_path {d};\n\
+         scgi_temp_path {d};\n server {{\n  listen 198.18.48.1:80;\n  root {d}/www;\n\
+         default_type application/octet-stream;\n }}\n}}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let conf_path = dir.join("nginx.conf").display().to_string();
+    let prefix = d.to_string();
+    let nginx = Proc(
+        ns(n, &["nginx", "-c", &conf_path, "-p", &prefix])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nginx"),
+    );
+    let t0 = Instant::now();
+    let total = loop {
+        let out = ns(
+            n,
+            &[
+                "curl",
+                "-s",
+                "-m",
+                "2",
+                "-o",
+                "/dev/null",
+                "-H",
+                "Connection: close",
+                "-w",
+                "%{size_header} %{size_download}",
+                "http://198.18.48.1/w1",
+            ],
+        )
+        .output()
+        .unwrap();
+        let s = String::from_utf8_lossy(&out.stdout).to_string();
+        let v: Vec<u64> = s.split(' ').filter_map(|x| x.parse().ok()).collect();
+        if v.len() == 2 && v[1] == 32_768 {
+            break v[0] + v[1];
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "nginx did not come up: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (nginx, total)
+}
+
+/// The lab's W1 client profile (`tests/profiles/veth-client.json`) receiving exactly
+/// `total` response bytes, written into `dir`; its path.
+pub fn w1_client_profile(dir: &Path, total: u64) -> PathBuf {
+    let src = root().join("crates/squall/tests/profiles/veth-client.json");
+    let mut p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    p["programs"][0]["commands"][1]["bytes"] = total.into();
+    let prof = dir.join("client.json");
+    std::fs::write(&prof, p.to_string()).unwrap();
+    prof
+}
+
+/// nginx's access-log lines of Squall's requests (user agent `squall`) in `dir`, after
+/// checking that each is a full 200 with the 32 KiB body of `/w1`.
+pub fn nginx_squall_requests(dir: &Path) -> u64 {
+    let log = std::fs::read_to_string(dir.join("access.log")).unwrap();
+    let ours: Vec<&str> = log.lines().filter(|l| l.ends_with("\"squall\"")).collect();
+    assert!(
+        ours.iter()
+            .all(|l| l.contains("\"GET /w1 HTTP/1.1\" 200 32768 ")),
+        "every request answered 200 with the whole body"
+    );
+    ours.len() as u64
+}
+
+/// The value of line `key: value` of ab's report (empty if absent).
+pub fn ab_field(report: &str, key: &str) -> String {
+    report
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}

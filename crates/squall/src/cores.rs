@@ -1,0 +1,461 @@
+//! `--cores N` on a real port (`--iface afpacket:IF`, `afxdp:IF[:Q]`, `dpdk ...`): opens
+//! one queue of the port per worker, decides how replies reach the worker that owns
+//! their flow, and runs N workers (`crate::worker`), each pinned to its own core with its own
+//! node, flow table, timers and counters (nothing shared on the data path); their live
+//! figures and results are summed as the in-memory shards' are ([`crate::shards`]).
+//!
+//! Queues per port kind, and how a reply finds its owner ([`Steering`]):
+//! - AF_PACKET: N sockets in one fanout group. By default a classic-BPF program steers
+//!   each frame by port number: on the client side our port `% N` (the rule by which
+//!   worker `k` picks its source ports), on the server side a hash of the peer's port
+//!   ([`squall_port::fanout::peer_port_owner`]): [`Steering::PortRule`]. With
+//!   `--no-steering` the kernel's flow hash spreads them ([`Steering::Redirect`]).
+//! - AF_XDP: the socket of worker `k` on queue `Q + k`. Which queue a frame reaches is the
+//!   NIC's (or, on a veth, the sending side's) choice: [`Steering::Redirect`].
+//! - DPDK: one rx/tx queue pair per worker, RSS configured with Squall's symmetric key. If
+//!   the device does RSS (`rss_hf` not 0), a client worker only takes source ports whose
+//!   reply hashes to its own queue ([`Steering::Rss`]); a device without RSS (or
+//!   `--no-steering`): [`Steering::Redirect`].
+//!
+//! Every worker of a client (and of a server, except under RSS where the device keeps
+//! each flow on one queue) joins a redirect mesh: a frame that reaches a worker not
+//! owning its flow (by the same port rule) is copied to the owner and counted
+//! (`rx_redirected` in the report). With steering the count stays 0; the mesh is the
+//! safety net. The T-dut run ([`crate::dut`]) uses `open_afpacket` for both its ports.
+
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use squall_astf::Profile;
+use squall_engine::{Clock, MonotonicClock};
+use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
+use squall_port::afxdp::{AfXdpConfig, AfXdpPort};
+use squall_port::fanout::{Fanout, FanoutBy};
+use squall_port::rss::RssSteer;
+use squall_port::Port;
+use squall_stack::redirect;
+
+use crate::gen::owned_ranges;
+use crate::iface::{Mode, PortKind, RealConfig};
+use crate::run::{Live, RunConfig, RunResult, START_LEAD_NS};
+use crate::shards::{join_workers, spawn_worker};
+use crate::worker::{run_on, Worker};
+
+/// Frames each redirect ring holds.
+pub(crate) const REDIRECT_DEPTH: usize = 1024;
+
+/// How frames reach the worker that owns their flow.
+#[derive(Clone, Debug)]
+pub enum Steering {
+    /// The port hands each frame to the worker its port names (AF_PACKET fanout program:
+    /// our port `% N` on the client side, the peer-port hash on the server side).
+    PortRule,
+    /// The device's RSS with Squall's key: client source ports are chosen so that each
+    /// reply hashes to its worker's queue.
+    Rss(RssSteer),
+    /// Nothing steers: frames land where the device or kernel puts them and the software
+    /// redirect forwards them.
+    Redirect,
+}
+
+/// What `--cores N` does on this port, in a word for the summary's mode line.
+pub fn plan(rc: &RealConfig, n: u32) -> String {
+    if n <= 1 {
+        return String::new();
+    }
+    let how = match (rc.kind, rc.steering, rc.mode) {
+        (PortKind::AfPacket, true, Mode::Server) => "fanout steering by the peer-port hash",
+        (PortKind::AfPacket, true, _) => &*format!("fanout steering by port % {n}"),
+        (PortKind::Dpdk, true, _) => "RSS steering where the device has it, else redirect",
+        _ => "no steering: software redirect",
+    };
+    format!(", {n} workers ({how})")
+}
+
+/// Checks that `n` workers can each have a core of their own.
+pub fn check_cores(n: u32) -> Result<(), String> {
+    let cores = squall_engine::affinity::available_cores();
+    if n > 1 && !cores.is_empty() && n as usize > cores.len() {
+        return Err(format!(
+            "--cores {n}: this process may use {} core(s) ({:?}); one worker per core",
+            cores.len(),
+            cores
+        ));
+    }
+    Ok(())
+}
+
+/// Rx queues of interface `ifname` as the kernel lists them (`/sys/class/net/IF/queues`).
+fn rx_queues(ifname: &str) -> Option<u32> {
+    let d = std::fs::read_dir(format!("/sys/class/net/{ifname}/queues")).ok()?;
+    Some(
+        d.filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+            .count() as u32,
+    )
+}
+
+/// Runs one side of `profile` on a real interface with `cfg.cores` workers.
+pub fn run_real(
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    rc: &RealConfig,
+    live: Arc<Live>,
+) -> Result<RunResult, String> {
+    if profile.templates.is_empty() {
+        return Err("the profile has no template".into());
+    }
+    let n = cfg.cores.max(1);
+    check_cores(n)?;
+    match rc.kind {
+        PortKind::AfPacket => {
+            let by = match (rc.steering, rc.mode) {
+                (false, _) => FanoutBy::KernelHash,
+                (true, Mode::Server) => FanoutBy::SrcPort,
+                (true, _) => FanoutBy::DstPort,
+            };
+            let ports = open_afpacket(rc, n, by, 0)?;
+            let steer = if rc.steering {
+                Steering::PortRule
+            } else {
+                Steering::Redirect
+            };
+            run_workers(ports, steer, profile, cfg, rc, live, describe_afpacket)
+        }
+        PortKind::AfXdp { queue, mode } => {
+            if n > 1 {
+                if let Some(q) = rx_queues(&rc.ifname) {
+                    if queue + n > q {
+                        return Err(format!(
+                            "--cores {n}: afxdp:{} has {q} rx queue(s), workers need queues \
+                             {queue}..={} (ethtool -L {} combined {}; a veth: ip link add ... \
+                             numrxqueues {} numtxqueues {})",
+                            rc.ifname,
+                            queue + n - 1,
+                            rc.ifname,
+                            queue + n,
+                            queue + n,
+                            queue + n
+                        ));
+                    }
+                }
+            }
+            let owned = owned_ranges(&profile, rc.mode == Mode::Client).0;
+            let mut ports = Vec::with_capacity(n as usize);
+            for k in 0..n {
+                let mut xc = AfXdpConfig::new(&rc.ifname, queue + k);
+                xc.mode = mode;
+                xc.owned = owned.clone();
+                ports.push(AfXdpPort::open(xc)?);
+            }
+            run_workers(
+                ports,
+                Steering::Redirect,
+                profile,
+                cfg,
+                rc,
+                live,
+                describe_afxdp,
+            )
+        }
+        PortKind::Dpdk => run_dpdk(profile, cfg, rc, live, n),
+    }
+}
+
+/// `n` AF_PACKET sockets on `rc`'s interface, joined (if `n > 1`) in one fanout group
+/// (`salt`: one per port of the process) that steers `by`; socket `k` is the group's
+/// `k`-th member (opened in order).
+pub(crate) fn open_afpacket(
+    rc: &RealConfig,
+    n: u32,
+    by: FanoutBy,
+    salt: u16,
+) -> Result<Vec<AfPacketPort>, String> {
+    let group = Fanout::group_for_process(salt);
+    (0..n)
+        .map(|_| {
+            let mut pc = AfPacketConfig::new(&rc.ifname);
+            pc.rx_ring = rc.rx_ring;
+            pc.fanout = (n > 1).then_some(Fanout {
+                group,
+                members: n as u16,
+                by,
+            });
+            AfPacketPort::open(pc).map_err(|e| format!("afpacket:{}: {e}", rc.ifname))
+        })
+        .collect()
+}
+
+/// Starts the workers, one per port in `ports` (worker `k` on `ports[k]`), and merges
+/// their results. One port: the worker runs on the calling thread (DPDK's main lcore).
+fn run_workers<P: Port + Send + 'static>(
+    ports: Vec<P>,
+    steer: Steering,
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    rc: &RealConfig,
+    live: Arc<Live>,
+    describe: fn(&P, &RealConfig) -> String,
+) -> Result<RunResult, String> {
+    let n = ports.len() as u32;
+    if n == 1 {
+        let port = ports.into_iter().next().ok_or("no port")?;
+        return run_on(port, profile, cfg, rc, live, Worker::single(), describe);
+    }
+    let clock = MonotonicClock::new();
+    let t0 = clock.now_ns() + START_LEAD_NS * u64::from(n.min(8));
+    let next_hop = Arc::default();
+    let finished = Arc::new(AtomicU32::new(0));
+    let (rss, mesh) = match &steer {
+        Steering::Rss(s) => (Some(s.clone()), rc.mode != Mode::Server),
+        _ => (None, true),
+    };
+    let mut ends: Vec<Option<squall_stack::Redirect>> = if mesh {
+        redirect::mesh(n, REDIRECT_DEPTH)
+            .into_iter()
+            .map(Some)
+            .collect()
+    } else {
+        (0..n).map(|_| None).collect()
+    };
+    let ncpu = squall_engine::affinity::available_cores();
+    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
+    let mut workers = Vec::with_capacity(n as usize);
+    for (k, port) in ports.into_iter().enumerate() {
+        let w = Worker {
+            index: k as u32,
+            count: n,
+            clock,
+            t0,
+            next_hop: Arc::clone(&next_hop),
+            finished: finished.clone(),
+            redirect: ends[k].take(),
+            rss: rss.clone(),
+        };
+        let (p, c, r, l) = (profile.clone(), cfg.clone(), rc.clone(), lives[k].clone());
+        workers.push(spawn_worker(k as u32, &ncpu, move || {
+            run_on(port, p, &c, &r, l, w, describe)
+        })?);
+    }
+    join_workers(workers, &live, &lives, "worker")
+}
+
+fn describe_afpacket(p: &AfPacketPort, rc: &RealConfig) -> String {
+    let x = p.extra_stats();
+    format!(
+        "afpacket:{} (rx {}): own outgoing skipped {}, rx truncated {}, tx refused {}",
+        rc.ifname,
+        if rc.rx_ring {
+            "TPACKET_V3 ring"
+        } else {
+            "recvmmsg"
+        },
+        x.rx_outgoing,
+        x.rx_truncated,
+        x.tx_refused
+    )
+}
+
+fn describe_afxdp(p: &AfXdpPort, rc: &RealConfig) -> String {
+    let x = p.extra_stats();
+    format!(
+        "afxdp:{}:{} ({}, XDP {} mode): XDP redirected {}, passed to the kernel {}, \
+         kernel rx drops {} (rx ring full {}, fill ring empty {}), rx invalid {}, \
+         tx refused {}, tx kicks {}, fill kicks {}",
+        rc.ifname,
+        p.queue(),
+        if p.zero_copy() { "zero-copy" } else { "copy" },
+        if p.native() { "native" } else { "generic" },
+        x.xdp_redirected,
+        x.xdp_passed + x.xdp_short,
+        x.kernel_rx_dropped,
+        x.kernel_rx_ring_full,
+        x.kernel_fill_empty,
+        x.rx_invalid,
+        x.tx_refused,
+        x.tx_wakeups,
+        x.rx_wakeups
+    )
+}
+
+#[cfg(feature = "dpdk")]
+fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
+    use squall_port::OffloadFlags;
+    let offloads = p.caps().offloads;
+    let by = |f| {
+        if offloads.contains(f) {
+            "device"
+        } else {
+            "stack"
+        }
+    };
+    let i = p.info();
+    let x = p.device_stats();
+    format!(
+        "{} queue {}: device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, RSS hash \
+         types {:#x}, TCP checksums on tx by the {}, on rx by the {}; device missed {}, rx \
+         errors {}, tx errors {}, no mbuf {}; chained rx {}",
+        rc.label(),
+        p.queue(),
+        i.name,
+        i.driver,
+        i.rx_offload_capa,
+        i.tx_offload_capa,
+        i.rss_hf,
+        by(OffloadFlags::TX_TCP_CSUM),
+        by(OffloadFlags::RX_L4_CSUM_GOOD),
+        x.imissed,
+        x.ierrors,
+        x.oerrors,
+        x.rx_nombuf,
+        p.extra_stats().rx_chained
+    )
+}
+
+/// Runs over `n` queue pairs of the DPDK port of `rc` (EAL initialised here: this thread
+/// becomes its main lcore); without the `dpdk` feature, an error.
+fn run_dpdk(
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    rc: &RealConfig,
+    live: Arc<Live>,
+    n: u32,
+) -> Result<RunResult, String> {
+    let d = rc.dpdk.clone().unwrap_or_default();
+    #[cfg(feature = "dpdk")]
+    {
+        use squall_port::dpdk;
+        use squall_port::rss::RssConfig;
+        dpdk::init(&d.eal)?;
+        let r = open_dpdk(&d, n).and_then(|ports| {
+            let info = ports[0].info();
+            let steer = if n > 1 && rc.steering && info.rss_hf != 0 {
+                // The key the device was given (`dpdk::open`), its table size.
+                let mut rss = RssConfig::symmetric(n);
+                if info.reta_size > 0 {
+                    rss.reta_size = u32::from(info.reta_size);
+                }
+                Steering::Rss(RssSteer::new(&rss))
+            } else {
+                Steering::Redirect
+            };
+            run_workers(ports, steer, profile, cfg, rc, live, describe_dpdk)
+        });
+        // The ports are closed: the EAL's runtime files of this process can go.
+        dpdk::remove_own_runtime_dir();
+        r
+    }
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = (profile, cfg, rc, d, live, n, Duration::ZERO);
+        Err("--iface dpdk: built without the dpdk feature (cargo build --features dpdk)".into())
+    }
+}
+
+/// `n` queue pairs of `d`'s device (the EAL is up), once its link is up.
+#[cfg(feature = "dpdk")]
+fn open_dpdk(
+    d: &crate::iface::DpdkSpec,
+    n: u32,
+) -> Result<Vec<squall_port::dpdk::DpdkPort>, String> {
+    use squall_port::dpdk::{self, DpdkConfig};
+    let queues = u16::try_from(n).map_err(|_| format!("--cores {n}: too many"))?;
+    let ports = dpdk::open(&DpdkConfig {
+        device: d.device.clone(),
+        queues,
+        ..DpdkConfig::default()
+    })?;
+    let port = &ports[0];
+    // A memif link comes up once the peer process has connected.
+    if !port.wait_link(Duration::from_secs(20)) {
+        return Err(format!(
+            "dpdk: {}: the link is down after 20 s (no peer on the memif socket? \
+             interface down?)",
+            port.info().name
+        ));
+    }
+    Ok(ports)
+}
+
+/// What runs on one queue of a real port once it is open, on the calling thread: the
+/// HTTP server of `squall serve` (one worker; `squall run` has [`run_real`]).
+pub trait PortJob {
+    type Out;
+    /// Runs on `port`; `describe` gives the port's own part of the final report line.
+    fn run<P: Port>(self, port: P, describe: &dyn Fn(&P) -> String) -> Result<Self::Out, String>;
+}
+
+/// Opens the first queue of the port `rc` names (AF_XDP steers the addresses of `owned`
+/// to it) and runs `job` on it.
+pub fn with_port<J: PortJob>(
+    rc: &RealConfig,
+    owned: Vec<(u32, u32)>,
+    job: J,
+) -> Result<J::Out, String> {
+    match rc.kind {
+        PortKind::AfPacket => {
+            let port = open_afpacket(rc, 1, FanoutBy::DstPort, 0)?
+                .pop()
+                .ok_or("no port")?;
+            job.run(port, &|p: &AfPacketPort| describe_afpacket(p, rc))
+        }
+        PortKind::AfXdp { queue, mode } => {
+            let mut xc = AfXdpConfig::new(&rc.ifname, queue);
+            xc.mode = mode;
+            xc.owned = owned;
+            let port = AfXdpPort::open(xc)?;
+            job.run(port, &|p: &AfXdpPort| describe_afxdp(p, rc))
+        }
+        PortKind::Dpdk => {
+            let d = rc.dpdk.clone().unwrap_or_default();
+            #[cfg(feature = "dpdk")]
+            {
+                use squall_port::dpdk::{self, DpdkPort};
+                dpdk::init(&d.eal)?;
+                let r = open_dpdk(&d, 1).and_then(|mut ports| {
+                    let port = ports.pop().ok_or("no port")?;
+                    job.run(port, &|p: &DpdkPort| describe_dpdk(p, rc))
+                });
+                // The port is closed: the EAL's runtime files of this process can go.
+                dpdk::remove_own_runtime_dir();
+                r
+            }
+            #[cfg(not(feature = "dpdk"))]
+            {
+                let _ = (job, d);
+                Err(
+                    "--iface dpdk: built without the dpdk feature (cargo build --features dpdk)"
+                        .into(),
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn more_workers_than_cores_is_refused() {
+        let have = squall_engine::affinity::available_cores().len() as u32;
+        assert!(check_cores(1).is_ok());
+        if have > 0 {
+            assert!(check_cores(have).is_ok());
+            let e = check_cores(have + 1).unwrap_err();
+            assert!(e.contains("one worker per core"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_plan_names_the_steering() {
+        let mut rc = crate::iface::parse("afpacket:x", Some("client"), None, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(plan(&rc, 1), "");
+        assert!(plan(&rc, 2).contains("port % 2"));
+        rc.steering = false;
+        assert!(plan(&rc, 2).contains("redirect"));
+    }
+}

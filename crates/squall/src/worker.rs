@@ -1,0 +1,253 @@
+//! One worker of a run on a real port: its node (TCP host, flow table, timers, counters)
+//! and its generator side over one queue of the port (an AF_PACKET fanout member, an
+//! AF_XDP socket on one queue, a DPDK rx/tx queue pair). [`run_on`] resolves the next hop
+//! (together with the other workers of the port: the ARP reply may reach any queue),
+//! opens this worker's share of the client flows (`1/N` of the rate, source ports
+//! `port % N == index`, and with RSS only ports whose reply hashes to its own queue) or
+//! answers the flows that reach it, and runs the loop until its side is idle and every
+//! other worker's is too (a worker keeps taking frames redirected to it until then).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use squall_astf::sched::SchedConfig;
+use squall_astf::Profile;
+use squall_engine::clock::thread_cpu_ns;
+use squall_engine::{Clock, MonotonicClock};
+use squall_port::rss::RssSteer;
+use squall_port::Port;
+use squall_stack::{Redirect, SharedMac};
+
+use crate::gen::{tcp_config, ClientGen, Side};
+use crate::iface::{fmt_mac, side_report, IdleYield, Mode, RealConfig};
+use crate::run::{Live, RunConfig, RunResult, SideReport};
+
+/// What a worker gets besides its port: its place among the port's workers and what it
+/// shares with them (the start instant, the next hop's MAC, the count of finished ones).
+pub(crate) struct Worker {
+    /// This worker's index (its queue of the port) and the number of workers.
+    pub index: u32,
+    pub count: u32,
+    /// One clock (one origin) for every worker of the run.
+    pub clock: MonotonicClock,
+    /// When the generators start.
+    pub t0: u64,
+    /// The next hop's MAC as resolved by whichever worker got the ARP reply.
+    pub next_hop: Arc<SharedMac>,
+    /// Workers whose side is done (a worker ends once all are).
+    pub finished: Arc<AtomicU32>,
+    /// This worker's ends of the redirect mesh (frames of other workers' flows).
+    pub redirect: Option<Redirect>,
+    /// RSS of the device: client source ports whose reply hashes to this worker's queue.
+    pub rss: Option<RssSteer>,
+}
+
+impl Worker {
+    /// The only worker of a port.
+    pub(crate) fn single() -> Worker {
+        let clock = MonotonicClock::new();
+        Worker {
+            index: 0,
+            count: 1,
+            t0: clock.now_ns() + crate::run::START_LEAD_NS,
+            clock,
+            next_hop: Arc::default(),
+            finished: Arc::default(),
+            redirect: None,
+            rss: None,
+        }
+    }
+}
+
+/// Default address to resolve: the first server (client mode) or client (server mode)
+/// address of template 0's pool; and our own address used as ARP sender.
+fn addresses(p: &Profile, mode: Mode) -> ([u8; 4], [u8; 4]) {
+    let g = &p.ip_gens[p.templates[0].ip_gen as usize];
+    let (mine, peer) = if mode == Mode::Server {
+        (g.servers.first, g.clients.first)
+    } else {
+        (g.clients.first, g.servers.first)
+    };
+    (mine.to_be_bytes(), peer.to_be_bytes())
+}
+
+fn publish<P: Port>(live: &Live, s: &Side<P>, mode: Mode) {
+    crate::run::publish_client(live, s);
+    if mode == Mode::Server {
+        let accepted = s.gen.app.stats.total().accepted;
+        live.started.store(accepted, Ordering::Relaxed);
+    }
+}
+
+/// The run of one worker on its open port; `describe` gives the port's own part of the
+/// worker's final report line.
+pub(crate) fn run_on<P: Port>(
+    port: P,
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    rc: &RealConfig,
+    live: Arc<Live>,
+    w: Worker,
+    describe: fn(&P, &RealConfig) -> String,
+) -> Result<RunResult, String> {
+    let caps = port.caps();
+    let (mine, peer_default) = addresses(&profile, rc.mode);
+    let peer_ip = rc.peer_ip.unwrap_or(peer_default);
+    let clock = w.clock;
+    let cpu0 = thread_cpu_ns();
+    let t0 = w.t0;
+    let seed = cfg.seed.unwrap_or(profile.scheduler.seed);
+    let t = &profile.templates[0];
+    let tun = if rc.mode == Mode::Server {
+        &t.server
+    } else {
+        &t.client
+    };
+    let mut tc = tcp_config(
+        tun,
+        caps.mac,
+        rc.peer_mac.unwrap_or([0; 6]),
+        cfg.max_flows,
+        crate::run::host_secret(cfg, seed ^ 0xaf9 ^ (u64::from(w.index) << 40))?,
+    );
+    // Segments must fit the interface's MTU.
+    tc.opts.mss = tc.opts.mss.min(caps.mtu.saturating_sub(40)).max(64);
+    let cg = if rc.mode == Mode::Client {
+        let mut sc =
+            SchedConfig::from_profile(&profile, cfg.mult, Some(cfg.duration_ns), w.index, w.count);
+        sc.start_ns = t0;
+        sc.seed = seed;
+        let mut cg = ClientGen::new(&profile, &sc)?;
+        if let Some(steer) = w.rss.clone() {
+            cg.set_rss(steer, w.index);
+        }
+        Some(cg)
+    } else {
+        None
+    };
+    let mut s = Side::new(profile.clone(), port, tc, cg, t0, seed ^ 0x1);
+    s.node.set_vlan(cfg.vlan);
+    s.gen.app.stall_ns = cfg.stall_ns;
+    // The node answers ARP for its pools from here on; worker 0 asks for the peer unless
+    // told, every worker learns the reply from whichever queue it reaches.
+    let peer_mac = match rc.peer_mac {
+        Some(m) => m,
+        None => s
+            .node
+            .resolve_shared(
+                u32::from_be_bytes(mine),
+                u32::from_be_bytes(peer_ip),
+                rc.arp_timeout,
+                w.index == 0,
+                &w.next_hop,
+            )
+            .map_err(|e| format!("{}: {e}", rc.ifname))?,
+    };
+    s.node.set_next_hop(peer_mac);
+    if w.index == 0 {
+        s.node.announce(clock.now_ns());
+    }
+    if let Some(r) = w.redirect {
+        s.node.set_redirect(r);
+    }
+    if rc.mode == Mode::Client {
+        s.gen.pace = Some(256);
+    }
+    let stop = t0 + cfg.duration_ns;
+    let hard = stop + cfg.drain_ns;
+    let mut now;
+    let mut last_pub = 0u64;
+    let mut idle = IdleYield::default();
+    let mut done_marked = false;
+    // Idle polling is not work: the busy figure counts iterations that did some.
+    let mut busy = crate::run::Busy::default();
+    crate::run::wait_until(&clock, t0);
+    loop {
+        now = clock.now_ns();
+        let worked = s.iterate(now, None);
+        busy.add(now, clock.now_ns(), worked);
+        let done = if rc.mode == Mode::Client {
+            s.is_idle()
+        } else {
+            now >= stop && s.is_idle()
+        };
+        if done && !done_marked {
+            done_marked = true;
+            w.finished.fetch_add(1, Ordering::AcqRel);
+        }
+        // Done, and so are the others: nothing can be redirected here any more.
+        if done_marked && w.finished.load(Ordering::Acquire) >= w.count {
+            break;
+        }
+        if now >= hard {
+            if s.gen.app.live > 0 {
+                s.cut_all(now, None);
+            }
+            break;
+        }
+        if now.saturating_sub(last_pub) >= 10_000_000 {
+            last_pub = now;
+            publish(&live, &s, rc.mode);
+        }
+        idle.turn(worked);
+    }
+    if !done_marked {
+        w.finished.fetch_add(1, Ordering::AcqRel);
+    }
+    publish(&live, &s, rc.mode);
+    live.done.store(true, Ordering::Relaxed);
+    s.release_frames();
+    let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    let a = s.node.neigh.stats;
+    let n = s.node.counters;
+    let who = if w.count > 1 {
+        let t = s.gen.app.stats.total();
+        format!(
+            "worker {}/{} (flows opened {}, completed {}): ",
+            w.index,
+            w.count,
+            t.started + t.accepted,
+            t.completed
+        )
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "squall: {who}{} mac {} peer {} at {}: ARP requests answered {}, ARP ignored {}, \
+         ICMP echo requests answered {}, unrelated frames dropped {}{}",
+        describe(&s.node.port, rc),
+        fmt_mac(caps.mac),
+        std::net::Ipv4Addr::from(peer_ip),
+        fmt_mac(peer_mac),
+        a.requests_answered,
+        a.ignored,
+        s.node.icmp.echo_answered,
+        n.rx_not_ours + n.rx_other_ip + n.rx_other_ether + n.rx_bad,
+        match s.node.redirect_stats() {
+            Some(r) => format!(
+                "; redirect: handed to other workers {}, taken in {}, dropped {}",
+                r.sent,
+                r.received,
+                r.dropped_full + r.too_big
+            ),
+            None => String::new(),
+        }
+    );
+    let rep = side_report(&s, cpu);
+    let (client, server) = if rc.mode == Mode::Server {
+        (SideReport::default(), rep)
+    } else {
+        (rep, SideReport::default())
+    };
+    Ok(RunResult {
+        client,
+        server,
+        elapsed_ns: now.saturating_sub(t0),
+        gen_ns: cfg.duration_ns,
+        stall_ns: cfg.stall_ns,
+        cpu_ns: cpu,
+        busy_cpu_ns: busy.scale(cpu),
+        pcap: None,
+        wire_unimpaired: false,
+    })
+}

@@ -1,0 +1,410 @@
+//! `--cores 2` on a real 2-queue port (root only; skipped otherwise, with the reason):
+//! Squall's client over a veth created with 2 rx and 2 tx queues, against a kernel nginx
+//! in a second namespace. Every reply must land on the worker that owns its flow:
+//! - AF_PACKET with fanout steering (`port % 2`): 0 frames redirected between workers;
+//! - AF_PACKET with `--no-steering` (the kernel's flow hash spreads the frames): frames
+//!   redirected and counted, and every flow still completes;
+//! - AF_PACKET with the TPACKET_V3 rx ring in each fanout member: 0 redirected;
+//! - AF_XDP, one socket per queue (which veth queue a frame takes is the sender's choice,
+//!   so the redirect does the steering): every flow completes;
+//! - DPDK `net_af_packet` with `qpairs=2` (the PMD's own kernel fanout, no RSS): the same.
+//!
+//! Each run: both workers opened flows, every flow completed with every response byte,
+//! nginx's access log agrees on the count. The server side: Squall's server with 2
+//! workers answers `ab -n 400 -c 10` in full over AF_PACKET (fanout by the peer-port hash:
+//! 0 redirected; `--no-steering`: redirected, counted) and over AF_XDP (redirected). The namespaces (`sqc-cli`, `sqc-srv`, own names
+//! so as not to collide with the lab's) are removed on drop; the machine-wide lab lock
+//! (`/tmp/squall-lab.lock`) is held for the test (set `SQUALL_LAB_LOCKED=1` when the caller
+//! already holds it). Also the refusals that need no root: more workers than cores, more
+//! than the port's queues, `--no-steering` without `--cores`.
+
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+mod lab;
+use lab::{nginx_squall_requests, nginx_w1, num, skip, squall_in, tmpdir, w1_client_profile, LAB};
+
+const CLI: &str = "sqc-cli";
+const SRV: &str = "sqc-srv";
+
+fn sh(args: &[&str]) -> bool {
+    Command::new(args[0])
+        .args(&args[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Which side Squall plays on the 2-queue lab.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Squall's client on sqc-c0 (no address); nginx's 198.18.48.1 and 198.18.0.1 on
+    /// sqc-s0, the client pool on-link.
+    Client,
+    /// Squall's server on sqc-s0 (no address); the kernel client's 198.18.0.2 on sqc-c0,
+    /// the server pool on-link.
+    Server,
+}
+
+/// The two namespaces joined by a veth with 2 rx and 2 tx queues on each end (sqc-c0 in
+/// sqc-cli, sqc-s0 in sqc-srv), offloads off as in `scripts/lab.sh`, addressed for
+/// `role`; removed on drop.
+struct TwoQueueLab;
+
+impl TwoQueueLab {
+    fn up(role: Role) -> TwoQueueLab {
+        let lab = TwoQueueLab;
+        lab.down();
+        let run = |cmd: &str| {
+            let a: Vec<&str> = cmd.split_whitespace().collect();
+            assert!(sh(&a), "{cmd} failed");
+        };
+        run("ip netns add sqc-cli");
+        run("ip netns add sqc-srv");
+        run(
+            "ip link add sqc-c0 netns sqc-cli numtxqueues 2 numrxqueues 2 type veth \
+             peer name sqc-s0 netns sqc-srv numtxqueues 2 numrxqueues 2",
+        );
+        for (n, i) in [(CLI, "sqc-c0"), (SRV, "sqc-s0")] {
+            run(&format!(
+                "ip netns exec {n} sysctl -qw net.ipv6.conf.all.disable_ipv6=1"
+            ));
+            run(&format!("ip -n {n} link set lo up"));
+            run(&format!("ip -n {n} link set {i} mtu 1500"));
+            run(&format!(
+                "ip netns exec {n} ethtool -K {i} tso off gso off gro off tx off rx off"
+            ));
+        }
+        if role == Role::Client {
+            run("ip -n sqc-srv addr add 198.18.0.1/24 dev sqc-s0");
+            run("ip -n sqc-srv addr add 198.18.48.1/32 dev sqc-s0");
+        } else {
+            run("ip -n sqc-cli addr add 198.18.0.2/24 dev sqc-c0");
+        }
+        run("ip -n sqc-cli link set sqc-c0 up");
+        run("ip -n sqc-srv link set sqc-s0 up");
+        if role == Role::Client {
+            run("ip -n sqc-srv route add 198.18.16.0/24 dev sqc-s0");
+        } else {
+            run("ip -n sqc-cli route add 198.18.48.0/24 dev sqc-c0");
+        }
+        lab
+    }
+
+    fn down(&self) {
+        let _ = sh(&["ip", "netns", "del", CLI]);
+        let _ = sh(&["ip", "netns", "del", SRV]);
+    }
+}
+
+impl Drop for TwoQueueLab {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+/// The locks of a lab test (this binary's, and the machine-wide one unless the caller
+/// holds it), or `None` (the reason printed) when it cannot run here: not root, a tool of
+/// `tools` missing, fewer than 2 cores.
+fn lab_access(
+    tools: &[&str],
+) -> Option<(std::sync::MutexGuard<'static, ()>, Option<std::fs::File>)> {
+    let g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = skip(tools) {
+        eprintln!("skipped: {r}");
+        return None;
+    }
+    if squall_engine_cores() < 2 {
+        eprintln!("skipped: needs 2 cores for 2 workers");
+        return None;
+    }
+    Some((g, machine_lock()))
+}
+
+/// The machine-wide lab lock (namespaces, veth, nginx), unless the caller holds it.
+fn machine_lock() -> Option<std::fs::File> {
+    if std::env::var_os("SQUALL_LAB_LOCKED").is_some() {
+        return None;
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/squall-lab.lock")
+        .expect("open /tmp/squall-lab.lock");
+    f.lock().expect("lock /tmp/squall-lab.lock");
+    Some(f)
+}
+
+/// What one `--cores 2` client run did.
+struct Outcome {
+    flows: u64,
+    redirected: u64,
+    /// Flows opened by worker 0 and worker 1 (from their report lines).
+    per_worker: [u64; 2],
+}
+
+/// Squall's client with `--cores 2` and `extra` options over `iface` on a fresh lab (the
+/// server's TIME_WAIT tuples of a previous run would meet the same client ports): W1
+/// (2,000 flows at 1,000 CPS) against a kernel nginx; checks that every flow completed
+/// with every byte, that nginx logged each, and that both workers carried half the flows.
+fn client_run(iface: &str, extra: &[&str]) -> Outcome {
+    let dir = tmpdir("cores");
+    let _lab = TwoQueueLab::up(Role::Client);
+    let (_nginx, total) = nginx_w1(SRV, &dir);
+    let prof = w1_client_profile(&dir, total);
+    let dir = dir.as_path();
+    let json = dir.join("run.json");
+    let _ = std::fs::remove_file(&json);
+    let mut args = vec![
+        "run",
+        prof.to_str().unwrap(),
+        "--iface",
+        iface,
+        "--mode",
+        "client",
+        "--cores",
+        "2",
+        "--duration",
+        "2",
+        "--mult",
+        "10",
+        "--drain-sec",
+        "20",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let (code, text) = squall_in(CLI, &args, 90);
+    eprintln!("{text}");
+    assert_eq!(code, 0, "squall --cores 2 over {iface} not clean:\n{text}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let flows = num(&r, &["client", "flows", "started"]);
+    assert_eq!(flows, 2000, "2 s at 1,000 CPS");
+    assert_eq!(num(&r, &["client", "flows", "completed"]), flows);
+    assert_eq!(num(&r, &["errors"]), 0);
+    assert_eq!(
+        num(&r, &["client", "flows", "l7_rx_bytes"]),
+        flows * total,
+        "every response byte of every flow"
+    );
+    assert_eq!(nginx_squall_requests(dir), flows, "nginx access log lines");
+    assert!(
+        r["mode"].as_str().unwrap_or("").contains("2 workers"),
+        "{}",
+        r["mode"]
+    );
+    let mut per_worker = [0u64; 2];
+    for (k, w) in per_worker.iter_mut().enumerate() {
+        let tag = format!("worker {k}/2 (flows opened ");
+        let line = text
+            .lines()
+            .find(|l| l.contains(&tag))
+            .unwrap_or_else(|| panic!("no report line of worker {k}:\n{text}"));
+        let rest = &line[line.find(&tag).unwrap() + tag.len()..];
+        *w = rest
+            .split(',')
+            .next()
+            .and_then(|x| x.trim().parse().ok())
+            .unwrap();
+    }
+    assert_eq!(per_worker[0] + per_worker[1], flows);
+    // Each worker has half the rate.
+    for (k, &w) in per_worker.iter().enumerate() {
+        assert!(
+            (900..=1100).contains(&w),
+            "worker {k} opened {w} of {flows}"
+        );
+    }
+    assert_eq!(num(&r, &["client", "port", "redirect_dropped"]), 0);
+    let _ = std::fs::remove_dir_all(dir);
+    Outcome {
+        flows,
+        redirected: num(&r, &["client", "port", "rx_redirected"]),
+        per_worker,
+    }
+}
+
+#[test]
+fn every_reply_lands_on_its_owning_core_on_a_two_queue_port() {
+    let Some(_locks) = lab_access(&["ip", "ethtool", "nginx", "curl"]) else {
+        return;
+    };
+
+    // Fanout steering: the reply's destination port names its worker.
+    let steered = client_run("afpacket:sqc-c0", &[]);
+    assert_eq!(
+        steered.redirected, 0,
+        "with steering every reply lands on its owner"
+    );
+    // The kernel's flow hash: about half the frames reach the other worker.
+    let hashed = client_run("afpacket:sqc-c0", &["--no-steering"]);
+    assert!(
+        hashed.redirected > 0,
+        "without steering frames reach the wrong worker and are redirected"
+    );
+    // The TPACKET_V3 receive ring in each fanout member: steered the same.
+    let ring = client_run("afpacket:sqc-c0,ring", &[]);
+    assert_eq!(ring.redirected, 0, "rx ring: every reply on its owner");
+    // AF_XDP, a socket per queue: the veth's sender picks the queue.
+    let xdp = client_run("afxdp:sqc-c0,copy", &[]);
+    eprintln!(
+        "2-queue veth, --cores 2, {} flows each: AF_PACKET steered: {} redirected \
+         (workers {:?}); AF_PACKET kernel hash: {} redirected (workers {:?}); AF_XDP: {} \
+         redirected (workers {:?})",
+        steered.flows,
+        steered.redirected,
+        steered.per_worker,
+        hashed.redirected,
+        hashed.per_worker,
+        xdp.redirected,
+        xdp.per_worker
+    );
+    #[cfg(feature = "dpdk")]
+    {
+        let eal =
+            "--no-huge -m 256 --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
+                   --vdev=net_af_packet0,iface=sqc-c0,qpairs=2,framecnt=4096,qdisc_bypass=1";
+        let d = client_run("dpdk", &["--eal", eal]);
+        eprintln!(
+            "DPDK net_af_packet qpairs=2: {} redirected (workers {:?})",
+            d.redirected, d.per_worker
+        );
+    }
+    // Refused with a clear error: more workers than the port has queues.
+    let _lab = TwoQueueLab::up(Role::Client);
+    let prof = lab::root().join("examples/w1-astf-http.json");
+    let (code, text) = squall_in(
+        CLI,
+        &[
+            "run",
+            prof.to_str().unwrap(),
+            "--iface",
+            "afxdp:sqc-c0:1",
+            "--mode",
+            "client",
+            "--cores",
+            "2",
+        ],
+        30,
+    );
+    assert_ne!(code, 0);
+    assert!(text.contains("has 2 rx queue(s)"), "{text}");
+}
+
+/// Cores this process may use (the affinity mask), as Squall counts them.
+fn squall_engine_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn cores_on_a_real_port_are_checked_before_anything_opens() {
+    let prof = lab::root().join("examples/w1-astf-http.json");
+    let p = prof.to_str().unwrap();
+    // More workers than cores.
+    let (code, text) = squall_in(
+        "",
+        &[
+            "run",
+            p,
+            "--iface",
+            "afpacket:lo",
+            "--mode",
+            "client",
+            "--cores",
+            "256",
+        ],
+        10,
+    );
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("--cores 256: this process may use"), "{text}");
+    // --no-steering needs several workers on a real port.
+    let (code, text) = squall_in("", &["run", p, "--no-steering"], 10);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("--no-steering is for --cores N"), "{text}");
+}
+
+/// Squall's server with `--cores 2` (and `extra`) on `iface` (sqc-s0) answering `ab -n
+/// 400 -c 10` from the kernel of sqc-cli: every request answered in full, both workers
+/// accepted connections; returns the frames redirected between the workers.
+fn server_run(iface: &str, extra: &[&str]) -> u64 {
+    let dir = tmpdir("cores-srv");
+    let _lab = TwoQueueLab::up(Role::Server);
+    let prof = lab::root().join("crates/squall/tests/profiles/veth-server.json");
+    let json = dir.join("server-run.json");
+    let mut args = vec!["--cores", "2"];
+    args.extend_from_slice(extra);
+    let srv = lab::server_thread(SRV, prof.to_str().unwrap(), iface, &args, Some(&json));
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let out = lab::ns(
+        CLI,
+        &[
+            "timeout",
+            "20",
+            "ab",
+            "-n",
+            "400",
+            "-c",
+            "10",
+            "http://198.18.48.1/",
+        ],
+    )
+    .output()
+    .unwrap();
+    let abt = String::from_utf8_lossy(&out.stdout).to_string();
+    let (code, text) = srv.join().unwrap();
+    eprintln!("{abt}\n{text}");
+    assert!(out.status.success(), "ab failed: {abt}");
+    assert_eq!(lab::ab_field(&abt, "Complete requests"), "400");
+    assert_eq!(lab::ab_field(&abt, "Failed requests"), "0");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(num(&r, &["server", "flows", "completed"]), 400);
+    // ab may open a connection it closes without a request once done (see tests/veth.rs).
+    let early = num(&r, &["server", "flows", "peer_closed_early"]);
+    assert!(early <= 10, "{early} connections closed early");
+    assert_eq!(num(&r, &["errors"]), early, "{text}");
+    assert!(code == 0 || early > 0, "squall server not clean:\n{text}");
+    for k in 0..2 {
+        let tag = format!("worker {k}/2 (flows opened ");
+        let line = text
+            .lines()
+            .find(|l| l.contains(&tag))
+            .unwrap_or_else(|| panic!("{text}"));
+        let rest = &line[line.find(&tag).unwrap() + tag.len()..];
+        let opened: u64 = rest
+            .split(',')
+            .next()
+            .and_then(|x| x.trim().parse().ok())
+            .unwrap();
+        assert!(opened >= 100, "worker {k} accepted {opened} of 400");
+    }
+    assert_eq!(num(&r, &["server", "port", "redirect_dropped"]), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+    num(&r, &["server", "port", "rx_redirected"])
+}
+
+#[test]
+fn a_two_worker_server_answers_ab_with_replies_on_their_owning_core() {
+    let Some(_locks) = lab_access(&["ip", "ethtool", "ab"]) else {
+        return;
+    };
+    // Fanout by the peer's source port: each connection's frames reach its owner.
+    assert_eq!(
+        server_run("afpacket:sqc-s0", &[]),
+        0,
+        "steered: no frame redirected"
+    );
+    // The kernel's flow hash: frames redirected, every request still answered.
+    let hashed = server_run("afpacket:sqc-s0", &["--no-steering"]);
+    assert!(hashed > 0, "kernel hash: frames reach the other worker");
+    // AF_XDP, a socket per queue: the redirect by the peer-port hash.
+    let xdp = server_run("afxdp:sqc-s0,copy", &[]);
+    eprintln!(
+        "2-queue veth, Squall server --cores 2 vs ab -n 400 -c 10: AF_PACKET steered 0 \
+         redirected, kernel hash {hashed} redirected, AF_XDP {xdp} redirected"
+    );
+}
