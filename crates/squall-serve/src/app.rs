@@ -60,6 +60,23 @@ pub struct ServeStats {
     pub send_errors: u64,
 }
 
+impl std::ops::AddAssign for ServeStats {
+    /// Sums the counters of another worker's server.
+    fn add_assign(&mut self, o: ServeStats) {
+        self.accepted += o.accepted;
+        self.refused += o.refused;
+        self.requests += o.requests;
+        for (a, b) in self.by_class.iter_mut().zip(o.by_class) {
+            *a += b;
+        }
+        self.parse_errors += o.parse_errors;
+        self.header_timeouts += o.header_timeouts;
+        self.idle_closed += o.idle_closed;
+        self.body_bytes += o.body_bytes;
+        self.send_errors += o.send_errors;
+    }
+}
+
 #[derive(Default)]
 struct Conn {
     /// Bytes of a request whose head is not complete yet.
