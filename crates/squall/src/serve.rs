@@ -126,10 +126,11 @@ impl PortJob for ServeJob<'_> {
         }
         let ncpu = squall_engine::affinity::available_cores();
         let mut handles = Vec::with_capacity(n as usize);
-        for ((k, port), w) in ports
-            .into_iter()
-            .enumerate()
-            .zip(cores::crew(n, &steer, Mode::Server, clock, t0))
+        for ((k, port), w) in
+            ports
+                .into_iter()
+                .enumerate()
+                .zip(cores::crew(n, &steer, Mode::Server, clock, t0))
         {
             let (cfg, files, stop) = (self.cfg.clone(), self.files.clone(), self.stop.clone());
             handles.push(spawn_worker(k as u32, &ncpu, move || {
@@ -218,9 +219,10 @@ fn serve_on<P: Port>(
                 &w.next_hop,
             )
             .map_err(|e| format!("{}: {e}", rc.ifname))?,
-        (None, None) => {
-            return Err("squall serve needs the peer's (or gateway's) address: --peer-ip IP or --peer-mac MAC".into())
-        }
+        (None, None) => return Err(
+            "squall serve needs the peer's (or gateway's) address: --peer-ip IP or --peer-mac MAC"
+                .into(),
+        ),
     };
     node.set_next_hop(peer_mac);
     if w.index == 0 {
