@@ -759,6 +759,43 @@ fn log_time(sec: u64) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn workers_counters_add_up() {
+        let mut a = ServeStats {
+            accepted: 2,
+            requests: 5,
+            by_class: [0, 1, 3, 0, 1, 0],
+            body_bytes: 100,
+            ..ServeStats::default()
+        };
+        let b = ServeStats {
+            accepted: 1,
+            refused: 4,
+            requests: 7,
+            by_class: [0, 0, 6, 1, 0, 0],
+            parse_errors: 1,
+            header_timeouts: 2,
+            idle_closed: 3,
+            body_bytes: 50,
+            send_errors: 9,
+        };
+        a += b;
+        assert_eq!(
+            a,
+            ServeStats {
+                accepted: 3,
+                refused: 4,
+                requests: 12,
+                by_class: [0, 1, 9, 1, 1, 0],
+                parse_errors: 1,
+                header_timeouts: 2,
+                idle_closed: 3,
+                body_bytes: 150,
+                send_errors: 9,
+            }
+        );
+    }
+
     /// The buffers of a past second stay registered while a connection may still send
     /// from them (data not acknowledged), and go once it may not.
     #[test]
