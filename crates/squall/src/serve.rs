@@ -8,7 +8,7 @@ pub use squall_serve::{app, files, log, respond};
 
 use std::net::SocketAddrV4;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -134,7 +134,12 @@ impl PortJob for ServeJob<'_> {
         {
             let (cfg, files, stop) = (self.cfg.clone(), self.files.clone(), self.stop.clone());
             handles.push(spawn_worker(k as u32, &ncpu, move || {
-                serve_on(port, &cfg, files, &stop, w, describe)
+                let r = serve_on(port, &cfg, files, &stop, w, describe);
+                if r.is_err() {
+                    // A failed worker stops the others (they drain and end).
+                    stop.store(true, Ordering::Relaxed);
+                }
+                r
             })?);
         }
         let mut total = ServeReport::default();
@@ -169,10 +174,15 @@ fn serve_on<P: Port>(
     cfg: &ServeConfig,
     files: Arc<Files>,
     stop: &AtomicBool,
-    w: Worker,
+    mut w: Worker,
     describe: fn(&P, &RealConfig) -> String,
 ) -> Result<ServeReport, String> {
     let rc = &cfg.iface;
+    // This worker counts as done from its drain's end, or from an early error.
+    let mut done = Finished {
+        count: &w.finished,
+        marked: false,
+    };
     let caps = port.caps();
     let clock = w.clock;
     let cpu0 = thread_cpu_ns();
@@ -228,7 +238,7 @@ fn serve_on<P: Port>(
     if w.index == 0 {
         node.announce(clock.now_ns());
     }
-    if let Some(r) = w.redirect {
+    if let Some(r) = w.redirect.take() {
         node.set_redirect(r);
     }
     let port_no = cfg.listen.port();
@@ -236,7 +246,6 @@ fn serve_on<P: Port>(
     let end = cfg.duration.map(|d| w.t0 + d.as_nanos() as u64);
     let mut idle = IdleYield::default();
     let mut drain_until: Option<u64> = None;
-    let mut done_marked = false;
     let mut now;
     loop {
         now = clock.now_ns();
@@ -250,20 +259,17 @@ fn serve_on<P: Port>(
             drain_until = Some(now + cfg.drain.as_nanos() as u64);
         }
         if let Some(d) = drain_until {
-            if node.tcp.flow_count() == 0 && !done_marked {
-                done_marked = true;
-                w.finished.fetch_add(1, Ordering::AcqRel);
+            if node.tcp.flow_count() == 0 {
+                done.mark();
             }
             // Done, and so are the others: nothing can be redirected here any more.
-            if (done_marked && w.finished.load(Ordering::Acquire) >= w.count) || now >= d {
+            if (done.marked && w.finished.load(Ordering::Acquire) >= w.count) || now >= d {
                 break;
             }
         }
         idle.turn(worked);
     }
-    if !done_marked {
-        w.finished.fetch_add(1, Ordering::AcqRel);
-    }
+    done.mark();
     let mut cut = 0;
     if node.tcp.flow_count() > 0 {
         {
@@ -313,4 +319,26 @@ fn serve_on<P: Port>(
         cpu_ns: cpu,
         log_dropped: app.log_dropped(),
     })
+}
+
+/// Counts its worker among the finished ones once: at [`Finished::mark`] or on drop (an
+/// error return), so that the other workers never wait for a failed one.
+struct Finished<'a> {
+    count: &'a AtomicU32,
+    marked: bool,
+}
+
+impl Finished<'_> {
+    fn mark(&mut self) {
+        if !self.marked {
+            self.marked = true;
+            self.count.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.mark();
+    }
 }
