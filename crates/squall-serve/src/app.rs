@@ -60,6 +60,23 @@ pub struct ServeStats {
     pub send_errors: u64,
 }
 
+impl std::ops::AddAssign for ServeStats {
+    /// Sums the counters of another worker's server.
+    fn add_assign(&mut self, o: ServeStats) {
+        self.accepted += o.accepted;
+        self.refused += o.refused;
+        self.requests += o.requests;
+        for (a, b) in self.by_class.iter_mut().zip(o.by_class) {
+            *a += b;
+        }
+        self.parse_errors += o.parse_errors;
+        self.header_timeouts += o.header_timeouts;
+        self.idle_closed += o.idle_closed;
+        self.body_bytes += o.body_bytes;
+        self.send_errors += o.send_errors;
+    }
+}
+
 #[derive(Default)]
 struct Conn {
     /// Bytes of a request whose head is not complete yet.
@@ -741,6 +758,43 @@ fn log_time(sec: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workers_counters_add_up() {
+        let mut a = ServeStats {
+            accepted: 2,
+            requests: 5,
+            by_class: [0, 1, 3, 0, 1, 0],
+            body_bytes: 100,
+            ..ServeStats::default()
+        };
+        let b = ServeStats {
+            accepted: 1,
+            refused: 4,
+            requests: 7,
+            by_class: [0, 0, 6, 1, 0, 0],
+            parse_errors: 1,
+            header_timeouts: 2,
+            idle_closed: 3,
+            body_bytes: 50,
+            send_errors: 9,
+        };
+        a += b;
+        assert_eq!(
+            a,
+            ServeStats {
+                accepted: 3,
+                refused: 4,
+                requests: 12,
+                by_class: [0, 1, 9, 1, 1, 0],
+                parse_errors: 1,
+                header_timeouts: 2,
+                idle_closed: 3,
+                body_bytes: 150,
+                send_errors: 9,
+            }
+        );
+    }
 
     /// The buffers of a past second stay registered while a connection may still send
     /// from them (data not acknowledged), and go once it may not.

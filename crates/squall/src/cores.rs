@@ -108,6 +108,71 @@ pub fn run_real(
     }
     let n = cfg.cores.max(1);
     check_cores(n)?;
+    let owned = owned_ranges(&profile, rc.mode == Mode::Client).0;
+    with_ports(
+        rc,
+        n,
+        owned,
+        RunJob {
+            profile,
+            cfg,
+            rc,
+            live,
+        },
+    )
+}
+
+/// `squall run`'s job on the open queues: the traffic generator's workers.
+struct RunJob<'a> {
+    profile: Arc<Profile>,
+    cfg: &'a RunConfig,
+    rc: &'a RealConfig,
+    live: Arc<Live>,
+}
+
+impl PortJob for RunJob<'_> {
+    type Out = RunResult;
+    fn run<P: Port + Send + 'static>(
+        self,
+        ports: Vec<P>,
+        steer: Steering,
+        describe: fn(&P, &RealConfig) -> String,
+    ) -> Result<RunResult, String> {
+        run_workers(
+            ports,
+            steer,
+            self.profile,
+            self.cfg,
+            self.rc,
+            self.live,
+            describe,
+        )
+    }
+}
+
+/// What runs on the open queues of a real port (one per worker): the generator of
+/// `squall run` ([`run_real`]) or the HTTP server of `squall serve`.
+pub trait PortJob {
+    type Out;
+    /// Runs on `ports` (worker `k` on `ports[k]`), frames reaching their owner as `steer`
+    /// says; `describe` gives a port's own part of its worker's final report line.
+    fn run<P: Port + Send + 'static>(
+        self,
+        ports: Vec<P>,
+        steer: Steering,
+        describe: fn(&P, &RealConfig) -> String,
+    ) -> Result<Self::Out, String>;
+}
+
+/// Opens `n` queues of the port `rc` names (AF_PACKET: a fanout group steering as the
+/// mode says; AF_XDP: queues `Q..Q+n`, steering the addresses of `owned` to them; DPDK:
+/// `n` queue pairs, the EAL initialised here) and runs `job` on them.
+pub fn with_ports<J: PortJob>(
+    rc: &RealConfig,
+    n: u32,
+    owned: Vec<(u32, u32)>,
+    job: J,
+) -> Result<J::Out, String> {
     match rc.kind {
         PortKind::AfPacket => {
             let by = match (rc.steering, rc.mode) {
@@ -121,7 +186,7 @@ pub fn run_real(
             } else {
                 Steering::Redirect
             };
-            run_workers(ports, steer, profile, cfg, rc, live, describe_afpacket)
+            job.run(ports, steer, describe_afpacket)
         }
         PortKind::AfXdp { queue, mode } => {
             if n > 1 {
@@ -141,7 +206,6 @@ pub fn run_real(
                     }
                 }
             }
-            let owned = owned_ranges(&profile, rc.mode == Mode::Client).0;
             let mut ports = Vec::with_capacity(n as usize);
             for k in 0..n {
                 let mut xc = AfXdpConfig::new(&rc.ifname, queue + k);
@@ -149,17 +213,9 @@ pub fn run_real(
                 xc.owned = owned.clone();
                 ports.push(AfXdpPort::open(xc)?);
             }
-            run_workers(
-                ports,
-                Steering::Redirect,
-                profile,
-                cfg,
-                rc,
-                live,
-                describe_afxdp,
-            )
+            job.run(ports, Steering::Redirect, describe_afxdp)
         }
-        PortKind::Dpdk => run_dpdk(profile, cfg, rc, live, n),
+        PortKind::Dpdk => with_dpdk(rc, n, job),
     }
 }
 
@@ -205,13 +261,39 @@ fn run_workers<P: Port + Send + 'static>(
     }
     let clock = MonotonicClock::new();
     let t0 = clock.now_ns() + START_LEAD_NS * u64::from(n.min(8));
+    let ncpu = squall_engine::affinity::available_cores();
+    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
+    let mut workers = Vec::with_capacity(n as usize);
+    for ((k, port), w) in ports
+        .into_iter()
+        .enumerate()
+        .zip(crew(n, &steer, rc.mode, clock, t0))
+    {
+        let (p, c, r, l) = (profile.clone(), cfg.clone(), rc.clone(), lives[k].clone());
+        workers.push(spawn_worker(k as u32, &ncpu, move || {
+            run_on(port, p, &c, &r, l, w, describe)
+        })?);
+    }
+    join_workers(workers, &live, &lives, "worker")
+}
+
+/// The `n` workers of a port (index, the shared start instant `t0`, next hop and finish
+/// count, each its ends of the redirect mesh unless `steer` is RSS on a server, where the
+/// device keeps each flow on one queue).
+pub(crate) fn crew(
+    n: u32,
+    steer: &Steering,
+    mode: Mode,
+    clock: MonotonicClock,
+    t0: u64,
+) -> Vec<Worker> {
     let next_hop = Arc::default();
     let finished = Arc::new(AtomicU32::new(0));
-    let (rss, mesh) = match &steer {
-        Steering::Rss(s) => (Some(s.clone()), rc.mode != Mode::Server),
+    let (rss, mesh) = match steer {
+        Steering::Rss(s) => (Some(s.clone()), mode != Mode::Server),
         _ => (None, true),
     };
-    let mut ends: Vec<Option<squall_stack::Redirect>> = if mesh {
+    let mut ends: Vec<Option<squall_stack::Redirect>> = if mesh && n > 1 {
         redirect::mesh(n, REDIRECT_DEPTH)
             .into_iter()
             .map(Some)
@@ -219,26 +301,18 @@ fn run_workers<P: Port + Send + 'static>(
     } else {
         (0..n).map(|_| None).collect()
     };
-    let ncpu = squall_engine::affinity::available_cores();
-    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
-    let mut workers = Vec::with_capacity(n as usize);
-    for (k, port) in ports.into_iter().enumerate() {
-        let w = Worker {
-            index: k as u32,
+    (0..n)
+        .map(|k| Worker {
+            index: k,
             count: n,
             clock,
             t0,
             next_hop: Arc::clone(&next_hop),
             finished: finished.clone(),
-            redirect: ends[k].take(),
+            redirect: ends[k as usize].take(),
             rss: rss.clone(),
-        };
-        let (p, c, r, l) = (profile.clone(), cfg.clone(), rc.clone(), lives[k].clone());
-        workers.push(spawn_worker(k as u32, &ncpu, move || {
-            run_on(port, p, &c, &r, l, w, describe)
-        })?);
-    }
-    join_workers(workers, &live, &lives, "worker")
+        })
+        .collect()
 }
 
 fn describe_afpacket(p: &AfPacketPort, rc: &RealConfig) -> String {
@@ -313,15 +387,9 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
     )
 }
 
-/// Runs over `n` queue pairs of the DPDK port of `rc` (EAL initialised here: this thread
-/// becomes its main lcore); without the `dpdk` feature, an error.
-fn run_dpdk(
-    profile: Arc<Profile>,
-    cfg: &RunConfig,
-    rc: &RealConfig,
-    live: Arc<Live>,
-    n: u32,
-) -> Result<RunResult, String> {
+/// Runs `job` over `n` queue pairs of the DPDK port of `rc` (EAL initialised here: this
+/// thread becomes its main lcore); without the `dpdk` feature, an error.
+fn with_dpdk<J: PortJob>(rc: &RealConfig, n: u32, job: J) -> Result<J::Out, String> {
     let d = rc.dpdk.clone().unwrap_or_default();
     #[cfg(feature = "dpdk")]
     {
@@ -340,7 +408,7 @@ fn run_dpdk(
             } else {
                 Steering::Redirect
             };
-            run_workers(ports, steer, profile, cfg, rc, live, describe_dpdk)
+            job.run(ports, steer, describe_dpdk)
         });
         // The ports are closed: the EAL's runtime files of this process can go.
         dpdk::remove_own_runtime_dir();
@@ -348,7 +416,7 @@ fn run_dpdk(
     }
     #[cfg(not(feature = "dpdk"))]
     {
-        let _ = (profile, cfg, rc, d, live, n, Duration::ZERO);
+        let _ = (rc, d, job, n, Duration::ZERO);
         Err("--iface dpdk: built without the dpdk feature (cargo build --features dpdk)".into())
     }
 }
@@ -376,61 +444,6 @@ fn open_dpdk(
         ));
     }
     Ok(ports)
-}
-
-/// What runs on one queue of a real port once it is open, on the calling thread: the
-/// HTTP server of `squall serve` (one worker; `squall run` has [`run_real`]).
-pub trait PortJob {
-    type Out;
-    /// Runs on `port`; `describe` gives the port's own part of the final report line.
-    fn run<P: Port>(self, port: P, describe: &dyn Fn(&P) -> String) -> Result<Self::Out, String>;
-}
-
-/// Opens the first queue of the port `rc` names (AF_XDP steers the addresses of `owned`
-/// to it) and runs `job` on it.
-pub fn with_port<J: PortJob>(
-    rc: &RealConfig,
-    owned: Vec<(u32, u32)>,
-    job: J,
-) -> Result<J::Out, String> {
-    match rc.kind {
-        PortKind::AfPacket => {
-            let port = open_afpacket(rc, 1, FanoutBy::DstPort, 0)?
-                .pop()
-                .ok_or("no port")?;
-            job.run(port, &|p: &AfPacketPort| describe_afpacket(p, rc))
-        }
-        PortKind::AfXdp { queue, mode } => {
-            let mut xc = AfXdpConfig::new(&rc.ifname, queue);
-            xc.mode = mode;
-            xc.owned = owned;
-            let port = AfXdpPort::open(xc)?;
-            job.run(port, &|p: &AfXdpPort| describe_afxdp(p, rc))
-        }
-        PortKind::Dpdk => {
-            let d = rc.dpdk.clone().unwrap_or_default();
-            #[cfg(feature = "dpdk")]
-            {
-                use squall_port::dpdk::{self, DpdkPort};
-                dpdk::init(&d.eal)?;
-                let r = open_dpdk(&d, 1).and_then(|mut ports| {
-                    let port = ports.pop().ok_or("no port")?;
-                    job.run(port, &|p: &DpdkPort| describe_dpdk(p, rc))
-                });
-                // The port is closed: the EAL's runtime files of this process can go.
-                dpdk::remove_own_runtime_dir();
-                r
-            }
-            #[cfg(not(feature = "dpdk"))]
-            {
-                let _ = (job, d);
-                Err(
-                    "--iface dpdk: built without the dpdk feature (cargo build --features dpdk)"
-                        .into(),
-                )
-            }
-        }
-    }
 }
 
 #[cfg(test)]

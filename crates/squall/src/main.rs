@@ -233,9 +233,16 @@ struct ServeArgs {
     /// DPDK EAL arguments for --iface dpdk, passed through.
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     eal: Option<String>,
-    /// Worker cores (1 for now: multi-core on real ports is not there yet).
+    /// Server workers: N queues of the port (AF_PACKET fanout members, AF_XDP queues
+    /// Q..Q+N, DPDK queue pairs), each worker on its own core with its own node, app and
+    /// counters; the report sums them.
     #[arg(long, default_value_t = 1)]
     cores: u32,
+    /// With --cores N: do not steer frames to the worker owning their flow (AF_PACKET
+    /// fanout by the kernel's flow hash, DPDK without RSS); the software redirect forwards
+    /// them instead, counted (rx_redirected).
+    #[arg(long)]
+    no_steering: bool,
     /// The peer's (or gateway's) address: every answer goes to its MAC, resolved by ARP.
     #[arg(long, value_name = "IP")]
     peer_ip: Option<String>,
@@ -379,12 +386,8 @@ fn main() -> ExitCode {
 /// The `squall serve` configuration of the command line.
 fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     use squall::serve::{app::AppConfig, respond::Route, ServeConfig};
-    if a.cores != 1 {
-        return Err(format!(
-            "--cores {}: squall serve runs on one core for now (multi-core on real ports \
-             is not built yet); use --cores 1",
-            a.cores
-        ));
+    if a.cores == 0 {
+        return Err("--cores 0: expected at least one worker".into());
     }
     let listen = a.listen.ok_or("squall serve needs --listen ADDR:PORT")?;
     let iface = a
@@ -401,7 +404,11 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
         a.peer_mac.as_deref(),
     )?;
     squall::iface::set_eal(&mut real, a.eal.as_deref())?;
-    let iface = real.ok_or("squall serve needs a real interface")?;
+    let mut iface = real.ok_or("squall serve needs a real interface")?;
+    if a.no_steering && a.cores < 2 {
+        return Err("--no-steering: only with --cores N (N > 1)".into());
+    }
+    iface.steering = !a.no_steering;
     if a.root.is_none() && a.route.is_empty() {
         return Err("nothing to serve: give --root DIR and/or --route".into());
     }
@@ -448,6 +455,7 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
         drain: secs("drain-sec", a.drain_sec)?,
         duration: a.duration.map(|d| secs("duration", d)).transpose()?,
         fixed_keys: a.fixed_keys,
+        cores: a.cores,
     })
 }
 
@@ -485,6 +493,9 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
                 "cut_at_stop": r.cut,
                 "cpu_ns": r.cpu_ns,
                 "access_log_dropped": r.log_dropped,
+                "workers": r.worker_requests.len(),
+                "worker_requests": r.worker_requests,
+                "rx_redirected": r.redirected,
             });
             println!("{doc}");
             ExitCode::SUCCESS

@@ -1,12 +1,14 @@
 //! `squall serve`: the HTTP/1.1 server app of `squall-serve` on a Squall node, run on a
-//! real port by the same port runner as `squall run` ([`crate::cores::with_port`]):
-//! loading the site, the loop, the stop on SIGINT/SIGTERM, the final counters.
+//! real port by the same port runner as `squall run` ([`crate::cores::with_ports`]):
+//! loading the site, one server worker per queue (`--cores N`: each its own node, app,
+//! counters and access-log buffer, flows reaching the wrong worker redirected to their
+//! owner), the stop on SIGINT/SIGTERM reaching every worker, the summed counters.
 
 pub use squall_serve::{app, files, log, respond};
 
 use std::net::SocketAddrV4;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,8 +18,10 @@ use squall_port::Port;
 use squall_stack::{Node, NodeConfig, Owned};
 use squall_tcp::{FlowId, TcpConfig};
 
-use crate::cores::{self, PortJob};
-use crate::iface::{fmt_mac, IdleYield, RealConfig};
+use crate::cores::{self, PortJob, Steering};
+use crate::iface::{fmt_mac, IdleYield, Mode, RealConfig};
+use crate::shards::spawn_worker;
+use crate::worker::Worker;
 use app::{AppConfig, ServeApp, ServeStats};
 use files::Files;
 use respond::Route;
@@ -43,12 +47,18 @@ pub struct ServeConfig {
     pub duration: Option<Duration>,
     /// Fixed TCP secrets (reproducible ISNs; links you control only).
     pub fixed_keys: bool,
+    /// Server workers, one per queue of the port and per core (`--cores N`).
+    pub cores: u32,
 }
 
-/// What a run of the server did.
+/// What a run of the server did (every worker's figures summed).
 #[derive(Clone, Debug, Default)]
 pub struct ServeReport {
     pub stats: ServeStats,
+    /// Requests answered by each worker, in worker order.
+    pub worker_requests: Vec<u64>,
+    /// Frames a worker handed to the worker owning their flow (redirect mesh).
+    pub redirected: u64,
     /// Connections reset at the end of the drain period.
     pub cut: u64,
     /// Thread CPU time, ns.
@@ -77,8 +87,11 @@ pub fn serve(cfg: &ServeConfig, stop: Arc<AtomicBool>) -> Result<ServeReport, St
         cfg.iface.label()
     );
     let ip = u32::from(*cfg.listen.ip());
-    cores::with_port(
+    let n = cfg.cores.max(1);
+    cores::check_cores(n)?;
+    cores::with_ports(
         &cfg.iface,
+        n,
         vec![(ip, ip)],
         ServeJob {
             cfg,
@@ -96,102 +109,236 @@ struct ServeJob<'a> {
 
 impl PortJob for ServeJob<'_> {
     type Out = ServeReport;
-    fn run<P: Port>(self, port: P, describe: &dyn Fn(&P) -> String) -> Result<ServeReport, String> {
-        let cfg = self.cfg;
-        let rc = &cfg.iface;
-        let caps = port.caps();
+    fn run<P: Port + Send + 'static>(
+        self,
+        ports: Vec<P>,
+        steer: Steering,
+        describe: fn(&P, &RealConfig) -> String,
+    ) -> Result<ServeReport, String> {
+        let n = ports.len() as u32;
         let clock = MonotonicClock::new();
-        let cpu0 = thread_cpu_ns();
-        let ip = u32::from(*cfg.listen.ip());
-        let mut tc = TcpConfig {
-            mac: caps.mac,
-            gateway_mac: rc.peer_mac.unwrap_or([0; 6]),
-            // The limit answers 503 from the app; some room above it for those.
-            max_flows: cfg.app.max_conns.saturating_add(cfg.app.max_conns / 8 + 64),
-            seed: if cfg.fixed_keys {
-                0x5157_4c4c_7365_7276
-            } else {
-                TcpConfig::random_seed().map_err(|e| format!("OS random source: {e}"))?
-            },
-            ..TcpConfig::default()
-        };
-        tc.opts.mss = tc.opts.mss.min(caps.mtu.saturating_sub(40)).max(64);
-        let ncfg = NodeConfig {
-            owned: Owned(vec![(ip, ip)]),
-            ..NodeConfig::default()
-        };
-        let mut node = Node::new(port, tc, ncfg, clock.now_ns());
-        let log = cfg
-            .access_log
-            .as_deref()
-            .map(log::AccessLog::open)
-            .transpose()?;
-        let mut app = ServeApp::new(cfg.app.clone(), self.files, &cfg.routes, &mut node.tcp, log);
-        let peer_mac = match (rc.peer_mac, rc.peer_ip) {
-            (Some(m), _) => m,
-            (None, Some(p)) => node
-                .resolve(ip, u32::from_be_bytes(p), rc.arp_timeout)
-                .map_err(|e| format!("{}: {e}", rc.ifname))?,
-            (None, None) => {
-                return Err("squall serve needs the peer's (or gateway's) address: --peer-ip IP or --peer-mac MAC".into())
-            }
-        };
-        node.set_next_hop(peer_mac);
-        node.announce(clock.now_ns());
-        let port_no = cfg.listen.port();
-        node.tcp.listen(port_no);
         let t0 = clock.now_ns();
-        let end = cfg.duration.map(|d| t0 + d.as_nanos() as u64);
-        let mut idle = IdleYield::default();
-        let mut drain_until: Option<u64> = None;
-        let mut now;
-        loop {
-            now = clock.now_ns();
-            let w = node.turn(now, &mut app, None);
-            if drain_until.is_none()
-                && (self.stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e))
-            {
-                // New connections are refused (RST) from here; idle ones close, the others
-                // after their answer.
-                node.tcp.unlisten(port_no);
-                app.stop();
-                drain_until = Some(now + cfg.drain.as_nanos() as u64);
-            }
-            if let Some(d) = drain_until {
-                if node.tcp.flow_count() == 0 || now >= d {
-                    break;
+        if n == 1 {
+            let port = ports.into_iter().next().ok_or("no port")?;
+            let mut w = Worker::single();
+            w.t0 = t0;
+            return serve_on(port, self.cfg, self.files, &self.stop, w, describe);
+        }
+        let ncpu = squall_engine::affinity::available_cores();
+        let mut handles = Vec::with_capacity(n as usize);
+        for ((k, port), w) in
+            ports
+                .into_iter()
+                .enumerate()
+                .zip(cores::crew(n, &steer, Mode::Server, clock, t0))
+        {
+            let (cfg, files, stop) = (self.cfg.clone(), self.files.clone(), self.stop.clone());
+            handles.push(spawn_worker(k as u32, &ncpu, move || {
+                let r = serve_on(port, &cfg, files, &stop, w, describe);
+                if r.is_err() {
+                    // A failed worker stops the others (they drain and end).
+                    stop.store(true, Ordering::Relaxed);
+                }
+                r
+            })?);
+        }
+        let mut total = ServeReport::default();
+        let mut failed = Vec::new();
+        for (k, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Err(_) => failed.push(format!("worker {k} panicked")),
+                Ok(Err(e)) => failed.push(format!("worker {k}: {e}")),
+                Ok(Ok(r)) => {
+                    total.stats += r.stats;
+                    total.worker_requests.extend(r.worker_requests);
+                    total.redirected += r.redirected;
+                    total.cut += r.cut;
+                    total.cpu_ns += r.cpu_ns;
+                    total.log_dropped += r.log_dropped;
                 }
             }
-            idle.turn(w);
         }
-        let mut cut = 0;
-        if node.tcp.flow_count() > 0 {
-            {
-                let mut io = node.io(now, None);
-                for i in 0..app.slots() {
-                    if app.is_open(i) {
-                        io.abort(&mut app, FlowId(i as u32));
-                        cut += 1;
-                    }
+        if failed.is_empty() {
+            Ok(total)
+        } else {
+            Err(failed.join("; "))
+        }
+    }
+}
+
+/// One server worker on its queue `port`: its node (owning the listen address), its app
+/// and access-log buffer; serves until `stop` or the duration, then drains. With several
+/// workers it keeps taking frames redirected to it until every worker is done.
+fn serve_on<P: Port>(
+    port: P,
+    cfg: &ServeConfig,
+    files: Arc<Files>,
+    stop: &AtomicBool,
+    mut w: Worker,
+    describe: fn(&P, &RealConfig) -> String,
+) -> Result<ServeReport, String> {
+    let rc = &cfg.iface;
+    // This worker counts as done from its drain's end, or from an early error.
+    let mut done = Finished {
+        count: &w.finished,
+        marked: false,
+    };
+    let caps = port.caps();
+    let clock = w.clock;
+    let cpu0 = thread_cpu_ns();
+    let ip = u32::from(*cfg.listen.ip());
+    // The connection limit is the whole server's: each worker takes its share.
+    let mut acfg = cfg.app.clone();
+    acfg.max_conns = acfg.max_conns.div_ceil(w.count).max(1);
+    let mut tc = TcpConfig {
+        mac: caps.mac,
+        gateway_mac: rc.peer_mac.unwrap_or([0; 6]),
+        // The limit answers 503 from the app; some room above it for those.
+        max_flows: acfg.max_conns.saturating_add(acfg.max_conns / 8 + 64),
+        seed: if cfg.fixed_keys {
+            0x5157_4c4c_7365_7276 ^ (u64::from(w.index) << 40)
+        } else {
+            TcpConfig::random_seed().map_err(|e| format!("OS random source: {e}"))?
+        },
+        ..TcpConfig::default()
+    };
+    tc.opts.mss = tc.opts.mss.min(caps.mtu.saturating_sub(40)).max(64);
+    let ncfg = NodeConfig {
+        owned: Owned(vec![(ip, ip)]),
+        ..NodeConfig::default()
+    };
+    let mut node = Node::new(port, tc, ncfg, clock.now_ns());
+    // Each worker its own buffer and writer, appending whole buffers of whole lines
+    // (O_APPEND) to the one file.
+    let log = cfg
+        .access_log
+        .as_deref()
+        .map(log::AccessLog::open)
+        .transpose()?;
+    let mut app = ServeApp::new(acfg, files, &cfg.routes, &mut node.tcp, log);
+    // Worker 0 asks for the peer unless told; every worker learns the reply from
+    // whichever queue it reaches.
+    let peer_mac = match (rc.peer_mac, rc.peer_ip) {
+        (Some(m), _) => m,
+        (None, Some(p)) => node
+            .resolve_shared(
+                ip,
+                u32::from_be_bytes(p),
+                rc.arp_timeout,
+                w.index == 0,
+                &w.next_hop,
+            )
+            .map_err(|e| format!("{}: {e}", rc.ifname))?,
+        (None, None) => return Err(
+            "squall serve needs the peer's (or gateway's) address: --peer-ip IP or --peer-mac MAC"
+                .into(),
+        ),
+    };
+    node.set_next_hop(peer_mac);
+    if w.index == 0 {
+        node.announce(clock.now_ns());
+    }
+    if let Some(r) = w.redirect.take() {
+        node.set_redirect(r);
+    }
+    let port_no = cfg.listen.port();
+    node.tcp.listen(port_no);
+    let end = cfg.duration.map(|d| w.t0 + d.as_nanos() as u64);
+    let mut idle = IdleYield::default();
+    let mut drain_until: Option<u64> = None;
+    let mut now;
+    loop {
+        now = clock.now_ns();
+        let worked = node.turn(now, &mut app, None);
+        if drain_until.is_none() && (stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e))
+        {
+            // New connections are refused (RST) from here; idle ones close, the others
+            // after their answer.
+            node.tcp.unlisten(port_no);
+            app.stop();
+            drain_until = Some(now + cfg.drain.as_nanos() as u64);
+        }
+        if let Some(d) = drain_until {
+            if node.tcp.flow_count() == 0 {
+                done.mark();
+            }
+            // Done, and so are the others: nothing can be redirected here any more.
+            if (done.marked && w.finished.load(Ordering::Acquire) >= w.count) || now >= d {
+                break;
+            }
+        }
+        idle.turn(worked);
+    }
+    done.mark();
+    let mut cut = 0;
+    if node.tcp.flow_count() > 0 {
+        {
+            let mut io = node.io(now, None);
+            for i in 0..app.slots() {
+                if app.is_open(i) {
+                    io.abort(&mut app, FlowId(i as u32));
+                    cut += 1;
                 }
             }
-            node.flush();
         }
-        node.release_frames();
-        app.finish()?;
-        let cpu = thread_cpu_ns().saturating_sub(cpu0);
-        eprintln!(
-            "squall serve: {} peer {}: ARP requests answered {}, ICMP echo answered {}",
-            describe(&node.port),
-            fmt_mac(peer_mac),
-            node.neigh.stats.requests_answered,
-            node.icmp.echo_answered
-        );
-        Ok(ServeReport {
-            stats: app.stats,
-            cut,
-            cpu_ns: cpu,
-            log_dropped: app.log_dropped(),
-        })
+        node.flush();
+    }
+    node.release_frames();
+    app.finish()?;
+    let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    let redirect = node.redirect_stats();
+    let who = if w.count > 1 {
+        format!(
+            "worker {}/{} (connections {}, requests {}): ",
+            w.index, w.count, app.stats.accepted, app.stats.requests
+        )
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "squall serve: {who}{} peer {}: ARP requests answered {}, ICMP echo answered {}{}",
+        describe(&node.port, rc),
+        fmt_mac(peer_mac),
+        node.neigh.stats.requests_answered,
+        node.icmp.echo_answered,
+        match redirect {
+            Some(r) => format!(
+                "; redirect: handed to other workers {}, taken in {}, dropped {}",
+                r.sent,
+                r.received,
+                r.dropped_full + r.too_big
+            ),
+            None => String::new(),
+        }
+    );
+    Ok(ServeReport {
+        stats: app.stats,
+        worker_requests: vec![app.stats.requests],
+        redirected: redirect.map_or(0, |r| r.sent),
+        cut,
+        cpu_ns: cpu,
+        log_dropped: app.log_dropped(),
+    })
+}
+
+/// Counts its worker among the finished ones once: at [`Finished::mark`] or on drop (an
+/// error return), so that the other workers never wait for a failed one.
+struct Finished<'a> {
+    count: &'a AtomicU32,
+    marked: bool,
+}
+
+impl Finished<'_> {
+    fn mark(&mut self) {
+        if !self.marked {
+            self.marked = true;
+            self.count.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.mark();
     }
 }

@@ -56,13 +56,14 @@ pub fn run_shards(
 
 /// Spawns worker `k` (thread `squall-wK`) pinned to the `k`-th core of `ncpu` (the cores
 /// this process may use; wraps around when there are fewer).
-pub(crate) fn spawn_worker<F>(
+pub(crate) fn spawn_worker<F, T>(
     k: u32,
     ncpu: &[usize],
     f: F,
-) -> Result<std::thread::JoinHandle<Result<RunResult, String>>, String>
+) -> Result<std::thread::JoinHandle<Result<T, String>>, String>
 where
-    F: FnOnce() -> Result<RunResult, String> + Send + 'static,
+    F: FnOnce() -> Result<T, String> + Send + 'static,
+    T: Send + 'static,
 {
     let core = if ncpu.is_empty() {
         k as usize

@@ -314,15 +314,15 @@ fn vlan_runs_tag_every_frame() {
 }
 
 /// `squall serve`'s usage errors (exit 2, a message saying what to do), its `[serve]`
-/// table in the configuration file, and `--cores` above 1 refused clearly.
+/// table in the configuration file, `--cores 0` and `--no-steering` without workers refused.
 #[test]
 fn serve_usage_errors_say_what_is_wrong() {
     let dir = std::env::temp_dir().join(format!("squall-serve-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let conf = dir.join("squall.toml");
-    std::fs::write(&conf, "[serve]\nlisten = \"198.18.48.1:80\"\ncores = 2\n").unwrap();
+    std::fs::write(&conf, "[serve]\nlisten = \"198.18.48.1:80\"\ncores = 0\n").unwrap();
     let conf = conf.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["serve", "--iface", "afpacket:x", "--root", "."],
             "--listen ADDR:PORT",
@@ -375,11 +375,24 @@ fn serve_usage_errors_say_what_is_wrong() {
                 "--root",
                 ".",
                 "--cores",
-                "4",
+                "0",
             ],
-            "multi-core on real ports is not built yet",
+            "--cores 0: expected at least one worker",
         ),
-        // From the file: cores = 2 is refused the same way; the command line wins.
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--no-steering",
+            ],
+            "--no-steering: only with --cores N",
+        ),
+        // From the file: cores = 0 is refused the same way.
         (
             &[
                 "serve",
@@ -390,7 +403,7 @@ fn serve_usage_errors_say_what_is_wrong() {
                 "--root",
                 ".",
             ],
-            "--cores 2",
+            "--cores 0",
         ),
     ];
     for (args, msg) in cases {
@@ -400,20 +413,20 @@ fn serve_usage_errors_say_what_is_wrong() {
         assert!(err.contains(msg), "{args:?}: `{msg}` not in {err}");
     }
     // The example file's [serve] table is read (and its [run] table left alone): only the
-    // command line's --cores is refused.
+    // command line's --cores 0 is refused.
     let out = squall()
         .args([
             "serve",
             "--config",
             "../../examples/squall.toml",
             "--cores",
-            "3",
+            "0",
         ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("options from ../../examples/squall.toml") && err.contains("--cores 3"),
+        err.contains("options from ../../examples/squall.toml") && err.contains("--cores 0"),
         "{err}"
     );
     std::fs::write(dir.join("squall.toml"), "[serve]\nbogus = 1\n").unwrap();

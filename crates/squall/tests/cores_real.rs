@@ -408,3 +408,203 @@ fn a_two_worker_server_answers_ab_with_replies_on_their_owning_core() {
          redirected, kernel hash {hashed} redirected, AF_XDP {xdp} redirected"
     );
 }
+
+/// `curl -s ARGS` in sqc-cli: stdout.
+fn cli_curl(args: &[&str]) -> Vec<u8> {
+    let mut a = vec!["curl", "-s", "-m", "5"];
+    a.extend_from_slice(args);
+    lab::ns(CLI, &a).output().expect("run curl").stdout
+}
+
+/// A tool in sqc-cli that must succeed: its stdout.
+fn cli_tool(args: &[&str]) -> String {
+    let out = lab::ns(CLI, args).output().expect("run tool");
+    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?} failed:\n{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s
+}
+
+/// `squall serve --cores 2` (and `extra`) on `iface` (sqc-s0): curl byte-exact on several
+/// connections, ab and wrk without a failure, SIGTERM, then the summed report: both
+/// workers answered, the total is every client's requests, one access-log line per answer
+/// (two writers on one file); returns the frames redirected between the workers.
+fn serve_run(iface: &str, extra: &[&str]) -> u64 {
+    use std::time::{Duration, Instant};
+    let dir = tmpdir("cores-serve");
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let mut x = 0x9e37_79b9u32;
+    let big: Vec<u8> = (0..(1 << 20))
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    let page = b"<html><body>two workers</body></html>\n".to_vec();
+    std::fs::write(www.join("big.bin"), &big).unwrap();
+    std::fs::write(www.join("index.html"), &page).unwrap();
+    let log = dir.join("access.log");
+    let out_json = dir.join("serve.json");
+    let _lab = TwoQueueLab::up(Role::Server);
+    let mut args = vec![
+        lab::squall_bin(),
+        "serve",
+        "--cores",
+        "2",
+        "--root",
+        www.to_str().unwrap(),
+        "--listen",
+        "198.18.48.1:80",
+        "--iface",
+        iface,
+        "--peer-ip",
+        "198.18.0.2",
+        "--route",
+        "/ping return 200 \"pong\"",
+        "--access-log",
+        log.to_str().unwrap(),
+        "--drain-sec",
+        "5",
+    ];
+    args.extend_from_slice(extra);
+    let mut srv = lab::Proc(
+        lab::ns(SRV, &args)
+            .stdout(std::fs::File::create(&out_json).unwrap())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start squall serve"),
+    );
+    let t0 = Instant::now();
+    while cli_curl(&["-m", "1", "http://198.18.48.1/ping"]) != b"pong" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "squall serve --cores 2 did not come up"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut requests = 1u64;
+    // A connection each (source ports spread over both workers): byte-exact.
+    for _ in 0..8 {
+        let body = cli_curl(&["http://198.18.48.1/big.bin"]);
+        assert!(body == big, "big.bin differs ({} bytes)", body.len());
+        assert_eq!(cli_curl(&["http://198.18.48.1/"]), page);
+        requests += 2;
+    }
+    let ab = cli_tool(&[
+        "ab",
+        "-n",
+        "2000",
+        "-c",
+        "10",
+        "http://198.18.48.1/index.html",
+    ]);
+    assert_eq!(lab::ab_field(&ab, "Complete requests"), "2000", "{ab}");
+    assert_eq!(lab::ab_field(&ab, "Failed requests"), "0", "{ab}");
+    assert_eq!(
+        lab::ab_field(&ab, "Document Length"),
+        format!("{} bytes", page.len())
+    );
+    assert!(!ab.contains("Non-2xx"), "{ab}");
+    requests += 2000;
+    let wrk = cli_tool(&["wrk", "-t1", "-c8", "-d2s", "http://198.18.48.1/big.bin"]);
+    assert!(
+        !wrk.contains("Non-2xx") && !wrk.contains("Socket errors"),
+        "{wrk}"
+    );
+    let n: u64 = wrk
+        .lines()
+        .find_map(|l| l.trim().split_once(" requests in "))
+        .map(|(n, _)| n.parse().unwrap())
+        .unwrap_or_else(|| panic!("{wrk}"));
+    assert!(n > 0, "{wrk}");
+    // Graceful stop reaches both workers.
+    assert!(Command::new("kill")
+        .args(["-TERM", &srv.0.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = srv.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "squall serve did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = srv.0.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    assert!(status.success(), "squall serve: {status}\n{err}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {err}"));
+    eprintln!("squall serve --cores 2 over {iface} {extra:?}: {doc}\n{err}");
+    let get = |k: &str| doc[k].as_u64().unwrap_or_else(|| panic!("{k} in {doc}"));
+    assert_eq!(get("workers"), 2, "{doc}");
+    let per: Vec<u64> = doc["worker_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let answered = get("requests");
+    assert_eq!(per.iter().sum::<u64>(), answered, "{doc}");
+    for (k, r) in per.iter().enumerate() {
+        assert!(*r >= 100, "worker {k} answered {r} of {answered}: {doc}");
+    }
+    // wrk counts what it completed; a few more may have been answered as it stopped.
+    assert!(
+        answered >= requests + n && answered <= requests + n + 20,
+        "{doc} vs {requests} + wrk {n}"
+    );
+    assert_eq!(get("status_2xx"), answered, "{doc}");
+    assert_eq!(get("parse_errors"), 0, "{doc}");
+    assert_eq!(get("cut_at_stop"), 0, "{doc}");
+    assert_eq!(get("refused"), 0, "{doc}");
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        lines.lines().count() as u64,
+        answered,
+        "one access-log line per answer"
+    );
+    assert!(
+        lines
+            .lines()
+            .all(|l| l.starts_with("198.18.0.2 - - [") && l.ends_with('"')),
+        "whole lines only"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    get("rx_redirected")
+}
+
+#[test]
+fn squall_serve_with_two_workers_answers_curl_ab_wrk_byte_exact() {
+    let Some(_locks) = lab_access(&["ip", "ethtool", "curl", "ab", "wrk"]) else {
+        return;
+    };
+    // Fanout by the peer's source port: each connection's frames reach its owner.
+    assert_eq!(
+        serve_run("afpacket:sqc-s0", &[]),
+        0,
+        "steered: no frame redirected"
+    );
+    // The kernel's flow hash: frames redirected, counted, every request still answered.
+    let hashed = serve_run("afpacket:sqc-s0", &["--no-steering"]);
+    assert!(hashed > 0, "kernel hash: frames reach the other worker");
+    // AF_XDP, a socket per queue: the redirect by the peer-port hash.
+    let xdp = serve_run("afxdp:sqc-s0,copy", &[]);
+    eprintln!(
+        "2-queue veth, squall serve --cores 2: AF_PACKET steered 0 redirected, kernel hash \
+         {hashed} redirected, AF_XDP {xdp} redirected"
+    );
+}
