@@ -260,7 +260,7 @@ fn run_dut_worker(
             publish_client(&live, &c);
             publish_server(&live, &s);
         }
-        idle.turn(busy);
+        idle.turn(busy, c.node.tx_waiting() + s.node.tx_waiting());
     }
     if !done_marked {
         w.finished.fetch_add(1, Ordering::AcqRel);

@@ -273,15 +273,20 @@ pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
 }
 
 /// A polling loop on real ports yields the core after 1,000 turns in a row without work
-/// (50 us sleeps until work comes back).
+/// (50 us sleeps until work comes back). A turn with flows waiting for TX frames does not
+/// count: those wait on the peer draining a shared ring (memif), and a sleep there let
+/// both ends sleep on full rings and W1 at 120 K conn/s collapse (docs/BENCHMARKS.md,
+/// T-memif overload).
 #[derive(Default)]
 pub(crate) struct IdleYield {
     turns: u32,
 }
 
 impl IdleYield {
-    pub(crate) fn turn(&mut self, worked: bool) {
-        if worked {
+    /// One turn of the loop: `worked` as the node's turn said, `tx_waiting` the flows
+    /// waiting for TX frames ([`squall_stack::Node::tx_waiting`], summed over the nodes).
+    pub(crate) fn turn(&mut self, worked: bool, tx_waiting: usize) {
+        if worked || tx_waiting > 0 {
             self.turns = 0;
         } else {
             self.turns = self.turns.saturating_add(1);

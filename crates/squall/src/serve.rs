@@ -267,7 +267,7 @@ fn serve_on<P: Port>(
                 break;
             }
         }
-        idle.turn(worked);
+        idle.turn(worked, node.tx_waiting());
     }
     done.mark();
     let mut cut = 0;

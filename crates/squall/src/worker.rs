@@ -189,10 +189,7 @@ pub(crate) fn run_on<P: Port>(
             last_pub = now;
             publish(&live, &s, rc.mode);
         }
-        // Flows waiting for TX frames wait on the peer draining a shared ring (memif): a
-        // sleep here let both ends sleep on full rings and W1 at 120 K conn/s collapse
-        // (docs/BENCHMARKS.md, T-memif overload).
-        idle.turn(worked || s.node.tx_waiting() > 0);
+        idle.turn(worked, s.node.tx_waiting());
     }
     if !done_marked {
         w.finished.fetch_add(1, Ordering::AcqRel);

@@ -23,7 +23,10 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 mod lab;
-use lab::{nginx_squall_requests, nginx_w1, num, skip, squall_in, tmpdir, w1_client_profile, LAB};
+use lab::{
+    nginx_squall_requests, nginx_w1, num, serve_report, skip, squall_in, tmpdir, w1_client_profile,
+    LAB,
+};
 
 const CLI: &str = "sqc-cli";
 const SRV: &str = "sqc-srv";
@@ -529,25 +532,7 @@ fn serve_run(iface: &str, extra: &[&str]) -> u64 {
         .status()
         .unwrap()
         .success());
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = srv.0.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "squall serve did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let mut err = String::new();
-    if let Some(mut e) = srv.0.stderr.take() {
-        use std::io::Read;
-        let _ = e.read_to_string(&mut err);
-    }
-    assert!(status.success(), "squall serve: {status}\n{err}");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap())
-        .unwrap_or_else(|e| panic!("{e}: {err}"));
+    let (doc, err) = serve_report(&mut srv, &out_json);
     eprintln!("squall serve --cores 2 over {iface} {extra:?}: {doc}\n{err}");
     let get = |k: &str| doc[k].as_u64().unwrap_or_else(|| panic!("{k} in {doc}"));
     assert_eq!(get("workers"), 2, "{doc}");

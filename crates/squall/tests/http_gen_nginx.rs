@@ -9,13 +9,12 @@
 //! machine-wide lab lock; the lab is torn down and nginx stopped by pid (guards).
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 mod lab;
-use lab::{machine_lock, ns, num, skip, squall_in, tmpdir, Lab, Proc, LAB};
+use lab::{machine_lock, ns, num, skip, squall_in, start_nginx, tmpdir, Lab, LAB};
 
 /// Flows per second of each group and seconds of generation.
 const CPS: u32 = 20;
@@ -130,17 +129,8 @@ fn http_generator_against_nginx_keepalive_and_close() {
          location = /ok {{ return 200 \"ok\\n\"; }}\n\
          location = /chunked.txt {{ gzip on; gzip_min_length 0; gzip_types text/plain; }}\n }}\n}}\n"
     );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
     let _lab = Lab::up(&["--squall", "client"]);
-    let conf_path = dir.join("nginx.conf").display().to_string();
-    let prefix = d.to_string();
-    let _nginx = Proc(
-        ns("sq-srv", &["nginx", "-c", &conf_path, "-p", &prefix])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nginx"),
-    );
+    let _nginx = start_nginx("sq-srv", &dir, &conf);
     // nginx is up, and its gzip answer is chunked (no Content-Length).
     let t0 = Instant::now();
     let head = loop {

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod lab;
-use lab::{machine_lock, ns, skip, squall_bin, tmpdir, Lab, Proc, LAB};
+use lab::{machine_lock, ns, serve_report, skip, squall_bin, tmpdir, Lab, Proc, LAB};
 
 const URL: &str = "http://198.18.48.1";
 
@@ -306,25 +306,7 @@ fn serve_interop(iface: &str) {
         slow.stdout.len()
     );
     requests += 1;
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = srv.0.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "squall serve did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let mut err = String::new();
-    if let Some(mut e) = srv.0.stderr.take() {
-        use std::io::Read;
-        let _ = e.read_to_string(&mut err);
-    }
-    assert!(status.success(), "squall serve: {status}\n{err}");
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap())
-        .unwrap_or_else(|e| panic!("{e}: {err}"));
+    let (doc, _) = serve_report(&mut srv, &out_json);
     let num = |k: &str| doc[k].as_u64().unwrap_or_else(|| panic!("{k} in {doc}"));
     // wrk's requests were all answered; the total is ours plus wrk's (wrk counts those it
     // completed, a few more may have been answered as it stopped).

@@ -205,16 +205,7 @@ pub fn nginx_w1(n: &str, dir: &Path) -> (Proc, u64) {
          scgi_temp_path {d};\n server {{\n  listen 198.18.48.1:80;\n  root {d}/www;\n\
          default_type application/octet-stream;\n }}\n}}\n"
     );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let conf_path = dir.join("nginx.conf").display().to_string();
-    let prefix = d.to_string();
-    let nginx = Proc(
-        ns(n, &["nginx", "-c", &conf_path, "-p", &prefix])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nginx"),
-    );
+    let nginx = start_nginx(n, dir, &conf);
     let t0 = Instant::now();
     let total = loop {
         let out = ns(
@@ -282,4 +273,46 @@ pub fn ab_field(report: &str, key: &str) -> String {
         .and_then(|l| l.split(':').nth(1))
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
+}
+
+/// Waits (15 s at most) for a stopping `squall serve` (stderr piped, its report line on
+/// stdout written to `out_json`) to exit 0; returns the parsed report and its stderr.
+pub fn serve_report(srv: &mut Proc, out_json: &Path) -> (serde_json::Value, String) {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = srv.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "squall serve did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = srv.0.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    assert!(status.success(), "squall serve: {status}\n{err}");
+    let doc = serde_json::from_str(&std::fs::read_to_string(out_json).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {err}"));
+    (doc, err)
+}
+
+/// A kernel nginx in namespace `n` with configuration `conf` (written to `dir/nginx.conf`,
+/// `dir` its prefix), stopped on drop.
+pub fn start_nginx(n: &str, dir: &Path, conf: &str) -> Proc {
+    let conf_path = dir.join("nginx.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let conf_path = conf_path.display().to_string();
+    let prefix = dir.display().to_string();
+    Proc(
+        ns(n, &["nginx", "-c", &conf_path, "-p", &prefix])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nginx"),
+    )
 }
