@@ -87,6 +87,20 @@ fn w1_between_two_squall_processes_over_memif() {
             .spawn()
             .expect("start the server"),
     );
+    // The memif client connects once, at its start: wait for the server's socket (an
+    // abstract one, listed in /proc/net/unix as `@PATH`).
+    let listed = format!("@{sock}");
+    let t0 = Instant::now();
+    while !std::fs::read_to_string("/proc/net/unix")
+        .map(|t| t.lines().any(|l| l.ends_with(&listed)))
+        .unwrap_or(false)
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the squall server made no memif socket in 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // The client: 10,000 flows at 2,000 CPS.
     let cli_eal = eal(cli_core, "client", &sock);
     let (code, text) = squall_in(
