@@ -13,6 +13,7 @@ use squall_stack::{NodeApp, NodeIo};
 use squall_tcp::{BufId, BufRegistry, CloseReason, Ctl, FlowId, TcpApp, TcpHost};
 
 use crate::files::{unix_now, Files};
+use crate::lathist::ReqLat;
 use crate::log::AccessLog;
 use crate::respond::{self, FileAnswer, Route};
 
@@ -130,6 +131,13 @@ pub struct ServeApp {
     conns: Vec<Conn>,
     /// Open connections.
     pub live: u64,
+    /// Open connections with nothing in progress (no request being read, every answer
+    /// acknowledged), as of the last timeout sweep (every 100 ms).
+    pub idle: u64,
+    /// Request latency: from the turn that read a request's last byte (and queued its
+    /// answer) to the acknowledgement of the answer's last byte; one value per burst of
+    /// answers (pipelined requests answered together count once).
+    pub req_lat: ReqLat,
     now: u64,
     /// The current second (epoch), its Date value and its access-log time.
     sec: u64,
@@ -212,6 +220,8 @@ impl ServeApp {
             timeout,
             conns: Vec::new(),
             live: 0,
+            idle: 0,
+            req_lat: ReqLat::default(),
             now: 0,
             sec: 0,
             date: String::new(),
@@ -635,9 +645,15 @@ impl TcpApp for ServeApp {
 
     fn on_acked(&mut self, _ctl: &mut Ctl, f: FlowId, bytes: u32) {
         if let Some(c) = self.conns.get_mut(f.0 as usize) {
-            c.unacked = c.unacked.saturating_sub(u64::from(bytes));
+            let had = c.unacked;
+            c.unacked = had.saturating_sub(u64::from(bytes));
             if c.unacked == 0 {
                 c.pinned = 0;
+                if had > 0 {
+                    // Every answer queued is acknowledged: the burst's latency since
+                    // the last request byte read.
+                    self.req_lat.record_ns(self.now.saturating_sub(c.last_ns));
+                }
             }
         }
     }
@@ -686,6 +702,7 @@ impl NodeApp for ServeApp {
             }
         }
         let mut work = false;
+        let mut idle = 0;
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             if !c.open || c.closing {
@@ -713,6 +730,7 @@ impl NodeApp for ServeApp {
                     self.stats.idle_closed += 1;
                 }
             } else {
+                idle += u64::from(!pending && !reading && c.unacked == 0);
                 continue;
             }
             let c = &mut self.conns[i];
@@ -721,6 +739,7 @@ impl NodeApp for ServeApp {
             io.close(self, f);
             work = true;
         }
+        self.idle = idle;
         work
     }
 

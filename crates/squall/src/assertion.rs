@@ -77,6 +77,16 @@ pub const ALIASES: &[(&str, &str, &str)] = &[
         "latency_us.last_byte.P | window...",
         "time to last byte (us), every group",
     ),
+    (
+        "rps",
+        "rates.rps",
+        "squall serve: requests answered per second",
+    ),
+    (
+        "request.P",
+        "latency_us.request.P",
+        "squall serve: request latency (us), read to answer acknowledged",
+    ),
 ];
 
 #[derive(Clone, Debug, PartialEq)]
@@ -417,6 +427,7 @@ fn resolve(doc: &Value, name: &str) -> String {
         "connect" => Some("connect"),
         "ttfb" | "first_byte" => Some("first_byte"),
         "ttlb" | "last_byte" => Some("last_byte"),
+        "request" => Some("request"),
         _ => None,
     };
     if let (Some(l), Some(p)) = (lat, rest) {
@@ -431,7 +442,7 @@ fn resolve(doc: &Value, name: &str) -> String {
     }
     match name {
         "cps" | "wire_gbps" | "mpps" if win => format!("window.{name}"),
-        "cps" | "wire_gbps" | "mpps" | "l7_gbps" => format!("rates.{name}"),
+        "cps" | "wire_gbps" | "mpps" | "l7_gbps" | "rps" => format!("rates.{name}"),
         "retransmits" if win => "window.retransmits".into(),
         "target" => "target_cps".into(),
         "completed" | "started" => format!("client.flows.{name}"),

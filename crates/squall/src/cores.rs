@@ -262,7 +262,7 @@ fn run_workers<P: Port + Send + 'static>(
     let clock = MonotonicClock::new();
     let t0 = clock.now_ns() + START_LEAD_NS * u64::from(n.min(8));
     let ncpu = squall_engine::affinity::available_cores();
-    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
+    let lives = crate::shards::shard_lives(&live, n);
     let mut workers = Vec::with_capacity(n as usize);
     for ((k, port), w) in ports
         .into_iter()

@@ -8,6 +8,7 @@ Examples:
   squall run my.py -t size=4096 --json out.json --assert 'errors == 0'
   squall report out.json -o report.html
   squall validate my-profile.json
+  squall serve --root www --listen 198.18.48.1:80 --iface afpacket:eth1 --peer-ip 198.18.0.2
   squall daemon --listen 127.0.0.1:4501 --metrics 127.0.0.1:9464
   squall completions bash > /etc/bash_completion.d/squall
 
@@ -29,6 +30,23 @@ Examples:
 
 On a terminal a live view replaces the progress line (keys 1/2/3 switch screens, q stops).
 Exit status: 0 clean, 1 errors/violated invariants/failed assertions, 2 bad profile or options.";
+
+pub const SERVE: &str = "\
+Examples:
+  # Files under ./www and a fixed route on 198.18.48.1:80 over AF_PACKET (root):
+  squall serve --root www --listen 198.18.48.1:80 --iface afpacket:eth1 --peer-ip 198.18.0.2 \\
+      --route '/ping return 200 \"pong\"'
+  # Two workers, a Prometheus endpoint, results with the per-second series:
+  squall serve --root www --listen 198.18.48.1:80 --iface afpacket:eth1 --peer-ip 198.18.0.2 \\
+      --cores 2 --metrics 127.0.0.1:9465 --json serve.json
+  # A CI gate: serve 30 s, fail (exit 1) on thresholds; then draw the results:
+  squall serve --root www --listen 198.18.48.1:80 --iface afpacket:eth1 --peer-ip 198.18.0.2 \\
+      --duration 30 -q --assert 'errors == 0' --assert 'rps >= 1000' --json serve.json
+  squall report serve.json -o serve.html
+
+On a terminal a live view replaces the progress line (keys 1/2/3 switch screens, q stops
+serving gracefully). The results line goes to stdout.
+Exit status: 0 served, 1 failed (port, site) or failed assertions, 2 bad options.";
 
 pub const VALIDATE: &str = "\
 Examples:

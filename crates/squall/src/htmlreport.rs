@@ -4,6 +4,8 @@
 //! (CPS, throughput, active flows, errors, retransmissions, latency percentiles, core
 //! load) and a latency histogram per template group. Every figure cell carries
 //! `data-key` (its JSON path) and `data-run` so that tests can read the page back.
+//! `squall serve --json` results (`"kind": "serve"`) are drawn too: requests/s, responses
+//! by status class, connections, errors and request latency over time.
 
 use std::fmt::Write as _;
 
@@ -70,6 +72,15 @@ pub const HEADLINE: &[(&str, &str)] = &[
     ("latency_us.first_byte.p99", "first byte p99 (us)"),
     ("latency_us.first_byte.p99_9", "first byte p99.9 (us)"),
     ("latency_us.last_byte.p99", "last byte p99 (us)"),
+    ("rates.rps", "requests/s (serve)"),
+    ("requests", "requests answered (serve)"),
+    ("accepted", "connections accepted (serve)"),
+    ("status_2xx", "2xx answers (serve)"),
+    ("status_4xx", "4xx answers (serve)"),
+    ("status_5xx", "5xx answers (serve)"),
+    ("cpu_us_per_request", "CPU us per request (serve)"),
+    ("latency_us.request.p50", "request latency p50 (us, serve)"),
+    ("latency_us.request.p99", "request latency p99 (us, serve)"),
     ("window.cps", "window CPS"),
     ("window.wire_gbps", "window wire Gbit/s"),
     (
@@ -94,12 +105,22 @@ fn num(v: Option<&Value>) -> Option<f64> {
     v.and_then(Value::as_f64)
 }
 
-/// Checks that `doc` is a `squall run --json` document.
+/// Whether `doc` holds `squall serve --json` results.
+fn is_serve(doc: &Value) -> bool {
+    doc.get("kind").and_then(Value::as_str) == Some("serve")
+}
+
+/// Checks that `doc` is a `squall run --json` (or `squall serve --json`) document.
 pub fn check(name: &str, doc: &Value) -> Result<(), String> {
-    for k in ["rates", "groups", "client", "server", "clean"] {
+    let keys: &[&str] = if is_serve(doc) {
+        &["rates", "requests", "series", "clean"]
+    } else {
+        &["rates", "groups", "client", "server", "clean"]
+    };
+    for k in keys {
         if doc.get(k).is_none() {
             return Err(format!(
-                "{name}: no '{k}': not a `squall run --json` results file (write one with `squall run PROFILE --json {name}`)"
+                "{name}: no '{k}': not a `squall run --json` results file (write one with `squall run PROFILE --json {name}`, or `squall serve ... --json {name}`)"
             ));
         }
     }
@@ -144,6 +165,33 @@ fn run_tag(r: usize) -> &'static str {
 pub fn charts(inputs: &[Input]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let g = |k: &'static str| move |s: &Value| num(s.get(k));
+    if inputs.iter().any(|i| is_serve(&i.doc)) {
+        out.push((
+            "rps".to_string(),
+            svg::line_chart(
+                "rps",
+                "Requests per second",
+                "requests/s",
+                &per_run(inputs, "requests/s", 0, &g("rps")),
+            ),
+        ));
+        let mut st = Vec::new();
+        for (k, class) in ["2xx", "3xx", "4xx", "5xx"].into_iter().enumerate() {
+            let f = move |s: &Value| num(s.get("status_per_s")?.get(class));
+            st.extend(per_run(inputs, class, k + 1, &f));
+        }
+        out.push((
+            "status".to_string(),
+            svg::line_chart("status", "Answers by status class", "per second", &st),
+        ));
+        let rl = |p: &'static str| move |s: &Value| num(s.get("latency_us")?.get("request")?.get(p));
+        let mut l = per_run(inputs, "request p50", 0, &rl("p50"));
+        l.extend(per_run(inputs, "request p99", 1, &rl("p99")));
+        out.push((
+            "request-latency".to_string(),
+            svg::line_chart("request-latency", "Request latency per second", "us", &l),
+        ));
+    }
     out.push((
         "cps".to_string(),
         svg::line_chart(
@@ -163,7 +211,7 @@ pub fn charts(inputs: &[Input]) -> Vec<(String, String)> {
         "active".to_string(),
         svg::line_chart(
             "active",
-            "Active flows",
+            "Active flows (serve: open connections)",
             "flows",
             &per_run(inputs, "active", 4, &g("active")),
         ),
@@ -353,7 +401,10 @@ pub fn render(inputs: &[Input]) -> Result<String, String> {
             "<tr><td>{}{}</td><td>{}</td><td>{}</td><td class=\"{}\" data-key=\"clean\" data-run=\"{r}\">{}</td></tr>",
             if inputs.len() > 1 { format!("{}: ", run_tag(r)) } else { String::new() },
             esc(&i.name),
-            esc(i.doc["profile"].as_str().unwrap_or("")),
+            esc(i.doc["profile"]
+                .as_str()
+                .or_else(|| i.doc["listen"].as_str().map(|_| "squall serve"))
+                .unwrap_or("")),
             esc(i.doc["mode"].as_str().unwrap_or("")),
             if clean { "ok" } else { "bad" },
             if clean { "CLEAN" } else { "FAILED" }
@@ -609,6 +660,28 @@ mod tests {
         assert!(page.contains("<td>+10.0%</td>"), "B vs A column");
         assert!(page.contains(r#"data-key="rates.cps" data-run="1">1100<"#));
         assert!(page.contains("stroke-dasharray"), "B dashed");
+    }
+
+    #[test]
+    fn a_serve_result_is_drawn() {
+        let d = json!({
+            "kind": "serve", "listen": "198.18.48.1:80", "mode": "afpacket:sq-srv0", "clean": true,
+            "errors": 0, "requests": 3000, "rates": {"rps": 1500.0, "cps": 10.0, "wire_gbps": 0.2, "mpps": 0.01},
+            "latency_us": {"request": {"count": 2, "p50": 90, "p99": 200, "max": 200}},
+            "series": [{"t": 1.0, "rps": 1400.0, "cps": 10.0, "active": 4, "errors": 0, "retransmits": 0,
+                        "status_per_s": {"2xx": 1400.0, "4xx": 0.0}, "tx_gbps": 0.1, "rx_gbps": 0.01,
+                        "latency_us": {"request": {"count": 2, "p50": 90, "p99": 200}},
+                        "cores": [{"core": 0, "load": 0.25}]}],
+        });
+        let page = render(&[Input {
+            name: "serve.json".into(),
+            doc: d,
+        }])
+        .unwrap();
+        assert!(page.contains(r#"data-key="rates.rps" data-run="0">1500<"#), "{page}");
+        for c in ["rps", "status", "request-latency", "cores", "active"] {
+            assert!(page.contains(&format!("data-chart=\"{c}\"")), "{c}");
+        }
     }
 
     #[test]

@@ -18,7 +18,10 @@
 //! - `worker`: one worker of a real-port run (its node and generator on one queue);
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
 //! - [`dut`]: both sides on two real ports with a device under test between them;
-//! - [`serve`]: `squall serve`, the HTTP/1.1 server on a real port.
+//! - [`serve`]: `squall serve`, the HTTP/1.1 server on a real port;
+//! - [`servelive`], [`serveseries`], [`servewatch`], [`serveview`], [`servemetrics`]: what
+//!   `squall serve`'s workers publish, its time series, reporting thread and results,
+//!   live view and Prometheus exposition.
 
 pub mod assertion;
 pub mod config;
@@ -34,6 +37,11 @@ pub mod report;
 pub mod run;
 pub mod series;
 pub mod serve;
+pub mod servelive;
+pub mod servemetrics;
+pub mod serveseries;
+pub mod serveview;
+pub mod servewatch;
 pub mod shards;
 pub mod source;
 pub mod stats;

@@ -100,7 +100,11 @@ impl Screen {
         Ok(Screen { term })
     }
     pub fn draw(&mut self, h: &Header, v: &ViewState, s: &Series) {
-        let _ = self.term.draw(|f| draw(f, h, v, s));
+        self.draw_with(|f| draw(f, h, v, s));
+    }
+    /// Draws a frame with `paint` (the screens of another command: `squall serve`).
+    pub fn draw_with(&mut self, paint: impl FnOnce(&mut Frame)) {
+        let _ = self.term.draw(paint);
     }
     /// Waits up to `d` for a key press.
     pub fn key(&mut self, d: Duration) -> Option<(KeyCode, KeyModifiers)> {
@@ -123,11 +127,11 @@ impl Drop for Screen {
     }
 }
 
-fn f3(v: f64) -> String {
+pub(crate) fn f3(v: f64) -> String {
     format!("{v:.3}")
 }
 
-fn kv<'a>(k: &'a str, v: String) -> Line<'a> {
+pub(crate) fn kv<'a>(k: &'a str, v: String) -> Line<'a> {
     Line::from(vec![
         Span::styled(format!("{k:<22}"), Style::default().fg(Color::Gray)),
         Span::styled(v, Style::default().add_modifier(Modifier::BOLD)),
@@ -390,12 +394,17 @@ fn cores(f: &mut Frame, area: Rect, last: &Sample) {
 
 /// Draws one frame of the view into a buffer of `w` x `h` cells (tests, no terminal).
 pub fn render_to_text(h: &Header, v: &ViewState, s: &Series, w: u16, hgt: u16) -> String {
+    paint_to_text(|f| draw(f, h, v, s), w, hgt)
+}
+
+/// Paints one frame with `paint` into a buffer of `w` x `hgt` cells, as text.
+pub fn paint_to_text(paint: impl FnOnce(&mut Frame), w: u16, hgt: u16) -> String {
     let backend = ratatui::backend::TestBackend::new(w, hgt);
     let mut t = match Terminal::new(backend) {
         Ok(t) => t,
         Err(_) => return String::new(),
     };
-    let _ = t.draw(|f| draw(f, h, v, s));
+    let _ = t.draw(paint);
     let buf = t.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..buf.area.height {

@@ -45,7 +45,7 @@ enum Cmd {
         tunables: Vec<String>,
     },
     /// Serve static files and fixed routes over HTTP/1.1 on a real port (docs/HTTP.md).
-    #[command(args_override_self = true)]
+    #[command(args_override_self = true, after_help = help::SERVE)]
     Serve(Box<ServeArgs>),
     /// Draw `squall run --json` results: a self-contained HTML report with charts (two files:
     /// before/after side by side).
@@ -286,6 +286,24 @@ struct ServeArgs {
     /// Derive the TCP secrets from a fixed value (reproducible; links you control only).
     #[arg(long)]
     fixed_keys: bool,
+    /// Also write the results (totals, rates, errors by kind, request latency and the
+    /// per-second `series`) to this JSON file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Threshold on a figure of the results, deciding the exit status (repeatable), e.g.
+    /// 'errors == 0', 'rps >= 1000', 'request.p99 < 5ms' (docs/OPERATING.md).
+    #[arg(long = "assert", value_name = "EXPR")]
+    asserts: Vec<String>,
+    /// Serve Prometheus metrics of the server at http://ADDR/metrics (e.g.
+    /// 127.0.0.1:9465; port 0 picks one, printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+    /// No progress line (nor live view) on stderr.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    /// The one-line progress on stderr even on a terminal (no live view).
+    #[arg(long)]
+    plain: bool,
     /// Options from this file's [serve] table (default: $SQUALL_CONFIG, else
     /// ./squall.toml if present); the command line wins.
     #[arg(long, value_name = "FILE")]
@@ -460,9 +478,36 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
 }
 
 fn serve_cmd(a: ServeArgs) -> ExitCode {
+    use squall::servewatch::{self, ServeInfo, ServeWatchOptions};
     let cfg = match serve_config(&a) {
         Ok(c) => c,
         Err(e) => return usage(&e),
+    };
+    let info = ServeInfo {
+        listen: cfg.listen.to_string(),
+        iface: cfg.iface.label(),
+        cores: cfg.cores,
+    };
+    let asserts = match a
+        .asserts
+        .iter()
+        .map(|e| Assertion::parse(e))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(v) => v,
+        Err(e) => return usage(&e),
+    };
+    let skel = servewatch::skeleton(&info);
+    if let Some(e) = asserts.iter().find_map(|x| x.check_names(&skel).err()) {
+        return usage(&e);
+    }
+    let metrics = match a.metrics.as_deref().map(squall::metrics::Exporter::start) {
+        None => None,
+        Some(Ok(m)) => {
+            eprintln!("squall serve: metrics at http://{}/metrics", m.addr);
+            Some(m)
+        }
+        Some(Err(e)) => return usage(&e),
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -473,38 +518,70 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
             return usage(&format!("signal handler: {e}"));
         }
     }
-    match squall::serve::serve(&cfg, stop) {
-        Ok(r) => {
-            let s = r.stats;
-            let doc = serde_json::json!({
-                "accepted": s.accepted,
-                "refused": s.refused,
-                "requests": s.requests,
-                "status_1xx": s.by_class[1],
-                "status_2xx": s.by_class[2],
-                "status_3xx": s.by_class[3],
-                "status_4xx": s.by_class[4],
-                "status_5xx": s.by_class[5],
-                "parse_errors": s.parse_errors,
-                "header_timeouts": s.header_timeouts,
-                "idle_closed": s.idle_closed,
-                "body_bytes": s.body_bytes,
-                "send_errors": s.send_errors,
-                "cut_at_stop": r.cut,
-                "cpu_ns": r.cpu_ns,
-                "access_log_dropped": r.log_dropped,
-                "workers": r.worker_requests.len(),
-                "worker_requests": r.worker_requests,
-                "rx_redirected": r.redirected,
-            });
-            println!("{doc}");
-            ExitCode::SUCCESS
+    let live = Arc::new(squall::servelive::ServeLive::new(cfg.cores));
+    let show_view = !a.quiet && !a.plain && squall::liveview::available();
+    let o = ServeWatchOptions {
+        quiet: a.quiet,
+        metrics,
+        live_view: show_view.then(|| squall::serveview::ServeHeader {
+            listen: format!("{} over {}", info.listen, info.iface),
+            cores: cfg.cores,
+            duration_s: a.duration,
+        }),
+    };
+    let (c2, s2, l2) = (cfg.clone(), stop.clone(), live.clone());
+    let h = std::thread::spawn(move || squall::serve::serve(&c2, s2, l2));
+    let series = servewatch::watch(&live, &stop, &|| h.is_finished(), &o);
+    let r = match h.join() {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            eprintln!("squall serve: {e}");
+            return ExitCode::from(1);
         }
+        Err(_) => {
+            eprintln!("squall serve: the server thread panicked");
+            return ExitCode::from(1);
+        }
+    };
+    let mut doc = servewatch::results(&info, &r, &series);
+    let outcomes = match assertion::check_all(&asserts, &doc) {
+        Ok(o) => o,
         Err(e) => {
             eprintln!("squall serve: {e}");
-            ExitCode::from(1)
+            return ExitCode::from(2);
+        }
+    };
+    for o in &outcomes {
+        eprintln!("squall serve: assert {}", o.message);
+    }
+    let failed = outcomes.iter().filter(|o| !o.ok).count();
+    if !outcomes.is_empty() {
+        doc["assertions"] = outcomes
+            .iter()
+            .map(|o| serde_json::json!({"expr": o.text, "ok": o.ok, "left": o.left, "right": o.right, "message": o.message}))
+            .collect();
+        doc["clean"] = (failed == 0).into();
+    }
+    if let Some(f) = &a.json {
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        if let Err(e) = std::fs::write(f, text + "\n") {
+            eprintln!("squall serve: cannot write {}: {e}", f.display());
+            return ExitCode::from(1);
         }
     }
+    // The line on stdout: the results without the series (in --json FILE).
+    if let Some(m) = doc.as_object_mut() {
+        m.remove("series");
+    }
+    println!("{doc}");
+    if failed > 0 {
+        eprintln!(
+            "squall serve: {failed} of {} assertion(s) failed (exit 1); each FAILED line above shows the values read",
+            outcomes.len()
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }
 
 /// A usage error: the message, then where the options and examples are (exit 2).

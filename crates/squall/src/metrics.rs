@@ -26,15 +26,15 @@ fn esc(v: &str) -> String {
 }
 
 /// A text exposition being written: one `# HELP`/`# TYPE` per family.
-struct Out {
-    s: String,
+pub(crate) struct Out {
+    pub(crate) s: String,
 }
 
 impl Out {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
+    pub(crate) fn family(&mut self, name: &str, kind: &str, help: &str) {
         let _ = writeln!(self.s, "# HELP {name} {help}\n# TYPE {name} {kind}");
     }
-    fn value(&mut self, name: &str, labels: &[(&str, &str)], v: f64) {
+    pub(crate) fn value(&mut self, name: &str, labels: &[(&str, &str)], v: f64) {
         self.s.push_str(name);
         if !labels.is_empty() {
             self.s.push('{');
@@ -48,32 +48,54 @@ impl Out {
         }
         let _ = writeln!(self.s, " {}", fmt(v));
     }
-    fn one(&mut self, name: &str, kind: &str, help: &str, v: f64) {
+    pub(crate) fn one(&mut self, name: &str, kind: &str, help: &str, v: f64) {
         self.family(name, kind, help);
         self.value(name, &[], v);
     }
     /// One histogram series (`_bucket`, `_sum`, `_count`) of `h` (microseconds).
     fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &LatHist) {
-        let bounds: Vec<u64> = LATENCY_BUCKETS_S
-            .iter()
-            .map(|b| (b * 1e6).round() as u64)
-            .collect();
-        let (counts, sum_us) = h.buckets(&bounds);
+        let (counts, sum_us) = h.buckets(&bucket_bounds_us());
         let mut cum = 0;
+        let cumulative: Vec<u64> = counts[..LATENCY_BUCKETS_S.len()]
+            .iter()
+            .map(|c| {
+                cum += c;
+                cum
+            })
+            .collect();
+        self.histogram_of(name, labels, &cumulative, h.count(), sum_us);
+    }
+    /// One histogram series from the cumulative counts at each of [`LATENCY_BUCKETS_S`],
+    /// the total count and the sum (us).
+    pub(crate) fn histogram_of(
+        &mut self,
+        name: &str,
+        labels: &[(&str, &str)],
+        cumulative: &[u64],
+        count: u64,
+        sum_us: f64,
+    ) {
         let bucket = format!("{name}_bucket");
-        for (b, c) in LATENCY_BUCKETS_S.iter().zip(&counts[..bounds.len()]) {
-            cum += c;
+        for (b, c) in LATENCY_BUCKETS_S.iter().zip(cumulative) {
             let le = fmt(*b);
             let mut l: Vec<(&str, &str)> = labels.to_vec();
             l.push(("le", &le));
-            self.value(&bucket, &l, cum as f64);
+            self.value(&bucket, &l, *c as f64);
         }
         let mut l: Vec<(&str, &str)> = labels.to_vec();
         l.push(("le", "+Inf"));
-        self.value(&bucket, &l, h.count() as f64);
+        self.value(&bucket, &l, count as f64);
         self.value(&format!("{name}_sum"), labels, sum_us / 1e6);
-        self.value(&format!("{name}_count"), labels, h.count() as f64);
+        self.value(&format!("{name}_count"), labels, count as f64);
     }
+}
+
+/// [`LATENCY_BUCKETS_S`] in microseconds.
+pub(crate) fn bucket_bounds_us() -> Vec<u64> {
+    LATENCY_BUCKETS_S
+        .iter()
+        .map(|b| (b * 1e6).round() as u64)
+        .collect()
 }
 
 fn fmt(v: f64) -> String {

@@ -224,6 +224,22 @@ impl Control {
     }
     /// Publishes `s`'s report into `slot` if snapshots are on and one is due.
     fn publish(&self, slot: &Snapshot, s: &Side<MemPort>, cpu0: u64, now: u64) {
+        self.publish_with(slot, now, |g| {
+            let cpu = thread_cpu_ns().saturating_sub(cpu0);
+            match g.as_mut() {
+                Some(r) => report_into(r, s, cpu),
+                None => *g = Some(report(s, cpu)),
+            }
+        });
+    }
+    /// Publishes into `slot` with `fill` if snapshots are on and one is due (with
+    /// `try_lock` only: a slot the reader holds is filled at a later turn).
+    pub(crate) fn publish_with(
+        &self,
+        slot: &Snapshot,
+        now: u64,
+        fill: impl FnOnce(&mut Option<SideReport>),
+    ) {
         if !self.snapshots.load(Ordering::Relaxed) {
             return;
         }
@@ -237,11 +253,7 @@ impl Control {
             return;
         }
         if let Ok(mut g) = slot.report.try_lock() {
-            let cpu = thread_cpu_ns().saturating_sub(cpu0);
-            match g.as_mut() {
-                Some(r) => report_into(r, s, cpu),
-                None => *g = Some(report(s, cpu)),
-            }
+            fill(&mut g);
             slot.last_ns.store(now, Ordering::Relaxed);
             slot.requested.store(false, Ordering::Relaxed);
         }
@@ -385,8 +397,8 @@ pub(crate) fn wait_until(clock: &MonotonicClock, t: u64) {
 /// Wall time of loop iterations that did work vs all iterations.
 #[derive(Default)]
 pub(crate) struct Busy {
-    busy_ns: u64,
-    all_ns: u64,
+    pub(crate) busy_ns: u64,
+    pub(crate) all_ns: u64,
 }
 
 impl Busy {

@@ -2,7 +2,8 @@
 //! real port by the same port runner as `squall run` ([`crate::cores::with_ports`]):
 //! loading the site, one server worker per queue (`--cores N`: each its own node, app,
 //! counters and access-log buffer, flows reaching the wrong worker redirected to their
-//! owner), the stop on SIGINT/SIGTERM reaching every worker, the summed counters.
+//! owner), the stop on SIGINT/SIGTERM reaching every worker, the summed counters; each
+//! worker publishes its figures for the reporting thread ([`crate::servelive`]).
 
 pub use squall_serve::{app, files, log, respond};
 
@@ -20,6 +21,7 @@ use squall_tcp::{FlowId, TcpConfig};
 
 use crate::cores::{self, PortJob, Steering};
 use crate::iface::{fmt_mac, IdleYield, Mode, RealConfig};
+use crate::servelive::{Publisher, ServeLive};
 use crate::shards::spawn_worker;
 use crate::worker::Worker;
 use app::{AppConfig, ServeApp, ServeStats};
@@ -68,8 +70,13 @@ pub struct ServeReport {
 }
 
 /// Loads the site and serves until `stop` is set (SIGINT/SIGTERM) or the duration ends,
-/// then stops gracefully.
-pub fn serve(cfg: &ServeConfig, stop: Arc<AtomicBool>) -> Result<ServeReport, String> {
+/// then stops gracefully. Worker `k` publishes its figures into `live.workers[k]`
+/// ([`ServeLive::new`]`(cfg.cores)`).
+pub fn serve(
+    cfg: &ServeConfig,
+    stop: Arc<AtomicBool>,
+    live: Arc<ServeLive>,
+) -> Result<ServeReport, String> {
     let files = match &cfg.root {
         Some(r) => Files::load(r)?,
         None => Files {
@@ -89,6 +96,12 @@ pub fn serve(cfg: &ServeConfig, stop: Arc<AtomicBool>) -> Result<ServeReport, St
     let ip = u32::from(*cfg.listen.ip());
     let n = cfg.cores.max(1);
     cores::check_cores(n)?;
+    if live.workers.len() < n as usize {
+        return Err(format!(
+            "{n} workers but {} publication slots (ServeLive::new(cores))",
+            live.workers.len()
+        ));
+    }
     cores::with_ports(
         &cfg.iface,
         n,
@@ -97,6 +110,7 @@ pub fn serve(cfg: &ServeConfig, stop: Arc<AtomicBool>) -> Result<ServeReport, St
             cfg,
             files: Arc::new(files),
             stop,
+            live,
         },
     )
 }
@@ -105,6 +119,7 @@ struct ServeJob<'a> {
     cfg: &'a ServeConfig,
     files: Arc<Files>,
     stop: Arc<AtomicBool>,
+    live: Arc<ServeLive>,
 }
 
 impl PortJob for ServeJob<'_> {
@@ -122,7 +137,7 @@ impl PortJob for ServeJob<'_> {
             let port = ports.into_iter().next().ok_or("no port")?;
             let mut w = Worker::single();
             w.t0 = t0;
-            return serve_on(port, self.cfg, self.files, &self.stop, w, describe);
+            return serve_on(port, self.cfg, self.files, &self.stop, &self.live, w, describe);
         }
         let ncpu = squall_engine::affinity::available_cores();
         let mut handles = Vec::with_capacity(n as usize);
@@ -133,8 +148,9 @@ impl PortJob for ServeJob<'_> {
                 .zip(cores::crew(n, &steer, Mode::Server, clock, t0))
         {
             let (cfg, files, stop) = (self.cfg.clone(), self.files.clone(), self.stop.clone());
+            let live = self.live.clone();
             handles.push(spawn_worker(k as u32, &ncpu, move || {
-                let r = serve_on(port, &cfg, files, &stop, w, describe);
+                let r = serve_on(port, &cfg, files, &stop, &live, w, describe);
                 if r.is_err() {
                     // A failed worker stops the others (they drain and end).
                     stop.store(true, Ordering::Relaxed);
@@ -174,6 +190,7 @@ fn serve_on<P: Port>(
     cfg: &ServeConfig,
     files: Arc<Files>,
     stop: &AtomicBool,
+    live: &ServeLive,
     mut w: Worker,
     describe: fn(&P, &RealConfig) -> String,
 ) -> Result<ServeReport, String> {
@@ -245,11 +262,14 @@ fn serve_on<P: Port>(
     node.tcp.listen(port_no);
     let end = cfg.duration.map(|d| w.t0 + d.as_nanos() as u64);
     let mut idle = IdleYield::default();
+    let slot = &live.workers[w.index as usize];
+    let mut publisher = Publisher::default();
     let mut drain_until: Option<u64> = None;
     let mut now;
     loop {
         now = clock.now_ns();
         let worked = node.turn(now, &mut app, None);
+        publisher.turn(now, worked, slot, &app, &node);
         if drain_until.is_none() && (stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e))
         {
             // New connections are refused (RST) from here; idle ones close, the others
@@ -283,6 +303,7 @@ fn serve_on<P: Port>(
         }
         node.flush();
     }
+    publisher.publish_final(slot, &app, &node);
     node.release_frames();
     app.finish()?;
     let cpu = thread_cpu_ns().saturating_sub(cpu0);

@@ -32,16 +32,7 @@ pub fn run_shards(
     // One start instant for every shard, far enough ahead for all of them to build
     // their sides (a frame pool and two flow tables each).
     let t0 = clock.now_ns() + START_LEAD_NS * u64::from(n.min(8));
-    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
-    let (snapshots, on_request) = (
-        live.ctl.snapshots.load(Ordering::Relaxed),
-        live.ctl.on_request.load(Ordering::Relaxed),
-    );
-    for l in &lives {
-        l.ctl.snapshots.store(snapshots, Ordering::Relaxed);
-        l.ctl.on_request.store(on_request, Ordering::Relaxed);
-    }
-    let _ = live.shards.set(lives.clone());
+    let lives = shard_lives(&live, n);
     let mut workers = Vec::with_capacity(n as usize);
     for k in 0..n {
         let (p, c, l) = (profile.clone(), cfg.clone(), lives[k as usize].clone());
@@ -52,6 +43,22 @@ pub fn run_shards(
         workers.push(h);
     }
     join_workers(workers, &live, &lives, "shard")
+}
+
+/// The `n` workers' own [`Live`]s, with the run's snapshot settings, registered as the
+/// run's shards (the time series reads each one's figures and side reports).
+pub(crate) fn shard_lives(live: &Live, n: u32) -> Vec<Arc<Live>> {
+    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
+    let (snapshots, on_request) = (
+        live.ctl.snapshots.load(Ordering::Relaxed),
+        live.ctl.on_request.load(Ordering::Relaxed),
+    );
+    for l in &lives {
+        l.ctl.snapshots.store(snapshots, Ordering::Relaxed);
+        l.ctl.on_request.store(on_request, Ordering::Relaxed);
+    }
+    let _ = live.shards.set(lives.clone());
+    lives
 }
 
 /// Spawns worker `k` (thread `squall-wK`) pinned to the `k`-th core of `ncpu` (the cores

@@ -6,6 +6,8 @@
 //! `port % N == index`, and with RSS only ports whose reply hashes to its own queue) or
 //! answers the flows that reach it, and runs the loop until its side is idle and every
 //! other worker's is too (a worker keeps taking frames redirected to it until then).
+//! It publishes its live figures every 10 ms and, when the time series asks, its side
+//! report (latency, errors by kind) as the memory-wire workers do.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use squall_stack::{Redirect, SharedMac};
 
 use crate::gen::{tcp_config, ClientGen, Side};
 use crate::iface::{fmt_mac, side_report, IdleYield, Mode, RealConfig};
-use crate::run::{Live, RunConfig, RunResult, SideReport};
+use crate::run::{Live, RunConfig, RunResult, SideReport, Snapshot};
 
 /// What a worker gets besides its port: its place among the port's workers and what it
 /// shares with them (the start instant, the next hop's MAC, the count of finished ones).
@@ -77,6 +79,26 @@ fn publish<P: Port>(live: &Live, s: &Side<P>, mode: Mode) {
         let accepted = s.gen.app.stats.total().accepted;
         live.started.store(accepted, Ordering::Relaxed);
     }
+}
+
+/// This worker's slot of side reports (the side it plays) and the other side's, which
+/// stays an empty report: the time series reads a pair.
+fn snapshot_slots(live: &Live, mode: Mode) -> (&Snapshot, &Snapshot) {
+    let c = &live.ctl;
+    if mode == Mode::Server {
+        (&c.server, &c.client)
+    } else {
+        (&c.client, &c.server)
+    }
+}
+
+/// Publishes this worker's side report when the time series asks (latency and errors
+/// by kind of the `series`, the metrics, the live view), with `try_lock` only.
+fn publish_snapshot<P: Port>(live: &Live, s: &Side<P>, mode: Mode, cpu0: u64, now: u64) {
+    let (mine, _) = snapshot_slots(live, mode);
+    live.ctl.publish_with(mine, now, |g| {
+        *g = Some(side_report(s, thread_cpu_ns().saturating_sub(cpu0)));
+    });
 }
 
 /// The run of one worker on its open port; `describe` gives the port's own part of the
@@ -161,6 +183,14 @@ pub(crate) fn run_on<P: Port>(
     let mut done_marked = false;
     // Idle polling is not work: the busy figure counts iterations that did some.
     let mut busy = crate::run::Busy::default();
+    if live.ctl.snapshots.load(Ordering::Relaxed) {
+        let (_, other) = snapshot_slots(&live, rc.mode);
+        if let Ok(mut g) = other.report.lock() {
+            let mut r = SideReport::default();
+            r.app = crate::stats::SideStats::new(profile.tg_names.len());
+            *g = Some(r);
+        }
+    }
     crate::run::wait_until(&clock, t0);
     loop {
         now = clock.now_ns();
@@ -188,6 +218,9 @@ pub(crate) fn run_on<P: Port>(
         if now.saturating_sub(last_pub) >= 10_000_000 {
             last_pub = now;
             publish(&live, &s, rc.mode);
+            live.busy_ns.store(busy.busy_ns, Ordering::Relaxed);
+            live.loop_ns.store(busy.all_ns, Ordering::Relaxed);
+            publish_snapshot(&live, &s, rc.mode, cpu0, now);
         }
         idle.turn(worked, s.node.tx_waiting());
     }
@@ -195,6 +228,8 @@ pub(crate) fn run_on<P: Port>(
         w.finished.fetch_add(1, Ordering::AcqRel);
     }
     publish(&live, &s, rc.mode);
+    live.busy_ns.store(busy.busy_ns, Ordering::Relaxed);
+    live.loop_ns.store(busy.all_ns, Ordering::Relaxed);
     live.done.store(true, Ordering::Relaxed);
     s.release_frames();
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
