@@ -322,10 +322,40 @@ fn serve_usage_errors_say_what_is_wrong() {
     let conf = dir.join("squall.toml");
     std::fs::write(&conf, "[serve]\nlisten = \"198.18.48.1:80\"\ncores = 0\n").unwrap();
     let conf = conf.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["serve", "--iface", "afpacket:x", "--root", "."],
             "--listen ADDR:PORT",
+        ),
+        // Assertions are checked before the server starts: an unknown figure names the
+        // short names, a malformed expression says what was expected.
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--assert",
+                "rsp >= 1",
+            ],
+            "unknown figure 'rsp'",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--assert",
+                "rps >=",
+            ],
+            "--assert",
         ),
         (
             &["serve", "--listen", "198.18.48.1:80", "--root", "."],
@@ -692,7 +722,15 @@ fn metrics_endpoint_is_scraped_during_the_run() {
 /// man page, and usage errors that say where to look.
 #[test]
 fn help_completions_and_man_pages() {
-    for sub in ["run", "validate", "report", "daemon", "completions", "man"] {
+    for sub in [
+        "run",
+        "serve",
+        "validate",
+        "report",
+        "daemon",
+        "completions",
+        "man",
+    ] {
         let out = squall().args([sub, "--help"]).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{sub}");

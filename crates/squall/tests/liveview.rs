@@ -3,55 +3,10 @@
 //! the generation early and the summary still follows.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A private tmux server (its own socket), killed on drop.
-struct Tmux {
-    sock: String,
-}
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .args(["-L", &self.sock])
-            .args(args)
-            .output()
-            .expect("tmux (scripts/deps.sh test)");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-    fn capture(&self) -> String {
-        self.cmd(&["capture-pane", "-p", "-t", "live"])
-    }
-    /// Captures until `want` shows (or panics after `secs`).
-    fn wait_for(&self, want: &str, secs: u64) -> String {
-        let t = Instant::now();
-        loop {
-            let c = self.capture();
-            if c.contains(want) {
-                return c;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(secs),
-                "no {want:?} in\n{c}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.sock, "kill-server"])
-            .output();
-    }
-}
+mod tmux;
+use tmux::Tmux;
 
 #[test]
 fn live_view_in_tmux_shows_the_run_and_q_stops_it() {
