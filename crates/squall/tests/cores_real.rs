@@ -196,6 +196,7 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
         "every response byte of every flow"
     );
     assert_eq!(nginx_squall_requests(dir), flows, "nginx access log lines");
+    lab::check_real_series(&r, 2);
     assert!(
         r["mode"].as_str().unwrap_or("").contains("2 workers"),
         "{}",

@@ -316,3 +316,36 @@ pub fn start_nginx(n: &str, dir: &Path, conf: &str) -> Proc {
             .expect("start nginx"),
     )
 }
+
+/// Issue #14 on real interfaces: every sample of a `squall run --json` `series` carries
+/// errors by kind, retransmissions and latency (the workers' side reports), the samples add
+/// up to the run's totals, and a run of `cores` > 1 workers has a row (and a load) per core.
+pub fn check_real_series(r: &serde_json::Value, cores: usize) {
+    let s = r["series"].as_array().expect("series");
+    assert!(!s.is_empty(), "no samples");
+    let (mut fb, mut rex) = (0, 0);
+    for x in s {
+        assert!(x["errors_by_kind"].is_object(), "{x}");
+        fb += x["latency_us"]["first_byte"]["count"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no latency in {x}"));
+        rex += x["retransmits"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no retransmits in {x}"));
+        let c = x["cores"].as_array().expect("cores");
+        if cores > 1 {
+            assert_eq!(c.len(), cores, "{x}");
+            assert!(c.iter().all(|k| (0.0..=1.0).contains(&k["load"].as_f64().unwrap())));
+        }
+    }
+    assert_eq!(fb, num(r, &["latency_us", "first_byte", "count"]), "latency");
+    assert!(fb > 0);
+    assert_eq!(rex, num(r, &["retransmits"]), "retransmissions");
+    if cores > 1 {
+        let busy = s
+            .iter()
+            .flat_map(|x| x["cores"].as_array().unwrap().iter())
+            .any(|k| k["load"].as_f64().unwrap() > 0.0);
+        assert!(busy, "no load measured on any core");
+    }
+}
