@@ -122,7 +122,7 @@ pub fn run_dut(
     let mut cmesh = mesh_ends(n);
     let mut smesh = mesh_ends(n);
     let ncpu = squall_engine::affinity::available_cores();
-    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::default())).collect();
+    let lives = crate::shards::shard_lives(&live, n);
     let mut workers = Vec::with_capacity(n as usize);
     for (k, (cport, sport)) in cports.into_iter().zip(sports).enumerate() {
         let dw = DutWorker {
@@ -232,10 +232,13 @@ fn run_dut_worker(
     let mut last_pub = 0u64;
     let mut idle = IdleYield::default();
     let mut done_marked = false;
+    // Idle polling is not work: the core's load counts turns that did some.
+    let mut load = crate::run::Busy::default();
     crate::run::wait_until(&clock, t0);
     loop {
         now = clock.now_ns();
         let busy = c.iterate(now, None) | s.iterate(now, None);
+        load.add(now, clock.now_ns(), busy);
         if !done_marked && c.is_idle() && s.is_idle() {
             done_marked = true;
             w.finished.fetch_add(1, Ordering::AcqRel);
@@ -259,6 +262,13 @@ fn run_dut_worker(
             last_pub = now;
             publish_client(&live, &c);
             publish_server(&live, &s);
+            live.busy_ns.store(load.busy_ns, Ordering::Relaxed);
+            live.loop_ns.store(load.all_ns, Ordering::Relaxed);
+            // Side reports when the time series asks (latency, errors by kind).
+            let cpu = thread_cpu_ns().saturating_sub(cpu0);
+            let ctl = &live.ctl;
+            ctl.publish_with(&ctl.client, now, |g| *g = Some(side_report(&c, cpu)));
+            ctl.publish_with(&ctl.server, now, |g| *g = Some(side_report(&s, cpu)));
         }
         idle.turn(busy, c.node.tx_waiting() + s.node.tx_waiting());
     }

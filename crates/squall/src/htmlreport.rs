@@ -184,7 +184,8 @@ pub fn charts(inputs: &[Input]) -> Vec<(String, String)> {
             "status".to_string(),
             svg::line_chart("status", "Answers by status class", "per second", &st),
         ));
-        let rl = |p: &'static str| move |s: &Value| num(s.get("latency_us")?.get("request")?.get(p));
+        let rl =
+            |p: &'static str| move |s: &Value| num(s.get("latency_us")?.get("request")?.get(p));
         let mut l = per_run(inputs, "request p50", 0, &rl("p50"));
         l.extend(per_run(inputs, "request p99", 1, &rl("p99")));
         out.push((
@@ -678,7 +679,10 @@ mod tests {
             doc: d,
         }])
         .unwrap();
-        assert!(page.contains(r#"data-key="rates.rps" data-run="0">1500<"#), "{page}");
+        assert!(
+            page.contains(r#"data-key="rates.rps" data-run="0">1500<"#),
+            "{page}"
+        );
         for c in ["rps", "status", "request-latency", "cores", "active"] {
             assert!(page.contains(&format!("data-chart=\"{c}\"")), "{c}");
         }

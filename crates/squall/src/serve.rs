@@ -137,7 +137,9 @@ impl PortJob for ServeJob<'_> {
             let port = ports.into_iter().next().ok_or("no port")?;
             let mut w = Worker::single();
             w.t0 = t0;
-            return serve_on(port, self.cfg, self.files, &self.stop, &self.live, w, describe);
+            return serve_on(
+                port, self.cfg, self.files, &self.stop, &self.live, w, describe,
+            );
         }
         let ncpu = squall_engine::affinity::available_cores();
         let mut handles = Vec::with_capacity(n as usize);

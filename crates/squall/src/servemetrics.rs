@@ -185,8 +185,8 @@ pub fn render(series: &ServeSeries, running: bool) -> String {
 mod tests {
     use super::*;
     use crate::metrics::{find, parse};
-    use crate::serveseries::ServeReading;
     use crate::servelive::WorkerFigures;
+    use crate::serveseries::ServeReading;
 
     pub(crate) fn series() -> ServeSeries {
         let mut s = ServeSeries::default();
@@ -229,10 +229,7 @@ mod tests {
         );
         assert_eq!(get("squall_serve_requests_per_second", &[]), 500.0);
         assert_eq!(get("squall_serve_wire_bits_per_second", &[]), 1e9);
-        assert_eq!(
-            get("squall_serve_core_load_ratio", &[("core", "0")]),
-            0.5
-        );
+        assert_eq!(get("squall_serve_core_load_ratio", &[("core", "0")]), 0.5);
         assert_eq!(
             get("squall_serve_core_requests_total", &[("core", "1")]),
             0.0

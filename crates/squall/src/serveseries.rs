@@ -140,17 +140,20 @@ pub fn sample(prev: &ServeReading, cur: &ServeReading) -> ServeSample {
     let cores = cur
         .workers
         .iter()
-            .enumerate()
-            .map(|(k, w)| {
-                let pw = prev.workers.get(k).copied().unwrap_or_default();
-                ServeCore {
-                    core: k,
-                    rps: d(w.stats.requests, pw.stats.requests) as f64 / dt,
-                    active: w.open,
-                    wire_gbps: gbps(
-                        d(w.port.tx_bytes + w.port.rx_bytes, pw.port.tx_bytes + pw.port.rx_bytes),
-                        dt,
+        .enumerate()
+        .map(|(k, w)| {
+            let pw = prev.workers.get(k).copied().unwrap_or_default();
+            ServeCore {
+                core: k,
+                rps: d(w.stats.requests, pw.stats.requests) as f64 / dt,
+                active: w.open,
+                wire_gbps: gbps(
+                    d(
+                        w.port.tx_bytes + w.port.rx_bytes,
+                        pw.port.tx_bytes + pw.port.rx_bytes,
                     ),
+                    dt,
+                ),
                 load: load(d(w.busy_ns, pw.busy_ns), d(w.loop_ns, pw.loop_ns)),
             }
         })
@@ -159,7 +162,10 @@ pub fn sample(prev: &ServeReading, cur: &ServeReading) -> ServeSample {
         t: cur.t,
         dt,
         rps: d(c.stats.requests, p.stats.requests) as f64 / dt,
-        cps: d(c.stats.accepted + c.stats.refused, p.stats.accepted + p.stats.refused) as f64
+        cps: d(
+            c.stats.accepted + c.stats.refused,
+            p.stats.accepted + p.stats.refused,
+        ) as f64
             / dt,
         by_class,
         active: c.open,

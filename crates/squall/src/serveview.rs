@@ -275,8 +275,8 @@ pub fn progress_line(s: &ServeSample) -> String {
 mod tests {
     use super::*;
     use crate::liveview::{paint_to_text, Action};
-    use crate::serveseries::ServeReading;
     use crate::servelive::WorkerFigures;
+    use crate::serveseries::ServeReading;
     use ratatui::crossterm::event::{KeyCode, KeyModifiers};
 
     fn series() -> ServeSeries {
@@ -310,7 +310,10 @@ mod tests {
         let t = paint_to_text(|f| draw(f, &h, &v, &s), 120, 30);
         assert!(t.contains("requests/s") && t.contains("1234"), "{t}");
         assert!(t.contains("17 | 5"), "{t}");
-        assert!(t.contains("parse_errors") && t.contains("Request latency"), "{t}");
+        assert!(
+            t.contains("parse_errors") && t.contains("Request latency"),
+            "{t}"
+        );
         assert_eq!(
             v.key(KeyCode::Char('2'), KeyModifiers::NONE),
             Action::Redraw

@@ -11,8 +11,8 @@ use serde_json::{json, Map, Value};
 
 use crate::liveview::{Action, Screen, ViewState};
 use crate::serve::ServeReport;
-use crate::serveseries::{error_kinds, errors, lat_summary, ServeReading, ServeSeries};
 use crate::servelive::{ServeLive, WorkerFigures};
+use crate::serveseries::{error_kinds, errors, lat_summary, ServeReading, ServeSeries};
 use crate::serveview::{self, ServeHeader};
 
 /// What the watcher does besides sampling.

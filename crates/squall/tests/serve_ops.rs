@@ -27,7 +27,13 @@ fn figure(pane: &str, label: &str) -> Option<u64> {
 fn scrape() -> String {
     let out = ns(
         "sq-srv",
-        &["curl", "-s", "-m", "3", &format!("http://{METRICS}/metrics")],
+        &[
+            "curl",
+            "-s",
+            "-m",
+            "3",
+            &format!("http://{METRICS}/metrics"),
+        ],
     )
     .output()
     .expect("curl");
@@ -215,7 +221,9 @@ fn serve_live_view_metrics_json_and_assertions() {
         .sum();
     assert_eq!(lat, v["latency_us"]["request"]["count"].as_u64().unwrap());
     assert!(lat > 0);
-    assert!(series.iter().all(|s| s["cores"].as_array().unwrap().len() == 2));
+    assert!(series
+        .iter()
+        .all(|s| s["cores"].as_array().unwrap().len() == 2));
     assert!(series.iter().any(|s| s["rps"].as_f64().unwrap() > 1_000.0));
     let asserts = v["assertions"].as_array().unwrap();
     assert_eq!(asserts.len(), 3);
@@ -223,7 +231,9 @@ fn serve_live_view_metrics_json_and_assertions() {
     assert_eq!(v["clean"], true);
     eprintln!(
         "serve ops: {total} requests, rates {}, request latency {}, {} samples",
-        v["rates"], v["latency_us"]["request"], series.len()
+        v["rates"],
+        v["latency_us"]["request"],
+        series.len()
     );
     // The stdout line: the same results without the series.
     let l: serde_json::Value =
@@ -239,7 +249,11 @@ fn serve_live_view_metrics_json_and_assertions() {
         .arg(&html)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("data-chart=\"rps\"") && page.contains("data-key=\"rates.rps\""));
 
@@ -269,7 +283,10 @@ fn serve_live_view_metrics_json_and_assertions() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("FAILED: rps >= 1000000: left 0"), "{text}");
     assert!(text.contains("ok: errors == 0"), "{text}");
-    assert!(text.contains("req/s") && text.contains("latency p99"), "{text}");
+    assert!(
+        text.contains("req/s") && text.contains("latency p99"),
+        "{text}"
+    );
     assert!(text.contains("\"clean\":false"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -291,7 +308,8 @@ impl OutputStdin for Command {
             let _ = i.write_all(input.as_bytes());
         }
         let o = c.wait_with_output().expect("wait");
-        let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        let text =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
         (o.status, text)
     }
 }

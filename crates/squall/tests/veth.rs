@@ -350,7 +350,10 @@ fn client_against_nginx(case: &ClientCase) {
     assert!(r["clean"].as_bool().unwrap());
     lab::check_real_series(&r, 1);
     if case.netem {
-        assert!(num(&r, &["retransmits"]) > 0, "a lossy link: retransmissions");
+        assert!(
+            num(&r, &["retransmits"]) > 0,
+            "a lossy link: retransmissions"
+        );
     }
     let inv = r["invariants"].as_array().unwrap();
     assert!(inv.iter().any(|c| c["name"] == "single_side_mode"));

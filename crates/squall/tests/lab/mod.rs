@@ -335,10 +335,16 @@ pub fn check_real_series(r: &serde_json::Value, cores: usize) {
         let c = x["cores"].as_array().expect("cores");
         if cores > 1 {
             assert_eq!(c.len(), cores, "{x}");
-            assert!(c.iter().all(|k| (0.0..=1.0).contains(&k["load"].as_f64().unwrap())));
+            assert!(c
+                .iter()
+                .all(|k| (0.0..=1.0).contains(&k["load"].as_f64().unwrap())));
         }
     }
-    assert_eq!(fb, num(r, &["latency_us", "first_byte", "count"]), "latency");
+    assert_eq!(
+        fb,
+        num(r, &["latency_us", "first_byte", "count"]),
+        "latency"
+    );
     assert!(fb > 0);
     assert_eq!(rex, num(r, &["retransmits"]), "retransmissions");
     if cores > 1 {
