@@ -584,8 +584,8 @@ mod tests {
         }
     }
 
-    /// docs/grafana-squall.json and docs/OPERATING.md only name metrics we serve, and
-    /// OPERATING.md lists every family.
+    /// docs/grafana-squall.json and docs/OPERATING.md only name metrics we serve (`squall
+    /// run`'s and `squall serve`'s), and OPERATING.md lists every family.
     #[test]
     fn the_dashboard_and_the_docs_name_served_metrics() {
         let mut r = reading();
@@ -594,7 +594,12 @@ mod tests {
         series.push(Reading::default());
         series.push(r);
         let s = series.samples.last().cloned();
-        let text = render_parts(&series.last, s.as_ref(), series.group_names(), true);
+        let mut text = render_parts(&series.last, s.as_ref(), series.group_names(), true);
+        // And `squall serve`'s families.
+        let mut serve = crate::serveseries::ServeSeries::default();
+        let w = vec![crate::servelive::WorkerFigures::default(); 2];
+        serve.push(crate::serveseries::ServeReading::of(1.0, w));
+        text.push_str(&crate::servemetrics::render(&serve, true));
         let families: Vec<&str> = text
             .lines()
             .filter_map(|l| l.strip_prefix("# TYPE "))
