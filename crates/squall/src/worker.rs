@@ -186,9 +186,10 @@ pub(crate) fn run_on<P: Port>(
     if live.ctl.snapshots.load(Ordering::Relaxed) {
         let (_, other) = snapshot_slots(&live, rc.mode);
         if let Ok(mut g) = other.report.lock() {
-            let mut r = SideReport::default();
-            r.app = crate::stats::SideStats::new(profile.tg_names.len());
-            *g = Some(r);
+            *g = Some(SideReport {
+                app: crate::stats::SideStats::new(profile.tg_names.len()),
+                ..SideReport::default()
+            });
         }
     }
     crate::run::wait_until(&clock, t0);
