@@ -641,7 +641,11 @@ mod tests {
                 "{f} not documented in docs/OPERATING.md"
             );
         }
-        for n in names(&ops).iter().filter(|n| n.len() > "squall_".len()) {
+        // (A name ending in `_` is a prefix: `squall_serve_*`.)
+        for n in names(&ops)
+            .iter()
+            .filter(|n| n.len() > "squall_".len() && !n.ends_with('_'))
+        {
             assert!(served(n), "OPERATING.md names {n}, not served");
         }
     }
