@@ -96,7 +96,10 @@ impl Screen {
             let _ = terminal::disable_raw_mode();
             return Err(e);
         }
-        let term = Terminal::new(CrosstermBackend::new(err))?;
+        let mut term = Terminal::new(CrosstermBackend::new(err))?;
+        // A clean screen: text another thread printed meanwhile is not left in the
+        // cells the first frame leaves blank.
+        let _ = term.clear();
         Ok(Screen { term })
     }
     pub fn draw(&mut self, h: &Header, v: &ViewState, s: &Series) {

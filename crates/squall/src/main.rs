@@ -543,6 +543,9 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    for n in &r.notes {
+        eprintln!("{n}");
+    }
     let mut doc = servewatch::results(&info, &r, &series);
     let outcomes = match assertion::check_all(&asserts, &doc) {
         Ok(o) => o,

@@ -67,6 +67,9 @@ pub struct ServeReport {
     pub cpu_ns: u64,
     /// Access-log buffers lost (writer behind).
     pub log_dropped: u64,
+    /// Each worker's closing line (its port's counters), printed by the caller once the
+    /// live view is closed.
+    pub notes: Vec<String>,
 }
 
 /// Loads the site and serves until `stop` is set (SIGINT/SIGTERM) or the duration ends,
@@ -173,6 +176,7 @@ impl PortJob for ServeJob<'_> {
                     total.cut += r.cut;
                     total.cpu_ns += r.cpu_ns;
                     total.log_dropped += r.log_dropped;
+                    total.notes.extend(r.notes);
                 }
             }
         }
@@ -318,7 +322,7 @@ fn serve_on<P: Port>(
     } else {
         String::new()
     };
-    eprintln!(
+    let note = format!(
         "squall serve: {who}{} peer {}: ARP requests answered {}, ICMP echo answered {}{}",
         describe(&node.port, rc),
         fmt_mac(peer_mac),
@@ -341,6 +345,7 @@ fn serve_on<P: Port>(
         cut,
         cpu_ns: cpu,
         log_dropped: app.log_dropped(),
+        notes: vec![note],
     })
 }
 

@@ -215,7 +215,7 @@ fn responses(f: &mut Frame, area: Rect, s: &ServeSeries, last: &ServeSample) {
         kv("closed idle (timeout)", st.idle_closed.to_string()),
         kv("body bytes", st.body_bytes.to_string()),
         kv("resets sent", t.tcp.resets_sent.to_string()),
-        kv("retransmitted segments", t.tcp.retransmits.to_string()),
+        kv("retransmits", t.tcp.retransmits.to_string()),
         Line::from(""),
     ];
     lines.extend(error_lines(s));

@@ -41,7 +41,9 @@ pub fn watch(
     let t0 = Instant::now();
     let mut series = ServeSeries::default();
     let mut next = t0 + Duration::from_secs(1);
-    let mut screen = o.live_view.as_ref().and_then(|_| Screen::open().ok());
+    // Opened at the first sample: the server's start lines (site loaded, listening)
+    // stay on the terminal above it.
+    let mut screen: Option<Screen> = None;
     let header = o.live_view.clone().unwrap_or_default();
     let mut view = ViewState::default();
     while !finished() {
@@ -60,6 +62,9 @@ pub fn watch(
             continue;
         }
         next += Duration::from_secs(1);
+        if screen.is_none() && o.live_view.is_some() && series.samples.is_empty() {
+            screen = Screen::open().ok();
+        }
         let s = series.push(reading(live, t0)).clone();
         if let Some(m) = &o.metrics {
             m.update(crate::servemetrics::render(&series, true));
