@@ -307,6 +307,36 @@ fn header_and_idle_timeouts_close_connections() {
     assert_eq!(b.app.live, 0);
 }
 
+/// What the workers publish for `squall serve`'s reports: the idle connections (counted
+/// by the sweep: nothing being read, every answer acknowledged) and one request-latency
+/// value per burst of answers, once the burst is acknowledged.
+#[test]
+fn idle_connections_and_request_latency_are_counted() {
+    let mut b = Bench::new(
+        10,
+        vec![
+            // One request, answered and acknowledged: idle.
+            vec![(0, &b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n"[..])],
+            // Half a head: a request in progress, not idle.
+            vec![(0, b"GET /ping HTTP/1.1\r\nHo")],
+            // Two pipelined requests answered together: one latency value.
+            vec![(
+                0,
+                b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\nGET /ping HTTP/1.1\r\nHost: a\r\n\r\n",
+            )],
+        ],
+    );
+    assert_eq!(b.app.req_lat.count(), 0);
+    b.run(300);
+    assert_eq!(codes(&b.got(2)), [200, 200]);
+    assert_eq!(b.app.live, 3);
+    assert_eq!(b.app.idle, 2, "the half head is not idle");
+    assert_eq!(b.app.req_lat.count(), 2, "one value per acknowledged burst");
+    // The answers were acknowledged within the run, after the requests came.
+    let p99 = b.app.req_lat.quantile(0.99);
+    assert!(p99 < 300_000, "{p99} us");
+}
+
 #[test]
 fn connection_limit_answers_503() {
     let req = &b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n"[..];
