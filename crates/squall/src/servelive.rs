@@ -5,7 +5,6 @@
 //! next period). The live view, the progress line, `--metrics` and the `--json` series
 //! read these copies: nothing else is added on the data path.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
 use squall_port::{Port, PortStats};
@@ -83,8 +82,6 @@ impl WorkerFigures {
 #[derive(Debug, Default)]
 pub struct ServeLive {
     pub workers: Vec<Mutex<WorkerFigures>>,
-    /// Set when the server has stopped (every worker drained).
-    pub done: AtomicBool,
 }
 
 impl ServeLive {
@@ -94,7 +91,6 @@ impl ServeLive {
             workers: (0..n.max(1))
                 .map(|_| Mutex::new(WorkerFigures::default()))
                 .collect(),
-            done: AtomicBool::new(false),
         }
     }
     /// A copy of every worker's latest figures (a slot being written is read as it was).
