@@ -69,6 +69,8 @@ pub struct Ctl {
     pub(crate) flow: FlowId,
     pub(crate) key: FlowKey,
     pub(crate) passive: bool,
+    /// The peer's IPv6 address (IPv6 flows only; the key holds its id).
+    pub(crate) remote6: [u8; 16],
     pub(crate) ops: Vec<Op>,
     /// Operations that failed (bad range, queue full) since the host was created.
     pub errors: u64,
@@ -82,6 +84,11 @@ impl Ctl {
     /// Its 4-tuple.
     pub fn key(&self) -> FlowKey {
         self.key
+    }
+    /// The peer's IPv6 address for an IPv6 flow (whose key holds address ids), `None`
+    /// for an IPv4 flow.
+    pub fn remote_ipv6(&self) -> Option<[u8; 16]> {
+        self.key.is_ipv6().then_some(self.remote6)
     }
     /// True for flows accepted from a listener.
     pub fn passive(&self) -> bool {

@@ -311,6 +311,9 @@ impl TcpHost {
         self.ctl.flow = FlowId(i);
         self.ctl.key = t.key;
         self.ctl.passive = t.has(F_PASSIVE);
+        if t.key.is_ipv6() {
+            self.ctl.remote6 = *self.addr6.addr(t.key.remote_ip);
+        }
     }
 }
 
