@@ -444,7 +444,7 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     if a.max_conns == 0 {
         return Err("--max-conns 0: expected at least 1".into());
     }
-    Ok(ServeConfig {
+    let cfg = ServeConfig {
         root: a.root.clone(),
         listen,
         iface,
@@ -468,7 +468,9 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
         duration: a.duration.map(|d| secs("duration", d)).transpose()?,
         fixed_keys: a.fixed_keys,
         cores: a.cores,
-    })
+    };
+    squall::serve::check_listen(&cfg)?;
+    Ok(cfg)
 }
 
 fn serve_cmd(a: ServeArgs) -> ExitCode {

@@ -124,7 +124,7 @@ pub fn serve(cfg: &ServeConfig, stop: Arc<AtomicBool>) -> Result<ServeReport, St
 /// The addresses the server's nodes own, by family, from the listen addresses; refuses
 /// what cannot work (no address, an unspecified one, a peer of a family not listened
 /// on, IPv6 over AF_XDP).
-fn check_listen(cfg: &ServeConfig) -> Result<(Owned, Owned6), String> {
+pub fn check_listen(cfg: &ServeConfig) -> Result<(Owned, Owned6), String> {
     let (mut v4, mut v6) = (Owned::default(), Owned6::default());
     if cfg.listen.is_empty() {
         return Err("squall serve needs --listen ADDR:PORT (or [ADDR6]:PORT)".into());

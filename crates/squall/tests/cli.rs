@@ -429,6 +429,67 @@ fn serve_usage_errors_say_what_is_wrong() {
         err.contains("options from ../../examples/squall.toml") && err.contains("--cores 0"),
         "{err}"
     );
+    // IPv6 and dual stack: what cannot work is refused before anything opens; the file's
+    // `listen` may be a list (its IPv6 entry is what AF_XDP refuses here).
+    let conf6 = dir.join("dual.toml");
+    std::fs::write(
+        &conf6,
+        "[serve]\nlisten = [\"198.18.48.1:80\", \"[2001:db8::1]:80\"]\nroot = \".\"\n",
+    )
+    .unwrap();
+    let conf6 = conf6.to_str().unwrap().to_string();
+    let v6_cases: [(&[&str], &str); 4] = [
+        (
+            &["serve", "--config", &conf6, "--iface", "afxdp:x"],
+            "steers only IPv4",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "[2001:db8::1]:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--peer-ip",
+                "198.18.0.2",
+            ],
+            "an IPv4 peer is resolved by ARP",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--peer-ip",
+                "2001:db8::2",
+            ],
+            "an IPv6 peer is resolved by neighbour discovery",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "[::]:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+            ],
+            "not a wildcard",
+        ),
+    ];
+    for (args, msg) in v6_cases {
+        let out = squall().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(msg), "{args:?}: `{msg}` not in {err}");
+    }
     std::fs::write(dir.join("squall.toml"), "[serve]\nbogus = 1\n").unwrap();
     let out = squall()
         .args(["serve", "--config", &conf])

@@ -311,8 +311,17 @@ impl TcpHost {
         self.ctl.flow = FlowId(i);
         self.ctl.key = t.key;
         self.ctl.passive = t.has(F_PASSIVE);
-        if t.key.is_ipv6() {
-            self.ctl.remote6 = *self.addr6.addr(t.key.remote_ip);
+    }
+
+    /// [`set_ctl`](Self::set_ctl) for `on_connected`: an IPv6 flow's peer address too
+    /// (kept in `Ctl` for the flow's later callbacks; IPv4 flows pay one test).
+    #[inline(always)]
+    pub(super) fn set_ctl_connected(&mut self, i: u32) {
+        self.set_ctl(i);
+        let k = self.flows[i as usize].key;
+        if k.is_ipv6() {
+            self.ctl.remote6 = *self.addr6.addr(k.remote_ip);
+            self.ctl.remote6_of = i;
         }
     }
 }
