@@ -94,7 +94,7 @@ pub fn serve(cfg: &ServeConfig, stop: Arc<AtomicBool>) -> Result<ServeReport, St
             bytes: 0,
         },
     };
-    let (owned, _) = check_listen(cfg)?;
+    let (owned, owned6) = check_listen(cfg)?;
     eprintln!(
         "squall serve: {} files ({} bytes) and {} routes in memory, listening on {} over {}",
         files.list.len(),
@@ -112,7 +112,7 @@ pub fn serve(cfg: &ServeConfig, stop: Arc<AtomicBool>) -> Result<ServeReport, St
     cores::with_ports(
         &cfg.iface,
         n,
-        owned.0,
+        (owned.0, owned6.0),
         ServeJob {
             cfg,
             files: Arc::new(files),
@@ -123,7 +123,7 @@ pub fn serve(cfg: &ServeConfig, stop: Arc<AtomicBool>) -> Result<ServeReport, St
 
 /// The addresses the server's nodes own, by family, from the listen addresses; refuses
 /// what cannot work (no address, an unspecified one, a peer of a family not listened
-/// on, IPv6 over AF_XDP).
+/// on).
 pub fn check_listen(cfg: &ServeConfig) -> Result<(Owned, Owned6), String> {
     let (mut v4, mut v6) = (Owned::default(), Owned6::default());
     if cfg.listen.is_empty() {
@@ -150,21 +150,17 @@ pub fn check_listen(cfg: &ServeConfig) -> Result<(Owned, Owned6), String> {
             }
         }
     }
-    if !v6.0.is_empty() && matches!(cfg.iface.kind, crate::iface::PortKind::AfXdp { .. }) {
-        return Err(
-            "--listen on an IPv6 address over afxdp: Squall's XDP program steers only IPv4              and ARP to its sockets (use afpacket:IF or dpdk for IPv6)"
-                .into(),
-        );
-    }
     if cfg.iface.peer_ip.is_some() && v4.0.is_empty() {
         return Err(
-            "--peer-ip: an IPv4 peer is resolved by ARP from a listen address: add an IPv4              --listen, or give the peer's IPv6 address or --peer-mac"
+            "--peer-ip: an IPv4 peer is resolved by ARP from a listen address: add an IPv4 \
+             --listen, or give the peer's IPv6 address or --peer-mac"
                 .into(),
         );
     }
     if cfg.peer_ip6.is_some() && v6.0.is_empty() {
         return Err(
-            "--peer-ip: an IPv6 peer is resolved by neighbour discovery from a listen              address: add an IPv6 --listen, or give the peer's IPv4 address or --peer-mac"
+            "--peer-ip: an IPv6 peer is resolved by neighbour discovery from a listen \
+             address: add an IPv6 --listen, or give the peer's IPv4 address or --peer-mac"
                 .into(),
         );
     }

@@ -430,18 +430,26 @@ fn serve_usage_errors_say_what_is_wrong() {
         "{err}"
     );
     // IPv6 and dual stack: what cannot work is refused before anything opens; the file's
-    // `listen` may be a list (its IPv6 entry is what AF_XDP refuses here).
+    // `listen` may be a list (IPv6 only here: an IPv4 peer cannot be resolved).
     let conf6 = dir.join("dual.toml");
     std::fs::write(
         &conf6,
-        "[serve]\nlisten = [\"198.18.48.1:80\", \"[2001:db8::1]:80\"]\nroot = \".\"\n",
+        "[serve]\nlisten = [\"[2001:db8::1]:80\", \"[2001:db8::2]:8080\"]\nroot = \".\"\n",
     )
     .unwrap();
     let conf6 = conf6.to_str().unwrap().to_string();
     let v6_cases: [(&[&str], &str); 4] = [
         (
-            &["serve", "--config", &conf6, "--iface", "afxdp:x"],
-            "steers only IPv4",
+            &[
+                "serve",
+                "--config",
+                &conf6,
+                "--iface",
+                "afxdp:x",
+                "--peer-ip",
+                "198.18.0.2",
+            ],
+            "an IPv4 peer is resolved by ARP",
         ),
         (
             &[

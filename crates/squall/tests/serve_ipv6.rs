@@ -2,8 +2,9 @@
 //! with the reason otherwise; holds the machine-wide lab lock). A topology of its own,
 //! torn down by a guard: namespace `ipv6serve-cli` with the kernel's end of a veth
 //! (`ipv6serve-c0`: 2001:db8:66::2/64 and 198.19.66.2/24), namespace `ipv6serve-srv` with
-//! Squall's end (`ipv6serve-s0`, 2 queues, no address, the kernel's IPv6 off on it). Squall
-//! serves over AF_PACKET on 2001:db8:66::1 (and 198.19.66.1 for dual stack).
+//! Squall's end (`ipv6serve-s0`: one queue, two for two workers; no address, the kernel's
+//! IPv6 off on it). Squall
+//! serves on 2001:db8:66::1 (and 198.19.66.1 for dual stack).
 //!
 //! - One worker, dual stack: `curl -6` (GET byte-exact, HEAD, ranges), `curl -4` on the
 //!   IPv4 address of the same server, `ab` over IPv6 (with and without keep-alive);
@@ -11,8 +12,11 @@
 //!   (neighbour discovery); the access log names the IPv6 clients; a tshark capture of the
 //!   whole run on the client's interface has no malformed packet, no bad checksum and no
 //!   RST.
+//! - The same over AF_XDP (Squall's XDP program steers its IPv6 addresses and the
+//!   neighbour solicitations for them to its socket).
 //! - Two workers (`--cores 2`), IPv6 only: the fanout program steers IPv6 frames by the
-//!   peer's port (nothing redirected), both workers answer, bodies byte-exact.
+//!   peer's port (nothing redirected), or the software redirect passes them on
+//!   (`--no-steering`, AF_XDP); both workers answer, bodies byte-exact.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -53,7 +57,11 @@ fn in_ns(n: &str, args: &[&str]) {
 }
 
 impl Topo {
-    fn up() -> Topo {
+    /// The topology with `queues` rx and tx queues on each end of the veth (one for a
+    /// single AF_XDP worker: the veth's sender picks the queue, and a queue without a
+    /// socket hands its frames to the kernel).
+    fn up(queues: u32) -> Topo {
+        let q = queues.to_string();
         Topo::clean();
         let t = Topo;
         for n in [CLI, SRV] {
@@ -68,9 +76,9 @@ impl Topo {
             "netns",
             CLI,
             "numtxqueues",
-            "2",
+            &q,
             "numrxqueues",
-            "2",
+            &q,
             "type",
             "veth",
             "peer",
@@ -79,9 +87,9 @@ impl Topo {
             "netns",
             SRV,
             "numtxqueues",
-            "2",
+            &q,
             "numrxqueues",
-            "2",
+            &q,
         ]));
         // Squall's end: the kernel stays off it (no address, no IPv6: it would answer
         // Squall's segments with RSTs and its own neighbour discovery).
@@ -179,11 +187,11 @@ fn site(dir: &Path) -> (Vec<u8>, Vec<u8>) {
     (big, page)
 }
 
-/// Starts `squall serve` in the server namespace with `args` after the common ones; its
-/// report goes to `out_json`.
-fn start(dir: &Path, out_json: &Path, args: &[&str]) -> Proc {
+/// Starts `squall serve` on port `kind` (`afpacket`, `afxdp`) of the server's interface
+/// with `args` after the common ones; its report goes to `out_json`.
+fn start(kind: &str, dir: &Path, out_json: &Path, args: &[&str]) -> Proc {
     let www = dir.join("www");
-    let iface = format!("afpacket:{SIF}");
+    let iface = format!("{kind}:{SIF}");
     let mut a = vec![
         squall_bin(),
         "serve",
@@ -250,6 +258,16 @@ fn lab_ready(tools: &[&str]) -> Option<Option<std::fs::File>> {
 
 #[test]
 fn squall_serve_over_ipv6_and_dual_stack_answers_curl_ab_ping6_and_ndp() {
+    dual_stack("afpacket");
+}
+
+#[test]
+fn squall_serve_over_afxdp_ipv6_and_dual_stack_answers_curl_ab_ping6_and_ndp() {
+    dual_stack("afxdp");
+}
+
+/// The dual-stack run on port `kind` (one worker).
+fn dual_stack(kind: &str) {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let tools = ["ip", "ethtool", "sysctl", "curl", "ab", "ping", "tshark"];
     let Some(_lock) = lab_ready(&tools) else {
@@ -260,7 +278,7 @@ fn squall_serve_over_ipv6_and_dual_stack_answers_curl_ab_ping6_and_ndp() {
     let log = dir.join("access.log");
     let out_json = dir.join("serve.json");
     let pcap = dir.join("client.pcap");
-    let _topo = Topo::up();
+    let _topo = Topo::up(1);
     // The capture of everything the client's interface sees, from before the server's
     // first frame.
     let cap_log = dir.join("tshark.err");
@@ -283,6 +301,7 @@ fn squall_serve_over_ipv6_and_dual_stack_answers_curl_ab_ping6_and_ndp() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let mut srv = start(
+        kind,
         &dir,
         &out_json,
         &[
@@ -378,7 +397,7 @@ fn squall_serve_over_ipv6_and_dual_stack_answers_curl_ab_ping6_and_ndp() {
     assert!(n.contains(&mac), "after a flush: {n:?}, Squall's MAC {mac}");
 
     let (doc, err) = stop(&mut srv, &out_json);
-    eprintln!("squall serve, dual stack: {doc}\n{err}");
+    eprintln!("squall serve over {kind}, dual stack: {doc}\n{err}");
     assert_eq!(get(&doc, "requests"), requests, "{doc}");
     assert_eq!(get(&doc, "status_2xx"), requests - 1, "{doc}");
     assert_eq!(get(&doc, "status_4xx"), 1, "the 416: {doc}");
@@ -473,25 +492,32 @@ fn squall_serve_over_ipv6_on_two_workers_steers_by_the_peer_port() {
         return;
     };
     // Steered by the fanout program: nothing to redirect.
-    assert_eq!(two_workers(&[]), 0, "the fanout program steers IPv6 frames");
+    assert_eq!(
+        two_workers("afpacket", &[]),
+        0,
+        "the fanout program steers IPv6 frames"
+    );
     // The kernel's flow hash spreads them: the software redirect finds each IPv6 frame's
     // owner by the same rule (the report shows how many it passed on).
-    let redirected = two_workers(&["--no-steering"]);
+    let redirected = two_workers("afpacket", &["--no-steering"]);
     eprintln!("--no-steering: {redirected} IPv6 frames redirected");
+    // AF_XDP: the veth's sender picks the queue; the redirect does the rest.
+    let redirected = two_workers("afxdp", &[]);
+    eprintln!("afxdp: {redirected} IPv6 frames redirected");
 }
 
-/// `squall serve --cores 2 --listen [V6]:80` (and `extra`) against curl and ab over
-/// IPv6: bodies byte-exact, both workers answer, every request counted; returns the
-/// frames redirected between the workers.
-fn two_workers(extra: &[&str]) -> u64 {
+/// `squall serve --cores 2 --listen [V6]:80` on port `kind` (and `extra`) against curl
+/// and ab over IPv6: bodies byte-exact, both workers answer, every request counted;
+/// returns the frames redirected between the workers.
+fn two_workers(kind: &str, extra: &[&str]) -> u64 {
     let dir = tmpdir("ipv6serve-cores");
     let (big, page) = site(&dir);
     let out_json = dir.join("serve.json");
-    let _topo = Topo::up();
+    let _topo = Topo::up(2);
     let listen = format!("[{V6}]:80");
     let mut args = vec!["--cores", "2", "--listen", &listen, "--peer-ip", V6_PEER];
     args.extend_from_slice(extra);
-    let mut srv = start(&dir, &out_json, &args);
+    let mut srv = start(kind, &dir, &out_json, &args);
     let mut requests = 1u64;
     for _ in 0..6 {
         let body = curl(&["-6", &format!("{URL6}/big.bin")]).0;
@@ -509,7 +535,7 @@ fn two_workers(extra: &[&str]) -> u64 {
     );
     requests += 1000;
     let (doc, err) = stop(&mut srv, &out_json);
-    eprintln!("squall serve --cores 2 over IPv6 {extra:?}: {doc}\n{err}");
+    eprintln!("squall serve --cores 2 over {kind}, IPv6 {extra:?}: {doc}\n{err}");
     assert_eq!(get(&doc, "workers"), 2, "{doc}");
     assert_eq!(get(&doc, "requests"), requests, "{doc}");
     assert_eq!(get(&doc, "cut_at_stop"), 0, "{doc}");
