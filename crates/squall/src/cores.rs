@@ -164,13 +164,17 @@ pub trait PortJob {
     ) -> Result<Self::Out, String>;
 }
 
+/// The address ranges Squall owns on a port, IPv4 (host order) and IPv6 (as numbers):
+/// what AF_XDP's program steers to Squall's sockets.
+pub type OwnedRanges = (Vec<(u32, u32)>, Vec<(u128, u128)>);
+
 /// Opens `n` queues of the port `rc` names (AF_PACKET: a fanout group steering as the
 /// mode says; AF_XDP: queues `Q..Q+n`, steering the IPv4 and IPv6 ranges of `owned` to
 /// them; DPDK: `n` queue pairs, the EAL initialised here) and runs `job` on them.
 pub fn with_ports<J: PortJob>(
     rc: &RealConfig,
     n: u32,
-    owned: (Vec<(u32, u32)>, Vec<(u128, u128)>),
+    owned: OwnedRanges,
     job: J,
 ) -> Result<J::Out, String> {
     match rc.kind {

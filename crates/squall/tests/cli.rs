@@ -322,7 +322,16 @@ fn serve_usage_errors_say_what_is_wrong() {
     let conf = dir.join("squall.toml");
     std::fs::write(&conf, "[serve]\nlisten = \"198.18.48.1:80\"\ncores = 0\n").unwrap();
     let conf = conf.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 8] = [
+    // IPv6 and dual stack: what cannot work is refused before anything opens; the file's
+    // `listen` may be a list (IPv6 only here: an IPv4 peer cannot be resolved).
+    let conf6 = dir.join("v6.toml");
+    std::fs::write(
+        &conf6,
+        "[serve]\nlisten = [\"[2001:db8::1]:80\", \"[2001:db8::2]:8080\"]\nroot = \".\"\n",
+    )
+    .unwrap();
+    let conf6 = conf6.to_str().unwrap().to_string();
+    let cases: [(&[&str], &str); 12] = [
         (
             &["serve", "--iface", "afpacket:x", "--root", "."],
             "--listen ADDR:PORT",
@@ -405,40 +414,6 @@ fn serve_usage_errors_say_what_is_wrong() {
             ],
             "--cores 0",
         ),
-    ];
-    for (args, msg) in cases {
-        let out = squall().args(args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(msg), "{args:?}: `{msg}` not in {err}");
-    }
-    // The example file's [serve] table is read (and its [run] table left alone): only the
-    // command line's --cores 0 is refused.
-    let out = squall()
-        .args([
-            "serve",
-            "--config",
-            "../../examples/squall.toml",
-            "--cores",
-            "0",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("options from ../../examples/squall.toml") && err.contains("--cores 0"),
-        "{err}"
-    );
-    // IPv6 and dual stack: what cannot work is refused before anything opens; the file's
-    // `listen` may be a list (IPv6 only here: an IPv4 peer cannot be resolved).
-    let conf6 = dir.join("dual.toml");
-    std::fs::write(
-        &conf6,
-        "[serve]\nlisten = [\"[2001:db8::1]:80\", \"[2001:db8::2]:8080\"]\nroot = \".\"\n",
-    )
-    .unwrap();
-    let conf6 = conf6.to_str().unwrap().to_string();
-    let v6_cases: [(&[&str], &str); 4] = [
         (
             &[
                 "serve",
@@ -492,12 +467,29 @@ fn serve_usage_errors_say_what_is_wrong() {
             "not a wildcard",
         ),
     ];
-    for (args, msg) in v6_cases {
+    for (args, msg) in cases {
         let out = squall().args(args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(msg), "{args:?}: `{msg}` not in {err}");
     }
+    // The example file's [serve] table is read (and its [run] table left alone): only the
+    // command line's --cores 0 is refused.
+    let out = squall()
+        .args([
+            "serve",
+            "--config",
+            "../../examples/squall.toml",
+            "--cores",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("options from ../../examples/squall.toml") && err.contains("--cores 0"),
+        "{err}"
+    );
     std::fs::write(dir.join("squall.toml"), "[serve]\nbogus = 1\n").unwrap();
     let out = squall()
         .args(["serve", "--config", &conf])

@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod lab;
-use lab::{ab_field, machine_lock, ns, serve_report, skip, squall_bin, tmpdir, Proc, LAB};
+use lab::{ab_field, machine_lock, ns, pattern, serve_report, skip, squall_bin, tmpdir, Proc, LAB};
 
 const CLI: &str = "ipv6serve-cli";
 const SRV: &str = "ipv6serve-srv";
@@ -142,10 +142,7 @@ impl Drop for Topo {
 
 /// `curl -s -m 5 ARGS` in the client namespace: (stdout, exit code).
 fn curl(args: &[&str]) -> (Vec<u8>, i32) {
-    let mut a = vec!["curl", "-s", "-m", "5"];
-    a.extend_from_slice(args);
-    let out = ns(CLI, &a).output().expect("run curl");
-    (out.stdout, out.status.code().unwrap_or(-1))
+    lab::curl_in(CLI, args)
 }
 
 fn text(args: &[&str]) -> String {
@@ -153,27 +150,7 @@ fn text(args: &[&str]) -> String {
 }
 
 fn tool(args: &[&str]) -> String {
-    let out = ns(CLI, args).output().expect("run tool");
-    let s = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{args:?} failed:\n{s}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    s
-}
-
-/// Deterministic file contents.
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect()
+    lab::tool_in(CLI, args)
 }
 
 /// The site: a 2 MiB file and a page.
@@ -224,11 +201,7 @@ fn start(kind: &str, dir: &Path, out_json: &Path, args: &[&str]) -> Proc {
 }
 
 fn stop(srv: &mut Proc, out_json: &Path) -> (serde_json::Value, String) {
-    assert!(Command::new("kill")
-        .args(["-TERM", &srv.0.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    lab::signal(srv, "-TERM");
     serve_report(srv, out_json)
 }
 
@@ -421,11 +394,7 @@ fn dual_stack(kind: &str) {
 
     // The capture: what both sides sent, dissected.
     std::thread::sleep(Duration::from_millis(500));
-    assert!(Command::new("kill")
-        .args(["-INT", &cap.0.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    lab::signal(&cap, "-INT");
     let t0 = Instant::now();
     while cap.0.try_wait().unwrap().is_none() {
         assert!(
