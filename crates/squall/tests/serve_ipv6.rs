@@ -468,11 +468,15 @@ fn squall_serve_over_ipv6_on_two_workers_steers_by_the_peer_port() {
     );
     // The kernel's flow hash spreads them: the software redirect finds each IPv6 frame's
     // owner by the same rule (the report shows how many it passed on).
-    let redirected = two_workers("afpacket", &["--no-steering"]);
-    eprintln!("--no-steering: {redirected} IPv6 frames redirected");
+    let hashed = two_workers("afpacket", &["--no-steering"]);
+    assert!(
+        hashed > 0,
+        "kernel hash: IPv6 frames reach the other worker"
+    );
     // AF_XDP: the veth's sender picks the queue; the redirect does the rest.
-    let redirected = two_workers("afxdp", &[]);
-    eprintln!("afxdp: {redirected} IPv6 frames redirected");
+    let xdp = two_workers("afxdp", &[]);
+    assert!(xdp > 0, "AF_XDP: IPv6 frames reach the other worker");
+    eprintln!("IPv6, --cores 2: kernel hash {hashed} redirected, AF_XDP {xdp} redirected");
 }
 
 /// `squall serve --cores 2 --listen [V6]:80` on port `kind` (and `extra`) against curl
