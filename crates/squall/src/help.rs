@@ -37,6 +37,16 @@ Examples:
 
 Exit status 2 with every error and its JSON path when the profile is invalid.";
 
+pub const SERVE: &str = "\
+Examples:
+  # Files and a route on AF_PACKET (root); Squall owns 198.18.48.1 on eth1:
+  squall serve --root /srv/www --listen 198.18.48.1:80 --iface afpacket:eth1 \\
+      --peer-ip 198.18.0.2 --route '/ping return 200 \"pong\"'
+  # IPv6, and dual stack (the next hop resolved by neighbour discovery):
+  squall serve --root /srv/www --listen '[2001:db8::1]:80' --iface afpacket:eth1 --peer-ip 2001:db8::2
+  squall serve --root /srv/www --listen 198.18.48.1:80 --listen '[2001:db8::1]:80' \\
+      --iface afxdp:eth1 --peer-ip 198.18.0.2 --cores 2";
+
 pub const REPORT: &str = "\
 Examples:
   squall run examples/w1-astf-http.json --json before.json

@@ -45,7 +45,7 @@ enum Cmd {
         tunables: Vec<String>,
     },
     /// Serve static files and fixed routes over HTTP/1.1 on a real port (docs/HTTP.md).
-    #[command(args_override_self = true)]
+    #[command(args_override_self = true, after_help = help::SERVE)]
     Serve(Box<ServeArgs>),
     /// Draw `squall run --json` results: a self-contained HTML report with charts (two files:
     /// before/after side by side).

@@ -753,7 +753,15 @@ fn metrics_endpoint_is_scraped_during_the_run() {
 /// man page, and usage errors that say where to look.
 #[test]
 fn help_completions_and_man_pages() {
-    for sub in ["run", "validate", "report", "daemon", "completions", "man"] {
+    for sub in [
+        "run",
+        "serve",
+        "validate",
+        "report",
+        "daemon",
+        "completions",
+        "man",
+    ] {
         let out = squall().args([sub, "--help"]).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{sub}");
