@@ -6,11 +6,13 @@
 //! side steers by the peer's source port, fixed for the life of the flow so every frame of
 //! a flow reaches the same worker, through a multiplicative hash ([`peer_port_owner`]):
 //! Linux gives `connect()` only even ephemeral ports, so a plain `% 2` would put every
-//! connection of a Linux client on worker 0. Frames that are not IPv4 TCP/UDP (ARP, ICMP,
-//! IPv6) go to worker 0. Socket `k` is the `k`-th to join the group, so workers must open
-//! their ports in order.
+//! connection of a Linux client on worker 0. IPv6 frames with TCP or UDP right after the
+//! fixed header are steered by the same rule; other frames (ARP, ICMP, ICMPv6 and
+//! neighbour discovery, IPv6 behind extension headers) go to worker 0, whose software
+//! redirect passes flow frames on to their owner. Socket `k` is the `k`-th to join the
+//! group, so workers must open their ports in order.
 //!
-//! The program reads the IPv4 header through the kernel's `SKF_NET_OFF` window, so it does
+//! The program reads the IP header through the kernel's `SKF_NET_OFF` window, so it does
 //! not depend on where the socket's frame starts.
 //!
 //! [`FanoutBy::KernelHash`] is the plain kernel fanout (`PACKET_FANOUT_HASH`, the skb's flow
@@ -59,6 +61,9 @@ pub fn peer_port_owner(port: u16, n: u32) -> u32 {
 }
 
 const ETH_P_IP: u32 = 0x0800;
+const ETH_P_IPV6: u32 = 0x86dd;
+/// IPv6 fixed header length: the ports of TCP/UDP right after it.
+const IPV6_HLEN: i32 = 40;
 const IPPROTO_TCP: u32 = 6;
 const IPPROTO_UDP: u32 = 17;
 
@@ -86,8 +91,15 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
         FanoutBy::SrcPort => (0, PEER_MIX, 16),
         FanoutBy::DstPort | FanoutBy::KernelHash => (2, 1, 0),
     };
-    vec![
-        // 0: A = ntohs(skb->protocol); not IPv4 -> worker 0.
+    // A = the port in A: mixed (server side: A *= K, A >>= 16), A %= N, returned.
+    let pick = [
+        st(BPF_ALU | BPF_MUL | BPF_K, mul),
+        st(BPF_ALU | BPF_RSH | BPF_K, shift),
+        st(BPF_ALU | BPF_MOD | BPF_K, u32::from(f.members.max(1))),
+        st(BPF_RET | libc::BPF_A, 0),
+    ];
+    let mut p = vec![
+        // 0: A = ntohs(skb->protocol); not IPv4 -> 11 (IPv6?).
         st(
             BPF_LD | BPF_H | BPF_ABS,
             (SKF_AD_OFF + SKF_AD_PROTOCOL) as u32,
@@ -96,18 +108,25 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
         // 2: A = IP protocol; TCP or UDP, else worker 0.
         st(BPF_LD | BPF_B | BPF_ABS, net(9)),
         jeq(IPPROTO_TCP, 1, 0),
-        jeq(IPPROTO_UDP, 0, 6),
-        // 5: X = IP header length; A = the port (server side: mixed, A *= K, A >>= 16);
-        // A %= N.
+        jeq(IPPROTO_UDP, 0, 15),
+        // 5: X = IP header length; A = the port; 7..=10: pick.
         st(BPF_LDX | BPF_B | BPF_MSH, net(0)),
         st(BPF_LD | BPF_H | BPF_IND, net(port_off)),
-        st(BPF_ALU | BPF_MUL | BPF_K, mul),
-        st(BPF_ALU | BPF_RSH | BPF_K, shift),
-        st(BPF_ALU | BPF_MOD | BPF_K, u32::from(f.members.max(1))),
-        st(BPF_RET | libc::BPF_A, 0),
-        // 11: worker 0.
-        st(BPF_RET | BPF_K, 0),
-    ]
+    ];
+    p.extend(pick);
+    p.extend([
+        // 11: IPv6 with TCP or UDP as the next header, else worker 0.
+        jeq(ETH_P_IPV6, 0, 8),
+        st(BPF_LD | BPF_B | BPF_ABS, net(6)),
+        jeq(IPPROTO_TCP, 1, 0),
+        jeq(IPPROTO_UDP, 0, 5),
+        // 15: A = the port after the fixed header; 16..=19: pick.
+        st(BPF_LD | BPF_H | BPF_ABS, net(IPV6_HLEN + port_off)),
+    ]);
+    p.extend(pick);
+    // 20: worker 0.
+    p.push(st(BPF_RET | BPF_K, 0));
+    p
 }
 
 /// Joins socket `fd` to the group of `f` and sets its program. Errors name the step.
@@ -164,6 +183,83 @@ mod tests {
             let last = p.last().unwrap();
             assert_eq!(last.code as u32, libc::BPF_RET | libc::BPF_K);
             assert!(p.iter().any(|i| i.k == 3), "mod N");
+        }
+    }
+
+    /// Runs classic BPF program `p` on an IP packet `net` (the network header onwards)
+    /// of EtherType `proto`, as the kernel would with `SKF_NET_OFF`: the socket index.
+    fn run(p: &[libc::sock_filter], proto: u16, net: &[u8]) -> u32 {
+        use libc::*;
+        let (mut a, mut x, mut pc) = (0u32, 0u32, 0usize);
+        let at = |k: u32| -> usize { (k as i32 - SKF_NET_OFF) as usize };
+        loop {
+            let i = p[pc];
+            let c = u32::from(i.code);
+            pc += 1;
+            if c == BPF_LD | BPF_H | BPF_ABS && i.k == (SKF_AD_OFF + SKF_AD_PROTOCOL) as u32 {
+                a = u32::from(proto);
+            } else if c == BPF_LD | BPF_B | BPF_ABS {
+                a = u32::from(net[at(i.k)]);
+            } else if c == BPF_LD | BPF_H | BPF_ABS {
+                a = u32::from(u16::from_be_bytes([net[at(i.k)], net[at(i.k) + 1]]));
+            } else if c == BPF_LDX | BPF_B | BPF_MSH {
+                x = u32::from(net[at(i.k)] & 0x0f) * 4;
+            } else if c == BPF_LD | BPF_H | BPF_IND {
+                let o = at(i.k) + x as usize;
+                a = u32::from(u16::from_be_bytes([net[o], net[o + 1]]));
+            } else if c == BPF_ALU | BPF_MUL | BPF_K {
+                a = a.wrapping_mul(i.k);
+            } else if c == BPF_ALU | BPF_RSH | BPF_K {
+                a >>= i.k;
+            } else if c == BPF_ALU | BPF_MOD | BPF_K {
+                a %= i.k;
+            } else if c == BPF_JMP | BPF_JEQ | BPF_K {
+                pc += usize::from(if a == i.k { i.jt } else { i.jf });
+            } else if c == BPF_RET | BPF_A {
+                return a;
+            } else if c == BPF_RET | BPF_K {
+                return i.k;
+            } else {
+                panic!("opcode {c:#x} at {}", pc - 1);
+            }
+        }
+    }
+
+    #[test]
+    fn both_families_are_steered_by_the_port_rule() {
+        let (sport, dport) = (40_002u16, 1_001u16);
+        let mut v4 = vec![0u8; 20 + 8];
+        v4[0] = 0x45;
+        v4[9] = 6;
+        v4[20..22].copy_from_slice(&sport.to_be_bytes());
+        v4[22..24].copy_from_slice(&dport.to_be_bytes());
+        let mut v6 = vec![0u8; 40 + 8];
+        v6[0] = 0x60;
+        v6[6] = 17;
+        v6[40..42].copy_from_slice(&sport.to_be_bytes());
+        v6[42..44].copy_from_slice(&dport.to_be_bytes());
+        for n in [2u16, 3, 4] {
+            let f = |by| Fanout {
+                group: 1,
+                members: n,
+                by,
+            };
+            let (dst, src) = (
+                program(&f(FanoutBy::DstPort)),
+                program(&f(FanoutBy::SrcPort)),
+            );
+            let by_src = peer_port_owner(sport, u32::from(n));
+            for (proto, pkt) in [(0x0800, &v4), (0x86dd, &v6)] {
+                assert_eq!(run(&dst, proto, pkt), u32::from(dport) % u32::from(n));
+                assert_eq!(run(&src, proto, pkt), by_src);
+            }
+            // ICMPv6 (neighbour discovery), IPv6 behind an extension header, ARP: worker 0.
+            for next in [58u8, 60] {
+                let mut o = v6.clone();
+                o[6] = next;
+                assert_eq!(run(&src, 0x86dd, &o), 0);
+            }
+            assert_eq!(run(&src, 0x0806, &v4), 0);
         }
     }
 

@@ -88,7 +88,8 @@ struct Conn {
     last_ns: u64,
     /// When the pending head's first byte came (0: none pending).
     head_since: u64,
-    /// Peer address (log).
+    /// Peer address (log): IPv4, or the IPv6 flow's address id (the address in
+    /// `ServeApp::peers6`).
     ip: u32,
     open: bool,
     /// Our FIN is queued: nothing more is read.
@@ -129,6 +130,9 @@ pub struct ServeApp {
     busy: (BufId, u32),
     timeout: (BufId, u32),
     conns: Vec<Conn>,
+    /// Peer addresses of IPv6 connections by slot (grown by the first IPv6 connection of
+    /// a slot: an IPv4-only server keeps it empty), for the access log.
+    peers6: Vec<[u8; 16]>,
     /// Open connections.
     pub live: u64,
     /// Open connections with nothing in progress (no request being read, every answer
@@ -219,6 +223,7 @@ impl ServeApp {
             busy,
             timeout,
             conns: Vec::new(),
+            peers6: Vec::new(),
             live: 0,
             idle: 0,
             req_lat: ReqLat::default(),
@@ -565,8 +570,12 @@ impl ServeApp {
         bytes: usize,
         ua: &[u8],
     ) {
-        let ip = self.conns[i].ip;
         if let Some(l) = self.log.as_mut() {
+            let ip = self.conns[i].ip;
+            let ip = match self.peers6.get(i) {
+                Some(a) if ip < 1 << 24 => std::net::IpAddr::from(*a),
+                _ => std::net::IpAddr::from(ip.to_be_bytes()),
+            };
             l.line(ip, &self.log_time, m, t, v, code, bytes, ua);
         }
     }
@@ -585,6 +594,13 @@ impl TcpApp for ServeApp {
         let full = self.live >= u64::from(self.cfg.max_conns) || self.stopping;
         let now = self.now;
         let ip = ctl.key().remote_ip;
+        if let Some(a) = ctl.remote_ipv6() {
+            let i = f.0 as usize;
+            if self.peers6.len() <= i {
+                self.peers6.resize(i + 1, [0; 16]);
+            }
+            self.peers6[i] = a;
+        }
         self.live += 1;
         let c = self.conn(f);
         *c = Conn {

@@ -50,7 +50,7 @@ impl AccessLog {
     #[allow(clippy::too_many_arguments)]
     pub fn line(
         &mut self,
-        ip: u32,
+        ip: std::net::IpAddr,
         time: &str,
         method: &[u8],
         target: &[u8],
@@ -60,7 +60,7 @@ impl AccessLog {
         ua: &[u8],
     ) {
         let b = &mut self.buf;
-        let _ = write!(b, "{} - - [{time}] \"", std::net::Ipv4Addr::from(ip));
+        let _ = write!(b, "{ip} - - [{time}] \"");
         escaped(b, method);
         b.push(b' ');
         escaped(b, target);
@@ -125,7 +125,7 @@ mod tests {
         let _ = std::fs::remove_file(&p);
         let mut l = AccessLog::open(&p).unwrap();
         l.line(
-            0xc612_0001,
+            [198, 18, 0, 1].into(),
             "24/Nov/2026:16:00:00 +0000",
             b"GET",
             b"/a\"b",
@@ -134,12 +134,24 @@ mod tests {
             5,
             b"curl/8",
         );
+        let v6: std::net::Ipv6Addr = "2001:db8::2".parse().unwrap();
+        l.line(
+            v6.into(),
+            "24/Nov/2026:16:00:01 +0000",
+            b"HEAD",
+            b"/",
+            "HTTP/1.1",
+            200,
+            0,
+            b"ab",
+        );
         l.close().unwrap();
         let s = std::fs::read_to_string(&p).unwrap();
         std::fs::remove_file(&p).unwrap();
         assert_eq!(
             s,
-            "198.18.0.1 - - [24/Nov/2026:16:00:00 +0000] \"GET /a\\x22b HTTP/1.1\" 200 5 \"-\" \"curl/8\"\n"
+            "198.18.0.1 - - [24/Nov/2026:16:00:00 +0000] \"GET /a\\x22b HTTP/1.1\" 200 5 \"-\" \"curl/8\"\n\
+             2001:db8::2 - - [24/Nov/2026:16:00:01 +0000] \"HEAD / HTTP/1.1\" 200 0 \"-\" \"ab\"\n"
         );
     }
 }

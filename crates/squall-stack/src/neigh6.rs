@@ -171,6 +171,14 @@ impl Neighbours6 {
     pub fn lookup(&self, ip: &Ipv6Address) -> Option<[u8; 6]> {
         self.cache.get(&ip.to_u128()).map(|e| e.mac)
     }
+    /// Marks `ip` as being resolved without soliciting it: an advertisement for it is
+    /// learned (another worker of the port sends the solicitations).
+    pub fn want(&mut self, ip: &Ipv6Address) {
+        let k = ip.to_u128();
+        if !self.wanted.contains(&k) {
+            self.wanted.push(k);
+        }
+    }
     /// The default router learned from a router advertisement (address, MAC).
     pub fn router(&self) -> Option<(Ipv6Address, [u8; 6])> {
         self.router
@@ -302,10 +310,7 @@ impl Neighbours6 {
         target: Ipv6Address,
         tx: &mut S,
     ) -> bool {
-        let k = target.to_u128();
-        if !self.wanted.contains(&k) {
-            self.wanted.push(k);
-        }
+        self.want(&target);
         let group = target.solicited_node();
         let ns = Icmpv6Repr::NeighborSolicit {
             target,

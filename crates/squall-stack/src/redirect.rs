@@ -77,18 +77,28 @@ pub fn mesh(n: u32, depth: usize) -> Vec<Redirect> {
     ws
 }
 
-/// The worker (of `n`) that owns an IPv4 TCP or UDP frame, by the port rule; `None` for
-/// other frames (they stay where they arrived). `serves(proto, port)` says whether an app
-/// of the node accepts flows on a local port.
+/// The worker (of `n`) that owns an IPv4 or IPv6 TCP or UDP frame, by the port rule;
+/// `None` for other frames (they stay where they arrived). `serves(proto, port)` says
+/// whether an app of the node accepts flows on a local port. An IPv6 frame with TCP or
+/// UDP right after its fixed header is read in place (the fanout program's rule); behind
+/// extension headers the bounded walk of [`crate::ipv6::check`] finds the ports.
 pub fn owner(frame: &[u8], n: u32, serves: impl Fn(u8, u16) -> bool) -> Option<u32> {
-    if frame.len() < 14 + 20 + 4 || frame[12..14] != [0x08, 0x00] {
-        return None;
-    }
-    let proto = frame[23];
+    let (proto, l4) = match frame.get(12..14)? {
+        [0x08, 0x00] if frame.len() >= 14 + 20 + 4 => {
+            (frame[23], 14 + usize::from(frame[14] & 0x0f) * 4)
+        }
+        [0x86, 0xdd] if frame.len() >= 14 + 40 + 4 => match frame[20] {
+            p @ (6 | 17) => (p, 14 + 40),
+            _ => {
+                let ip = crate::ipv6::check(frame).ok()?;
+                (ip.proto.0, ip.l4.0)
+            }
+        },
+        _ => return None,
+    };
     if proto != 6 && proto != 17 {
         return None;
     }
-    let l4 = 14 + usize::from(frame[14] & 0x0f) * 4;
     let port = |o: usize| -> Option<u16> {
         Some(u16::from_be_bytes([*frame.get(o)?, *frame.get(o + 1)?]))
     };
@@ -179,6 +189,28 @@ mod tests {
             owner(&tcp(5002, 80), 4, serves),
             Some(squall_port::fanout::peer_port_owner(5002, 4))
         );
+        // IPv6: TCP right after the fixed header, and behind a destination-options header.
+        let mut v6 = vec![0u8; 14 + 40 + 8 + 20];
+        v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+        v6[14] = 0x60;
+        v6[18..20].copy_from_slice(&28u16.to_be_bytes());
+        v6[20] = 6;
+        v6[21] = 64;
+        v6[54..56].copy_from_slice(&5002u16.to_be_bytes());
+        v6[56..58].copy_from_slice(&80u16.to_be_bytes());
+        let want = Some(squall_port::fanout::peer_port_owner(5002, 4));
+        assert_eq!(owner(&v6, 4, serves), want);
+        v6[54..56].copy_from_slice(&80u16.to_be_bytes());
+        v6[56..58].copy_from_slice(&1001u16.to_be_bytes());
+        assert_eq!(owner(&v6, 4, serves), Some(1));
+        let mut ext = v6.clone();
+        ext[20] = 60; // destination options: next TCP, length 0 (8 bytes), PadN
+        ext[54..62].copy_from_slice(&[6, 0, 1, 4, 0, 0, 0, 0]);
+        ext[62..64].copy_from_slice(&5002u16.to_be_bytes());
+        ext[64..66].copy_from_slice(&80u16.to_be_bytes());
+        assert_eq!(owner(&ext, 4, serves), want);
+        ext[20] = 58; // ICMPv6 stays where it arrived
+        assert_eq!(owner(&ext, 4, serves), None);
         let mut arp = tcp(1, 2);
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         assert_eq!(owner(&arp, 4, serves), None);

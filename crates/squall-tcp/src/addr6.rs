@@ -63,6 +63,9 @@ pub struct Addr6Table {
     free: Vec<u32>,
     /// Recent ids by a hash of their address; checked against `addrs` on use.
     cache: Box<[u32; CACHE]>,
+    /// Ids freed so far: while it stays the same, every id keeps its address (the
+    /// receive burst's prefetch pass reads ids that its frames then use unchecked).
+    frees: u64,
 }
 
 impl Default for Addr6Table {
@@ -72,6 +75,7 @@ impl Default for Addr6Table {
             addrs: Vec::new(),
             free: Vec::new(),
             cache: Box::new([0; CACHE]),
+            frees: 0,
         }
     }
 }
@@ -92,11 +96,12 @@ impl Addr6Table {
             .is_some_and(|e| e.0 == *a && e.1 > 0)
     }
 
-    /// The id of `a` if it has one, without changing anything (the prefetch pass of a
-    /// burst): the cache, then the map.
+    /// The id of `a` if it has one, without giving one (the prefetch pass of a burst):
+    /// the cache, then the map (whose answer goes into the cache).
     #[inline(always)]
-    pub fn peek(&self, a: &[u8; 16]) -> Option<u32> {
-        let c = self.cache[cache_slot(a)];
+    pub fn peek(&mut self, a: &[u8; 16]) -> Option<u32> {
+        let slot = cache_slot(a);
+        let c = self.cache[slot];
         if c != 0
             && self
                 .addrs
@@ -105,7 +110,16 @@ impl Addr6Table {
         {
             return Some(c);
         }
-        self.get(a)
+        let id = self.get(a)?;
+        self.cache[slot] = id;
+        Some(id)
+    }
+
+    /// How many ids were freed so far: ids read while it had the same value still stand
+    /// for the same addresses.
+    #[inline(always)]
+    pub fn frees(&self) -> u64 {
+        self.frees
     }
 
     /// The id of `a` and whether it was just given (no flow counted yet: pair a new id
@@ -161,6 +175,7 @@ impl Addr6Table {
             }
         };
         self.ids.insert(k, id);
+        self.cache[cache_slot(a)] = id;
         Some(id)
     }
 
@@ -194,6 +209,7 @@ impl Addr6Table {
         if let Some(&(a, 0)) = self.addrs.get(id as usize) {
             if id != 0 && self.ids.remove(&u128::from_be_bytes(a)).is_some() {
                 self.free.push(id);
+                self.frees += 1;
             }
         }
     }
@@ -258,5 +274,17 @@ mod tests {
         assert_eq!(t.lookup(&a(3)).map(|x| x.1), Some(true), "a(3) lost its id");
         assert_ne!(t.get(&a(3)), Some(q));
         assert_eq!(t.addr(12345), &[0; 16]);
+        // peek: ids of the map come into the cache; frees are counted
+        let f = t.frees();
+        let r = t.intern(&a(5)).unwrap();
+        t.retain(r);
+        t.cache.fill(0);
+        assert_eq!(t.peek(&a(5)), Some(r));
+        assert_eq!(t.cache[cache_slot(&a(5))], r, "cached by peek");
+        assert_eq!(t.peek(&a(6)), None);
+        assert_eq!(t.frees(), f);
+        t.release(r);
+        assert_eq!(t.frees(), f + 1);
+        assert_eq!(t.peek(&a(5)), None, "freed");
     }
 }

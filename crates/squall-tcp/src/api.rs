@@ -64,14 +64,31 @@ pub(crate) enum Op {
 
 /// Handle passed to callbacks: acts on the flow the event is about. Operations are applied
 /// by the host right after the callback returns.
-#[derive(Default)]
 pub struct Ctl {
     pub(crate) flow: FlowId,
     pub(crate) key: FlowKey,
     pub(crate) passive: bool,
+    /// The peer's IPv6 address of flow `remote6_of` (filled for `on_connected`; the key
+    /// holds only its id).
+    pub(crate) remote6: [u8; 16],
+    pub(crate) remote6_of: u32,
     pub(crate) ops: Vec<Op>,
     /// Operations that failed (bad range, queue full) since the host was created.
     pub errors: u64,
+}
+
+impl Default for Ctl {
+    fn default() -> Self {
+        Ctl {
+            flow: FlowId::default(),
+            key: FlowKey::default(),
+            passive: false,
+            remote6: [0; 16],
+            remote6_of: u32::MAX,
+            ops: Vec::new(),
+            errors: 0,
+        }
+    }
 }
 
 impl Ctl {
@@ -82,6 +99,11 @@ impl Ctl {
     /// Its 4-tuple.
     pub fn key(&self) -> FlowKey {
         self.key
+    }
+    /// The peer's IPv6 address for an IPv6 flow (whose key holds address ids), from its
+    /// `on_connected` on; `None` for an IPv4 flow.
+    pub fn remote_ipv6(&self) -> Option<[u8; 16]> {
+        (self.key.is_ipv6() && self.remote6_of == self.flow.0).then_some(self.remote6)
     }
     /// True for flows accepted from a listener.
     pub fn passive(&self) -> bool {

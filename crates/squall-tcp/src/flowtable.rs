@@ -103,8 +103,8 @@ impl FlowTable {
         let _ = h;
     }
 
-    /// Looks up `k` whose hash is `h`.
-    #[inline]
+    /// Looks up `k` whose hash is `h` (inlined in both families' receive paths).
+    #[inline(always)]
     pub fn find(&self, k: &FlowKey, h: u64) -> Option<u32> {
         let mut i = h as usize & self.mask;
         loop {

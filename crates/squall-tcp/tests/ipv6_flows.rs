@@ -160,3 +160,50 @@ mod squall_tcp_noapp {
     pub struct NoApp;
     impl squall_tcp::TcpApp for NoApp {}
 }
+
+/// Records, per callback, what `Ctl::remote_ipv6` says about the flow.
+#[derive(Default)]
+struct Peers {
+    seen: Vec<(&'static str, bool, Option<[u8; 16]>)>,
+}
+
+impl squall_tcp::TcpApp for Peers {
+    fn on_connected(&mut self, ctl: &mut squall_tcp::Ctl, _f: FlowId) {
+        let v6 = ctl.key().is_ipv6();
+        self.seen.push(("connected", v6, ctl.remote_ipv6()));
+        ctl.send_owned(b"hello".to_vec().into_boxed_slice());
+    }
+    fn on_data(&mut self, ctl: &mut squall_tcp::Ctl, _f: FlowId, _d: &[u8]) {
+        let v6 = ctl.key().is_ipv6();
+        self.seen.push(("data", v6, ctl.remote_ipv6()));
+    }
+}
+
+#[test]
+fn callbacks_name_the_ipv6_peer() {
+    let now = 1_000_000_000;
+    let (mut ch, mut sh) = host_pair(w1_config(), w1_config(), now);
+    sh.listen(80);
+    let (mut cs, mut ss) = (VecSink::default(), VecSink::default());
+    let (mut capp, mut sapp) = (Peers::default(), Peers::default());
+    ch.connect6(now, &mut cs, client_ip6(7), 4000, SERVER_IP6, 80)
+        .unwrap();
+    ch.connect(now, &mut cs, client_ip(7), 4001, SERVER_IP, 80)
+        .unwrap();
+    for _ in 0..20 {
+        for f in std::mem::take(&mut cs.frames) {
+            sh.rx(now, &f, &mut sapp, &mut ss);
+        }
+        for f in std::mem::take(&mut ss.frames) {
+            ch.rx(now, &f, &mut capp, &mut cs);
+        }
+    }
+    for (app, peer) in [(&sapp, client_ip6(7)), (&capp, SERVER_IP6)] {
+        assert_eq!(app.seen.len(), 4, "{:?}", app.seen);
+        for &(what, v6, got) in &app.seen {
+            let want = v6.then_some(peer);
+            assert_eq!(got, want, "{what}");
+        }
+        assert_eq!(app.seen.iter().filter(|s| s.1).count(), 2);
+    }
+}

@@ -268,16 +268,23 @@ pub fn pseudo_header_ipv6_acc(
     next_header: u8,
     length: usize,
 ) -> u64 {
-    // 16-byte addresses as two u64 halves each, big-endian (no carries lost: add_u64
-    // splits them into 32-bit halves).
+    // 16-byte addresses as two u64 halves each, big-endian, added with end-around carry
+    // (a ones'-complement sum modulo 2^64 - 1, which 0xffff divides: the folded sum is
+    // the same), then split into 32-bit halves as the accumulator wants them.
     let half = |a: &[u8; 16], k: usize| {
         let mut b = [0u8; 8];
         b.copy_from_slice(&a[k..k + 8]);
         u64::from_be_bytes(b)
     };
-    let acc = add_u64(add_u64(0, half(src, 0)), half(src, 8));
-    let acc = add_u64(add_u64(acc, half(dst, 0)), half(dst, 8));
-    acc + next_header as u64 + (length as u64 & 0xffff_ffff)
+    let add = |x: u64, y: u64| {
+        let (s, c) = x.overflowing_add(y);
+        s + c as u64 // s <= 2^64 - 2 when it carried
+    };
+    let s = add(
+        add(half(src, 0), half(src, 8)),
+        add(half(dst, 0), half(dst, 8)),
+    );
+    add_u64(next_header as u64 + (length as u64 & 0xffff_ffff), s)
 }
 
 /// The sum of the IPv6 pseudo-header (RFC 8200 §8.1) for an upper-layer packet of
@@ -603,6 +610,22 @@ mod tests {
             b.extend_from_slice(&len.to_be_bytes());
             b.extend_from_slice(&[0, 0, 0, nh]);
             assert_eq!(pseudo_header_ipv6(&src, &dst, nh, len), sum_reference(&b));
+        }
+        // Random and all-ones addresses (every carry of the 64-bit adds taken).
+        let mut r = XorShift(7);
+        for k in 0..2000 {
+            let mut a = [[0u8; 16]; 2];
+            for x in a.iter_mut().flatten() {
+                *x = if k % 4 == 0 { 0xff } else { r.next() as u8 };
+            }
+            let (src, dst) = (crate::Ipv6Address(a[0]), crate::Ipv6Address(a[1]));
+            let len = (r.next() % 70_000) as u32;
+            let mut b = Vec::new();
+            b.extend_from_slice(&a[0]);
+            b.extend_from_slice(&a[1]);
+            b.extend_from_slice(&len.to_be_bytes());
+            b.extend_from_slice(&[0, 0, 0, 6]);
+            assert_eq!(pseudo_header_ipv6(&src, &dst, 6, len), sum_reference(&b));
         }
     }
 

@@ -525,7 +525,8 @@ fn write_tcp(
 /// traffic class, `h.src_ip`/`h.dst_ip`/`h.ip_id` unused) and TCP headers between
 /// `src` and `dst` for a segment with `payload_len` bytes; returns the payload offset and
 /// the unfolded sum of the pseudo-header and TCP header for [`store_tcp6_checksum`].
-#[inline]
+/// Inlined into its one caller (the TCP host's IPv6 writer), as IPv4's is.
+#[inline(always)]
 pub fn write_headers6_sum(
     buf: &mut [u8],
     h: &TxHdr,

@@ -112,7 +112,7 @@ pub fn run_real(
     with_ports(
         rc,
         n,
-        owned,
+        (owned, Vec::new()),
         RunJob {
             profile,
             cfg,
@@ -164,13 +164,17 @@ pub trait PortJob {
     ) -> Result<Self::Out, String>;
 }
 
+/// The address ranges Squall owns on a port, IPv4 (host order) and IPv6 (as numbers):
+/// what AF_XDP's program steers to Squall's sockets.
+pub type OwnedRanges = (Vec<(u32, u32)>, Vec<(u128, u128)>);
+
 /// Opens `n` queues of the port `rc` names (AF_PACKET: a fanout group steering as the
-/// mode says; AF_XDP: queues `Q..Q+n`, steering the addresses of `owned` to them; DPDK:
-/// `n` queue pairs, the EAL initialised here) and runs `job` on them.
+/// mode says; AF_XDP: queues `Q..Q+n`, steering the IPv4 and IPv6 ranges of `owned` to
+/// them; DPDK: `n` queue pairs, the EAL initialised here) and runs `job` on them.
 pub fn with_ports<J: PortJob>(
     rc: &RealConfig,
     n: u32,
-    owned: Vec<(u32, u32)>,
+    owned: OwnedRanges,
     job: J,
 ) -> Result<J::Out, String> {
     match rc.kind {
@@ -210,7 +214,8 @@ pub fn with_ports<J: PortJob>(
             for k in 0..n {
                 let mut xc = AfXdpConfig::new(&rc.ifname, queue + k);
                 xc.mode = mode;
-                xc.owned = owned.clone();
+                xc.owned = owned.0.clone();
+                xc.owned6 = owned.1.clone();
                 ports.push(AfXdpPort::open(xc)?);
             }
             job.run(ports, Steering::Redirect, describe_afxdp)

@@ -36,6 +36,10 @@ Examples:
   # Files under ./www and a fixed route on 198.18.48.1:80 over AF_PACKET (root):
   squall serve --root www --listen 198.18.48.1:80 --iface afpacket:eth1 --peer-ip 198.18.0.2 \\
       --route '/ping return 200 \"pong\"'
+  # IPv6, and dual stack (the next hop resolved by neighbour discovery):
+  squall serve --root www --listen '[2001:db8::1]:80' --iface afpacket:eth1 --peer-ip 2001:db8::2
+  squall serve --root www --listen 198.18.48.1:80 --listen '[2001:db8::1]:80' \\
+      --iface afxdp:eth1 --peer-ip 198.18.0.2 --cores 2
   # Two workers, a Prometheus endpoint, results with the per-second series:
   squall serve --root www --listen 198.18.48.1:80 --iface afpacket:eth1 --peer-ip 198.18.0.2 \\
       --cores 2 --metrics 127.0.0.1:9465 --json serve.json

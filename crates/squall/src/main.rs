@@ -222,10 +222,12 @@ struct ServeArgs {
     /// Directory whose files are served (all loaded into memory at start).
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
-    /// Address and port to listen on; Squall's node owns the address (answers ARP and
-    /// ping for it).
+    /// Address and port to listen on, IPv4 (`198.18.48.1:80`) or IPv6
+    /// (`[2001:db8::1]:80`); repeat for several (dual stack). Squall's node owns the
+    /// addresses (answers ARP / neighbour discovery and ping for them); every port is open
+    /// on every listen address.
     #[arg(long, value_name = "ADDR:PORT")]
-    listen: Option<std::net::SocketAddrV4>,
+    listen: Vec<std::net::SocketAddr>,
     /// Port: `afpacket:IFNAME[,ring]`, `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or
     /// `dpdk[:PORTNAME]` (with --eal; needs the `dpdk` cargo feature). Needs root.
     #[arg(long, value_name = "KIND:NAME")]
@@ -243,7 +245,8 @@ struct ServeArgs {
     /// them instead, counted (rx_redirected).
     #[arg(long)]
     no_steering: bool,
-    /// The peer's (or gateway's) address: every answer goes to its MAC, resolved by ARP.
+    /// The peer's (or gateway's) address, IPv4 or IPv6: every answer (of either family)
+    /// goes to its MAC, resolved by ARP or neighbour discovery.
     #[arg(long, value_name = "IP")]
     peer_ip: Option<String>,
     /// The peer's (or gateway's) MAC (no ARP resolution).
@@ -407,7 +410,20 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     if a.cores == 0 {
         return Err("--cores 0: expected at least one worker".into());
     }
-    let listen = a.listen.ok_or("squall serve needs --listen ADDR:PORT")?;
+    if a.listen.is_empty() {
+        return Err("squall serve needs --listen ADDR:PORT (IPv4, or [IPv6]:PORT)".into());
+    }
+    let mut listen: Vec<std::net::SocketAddr> = Vec::with_capacity(a.listen.len());
+    for l in &a.listen {
+        if !listen.contains(l) {
+            listen.push(*l);
+        }
+    }
+    // An IPv6 peer is resolved by neighbour discovery (RealConfig's peer is IPv4).
+    let (peer_ip, peer_ip6) = match a.peer_ip.as_deref().map(str::parse::<std::net::IpAddr>) {
+        Some(Ok(std::net::IpAddr::V6(p))) => (None, Some(squall_wire::Ipv6Address(p.octets()))),
+        _ => (a.peer_ip.as_deref(), None),
+    };
     let iface = a
         .iface
         .as_deref()
@@ -415,12 +431,7 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     if iface == "mem" {
         return Err("squall serve needs a real interface (--iface afpacket:IFNAME, ...)".into());
     }
-    let mut real = squall::iface::parse(
-        iface,
-        Some("server"),
-        a.peer_ip.as_deref(),
-        a.peer_mac.as_deref(),
-    )?;
+    let mut real = squall::iface::parse(iface, Some("server"), peer_ip, a.peer_mac.as_deref())?;
     squall::iface::set_eal(&mut real, a.eal.as_deref())?;
     let mut iface = real.ok_or("squall serve needs a real interface")?;
     if a.no_steering && a.cores < 2 {
@@ -451,10 +462,11 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     if a.max_conns == 0 {
         return Err("--max-conns 0: expected at least 1".into());
     }
-    Ok(ServeConfig {
+    let cfg = ServeConfig {
         root: a.root.clone(),
         listen,
         iface,
+        peer_ip6,
         routes,
         app: AppConfig {
             max_conns: a.max_conns,
@@ -474,7 +486,9 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
         duration: a.duration.map(|d| secs("duration", d)).transpose()?,
         fixed_keys: a.fixed_keys,
         cores: a.cores,
-    })
+    };
+    squall::serve::check_listen(&cfg)?;
+    Ok(cfg)
 }
 
 fn serve_cmd(a: ServeArgs) -> ExitCode {
@@ -484,7 +498,13 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let info = ServeInfo {
-        listen: cfg.listen.to_string(),
+        // One address as before ("198.18.48.1:80"); dual stack joined with commas.
+        listen: cfg
+            .listen
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
         iface: cfg.iface.label(),
         cores: cfg.cores,
     };

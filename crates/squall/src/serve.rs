@@ -3,11 +3,14 @@
 //! loading the site, one server worker per queue (`--cores N`: each its own node, app,
 //! counters and access-log buffer, flows reaching the wrong worker redirected to their
 //! owner), the stop on SIGINT/SIGTERM reaching every worker, the summed counters; each
-//! worker publishes its figures for the reporting thread ([`crate::servelive`]).
+//! worker publishes its figures for the reporting thread ([`crate::servelive`]). It
+//! listens on IPv4 and IPv6 addresses alike, and on both at once (dual stack: every
+//! worker's node owns every listen address, answering ARP or neighbour discovery and
+//! echo requests for it).
 
 pub use squall_serve::{app, files, log, respond};
 
-use std::net::SocketAddrV4;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -16,8 +19,9 @@ use std::time::Duration;
 use squall_engine::clock::thread_cpu_ns;
 use squall_engine::{Clock, MonotonicClock};
 use squall_port::Port;
-use squall_stack::{Node, NodeConfig, Owned};
+use squall_stack::{Node, NodeConfig, Owned, Owned6};
 use squall_tcp::{FlowId, TcpConfig};
+use squall_wire::Ipv6Address;
 
 use crate::cores::{self, PortJob, Steering};
 use crate::iface::{fmt_mac, IdleYield, Mode, RealConfig};
@@ -33,10 +37,14 @@ use respond::Route;
 pub struct ServeConfig {
     /// Directory served.
     pub root: Option<PathBuf>,
-    /// Address and port listened on (the node owns the address).
-    pub listen: SocketAddrV4,
-    /// The real port (mode server).
+    /// Addresses and ports listened on, IPv4 and/or IPv6 (the node owns the addresses;
+    /// every port is open on every one of them).
+    pub listen: Vec<SocketAddr>,
+    /// The real port (mode server; an IPv4 `--peer-ip` in `iface.peer_ip`).
     pub iface: RealConfig,
+    /// An IPv6 peer (or gateway) whose MAC is resolved by neighbour discovery
+    /// (`--peer-ip` given an IPv6 address).
+    pub peer_ip6: Option<Ipv6Address>,
     /// Fixed routes (checked before files).
     pub routes: Vec<Route>,
     /// Connection limit, timeouts, parser limits.
@@ -70,6 +78,14 @@ pub struct ServeReport {
     /// Each worker's closing line (its port's counters), printed by the caller once the
     /// live view is closed.
     pub notes: Vec<String>,
+    /// ARP requests for a listen address answered.
+    pub arp_answered: u64,
+    /// ICMP echo requests answered.
+    pub echo_answered: u64,
+    /// IPv6 neighbour solicitations for a listen address answered.
+    pub ns_answered: u64,
+    /// ICMPv6 echo requests answered.
+    pub echo6_answered: u64,
 }
 
 /// Loads the site and serves until `stop` is set (SIGINT/SIGTERM) or the duration ends,
@@ -88,15 +104,19 @@ pub fn serve(
             bytes: 0,
         },
     };
+    let (owned, owned6) = check_listen(cfg)?;
     eprintln!(
         "squall serve: {} files ({} bytes) and {} routes in memory, listening on {} over {}",
         files.list.len(),
         files.bytes,
         cfg.routes.len(),
-        cfg.listen,
+        cfg.listen
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
         cfg.iface.label()
     );
-    let ip = u32::from(*cfg.listen.ip());
     let n = cfg.cores.max(1);
     cores::check_cores(n)?;
     if live.workers.len() < n as usize {
@@ -108,7 +128,7 @@ pub fn serve(
     cores::with_ports(
         &cfg.iface,
         n,
-        vec![(ip, ip)],
+        (owned.0, owned6.0),
         ServeJob {
             cfg,
             files: Arc::new(files),
@@ -116,6 +136,52 @@ pub fn serve(
             live,
         },
     )
+}
+
+/// The addresses the server's nodes own, by family, from the listen addresses; refuses
+/// what cannot work (no address, an unspecified one, a peer of a family not listened
+/// on).
+pub fn check_listen(cfg: &ServeConfig) -> Result<(Owned, Owned6), String> {
+    let (mut v4, mut v6) = (Owned::default(), Owned6::default());
+    if cfg.listen.is_empty() {
+        return Err("squall serve needs --listen ADDR:PORT (or [ADDR6]:PORT)".into());
+    }
+    for a in &cfg.listen {
+        if a.ip().is_unspecified() || a.ip().is_multicast() {
+            return Err(format!(
+                "--listen {a}: give the address Squall owns (not a wildcard or a group)"
+            ));
+        }
+        match a.ip() {
+            IpAddr::V4(ip) => {
+                let ip = u32::from(ip);
+                if !v4.contains(ip) {
+                    v4.add(ip, ip);
+                }
+            }
+            IpAddr::V6(ip) => {
+                let ip = u128::from(ip);
+                if !v6.contains(ip) {
+                    v6.add(ip, ip);
+                }
+            }
+        }
+    }
+    if cfg.iface.peer_ip.is_some() && v4.0.is_empty() {
+        return Err(
+            "--peer-ip: an IPv4 peer is resolved by ARP from a listen address: add an IPv4 \
+             --listen, or give the peer's IPv6 address or --peer-mac"
+                .into(),
+        );
+    }
+    if cfg.peer_ip6.is_some() && v6.0.is_empty() {
+        return Err(
+            "--peer-ip: an IPv6 peer is resolved by neighbour discovery from a listen \
+             address: add an IPv6 --listen, or give the peer's IPv4 address or --peer-mac"
+                .into(),
+        );
+    }
+    Ok((v4, v6))
 }
 
 struct ServeJob<'a> {
@@ -177,6 +243,10 @@ impl PortJob for ServeJob<'_> {
                     total.cpu_ns += r.cpu_ns;
                     total.log_dropped += r.log_dropped;
                     total.notes.extend(r.notes);
+                    total.arp_answered += r.arp_answered;
+                    total.echo_answered += r.echo_answered;
+                    total.ns_answered += r.ns_answered;
+                    total.echo6_answered += r.echo6_answered;
                 }
             }
         }
@@ -209,7 +279,7 @@ fn serve_on<P: Port>(
     let caps = port.caps();
     let clock = w.clock;
     let cpu0 = thread_cpu_ns();
-    let ip = u32::from(*cfg.listen.ip());
+    let (owned, owned6) = check_listen(cfg)?;
     // The connection limit is the whole server's: each worker takes its share.
     let mut acfg = cfg.app.clone();
     acfg.max_conns = acfg.max_conns.div_ceil(w.count).max(1);
@@ -227,7 +297,8 @@ fn serve_on<P: Port>(
     };
     tc.opts.mss = tc.opts.mss.min(caps.mtu.saturating_sub(40)).max(64);
     let ncfg = NodeConfig {
-        owned: Owned(vec![(ip, ip)]),
+        owned,
+        owned6,
         ..NodeConfig::default()
     };
     let mut node = Node::new(port, tc, ncfg, clock.now_ns());
@@ -241,19 +312,33 @@ fn serve_on<P: Port>(
     let mut app = ServeApp::new(acfg, files, &cfg.routes, &mut node.tcp, log);
     // Worker 0 asks for the peer unless told; every worker learns the reply from
     // whichever queue it reaches.
-    let peer_mac = match (rc.peer_mac, rc.peer_ip) {
-        (Some(m), _) => m,
-        (None, Some(p)) => node
+    let (from4, from6) = (
+        node.neigh.owned().firsts().next(),
+        node.neigh6.owned().firsts().next(),
+    );
+    let peer_mac = match (rc.peer_mac, rc.peer_ip, cfg.peer_ip6, from4, from6) {
+        (Some(m), ..) => m,
+        (None, Some(p), _, Some(from), _) => node
             .resolve_shared(
-                ip,
+                from,
                 u32::from_be_bytes(p),
                 rc.arp_timeout,
                 w.index == 0,
                 &w.next_hop,
             )
             .map_err(|e| format!("{}: {e}", rc.ifname))?,
-        (None, None) => return Err(
-            "squall serve needs the peer's (or gateway's) address: --peer-ip IP or --peer-mac MAC"
+        (None, None, Some(p), _, Some(from)) => node
+            .resolve6_shared(
+                Ipv6Address::from_u128(from),
+                p,
+                rc.arp_timeout,
+                w.index == 0,
+                &w.next_hop,
+            )
+            .map_err(|e| format!("{}: {e}", rc.ifname))?,
+        _ => return Err(
+            "squall serve needs the peer's (or gateway's) address: --peer-ip IP (IPv4 or IPv6, \
+             of a family it listens on) or --peer-mac MAC"
                 .into(),
         ),
     };
@@ -264,8 +349,12 @@ fn serve_on<P: Port>(
     if let Some(r) = w.redirect.take() {
         node.set_redirect(r);
     }
-    let port_no = cfg.listen.port();
-    node.tcp.listen(port_no);
+    let mut ports: Vec<u16> = cfg.listen.iter().map(|a| a.port()).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    for &p in &ports {
+        node.tcp.listen(p);
+    }
     let end = cfg.duration.map(|d| w.t0 + d.as_nanos() as u64);
     let mut idle = IdleYield::default();
     let slot = &live.workers[w.index as usize];
@@ -280,7 +369,9 @@ fn serve_on<P: Port>(
         {
             // New connections are refused (RST) from here; idle ones close, the others
             // after their answer.
-            node.tcp.unlisten(port_no);
+            for &p in &ports {
+                node.tcp.unlisten(p);
+            }
             app.stop();
             drain_until = Some(now + cfg.drain.as_nanos() as u64);
         }
@@ -323,11 +414,14 @@ fn serve_on<P: Port>(
         String::new()
     };
     let note = format!(
-        "squall serve: {who}{} peer {}: ARP requests answered {}, ICMP echo answered {}{}",
+        "squall serve: {who}{} peer {}: ARP requests answered {}, ICMP echo answered {}, \
+         neighbour solicitations answered {}, ICMPv6 echo answered {}{}",
         describe(&node.port, rc),
         fmt_mac(peer_mac),
         node.neigh.stats.requests_answered,
         node.icmp.echo_answered,
+        node.neigh6.stats.ns_answered,
+        node.icmp6.echo_answered,
         match redirect {
             Some(r) => format!(
                 "; redirect: handed to other workers {}, taken in {}, dropped {}",
@@ -346,6 +440,10 @@ fn serve_on<P: Port>(
         cpu_ns: cpu,
         log_dropped: app.log_dropped(),
         notes: vec![note],
+        arp_answered: node.neigh.stats.requests_answered,
+        echo_answered: node.icmp.echo_answered,
+        ns_answered: node.neigh6.stats.ns_answered,
+        echo6_answered: node.icmp6.echo_answered,
     })
 }
 

@@ -322,7 +322,16 @@ fn serve_usage_errors_say_what_is_wrong() {
     let conf = dir.join("squall.toml");
     std::fs::write(&conf, "[serve]\nlisten = \"198.18.48.1:80\"\ncores = 0\n").unwrap();
     let conf = conf.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 10] = [
+    // IPv6 and dual stack: what cannot work is refused before anything opens; the file's
+    // `listen` may be a list (IPv6 only here: an IPv4 peer cannot be resolved).
+    let conf6 = dir.join("v6.toml");
+    std::fs::write(
+        &conf6,
+        "[serve]\nlisten = [\"[2001:db8::1]:80\", \"[2001:db8::2]:8080\"]\nroot = \".\"\n",
+    )
+    .unwrap();
+    let conf6 = conf6.to_str().unwrap().to_string();
+    let cases: [(&[&str], &str); 14] = [
         (
             &["serve", "--iface", "afpacket:x", "--root", "."],
             "--listen ADDR:PORT",
@@ -434,6 +443,58 @@ fn serve_usage_errors_say_what_is_wrong() {
                 ".",
             ],
             "--cores 0",
+        ),
+        (
+            &[
+                "serve",
+                "--config",
+                &conf6,
+                "--iface",
+                "afxdp:x",
+                "--peer-ip",
+                "198.18.0.2",
+            ],
+            "an IPv4 peer is resolved by ARP",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "[2001:db8::1]:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--peer-ip",
+                "198.18.0.2",
+            ],
+            "an IPv4 peer is resolved by ARP",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--peer-ip",
+                "2001:db8::2",
+            ],
+            "an IPv6 peer is resolved by neighbour discovery",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "[::]:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+            ],
+            "not a wildcard",
         ),
     ];
     for (args, msg) in cases {

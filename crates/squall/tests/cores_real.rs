@@ -415,21 +415,12 @@ fn a_two_worker_server_answers_ab_with_replies_on_their_owning_core() {
 
 /// `curl -s ARGS` in sqc-cli: stdout.
 fn cli_curl(args: &[&str]) -> Vec<u8> {
-    let mut a = vec!["curl", "-s", "-m", "5"];
-    a.extend_from_slice(args);
-    lab::ns(CLI, &a).output().expect("run curl").stdout
+    lab::curl_in(CLI, args).0
 }
 
 /// A tool in sqc-cli that must succeed: its stdout.
 fn cli_tool(args: &[&str]) -> String {
-    let out = lab::ns(CLI, args).output().expect("run tool");
-    let s = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{args:?} failed:\n{s}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    s
+    lab::tool_in(CLI, args)
 }
 
 /// `squall serve --cores 2` (and `extra`) on `iface` (sqc-s0): curl byte-exact on several

@@ -13,16 +13,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod lab;
-use lab::{machine_lock, ns, serve_report, skip, squall_bin, tmpdir, Lab, Proc, LAB};
+use lab::{machine_lock, ns, pattern, serve_report, skip, squall_bin, tmpdir, Lab, Proc, LAB};
 
 const URL: &str = "http://198.18.48.1";
 
 /// `curl ARGS` in sq-cli: (stdout, exit code).
 fn curl(args: &[&str]) -> (Vec<u8>, i32) {
-    let mut a = vec!["curl", "-s", "-m", "5"];
-    a.extend_from_slice(args);
-    let out = ns("sq-cli", &a).output().expect("run curl");
-    (out.stdout, out.status.code().unwrap_or(-1))
+    lab::curl_in("sq-cli", args)
 }
 
 fn text(args: &[&str]) -> String {
@@ -38,27 +35,7 @@ fn field<'a>(out: &'a str, key: &str) -> &'a str {
 }
 
 fn run_tool(args: &[&str]) -> String {
-    let out = ns("sq-cli", args).output().expect("run tool");
-    let s = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{args:?} failed:\n{s}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    s
-}
-
-/// Deterministic file contents.
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect()
+    lab::tool_in("sq-cli", args)
 }
 
 #[test]

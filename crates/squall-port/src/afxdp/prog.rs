@@ -1,5 +1,6 @@
 //! Loading and attaching Squall's XDP program (`csrc/squall_xdp.bpf.c`, compiled by
-//! `build.rs` and embedded here), filling its owned-prefix map and its XSK map.
+//! `build.rs` and embedded here), filling its owned-prefix maps (IPv4 and IPv6) and its
+//! XSK map.
 //!
 //! **Attachment and its lifetime.** The program is attached through a BPF link (native
 //! mode, or generic mode where the driver has no XDP), not through netlink: the kernel
@@ -28,6 +29,7 @@ pub(crate) struct XdpProgram {
     /// Native (driver) mode rather than generic (skb) mode.
     pub(crate) native: bool,
     owned: Vec<(u32, u32)>,
+    owned6: Vec<(u128, u128)>,
 }
 
 /// The attachments of this process by (network namespace, interface index), shared by
@@ -59,23 +61,52 @@ pub(crate) fn errmsg(ifname: &str, what: &str, e: i32) -> String {
 
 /// Splits `first..=last` into the fewest CIDR prefixes `(addr, len)`.
 pub(crate) fn prefixes(first: u32, last: u32) -> Vec<(u32, u32)> {
+    prefixes_of(u128::from(first), u128::from(last), 32)
+        .into_iter()
+        .map(|(a, l)| (a as u32, l))
+        .collect()
+}
+
+/// Splits the IPv6 range `first..=last` into the fewest CIDR prefixes `(addr, len)`.
+pub(crate) fn prefixes6(first: u128, last: u128) -> Vec<(u128, u32)> {
+    prefixes_of(first, last, 128)
+}
+
+/// The fewest CIDR prefixes of `bits`-bit addresses covering `first..=last` (at most
+/// `2 * bits` of them).
+fn prefixes_of(first: u128, last: u128, bits: u32) -> Vec<(u128, u32)> {
     let mut v = Vec::new();
-    let mut a = u64::from(first);
-    let end = u64::from(last);
-    while a <= end {
-        // The largest aligned block starting at `a` that stays within `end`.
-        let mut size = if a == 0 {
-            1u64 << 32
-        } else {
-            1u64 << a.trailing_zeros()
-        };
-        while a + size - 1 > end {
-            size >>= 1;
-        }
-        v.push((a as u32, 32 - size.trailing_zeros()));
-        a += size;
+    if first > last {
+        return v;
     }
-    v
+    // The last address of the block of 2^k addresses starting at `a` (aligned to it, so
+    // this never overflows).
+    let block_end = |a: u128, k: u32| {
+        if k >= 128 {
+            u128::MAX
+        } else {
+            a + ((1u128 << k) - 1)
+        }
+    };
+    let mut a = first;
+    loop {
+        // The largest aligned block starting at `a` that stays within `last` (the whole
+        // space of `bits` when `a` is 0).
+        let mut k = if a == 0 {
+            bits
+        } else {
+            a.trailing_zeros().min(bits)
+        };
+        while k > 0 && block_end(a, k) > last {
+            k -= 1;
+        }
+        v.push((a, bits - k));
+        let end = block_end(a, k);
+        if end >= last {
+            return v;
+        }
+        a = end + 1;
+    }
 }
 
 impl XdpProgram {
@@ -125,6 +156,7 @@ impl XdpProgram {
                         prog,
                         native,
                         owned: Vec::new(),
+                        owned6: Vec::new(),
                     })
                 }
                 Err(e) => last = e,
@@ -174,6 +206,18 @@ impl XdpProgram {
         Ok(())
     }
 
+    /// Steers the IPv6 range `first..=last` to the sockets from now on.
+    pub(crate) fn own6(&mut self, first: u128, last: u128) -> Result<(), i32> {
+        if self.owned6.contains(&(first, last)) {
+            return Ok(());
+        }
+        for (a, l) in prefixes6(first, last) {
+            self.prog.own6(a, l)?;
+        }
+        self.owned6.push((first, last));
+        Ok(())
+    }
+
     /// Binds queue `queue` to socket `fd`.
     pub(crate) fn set_xsk(&mut self, queue: u32, fd: i32) -> Result<(), i32> {
         self.prog.set_xsk(queue, fd)
@@ -212,5 +256,25 @@ mod tests {
         assert_eq!(prefixes(0, u32::MAX), vec![(0, 0)]);
         assert_eq!(prefixes(u32::MAX, u32::MAX), vec![(u32::MAX, 32)]);
         assert!(prefixes(5, 4).is_empty());
+    }
+
+    #[test]
+    fn ipv6_ranges_become_exact_prefixes() {
+        let base: u128 = 0x2001_0db8_0066 << 80; // 2001:db8:66::
+        assert_eq!(prefixes6(base + 1, base + 1), vec![(base + 1, 128)]);
+        assert_eq!(prefixes6(base, base + 255), vec![(base, 120)]);
+        let v = prefixes6(base + 3, base + 1000);
+        let mut covered = Vec::new();
+        for &(a, l) in &v {
+            let n = 1u128 << (128 - l);
+            assert_eq!(a % n, 0, "aligned");
+            covered.extend((0..n).map(|i| a + i));
+        }
+        assert_eq!(covered, (base + 3..=base + 1000).collect::<Vec<_>>());
+        assert!(v.len() <= 18, "{v:?}");
+        assert_eq!(prefixes6(0, u128::MAX), vec![(0, 0)]);
+        assert_eq!(prefixes6(u128::MAX, u128::MAX), vec![(u128::MAX, 128)]);
+        assert_eq!(prefixes6(1 << 127, u128::MAX), vec![(1 << 127, 1)]);
+        assert!(prefixes6(5, 4).is_empty());
     }
 }

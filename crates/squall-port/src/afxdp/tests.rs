@@ -135,6 +135,73 @@ fn ours(d: &[u8]) -> bool {
     d.len() >= 14 && d[6..12] == MAC_B
 }
 
+/// 2001:db8:99::/120 as numbers.
+const OWNED6: (u128, u128) = (0x2001_0db8_0099 << 80, (0x2001_0db8_0099 << 80) + 255);
+
+fn ip6(a: u128) -> [u8; 16] {
+    a.to_be_bytes()
+}
+
+/// An IPv6 frame from B to `dst` with next header `next` and 24 bytes of payload
+/// (`payload` at its start).
+fn ipv6(dst: [u8; 16], next: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 40 + 24];
+    f[..6].copy_from_slice(&MAC_A);
+    f[6..12].copy_from_slice(&MAC_B);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    f[14] = 0x60;
+    f[18..20].copy_from_slice(&24u16.to_be_bytes());
+    f[20] = next;
+    f[21] = 255;
+    f[22..38].copy_from_slice(&ip6(OWNED6.0 - 7)); // a peer's address
+    f[38..54].copy_from_slice(&dst);
+    f[54..54 + payload.len()].copy_from_slice(payload);
+    f
+}
+
+/// A neighbour solicitation for `target`, to its solicited-node group.
+fn ns(target: u128) -> Vec<u8> {
+    let mut group = [0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 0];
+    group[13..].copy_from_slice(&ip6(target)[13..]);
+    let mut m = vec![135, 0, 0, 0, 0, 0, 0, 0];
+    m.extend_from_slice(&ip6(target));
+    let mut f = ipv6(group, 58, &m);
+    f[..6].copy_from_slice(&[0x33, 0x33, 0xff, group[13], group[14], group[15]]);
+    f
+}
+
+#[test]
+fn steers_owned_ipv6_and_solicitations_for_owned_addresses() {
+    in_netns(|| {
+        let mut c = cfg();
+        c.owned6 = vec![OWNED6];
+        let mut x = AfXdpPort::open(c).expect("open AF_XDP on a veth");
+        let mut b = peer();
+        let (inside, outside) = (OWNED6.0 + 9, OWNED6.1 + 1);
+        send(
+            &mut b,
+            &[
+                ipv6(ip6(inside), 253, &[1]),
+                ipv6(ip6(outside), 253, &[2]),
+                ns(inside),
+                ns(outside),
+                ipv6(ip6(OWNED6.1), 58, &[128, 0, 0, 0, 0, 0, 0, 3]), // echo request
+            ],
+        );
+        let got = recv(&mut x, 3, ours);
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0], ipv6(ip6(inside), 253, &[1]));
+        assert_eq!(got[1], ns(inside));
+        assert_eq!(got[2][54..62], [128, 0, 0, 0, 0, 0, 0, 3]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            recv(&mut x, 1, ours).is_empty(),
+            "IPv6 for other addresses reached the socket"
+        );
+        assert_eq!(x.extra_stats().xdp_redirected, 3);
+    });
+}
+
 #[test]
 fn steers_only_owned_traffic_and_moves_frames_both_ways() {
     in_netns(|| {

@@ -312,6 +312,18 @@ impl TcpHost {
         self.ctl.key = t.key;
         self.ctl.passive = t.has(F_PASSIVE);
     }
+
+    /// [`set_ctl`](Self::set_ctl) for `on_connected`: an IPv6 flow's peer address too
+    /// (kept in `Ctl` for the flow's later callbacks; IPv4 flows pay one test).
+    #[inline(always)]
+    pub(super) fn set_ctl_connected(&mut self, i: u32) {
+        self.set_ctl(i);
+        let k = self.flows[i as usize].key;
+        if k.is_ipv6() {
+            self.ctl.remote6 = *self.addr6.addr(k.remote_ip);
+            self.ctl.remote6_of = i;
+        }
+    }
 }
 
 /// An application that ignores every event (used internally when recycling flows).

@@ -35,7 +35,9 @@ impl TcpHost {
         self.now = now;
         self.resume_first(tx);
         for chunk in frames.chunks(B) {
-            // Each frame's 4-tuple is read once and kept with its hash.
+            // Each frame's 4-tuple is read once and kept with its hash; IPv6 ids read
+            // here stand for the same addresses as long as none is freed.
+            self.hint_frees = self.addr6.frees();
             let mut keys = [None::<(FlowKey, u64)>; B];
             for (k, f) in chunk.iter().enumerate() {
                 let key = if f.get(12) == Some(&0x86) {
@@ -115,7 +117,7 @@ impl TcpHost {
     /// addresses already have ids, read without verification for the burst's prefetch;
     /// None otherwise (no flow can have it, or full parsing decides).
     #[inline(always)]
-    fn peek_key6(&self, f: &[u8]) -> Option<FlowKey> {
+    fn peek_key6(&mut self, f: &[u8]) -> Option<FlowKey> {
         let h = f.get(..pkt::HDRS6_LEN)?;
         if h[12..14] != [0x86, 0xdd] || h[20] != 6 {
             return None;
@@ -132,8 +134,10 @@ impl TcpHost {
 
     /// An IPv6 frame: the addresses become ids of the address table (the key of an IPv6
     /// flow); ids no flow took are given back after the segment is processed. `hint`: the
-    /// key and hash the burst's prefetch pass read, used when its ids still stand for
-    /// this frame's addresses (frames before it may have freed them).
+    /// key and hash the burst's prefetch pass read from this frame's bytes (TCP right
+    /// after the fixed header, as the parser found it), used as they are when no id was
+    /// freed since, else when its ids still stand for this frame's addresses (frames
+    /// before it may have freed them).
     fn rx6_one<A: TcpApp, S: TxSink>(
         &mut self,
         frame: &[u8],
@@ -149,6 +153,12 @@ impl TcpHost {
             }
         };
         if let Some((k, h)) = hint {
+            if self.addr6.frees() == self.hint_frees {
+                debug_assert!(
+                    self.addr6.holds(k.local_ip, &dst) && self.addr6.holds(k.remote_ip, &src)
+                );
+                return self.demux(&seg, k, h, app, tx);
+            }
             if k.local_port == seg.dst_port
                 && k.remote_port == seg.src_port
                 && self.addr6.holds(k.local_ip, &dst)
@@ -397,7 +407,7 @@ impl TcpHost {
             t.flags |= F_ACKNOW;
             self.counters.tcps_connects += 1;
             self.set_idle_timer(i);
-            self.set_ctl(i);
+            self.set_ctl_connected(i);
             app.on_connected(&mut self.ctl, FlowId(i));
             if self.apply_ops(i, app, tx) {
                 return;

@@ -186,6 +186,8 @@ pub struct TcpHost {
     active: u32,
     /// IPv6 addresses of live flows, by the ids their keys hold.
     addr6: Addr6Table,
+    /// `addr6.frees()` when the current burst's prefetch pass read its ids.
+    hint_frees: u64,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (deadline u64, next/prev u32, slot u16,
@@ -246,6 +248,7 @@ impl TcpHost {
             rng: rand_core::SeedableRng::seed_from_u64(k0 ^ k1.rotate_left(29)),
             active: 0,
             addr6: Addr6Table::default(),
+            hint_frees: 0,
             cfg,
         }
     }

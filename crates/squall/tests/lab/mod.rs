@@ -66,6 +66,48 @@ pub fn ns(name: &str, args: &[&str]) -> Command {
     c
 }
 
+/// `curl -s -m 5 ARGS` in namespace `n`: (stdout, exit code).
+pub fn curl_in(n: &str, args: &[&str]) -> (Vec<u8>, i32) {
+    let mut a = vec!["curl", "-s", "-m", "5"];
+    a.extend_from_slice(args);
+    let out = ns(n, &a).output().expect("run curl");
+    (out.stdout, out.status.code().unwrap_or(-1))
+}
+
+/// A tool in namespace `n` that must succeed: its stdout.
+pub fn tool_in(n: &str, args: &[&str]) -> String {
+    let out = ns(n, args).output().expect("run tool");
+    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?} failed:\n{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s
+}
+
+/// Deterministic file contents (xorshift bytes from `seed`).
+pub fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+/// Sends signal `sig` (`-TERM`, `-INT`) to the process `p` (by its pid).
+pub fn signal(p: &Proc, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &p.0.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {}", p.0.id());
+}
+
 pub fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("squall-lab-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
