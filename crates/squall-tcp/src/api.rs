@@ -69,6 +69,8 @@ pub struct Ctl {
     pub(crate) flow: FlowId,
     pub(crate) key: FlowKey,
     pub(crate) passive: bool,
+    /// The (local, remote) IPv6 addresses of an IPv6 flow, set for `on_connected` only.
+    pub(crate) addr6: ([u8; 16], [u8; 16]),
     pub(crate) ops: Vec<Op>,
     /// Operations that failed (bad range, queue full) since the host was created.
     pub errors: u64,
@@ -86,6 +88,12 @@ impl Ctl {
     /// True for flows accepted from a listener.
     pub fn passive(&self) -> bool {
         self.passive
+    }
+    /// In `on_connected` of an IPv6 flow, its (local, remote) addresses (the key holds
+    /// address ids); None for IPv4 flows and in other callbacks (use
+    /// [`TcpHost::flow_ipv6`](crate::TcpHost::flow_ipv6) there).
+    pub fn ipv6(&self) -> Option<([u8; 16], [u8; 16])> {
+        (self.key.is_ipv6() && self.addr6 != ([0; 16], [0; 16])).then_some(self.addr6)
     }
     /// Queue `len` bytes of registered buffer `buf` from `off` (no copy; pulled when the
     /// window opens).

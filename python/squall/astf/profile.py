@@ -242,7 +242,7 @@ class ASTFProfile:
     def _global(self) -> Dict[str, Any]:
         c = self.default_c_glob_info
         s = self.default_s_glob_info
-        glob_only = ("scheduler", "ipv6")  # global sections of the IR
+        glob_only = ("scheduler",)  # global sections of the IR
         cs = {k: v for k, v in (c.to_json() if c else {}).items() if k not in glob_only}
         ss = {k: v for k, v in (s.to_json() if s else {}).items() if k not in glob_only}
         sched_c = c.section("scheduler") if c else {}
@@ -261,9 +261,6 @@ class ASTFProfile:
                 out["server"] = ss
         if sched:
             out["scheduler"] = sched
-        ipv6 = dict(c.section("ipv6") if c else {}, **(s.section("ipv6") if s else {}))
-        if ipv6:
-            out["ipv6"] = ipv6
         return out
 
     # ---- TRex-style loading ----------------------------------------------------------------

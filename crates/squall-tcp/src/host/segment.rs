@@ -281,8 +281,9 @@ impl TcpHost {
             }
             self.counters.tcps_connects += 1;
             self.set_idle_timer(i);
-            self.set_ctl(i);
+            self.set_ctl_connected(i);
             app.on_connected(&mut self.ctl, FlowId(i));
+            self.clear_ctl6();
             if self.apply_ops(i, app, tx) {
                 return;
             }
