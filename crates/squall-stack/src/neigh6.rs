@@ -294,6 +294,15 @@ impl Neighbours6 {
         }
     }
 
+    /// Marks `target` as being resolved: an advertisement for it is learned even when
+    /// another worker of the port sent the solicitation.
+    pub fn want(&mut self, target: Ipv6Address) {
+        let k = target.to_u128();
+        if !self.wanted.contains(&k) {
+            self.wanted.push(k);
+        }
+    }
+
     /// Sends a solicitation for `target` from `from` to its solicited-node group; the
     /// advertisement that answers is learned.
     pub fn request<S: TxSink>(
@@ -302,10 +311,7 @@ impl Neighbours6 {
         target: Ipv6Address,
         tx: &mut S,
     ) -> bool {
-        let k = target.to_u128();
-        if !self.wanted.contains(&k) {
-            self.wanted.push(k);
-        }
+        self.want(target);
         let group = target.solicited_node();
         let ns = Icmpv6Repr::NeighborSolicit {
             target,

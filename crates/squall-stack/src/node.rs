@@ -643,11 +643,29 @@ impl<P: Port> Node<P> {
         target: Ipv6Address,
         timeout: Duration,
     ) -> Result<[u8; 6], String> {
+        self.resolve6_shared(from, target, timeout, true, &SharedMac::default())
+    }
+
+    /// [`Node::resolve6`] by one of several workers of a port (as
+    /// [`resolve_shared`](Self::resolve_shared)): every worker learns `target` from the
+    /// advertisement that reaches it and publishes it in `shared`; only the worker with
+    /// `ask` sends the solicitations.
+    pub fn resolve6_shared(
+        &mut self,
+        from: Ipv6Address,
+        target: Ipv6Address,
+        timeout: Duration,
+        ask: bool,
+        shared: &SharedMac,
+    ) -> Result<[u8; 6], String> {
+        self.neigh6.want(target);
         self.resolve_with(
             timeout,
-            &SharedMac::default(),
+            shared,
             |_, n6, sink| {
-                n6.request(from, target, sink);
+                if ask {
+                    n6.request(from, target, sink);
+                }
             },
             |_, n6| n6.lookup(&target),
         )

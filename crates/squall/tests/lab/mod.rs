@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
+mod capture;
+#[allow(unused_imports)]
+pub use capture::Capture;
+
 /// The lab's namespace names are fixed: one lab test at a time in a test binary (cargo
 /// runs test binaries one after the other).
 pub static LAB: Mutex<()> = Mutex::new(());
