@@ -194,8 +194,14 @@ pub fn parse(
         dpdk,
         rx_ring,
         mode,
-        peer_ip: peer_ip.filter(|s| !s.contains(':')).map(parse_ip).transpose()?,
-        peer_ip6: peer_ip.filter(|s| s.contains(':')).map(parse_ip6).transpose()?,
+        peer_ip: peer_ip
+            .filter(|s| !s.contains(':'))
+            .map(parse_ip)
+            .transpose()?,
+        peer_ip6: peer_ip
+            .filter(|s| s.contains(':'))
+            .map(parse_ip6)
+            .transpose()?,
         peer_mac: peer_mac.map(parse_mac).transpose()?,
         arp_timeout: Duration::from_secs(3),
         steering: true,
@@ -444,7 +450,10 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(r6.peer_ip, None);
-        assert_eq!(r6.peer_ip6.map(std::net::Ipv6Addr::from), "2001:db8::2".parse().ok());
+        assert_eq!(
+            r6.peer_ip6.map(std::net::Ipv6Addr::from),
+            "2001:db8::2".parse().ok()
+        );
         let e = parse("afpacket:x", Some("client"), Some("2001:db8::g"), None).unwrap_err();
         assert!(e.contains("not an IPv4 or IPv6 address"), "{e}");
         assert!(parse("afpacket:x", Some("client"), None, Some("02:00")).is_err());

@@ -77,7 +77,10 @@ fn addresses6(p: &Profile, mode: Mode) -> Option<([u8; 16], [u8; 16])> {
     let t = &p.templates[0];
     let m = t.ipv6?;
     let g = &p.ip_gens[t.ip_gen as usize];
-    let (c, s) = (m.client_addr(g.clients.first), m.server_addr(g.servers.first));
+    let (c, s) = (
+        m.client_addr(g.clients.first),
+        m.server_addr(g.servers.first),
+    );
     Some(if mode == Mode::Server { (s, c) } else { (c, s) })
 }
 

@@ -15,8 +15,8 @@ use serde_json::Value;
 
 mod lab;
 use lab::{
-    ab_field, have, Capture, nginx_squall_requests, nginx_w1, ns, num, root, server_thread, skip,
-    squall_bin, squall_in, tmpdir, w1_client_profile, Lab, Proc, LAB,
+    ab_field, have, nginx_squall_requests, nginx_w1, ns, num, root, server_thread, skip,
+    squall_bin, squall_in, tmpdir, w1_client_profile, Capture, Lab, Proc, LAB,
 };
 
 /// One client-side lab run: the port, the rate (x the profile's 100 CPS), the seconds of

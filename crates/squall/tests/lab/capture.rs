@@ -128,4 +128,3 @@ fn io_counts(file: &Path, filters: &[&str]) -> Vec<u64> {
         .filter_map(|c| c.trim().parse().ok())
         .collect()
 }
-
