@@ -480,15 +480,15 @@ impl Profile {
         dst_ip: u32,
         dst_port: u16,
     ) -> impl Iterator<Item = (usize, &AssocRule)> + '_ {
-        let fam = move |same: bool| {
+        let fam = move |fam: bool| {
             self.templates
                 .iter()
                 .enumerate()
                 .filter(move |(_, t)| t.transport == transport)
                 .flat_map(|(i, t)| t.assoc.iter().map(move |r| (i, r)))
-                .filter(move |(_, r)| (r.v6 == v6) == same && r.matches(dst_ip, dst_port))
+                .filter(move |(_, r)| r.v6 == fam && r.matches(dst_ip, dst_port))
         };
-        fam(true).chain(fam(false))
+        fam(v6).chain(fam(!v6))
     }
 
     /// How a new IPv4 flow to `dst_ip:dst_port` finds its server template: at once, or

@@ -180,13 +180,14 @@ fn mixed_families_in_one_profile() {
 }
 
 #[test]
-fn udp_over_ipv6_is_refused_for_now() {
+fn udp_templates_over_ipv6_load() {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/udp-dns.json"
     ))
     .unwrap();
     let mut v: Value = serde_json::from_str(&text).unwrap();
-    v["global"]["ipv6"] = json!({"enable": 1});
-    has(&errors(v), "templates[0]", "UDP templates over IPv6");
+    v["global"]["ipv6"] = json!({"enable": 1, "src_msb": "2001:db8::", "dst_msb": "2001:db8:1::"});
+    let p = load_profile_value(v).unwrap();
+    assert!(p.templates.iter().all(|t| t.ipv6.is_some()));
 }

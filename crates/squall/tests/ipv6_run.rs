@@ -119,3 +119,31 @@ fn ipv6_over_an_impaired_wire_loses_nothing_end_to_end() {
     assert!(r.client.impair.lost + r.server.impair.lost > 0);
     assert!(r.client.tcp.tcps_sndrexmitpack + r.server.tcp.tcps_sndrexmitpack > 0);
 }
+
+/// UDP templates over IPv6 (TRex's `ipv6.enable` on the DNS example): exact counts, every
+/// datagram on the wire IPv6, every address id given back.
+#[test]
+fn udp_over_ipv6_has_exact_counts() {
+    let mut v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("examples/udp-dns.json")).unwrap(),
+    )
+    .unwrap();
+    v["global"] = serde_json::json!({"ipv6": {"enable": 1, "src_msb": "2001:db8:53::", "dst_msb": "2001:db8:53:1::"}});
+    let p = Arc::new(squall_astf::load_profile_value(v).unwrap());
+    let r = sim(&p, 1.0, 1.0, |c| c.pcap_flows = Some(5));
+    assert_clean(&r);
+    let (cu, su) = (&r.client.app.udp, &r.server.app.udp);
+    assert_eq!((cu.udps_connects, su.udps_accepts), (1000, 1000));
+    assert_eq!((cu.udps_sndpkt, su.udps_rcvpkt), (1000, 1000));
+    assert_eq!((su.udps_sndpkt, cu.udps_rcvpkt), (1000, 1000));
+    assert_eq!((cu.udps_sndbyte, su.udps_rcvbyte), (32_000, 32_000));
+    let (c, s) = (r.client.app.total(), r.server.app.total());
+    assert_eq!((c.started, c.completed), (1000, 1000));
+    assert_eq!((s.accepted, s.completed), (1000, 1000));
+    let frames = ipv6_frames(r.pcap.as_ref().unwrap());
+    assert_eq!(frames.len(), 10, "5 flows, a query and an answer each");
+    let server: Ipv6Addr = "2001:db8:53:1::3000:1".parse().unwrap();
+    assert!(frames
+        .iter()
+        .all(|(et, a)| *et == 0x86dd && a.is_some_and(|(s, d)| s == server || d == server)));
+}

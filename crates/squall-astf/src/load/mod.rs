@@ -537,12 +537,6 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
         let ipv6 = ip_gen
             .and_then(|g| ip_gens.get(g))
             .and_then(|g| template_ipv6(g, &client));
-        if ipv6.is_some() && transport == Transport::Udp {
-            errs.push(
-                p.clone(),
-                "UDP templates over IPv6 are not supported yet (TCP templates are): give this template IPv4 pools, or ipv6.enable 0 in its client_tunables",
-            );
-        }
         for r in &mut assoc {
             r.v6 = ipv6.is_some();
         }

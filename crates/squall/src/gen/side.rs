@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use squall_astf::alloc::{AllocError, ClientAddr, ClientAlloc, PortRange, ServerPick};
 use squall_astf::interp::Event;
+use squall_astf::ipv6::Ipv6Map;
 use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
 use squall_astf::{IpPool, Profile, SideTunables, TemplateIdx, Transport};
 use squall_port::rss::RssSteer;
@@ -537,14 +538,7 @@ impl GenSide {
             let o = self.tpl_opts[ti];
             let c = match v6 {
                 None => io.connect(addr.ip, addr.port, server, dport, o),
-                // Pool values are the low 32 bits under the template's high bits.
-                Some(m) => io.connect6(
-                    m.client_addr(addr.ip),
-                    addr.port,
-                    m.server_addr(server),
-                    dport,
-                    o,
-                ),
+                Some(m) => connect6(io, m, addr, server, dport, o),
             };
             match c {
                 Ok(f) => {
@@ -560,6 +554,21 @@ impl GenSide {
             self.app.stats.tg[tg].c.connect_failed += 1;
         }
     }
+}
+
+/// Opens the TCP flow of an IPv6 template: pool values are the low 32 bits under the
+/// template's high bits. Out of line: the IPv4 path of [`GenSide::poll`] stays as it was.
+#[inline(never)]
+fn connect6<P: Port>(
+    io: &mut NodeIo<'_, P>,
+    m: Ipv6Map,
+    addr: ClientAddr,
+    server: u32,
+    dport: u16,
+    o: OptsId,
+) -> Result<FlowId, squall_tcp::ConnectError> {
+    let (c, s) = (m.client_addr(addr.ip), m.server_addr(server));
+    io.connect6(c, addr.port, s, dport, o)
 }
 
 /// One side of a run: the generator on its node.
