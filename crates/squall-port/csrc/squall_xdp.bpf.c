@@ -6,8 +6,12 @@
  * passes everything else to the kernel, so the machine stays reachable on the same NIC:
  *   - IPv4 (optionally behind one 802.1Q tag) whose destination address is in `owned`;
  *   - ARP whose target protocol address is in `owned` (requests for Squall's addresses and
- *     replies to Squall's own requests); ARP for the kernel's addresses stays the kernel's.
- * `owned` is an LPM trie of IPv4 prefixes filled by Squall before it binds its sockets.
+ *     replies to Squall's own requests); ARP for the kernel's addresses stays the kernel's;
+ *   - IPv6 whose destination address is in `owned6`, and neighbour solicitations (ICMPv6
+ *     right after the fixed header, to a multicast group) whose target address is in
+ *     `owned6`; solicitations for the kernel's addresses stay the kernel's.
+ * `owned` / `owned6` are LPM tries of IPv4 / IPv6 prefixes filled by Squall before it
+ * binds its sockets.
  * The redirect falls back to XDP_PASS when no socket is bound to the queue (a socket that
  * closed, or a stale program), so owned traffic then reaches the kernel instead of being
  * dropped. `stats` counts per CPU: [0] redirected, [1] passed, [2] too short to parse.
@@ -33,6 +37,19 @@ struct {
 	__uint(max_entries, 1024);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } owned SEC(".maps");
+
+struct owned6_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__type(key, struct owned6_key);
+	__type(value, __u8);
+	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} owned6 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -60,6 +77,13 @@ static __always_inline int is_owned(__u32 addr)
 {
 	struct owned_key k = { .prefixlen = 32, .addr = addr };
 	return bpf_map_lookup_elem(&owned, &k) != 0;
+}
+
+static __always_inline int is_owned6(const __u8 *a)
+{
+	struct owned6_key k = { .prefixlen = 128 };
+	__builtin_memcpy(k.addr, a, 16);
+	return bpf_map_lookup_elem(&owned6, &k) != 0;
 }
 
 SEC("xdp")
@@ -94,6 +118,23 @@ int squall_xdp(struct xdp_md *ctx)
 		if ((void *)(p + 4) > end)
 			return count(2, XDP_PASS);
 		__builtin_memcpy(&dst, p, 4);
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		/* fixed header: next header at 6, destination address at 24 */
+		__u8 *ip6 = data + off;
+		__u8 *d6 = ip6 + 24;
+		if ((void *)(ip6 + 40) > end)
+			return count(2, XDP_PASS);
+		if (d6[0] == 0xff) {
+			/* multicast: only a neighbour solicitation (type 135) for an owned target */
+			__u8 *icmp = ip6 + 40;
+			if (ip6[6] != 58 || (void *)(icmp + 24) > end || icmp[0] != 135)
+				return count(1, XDP_PASS);
+			d6 = icmp + 8;
+		}
+		if (!is_owned6(d6))
+			return count(1, XDP_PASS);
+		count(0, 0);
+		return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 	} else {
 		return count(1, XDP_PASS);
 	}

@@ -182,6 +182,7 @@ struct sq_prog {
 	struct bpf_object *obj;
 	int link_fd;
 	int owned_fd;
+	int owned6_fd;
 	int xsks_fd;
 	int stats_fd;
 };
@@ -243,9 +244,10 @@ int sq_prog_load(struct sq_prog **out, const void *obj, unsigned long size, int 
 		goto fail;
 	prog = bpf_object__find_program_by_name(p->obj, "squall_xdp");
 	p->owned_fd = bpf_object__find_map_fd_by_name(p->obj, "owned");
+	p->owned6_fd = bpf_object__find_map_fd_by_name(p->obj, "owned6");
 	p->xsks_fd = bpf_object__find_map_fd_by_name(p->obj, "xsks");
 	p->stats_fd = bpf_object__find_map_fd_by_name(p->obj, "stats");
-	if (!prog || p->owned_fd < 0 || p->xsks_fd < 0 || p->stats_fd < 0) {
+	if (!prog || p->owned_fd < 0 || p->owned6_fd < 0 || p->xsks_fd < 0 || p->stats_fd < 0) {
 		err = -ENOENT;
 		goto fail;
 	}
@@ -285,6 +287,18 @@ int sq_prog_own(struct sq_prog *p, unsigned addr_be, unsigned prefixlen)
 	} k = { prefixlen, addr_be };
 	__u8 v = 1;
 	return bpf_map_update_elem(p->owned_fd, &k, &v, BPF_ANY) ? -errno : 0;
+}
+
+/* Adds the IPv6 prefix addr/prefixlen (addr: 16 bytes, network order) to the owned6 map. */
+int sq_prog_own6(struct sq_prog *p, const unsigned char *addr, unsigned prefixlen)
+{
+	struct {
+		__u32 prefixlen;
+		__u8 addr[16];
+	} k = { prefixlen, { 0 } };
+	__u8 v = 1;
+	memcpy(k.addr, addr, 16);
+	return bpf_map_update_elem(p->owned6_fd, &k, &v, BPF_ANY) ? -errno : 0;
 }
 
 /* Binds queue's slot of the XSK map to socket xsk_fd. */

@@ -36,7 +36,7 @@ use squall_port::rss::RssSteer;
 use squall_port::Port;
 use squall_stack::redirect;
 
-use crate::gen::owned_ranges;
+use crate::gen::{owned_ranges, owned_ranges6};
 use crate::iface::{Mode, PortKind, RealConfig};
 use crate::run::{Live, RunConfig, RunResult, START_LEAD_NS};
 use crate::shards::{join_workers, spawn_worker};
@@ -109,10 +109,12 @@ pub fn run_real(
     let n = cfg.cores.max(1);
     check_cores(n)?;
     let owned = owned_ranges(&profile, rc.mode == Mode::Client).0;
-    with_ports(
+    let owned6 = owned_ranges6(&profile, rc.mode == Mode::Client).0;
+    with_ports6(
         rc,
         n,
         owned,
+        owned6,
         RunJob {
             profile,
             cfg,
@@ -173,6 +175,17 @@ pub fn with_ports<J: PortJob>(
     owned: Vec<(u32, u32)>,
     job: J,
 ) -> Result<J::Out, String> {
+    with_ports6(rc, n, owned, Vec::new(), job)
+}
+
+/// [`with_ports`] steering the IPv6 ranges of `owned6` to AF_XDP queues too.
+pub fn with_ports6<J: PortJob>(
+    rc: &RealConfig,
+    n: u32,
+    owned: Vec<(u32, u32)>,
+    owned6: Vec<(u128, u128)>,
+    job: J,
+) -> Result<J::Out, String> {
     match rc.kind {
         PortKind::AfPacket => {
             let by = match (rc.steering, rc.mode) {
@@ -211,6 +224,7 @@ pub fn with_ports<J: PortJob>(
                 let mut xc = AfXdpConfig::new(&rc.ifname, queue + k);
                 xc.mode = mode;
                 xc.owned = owned.clone();
+                xc.owned6 = owned6.clone();
                 ports.push(AfXdpPort::open(xc)?);
             }
             job.run(ports, Steering::Redirect, describe_afxdp)

@@ -3,7 +3,8 @@
 //! `v6p-cli` / `v6p-srv` joined by the veth `v6p-c0` / `v6p-s0`, addresses from
 //! 2001:db8::/32 only, torn down by a guard; holds the machine-wide lab lock.
 //!
-//! - Squall client (`--iface afpacket:v6p-c0 --mode client`, a native IPv6 pool) against
+//! - Squall client (`--iface afpacket:v6p-c0` or `afxdp:v6p-c0`, `--mode client`, a
+//!   native IPv6 pool) against
 //!   a kernel nginx listening on [2001:db8:62::1]:80: 2,000 flows, every response byte
 //!   verified, nginx's access log agrees on the count, the wire captured in nginx's
 //!   namespace and checked by tshark (no malformed packet, every TCP checksum good, no
@@ -104,6 +105,17 @@ fn client_profile(dir: &std::path::Path, total: u64) -> std::path::PathBuf {
 
 #[test]
 fn client_only_squall_against_nginx_over_ipv6() {
+    client_vs_nginx("afpacket");
+}
+
+/// The same over AF_XDP: Squall's XDP program steers its IPv6 addresses (and the
+/// neighbour solicitations for them) to its socket.
+#[test]
+fn client_only_squall_over_afxdp_against_nginx_over_ipv6() {
+    client_vs_nginx("afxdp");
+}
+
+fn client_vs_nginx(kind: &str) {
     let tools = [
         "ip", "ethtool", "sysctl", "nginx", "curl", "dumpcap", "tshark",
     ];
@@ -115,7 +127,7 @@ fn client_only_squall_against_nginx_over_ipv6() {
         panic!("the lab lock /tmp/squall-lab.lock was not free within 900 s");
     };
     let _topo = Topo::up(true);
-    let dir = tmpdir("v6p-cli");
+    let dir = tmpdir(&format!("v6p-cli-{kind}"));
     let (_nginx, total) = nginx_w1_on(SRV, &dir, &format!("[{KERNEL_SRV}]"));
     let prof = client_profile(&dir, total);
     let json = dir.join("run.json");
@@ -125,7 +137,7 @@ fn client_only_squall_against_nginx_over_ipv6() {
         "run",
         prof.to_str().unwrap(),
         "--iface",
-        &format!("afpacket:{CIF}"),
+        &format!("{kind}:{CIF}"),
         "--mode",
         "client",
         "--duration",
@@ -163,7 +175,7 @@ fn client_only_squall_against_nginx_over_ipv6() {
         neigh.contains("2001:db8:62::100:1 "),
         "kernel neighbours: {neigh}"
     );
-    eprintln!("veth IPv6 client-only vs nginx: {flows} flows, {total} bytes each; {wire}");
+    eprintln!("veth IPv6 client-only ({kind}) vs nginx: {flows} flows, {total} bytes each; {wire}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -74,6 +74,9 @@ pub struct AfXdpConfig {
     /// IPv4 ranges (`first..=last`, host order) steered to Squall (IPv4 by destination,
     /// ARP by target address); everything else goes to the kernel.
     pub owned: Vec<(u32, u32)>,
+    /// IPv6 ranges steered to Squall (IPv6 by destination, neighbour solicitations by
+    /// target address).
+    pub owned6: Vec<(u128, u128)>,
 }
 
 impl AfXdpConfig {
@@ -91,6 +94,7 @@ impl AfXdpConfig {
             mode: XdpMode::Auto,
             generic: false,
             owned: Vec::new(),
+            owned6: Vec::new(),
         }
     }
 }
@@ -222,6 +226,10 @@ impl AfXdpPort {
             for &(a, b) in &cfg.owned {
                 p.own(a, b)
                     .map_err(|e| prog::errmsg(&name, "fill the owned-address map", e))?;
+            }
+            for &(a, b) in &cfg.owned6 {
+                p.own6(a, b)
+                    .map_err(|e| prog::errmsg(&name, "fill the owned IPv6 address map", e))?;
             }
             p.set_xsk(cfg.queue, xsk.fd())
                 .map_err(|e| prog::errmsg(&name, "fill the XSK map", e))?;

@@ -28,6 +28,7 @@ pub(crate) struct XdpProgram {
     /// Native (driver) mode rather than generic (skb) mode.
     pub(crate) native: bool,
     owned: Vec<(u32, u32)>,
+    owned6: Vec<(u128, u128)>,
 }
 
 /// The attachments of this process by (network namespace, interface index), shared by
@@ -78,6 +79,33 @@ pub(crate) fn prefixes(first: u32, last: u32) -> Vec<(u32, u32)> {
     v
 }
 
+/// Splits the IPv6 range `first..=last` into the fewest prefixes `(addr, len)`.
+pub(crate) fn prefixes6(first: u128, last: u128) -> Vec<(u128, u32)> {
+    let mut v = Vec::new();
+    if first > last {
+        return v;
+    }
+    let mut a = first;
+    loop {
+        // The largest block of 2^k aligned at `a` (k <= trailing zeros) within `last`.
+        let fits =
+            |k: u32| (k < 128 && a + ((1u128 << k) - 1) <= last) || (k == 128 && last == u128::MAX);
+        let mut k = a.trailing_zeros();
+        while !fits(k) {
+            k -= 1;
+        }
+        v.push((a, 128 - k));
+        if k == 128 {
+            return v;
+        }
+        let e = a + ((1u128 << k) - 1);
+        if e >= last {
+            return v;
+        }
+        a = e + 1;
+    }
+}
+
 impl XdpProgram {
     fn attach(ifname: &str, ifindex: i32, generic: bool) -> Result<XdpProgram, String> {
         sys::quiet();
@@ -125,6 +153,7 @@ impl XdpProgram {
                         prog,
                         native,
                         owned: Vec::new(),
+                        owned6: Vec::new(),
                     })
                 }
                 Err(e) => last = e,
@@ -174,6 +203,18 @@ impl XdpProgram {
         Ok(())
     }
 
+    /// Steers the IPv6 range `first..=last` to the sockets from now on.
+    pub(crate) fn own6(&mut self, first: u128, last: u128) -> Result<(), i32> {
+        if self.owned6.contains(&(first, last)) {
+            return Ok(());
+        }
+        for (a, l) in prefixes6(first, last) {
+            self.prog.own6(a.to_be_bytes(), l)?;
+        }
+        self.owned6.push((first, last));
+        Ok(())
+    }
+
     /// Binds queue `queue` to socket `fd`.
     pub(crate) fn set_xsk(&mut self, queue: u32, fd: i32) -> Result<(), i32> {
         self.prog.set_xsk(queue, fd)
@@ -212,5 +253,23 @@ mod tests {
         assert_eq!(prefixes(0, u32::MAX), vec![(0, 0)]);
         assert_eq!(prefixes(u32::MAX, u32::MAX), vec![(u32::MAX, 32)]);
         assert!(prefixes(5, 4).is_empty());
+    }
+
+    #[test]
+    fn ipv6_ranges_become_exact_prefixes() {
+        let base = 0x2001_0db8_0062_0000_0000_0000_0100_0000u128;
+        assert_eq!(prefixes6(base, base + 255), vec![(base, 120)]);
+        assert_eq!(prefixes6(base + 1, base + 1), vec![(base + 1, 128)]);
+        let v = prefixes6(base + 1, base + 200);
+        let mut got = Vec::new();
+        for &(a, l) in &v {
+            let n = 1u128 << (128 - l);
+            assert_eq!(a % n, 0, "aligned");
+            got.extend((0..n).map(|i| a + i));
+        }
+        assert_eq!(got, (base + 1..=base + 200).collect::<Vec<_>>());
+        assert_eq!(prefixes6(0, u128::MAX), vec![(0, 0)]);
+        assert_eq!(prefixes6(u128::MAX, u128::MAX), vec![(u128::MAX, 128)]);
+        assert!(prefixes6(5, 4).is_empty());
     }
 }

@@ -52,6 +52,7 @@ extern "C" {
     ) -> c_int;
     fn sq_prog_close(p: *mut SqProg);
     fn sq_prog_own(p: *mut SqProg, addr_be: c_uint, prefixlen: c_uint) -> c_int;
+    fn sq_prog_own6(p: *mut SqProg, addr: *const u8, prefixlen: c_uint) -> c_int;
     fn sq_prog_set_xsk(p: *mut SqProg, queue: c_uint, xsk_fd: c_int) -> c_int;
     fn sq_prog_stat(p: *mut SqProg, i: c_uint, out: *mut c_ulonglong) -> c_int;
 }
@@ -280,6 +281,12 @@ impl Prog {
     pub(crate) fn own(&mut self, addr: u32, prefixlen: u32) -> Result<(), i32> {
         // SAFETY: `self.0` is a live program.
         neg(unsafe { sq_prog_own(self.0, addr.to_be(), prefixlen) }).map(|_| ())
+    }
+
+    /// Adds an owned IPv6 prefix (`addr` in network order).
+    pub(crate) fn own6(&mut self, addr: [u8; 16], prefixlen: u32) -> Result<(), i32> {
+        // SAFETY: `self.0` is a live program; `addr` is 16 readable bytes, copied.
+        neg(unsafe { sq_prog_own6(self.0, addr.as_ptr(), prefixlen) }).map(|_| ())
     }
 
     /// Binds `queue` to the socket `fd` in the XSK map.

@@ -323,3 +323,72 @@ fn missing_interface_and_bad_geometry_are_clear_errors() {
     let e = AfXdpPort::open(c).err().expect("bad ring");
     assert!(e.contains("ring geometry"), "{e}");
 }
+
+const OWNED6: (u128, u128) = (
+    0x2001_0db8_0099_0000_0000_0000_0000_0000,
+    0x2001_0db8_0099_0000_0000_0000_0000_00ff,
+); // 2001:db8:99::/120
+
+/// An IPv6 frame to `dst` (next header 253, experimental), `tag` in its payload.
+fn ipv6(dst: u128, tag: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 64];
+    f[..6].copy_from_slice(&MAC_A);
+    f[6..12].copy_from_slice(&MAC_B);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    f[14] = 0x60;
+    f[18..20].copy_from_slice(&10u16.to_be_bytes());
+    f[20] = 253;
+    f[21] = 64;
+    f[22..38].copy_from_slice(&(OWNED6.0 + 0x1_0000).to_be_bytes());
+    f[38..54].copy_from_slice(&dst.to_be_bytes());
+    f[54] = tag;
+    f
+}
+
+/// A neighbour solicitation for `target` to its solicited-node group.
+fn ns6(target: u128) -> Vec<u8> {
+    let mut f = ipv6(
+        0xff02_0000_0000_0000_0000_0001_ff00_0000 | (target & 0xff_ffff),
+        0,
+    );
+    f[..6].copy_from_slice(&[0x33, 0x33, 0xff, 0, 0, (target & 0xff) as u8]);
+    f[18..20].copy_from_slice(&24u16.to_be_bytes());
+    f[20] = 58;
+    f[21] = 255;
+    f.resize(14 + 40 + 24, 0);
+    f[54] = 135;
+    f[62..78].copy_from_slice(&target.to_be_bytes());
+    f
+}
+
+#[test]
+fn steers_owned_ipv6_and_solicitations_for_owned_targets() {
+    in_netns(|| {
+        let mut c = cfg();
+        c.owned6 = vec![OWNED6];
+        let mut x = AfXdpPort::open(c).expect("open AF_XDP on a veth");
+        let mut b = peer();
+        let other = 0x2001_0db8_0098_0000_0000_0000_0000_0001u128;
+        send(
+            &mut b,
+            &[
+                ipv6(OWNED6.0 + 5, 1),
+                ipv6(other, 2),
+                ns6(OWNED6.0 + 7),
+                ns6(other),
+                ipv6(OWNED6.1, 3),
+            ],
+        );
+        let got = recv(&mut x, 3, ours);
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0], ipv6(OWNED6.0 + 5, 1));
+        assert_eq!(got[1], ns6(OWNED6.0 + 7));
+        assert_eq!(got[2], ipv6(OWNED6.1, 3));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            recv(&mut x, 1, ours).is_empty(),
+            "IPv6 traffic for other addresses reached the socket"
+        );
+        assert_eq!(x.extra_stats().xdp_redirected, 3);
+    });
+}
