@@ -385,7 +385,7 @@ fn pools() {
     has(
         &errors(v),
         "ip_gens[0].servers.range[1]",
-        "invalid IPv4 address \"48.0.0.300\"",
+        "invalid IPv4 or IPv6 address \"48.0.0.300\"",
     );
     let mut v = w1();
     v["ip_gens"][0]["clients"]["range"] = json!(["0.0.0.0", "255.255.255.255"]);
