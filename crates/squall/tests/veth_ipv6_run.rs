@@ -12,6 +12,8 @@
 //!   Squall's client addresses.
 //! - Squall client and Squall server (`--mode client` / `--mode server`, TRex's
 //!   `ipv6.enable` over IPv4 pools) on the two ends of the veth, no kernel address.
+//! - Both sides in one process through a kernel IPv6 router (the DUT topology,
+//!   `--client-gw` / `--server-gw` as IPv6 addresses): namespaces `v6p-tg` / `v6p-dut`.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -288,4 +290,136 @@ fn wait_ok(mut p: Proc) -> String {
     }
     assert!(status.success(), "squall server: {status}\n{err}");
     err
+}
+
+/// The DUT topology over IPv6: namespace `v6p-tg` holds Squall's two ports (`v6p-tc`,
+/// `v6p-ts`, no address), namespace `v6p-dut` a kernel router between them
+/// (2001:db8:70::1/64 on the client link, 2001:db8:71::1/64 on the server link, IPv6
+/// forwarding on); the pools are on-link on each side, so the router resolves every
+/// Squall address by neighbour discovery and Squall resolves the router's by its gateway
+/// addresses.
+struct DutTopo;
+
+const TG: &str = "v6p-tg";
+const DUT: &str = "v6p-dut";
+
+impl DutTopo {
+    fn up() -> DutTopo {
+        DutTopo::clean();
+        let t = DutTopo;
+        for n in [TG, DUT] {
+            ok(Command::new("ip").args(["netns", "add", n]));
+            ok(&mut ns(n, &["ip", "link", "set", "lo", "up"]));
+        }
+        for (mine, theirs, addr) in [
+            ("v6p-tc", "v6p-dc", "2001:db8:70::1/64"),
+            ("v6p-ts", "v6p-ds", "2001:db8:71::1/64"),
+        ] {
+            ok(Command::new("ip").args([
+                "link", "add", mine, "netns", TG, "type", "veth", "peer", "name", theirs, "netns",
+                DUT,
+            ]));
+            for (n, ifc) in [(TG, mine), (DUT, theirs)] {
+                ok(&mut ns(
+                    n,
+                    &[
+                        "ethtool", "-K", ifc, "tso", "off", "gso", "off", "gro", "off", "tx",
+                        "off", "rx", "off",
+                    ],
+                ));
+                let off = format!("net.ipv6.conf.{ifc}.disable_ipv6={}", u8::from(n == TG));
+                ok(&mut ns(n, &["sysctl", "-qw", &off]));
+                ok(&mut ns(n, &["ip", "link", "set", ifc, "up"]));
+            }
+            ok(&mut ns(
+                DUT,
+                &["ip", "-6", "addr", "add", addr, "dev", theirs, "nodad"],
+            ));
+        }
+        ok(&mut ns(
+            DUT,
+            &["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"],
+        ));
+        t
+    }
+    fn clean() {
+        for n in [TG, DUT] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", n])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+impl Drop for DutTopo {
+    fn drop(&mut self) {
+        DutTopo::clean();
+    }
+}
+
+#[test]
+fn both_sides_through_an_ipv6_router() {
+    if let Some(r) = skip(&["ip", "ethtool", "sysctl"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let Some(_lock) = machine_lock(Duration::from_secs(900)) else {
+        panic!("the lab lock /tmp/squall-lab.lock was not free within 900 s");
+    };
+    let _topo = DutTopo::up();
+    let dir = tmpdir("v6p-dut");
+    let mut p: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("examples/w1-astf-http.json")).unwrap(),
+    )
+    .unwrap();
+    // Native IPv6 pools; the server's low 32 bits stay 48.0.0.1 (the W1 association).
+    p["ip_gens"][0]["clients"]["range"] =
+        serde_json::json!(["2001:db8:70::100:1", "2001:db8:70::100:c8"]);
+    p["ip_gens"][0]["servers"]["range"] =
+        serde_json::json!(["2001:db8:71::3000:1", "2001:db8:71::3000:1"]);
+    let prof = dir.join("w1-dut6.json");
+    std::fs::write(&prof, p.to_string()).unwrap();
+    let json = dir.join("dut.json");
+    // 1,000 flows: 250 CPS for 4 s.
+    let (code, text) = squall_in(
+        TG,
+        &[
+            "run",
+            prof.to_str().unwrap(),
+            "--client-iface",
+            "afpacket:v6p-tc",
+            "--server-iface",
+            "afpacket:v6p-ts",
+            "--client-gw",
+            "2001:db8:70::1",
+            "--server-gw",
+            "2001:db8:71::1",
+            "--duration",
+            "4",
+            "--mult",
+            "250",
+            "--drain-sec",
+            "10",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        60,
+    );
+    eprintln!("{text}");
+    assert_eq!(code, 0, "DUT run over IPv6 not clean:\n{text}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let flows = num(&r, &["client", "flows", "started"]);
+    assert_eq!(flows, 1_000);
+    assert_eq!(num(&r, &["client", "flows", "completed"]), flows);
+    assert_eq!(num(&r, &["server", "flows", "accepted"]), flows);
+    assert_eq!(num(&r, &["errors"]), 0);
+    assert_eq!(num(&r, &["client", "flows", "l7_rx_bytes"]), flows * 32_768);
+    assert_eq!(
+        num(&r, &["server", "translated"]),
+        0,
+        "a router does not translate"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
