@@ -59,6 +59,7 @@ pub fn peer_port_owner(port: u16, n: u32) -> u32 {
 }
 
 const ETH_P_IP: u32 = 0x0800;
+const ETH_P_IPV6: u32 = 0x86dd;
 const IPPROTO_TCP: u32 = 6;
 const IPPROTO_UDP: u32 = 17;
 
@@ -87,16 +88,16 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
         FanoutBy::DstPort | FanoutBy::KernelHash => (2, 1, 0),
     };
     vec![
-        // 0: A = ntohs(skb->protocol); not IPv4 -> worker 0.
+        // 0: A = ntohs(skb->protocol); not IPv4 -> the IPv6 test (11).
         st(
             BPF_LD | BPF_H | BPF_ABS,
             (SKF_AD_OFF + SKF_AD_PROTOCOL) as u32,
         ),
         jeq(ETH_P_IP, 0, 9),
-        // 2: A = IP protocol; TCP or UDP, else worker 0.
+        // 2: A = IP protocol; TCP or UDP, else worker 0 (20).
         st(BPF_LD | BPF_B | BPF_ABS, net(9)),
         jeq(IPPROTO_TCP, 1, 0),
-        jeq(IPPROTO_UDP, 0, 6),
+        jeq(IPPROTO_UDP, 0, 15),
         // 5: X = IP header length; A = the port (server side: mixed, A *= K, A >>= 16);
         // A %= N.
         st(BPF_LDX | BPF_B | BPF_MSH, net(0)),
@@ -105,7 +106,19 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
         st(BPF_ALU | BPF_RSH | BPF_K, shift),
         st(BPF_ALU | BPF_MOD | BPF_K, u32::from(f.members.max(1))),
         st(BPF_RET | libc::BPF_A, 0),
-        // 11: worker 0.
+        // 11: IPv6 with TCP or UDP right after the fixed header (what Squall sends), else
+        // worker 0 (20).
+        jeq(ETH_P_IPV6, 0, 8),
+        st(BPF_LD | BPF_B | BPF_ABS, net(6)),
+        jeq(IPPROTO_TCP, 1, 0),
+        jeq(IPPROTO_UDP, 0, 5),
+        // 15: A = the port after the 40-byte header, mixed and reduced as above.
+        st(BPF_LD | BPF_H | BPF_ABS, net(40 + port_off)),
+        st(BPF_ALU | BPF_MUL | BPF_K, mul),
+        st(BPF_ALU | BPF_RSH | BPF_K, shift),
+        st(BPF_ALU | BPF_MOD | BPF_K, u32::from(f.members.max(1))),
+        st(BPF_RET | libc::BPF_A, 0),
+        // 20: worker 0.
         st(BPF_RET | BPF_K, 0),
     ]
 }
@@ -164,6 +177,108 @@ mod tests {
             let last = p.last().unwrap();
             assert_eq!(last.code as u32, libc::BPF_RET | libc::BPF_K);
             assert!(p.iter().any(|i| i.k == 3), "mod N");
+        }
+    }
+
+    /// Runs the subset of classic BPF the program uses on an Ethernet frame (the
+    /// kernel's view: `skb->protocol` is the ethertype, the network header at 14).
+    fn run(p: &[libc::sock_filter], frame: &[u8]) -> u32 {
+        use libc::*;
+        let net = |k: u32| (k as i32 - SKF_NET_OFF) as usize + 14;
+        let (mut a, mut x, mut pc) = (0u32, 0u32, 0usize);
+        loop {
+            let i = p[pc];
+            let (code, k) = (i.code as u32, i.k);
+            pc += 1;
+            match code {
+                c if c == BPF_LD | BPF_H | BPF_ABS
+                    && k == (SKF_AD_OFF + SKF_AD_PROTOCOL) as u32 =>
+                {
+                    a = u32::from(u16::from_be_bytes([frame[12], frame[13]]))
+                }
+                c if c == BPF_LD | BPF_B | BPF_ABS => a = u32::from(frame[net(k)]),
+                c if c == BPF_LD | BPF_H | BPF_ABS => {
+                    let o = net(k);
+                    a = u32::from(u16::from_be_bytes([frame[o], frame[o + 1]]))
+                }
+                c if c == BPF_LDX | BPF_B | BPF_MSH => x = u32::from(frame[net(k)] & 0xf) * 4,
+                c if c == BPF_LD | BPF_H | BPF_IND => {
+                    let o = net(k) + x as usize;
+                    a = u32::from(u16::from_be_bytes([frame[o], frame[o + 1]]))
+                }
+                c if c == BPF_ALU | BPF_MUL | BPF_K => a = a.wrapping_mul(k),
+                c if c == BPF_ALU | BPF_RSH | BPF_K => a >>= k,
+                c if c == BPF_ALU | BPF_MOD | BPF_K => a %= k,
+                c if c == BPF_JMP | BPF_JEQ | BPF_K => {
+                    pc += usize::from(if a == k { i.jt } else { i.jf })
+                }
+                c if c == BPF_RET | BPF_A => return a,
+                c if c == BPF_RET | BPF_K => return k,
+                c => panic!("unexpected BPF op {c:#x}"),
+            }
+        }
+    }
+
+    fn frame(v6: bool, proto: u8, sport: u16, dport: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 40 + 8];
+        let l4 = if v6 {
+            f[12..14].copy_from_slice(&[0x86, 0xdd]);
+            f[14] = 0x60;
+            f[20] = proto;
+            54
+        } else {
+            f[12..14].copy_from_slice(&[0x08, 0x00]);
+            f[14] = 0x46; // 24-byte header: the IHL is used
+            f[23] = proto;
+            38
+        };
+        f[l4..l4 + 2].copy_from_slice(&sport.to_be_bytes());
+        f[l4 + 2..l4 + 4].copy_from_slice(&dport.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn both_families_are_steered_by_port() {
+        for members in [2u16, 3] {
+            let n = u32::from(members);
+            for (by, owner) in [
+                (
+                    FanoutBy::DstPort,
+                    Box::new(move |_s: u16, d: u16| u32::from(d) % n)
+                        as Box<dyn Fn(u16, u16) -> u32>,
+                ),
+                (
+                    FanoutBy::SrcPort,
+                    Box::new(move |s: u16, _d: u16| peer_port_owner(s, n)),
+                ),
+            ] {
+                let p = program(&Fanout {
+                    group: 1,
+                    members,
+                    by,
+                });
+                for v6 in [false, true] {
+                    for (sport, dport) in [
+                        (80, 1025),
+                        (80, 1026),
+                        (40_000, 80),
+                        (40_002, 80),
+                        (53, 4097),
+                    ] {
+                        for proto in [6, 17] {
+                            assert_eq!(
+                                run(&p, &frame(v6, proto, sport, dport)),
+                                owner(sport, dport),
+                                "{by:?} v6 {v6} proto {proto} {sport}->{dport}"
+                            );
+                        }
+                        assert_eq!(run(&p, &frame(v6, 58, sport, dport)), 0, "ICMP: worker 0");
+                    }
+                }
+                let mut arp = frame(false, 6, 1, 3);
+                arp[12..14].copy_from_slice(&[0x08, 0x06]);
+                assert_eq!(run(&p, &arp), 0);
+            }
         }
     }
 

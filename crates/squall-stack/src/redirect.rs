@@ -77,18 +77,21 @@ pub fn mesh(n: u32, depth: usize) -> Vec<Redirect> {
     ws
 }
 
-/// The worker (of `n`) that owns an IPv4 TCP or UDP frame, by the port rule; `None` for
+/// The worker (of `n`) that owns an IPv4 or IPv6 TCP or UDP frame, by the port rule; `None` for
 /// other frames (they stay where they arrived). `serves(proto, port)` says whether an app
 /// of the node accepts flows on a local port.
 pub fn owner(frame: &[u8], n: u32, serves: impl Fn(u8, u16) -> bool) -> Option<u32> {
-    if frame.len() < 14 + 20 + 4 || frame[12..14] != [0x08, 0x00] {
-        return None;
-    }
-    let proto = frame[23];
+    let (proto, l4) = match frame.get(12..14)? {
+        [0x08, 0x00] if frame.len() >= 14 + 20 + 4 => {
+            (frame[23], 14 + usize::from(frame[14] & 0x0f) * 4)
+        }
+        // IPv6 with TCP or UDP right after the fixed header (what Squall's peers send).
+        [0x86, 0xdd] if frame.len() >= 14 + 40 + 4 => (frame[20], 14 + 40),
+        _ => return None,
+    };
     if proto != 6 && proto != 17 {
         return None;
     }
-    let l4 = 14 + usize::from(frame[14] & 0x0f) * 4;
     let port = |o: usize| -> Option<u16> {
         Some(u16::from_be_bytes([*frame.get(o)?, *frame.get(o + 1)?]))
     };
@@ -183,6 +186,23 @@ mod tests {
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         assert_eq!(owner(&arp, 4, serves), None);
         assert_eq!(owner(&[0u8; 20], 4, serves), None);
+        // IPv6, TCP right after the fixed header: the same rule.
+        let v6 = |sport: u16, dport: u16, next: u8| {
+            let mut f = vec![0u8; 74];
+            f[12..14].copy_from_slice(&[0x86, 0xdd]);
+            f[14] = 0x60;
+            f[20] = next;
+            f[54..56].copy_from_slice(&sport.to_be_bytes());
+            f[56..58].copy_from_slice(&dport.to_be_bytes());
+            f
+        };
+        assert_eq!(owner(&v6(80, 1001, 6), 4, serves), Some(1));
+        assert_eq!(
+            owner(&v6(5002, 80, 17), 4, serves),
+            Some(squall_port::fanout::peer_port_owner(5002, 4))
+        );
+        assert_eq!(owner(&v6(80, 1001, 58), 4, serves), None, "ICMPv6 stays");
+        assert_eq!(owner(&v6(80, 1001, 6)[..57], 4, serves), None, "too short");
     }
 
     #[test]

@@ -107,17 +107,24 @@ fn client_profile(dir: &std::path::Path, total: u64) -> std::path::PathBuf {
 
 #[test]
 fn client_only_squall_against_nginx_over_ipv6() {
-    client_vs_nginx("afpacket");
+    client_vs_nginx("afpacket", 1);
+}
+
+/// Two workers on AF_PACKET: the fanout program steers IPv6 replies by port (`% 2`) to
+/// the worker owning the flow; nothing is redirected between them.
+#[test]
+fn two_workers_steer_ipv6_replies_to_their_flow() {
+    client_vs_nginx("afpacket", 2);
 }
 
 /// The same over AF_XDP: Squall's XDP program steers its IPv6 addresses (and the
 /// neighbour solicitations for them) to its socket.
 #[test]
 fn client_only_squall_over_afxdp_against_nginx_over_ipv6() {
-    client_vs_nginx("afxdp");
+    client_vs_nginx("afxdp", 1);
 }
 
-fn client_vs_nginx(kind: &str) {
+fn client_vs_nginx(kind: &str, cores: u32) {
     let tools = [
         "ip", "ethtool", "sysctl", "nginx", "curl", "dumpcap", "tshark",
     ];
@@ -129,15 +136,18 @@ fn client_vs_nginx(kind: &str) {
         panic!("the lab lock /tmp/squall-lab.lock was not free within 900 s");
     };
     let _topo = Topo::up(true);
-    let dir = tmpdir(&format!("v6p-cli-{kind}"));
+    let dir = tmpdir(&format!("v6p-cli-{kind}-{cores}"));
     let (_nginx, total) = nginx_w1_on(SRV, &dir, &format!("[{KERNEL_SRV}]"));
     let prof = client_profile(&dir, total);
     let json = dir.join("run.json");
     let cap = Capture::start(SRV, SIF, &dir, "net 2001:db8:62::100:0/124");
     // 400 CPS for 5 s: 2,000 flows.
+    let cores_s = cores.to_string();
     let args = [
         "run",
         prof.to_str().unwrap(),
+        "--cores",
+        &cores_s,
         "--iface",
         &format!("{kind}:{CIF}"),
         "--mode",
@@ -168,6 +178,11 @@ fn client_vs_nginx(kind: &str) {
     assert_eq!(num(&r, &["client", "flows", "l7_rx_bytes"]), flows * total);
     assert_eq!(num(&r, &["client", "tcp", "tcps_rcvbyte"]), flows * total);
     assert_eq!(nginx_squall_requests(&dir), flows, "nginx access log lines");
+    assert_eq!(
+        num(&r, &["client", "port", "rx_redirected"]),
+        0,
+        "replies steered"
+    );
     // The kernel learned Squall's client addresses by neighbour discovery.
     let neigh = ns(SRV, &["ip", "-6", "neigh", "show", "dev", SIF])
         .output()
@@ -177,7 +192,9 @@ fn client_vs_nginx(kind: &str) {
         neigh.contains("2001:db8:62::100:1 "),
         "kernel neighbours: {neigh}"
     );
-    eprintln!("veth IPv6 client-only ({kind}) vs nginx: {flows} flows, {total} bytes each; {wire}");
+    eprintln!(
+        "veth IPv6 client-only ({kind}, {cores} worker(s)) vs nginx: {flows} flows, {total} bytes each; {wire}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
