@@ -113,10 +113,10 @@ def test_unknown_and_trex_only_tunables() -> None:
         info.tcp.cc_algo = "cubic"
     assert "NewReno only" in ei.value.msg
     with pytest.raises(ProfileError) as ei:
-        info.ipv6.enable = 1
-    assert ei.value.field == "ipv6.enable"
-    with pytest.raises(ProfileError, match="IPv4 only"):
-        info.ipv6.src_msb = "ff03::"
+        info.ipv6.enable = 2
+    assert ei.value.field == "ipv6.enable" and "0..=1" in ei.value.msg
+    with pytest.raises(ProfileError, match="IPv6 address"):
+        info.ipv6.src_msb = "16.0.0.0"
     with pytest.raises(ProfileError):
         info.bogus.x = 1
     with pytest.raises(ProfileError, match="followed by a field"):
@@ -255,7 +255,6 @@ def test_trex_tunables_table_is_accepted(validate) -> None:
     c.ipv6.enable = 0
     pt = ASTFGlobalInfoPerTemplate()
     pt.tcp.no_delay = 3
-    pt.ipv6.enable = 0
     with pytest.raises(ProfileError, match="side-wide"):
         pt.tcp.keepidle = 10
     prog_c, prog_s = http_programs()

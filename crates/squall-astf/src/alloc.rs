@@ -268,6 +268,7 @@ mod tests {
             last: 130,
             distribution: Distribution::Seq,
             per_core,
+            v6: None,
         };
         for per_core in [PerCore::Interleaved, PerCore::Contiguous] {
             let mut all = Vec::new();

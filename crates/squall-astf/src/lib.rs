@@ -15,6 +15,7 @@ pub mod alloc;
 pub mod error;
 pub mod http;
 pub mod interp;
+pub mod ipv6;
 pub mod load;
 pub mod model;
 mod raw;

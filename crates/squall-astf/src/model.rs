@@ -164,13 +164,16 @@ pub enum PerCore {
     Contiguous,
 }
 
-/// An inclusive IPv4 range with its distribution.
+/// An inclusive range of 32-bit values with its distribution: IPv4 addresses, or with
+/// `v6` the low 32 bits of IPv6 addresses under those high 96 bits (a native IPv6 pool).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IpPool {
     pub first: u32,
     pub last: u32,
     pub distribution: Distribution,
     pub per_core: PerCore,
+    /// The high 96 bits of a native IPv6 pool; None for IPv4.
+    pub v6: Option<crate::ipv6::Msb>,
 }
 
 impl IpPool {
@@ -247,6 +250,9 @@ pub struct AssocRule {
     pub ips: Option<(u32, u32)>,
     /// TRex `l7_map`: the template is chosen once the client's first bytes arrive.
     pub l7: Option<L7Map>,
+    /// The family of the template's flows (IPv6 when true). A flow prefers the rules of
+    /// its own family; rules of the two families never overlap.
+    pub v6: bool,
 }
 
 impl AssocRule {
@@ -265,6 +271,7 @@ impl AssocRule {
         let (a, b) = self.range();
         let (c, d) = o.range();
         self.port == o.port
+            && self.v6 == o.v6
             && a <= d
             && c <= b
             && match (&self.l7, &o.l7) {
@@ -339,6 +346,8 @@ impl Default for IpTunables {
 pub struct SideTunables {
     pub tcp: TcpTunables,
     pub ip: IpTunables,
+    /// TRex's `ipv6.*` (on the client side, whether and how flows go over IPv6).
+    pub ipv6: crate::ipv6::Ipv6Tunables,
 }
 
 /// Flow start spacing.
@@ -382,6 +391,9 @@ pub struct Template {
     pub assoc: Vec<AssocRule>,
     pub client: SideTunables,
     pub server: SideTunables,
+    /// IPv6 addressing of the template's flows (native IPv6 pools, or the client side's
+    /// `ipv6.enable` over IPv4 pools); None: IPv4.
+    pub ipv6: Option<crate::ipv6::Ipv6Map>,
 }
 
 /// How a new server flow finds its template ([`Profile::server_assoc`]).
@@ -443,7 +455,7 @@ impl Profile {
             .unwrap_or(t.0 as usize)
     }
 
-    /// The template whose server side accepts a new flow to `dst_ip:dst_port` over
+    /// The template whose server side accepts a new IPv4 flow to `dst_ip:dst_port` over
     /// `transport` (association rules in template order; the first match wins). Rules
     /// with an L7 map are left to [`Profile::server_assoc`].
     pub fn server_template_for(
@@ -458,24 +470,43 @@ impl Profile {
         }
     }
 
+    /// The matching rules of the flow's family (`v6`) in template order, then those of
+    /// the other family (TRex associates by port: an IPv6 flow still finds an IPv4
+    /// template when no IPv6 one takes it). `dst_ip` of an IPv6 flow: its low 32 bits.
     fn assoc_rules(
         &self,
         transport: Transport,
+        v6: bool,
         dst_ip: u32,
         dst_port: u16,
     ) -> impl Iterator<Item = (usize, &AssocRule)> + '_ {
-        self.templates
-            .iter()
-            .enumerate()
-            .filter(move |(_, t)| t.transport == transport)
-            .flat_map(|(i, t)| t.assoc.iter().map(move |r| (i, r)))
-            .filter(move |(_, r)| r.matches(dst_ip, dst_port))
+        let fam = move |fam: bool| {
+            self.templates
+                .iter()
+                .enumerate()
+                .filter(move |(_, t)| t.transport == transport)
+                .flat_map(|(i, t)| t.assoc.iter().map(move |r| (i, r)))
+                .filter(move |(_, r)| r.v6 == fam && r.matches(dst_ip, dst_port))
+        };
+        fam(v6).chain(fam(!v6))
     }
 
-    /// How a new flow to `dst_ip:dst_port` finds its server template: at once, or (L7
-    /// maps) from the client's first bytes, or not at all.
+    /// How a new IPv4 flow to `dst_ip:dst_port` finds its server template: at once, or
+    /// (L7 maps) from the client's first bytes, or not at all.
     pub fn server_assoc(&self, transport: Transport, dst_ip: u32, dst_port: u16) -> ServerAssoc {
-        let mut rules = self.assoc_rules(transport, dst_ip, dst_port).peekable();
+        self.server_assoc_in(transport, false, dst_ip, dst_port)
+    }
+
+    /// [`Profile::server_assoc`] for a flow of either family (`v6`; `dst_ip`: the low 32
+    /// bits of an IPv6 destination).
+    pub fn server_assoc_in(
+        &self,
+        transport: Transport,
+        v6: bool,
+        dst_ip: u32,
+        dst_port: u16,
+    ) -> ServerAssoc {
+        let mut rules = self.assoc_rules(transport, v6, dst_ip, dst_port).peekable();
         match rules.peek() {
             None => ServerAssoc::None,
             Some((i, r)) if r.l7.is_none() => ServerAssoc::Template(TemplateIdx(*i as u16)),
@@ -497,7 +528,20 @@ impl Profile {
         dst_port: u16,
         first: &[u8],
     ) -> Option<TemplateIdx> {
-        self.assoc_rules(transport, dst_ip, dst_port)
+        self.server_template_l7_in(transport, false, dst_ip, dst_port, first)
+    }
+
+    /// [`Profile::server_template_l7`] for a flow of either family (as
+    /// [`Profile::server_assoc_in`]).
+    pub fn server_template_l7_in(
+        &self,
+        transport: Transport,
+        v6: bool,
+        dst_ip: u32,
+        dst_port: u16,
+        first: &[u8],
+    ) -> Option<TemplateIdx> {
+        self.assoc_rules(transport, v6, dst_ip, dst_port)
             .find(|(_, r)| r.l7.is_some_and(|m| m.matches(first)))
             .map(|(i, _)| TemplateIdx(i as u16))
     }

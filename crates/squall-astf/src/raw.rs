@@ -312,6 +312,7 @@ pub struct RawIp {
 pub struct RawSide {
     pub tcp: Option<RawTcp>,
     pub ip: Option<RawIp>,
+    pub ipv6: Option<RawIpv6>,
 }
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,8 +333,9 @@ pub struct RawScheduler {
     pub accurate: Option<Flag>,
 }
 
-/// TRex's `ipv6.*` tunables (Squall is IPv4 only).
-#[derive(Deserialize, Debug, Default)]
+/// TRex's `ipv6.*` tunables: `enable` (0/1) and the high bits of client (`src_msb`) and
+/// server (`dst_msb`) addresses.
+#[derive(Deserialize, Debug, Default, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct RawIpv6 {
     pub enable: Option<u64>,

@@ -2,6 +2,7 @@
 //! template side > global side (`global.client`/`global.server`) > global > default.
 
 use crate::error::Errors;
+use crate::ipv6::{parse_msb, Ipv6Tunables};
 use crate::model::{IpTunables, SchedulerTunables, SideTunables, Spacing, TcpTunables};
 use crate::raw::{RawIp, RawIpv6, RawScheduler, RawSide, RawSpacing, RawTcp};
 
@@ -113,21 +114,21 @@ pub(crate) fn refuse_side_wide(raw: Option<&RawSide>, path: &str, errs: &mut Err
     }
 }
 
-/// TRex's `ipv6.*`: Squall generates IPv4 only; `enable: 0` is accepted.
-pub(crate) fn check_ipv6(raw: Option<&RawIpv6>, errs: &mut Errors) {
-    let Some(raw) = raw else { return };
-    if let Some(v) = raw.enable.filter(|&v| v != 0) {
-        errs.push(
-            "global.ipv6.enable",
-            format!("{v}: Squall generates IPv4 only (0 is accepted)"),
-        );
+/// TRex's `ipv6.*` present in `raw` onto `t` (path e.g. `global.ipv6`): `enable` 0 or 1,
+/// `src_msb`/`dst_msb` IPv6 addresses whose high 96 bits are kept.
+pub(crate) fn apply_ipv6(t: &mut Ipv6Tunables, raw: &RawIpv6, path: &str, errs: &mut Errors) {
+    if let Some(v) = ranged(raw.enable, 0, 1, path, "enable", errs) {
+        t.enable = v == 1;
     }
-    for (name, v) in [("src_msb", &raw.src_msb), ("dst_msb", &raw.dst_msb)] {
-        if v.is_some() {
-            errs.push(
-                format!("global.ipv6.{name}"),
-                "Squall generates IPv4 only: IPv6 addresses are not supported",
-            );
+    for (v, name, field) in [
+        (&raw.src_msb, "src_msb", &mut t.src_msb),
+        (&raw.dst_msb, "dst_msb", &mut t.dst_msb),
+    ] {
+        if let Some(v) = v {
+            match parse_msb(v) {
+                Ok(m) => *field = m,
+                Err(e) => errs.push(format!("{path}.{name}"), e),
+            }
         }
     }
 }
@@ -141,7 +142,7 @@ pub(crate) fn apply_ip(t: &mut IpTunables, raw: &RawIp, path: &str, errs: &mut E
     }
 }
 
-/// Applies `{tcp, ip}` overrides found at `path`.
+/// Applies `{tcp, ip, ipv6}` overrides found at `path`.
 pub(crate) fn apply_side(
     t: &mut SideTunables,
     raw: Option<&RawSide>,
@@ -154,6 +155,9 @@ pub(crate) fn apply_side(
     }
     if let Some(ip) = &raw.ip {
         apply_ip(&mut t.ip, ip, &format!("{path}.ip"), errs);
+    }
+    if let Some(v6) = &raw.ipv6 {
+        apply_ipv6(&mut t.ipv6, v6, &format!("{path}.ipv6"), errs);
     }
 }
 

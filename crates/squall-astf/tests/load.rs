@@ -273,15 +273,15 @@ fn trex_tunables() {
     let mut v = w1();
     v["global"] = json!({
         "tcp": {"blackhole": 2, "keepinit": 0, "keepintvl": 70000},
-        "ipv6": {"enable": 1, "src_msb": "ff02::"}
+        "ipv6": {"enable": 2, "src_msb": "ff02::/8"}
     });
     v["templates"][0]["client_tunables"] = json!({"tcp": {"keepidle": 10}});
     let e = errors(v);
     has(&e, "global.tcp.blackhole", "only 0 is supported");
     has(&e, "global.tcp.keepinit", "out of range 1..=65533");
     has(&e, "global.tcp.keepintvl", "out of range 1..=65533");
-    has(&e, "global.ipv6.enable", "IPv4 only");
-    has(&e, "global.ipv6.src_msb", "IPv4 only");
+    has(&e, "global.ipv6.enable", "out of range 0..=1");
+    has(&e, "global.ipv6.src_msb", "invalid IPv6 address");
     has(
         &e,
         "templates[0].client_tunables.tcp.keepidle",
@@ -385,7 +385,7 @@ fn pools() {
     has(
         &errors(v),
         "ip_gens[0].servers.range[1]",
-        "invalid IPv4 address \"48.0.0.300\"",
+        "invalid IPv4 or IPv6 address \"48.0.0.300\"",
     );
     let mut v = w1();
     v["ip_gens"][0]["clients"]["range"] = json!(["0.0.0.0", "255.255.255.255"]);
@@ -635,7 +635,8 @@ fn ambiguous_association_and_groups() {
         vec![AssocRule {
             port: 8080,
             ips: None,
-            l7: None
+            l7: None,
+            v6: false
         }]
     );
     let ip = |s: &str| u32::from(s.parse::<std::net::Ipv4Addr>().unwrap());

@@ -105,7 +105,7 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
             (SKF_AD_OFF + SKF_AD_PROTOCOL) as u32,
         ),
         jeq(ETH_P_IP, 0, 9),
-        // 2: A = IP protocol; TCP or UDP, else worker 0.
+        // 2: A = IP protocol; TCP or UDP, else worker 0 (20).
         st(BPF_LD | BPF_B | BPF_ABS, net(9)),
         jeq(IPPROTO_TCP, 1, 0),
         jeq(IPPROTO_UDP, 0, 15),

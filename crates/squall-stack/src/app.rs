@@ -162,6 +162,22 @@ impl<'a, P: Port> NodeIo<'a, P> {
     pub fn udp_open(&mut self, key: UdpKey) -> Option<UdpFlowId> {
         self.udp.open(key, self.app)
     }
+    /// The key of an IPv6 UDP 4-tuple (its addresses given ids, [`UdpLayer::key6`]);
+    /// None when every id is taken. Give the ids back with
+    /// [`udp_release_unused`](Self::udp_release_unused) if no flow is opened with it.
+    pub fn udp_key6(
+        &mut self,
+        local: [u8; 16],
+        local_port: u16,
+        remote: [u8; 16],
+        remote_port: u16,
+    ) -> Option<UdpKey> {
+        self.udp.key6(local, local_port, remote, remote_port)
+    }
+    /// Gives back the ids of an IPv6 key no flow took ([`UdpLayer::release_unused`]).
+    pub fn udp_release_unused(&mut self, key: &UdpKey) {
+        self.udp.release_unused(key)
+    }
     /// Closes a UDP flow.
     pub fn udp_close(&mut self, f: UdpFlowId) {
         self.udp.close(f)

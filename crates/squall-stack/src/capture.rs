@@ -65,13 +65,20 @@ impl crate::FrameTap for PcapCap {
 }
 
 /// (src ip, src port, dst ip, dst port) of an Ethernet/IPv4/TCP or UDP frame (with or
-/// without an 802.1Q tag).
+/// without an 802.1Q tag); of an IPv6 one with TCP or UDP right after the fixed header,
+/// the low 32 bits of its addresses (a generator's pool values, what it watches).
 fn endpoints(f: &[u8]) -> Option<(u32, u16, u32, u16)> {
     let l2 = if f.get(12..14) == Some(&[0x81, 0x00]) {
         18
     } else {
         14
     };
+    let ip = |o: usize| u32::from_be_bytes([f[o], f[o + 1], f[o + 2], f[o + 3]]);
+    let port = |o: usize| u16::from_be_bytes([f[o], f[o + 1]]);
+    if f.len() >= l2 + 44 && f[l2 - 2..l2] == [0x86, 0xdd] && matches!(f[l2 + 6], 6 | 17) {
+        let l4 = l2 + 40;
+        return Some((ip(l2 + 20), port(l4), ip(l2 + 36), port(l4 + 2)));
+    }
     if f.len() < l2 + 20 || f[l2 - 2..l2] != [0x08, 0x00] || !matches!(f[l2 + 9], 6 | 17) {
         return None;
     }
@@ -80,8 +87,6 @@ fn endpoints(f: &[u8]) -> Option<(u32, u16, u32, u16)> {
     if ihl < 20 || f.len() < l4 + 4 {
         return None;
     }
-    let ip = |o: usize| u32::from_be_bytes([f[o], f[o + 1], f[o + 2], f[o + 3]]);
-    let port = |o: usize| u16::from_be_bytes([f[o], f[o + 1]]);
     Some((ip(l2 + 12), port(l4), ip(l2 + 16), port(l4 + 2)))
 }
 
@@ -122,5 +127,24 @@ mod tests {
         assert_eq!(recs.len(), 3);
         assert_eq!(recs[1].ts_ns, 6);
         assert_eq!(recs[2].data.len(), 58);
+    }
+
+    #[test]
+    fn ipv6_flows_are_watched_by_the_low_32_bits() {
+        let mut f = vec![0u8; 74];
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        f[14] = 0x60;
+        f[20] = 6;
+        f[22..38].copy_from_slice(&[0x20, 1, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 1]);
+        f[38..54].copy_from_slice(&[0x20, 1, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0x30, 0, 0, 1]);
+        f[54..56].copy_from_slice(&1025u16.to_be_bytes());
+        f[56..58].copy_from_slice(&80u16.to_be_bytes());
+        assert_eq!(endpoints(&f), Some((0x1000_0001, 1025, 0x3000_0001, 80)));
+        let mut p = PcapCap::new(1);
+        p.want(0x1000_0001, 1025);
+        p.frame(1, &f);
+        f[20] = 58; // ICMPv6: not a flow's
+        p.frame(2, &f);
+        assert_eq!(p.records(), 1);
     }
 }

@@ -215,6 +215,23 @@ mod tests {
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         assert_eq!(owner(&arp, 4, serves), None);
         assert_eq!(owner(&[0u8; 20], 4, serves), None);
+        // IPv6, TCP right after the fixed header: the same rule.
+        let v6 = |sport: u16, dport: u16, next: u8| {
+            let mut f = vec![0u8; 74];
+            f[12..14].copy_from_slice(&[0x86, 0xdd]);
+            f[14] = 0x60;
+            f[20] = next;
+            f[54..56].copy_from_slice(&sport.to_be_bytes());
+            f[56..58].copy_from_slice(&dport.to_be_bytes());
+            f
+        };
+        assert_eq!(owner(&v6(80, 1001, 6), 4, serves), Some(1));
+        assert_eq!(
+            owner(&v6(5002, 80, 17), 4, serves),
+            Some(squall_port::fanout::peer_port_owner(5002, 4))
+        );
+        assert_eq!(owner(&v6(80, 1001, 58), 4, serves), None, "ICMPv6 stays");
+        assert_eq!(owner(&v6(80, 1001, 6)[..57], 4, serves), None, "too short");
     }
 
     #[test]

@@ -68,10 +68,8 @@ pub struct Ctl {
     pub(crate) flow: FlowId,
     pub(crate) key: FlowKey,
     pub(crate) passive: bool,
-    /// The peer's IPv6 address of flow `remote6_of` (filled for `on_connected`; the key
-    /// holds only its id).
-    pub(crate) remote6: [u8; 16],
-    pub(crate) remote6_of: u32,
+    /// The (local, remote) IPv6 addresses of an IPv6 flow, set for `on_connected` only.
+    pub(crate) addr6: ([u8; 16], [u8; 16]),
     pub(crate) ops: Vec<Op>,
     /// Operations that failed (bad range, queue full) since the host was created.
     pub errors: u64,
@@ -83,8 +81,7 @@ impl Default for Ctl {
             flow: FlowId::default(),
             key: FlowKey::default(),
             passive: false,
-            remote6: [0; 16],
-            remote6_of: u32::MAX,
+            addr6: ([0; 16], [0; 16]),
             ops: Vec::new(),
             errors: 0,
         }
@@ -100,14 +97,20 @@ impl Ctl {
     pub fn key(&self) -> FlowKey {
         self.key
     }
-    /// The peer's IPv6 address for an IPv6 flow (whose key holds address ids), from its
-    /// `on_connected` on; `None` for an IPv4 flow.
+    /// In `on_connected` of an IPv6 flow, the peer's address (the key holds address ids);
+    /// None for IPv4 flows and in other callbacks (as [`Ctl::ipv6`]).
     pub fn remote_ipv6(&self) -> Option<[u8; 16]> {
-        (self.key.is_ipv6() && self.remote6_of == self.flow.0).then_some(self.remote6)
+        self.ipv6().map(|(_, remote)| remote)
     }
     /// True for flows accepted from a listener.
     pub fn passive(&self) -> bool {
         self.passive
+    }
+    /// In `on_connected` of an IPv6 flow, its (local, remote) addresses (the key holds
+    /// address ids); None for IPv4 flows and in other callbacks (use
+    /// [`TcpHost::flow_ipv6`](crate::TcpHost::flow_ipv6) there).
+    pub fn ipv6(&self) -> Option<([u8; 16], [u8; 16])> {
+        (self.key.is_ipv6() && self.addr6 != ([0; 16], [0; 16])).then_some(self.addr6)
     }
     /// Queue `len` bytes of registered buffer `buf` from `off` (no copy; pulled when the
     /// window opens).

@@ -36,7 +36,7 @@ use squall_port::rss::RssSteer;
 use squall_port::Port;
 use squall_stack::redirect;
 
-use crate::gen::owned_ranges;
+use crate::gen::{owned_ranges, owned_ranges6};
 use crate::iface::{Mode, PortKind, RealConfig};
 use crate::run::{Live, RunConfig, RunResult, START_LEAD_NS};
 use crate::shards::{join_workers, spawn_worker};
@@ -109,10 +109,11 @@ pub fn run_real(
     let n = cfg.cores.max(1);
     check_cores(n)?;
     let owned = owned_ranges(&profile, rc.mode == Mode::Client).0;
+    let owned6 = owned_ranges6(&profile, rc.mode == Mode::Client).0;
     with_ports(
         rc,
         n,
-        (owned, Vec::new()),
+        (owned, owned6),
         RunJob {
             profile,
             cfg,

@@ -20,6 +20,7 @@ use squall_port::afpacket::AfPacketPort;
 use squall_port::fanout::FanoutBy;
 use squall_port::Port;
 use squall_stack::{redirect, Redirect, SharedMac};
+use squall_wire::Ipv6Address;
 
 use crate::cores::{open_afpacket, REDIRECT_DEPTH};
 use crate::gen::{tcp_config, ClientGen, Side};
@@ -40,6 +41,9 @@ pub struct DutConfig {
     pub client_gw: Option<[u8; 4]>,
     /// Next hop of the server port; default: the first client address.
     pub server_gw: Option<[u8; 4]>,
+    /// The same as IPv6 addresses (template 0 over IPv6: resolved by neighbour discovery).
+    pub client_gw6: Option<[u8; 16]>,
+    pub server_gw6: Option<[u8; 16]>,
     pub arp_timeout: Duration,
 }
 
@@ -76,12 +80,24 @@ pub fn parse(
         ));
     }
     let gw = |v: Option<&str>, opt: &str| {
-        v.map(|a| parse_ip(a).map_err(|e| e.replace("--peer-ip", opt)))
+        v.filter(|a| !a.contains(':'))
+            .map(|a| parse_ip(a).map_err(|e| e.replace("--peer-ip", opt)))
+            .transpose()
+    };
+    let gw6 = |v: Option<&str>, opt: &str| {
+        v.filter(|a| a.contains(':'))
+            .map(|a| {
+                a.parse::<std::net::Ipv6Addr>()
+                    .map(|x| x.octets())
+                    .map_err(|_| format!("{opt} {a}: not an IPv4 or IPv6 address"))
+            })
             .transpose()
     };
     Ok(Some(DutConfig {
         client_gw: gw(client_gw, "--client-gw")?,
         server_gw: gw(server_gw, "--server-gw")?,
+        client_gw6: gw6(client_gw, "--client-gw")?,
+        server_gw6: gw6(server_gw, "--server-gw")?,
         client: c,
         server: s,
         arp_timeout: Duration::from_secs(3),
@@ -203,17 +219,44 @@ fn run_dut_worker(
     s.gen.app.stall_ns = cfg.stall_ns;
     // Each node answers ARP for its side's addresses from here on and learns the DUT's
     // MAC on its link (worker 0 asks; any worker may get the reply).
-    let cgw = dc.client_gw.map_or(server_ip, u32::from_be_bytes);
-    let sgw = dc.server_gw.map_or(client_ip, u32::from_be_bytes);
     let ask = w.index == 0;
-    let cmac = c
-        .node
-        .resolve_shared(client_ip, cgw, dc.arp_timeout, ask, &w.next_hop)
-        .map_err(|e| format!("client port {}: {e}", dc.client.ifname))?;
-    let smac = s
-        .node
-        .resolve_shared(server_ip, sgw, dc.arp_timeout, ask, &dw.server_next_hop)
-        .map_err(|e| format!("server port {}: {e}", dc.server.ifname))?;
+    let (cmac, smac, cgw_name, sgw_name) = match t.ipv6 {
+        None => {
+            let cgw = dc.client_gw.map_or(server_ip, u32::from_be_bytes);
+            let sgw = dc.server_gw.map_or(client_ip, u32::from_be_bytes);
+            let cmac = c
+                .node
+                .resolve_shared(client_ip, cgw, dc.arp_timeout, ask, &w.next_hop)
+                .map_err(|e| format!("client port {}: {e}", dc.client.ifname))?;
+            let smac = s
+                .node
+                .resolve_shared(server_ip, sgw, dc.arp_timeout, ask, &dw.server_next_hop)
+                .map_err(|e| format!("server port {}: {e}", dc.server.ifname))?;
+            let name = |a: u32| std::net::Ipv4Addr::from(a).to_string();
+            (cmac, smac, name(cgw), name(sgw))
+        }
+        // Template 0 over IPv6: its addresses under its high bits, neighbour discovery.
+        Some(m) => {
+            let (c6, s6) = (m.client_addr(client_ip), m.server_addr(server_ip));
+            let cgw = Ipv6Address(dc.client_gw6.unwrap_or(s6));
+            let sgw = Ipv6Address(dc.server_gw6.unwrap_or(c6));
+            let cmac = c
+                .node
+                .resolve6_shared(Ipv6Address(c6), cgw, dc.arp_timeout, ask, &w.next_hop)
+                .map_err(|e| format!("client port {}: {e}", dc.client.ifname))?;
+            let smac = s
+                .node
+                .resolve6_shared(
+                    Ipv6Address(s6),
+                    sgw,
+                    dc.arp_timeout,
+                    ask,
+                    &dw.server_next_hop,
+                )
+                .map_err(|e| format!("server port {}: {e}", dc.server.ifname))?;
+            (cmac, smac, cgw.to_string(), sgw.to_string())
+        }
+    };
     c.node.set_next_hop(cmac);
     s.node.set_next_hop(smac);
     if ask {
@@ -296,10 +339,10 @@ fn run_dut_worker(
         "squall: {who}client port {} -> DUT {} ({}), server port {} -> DUT {} ({}); ARP \
          answered {} / {}; redirected in {} / {}",
         dc.client.ifname,
-        std::net::Ipv4Addr::from(cgw),
+        cgw_name,
         crate::iface::fmt_mac(cmac),
         dc.server.ifname,
-        std::net::Ipv4Addr::from(sgw),
+        sgw_name,
         crate::iface::fmt_mac(smac),
         c.node.neigh.stats.requests_answered,
         s.node.neigh.stats.requests_answered,

@@ -75,6 +75,8 @@ pub struct RealConfig {
     pub mode: Mode,
     /// Address whose MAC is resolved (default: the first peer address of template 0).
     pub peer_ip: Option<[u8; 4]>,
+    /// The same, an IPv6 address (resolved by neighbour discovery; template 0 over IPv6).
+    pub peer_ip6: Option<[u8; 16]>,
     /// Peer MAC given by the user (no ARP request then).
     pub peer_mac: Option<[u8; 6]>,
     /// How long to wait for the ARP reply.
@@ -90,6 +92,12 @@ pub(crate) fn parse_ip(s: &str) -> Result<[u8; 4], String> {
     s.parse::<std::net::Ipv4Addr>()
         .map(|a| a.octets())
         .map_err(|_| format!("--peer-ip {s}: not an IPv4 address"))
+}
+
+fn parse_ip6(s: &str) -> Result<[u8; 16], String> {
+    s.parse::<std::net::Ipv6Addr>()
+        .map(|a| a.octets())
+        .map_err(|_| format!("--peer-ip {s}: not an IPv4 or IPv6 address"))
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -186,7 +194,14 @@ pub fn parse(
         dpdk,
         rx_ring,
         mode,
-        peer_ip: peer_ip.map(parse_ip).transpose()?,
+        peer_ip: peer_ip
+            .filter(|s| !s.contains(':'))
+            .map(parse_ip)
+            .transpose()?,
+        peer_ip6: peer_ip
+            .filter(|s| s.contains(':'))
+            .map(parse_ip6)
+            .transpose()?,
         peer_mac: peer_mac.map(parse_mac).transpose()?,
         arp_timeout: Duration::from_secs(3),
         steering: true,
@@ -431,6 +446,16 @@ mod tests {
         assert_eq!(r.peer_ip, Some([198, 18, 0, 2]));
         assert_eq!(r.peer_mac, Some([2, 0, 10, 11, 12, 255]));
         assert!(parse("afpacket:x", Some("client"), Some("1.2.3"), None).is_err());
+        let r6 = parse("afpacket:x", Some("client"), Some("2001:db8::2"), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(r6.peer_ip, None);
+        assert_eq!(
+            r6.peer_ip6.map(std::net::Ipv6Addr::from),
+            "2001:db8::2".parse().ok()
+        );
+        let e = parse("afpacket:x", Some("client"), Some("2001:db8::g"), None).unwrap_err();
+        assert!(e.contains("not an IPv4 or IPv6 address"), "{e}");
         assert!(parse("afpacket:x", Some("client"), None, Some("02:00")).is_err());
         assert!(parse("afpacket:x", Some("client"), None, Some("zz:0:0:0:0:0")).is_err());
     }

@@ -122,8 +122,9 @@ struct RunArgs {
     /// Side(s) Squall plays: `both` (mem only), `client` or `server` (real interface).
     #[arg(long, value_name = "client|server|both")]
     mode: Option<String>,
-    /// Real interface: address whose MAC is resolved by ARP (default: the profile's first
-    /// server address in client mode, first client address in server mode).
+    /// Real interface: address whose MAC is resolved by ARP, or neighbour discovery for an
+    /// IPv6 one (default: the profile's first server address in client mode, first client
+    /// address in server mode).
     #[arg(long, value_name = "IP")]
     peer_ip: Option<String>,
     /// Both sides on real ports, the device under test between them (TRex's topology):
@@ -133,8 +134,8 @@ struct RunArgs {
     /// The port of the server side (with --client-iface).
     #[arg(long, value_name = "KIND:NAME")]
     server_iface: Option<String>,
-    /// With --client-iface: the DUT's address on the client link, resolved by ARP as the
-    /// client side's next hop (default: the server address, for a DUT that bridges).
+    /// With --client-iface: the DUT's address on the client link (IPv4 or IPv6), resolved as
+    /// the client side's next hop (default: the server address, for a DUT that bridges).
     #[arg(long, value_name = "IP")]
     client_gw: Option<String>,
     /// With --server-iface: the DUT's address on the server link (default: the first

@@ -19,6 +19,7 @@ use squall_engine::{Clock, MonotonicClock};
 use squall_port::rss::RssSteer;
 use squall_port::Port;
 use squall_stack::{Redirect, SharedMac};
+use squall_wire::Ipv6Address;
 
 use crate::gen::{tcp_config, ClientGen, Side};
 use crate::iface::{fmt_mac, side_report, IdleYield, Mode, RealConfig};
@@ -71,6 +72,18 @@ fn addresses(p: &Profile, mode: Mode) -> ([u8; 4], [u8; 4]) {
         (g.clients.first, g.servers.first)
     };
     (mine.to_be_bytes(), peer.to_be_bytes())
+}
+
+/// As [`addresses`] when template 0 runs over IPv6 (pool values under its high bits).
+fn addresses6(p: &Profile, mode: Mode) -> Option<([u8; 16], [u8; 16])> {
+    let t = &p.templates[0];
+    let m = t.ipv6?;
+    let g = &p.ip_gens[t.ip_gen as usize];
+    let (c, s) = (
+        m.client_addr(g.clients.first),
+        m.server_addr(g.servers.first),
+    );
+    Some(if mode == Mode::Server { (s, c) } else { (c, s) })
 }
 
 fn publish<P: Port>(live: &Live, s: &Side<P>, mode: Mode) {
@@ -152,9 +165,23 @@ pub(crate) fn run_on<P: Port>(
     s.gen.app.stall_ns = cfg.stall_ns;
     // The node answers ARP for its pools from here on; worker 0 asks for the peer unless
     // told, every worker learns the reply from whichever queue it reaches.
-    let peer_mac = match rc.peer_mac {
-        Some(m) => m,
-        None => s
+    // Over IPv6 (template 0's family, or an IPv6 --peer-ip) neighbour discovery finds it.
+    let v6 = addresses6(&profile, rc.mode)
+        .filter(|_| rc.peer_ip.is_none())
+        .map(|(m, p)| (m, rc.peer_ip6.unwrap_or(p)));
+    let peer_mac = match (rc.peer_mac, v6) {
+        (Some(m), _) => m,
+        (None, Some((mine6, peer6))) => s
+            .node
+            .resolve6_shared(
+                Ipv6Address(mine6),
+                Ipv6Address(peer6),
+                rc.arp_timeout,
+                w.index == 0,
+                &w.next_hop,
+            )
+            .map_err(|e| format!("{}: {e}", rc.ifname))?,
+        (None, None) => s
             .node
             .resolve_shared(
                 u32::from_be_bytes(mine),
@@ -164,6 +191,10 @@ pub(crate) fn run_on<P: Port>(
                 &w.next_hop,
             )
             .map_err(|e| format!("{}: {e}", rc.ifname))?,
+    };
+    let peer_name = match v6 {
+        Some((_, p)) => std::net::Ipv6Addr::from(p).to_string(),
+        None => std::net::Ipv4Addr::from(peer_ip).to_string(),
     };
     s.node.set_next_hop(peer_mac);
     if w.index == 0 {
@@ -253,7 +284,7 @@ pub(crate) fn run_on<P: Port>(
          ICMP echo requests answered {}, unrelated frames dropped {}{}",
         describe(&s.node.port, rc),
         fmt_mac(caps.mac),
-        std::net::Ipv4Addr::from(peer_ip),
+        peer_name,
         fmt_mac(peer_mac),
         a.requests_answered,
         a.ignored,

@@ -27,11 +27,24 @@ fn eal(core: u32, role: &str, sock: &str) -> String {
 
 #[test]
 fn w1_between_two_squall_processes_over_memif() {
+    w1_over_memif(false);
+}
+
+/// The same over IPv6 (TRex's `ipv6.enable` over the lab pools: 2001:db8:64::c612:1001..
+/// to 2001:db8:64:1::c612:3001), neighbour discovery resolving each end.
+#[test]
+fn w1_between_two_squall_processes_over_memif_ipv6() {
+    w1_over_memif(true);
+}
+
+fn w1_over_memif(ipv6: bool) {
     if let Some(r) = skip(&["timeout"]) {
         eprintln!("skipped: {r}");
         return;
     }
-    let dir = tmpdir("memif");
+    // One memif pair at a time: each end busy-polls a core.
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir(if ipv6 { "memif6" } else { "memif" });
     // W1 with the lab's addresses (198.18.0.0/15) and the request length the server expects.
     let src = root().join("examples/w1-astf-http.json");
     let mut p: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
@@ -49,6 +62,9 @@ fn w1_between_two_squall_processes_over_memif() {
         .replace("48.0.0.1", "198.18.48.1");
     p["programs"][1]["commands"][0]["bytes"] = req.len().into();
     p["buffers"][0]["text"] = req.into();
+    if ipv6 {
+        p["global"]["ipv6"] = serde_json::json!({"enable": 1, "src_msb": "2001:db8:64::", "dst_msb": "2001:db8:64:1::"});
+    }
     let prof = dir.join("w1.json");
     std::fs::write(&prof, p.to_string()).unwrap();
     let prof = prof.to_str().unwrap().to_string();
@@ -153,8 +169,11 @@ fn w1_between_two_squall_processes_over_memif() {
         tcp(&c, "client", "tcps_rcvbyte")
     );
     assert!(text.contains("net_memif0 (net_memif)"), "{text}");
+    if ipv6 {
+        assert!(text.contains("peer 2001:db8:64:1::c612:3001"), "{text}");
+    }
     eprintln!(
-        "T-memif W1: {flows} flows at {:.1} CPS; CPU (polling included) client {:.3} s, \
+        "T-memif W1 (IPv6 {ipv6}): {flows} flows at {:.1} CPS; CPU (polling included) client {:.3} s, \
          server {:.3} s",
         c["rates"]["cps"].as_f64().unwrap(),
         c["cpu_sec"].as_f64().unwrap_or(0.0),

@@ -7,6 +7,7 @@ checked at once: an unknown name, a wrong type or an out-of-range value raises a
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
@@ -17,7 +18,7 @@ Value = Union[int, bool, str]
 
 @dataclass(frozen=True)
 class _Spec:
-    kind: str  # "int" | "flag" | "enum" | "flag_or_int" (a bool, or an int in lo..=hi)
+    kind: str  # "int" | "flag" | "enum" | "flag_or_int" (a bool, or an int in lo..=hi) | "ipv6"
     lo: int = 0
     hi: int = 0
     choices: Tuple[str, ...] = ()
@@ -47,7 +48,9 @@ _IP: Dict[str, _Spec] = {
     "dont_use_inbound_mac": _Spec("flag", doc="accepted, no effect: Squall always sends to its next hop"),
 }
 _IPV6: Dict[str, _Spec] = {
-    "enable": _Spec("int", 0, 0, doc="only 0: Squall generates IPv4 only"),
+    "enable": _Spec("int", 0, 1, doc="1: the client side's flows go over IPv6 (pool values as the low 32 bits)"),
+    "src_msb": _Spec("ipv6", doc="high 96 bits of client addresses (default ::)"),
+    "dst_msb": _Spec("ipv6", doc="high 96 bits of server addresses (default ::)"),
 }
 _SCHED: Dict[str, _Spec] = {
     "rampup_sec": _Spec("int", 0, 3600, doc="linear ramp-up"),
@@ -61,7 +64,6 @@ _PER_TEMPLATE_TCP = ("mss", "initwnd", "no_delay", "no_delay_counter", "rxbufsiz
 # Tunables TRex accepts (or that TRex users try) that Squall refuses, with the reason.
 _REFUSED = {
     "tcp": {"cc_algo": "Squall's TCP implements NewReno only"},
-    "ipv6": {"src_msb": "Squall generates IPv4 only", "dst_msb": "Squall generates IPv4 only"},
 }
 
 
@@ -72,6 +74,14 @@ def check_value(field: str, spec: _Spec, val: object, site: Optional[Site]) -> V
             return val
         raise ProfileError(f"{field} must be a bool or 0/1, got {val!r}", site, field)
     if spec.kind == "flag_or_int" and isinstance(val, bool):
+        return val
+    if spec.kind == "ipv6":
+        try:
+            ipaddress.IPv6Address(val if isinstance(val, str) else "")
+        except ValueError:
+            raise ProfileError(f"{field} must be an IPv6 address string such as \"2001:db8::\" (its high "
+                               f"96 bits are used), got {val!r}", site, field) from None
+        assert isinstance(val, str)
         return val
     if spec.kind == "enum":
         if isinstance(val, str) and val in spec.choices:
@@ -174,7 +184,7 @@ class ASTFGlobalInfoBase:
 
 
 class ASTFGlobalInfo(ASTFGlobalInfoBase):
-    """Profile-wide tunables (TRex `ASTFGlobalInfo`): `tcp.*`, `ip.*`, `scheduler.*`.
+    """Profile-wide tunables (TRex `ASTFGlobalInfo`): `tcp.*`, `ip.*`, `scheduler.*`, `ipv6.*`.
 
     Pass it as `ASTFProfile(default_c_glob_info=..., default_s_glob_info=...)`.
     """
@@ -184,11 +194,7 @@ class ASTFGlobalInfo(ASTFGlobalInfoBase):
 
 
 class ASTFGlobalInfoPerTemplate(ASTFGlobalInfoBase):
-    """Per-template tunables (TRex `ASTFGlobalInfoPerTemplate`): `tcp.*` and `ip.*`."""
+    """Per-template tunables (TRex `ASTFGlobalInfoPerTemplate`): `tcp.*`, `ip.*`, `ipv6.*`."""
 
     _sections = {"tcp": {k: _TCP[k] for k in _PER_TEMPLATE_TCP}, "ip": _IP, "ipv6": _IPV6}
     _label = "GlobalInfoPerTemplate"
-
-    def to_json(self) -> Dict[str, Dict[str, Value]]:
-        """As the base, without `ipv6` (only `enable = 0` exists, which changes nothing)."""
-        return {n: v for n, v in super().to_json().items() if n != "ipv6"}

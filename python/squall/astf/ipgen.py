@@ -1,9 +1,13 @@
-"""Client/server address pools: `ASTFIPGenDist`, `ASTFIPGenGlobal`, `ASTFIPGen` (TRex names)."""
+"""Client/server address pools: `ASTFIPGenDist`, `ASTFIPGenGlobal`, `ASTFIPGen` (TRex names).
+
+A pool is IPv4 (`["16.0.0.1", "16.0.0.200"]`) or native IPv6 (`["2001:db8::1", "2001:db8::ff"]`:
+first and last share their high 96 bits, the low 32 bits vary, as TRex's 32-bit generator).
+"""
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ..errors import ProfileError, Site, user_site
 
@@ -20,10 +24,26 @@ def parse_ipv4(what: str, val: object, site: Optional[Site]) -> int:
         raise ProfileError(f"{what}: {val!r} is not an IPv4 address", site, what) from None
 
 
+def parse_bound(what: str, val: object, site: Optional[Site]) -> Tuple[Optional[int], int]:
+    """A pool bound: (None, IPv4 value) or (high 96 bits, low 32 bits) of an IPv6 address."""
+    if not isinstance(val, str):
+        raise ProfileError(f"{what} must be an IPv4 or IPv6 address string, got {val!r}", site, what)
+    try:
+        return None, int(ipaddress.IPv4Address(val))
+    except ValueError:
+        pass
+    try:
+        a = int(ipaddress.IPv6Address(val))
+    except ValueError:
+        raise ProfileError(f"{what}: {val!r} is not an IPv4 or IPv6 address", site, what) from None
+    return a >> 32, a & 0xFFFFFFFF
+
+
 class ASTFIPGenDist:
     """A range of addresses with a distribution.
 
-    `ASTFIPGenDist(ip_range=["16.0.0.1", "16.0.0.200"], distribution="seq")`
+    `ASTFIPGenDist(ip_range=["16.0.0.1", "16.0.0.200"], distribution="seq")`, or IPv6:
+    `ASTFIPGenDist(ip_range=["2001:db8::1", "2001:db8::ff"])`.
     """
 
     def __init__(self, ip_range: Sequence[str], distribution: str = "seq",
@@ -32,8 +52,15 @@ class ASTFIPGenDist:
         if not isinstance(ip_range, (list, tuple)) or len(ip_range) != 2:
             raise ProfileError(f"ASTFIPGenDist: ip_range must be [first, last], got {ip_range!r}",
                                self.site, "ip_range")
-        first = parse_ipv4("ip_range[0]", ip_range[0], self.site)
-        last = parse_ipv4("ip_range[1]", ip_range[1], self.site)
+        msb, first = parse_bound("ip_range[0]", ip_range[0], self.site)
+        msb_last, last = parse_bound("ip_range[1]", ip_range[1], self.site)
+        if (msb is None) != (msb_last is None):
+            raise ProfileError(f"ASTFIPGenDist: ip_range {ip_range[0]}..{ip_range[1]} mixes IPv4 and IPv6: "
+                               "a pool has one family", self.site, "ip_range")
+        if msb != msb_last:
+            raise ProfileError(f"ASTFIPGenDist: ip_range {ip_range[0]}..{ip_range[1]}: an IPv6 pool varies only "
+                               "the low 32 bits (TRex's 32-bit generator); first and last must share their "
+                               "first 96 bits", self.site, "ip_range")
         if first > last:
             raise ProfileError(f"ASTFIPGenDist: empty pool: ip_range {ip_range[0]} > {ip_range[1]}",
                                self.site, "ip_range")
@@ -50,15 +77,20 @@ class ASTFIPGenDist:
         self.ip_end = str(ip_range[1])
         self.first = first
         self.last = last
+        self.msb = msb
         self.distribution = distribution
         self.per_core_distribution = per_core_distribution
         self.direction: Optional[str] = None
 
-    def overlaps(self, other: "ASTFIPGenDist") -> bool:
-        return self.first <= other.last and other.first <= self.last
+    @property
+    def is_ipv6(self) -> bool:
+        return self.msb is not None
 
-    def key(self) -> tuple[int, int, str, Optional[str]]:
-        return (self.first, self.last, self.distribution, self.per_core_distribution)
+    def overlaps(self, other: "ASTFIPGenDist") -> bool:
+        return self.msb == other.msb and self.first <= other.last and other.first <= self.last
+
+    def key(self) -> tuple[Optional[int], int, int, str, Optional[str]]:
+        return (self.msb, self.first, self.last, self.distribution, self.per_core_distribution)
 
     def to_json(self) -> Dict[str, Any]:
         """The IR `dist` object."""
@@ -99,6 +131,9 @@ class ASTFIPGen:
         elif not isinstance(glob, ASTFIPGenGlobal):
             raise ProfileError(f"ASTFIPGen: glob must be an ASTFIPGenGlobal, got {type(glob).__name__}",
                                self.site, "glob")
+        if dist_client.is_ipv6 != dist_server.is_ipv6:
+            raise ProfileError("ASTFIPGen: the client pool and the server pool are of different families: a "
+                               "flow is IPv4 or IPv6 end to end", self.site, "dist_server")
         if dist_client.direction == "s":
             raise ProfileError("ASTFIPGen: this ASTFIPGenDist is already used as a server pool",
                                self.site, "dist_client")

@@ -64,15 +64,28 @@ class ASTFProfile:
             for c in caps:
                 _check_type(cls, "cap_list", c, ASTFCapInfo, self.site)
             self.templates.extend(self._from_caps(caps, s_delay, udp_mtu))
-        seen: Dict[int, ASTFTemplate] = {}
+        seen: Dict[Tuple[int, bool], ASTFTemplate] = {}
         for t in self.templates:
             a = t.server_template.assoc
             if a.is_port_only():
-                if a.port in seen:
+                # IPv4 and IPv6 templates may share a port: each family finds its own.
+                k = (a.port, self._is_ipv6(t))
+                if k in seen:
                     raise ProfileError(f"two server templates accept port {a.port} (the other one: "
-                                       f"{seen[a.port].site}); give them address ranges with "
+                                       f"{seen[k].site}); give them address ranges with "
                                        f"ASTFAssociationRule(ip_start=, ip_end=)", t.site, "assoc")
-                seen[a.port] = t
+                seen[k] = t
+
+    def _is_ipv6(self, t: ASTFTemplate) -> bool:
+        """Whether a template's flows go over IPv6: native IPv6 pools, or the client side's
+        `ipv6.enable` (the template's own tunables first, then the profile's)."""
+        g = t.client_template.ip_gen
+        if g.dist_client.is_ipv6:
+            return True
+        for info in (t.client_template.glob_info, self.default_c_glob_info):
+            if info is not None and info.section("ipv6").get("enable") is not None:
+                return bool(info.section("ipv6")["enable"])
+        return False
 
     def _from_caps(self, caps: List[ASTFCapInfo], s_delay: Optional[ASTFCmd],
                    udp_mtu: Optional[int]) -> List[ASTFTemplate]:
@@ -242,7 +255,7 @@ class ASTFProfile:
     def _global(self) -> Dict[str, Any]:
         c = self.default_c_glob_info
         s = self.default_s_glob_info
-        glob_only = ("scheduler", "ipv6")  # global sections of the IR
+        glob_only = ("scheduler",)  # global sections of the IR
         cs = {k: v for k, v in (c.to_json() if c else {}).items() if k not in glob_only}
         ss = {k: v for k, v in (s.to_json() if s else {}).items() if k not in glob_only}
         sched_c = c.section("scheduler") if c else {}
@@ -261,9 +274,6 @@ class ASTFProfile:
                 out["server"] = ss
         if sched:
             out["scheduler"] = sched
-        ipv6 = dict(c.section("ipv6") if c else {}, **(s.section("ipv6") if s else {}))
-        if ipv6:
-            out["ipv6"] = ipv6
         return out
 
     # ---- TRex-style loading ----------------------------------------------------------------

@@ -1,11 +1,12 @@
-//! Profile data: IPv4 addresses, buffers (text, base64, hex, repeated patterns) and
+//! Profile data: IPv4 addresses (and the IPv6 bounds of native IPv6 pools), buffers (text, base64, hex, repeated patterns) and
 //! client/server address pools, each checked with the JSON path of its errors.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use base64::Engine as _;
 
 use crate::error::Errors;
+use crate::ipv6::Msb;
 use crate::model::*;
 use crate::raw::*;
 
@@ -105,10 +106,36 @@ pub(super) fn compile_buffer(b: &RawBuffer, p: &str, errs: &mut Errors) -> Optio
     Some(data)
 }
 
+/// A pool bound: an IPv4 address, or an IPv6 one split into its high 96 and low 32 bits.
+fn parse_bound(s: &str, path: &str, errs: &mut Errors) -> Option<(Option<Msb>, u32)> {
+    if let Ok(a) = s.parse::<Ipv4Addr>() {
+        return Some((None, u32::from(a)));
+    }
+    match s.parse::<Ipv6Addr>() {
+        Ok(a) => {
+            let (m, low) = crate::ipv6::split(&a.octets());
+            Some((Some(m), low))
+        }
+        Err(_) => {
+            errs.push(path, format!("invalid IPv4 or IPv6 address {s:?}"));
+            None
+        }
+    }
+}
+
 pub(super) fn compile_pool(d: &RawDist, p: &str, errs: &mut Errors) -> Option<IpPool> {
-    let first = parse_ip(&d.range[0], &format!("{p}.range[0]"), errs);
-    let last = parse_ip(&d.range[1], &format!("{p}.range[1]"), errs);
-    let (first, last) = (first?, last?);
+    let first = parse_bound(&d.range[0], &format!("{p}.range[0]"), errs);
+    let last = parse_bound(&d.range[1], &format!("{p}.range[1]"), errs);
+    let ((v6, first), (v6_last, last)) = (first?, last?);
+    if v6 != v6_last {
+        let msg = if v6.is_some() != v6_last.is_some() {
+            "one bound is IPv4 and the other IPv6: a pool has one family"
+        } else {
+            "an IPv6 pool varies only the low 32 bits (TRex's 32-bit generator): first and last must share their first 96 bits"
+        };
+        errs.push(format!("{p}.range"), msg);
+        return None;
+    }
     if first > last {
         errs.push(
             format!("{p}.range"),
@@ -135,5 +162,6 @@ pub(super) fn compile_pool(d: &RawDist, p: &str, errs: &mut Errors) -> Option<Ip
             RawPerCore::Default => PerCore::Interleaved,
             RawPerCore::Seq => PerCore::Contiguous,
         },
+        v6,
     })
 }

@@ -14,9 +14,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Errors, LoadError, ProfileError};
+use crate::ipv6::Ipv6Map;
 use crate::model::*;
 use crate::raw::*;
-use crate::tunables::{apply_ip, apply_side, apply_tcp, check_ipv6, refuse_side_wide, scheduler};
+use crate::tunables::{apply_ip, apply_ipv6, apply_side, apply_tcp, refuse_side_wide, scheduler};
 
 use data::{compile_buffer, compile_pool, parse_ip};
 use http::HttpBuild;
@@ -183,6 +184,14 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
             Some(s) => parse_ip(s, &format!("{p}.ip_offset_server"), &mut errs),
             None => off,
         };
+        if let (Some(c), Some(s)) = (&clients, &servers) {
+            if c.v6.is_some() != s.v6.is_some() {
+                errs.push(
+                    format!("{p}.servers.range"),
+                    "the client pool and the server pool are of different families: a flow is IPv4 or IPv6 end to end (Squall does not translate)",
+                );
+            }
+        }
         if let (Some(clients), Some(servers), Some(off), Some(off_s)) =
             (clients, servers, off, off_s)
         {
@@ -202,8 +211,9 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
         for (j, gj) in ip_gens.iter().skip(a + 1) {
             // An identical pool (one TRex `ASTFIPGenDist` in several generators) is one
             // shared pool ([`Profile::client_pool_of`]); any other overlap is ambiguous.
-            let overlap =
-                gi.clients.first <= gj.clients.last && gj.clients.first <= gi.clients.last;
+            let overlap = gi.clients.v6 == gj.clients.v6
+                && gi.clients.first <= gj.clients.last
+                && gj.clients.first <= gi.clients.last;
             if overlap && gi.clients == gj.clients && gi.ip_offset != gj.ip_offset {
                 errs.push(
                     format!("ip_gens[{j}].ip_offset"),
@@ -266,6 +276,9 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
         if let Some(ip) = &g.ip {
             apply_ip(&mut both.ip, ip, "global.ip", &mut errs);
         }
+        if let Some(v6) = &g.ipv6 {
+            apply_ipv6(&mut both.ipv6, v6, "global.ipv6", &mut errs);
+        }
     }
     let mut client_base = both;
     let mut server_base = both;
@@ -282,7 +295,6 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
         &mut errs,
     );
     let sched = scheduler(global.and_then(|g| g.scheduler.as_ref()), &mut errs);
-    check_ipv6(global.and_then(|g| g.ipv6.as_ref()), &mut errs);
 
     // Templates.
     if raw.templates.is_empty() {
@@ -447,6 +459,7 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
                 port: port as u16,
                 ips: None,
                 l7: None,
+                v6: false,
             }),
             Some(rules) => {
                 if rules.is_empty() {
@@ -492,6 +505,7 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
                         port: rport,
                         ips,
                         l7,
+                        v6: false,
                     });
                 }
             }
@@ -520,6 +534,12 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
             &format!("{p}.server_tunables"),
             &mut errs,
         );
+        let ipv6 = ip_gen
+            .and_then(|g| ip_gens.get(g))
+            .and_then(|g| template_ipv6(g, &client));
+        for r in &mut assoc {
+            r.v6 = ipv6.is_some();
+        }
         if let (Some(c), Some(s), Some(g)) = (cprog, sprog, ip_gen) {
             templates.push(Template {
                 name: t.name.clone().unwrap_or_else(|| p.clone()),
@@ -534,6 +554,7 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
                 assoc,
                 client,
                 server,
+                ipv6,
             });
         }
     }
@@ -584,6 +605,22 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
         tg_names,
         scheduler: sched,
     })
+}
+
+/// How a template's flows are addressed: native IPv6 pools give their own high bits;
+/// IPv4 pools go over IPv6 when the client side's `ipv6.enable` is on, under
+/// `ipv6.src_msb` (clients) and `ipv6.dst_msb` (servers), as TRex does.
+fn template_ipv6(gen: &IpGen, client: &SideTunables) -> Option<Ipv6Map> {
+    match (gen.clients.v6, gen.servers.v6) {
+        (Some(c), Some(s)) => Some(Ipv6Map {
+            client: c,
+            server: s,
+        }),
+        _ => client.ipv6.enable.then_some(Ipv6Map {
+            client: client.ipv6.src_msb,
+            server: client.ipv6.dst_msb,
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -313,15 +313,29 @@ impl TcpHost {
         self.ctl.passive = t.has(F_PASSIVE);
     }
 
-    /// [`set_ctl`](Self::set_ctl) for `on_connected`: an IPv6 flow's peer address too
-    /// (kept in `Ctl` for the flow's later callbacks; IPv4 flows pay one test).
+    /// [`set_ctl`](Self::set_ctl) for `on_connected`: also the addresses of an IPv6 flow
+    /// (once per flow; an IPv4 flow pays one compare). Cleared by
+    /// [`clear_ctl6`](Self::clear_ctl6) after the callback.
     #[inline(always)]
     pub(super) fn set_ctl_connected(&mut self, i: u32) {
         self.set_ctl(i);
-        let k = self.flows[i as usize].key;
-        if k.is_ipv6() {
-            self.ctl.remote6 = *self.addr6.addr(k.remote_ip);
-            self.ctl.remote6_of = i;
+        if self.ctl.key.is_ipv6() {
+            self.set_ctl6();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn set_ctl6(&mut self) {
+        let k = self.ctl.key;
+        self.ctl.addr6 = (*self.addr6.addr(k.local_ip), *self.addr6.addr(k.remote_ip));
+    }
+
+    /// Forgets the IPv6 addresses [`set_ctl_connected`](Self::set_ctl_connected) set.
+    #[inline(always)]
+    pub(super) fn clear_ctl6(&mut self) {
+        if self.ctl.key.is_ipv6() {
+            self.ctl.addr6 = ([0; 16], [0; 16]);
         }
     }
 }

@@ -283,6 +283,7 @@ impl TcpHost {
             self.set_idle_timer(i);
             self.set_ctl_connected(i);
             app.on_connected(&mut self.ctl, FlowId(i));
+            self.clear_ctl6();
             if self.apply_ops(i, app, tx) {
                 return;
             }

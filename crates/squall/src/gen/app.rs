@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use squall_astf::alloc::ClientAddr;
 use squall_astf::interp::{Event, FlowIo, Outcome, ProgState, Status, Wake};
+use squall_astf::ipv6::{split, Msb};
 use squall_astf::{BufIdx, Insn, Profile, ProgIdx, ServerAssoc, TemplateIdx, Transport};
 use squall_engine::TimerWheel;
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp};
@@ -291,15 +292,16 @@ pub struct GenApp {
     txbuf: Vec<(u64, u64)>,
     /// Client endpoints of ended client flows, to give back to the allocators.
     pub released: Vec<(u16, ClientAddr)>,
-    /// The profile's client address ranges (inclusive): an accepted flow from elsewhere
-    /// went through address translation on its way.
-    client_ranges: Vec<(u32, u32)>,
+    /// The profile's client address ranges (inclusive; with the high 96 bits of IPv6
+    /// ones): an accepted flow from elsewhere went through address translation on its way.
+    client_ranges: Vec<(Option<Msb>, u32, u32)>,
     /// Flows with a live program-or-connection (started, not yet ended).
     pub live: u64,
     /// Highest `live` seen.
     pub peak_live: u64,
-    /// First bytes of the server flows waiting for their L7 match (`W_L7`), by flow.
-    l7_wait: HashMap<u32, Vec<u8>>,
+    /// First bytes of the server flows waiting for their L7 match (`W_L7`), by flow,
+    /// with the flow's family and local address (low 32 bits over IPv6) to match on.
+    l7_wait: HashMap<u32, (Vec<u8>, bool, u32)>,
     /// HTTP state of the flows of HTTP programs (`None`: no program uses HTTP).
     http: Option<Box<HttpSide>>,
     /// A flow cut after this long without a payload byte moving is `stalled`.
@@ -323,9 +325,12 @@ impl GenApp {
             .collect();
         let stats = SideStats::new(profile.tg_names.len());
         let client_ranges = profile
-            .ip_gens
+            .templates
             .iter()
-            .map(|g| (g.clients.first, g.clients.last))
+            .map(|t| {
+                let g = &profile.ip_gens[t.ip_gen as usize];
+                (t.ipv6.map(|m| m.client), g.clients.first, g.clients.last)
+            })
             .collect();
         let txbuf = profile
             .templates
@@ -602,18 +607,18 @@ impl GenApp {
     /// matches no template is reset and counted (`l7_no_match`).
     fn l7_rx(&mut self, ctl: &mut Ctl, i: usize, data: &[u8], end: bool) {
         let need = self.flows[i].wake_arg as usize;
-        let buf = self.l7_wait.entry(i as u32).or_default();
+        let (buf, _, _) = self.l7_wait.entry(i as u32).or_default();
         buf.extend_from_slice(&data[..data.len().min(need.saturating_sub(buf.len()))]);
         self.flows[i].rx += data.len() as u64;
         self.flows[i].moved(self.now);
         if buf.len() < need && !end {
             return;
         }
-        let first = self.l7_wait.remove(&(i as u32)).unwrap_or_default();
+        let (first, v6, local) = self.l7_wait.remove(&(i as u32)).unwrap_or_default();
         let key = ctl.key();
         match self
             .profile
-            .server_template_l7(Transport::Tcp, key.local_ip, key.local_port, &first)
+            .server_template_l7_in(Transport::Tcp, v6, local, key.local_port, &first)
         {
             Some(t) => {
                 self.bind_server(i, t);
@@ -647,19 +652,27 @@ impl TcpApp for GenApp {
         let i = f.0 as usize;
         if ctl.passive() {
             let key = ctl.key();
-            let assoc = self
-                .profile
-                .server_assoc(Transport::Tcp, key.local_ip, key.local_port);
+            // An IPv6 flow is associated (and its peer checked) by the low 32 bits of
+            // its addresses, the pools' values.
+            let (msb, local, peer) = match ctl.ipv6() {
+                Some((l, r)) => {
+                    let (m, peer) = split(&r);
+                    (Some(m), split(&l).1, peer)
+                }
+                None => (None, key.local_ip, key.remote_ip),
+            };
+            let assoc =
+                self.profile
+                    .server_assoc_in(Transport::Tcp, msb.is_some(), local, key.local_port);
             if assoc == ServerAssoc::None {
                 self.stats.no_template += 1;
                 ctl.abort();
                 return;
             }
-            let peer = key.remote_ip;
             if !self
                 .client_ranges
                 .iter()
-                .any(|&(a, b)| (a..=b).contains(&peer))
+                .any(|&(m, a, b)| m == msb && (a..=b).contains(&peer))
             {
                 self.stats.translated += 1;
                 self.stats.translated_from.get_or_insert(peer);
@@ -679,6 +692,8 @@ impl TcpApp for GenApp {
                     // Hold the flow until the client's first bytes choose the template.
                     self.flows[i].wake_kind = W_L7;
                     self.flows[i].wake_arg = need as u64;
+                    self.l7_wait
+                        .insert(i as u32, (Vec::new(), msb.is_some(), local));
                 }
                 ServerAssoc::None => {}
             }

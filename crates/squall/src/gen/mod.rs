@@ -9,4 +9,4 @@ pub mod side;
 pub mod udp;
 
 pub use app::{GenApp, DEFAULT_STALL_NS};
-pub use side::{flow_opts, owned_ranges, tcp_config, ClientGen, GenSide, Side};
+pub use side::{flow_opts, owned_ranges, owned_ranges6, tcp_config, ClientGen, GenSide, Side};

@@ -10,12 +10,13 @@ use std::sync::Arc;
 
 use squall_astf::alloc::{AllocError, ClientAddr, ClientAlloc, PortRange, ServerPick};
 use squall_astf::interp::Event;
+use squall_astf::ipv6::Ipv6Map;
 use squall_astf::sched::{FlowStart, SchedConfig, Scheduler};
-use squall_astf::{Profile, SideTunables, TemplateIdx, Transport};
+use squall_astf::{IpPool, Profile, SideTunables, TemplateIdx, Transport};
 use squall_port::rss::RssSteer;
 use squall_port::Port;
 use squall_stack::{
-    Datagram, Node, NodeApp, NodeConfig, NodeIo, Owned, PcapCap, TapRef, UdpFlowId, UdpKey,
+    Datagram, Node, NodeApp, NodeConfig, NodeIo, Owned, Owned6, PcapCap, TapRef, UdpFlowId, UdpKey,
 };
 use squall_tcp::{
     CloseReason, Ctl, FlowId, FlowOpts, OptsId, RtoConfig, TcpApp, TcpConfig, TcpHost,
@@ -242,18 +243,41 @@ pub fn tcp_config(
     }
 }
 
-/// The addresses a side owns (answers ARP and ping for): every client pool on a client
-/// side, every server pool on a server side.
+/// The IPv4 addresses a side owns (answers ARP and ping for): the client pool of every
+/// IPv4 template on a client side, the server pool on a server side.
 pub fn owned_ranges(p: &Profile, client: bool) -> Owned {
     Owned(
-        p.ip_gens
+        p.templates
             .iter()
-            .map(|g| {
-                let pool = if client { &g.clients } else { &g.servers };
-                (pool.first, pool.last)
-            })
+            .filter(|t| t.ipv6.is_none())
+            .map(|t| pool_of(p, t, client))
+            .map(|pool| (pool.first, pool.last))
             .collect(),
     )
+}
+
+/// The IPv6 addresses a side owns (answers neighbour solicitations and ICMPv6 echo
+/// for): the pools of the IPv6 templates under their high bits.
+pub fn owned_ranges6(p: &Profile, client: bool) -> Owned6 {
+    let mut o = Owned6::default();
+    for t in &p.templates {
+        if let Some(m) = t.ipv6 {
+            let pool = pool_of(p, t, client);
+            let msb = if client { m.client } else { m.server };
+            let a = |low| u128::from_be_bytes(squall_astf::ipv6::join(&msb, low));
+            o.add(a(pool.first), a(pool.last));
+        }
+    }
+    o
+}
+
+fn pool_of<'a>(p: &'a Profile, t: &squall_astf::Template, client: bool) -> &'a IpPool {
+    let g = &p.ip_gens[t.ip_gen as usize];
+    if client {
+        &g.clients
+    } else {
+        &g.servers
+    }
 }
 
 /// The generator as an application of the node: one side's programs and (client side)
@@ -487,6 +511,7 @@ impl GenSide {
         let ti = s.template.0 as usize;
         let t = &self.app.profile().templates[ti];
         let (tg, dport, is_udp) = (t.tg_id as usize, t.port, t.transport == Transport::Udp);
+        let v6 = t.ipv6;
         let server = cg.pick_server(ti);
         let udp = io.udp();
         let addr = match cg.alloc(ti, server, dport, |ip, port| {
@@ -511,7 +536,11 @@ impl GenSide {
                 .open_client(&mut cx, io, s.template, s.at_ns, addr, server, dport)
         } else {
             let o = self.tpl_opts[ti];
-            match io.connect(addr.ip, addr.port, server, dport, o) {
+            let c = match v6 {
+                None => io.connect(addr.ip, addr.port, server, dport, o),
+                Some(m) => connect6(io, m, addr, server, dport, o),
+            };
+            match c {
                 Ok(f) => {
                     self.app.start_client(f, s.template, s.at_ns, addr);
                     self.apply_ops(io, f.0);
@@ -525,6 +554,21 @@ impl GenSide {
             self.app.stats.tg[tg].c.connect_failed += 1;
         }
     }
+}
+
+/// Opens the TCP flow of an IPv6 template: pool values are the low 32 bits under the
+/// template's high bits. Out of line: the IPv4 path of [`GenSide::poll`] stays as it was.
+#[inline(never)]
+fn connect6<P: Port>(
+    io: &mut NodeIo<'_, P>,
+    m: Ipv6Map,
+    addr: ClientAddr,
+    server: u32,
+    dport: u16,
+    o: OptsId,
+) -> Result<FlowId, squall_tcp::ConnectError> {
+    let (c, s) = (m.client_addr(addr.ip), m.server_addr(server));
+    io.connect6(c, addr.port, s, dport, o)
 }
 
 /// One side of a run: the generator on its node.
@@ -548,6 +592,7 @@ impl<P: Port> Side<P> {
         let is_client = client.is_some();
         let ncfg = NodeConfig {
             owned: owned_ranges(&profile, is_client),
+            owned6: owned_ranges6(&profile, is_client),
             neighbours: Vec::new(),
             max_udp_flows: cfg.max_flows as usize,
             udp_prealloc: udp_prealloc(&profile, cfg.max_flows),

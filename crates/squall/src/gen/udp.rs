@@ -8,7 +8,8 @@
 
 use squall_astf::alloc::ClientAddr;
 use squall_astf::interp::{Event, FlowIo, Outcome, ProgState, Status};
-use squall_astf::{BufIdx, Profile, ProgIdx, TemplateIdx, Transport};
+use squall_astf::ipv6::split;
+use squall_astf::{BufIdx, Profile, ProgIdx, ServerAssoc, TemplateIdx, Transport};
 use squall_engine::TimerWheel;
 use squall_port::Port;
 use squall_stack::{Datagram, NodeIo, UdpFlowId, UdpKey};
@@ -161,16 +162,29 @@ impl UdpFlows {
         server: u32,
         dport: u16,
     ) -> bool {
-        let key = UdpKey {
-            local_ip: addr.ip,
-            remote_ip: server,
-            local_port: addr.port,
-            remote_port: dport,
+        let key = match cx.profile.templates[tpl.0 as usize].ipv6 {
+            None => UdpKey {
+                local_ip: addr.ip,
+                remote_ip: server,
+                local_port: addr.port,
+                remote_port: dport,
+            },
+            // Pool values are the low 32 bits under the template's high bits.
+            Some(m) => {
+                let (c, s) = (m.client_addr(addr.ip), m.server_addr(server));
+                let Some(k) = io.udp_key6(c, addr.port, s, dport) else {
+                    cx.stats.udp.udps_nomem += 1;
+                    return false;
+                };
+                k
+            }
         };
         if io.udp().in_use(&key) {
+            io.udp_release_unused(&key);
             return false;
         }
         let Some(id) = io.udp_open(key) else {
+            io.udp_release_unused(&key);
             cx.stats.udp.udps_nomem += 1;
             return false;
         };
@@ -199,8 +213,16 @@ impl UdpFlows {
             }
             _ => {
                 let t = if self.serve {
-                    cx.profile
-                        .server_template_for(Transport::Udp, d.dst, d.dport)
+                    // An IPv6 datagram's addresses are ids: associate by the low 32 bits.
+                    let (v6, dst) = if d.key().is_ipv6() {
+                        (true, split(&io.udp().addr6(d.dst)).1)
+                    } else {
+                        (false, d.dst)
+                    };
+                    match cx.profile.server_assoc_in(Transport::Udp, v6, dst, d.dport) {
+                        ServerAssoc::Template(t) => Some(t),
+                        _ => None,
+                    }
                 } else {
                     None
                 };
@@ -330,7 +352,16 @@ impl UdpFlows {
         if !fl.has(F_LIVE) {
             return;
         }
-        let key = io.udp().key(UdpFlowId(i));
+        // The client address to give back: an IPv6 key's low 32 bits (before the close
+        // gives its ids back).
+        let key = io.udp().key(UdpFlowId(i)).map(|k| UdpKey {
+            local_ip: if k.is_ipv6() {
+                split(&io.udp().addr6(k.local_ip)).1
+            } else {
+                k.local_ip
+            },
+            ..k
+        });
         io.udp_close(UdpFlowId(i));
         self.flows[i as usize].flags &= !F_LIVE;
         self.timers.cancel(i);

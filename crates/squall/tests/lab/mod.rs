@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
+mod capture;
+#[allow(unused_imports)]
+pub use capture::Capture;
+
 /// The lab's namespace names are fixed: one lab test at a time in a test binary (cargo
 /// runs test binaries one after the other).
 pub static LAB: Mutex<()> = Mutex::new(());
@@ -233,6 +237,12 @@ pub fn machine_lock(wait: std::time::Duration) -> Option<Option<std::fs::File>> 
 /// and body) to a `Connection: close` request, measured from inside `n` (the kernel path,
 /// not the veth) once it answers.
 pub fn nginx_w1(n: &str, dir: &Path) -> (Proc, u64) {
+    nginx_w1_on(n, dir, "198.18.48.1")
+}
+
+/// [`nginx_w1`] listening on `host` (an IPv4 address, or an IPv6 one in brackets:
+/// `[2001:db8::1]`).
+pub fn nginx_w1_on(n: &str, dir: &Path, host: &str) -> (Proc, u64) {
     use std::time::{Duration, Instant};
     let www = dir.join("www");
     std::fs::create_dir_all(&www).unwrap();
@@ -244,7 +254,7 @@ pub fn nginx_w1(n: &str, dir: &Path) -> (Proc, u64) {
          error_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\n\
          http {{\n access_log {d}/access.log;\n server_tokens off;\n client_body_temp_path {d};\n\
          proxy_temp_path {d};\n fastcgi_temp_path {d};\n uwsgi_temp_path {d};\n\
-         scgi_temp_path {d};\n server {{\n  listen 198.18.48.1:80;\n  root {d}/www;\n\
+         scgi_temp_path {d};\n server {{\n  listen {host}:80;\n  root {d}/www;\n\
          default_type application/octet-stream;\n }}\n}}\n"
     );
     let nginx = start_nginx(n, dir, &conf);
@@ -255,6 +265,7 @@ pub fn nginx_w1(n: &str, dir: &Path) -> (Proc, u64) {
             &[
                 "curl",
                 "-s",
+                "-g",
                 "-m",
                 "2",
                 "-o",
@@ -263,7 +274,7 @@ pub fn nginx_w1(n: &str, dir: &Path) -> (Proc, u64) {
                 "Connection: close",
                 "-w",
                 "%{size_header} %{size_download}",
-                "http://198.18.48.1/w1",
+                &format!("http://{host}/w1"),
             ],
         )
         .output()
