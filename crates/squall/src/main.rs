@@ -492,6 +492,7 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
                 "send_errors": s.send_errors,
                 "cut_at_stop": r.cut,
                 "cpu_ns": r.cpu_ns,
+                "busy_cpu_ns": r.busy_cpu_ns,
                 "access_log_dropped": r.log_dropped,
                 "workers": r.worker_requests.len(),
                 "worker_requests": r.worker_requests,
