@@ -36,13 +36,15 @@ const USAGE: &str = "usage:
                     (T-memN: N Squall shards at once, one per core, each both ends of its
                      own connections over its own wire; C connections per shard)
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
-  squall-bench veth [--workloads raw,W1,W2] [--pairs kernel/kernel,squall/kernel,kernel/squall,squall/squall,squall-http/kernel]
+  squall-bench veth [--workloads raw,W1,W2,W4] [--pairs kernel/kernel,squall/kernel,kernel/squall,squall/squall,
+                     squall-http/kernel,kernel/squall-serve,squall-http/squall-serve]
                     [--conns 100,1000] (W2) [--seconds 5] [--runs 3] [--port afpacket|afxdp]
-                    [--w1-cps N] (Squall client's W1 rate; default ab's rate vs nginx in this run)
+                    [--w1-cps N] (Squall client's W1 and W4 rate; default ab's rate vs nginx in this run)
                     [--frame-sizes 64,1514] [--root DIR] [--squall PATH]
                     (T-veth, root: the lab of scripts/lab.sh; run it under
                      `flock /tmp/squall-lab.lock`; client core 0, server core 1)
   squall-bench memif [--workloads W1,W2] [--conns 100,1000] (W2) [--seconds 5] [--runs 3]
+                    [--servers squall,squall-serve] [--clients squall,squall-http]
                     [--w1-cps 160000,130000,100000,70000,40000] (W1 rates tried, highest first;
                      the first clean one is measured) [--zero-copy yes|no] (memif client end)
                     [--squall PATH] (built with the dpdk feature)
