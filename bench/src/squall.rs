@@ -328,7 +328,8 @@ fn measure_rig<S: NodeApp + ServerErrors>(
     let per_op = |x: f64| if ops > 0 { Some(x / ops as f64) } else { None };
     let rate = Some(ops as f64 / secs);
     let hist = rig.c.app.hist.take();
-    let mut note = String::from("wire=squall-port");
+    // (For instruction counts per operation: callgrind's cost of `Rig::step` over this.)
+    let mut note = format!("wire=squall-port; {} operations in all", rig.c.app.ops);
     if offload {
         note.push_str("; checksum offload emulated (no TCP checksums)");
     }

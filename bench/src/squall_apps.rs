@@ -263,21 +263,25 @@ impl ClientApp {
         let bytes: &[u8] = if s.head_len > 0 {
             data
         } else {
-            if self.partial.len() <= i {
-                self.partial.resize_with(i + 1, Vec::new);
+            // A head split across segments was kept in `partial` (rare: most heads come
+            // whole, and then `partial` is not touched).
+            if let Some(p) = self.partial.get_mut(i).filter(|p| !p.is_empty()) {
+                held = std::mem::take(p);
             }
-            held = std::mem::take(&mut self.partial[i]);
             let buf: &[u8] = if held.is_empty() {
                 data
             } else {
                 held.extend_from_slice(data);
                 &held
             };
-            let mut h = [squall_http::Header::EMPTY; 16];
+            let mut h = [squall_http::Header::EMPTY; 8];
             match squall_http::parse_response(buf, &mut h, &HTTP_LIMITS, false) {
                 Ok(None) => {
                     if held.is_empty() {
                         held.extend_from_slice(data);
+                    }
+                    if self.partial.len() <= i {
+                        self.partial.resize_with(i + 1, Vec::new);
                     }
                     self.partial[i] = held;
                     return;
@@ -335,7 +339,7 @@ impl ClientApp {
 const HTTP_LIMITS: squall_http::Limits = squall_http::Limits {
     max_start_line: 1024,
     max_header_line: 1024,
-    max_headers: 16,
+    max_headers: 8,
     max_head: 4096,
     max_body: 1 << 20,
     max_chunk_line: 256,
