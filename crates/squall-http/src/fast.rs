@@ -85,8 +85,9 @@ pub(crate) fn field_line(buf: &[u8], pos: usize) -> Option<(usize, usize, usize)
     let colons = eq_mask(w, b':');
     let ctl = ctl_mask(w);
     let k = colons.trailing_zeros() as usize;
-    // A colon in this chunk, not at the start, no control byte before it, tchars only.
-    if k >= 16 || k == 0 || ctl & ((1u32 << k) - 1) != 0 {
+    // A colon in this chunk, not at the start, tchars only before it (letters, digits
+    // and `-` by the vector test, any other tchar by the table).
+    if k >= 16 || k == 0 {
         return None;
     }
     let below = (1u32 << k) - 1;

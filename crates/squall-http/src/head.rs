@@ -45,6 +45,7 @@ pub enum Method {
 
 impl Method {
     /// The method of token `m` (methods are case-sensitive, RFC 9110 §9.1).
+    #[inline]
     pub fn from_bytes(m: &[u8]) -> Method {
         match m {
             b"GET" => Method::Get,
@@ -531,7 +532,7 @@ struct Semantics {
 }
 
 impl Semantics {
-    #[inline]
+    #[inline(always)]
     fn of(headers: &[Header<'_>]) -> Result<Semantics, Error> {
         let mut s = Semantics::default();
         let mut codings = 0u32;
