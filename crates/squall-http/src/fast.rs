@@ -28,19 +28,23 @@ fn ctl_mask(w: &[u8; 16]) -> u32 {
     }
 }
 
-/// Bit `i` set where byte `i` of `w` is a letter, a digit or `-`: the tchars of nearly
-/// every field name (the others are checked by the byte table).
+/// The masks of a line's first 16 bytes, from one load: colons, control characters (as
+/// [`ctl_mask`]), and letters, digits and `-` (the tchars of nearly every field name;
+/// any other tchar is checked by the byte table).
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn name_mask(w: &[u8; 16]) -> u32 {
+fn line_masks(w: &[u8; 16]) -> (u32, u32, u32) {
     use core::arch::x86_64::{
         __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_loadu_si128,
-        _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
     // SAFETY: as in `ctl_mask`. Signed compares: bytes of 0x80 and above are negative,
     // so they fall outside every range below.
     unsafe {
         let x = _mm_loadu_si128(w.as_ptr().cast::<__m128i>());
+        let colon = _mm_cmpeq_epi8(x, _mm_set1_epi8(b':' as i8));
+        let low = _mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
+        let del = _mm_cmpeq_epi8(x, _mm_set1_epi8(0x7f));
         let lower = _mm_or_si128(x, _mm_set1_epi8(0x20));
         let letter = _mm_and_si128(
             _mm_cmpgt_epi8(lower, _mm_set1_epi8(b'a' as i8 - 1)),
@@ -51,21 +55,11 @@ fn name_mask(w: &[u8; 16]) -> u32 {
             _mm_cmplt_epi8(x, _mm_set1_epi8(b'9' as i8 + 1)),
         );
         let dash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'-' as i8));
-        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), dash)) as u32
-    }
-}
-
-/// Bit `i` set where byte `i` of `w` is `c`.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn eq_mask(w: &[u8; 16], c: u8) -> u32 {
-    use core::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
-    };
-    // SAFETY: as in `ctl_mask`.
-    unsafe {
-        let x = _mm_loadu_si128(w.as_ptr().cast::<__m128i>());
-        _mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8))) as u32
+        (
+            _mm_movemask_epi8(colon) as u32,
+            _mm_movemask_epi8(_mm_or_si128(low, del)) as u32,
+            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), dash)) as u32,
+        )
     }
 }
 
@@ -82,8 +76,7 @@ fn chunk(buf: &[u8], at: usize) -> Option<&[u8; 16]> {
 #[inline]
 pub(crate) fn field_line(buf: &[u8], pos: usize) -> Option<(usize, usize, usize)> {
     let w = chunk(buf, pos)?;
-    let colons = eq_mask(w, b':');
-    let ctl = ctl_mask(w);
+    let (colons, ctl, name) = line_masks(w);
     let k = colons.trailing_zeros() as usize;
     // A colon in this chunk, not at the start, tchars only before it (letters, digits
     // and `-` by the vector test, any other tchar by the table).
@@ -91,7 +84,7 @@ pub(crate) fn field_line(buf: &[u8], pos: usize) -> Option<(usize, usize, usize)
         return None;
     }
     let below = (1u32 << k) - 1;
-    if name_mask(w) & below != below && !crate::syntax::all_tchar(&w[..k]) {
+    if name & below != below && !crate::syntax::all_tchar(&w[..k]) {
         return None;
     }
     let colon = pos + k;
@@ -209,10 +202,12 @@ mod tests {
                 w[i] = c;
                 let ctl = c < 0x20 || c == 0x7f;
                 assert_eq!(ctl_mask(&w), u32::from(ctl) << i, "byte {c:#x} at {i}");
-                assert_eq!(eq_mask(&w, b':'), u32::from(c == b':') << i);
+                let (colon, ctl2, names) = line_masks(&w);
+                assert_eq!(ctl2, u32::from(ctl) << i);
+                assert_eq!(colon, u32::from(c == b':') << i);
                 let name = c.is_ascii_alphanumeric() || c == b'-';
                 let rest = 0xffff & !(1u32 << i);
-                assert_eq!(name_mask(&w), rest | u32::from(name) << i, "byte {c:#x}");
+                assert_eq!(names, rest | u32::from(name) << i, "byte {c:#x}");
             }
         }
     }
