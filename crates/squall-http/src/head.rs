@@ -682,6 +682,67 @@ mod tests {
         }
     }
 
+    /// Random heads (several bytes of a realistic head replaced at random, lines cut
+    /// short, limits varied): the fast paths and the general code agree on every one.
+    #[test]
+    fn fast_paths_agree_on_random_heads() {
+        let bases: [&[u8]; 3] = [
+            b"HTTP/1.1 200 OK\r\nServer: squall\r\nContent-Type: text/plain\r\n\
+              Content-Length: 80\r\nDate: Wed, 25 Nov 2026 14:50:00 GMT\r\n\r\nABCDEFGHIJKLMNOPQRSTUVWXYZ",
+            b"GET /testu?a=b HTTP/1.1\r\nHost: 48.0.0.1\r\nUser-Agent: curl/8.5.0\r\n\
+              Accept: */*\r\nX-Some_Tchar.Name~: v\r\n\r\n0123456789abcdef",
+            b"POST /up HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\
+              Expect: 100-continue\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        ];
+        let bytes = [
+            0u8, b'\t', b'\n', b'\r', b' ', b':', b'-', b'_', b'"', b'a', b'Z', b'0', 0x7f, 0x80,
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let base = bases[(next() % 3) as usize];
+            let mut b = base.to_vec();
+            for _ in 0..next() % 4 {
+                let i = (next() as usize) % b.len();
+                b[i] = bytes[(next() as usize) % bytes.len()];
+            }
+            let len = if next() % 4 == 0 {
+                (next() as usize) % b.len()
+            } else {
+                b.len()
+            };
+            let b = &b[..len];
+            let lim = Limits {
+                max_header_line: 12 + (next() as usize) % 60,
+                max_head: 40 + (next() as usize) % 200,
+                max_headers: 1 + (next() as usize) % 6,
+                ..Limits::default()
+            };
+            let start = b.windows(2).position(|w| w == b"\r\n").map_or(0, |p| p + 2);
+            let (mut h1, mut h2) = ([Header::EMPTY; 8], [Header::EMPTY; 8]);
+            let fast = fields_with::<true>(b, start, &mut h1, &lim);
+            assert_eq!(fast, fields_with::<false>(b, start, &mut h2, &lim), "{b:?}");
+            assert_eq!(h1, h2);
+            for max in [lim.max_header_line, 8192] {
+                if let Some(f) = crate::fast::request_line(b, 0, max) {
+                    let l = line(b, 0, max, Error::UriTooLong).unwrap().unwrap();
+                    let (m, t, v) = request_line(l.0).unwrap();
+                    assert_eq!(f, (m, t, v, l.1), "{b:?}");
+                }
+                if let Some(f) = crate::fast::status_line(b, max) {
+                    let l = line(b, 0, max, Error::HeadersTooLarge).unwrap().unwrap();
+                    let (v, c, r) = status_line(l.0).unwrap();
+                    assert_eq!(f, (v, c, r, l.1), "{b:?}");
+                }
+            }
+        }
+    }
+
     /// The start-line fast paths agree with the general code on every line shape they
     /// take and leave, each byte replaced by bytes of every class, at every length.
     #[test]
