@@ -1,13 +1,14 @@
 //! The fast paths of the head: the plain request and status lines (byte loops without the
-//! general code's line split), and one header field line (`name: value CRLF`), sixteen bytes at a time
-//! with SSE2 (every x86-64 CPU has it): the line's colon and control characters are found
-//! with two or three vector compares instead of a branch per byte. It only accepts the
-//! plain shape — a name of tchars ending at a colon in the line's first 16 bytes, at most
-//! one SP before the value, a value of visible bytes (no HTAB, no trailing whitespace),
-//! CRLF — with the line's first 16 bytes readable (the value's last bytes may be read
-//! one by one); for anything else it
-//! answers `None` and the general code (`head::fields`) parses the line, so what is
-//! accepted or refused, and why, is the general code's decision in every case.
+//! general code's line split), and one header field line (`name: value CRLF`) sixteen
+//! bytes at a time with SSE2 (every x86-64 CPU has it): the line's colons, control bytes
+//! and name bytes are found with a few vector compares instead of a branch per byte.
+//! Each accepts only the plain shape — for a field line: a name of tchars ending at a
+//! colon in the line's first 16 bytes, at most one SP before the value, a value of
+//! visible bytes (no HTAB, no trailing whitespace), CRLF, with the line's first 16 bytes
+//! readable (the value's last bytes may be read one by one) — and answers `None` for
+//! anything else; the general code (`head.rs`) then parses the line, so what is accepted
+//! or refused, and why, is the general code's decision in every case (its tests check
+//! that both agree).
 
 /// Bit `i` set where byte `i` of `w` is a control character (below 0x20: HTAB, CR and LF
 /// included) or DEL; the bytes a field value may not hold, plus HTAB and the line end.
@@ -69,9 +70,9 @@ fn chunk(buf: &[u8], at: usize) -> Option<&[u8; 16]> {
     buf.get(at..at.checked_add(16)?)?.try_into().ok()
 }
 
-/// A plain field line at `pos` (whose first byte the caller has checked is none of CR,
-/// LF, SP, HTAB): `(colon, value_start, value_end)`, the value's end being the CR of the
-/// line's CRLF; `None` if the line is not of the plain shape (or not all here yet).
+/// A plain field line at `pos`: `(colon, value_start, value_end)`, the value's end being
+/// the CR of the line's CRLF; `None` if the line is not of the plain shape (or not all
+/// here yet), the head's empty last line and folded lines (SP, HTAB first) included.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 pub(crate) fn field_line(buf: &[u8], pos: usize) -> Option<(usize, usize, usize)> {
