@@ -470,3 +470,44 @@ impl crate::workload::IdleFlows for SquallIdle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each W1, W2 and W4 cell with `squall serve`'s app (and W4 with the bench's own
+    /// server) completes operations with no error: every answer parsed and its body
+    /// compared by the client, every request answered 2xx by the server. Small hosts
+    /// so the test stays light (the cells size theirs from C): 4,096 flows, or 131,072
+    /// where each request takes a connection (TIME_WAIT holds them for a second).
+    #[test]
+    fn http_cells_run_clean() {
+        for (wl, serve) in [
+            (Wl::W1, true),
+            (Wl::W2, true),
+            (Wl::W4, true),
+            (Wl::W4Ka, true),
+            (Wl::W4, false),
+            (Wl::W4Ka, false),
+        ] {
+            let mut cfg = RunCfg::new(20, 0.2);
+            cfg.max_ops = 300;
+            let flows = if wl.one_shot() { 1 << 17 } else { 4096 };
+            let rig = Rig::new(wl, cfg.conns, flows, false, frames(&cfg), false).unwrap();
+            let r = if serve {
+                measure_rig(rig.with_serve(wl).unwrap(), wl, &cfg, false, "squall-serve")
+            } else {
+                measure_rig(rig, wl, &cfg, false, "squall")
+            };
+            assert_eq!(r.errors, 0, "{wl:?} serve={serve}: {:?}", r.note);
+            assert_eq!(r.workload, wl.name());
+            assert_eq!(r.keepalive, wl.keepalive());
+            assert!(r.rps.or(r.cps).unwrap_or(0.0) > 0.0, "{wl:?}: no operation");
+            // One request per connection: SYN, SYN-ACK, request, answer, FINs and ACKs.
+            let frames = r.frames_per_op.unwrap();
+            if wl.one_shot() {
+                assert!(frames >= 6.0, "{wl:?}: {frames} frames per connection");
+            }
+        }
+    }
+}
