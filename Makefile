@@ -60,7 +60,9 @@ bench: bench-mem bench-veth
 # both sides), Squall's W1/W2 over IPv6 ("family":"ipv6"), W1 at C = 100,000 (Squall;
 # smoltcp finds sockets by linear scan), and the kernel on T-loop for context, and W2
 # through HTTP (`squall serve`'s app as the server, the answers parsed by squall-http)
-# beside raw W2 of the same run, with W3 (idle connections) on both servers. About 9 minutes.
+# beside raw W2 of the same run, with W3 (idle connections) on both servers, then W1 and W4
+# (a 2,649-byte file, a connection per request and keep-alive: "keepalive":false/true)
+# at C = 100 with both servers. About 10 minutes.
 bench-mem:
 	$(CARGO) build --release -p squall-port --example wire64
 	$(CARGO) build --release -p squall-bench
@@ -71,21 +73,26 @@ bench-mem:
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100,1000 --initwnd 2,10
 	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100000 --seconds 5
 	./target/release/squall-bench mem --stacks squall,squall-serve --workloads W2,W3 --conns 1000 --flows 100000
+	./target/release/squall-bench mem --stacks squall,squall-serve --workloads W1,W4 --conns 100
 	./target/release/squall-bench mem2
 	./target/release/squall-bench memn --cores 1,2 --workloads W1 --conns 1000 --pool 256
 	./target/release/squall-bench loop
 
 # T-veth (needs root): the raw-veth floor line (64- and 1514-byte frames over AF_PACKET),
-# then W1 and W2 (C = 100, 1000) for the five pairs — ab/wrk, Squall's client or its
-# HTTP-aware client (`squall-http`, against nginx only) against
-# nginx or Squall's server — between the lab's namespaces, client on core 0, server on
-# core 1, medians of 3 runs of 5 s. About 9 minutes. Holds the machine-wide lab lock for
+# then W1 and W2 (C = 100, 1000) for the seven pairs — ab/wrk, Squall's client or its
+# HTTP-aware client (`squall-http`) against nginx, Squall's server (`squall run`, raw) or
+# `squall serve` (`squall-serve`: ab/wrk and squall-http against it) — and W4 (2,649-byte
+# file, ab -c 100 with and without -k, squall-http) against nginx and `squall serve`,
+# between the lab's namespaces, client on core 0, server on
+# core 1, medians of 3 runs of 5 s. About 15 minutes. Holds the machine-wide lab lock for
 # the whole run; the lab is torn down (and the host's congestion-control list restored)
 # even if the harness dies, still under the lock. PORT=afxdp once that port lands;
 # VETH_ARGS="--workloads W2 --runs 1" etc. for a part of it.
 # Then T-memif: W1 and W2 (C = 100, 1000) between two Squall processes over DPDK's
 # net_memif (client core 0, server core 1, no kernel in the path; squall is built with the
-# dpdk feature for it), medians of 3. About 4 minutes; MEMIF_ARGS for a part of it.
+# dpdk feature for it), with `squall run` and then `squall serve` as the server, medians
+# of 3. About 8 minutes; MEMIF_ARGS for a part of it (MEMIF_ARGS="--servers squall-serve
+# --clients squall,squall-http" adds the HTTP-aware client).
 PORT ?= afpacket
 VETH_ARGS ?=
 MEMIF_ARGS ?=

@@ -1,4 +1,4 @@
-//! The fixed HTTP messages of the workloads (BENCHMARKS.md W1 and W2), built once, and
+//! The fixed HTTP messages of the workloads (BENCHMARKS.md W1, W2 and W4), built once, and
 //! byte-exact verification helpers.
 
 /// W1 request: exactly 100 bytes.
@@ -7,6 +7,8 @@ pub const W1_REQ_LEN: usize = 100;
 pub const W1_RESP_LEN: usize = 32_768;
 /// W2 response body length.
 pub const W2_BODY_LEN: usize = 80;
+/// W4 (ab-2649): the static file's length.
+pub const W4_FILE_LEN: usize = 2_649;
 
 /// The W1 request: a GET padded with a header so the whole message is 100 bytes.
 pub fn w1_request() -> Vec<u8> {
@@ -56,6 +58,26 @@ pub fn w2_response() -> Vec<u8> {
     v
 }
 
+/// The W4 file's bytes (a pattern, so a misplaced byte shows).
+pub fn w4_body() -> Vec<u8> {
+    (0..W4_FILE_LEN).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+/// The W4 request: `GET /w4` with a Host header (one per connection, or looped on a
+/// keep-alive connection).
+pub fn w4_request() -> Vec<u8> {
+    b"GET /w4 HTTP/1.1\r\nHost: 48.0.0.1\r\n\r\n".to_vec()
+}
+
+/// The W4 response of the bench's own server: `200 OK`, Content-Length, the file.
+pub fn w4_response() -> Vec<u8> {
+    let mut v =
+        format!("HTTP/1.1 200 OK\r\nServer: squall-bench\r\nContent-Length: {W4_FILE_LEN}\r\n\r\n")
+            .into_bytes();
+    v.extend(w4_body());
+    v
+}
+
 /// Checks that `got` equals `expected[at..at + got.len()]` (false if it runs past the end).
 #[inline]
 pub fn matches_at(expected: &[u8], at: usize, got: &[u8]) -> bool {
@@ -94,6 +116,16 @@ mod tests {
         assert_eq!(r.len() - head_len, W2_BODY_LEN);
         assert_eq!(content_length(&r), Some(W2_BODY_LEN));
         assert!(w2_request().starts_with(b"GET /testu HTTP/1.1\r\nHost: "));
+    }
+
+    #[test]
+    fn w4_response_carries_the_2649_byte_file() {
+        let r = w4_response();
+        let head_len = r.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        assert_eq!(r.len() - head_len, 2_649);
+        assert_eq!(content_length(&r), Some(2_649));
+        assert_eq!(&r[head_len..], &w4_body()[..]);
+        assert!(w4_request().starts_with(b"GET /w4 HTTP/1.1\r\nHost: "));
     }
 
     #[test]

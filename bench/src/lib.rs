@@ -1,4 +1,4 @@
-//! squall-bench: the benchmark harness of BENCHMARKS.md. Runs W1/W2/W3 on T-mem1 for any
+//! squall-bench: the benchmark harness of BENCHMARKS.md. Runs W1/W2/W3/W4 on T-mem1 for any
 //! stack pair implementing [`pair::MemPair`] (smoltcp 0.12 built in) and W1/W2 on T-loop
 //! for the Linux kernel, and T-veth (kernel peers and Squall over the lab's veth,
 //! [`veth`]), printing one JSON line per cell.
@@ -16,6 +16,8 @@ pub mod memwire;
 pub mod pair;
 pub mod portwire;
 pub mod report;
+pub mod serve_cmd;
+pub mod site;
 pub mod smol;
 #[cfg(feature = "squall")]
 pub mod squall;

@@ -18,10 +18,12 @@ use squall_bench::veth;
 use squall_bench::workload::{self, RunCfg};
 
 const USAGE: &str = "usage:
-  squall-bench mem  [--workloads W1,W2,W3] [--conns 1,100,1000] [--seconds S] [--runs N]
+  squall-bench mem  [--workloads W1,W2,W3,W4] [--conns 1,100,1000] [--seconds S] [--runs N]
                     [--stacks smoltcp,squall,squall-serve] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
-                    (squall-serve: `squall serve`'s app as the server: W2 with the answers
-                     parsed, W3 idle connections)
+                    (squall-serve: `squall serve`'s app as the server: W1/W4 files and the
+                     W2 route with the answers parsed by squall-http, W3 idle connections;
+                     W4: a line per connection, then a keep-alive line (\"keepalive\":true);
+                     Squall's stacks only)
                     [--pool N]  (frames per side of Squall's wire; default sized from C)
                     [--offload]   (emulate checksum offload on both sides: a second row)
                     [--initwnd 2,10]  (W1 Squall rows per initial window, mem2 driver on one
@@ -34,13 +36,15 @@ const USAGE: &str = "usage:
                     (T-memN: N Squall shards at once, one per core, each both ends of its
                      own connections over its own wire; C connections per shard)
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
-  squall-bench veth [--workloads raw,W1,W2] [--pairs kernel/kernel,squall/kernel,kernel/squall,squall/squall,squall-http/kernel]
+  squall-bench veth [--workloads raw,W1,W2,W4] [--pairs kernel/kernel,squall/kernel,kernel/squall,squall/squall,
+                     squall-http/kernel,kernel/squall-serve,squall-http/squall-serve]
                     [--conns 100,1000] (W2) [--seconds 5] [--runs 3] [--port afpacket|afxdp]
-                    [--w1-cps N] (Squall client's W1 rate; default ab's rate vs nginx in this run)
+                    [--w1-cps N] (Squall client's W1 and W4 rate; default ab's rate vs nginx in this run)
                     [--frame-sizes 64,1514] [--root DIR] [--squall PATH]
                     (T-veth, root: the lab of scripts/lab.sh; run it under
                      `flock /tmp/squall-lab.lock`; client core 0, server core 1)
   squall-bench memif [--workloads W1,W2] [--conns 100,1000] (W2) [--seconds 5] [--runs 3]
+                    [--servers squall,squall-serve] [--clients squall,squall-http]
                     [--w1-cps 160000,130000,100000,70000,40000] (W1 rates tried, highest first;
                      the first clean one is measured) [--zero-copy yes|no] (memif client end)
                     [--squall PATH] (built with the dpdk feature)
@@ -276,23 +280,26 @@ fn run_cell<P: workload_pair::MemPair>(pair: &mut P, w: &str, cfg: &RunCfg) -> R
     }
 }
 
+/// A Squall T-mem1 cell: the bench's own server, or (`serve`) `squall serve`'s app.
 #[cfg(feature = "squall")]
-fn run_squall(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String> {
-    squall::run(requests, cfg, offload)
+fn run_squall(
+    w: &str,
+    keepalive: bool,
+    serve: bool,
+    cfg: &RunCfg,
+    offload: bool,
+) -> Result<Record, String> {
+    squall::run_cell(w, keepalive, serve, cfg, offload)
 }
 
 #[cfg(not(feature = "squall"))]
-fn run_squall(_requests: bool, _cfg: &RunCfg, _offload: bool) -> Result<Record, String> {
-    Err("built without the `squall` feature (squall-tcp)".into())
-}
-
-#[cfg(feature = "squall")]
-fn run_squall_serve(cfg: &RunCfg, offload: bool) -> Result<Record, String> {
-    squall::run_serve(cfg, offload)
-}
-
-#[cfg(not(feature = "squall"))]
-fn run_squall_serve(_cfg: &RunCfg, _offload: bool) -> Result<Record, String> {
+fn run_squall(
+    _w: &str,
+    _keepalive: bool,
+    _serve: bool,
+    _cfg: &RunCfg,
+    _offload: bool,
+) -> Result<Record, String> {
     Err("built without the `squall` feature (squall-tcp)".into())
 }
 
@@ -314,9 +321,10 @@ fn run_mem(o: &Opts) -> Result<(), String> {
             continue;
         }
         for w in &o.workloads {
-            if stack == "squall-serve" && w != "W2" && w != "W3" {
-                // `squall serve`'s app: W2 (HTTP answers) and W3 (idle connections).
-                eprintln!("{w} squall-serve: skipped (squall-serve cells are W2 and W3)");
+            if stack == "smoltcp" && w == "W4" {
+                eprintln!(
+                    "W4 smoltcp: row omitted (W4 runs on Squall's stacks: squall, squall-serve)"
+                );
                 continue;
             }
             match w.as_str() {
@@ -340,8 +348,14 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                         }
                     }
                 }
-                "W1" | "W2" => {
-                    for &c in &o.conns {
+                "W1" | "W2" | "W4" => {
+                    // W4: one request per connection, then its keep-alive variant.
+                    let variants: &[bool] = if w == "W4" { &[false, true] } else { &[false] };
+                    for (&c, &keepalive) in o
+                        .conns
+                        .iter()
+                        .flat_map(|c| variants.iter().map(move |k| (c, k)))
+                    {
                         let mut runs = Vec::new();
                         for i in 0..o.runs {
                             let mut cfg = RunCfg::new(c, o.seconds);
@@ -350,10 +364,8 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                             cfg.ipv6 = o.ipv6;
                             let mut sc = SmolConfig::new(c);
                             sc.offload = o.offload;
-                            let mut r = if stack == "squall" {
-                                run_squall(w == "W2", &cfg, o.offload)?
-                            } else if stack == "squall-serve" {
-                                run_squall_serve(&cfg, o.offload)?
+                            let mut r = if stack == "squall" || stack == "squall-serve" {
+                                run_squall(w, keepalive, stack == "squall-serve", &cfg, o.offload)?
                             } else if o.wire == "port" {
                                 run_cell(&mut SmolPair::on_port(sc)?, w, &cfg)
                             } else {

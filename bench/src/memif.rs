@@ -8,6 +8,12 @@
 //! W1 is measured at the highest offered rate that runs clean: the search tries the
 //! `--w1-cps` list from the top (a saturated loop batches best, so the figure is the
 //! lowest honest one) and keeps the first rate whose probe run has no errors.
+//!
+//! The server is `squall run --mode server` (`"server":"squall"`) or `squall serve`
+//! (`"server":"squall-serve"`: the benchmark site of `site.rs`, W2's `/testu` route, its
+//! busy CPU from `busy_cpu_ns`); the client is `squall run`, raw (`send`/`recv` of the
+//! exact answer size) or HTTP-aware (`--clients squall-http`: `http_request` /
+//! `http_wait_response`, every answer parsed).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,9 +21,12 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::report::Record;
+use crate::serve_cmd::{self, AnswerSizes};
+use crate::site::Site;
 use crate::veth::{
-    fill, median_line, output, parse_squall, squall_w2_response, text, w1_profile, w2_profile, Bg,
-    Measured, W1_REQ_BYTES, W1_RESP_BYTES, W2_REQ_BYTES,
+    fill, median_line, output, parse_squall, squall_w2_response, text, w1_http_profile, w1_profile,
+    w1_request, w2_body, w2_http_profile, w2_profile, w2_request, Bg, Measured, W1_REQ_BYTES,
+    W1_RESP_BYTES, W2_REQ_BYTES,
 };
 
 /// Options of `squall-bench memif`.
@@ -33,6 +42,10 @@ pub struct MemifOpts {
     /// The client end in memif's zero-copy mode (its mbufs are the shared buffers; the
     /// server end then does the one copy each way).
     pub zero_copy: bool,
+    /// Servers: `squall` (`squall run --mode server`), `squall-serve` (`squall serve`).
+    pub servers: Vec<String>,
+    /// Clients: `squall` (raw), `squall-http` (the HTTP-aware generator).
+    pub clients: Vec<String>,
     pub squall: PathBuf,
 }
 
@@ -45,6 +58,8 @@ impl MemifOpts {
             runs: 3,
             w1_cps: vec![160_000.0, 130_000.0, 100_000.0, 70_000.0, 40_000.0],
             zero_copy: true,
+            servers: vec!["squall".into(), "squall-serve".into()],
+            clients: vec!["squall".into()],
             squall,
         }
     }
@@ -116,6 +131,26 @@ pub fn parse_opts(args: &[String], squall: PathBuf) -> Result<MemifOpts, String>
                     x => return Err(format!("--zero-copy {x}: yes or no")),
                 }
             }
+            "--servers" => {
+                o.servers = list(v);
+                if let Some(x) = o
+                    .servers
+                    .iter()
+                    .find(|x| !["squall", "squall-serve"].contains(&x.as_str()))
+                {
+                    return Err(format!("server {x}: squall or squall-serve"));
+                }
+            }
+            "--clients" => {
+                o.clients = list(v);
+                if let Some(x) = o
+                    .clients
+                    .iter()
+                    .find(|x| !["squall", "squall-http"].contains(&x.as_str()))
+                {
+                    return Err(format!("client {x}: squall or squall-http"));
+                }
+            }
             "--squall" => o.squall = PathBuf::from(v),
             other => return Err(format!("unknown option {other}")),
         }
@@ -127,9 +162,38 @@ const CLIENT_CORE: usize = 0;
 const SERVER_CORE: usize = 1;
 const CLIENTS: (&str, &str) = ("198.18.16.1", "198.18.16.200");
 
-/// `timeout LIMIT taskset -c CORE squall run PROF --iface dpdk --mode MODE --eal ...`:
-/// one end of the memif socket `sock` (the server is the memif server), its own EAL file
-/// prefix so the two processes do not meet in /var/run/dpdk.
+/// The memif client end's MAC (set by the `mac` devarg), `squall serve`'s `--peer-mac`.
+const CLIENT_MAC: &str = "02:00:00:00:10:01";
+
+/// The EAL arguments of one end of the memif socket `sock` (the server is the memif
+/// server), its own EAL file prefix so the two processes do not meet in /var/run/dpdk.
+fn eal(o: &MemifOpts, mode: &str, sock: &Path) -> String {
+    let core = if mode == "client" {
+        CLIENT_CORE
+    } else {
+        SERVER_CORE
+    };
+    // memif's zero-copy mode is the client role's (DPDK 22.11), and needs the EAL's
+    // memory in single-file segments to share it.
+    let (zc_eal, zc_dev) = if o.zero_copy && mode == "client" {
+        (" --single-file-segments", ",zero-copy=yes")
+    } else {
+        ("", "")
+    };
+    let mac = if mode == "client" {
+        format!(",mac={CLIENT_MAC}")
+    } else {
+        String::new()
+    };
+    format!(
+        "--no-huge --in-memory -l {core} --no-pci --no-telemetry --log-level=*:warning{zc_eal} \
+         --file-prefix=sqb-memif-{mode}-{pid} --vdev=net_memif0,role={mode},socket={sock}{zc_dev}{mac}",
+        pid = std::process::id(),
+        sock = sock.display()
+    )
+}
+
+/// `timeout LIMIT taskset -c CORE squall run PROF --iface dpdk --mode MODE --eal ...`.
 fn squall_cmd(
     o: &MemifOpts,
     mode: &str,
@@ -143,19 +207,7 @@ fn squall_cmd(
     } else {
         SERVER_CORE
     };
-    // memif's zero-copy mode is the client role's (DPDK 22.11), and needs the EAL's
-    // memory in single-file segments to share it.
-    let (zc_eal, zc_dev) = if o.zero_copy && mode == "client" {
-        (" --single-file-segments", ",zero-copy=yes")
-    } else {
-        ("", "")
-    };
-    let eal = format!(
-        "--no-huge --in-memory -l {core} --no-pci --no-telemetry --log-level=*:warning{zc_eal} \
-         --file-prefix=sqb-memif-{mode}-{pid} --vdev=net_memif0,role={mode},socket={sock}{zc_dev}",
-        pid = std::process::id(),
-        sock = sock.display()
-    );
+    let eal = eal(o, mode, sock);
     let mut c = Command::new("timeout");
     c.args(["-k", "2", &format!("{:.0}", (secs + 60.0).ceil())])
         .args(["taskset", "-c", &core.to_string()])
@@ -173,9 +225,80 @@ fn port_frames(js: &str, side: &str) -> f64 {
     (p["tx_frames"].as_u64().unwrap_or(0) + p["rx_frames"].as_u64().unwrap_or(0)) as f64
 }
 
+/// Who plays each side of a cell.
+#[derive(Clone, Copy)]
+struct Pair<'a> {
+    /// `squall` or `squall-http`.
+    client: &'a str,
+    /// `squall` or `squall-serve`.
+    server: &'a str,
+    /// `squall serve`'s site and answer sizes (server `squall-serve`).
+    site: Option<&'a (Site, AnswerSizes)>,
+}
+
+impl Pair<'_> {
+    /// The whole answer the client receives per request.
+    fn resp_total(&self, w: &str) -> usize {
+        match (self.site, w) {
+            (Some((_, z)), "W1") => z.w1,
+            (Some((_, z)), _) => z.w2,
+            (None, "W1") => W1_RESP_BYTES,
+            (None, _) => squall_w2_response().len(),
+        }
+    }
+
+    /// The client's profile (the server side of it is what `squall run --mode server`
+    /// plays; `squall serve` ignores it).
+    fn profile(&self, w: &str, conns: usize, secs: f64) -> Value {
+        let total = self.resp_total(w);
+        match (w, self.client == "squall-http") {
+            ("W1", false) => w1_profile(total, CLIENTS),
+            ("W1", true) => w1_http_profile(&w1_request(), CLIENTS),
+            (_, false) => w2_profile(total, conns, secs, CLIENTS),
+            (_, true) => w2_http_profile(&w2_request().0, conns, secs, CLIENTS),
+        }
+    }
+}
+
+/// The server process: `squall run --mode server` with the cell's profile, or `squall
+/// serve` with the site; its output (JSON and log) under `dir`.
+fn server_cmd(
+    o: &MemifOpts,
+    pair: Pair<'_>,
+    prof: &Path,
+    json: &Path,
+    sock: &Path,
+    secs: f64,
+) -> Command {
+    match pair.site {
+        Some((site, _)) => {
+            let mut c = Command::new("timeout");
+            c.args(["-k", "2", &format!("{:.0}", (secs + 60.0).ceil())])
+                .args(["taskset", "-c", &SERVER_CORE.to_string()])
+                .arg(&o.squall)
+                .args(serve_cmd::args(
+                    site,
+                    "198.18.48.1:80",
+                    "dpdk",
+                    CLIENT_MAC,
+                    &w2_body(),
+                    secs,
+                ))
+                .args(["--eal", &eal(o, "server", sock)]);
+            c
+        }
+        None => {
+            let mut c = squall_cmd(o, "server", prof, json, sock, secs);
+            c.args(["--duration", &format!("{secs}"), "--drain-sec", "1"]);
+            c
+        }
+    }
+}
+
 /// One run of workload `w` (`conns` for W2, `cps` offered for W1).
 fn run_once(
     o: &MemifOpts,
+    pair: Pair<'_>,
     w: &str,
     conns: usize,
     cps: f64,
@@ -185,12 +308,9 @@ fn run_once(
     let secs = o.seconds;
     let sock = dir.join(format!("memif-{i}.sock"));
     let _ = std::fs::remove_file(&sock);
-    let (prof, resp_total) = if w == "W1" {
-        (w1_profile(W1_RESP_BYTES, CLIENTS), W1_RESP_BYTES)
-    } else {
-        let t = squall_w2_response().len();
-        (w2_profile(t, conns, secs, CLIENTS), t)
-    };
+    let resp_total = pair.resp_total(w);
+    let http = pair.client == "squall-http";
+    let prof = pair.profile(w, conns, secs);
     let p = dir.join(format!("{w}.json"));
     std::fs::write(&p, prof.to_string()).map_err(|e| format!("{}: {e}", p.display()))?;
     let (srv_json, cli_json) = (
@@ -200,9 +320,8 @@ fn run_once(
     let _ = std::fs::remove_file(&srv_json);
     let _ = std::fs::remove_file(&cli_json);
     // The server generates nothing; it serves for the client's whole run and ends once idle.
-    let mut sc = squall_cmd(o, "server", &p, &srv_json, &sock, secs);
     let srv_secs = if w == "W1" { secs + 8.0 } else { secs + 10.0 };
-    sc.args(["--duration", &format!("{srv_secs}"), "--drain-sec", "1"]);
+    let sc = server_cmd(o, pair, &p, &srv_json, &sock, srv_secs);
     let log = dir.join(format!("server-{i}.out"));
     let mut srv = Bg::spawn(sc, &log)?;
     // The memif client connects once, at its start: the server's socket must be there
@@ -249,67 +368,94 @@ fn run_once(
     let cjs = std::fs::read_to_string(&cli_json)
         .map_err(|e| format!("squall client wrote no json ({e}): {}", text(&out)))?;
     let ok = srv.wait();
-    let sjs = std::fs::read_to_string(&srv_json).map_err(|e| {
-        format!(
-            "squall server wrote no json ({e}): {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        )
-    })?;
-    let (c, s) = (parse_squall(&cjs, "client")?, parse_squall(&sjs, "server")?);
+    let c = parse_squall(&cjs, "client")?;
     let mut notes = Vec::new();
     let mut m = Measured {
         secs,
-        errors: c.errors + s.errors,
+        errors: c.errors,
         ..Default::default()
     };
-    if w == "W1" {
-        m.ops = c.completed as f64;
-        if c.l7_rx_bytes != c.completed * resp_total as u64 {
+    // Operations: completed connections (W1) or whole answers (W2), every byte counted.
+    m.ops = if w == "W1" {
+        c.completed as f64
+    } else if http {
+        c.http_responses as f64
+    } else {
+        (c.l7_rx_bytes / resp_total as u64) as f64
+    };
+    let answers = if w == "W1" { c.completed } else { m.ops as u64 };
+    if c.l7_rx_bytes != answers * resp_total as u64 {
+        notes.push(format!(
+            "client received {} bytes, {answers} x {resp_total} expected",
+            c.l7_rx_bytes
+        ));
+        m.errors += 1;
+    }
+    if http && c.http_2xx != c.http_responses {
+        notes.push(format!(
+            "{} of {} answers not 2xx",
+            c.http_responses - c.http_2xx,
+            c.http_responses
+        ));
+        m.errors += 1;
+    }
+    // The server's side of the count, and its busy CPU (idle polling already out of it).
+    let (busy, thread) = if pair.site.is_some() {
+        let sv = serve_cmd::parse_serve(&std::fs::read_to_string(&log).unwrap_or_default())?;
+        m.errors += sv.errors;
+        if sv.status_2xx != answers {
             notes.push(format!(
-                "client received {} bytes, {} x {resp_total} expected",
-                c.l7_rx_bytes, c.completed
+                "squall serve answered {} requests with 2xx, client counted {answers}",
+                sv.status_2xx
             ));
             m.errors += 1;
         }
-        if s.completed != c.completed {
+        (sv.busy_cpu_sec, sv.cpu_sec)
+    } else {
+        let sjs = std::fs::read_to_string(&srv_json).map_err(|e| {
+            format!(
+                "squall server wrote no json ({e}): {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        })?;
+        let s = parse_squall(&sjs, "server")?;
+        m.errors += s.errors;
+        if w == "W1" && s.completed != c.completed {
             notes.push(format!(
                 "server completed {}, client {}",
                 s.completed, c.completed
             ));
             m.errors += 1;
         }
+        (s.busy_cpu_sec, s.cpu_sec)
+    };
+    if w == "W1" {
         notes.push(format!("offered {cps:.0} conn/s"));
-    } else {
-        m.ops = (c.l7_rx_bytes / resp_total as u64) as f64;
-        if c.l7_rx_bytes % resp_total as u64 != 0 {
-            notes.push("client bytes not a whole number of responses".into());
-            m.errors += 1;
-        }
     }
     if !out.status.success() && m.errors == 0 {
         notes.push(format!("squall client exit {:?}", out.status.code()));
         m.errors += 1;
     }
     if !ok && m.errors == 0 {
-        notes.push("squall server exit status not 0".into());
+        notes.push(format!("{} exit status not 0", pair.server));
         m.errors += 1;
     }
     // Busy CPU of each side's loop; idle polling is already out of it.
-    m.busy_us = [c.busy_cpu_sec * 1e6, s.busy_cpu_sec * 1e6];
-    m.proc_us = [Some(c.cpu_sec * 1e6), Some(s.cpu_sec * 1e6)];
+    m.busy_us = [c.busy_cpu_sec * 1e6, busy * 1e6];
+    m.proc_us = [Some(c.cpu_sec * 1e6), Some(thread * 1e6)];
     m.frames = port_frames(&cjs, "client");
     let mut r = Record {
         workload: w.into(),
         topology: "T-memif".into(),
-        client: "squall".into(),
-        server: "squall".into(),
+        client: pair.client.into(),
+        server: pair.server.into(),
         conns: (w == "W2").then_some(conns as u64),
         port: Some("dpdk-memif".into()),
         seconds: secs,
         ..Default::default()
     };
     let l7 = if w == "W1" {
-        (W1_REQ_BYTES + W1_RESP_BYTES) as f64
+        (W1_REQ_BYTES + resp_total) as f64
     } else {
         (W2_REQ_BYTES + resp_total) as f64
     };
@@ -370,13 +516,43 @@ pub fn run(o: &MemifOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
 }
 
 fn run_cells(o: &MemifOpts, dir: &Path, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
+    let site = if o.servers.iter().any(|s| s == "squall-serve") {
+        Some(serve_cmd::prepare(dir, &w2_body())?)
+    } else {
+        None
+    };
+    for server in &o.servers {
+        for client in &o.clients {
+            let pair = Pair {
+                client,
+                server,
+                site: if server == "squall-serve" {
+                    site.as_ref()
+                } else {
+                    None
+                },
+            };
+            run_pair(o, pair, dir, emit)?;
+        }
+    }
+    Ok(())
+}
+
+/// Every workload of `o` for one client/server pair.
+fn run_pair(
+    o: &MemifOpts,
+    pair: Pair<'_>,
+    dir: &Path,
+    emit: &mut dyn FnMut(&Record),
+) -> Result<(), String> {
+    let who = format!("{}/{}", pair.client, pair.server);
     for w in &o.workloads {
         if w == "W1" {
             // The highest offered rate whose probe runs clean.
             let mut cps = None;
             for (k, &rate) in o.w1_cps.iter().enumerate() {
-                let r = run_once(o, "W1", 0, rate, 100 + k, dir)?;
-                progress(&r, &format!("probe at {rate:.0}"));
+                let r = run_once(o, pair, "W1", 0, rate, 100 + k, dir)?;
+                progress(&r, &format!("{who} probe at {rate:.0}"));
                 if r.errors == 0 {
                     cps = Some(rate);
                     break;
@@ -384,14 +560,14 @@ fn run_cells(o: &MemifOpts, dir: &Path, emit: &mut dyn FnMut(&Record)) -> Result
             }
             let Some(cps) = cps else {
                 return Err(format!(
-                    "W1: no clean run at any of the rates {:?}",
+                    "W1 {who}: no clean run at any of the rates {:?}",
                     o.w1_cps
                 ));
             };
             let mut runs = Vec::new();
             for i in 0..o.runs {
-                let r = run_once(o, "W1", 0, cps, i, dir)?;
-                progress(&r, &format!("run {}/{}", i + 1, o.runs));
+                let r = run_once(o, pair, "W1", 0, cps, i, dir)?;
+                progress(&r, &format!("{who} run {}/{}", i + 1, o.runs));
                 runs.push(r);
             }
             emit(&median_line(&runs).ok_or("no run")?);
@@ -399,8 +575,8 @@ fn run_cells(o: &MemifOpts, dir: &Path, emit: &mut dyn FnMut(&Record)) -> Result
             for &c in &o.conns {
                 let mut runs = Vec::new();
                 for i in 0..o.runs {
-                    let r = run_once(o, "W2", c, 0.0, i, dir)?;
-                    progress(&r, &format!("C={c} run {}/{}", i + 1, o.runs));
+                    let r = run_once(o, pair, "W2", c, 0.0, i, dir)?;
+                    progress(&r, &format!("{who} C={c} run {}/{}", i + 1, o.runs));
                     runs.push(r);
                 }
                 emit(&median_line(&runs).ok_or("no run")?);
@@ -435,6 +611,15 @@ mod tests {
         assert!(parse_opts(&args("--seconds 0.1"), "sq".into()).is_err());
         assert!(parse_opts(&args("--runs"), "sq".into()).is_err());
         assert!(parse_opts(&args("--bogus 1"), "sq".into()).is_err());
+        let o = parse_opts(
+            &args("--servers squall-serve --clients squall,squall-http"),
+            "sq".into(),
+        )
+        .unwrap();
+        assert_eq!(o.servers, ["squall-serve"]);
+        assert_eq!(o.clients, ["squall", "squall-http"]);
+        assert!(parse_opts(&args("--servers nginx"), "sq".into()).is_err());
+        assert!(parse_opts(&args("--clients squall-serve"), "sq".into()).is_err());
     }
 
     #[test]

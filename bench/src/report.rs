@@ -21,6 +21,9 @@ pub struct Record {
     pub cores: Option<u64>,
     /// Extra: the address family of the flows when not IPv4 (`"ipv6"`).
     pub family: Option<String>,
+    /// Extra: `true` on the keep-alive variant of a workload defined with one request per
+    /// connection (W4); omitted otherwise.
+    pub keepalive: Option<bool>,
     pub cps: Option<f64>,
     pub rps: Option<f64>,
     pub gbps: Option<f64>,
@@ -122,6 +125,9 @@ impl Record {
         if let Some(f) = &self.family {
             let _ = write!(o, ",\"family\":\"{}\"", escape(f));
         }
+        if let Some(k) = self.keepalive {
+            let _ = write!(o, ",\"keepalive\":{k}");
+        }
         num(&mut o, "cps", self.cps);
         num(&mut o, "rps", self.rps);
         num(&mut o, "gbps", self.gbps);
@@ -195,6 +201,7 @@ pub fn median_record(runs: &[Record]) -> Option<Record> {
         initwnd: first.initwnd,
         cores: first.cores,
         family: first.family.clone(),
+        keepalive: first.keepalive,
         cps: pick(&|r| r.cps),
         rps: pick(&|r| r.rps),
         gbps: pick(&|r| r.gbps),

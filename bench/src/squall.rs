@@ -18,6 +18,7 @@ use squall_tcp::TcpConfig;
 use crate::http;
 use crate::measure::{self, Histogram};
 use crate::report::Record;
+use crate::site;
 use crate::squall_apps::{build, idle_skip, ClientApp, Endpoint, OpenStop, ServerApp, Wl};
 use crate::workload::RunCfg;
 
@@ -78,9 +79,10 @@ impl Rig {
         })
     }
 
-    /// The same rig with `squall serve`'s app as the server (a route answering W2's
-    /// request with W2's body) and the client checking each answer with squall-http.
-    fn with_serve(self) -> Rig<ServeApp> {
+    /// The same rig with `squall serve`'s app as the server, serving the benchmark site
+    /// (`site.rs`: the W1 and W4 files loaded by `Files::load`, W2's `/testu` route), and
+    /// the client checking each answer with squall-http against the body `wl` asks for.
+    fn with_serve(self, wl: Wl) -> Result<Rig<ServeApp>, String> {
         let Rig {
             mut c,
             s,
@@ -93,31 +95,39 @@ impl Rig {
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
             .map_or(0, |p| p + 4);
-        let body: Arc<[u8]> = Arc::from(&resp[head..]);
-        let route = Route::parse(&format!(
-            "/testu return 200 \"{}\"",
-            String::from_utf8_lossy(&body)
-        ))
-        .expect("the W2 body is a valid route text");
+        let w2_body: Arc<[u8]> = Arc::from(&resp[head..]);
+        let route = Route::parse(&site::w2_route(&String::from_utf8_lossy(&w2_body)))?;
+        let dir = std::env::temp_dir().join(format!("squall-bench-site-{}", std::process::id()));
+        site::write(&dir)?;
+        let files = Arc::new(Files::load(&dir)?);
+        let _ = std::fs::remove_dir_all(&dir);
+        let file = |p: &str| -> Result<Arc<[u8]>, String> {
+            Ok(files
+                .lookup(p.as_bytes())
+                .ok_or_else(|| format!("site: {p} did not load"))?
+                .1
+                .data
+                .clone())
+        };
+        let body = match wl {
+            Wl::W1 => file(site::W1_PATH)?,
+            Wl::W4 | Wl::W4Ka => file(site::W4_PATH)?,
+            Wl::W2 | Wl::Idle => w2_body,
+        };
         let cfg = AppConfig {
             max_conns: 1 << 20,
             idle_timeout_ns: 3_600_000_000_000,
             header_timeout_ns: 3_600_000_000_000,
             limits: squall_http::Limits::default(),
         };
-        let files = Arc::new(Files {
-            list: Vec::new(),
-            by_path: Default::default(),
-            bytes: 0,
-        });
         let app = ServeApp::new(cfg, files, &[route], &mut node.tcp, None);
         c.app.http_body = Some(body);
-        Rig {
+        Ok(Rig {
             c,
             s: Endpoint { node, app },
             start,
             skipped_ns,
-        }
+        })
     }
 }
 
@@ -159,16 +169,21 @@ impl<S: NodeApp + ServerErrors> Rig<S> {
 /// emulates checksum offload on the mem wire: both ports offer it, so neither host
 /// computes or verifies TCP checksums (and the wire does not either).
 pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String> {
-    let wl = if requests { Wl::W2 } else { Wl::W1 };
+    run_wl(if requests { Wl::W2 } else { Wl::W1 }, cfg, offload)
+}
+
+/// Runs workload `wl` (W1, W2, W4 or W4's keep-alive variant) between two Squall nodes
+/// with the bench's own server (fixed answers compared byte for byte); one line.
+pub(crate) fn run_wl(wl: Wl, cfg: &RunCfg, offload: bool) -> Result<Record, String> {
     let rig = Rig::new(
         wl,
         cfg.conns,
-        max_flows(cfg),
+        max_flows(cfg, wl),
         offload,
         frames(cfg),
         cfg.ipv6,
     )?;
-    Ok(measure_rig(rig, requests, cfg, offload, "squall"))
+    Ok(measure_rig(rig, wl, cfg, offload, "squall"))
 }
 
 /// W2 with `squall serve`'s app as the server (`--stacks squall-serve`): the request goes
@@ -176,27 +191,68 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool) -> Result<Record, String
 /// Date header) through the parser on the other; the same wire, client and rules as
 /// [`run`], so the two lines of one run compare what HTTP costs on top of raw W2.
 pub fn run_serve(cfg: &RunCfg, offload: bool) -> Result<Record, String> {
+    run_serve_wl(Wl::W2, cfg, offload)
+}
+
+/// [`run_serve`] for any of W1, W2, W4 and W4's keep-alive variant: W1 and W4 GET the
+/// site's files (`site.rs`) from `squall serve`'s app, one connection each or looped.
+pub(crate) fn run_serve_wl(wl: Wl, cfg: &RunCfg, offload: bool) -> Result<Record, String> {
     let rig = Rig::new(
-        Wl::W2,
+        wl,
         cfg.conns,
-        max_flows(cfg),
+        max_flows(cfg, wl),
         offload,
         frames(cfg),
         cfg.ipv6,
     )?
-    .with_serve();
-    let mut r = measure_rig(rig, true, cfg, offload, "squall-serve");
+    .with_serve(wl)?;
+    let mut r = measure_rig(rig, wl, cfg, offload, "squall-serve");
     if let Some(n) = r.note.as_mut() {
-        n.push_str(
-            "; server: squall serve's app (route /testu), client checks answers with squall-http",
-        );
+        let what = match wl {
+            Wl::W2 | Wl::Idle => "route /testu",
+            Wl::W1 => "file /w1",
+            Wl::W4 | Wl::W4Ka => "file /w4",
+        };
+        n.push_str(&format!(
+            "; server: squall serve's app ({what}), client checks answers with squall-http"
+        ));
     }
     Ok(r)
 }
 
-/// Room for the live flows plus one second of TIME_WAIT at a generous rate.
-fn max_flows(cfg: &RunCfg) -> u32 {
-    (cfg.conns as u32 * 4 + 4096).max(1 << 18)
+/// A T-mem1 cell by name: workload `W1`, `W2` or `W4` (`keepalive`: W4's keep-alive
+/// variant), with the bench's own server or (`serve`) `squall serve`'s app.
+pub fn run_cell(
+    workload: &str,
+    keepalive: bool,
+    serve: bool,
+    cfg: &RunCfg,
+    offload: bool,
+) -> Result<Record, String> {
+    let wl = match (workload, keepalive) {
+        ("W1", _) => Wl::W1,
+        ("W2", _) => Wl::W2,
+        ("W4", false) => Wl::W4,
+        ("W4", true) => Wl::W4Ka,
+        (w, _) => {
+            return Err(format!(
+                "workload {w} is not a Squall T-mem1 cell (W1, W2, W4)"
+            ))
+        }
+    };
+    if serve {
+        run_serve_wl(wl, cfg, offload)
+    } else {
+        run_wl(wl, cfg, offload)
+    }
+}
+
+/// Room for the live flows plus one second of TIME_WAIT at a generous rate: 262,144
+/// flows, and 524,288 for W4's connections (a small answer each: over 250,000 a second
+/// here, which filled the smaller table with TIME_WAIT flows and made opens wait).
+fn max_flows(cfg: &RunCfg, wl: Wl) -> u32 {
+    let floor = if wl == Wl::W4 { 1 << 19 } else { 1 << 18 };
+    (cfg.conns as u32 * 4 + 4096).max(floor)
 }
 
 /// A bounded pool, like a NIC ring: when it is full the hosts stop building frames
@@ -216,12 +272,12 @@ fn frames(cfg: &RunCfg) -> u32 {
 /// Runs a built rig for the measured window; the line names `server`.
 fn measure_rig<S: NodeApp + ServerErrors>(
     mut rig: Rig<S>,
-    requests: bool,
+    wl: Wl,
     cfg: &RunCfg,
     offload: bool,
     server: &str,
 ) -> Record {
-    let wl = if requests { Wl::W2 } else { Wl::W1 };
+    let requests = wl.looping();
     let start = Instant::now();
     let warmup = Duration::from_secs_f64(cfg.warmup);
     let measured = Duration::from_secs_f64(cfg.seconds);
@@ -272,7 +328,8 @@ fn measure_rig<S: NodeApp + ServerErrors>(
     let per_op = |x: f64| if ops > 0 { Some(x / ops as f64) } else { None };
     let rate = Some(ops as f64 / secs);
     let hist = rig.c.app.hist.take();
-    let mut note = String::from("wire=squall-port");
+    // (For instruction counts per operation: callgrind's cost of `Rig::step` over this.)
+    let mut note = format!("wire=squall-port; {} operations in all", rig.c.app.ops);
     if offload {
         note.push_str("; checksum offload emulated (no TCP checksums)");
     }
@@ -292,8 +349,9 @@ fn measure_rig<S: NodeApp + ServerErrors>(
         server: server.into(),
         conns: Some(cfg.conns as u64),
         family: cfg.ipv6.then(|| "ipv6".into()),
-        cps: if requests { None } else { rate },
-        rps: if requests { rate } else { None },
+        keepalive: wl.keepalive(),
+        cps: if wl == Wl::W1 { rate } else { None },
+        rps: if wl == Wl::W1 { None } else { rate },
         gbps: Some((rig.c.app.l7_bytes - bytes0) as f64 * 8.0 / secs / 1e9),
         mpps: Some(frames as f64 / secs / 1e6),
         p50_us: hist.as_ref().and_then(|h| h.quantile(0.5)),
@@ -400,7 +458,7 @@ impl crate::workload::IdleFlows for SquallIdle {
         // 1024 frames per side (2 MiB) for 256 opens per step.
         let rig = Rig::new(Wl::Idle, 0, n as u32 + 1024, false, 1024, false)?;
         if self.serve {
-            let mut rig = rig.with_serve();
+            let mut rig = rig.with_serve(Wl::Idle)?;
             let got = establish(&mut rig, n, deadline)?;
             self.serve_rig = Some(rig);
             Ok(got)
@@ -409,6 +467,47 @@ impl crate::workload::IdleFlows for SquallIdle {
             let got = establish(&mut rig, n, deadline)?;
             self.rig = Some(rig);
             Ok(got)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each W1, W2 and W4 cell with `squall serve`'s app (and W4 with the bench's own
+    /// server) completes operations with no error: every answer parsed and its body
+    /// compared by the client, every request answered 2xx by the server. Small hosts
+    /// so the test stays light (the cells size theirs from C): 4,096 flows, or 131,072
+    /// where each request takes a connection (TIME_WAIT holds them for a second).
+    #[test]
+    fn http_cells_run_clean() {
+        for (wl, serve) in [
+            (Wl::W1, true),
+            (Wl::W2, true),
+            (Wl::W4, true),
+            (Wl::W4Ka, true),
+            (Wl::W4, false),
+            (Wl::W4Ka, false),
+        ] {
+            let mut cfg = RunCfg::new(20, 0.2);
+            cfg.max_ops = 300;
+            let flows = if wl.one_shot() { 1 << 17 } else { 4096 };
+            let rig = Rig::new(wl, cfg.conns, flows, false, frames(&cfg), false).unwrap();
+            let r = if serve {
+                measure_rig(rig.with_serve(wl).unwrap(), wl, &cfg, false, "squall-serve")
+            } else {
+                measure_rig(rig, wl, &cfg, false, "squall")
+            };
+            assert_eq!(r.errors, 0, "{wl:?} serve={serve}: {:?}", r.note);
+            assert_eq!(r.workload, wl.name());
+            assert_eq!(r.keepalive, wl.keepalive());
+            assert!(r.rps.or(r.cps).unwrap_or(0.0) > 0.0, "{wl:?}: no operation");
+            // One request per connection: SYN, SYN-ACK, request, answer, FINs and ACKs.
+            let frames = r.frames_per_op.unwrap();
+            if wl.one_shot() {
+                assert!(frames >= 6.0, "{wl:?}: {frames} frames per connection");
+            }
         }
     }
 }

@@ -31,6 +31,10 @@ pub(crate) enum Wl {
     W1,
     /// Persistent connections looping a tiny request/response.
     W2,
+    /// ab-2649: a new connection per GET of a 2,649-byte file.
+    W4,
+    /// W4's keep-alive variant: persistent connections looping the GET.
+    W4Ka,
     /// W3: connect and stay idle.
     Idle,
 }
@@ -40,7 +44,28 @@ impl Wl {
         match self {
             Wl::W1 => "W1",
             Wl::W2 => "W2",
+            Wl::W4 | Wl::W4Ka => "W4",
             Wl::Idle => "W3",
+        }
+    }
+
+    /// One request per connection: the client closes after the answer, the server on the
+    /// client's FIN; an operation is a connection that ended so.
+    pub(crate) fn one_shot(self) -> bool {
+        matches!(self, Wl::W1 | Wl::W4)
+    }
+
+    /// Persistent connections looping request/answer; an operation is an answer.
+    pub(crate) fn looping(self) -> bool {
+        matches!(self, Wl::W2 | Wl::W4Ka)
+    }
+
+    /// The `keepalive` field of W4's lines (the variants of a one-per-connection workload).
+    pub(crate) fn keepalive(self) -> Option<bool> {
+        match self {
+            Wl::W4 => Some(false),
+            Wl::W4Ka => Some(true),
+            _ => None,
         }
     }
 }
@@ -49,6 +74,8 @@ impl Wl {
 #[derive(Clone, Copy, Default)]
 struct FlowApp {
     got: u32,
+    /// HTTP checking: the answer's head length once it is parsed (0: not yet).
+    head_len: u32,
     bad: bool,
     responding: bool,
     t_sent: u64,
@@ -97,8 +124,8 @@ pub(crate) struct ClientApp {
     pub(crate) open_in_poll: Option<(usize, usize)>,
     /// Polls whose opening stopped because the host refused (no free flow slot).
     pub(crate) refused: u64,
-    /// W2 against an HTTP server whose answers carry headers of their own (Date, ...):
-    /// each answer is parsed with squall-http and must be `200` with exactly this body,
+    /// Against an HTTP server whose answers carry headers of their own (Date, ...): each
+    /// answer is parsed with squall-http and must be `200` with exactly this body,
     /// instead of being compared byte for byte with `resp`.
     pub(crate) http_body: Option<Arc<[u8]>>,
     /// Per flow: the start of an answer split across segments (HTTP checking only).
@@ -184,8 +211,8 @@ impl TcpApp for ClientApp {
         }
         if s.got as usize == resp.len() {
             match self.wl {
-                Wl::W1 => ctl.close(),
-                Wl::W2 => {
+                w if w.one_shot() => ctl.close(),
+                w if w.looping() => {
                     self.ops += 1;
                     self.l7_bytes += (self.req_len as usize + resp.len()) as u64;
                     if let Some(h) = self.hist.as_mut() {
@@ -195,21 +222,26 @@ impl TcpApp for ClientApp {
                     s.t_sent = self.now_ns;
                     ctl.send(self.req, 0, self.req_len);
                 }
-                Wl::Idle => {}
+                _ => {}
             }
         }
     }
 
     fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
         let resp_len = self.resp.len();
+        let http = self.http_body.is_some();
         let s = flow_slot(&mut self.flows, f);
-        let ok = self.wl == Wl::W1
-            && reason == CloseReason::Normal
-            && !s.bad
-            && s.got as usize == resp_len;
+        // Raw: every byte of the answer came; HTTP: the answer was parsed whole and right
+        // (`responding`, its length in `got`).
+        let complete = if http {
+            s.responding
+        } else {
+            s.got as usize == resp_len
+        };
+        let ok = self.wl.one_shot() && reason == CloseReason::Normal && !s.bad && complete;
         if ok {
             self.ops += 1;
-            self.l7_bytes += (self.req_len as usize + resp_len) as u64;
+            self.l7_bytes += (self.req_len + s.got) as u64;
         } else {
             self.errors += 1;
         }
@@ -219,62 +251,87 @@ impl TcpApp for ClientApp {
 }
 
 impl ClientApp {
-    /// W2 against an HTTP server: parses each answer (squall-http), checks status and
-    /// body, then sends the next request.
+    /// Against an HTTP server: parses each answer (squall-http), checks status and body,
+    /// then sends the next request (looping workloads) or closes (one per connection).
     fn on_http_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
         let i = f.0 as usize;
-        if self.partial.len() <= i {
-            self.partial.resize_with(i + 1, Vec::new);
-        }
-        let mut held = std::mem::take(&mut self.partial[i]);
-        let buf: &[u8] = if held.is_empty() {
+        let body = self.http_body.as_deref().unwrap_or(&[]);
+        let s = flow_slot(&mut self.flows, f);
+        // The head is parsed once (gathered in `partial` while split across segments);
+        // the body is then compared with the expected one as it comes, in place.
+        let mut held = Vec::new();
+        let bytes: &[u8] = if s.head_len > 0 {
             data
         } else {
-            held.extend_from_slice(data);
-            &held
+            // A head split across segments was kept in `partial` (rare: most heads come
+            // whole, and then `partial` is not touched).
+            if let Some(p) = self.partial.get_mut(i).filter(|p| !p.is_empty()) {
+                held = std::mem::take(p);
+            }
+            let buf: &[u8] = if held.is_empty() {
+                data
+            } else {
+                held.extend_from_slice(data);
+                &held
+            };
+            let mut h = [squall_http::Header::EMPTY; 8];
+            match squall_http::parse_response(buf, &mut h, &HTTP_LIMITS, false) {
+                Ok(None) => {
+                    if held.is_empty() {
+                        held.extend_from_slice(data);
+                    }
+                    if self.partial.len() <= i {
+                        self.partial.resize_with(i + 1, Vec::new);
+                    }
+                    self.partial[i] = held;
+                    return;
+                }
+                Ok(Some(r))
+                    if r.code == 200
+                        && r.body == squall_http::BodyKind::Length(body.len() as u64) =>
+                {
+                    s.head_len = r.head_len as u32;
+                    s.got = 0;
+                    &buf[r.head_len..]
+                }
+                _ => {
+                    s.bad = true;
+                    ctl.abort();
+                    return;
+                }
+            }
         };
-        let body = self.http_body.as_deref().unwrap_or(&[]);
-        let mut h = [squall_http::Header::EMPTY; 16];
-        let verdict = match squall_http::parse_response(buf, &mut h, &HTTP_LIMITS, false) {
-            Ok(None) => None,
-            Ok(Some(r)) => {
-                let end = r.head_len + body.len();
-                if r.code != 200 || r.body != squall_http::BodyKind::Length(body.len() as u64) {
-                    Some(false)
-                } else if buf.len() < end {
-                    None
-                } else {
-                    // One request in flight: nothing may follow the answer.
-                    Some(buf.len() == end && &buf[r.head_len..] == body)
-                }
-            }
-            Err(_) => Some(false),
-        };
-        let n = buf.len();
-        let s = flow_slot(&mut self.flows, f);
-        match verdict {
-            None => {
-                if held.is_empty() {
-                    held.extend_from_slice(data);
-                }
-                self.partial[i] = held;
-            }
-            Some(false) => {
-                s.bad = true;
-                ctl.abort();
-            }
-            Some(true) => {
-                self.ops += 1;
-                self.l7_bytes += (self.req_len as usize + n) as u64;
-                if let Some(hist) = self.hist.as_mut() {
-                    hist.record_ns(self.now_ns.saturating_sub(s.t_sent));
-                }
-                s.t_sent = self.now_ns;
-                held.clear();
-                self.partial[i] = held;
-                ctl.send(self.req, 0, self.req_len);
-            }
+        // One request in flight: nothing may follow the answer.
+        if !matches_at(body, s.got as usize, bytes) {
+            s.bad = true;
+            ctl.abort();
+            return;
         }
+        s.got += bytes.len() as u32;
+        if !held.is_empty() {
+            held.clear();
+            self.partial[i] = held;
+        }
+        if s.got as usize != body.len() {
+            return;
+        }
+        let n = s.head_len + s.got;
+        s.head_len = 0;
+        if self.wl.one_shot() {
+            // Counted when the connection has closed normally (`on_closed`).
+            s.responding = true;
+            s.got = n;
+            ctl.close();
+            return;
+        }
+        s.got = 0;
+        self.ops += 1;
+        self.l7_bytes += u64::from(self.req_len + n);
+        if let Some(hist) = self.hist.as_mut() {
+            hist.record_ns(self.now_ns.saturating_sub(s.t_sent));
+        }
+        s.t_sent = self.now_ns;
+        ctl.send(self.req, 0, self.req_len);
     }
 }
 
@@ -282,7 +339,7 @@ impl ClientApp {
 const HTTP_LIMITS: squall_http::Limits = squall_http::Limits {
     max_start_line: 1024,
     max_header_line: 1024,
-    max_headers: 16,
+    max_headers: 8,
     max_head: 4096,
     max_body: 1 << 20,
     max_chunk_line: 256,
@@ -329,8 +386,8 @@ impl TcpApp for ServerApp {
     fn on_data(&mut self, ctl: &mut Ctl, f: FlowId, data: &[u8]) {
         let req = &self.req;
         let s = flow_slot(&mut self.flows, f);
-        if s.responding && self.wl == Wl::W1 {
-            s.bad = true; // W1 carries one request per connection
+        if s.responding && self.wl.one_shot() {
+            s.bad = true; // W1 and W4 carry one request per connection
         }
         if !verify(s, req, data) {
             ctl.abort();
@@ -338,9 +395,10 @@ impl TcpApp for ServerApp {
         }
         if s.got as usize == req.len() {
             ctl.send(self.resp, 0, self.resp_len);
-            match self.wl {
-                Wl::W1 => s.responding = true,
-                _ => s.got = 0,
+            if self.wl.one_shot() {
+                s.responding = true;
+            } else {
+                s.got = 0;
             }
         }
     }
@@ -351,7 +409,7 @@ impl TcpApp for ServerApp {
 
     fn on_closed(&mut self, f: FlowId, reason: CloseReason) {
         let s = flow_slot(&mut self.flows, f);
-        let ok = self.wl != Wl::W1
+        let ok = !self.wl.one_shot()
             || (reason == CloseReason::Normal && !s.bad && s.got as usize == self.req.len());
         if !ok {
             self.errors += 1;
@@ -430,7 +488,8 @@ pub(crate) fn build(
     .map_err(|e| e.to_string())?;
     let (req, resp) = match wl {
         Wl::W1 => (http::w1_request(), http::w1_response()),
-        _ => (http::w2_request(), http::w2_response()),
+        Wl::W4 | Wl::W4Ka => (http::w4_request(), http::w4_response()),
+        Wl::W2 | Wl::Idle => (http::w2_request(), http::w2_response()),
     };
     let mut cn = Node::new(
         a,

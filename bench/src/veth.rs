@@ -30,6 +30,8 @@ use serde_json::Value;
 
 use crate::measure::core_busy_us;
 use crate::report::{median_record, Record};
+use crate::serve_cmd::{self, AnswerSizes, ServeOut};
+use crate::site::{Site, W4_PATH};
 
 /// The client side's core and the server side's core.
 pub const CLIENT_CORE: usize = 0;
@@ -49,8 +51,10 @@ pub const W2_BODY_BYTES: usize = 80;
 /// header makes it 100 (checked by capture; the Squall server's `recv 100` checks it on
 /// every run).
 pub const AB_PAD: &str = "X-Pad: 0123456789";
-/// ab's concurrency for W1.
+/// ab's concurrency for W1 and W4.
 pub const AB_CONNS: usize = 100;
+/// W4: bytes of the request (the W1 request's shape, `/w4`; ab's with [`AB_PAD`]).
+pub const W4_REQ_BYTES: usize = 100;
 
 /// The port type of the Squall sides (`--iface KIND:IF`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,12 +84,14 @@ impl PortKind {
 
 /// Who plays a side: the kernel peer (ab/wrk, nginx) or Squall; `SquallHttp` is Squall's
 /// HTTP-aware generator as the client (`http_request` / `http_wait_response`: responses
-/// parsed with squall-http and counted by status).
+/// parsed with squall-http and counted by status); `SquallServe` is `squall serve` as
+/// the server (the site of `site.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Who {
     Kernel,
     Squall,
     SquallHttp,
+    SquallServe,
 }
 
 impl Who {
@@ -102,7 +108,10 @@ pub fn parse_pair(s: &str) -> Result<(Who, Who), String> {
         "kernel" => Ok(Who::Kernel),
         "squall" => Ok(Who::Squall),
         "squall-http" => Ok(Who::SquallHttp),
-        o => Err(format!("pair side {o}: kernel, squall or squall-http")),
+        "squall-serve" => Ok(Who::SquallServe),
+        o => Err(format!(
+            "pair side {o}: kernel, squall, squall-http (client) or squall-serve (server)"
+        )),
     };
     let (c, sv) = s
         .split_once('/')
@@ -110,6 +119,9 @@ pub fn parse_pair(s: &str) -> Result<(Who, Who), String> {
     let (c, sv) = (who(c)?, who(sv)?);
     if sv == Who::SquallHttp {
         return Err(format!("pair {s}: squall-http is a client"));
+    }
+    if c == Who::SquallServe {
+        return Err(format!("pair {s}: squall-serve is a server"));
     }
     Ok((c, sv))
 }
@@ -121,7 +133,8 @@ pub struct VethOpts {
     pub seconds: f64,
     pub runs: usize,
     pub port: PortKind,
-    /// `raw`, `W1`, `W2`.
+    /// `raw`, `W1`, `W2`, `W4` (W4: a line with one request per connection, then a
+    /// keep-alive line).
     pub workloads: Vec<String>,
     /// W2 connection counts.
     pub conns: Vec<usize>,
@@ -142,7 +155,7 @@ impl VethOpts {
             seconds: 5.0,
             runs: 3,
             port: PortKind::AfPacket,
-            workloads: vec!["RAW".into(), "W1".into(), "W2".into()],
+            workloads: vec!["RAW".into(), "W1".into(), "W2".into(), "W4".into()],
             conns: vec![100, 1000],
             pairs: vec![
                 (Who::Kernel, Who::Kernel),
@@ -150,6 +163,8 @@ impl VethOpts {
                 (Who::Kernel, Who::Squall),
                 (Who::Squall, Who::Squall),
                 (Who::SquallHttp, Who::Kernel),
+                (Who::Kernel, Who::SquallServe),
+                (Who::SquallHttp, Who::SquallServe),
             ],
             w1_cps: 0.0,
             frame_sizes: vec![64, 1514],
@@ -408,9 +423,9 @@ pub fn parse_opts(args: &[String], root: PathBuf, squall: PathBuf) -> Result<Vet
                 if let Some(w) = o
                     .workloads
                     .iter()
-                    .find(|w| !["RAW", "W1", "W2"].contains(&w.as_str()))
+                    .find(|w| !["RAW", "W1", "W2", "W4"].contains(&w.as_str()))
                 {
-                    return Err(format!("workload {w}: raw, W1 or W2"));
+                    return Err(format!("workload {w}: raw, W1, W2 or W4"));
                 }
             }
             "--conns" => o.conns = nums(v, "--conns", 1, 4000)?,
@@ -795,6 +810,18 @@ pub fn w1_request() -> String {
     .0
 }
 
+/// W4's request from Squall's HTTP-aware client: W1's shape for `/w4` (100 bytes, as
+/// ab's with [`AB_PAD`]).
+pub fn w4_request() -> String {
+    padded_request(
+        &format!(
+            "GET {W4_PATH} HTTP/1.1\r\nHost: 198.18.48.1\r\nUser-Agent: squall\r\nAccept: */*\r\n"
+        ),
+        W4_REQ_BYTES,
+    )
+    .0
+}
+
 /// W2's request: the same bytes from wrk (`-H Host -H X-Pad`) and Squall.
 pub fn w2_request() -> (String, String) {
     padded_request("GET /testu HTTP/1.1\r\nHost: 198.18.48.1\r\n", W2_REQ_BYTES)
@@ -845,14 +872,14 @@ pub fn http_request_cmd(req: &str) -> Value {
     )
 }
 
-/// W1 with the HTTP-aware client: the W1 request, wait for the end of the response as
-/// HTTP frames it, then close.
-pub fn w1_http_profile(clients: (&str, &str)) -> Value {
+/// One request per connection with the HTTP-aware client (W1, W4): `req`, wait for the
+/// end of the response as HTTP frames it, then close.
+pub fn w1_http_profile(req: &str, clients: (&str, &str)) -> Value {
     profile(
         "w1",
         &[],
         vec![
-            http_request_cmd(&w1_request()),
+            http_request_cmd(req),
             cmd("http_wait_response", serde_json::json!({})),
         ],
         vec![cmd("accept", serde_json::json!({}))],
@@ -862,9 +889,9 @@ pub fn w1_http_profile(clients: (&str, &str)) -> Value {
     )
 }
 
-/// W2 with the HTTP-aware client: `conns` connections, each looping W2's request and the
-/// end of its response for `secs`.
-pub fn w2_http_profile(conns: usize, secs: f64, clients: (&str, &str)) -> Value {
+/// Keep-alive with the HTTP-aware client (W2, W4's keep-alive variant): `conns`
+/// connections, each looping `req` and the end of its response for `secs`.
+pub fn w2_http_profile(req: &str, conns: usize, secs: f64, clients: (&str, &str)) -> Value {
     let us = (secs * 1e6) as u64;
     profile(
         "w2",
@@ -872,7 +899,7 @@ pub fn w2_http_profile(conns: usize, secs: f64, clients: (&str, &str)) -> Value 
         vec![
             cmd("set_tick_var", serde_json::json!({"id": 0})),
             cmd("set_label", serde_json::json!({"label": "a"})),
-            http_request_cmd(&w2_request().0),
+            http_request_cmd(req),
             cmd("http_wait_response", serde_json::json!({})),
             cmd(
                 "jmp_dp",
@@ -1006,6 +1033,8 @@ struct Nginx {
     w1_body: usize,
     /// Whole W2 response.
     w2_total: usize,
+    /// Whole W4 response (the 2,649-byte file) to an HTTP/1.1 request.
+    w4_total: usize,
     pid_file: PathBuf,
 }
 
@@ -1049,6 +1078,11 @@ impl Nginx {
             std::fs::write(www.join("w1"), b).map_err(|e| e.to_string())
         };
         write_body(W1_RESP_BYTES - 256)?;
+        std::fs::write(
+            www.join(W4_PATH.trim_start_matches('/')),
+            crate::http::w4_body(),
+        )
+        .map_err(|e| e.to_string())?;
         let d = dir.display();
         let conf = format!(
             "daemon off;\nmaster_process off;\nworker_processes 1;\nworker_rlimit_nofile 16384;\n\
@@ -1106,11 +1140,16 @@ impl Nginx {
         if b2 != W2_BODY_BYTES {
             return Err(format!("nginx /testu body is {b2} bytes"));
         }
+        let (h4, b4) = curl_size(&format!("http://{SERVER_IP}{W4_PATH}"))?;
+        if b4 != crate::http::W4_FILE_LEN {
+            return Err(format!("nginx {W4_PATH} body is {b4} bytes"));
+        }
         Ok(Nginx {
             _proc: proc,
             w1_total: h + b,
             w1_body: b,
             w2_total: h2 + b2,
+            w4_total: h4 + b4,
             pid_file: dir.join("nginx.pid"),
         })
     }
@@ -1124,11 +1163,13 @@ fn names(w: &str, c: Who, s: Who) -> (&'static str, &'static str) {
     let client = match (c, w) {
         (Who::Squall, _) => "squall",
         (Who::SquallHttp, _) => "squall-http",
-        (Who::Kernel, "W1") => "ab",
+        (Who::Kernel, "W1" | "W4") => "ab",
         (Who::Kernel, _) => "wrk",
+        (Who::SquallServe, _) => "squall-serve", // refused by parse_pair
     };
     let server = match s {
         Who::Kernel => "nginx",
+        Who::SquallServe => "squall-serve",
         _ => "squall",
     };
     (client, server)
@@ -1152,7 +1193,11 @@ struct Cell<'a> {
     conns: usize,
     dir: PathBuf,
     nginx: Option<&'a Nginx>,
-    /// W1 rate of Squall's client.
+    /// `squall serve`'s site and the sizes of its answers (server `squall-serve`).
+    serve: Option<&'a (Site, AnswerSizes)>,
+    /// W4: the keep-alive variant (else one request per connection).
+    keepalive: bool,
+    /// Rate of Squall's client in the one-request-per-connection cells (W1, W4).
     w1_cps: f64,
     cli_mac: String,
     srv_mac: String,
@@ -1193,12 +1238,22 @@ impl Cell<'_> {
 
     /// The expected response size at the client.
     fn resp_total(&self) -> usize {
-        match (self.w, self.nginx) {
-            ("W1", Some(n)) => n.w1_total,
-            ("W1", None) => W1_RESP_BYTES,
-            (_, Some(n)) => n.w2_total,
-            (_, None) => squall_w2_response().len(),
+        match (self.w, self.nginx, self.serve) {
+            ("W1", Some(n), _) => n.w1_total,
+            ("W4", Some(n), _) => n.w4_total,
+            (_, Some(n), _) => n.w2_total,
+            ("W1", None, Some((_, z))) => z.w1,
+            ("W4", None, Some((_, z))) => z.w4,
+            (_, None, Some((_, z))) => z.w2,
+            ("W1", None, None) => W1_RESP_BYTES,
+            (_, None, None) => squall_w2_response().len(),
         }
+    }
+
+    /// One request per connection (W1, W4 without keep-alive): the client closes after
+    /// the answer; an operation is a connection.
+    fn one_shot(&self) -> bool {
+        self.w == "W1" || (self.w == "W4" && !self.keepalive)
     }
 
     fn write_profile(&self, name: &str, v: &Value) -> Result<PathBuf, String> {
@@ -1218,7 +1273,24 @@ impl Cell<'_> {
         // The server, if it is Squall's: started first, for longer than the client runs.
         let mut srv = None;
         let srv_json = self.dir.join(format!("server-{i}.json"));
-        if self.s.is_squall() {
+        let srv_log = self.dir.join(format!("server-{i}.out"));
+        if let (Who::SquallServe, Some((site, _))) = (self.s, self.serve) {
+            let mut args = vec![self.o.squall.display().to_string()];
+            args.extend(serve_cmd::args(
+                site,
+                &format!("{SERVER_IP}:80"),
+                &self.o.port.iface(SRV_IF),
+                &self.cli_mac,
+                &w2_body(),
+                secs + 4.0,
+            ));
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            srv = Some(Bg::spawn(
+                pinned(SRV_NS, SERVER_CORE, secs + 60.0, &a),
+                &srv_log,
+            )?);
+            self.wait_server_ready()?;
+        } else if self.s.is_squall() {
             let _ = std::fs::remove_file(&srv_json);
             let clients = if self.c == Who::Kernel {
                 ("198.18.0.2", "198.18.0.2")
@@ -1235,46 +1307,48 @@ impl Cell<'_> {
             let a: Vec<&str> = args.iter().map(String::as_str).collect();
             srv = Some(Bg::spawn(
                 pinned(SRV_NS, SERVER_CORE, secs + 60.0, &a),
-                &self.dir.join(format!("server-{i}.out")),
+                &srv_log,
             )?);
             self.wait_server_ready()?;
         }
         // The client, in the foreground.
         match (self.c, self.w) {
-            (Who::Kernel, "W1") => {
-                let url = format!("http://{SERVER_IP}/w1");
+            (Who::Kernel, "W1" | "W4") => {
+                let path = if self.w == "W1" { "/w1" } else { W4_PATH };
+                let url = format!("http://{SERVER_IP}{path}");
                 let t = format!("{secs}");
                 let conc = AB_CONNS.to_string();
-                let out = output(pinned(
-                    CLI_NS,
-                    CLIENT_CORE,
-                    secs + 40.0,
-                    &[
-                        "/usr/bin/time",
-                        "-f",
-                        "SQB-CPU %U %S",
-                        "ab",
-                        "-q",
-                        "-r",
-                        "-s",
-                        "10",
-                        "-c",
-                        &conc,
-                        "-t",
-                        &t,
-                        "-n",
-                        "100000000",
-                        "-H",
-                        AB_PAD,
-                        &url,
-                    ],
-                ))?;
+                let mut args = vec![
+                    "/usr/bin/time",
+                    "-f",
+                    "SQB-CPU %U %S",
+                    "ab",
+                    "-q",
+                    "-r",
+                    "-s",
+                    "10",
+                    "-c",
+                    &conc,
+                    "-t",
+                    &t,
+                    "-n",
+                    "100000000",
+                    "-H",
+                    AB_PAD,
+                ];
+                if self.keepalive {
+                    args.push("-k");
+                }
+                args.push(&url);
+                let out = output(pinned(CLI_NS, CLIENT_CORE, secs + 40.0, &args))?;
                 let txt = text(&out);
                 let ab = parse_ab(&txt).ok_or_else(|| format!("ab said: {txt}"))?;
                 m.proc_us[0] = parse_time_cpu(&txt);
-                let want = match self.nginx {
-                    Some(n) => n.w1_body,
-                    None => W1_RESP_BYTES - (squall_w1_response().find("\r\n\r\n").unwrap() + 4),
+                let want = match (self.w, self.nginx, self.serve) {
+                    ("W1", Some(n), _) => n.w1_body,
+                    ("W4", _, _) => crate::http::W4_FILE_LEN,
+                    (_, None, Some((_, z))) => z.w1_body,
+                    _ => W1_RESP_BYTES - (squall_w1_response().find("\r\n\r\n").unwrap() + 4),
                 };
                 m.ops = ab.complete as f64;
                 m.secs = ab.secs;
@@ -1327,11 +1401,17 @@ impl Cell<'_> {
                 let total = self.resp_total();
                 let clients = ("198.18.16.1", "198.18.16.200");
                 let http = c == Who::SquallHttp;
-                let (prof, dur, mult) = match (w == "W1", http) {
+                let one_shot = self.one_shot();
+                let req = match w {
+                    "W1" => w1_request(),
+                    "W4" => w4_request(),
+                    _ => w2_request().0,
+                };
+                let (prof, dur, mult) = match (one_shot, http) {
                     (true, false) => (w1_profile(total, clients), secs, self.w1_cps),
-                    (true, true) => (w1_http_profile(clients), secs, self.w1_cps),
+                    (true, true) => (w1_http_profile(&req, clients), secs, self.w1_cps),
                     (false, false) => (w2_profile(total, self.conns, secs, clients), 1.0, 1.0),
-                    (false, true) => (w2_http_profile(self.conns, secs, clients), 1.0, 1.0),
+                    (false, true) => (w2_http_profile(&req, self.conns, secs, clients), 1.0, 1.0),
                 };
                 let p = self.write_profile("client.json", &prof)?;
                 let json = self.dir.join(format!("client-{i}.json"));
@@ -1354,7 +1434,7 @@ impl Cell<'_> {
                     // their bytes must be whole responses of the measured size.
                     m.ops = sq.http_responses as f64;
                     m.secs = secs;
-                    let want = if w == "W1" {
+                    let want = if one_shot {
                         sq.completed
                     } else {
                         sq.http_responses
@@ -1369,7 +1449,7 @@ impl Cell<'_> {
                         ));
                         m.errors += 1;
                     }
-                } else if w == "W1" {
+                } else if one_shot {
                     m.ops = sq.completed as f64;
                     m.secs = secs;
                     if sq.l7_rx_bytes != sq.completed * total as u64 {
@@ -1395,13 +1475,24 @@ impl Cell<'_> {
                 m.proc_us[0] = Some(sq.busy_cpu_sec * 1e6);
             }
         }
+        if let (Some(mut s), Who::SquallServe) = (srv.take(), self.s) {
+            let ok = s.wait();
+            let sv: ServeOut =
+                serve_cmd::parse_serve(&std::fs::read_to_string(&srv_log).unwrap_or_default())?;
+            m.errors += sv.errors;
+            if !ok {
+                notes.push("squall serve exit status not 0".into());
+                m.errors += 1;
+            }
+            m.idle_us[1] = Some(sv.idle_us());
+            m.proc_us[1] = Some(sv.busy_cpu_sec * 1e6);
+        }
         if let Some(mut s) = srv {
             let ok = s.wait();
             let js = std::fs::read_to_string(&srv_json).map_err(|e| {
                 format!(
                     "squall server wrote no json ({e}): {}",
-                    std::fs::read_to_string(self.dir.join(format!("server-{i}.out")))
-                        .unwrap_or_default()
+                    std::fs::read_to_string(&srv_log).unwrap_or_default()
                 )
             })?;
             let sq = parse_squall(&js, "server")?;
@@ -1409,7 +1500,7 @@ impl Cell<'_> {
             // requests end as peer_closed_early / aborted / bad_close on Squall's side; at
             // most one per client connection, and the client did not count them as done.
             let unfinished = if self.c == Who::Kernel {
-                let conns = if self.w == "W1" { AB_CONNS } else { self.conns };
+                let conns = if self.w == "W2" { self.conns } else { AB_CONNS };
                 (sq.peer_closed_early + sq.aborted + sq.bad_close).min(conns as u64)
             } else {
                 0
@@ -1439,11 +1530,12 @@ impl Cell<'_> {
             topology: "T-veth".into(),
             client: client.into(),
             server: server.into(),
-            conns: Some(if self.w == "W1" && self.c == Who::Kernel {
+            conns: Some(if self.w != "W2" && self.c == Who::Kernel {
                 AB_CONNS as u64
             } else {
                 self.conns as u64
             }),
+            keepalive: (self.w == "W4").then_some(self.keepalive),
             port: (self.c.is_squall() || self.s.is_squall()).then(|| o.port.name().to_string()),
             seconds: secs,
             ..Default::default()
@@ -1454,7 +1546,7 @@ impl Cell<'_> {
             (W2_REQ_BYTES + self.resp_total()) as f64
         };
         fill(&mut r, &m, Some(l7));
-        if self.c.is_squall() && self.w == "W1" {
+        if self.c.is_squall() && self.one_shot() {
             r.conns = None;
             notes.push(format!("squall client offered {:.0} conn/s", self.w1_cps));
         }
@@ -1615,19 +1707,27 @@ fn tmpdir() -> Result<PathBuf, String> {
     Ok(d)
 }
 
-/// One cell: the lab in its pair's mode, nginx if it serves, `o.runs` runs, the median.
+/// One cell: the lab in its pair's mode, nginx if it serves (or `squall serve`'s site),
+/// `o.runs` runs, the median.
+#[allow(clippy::too_many_arguments)]
 fn run_cell(
     o: &VethOpts,
     w: &str,
     c: Who,
     s: Who,
     conns: usize,
+    keepalive: bool,
     w1_cps: f64,
     dir: &Path,
 ) -> Result<Record, String> {
     let _lab = Lab::up(&o.root, lab_mode(c, s))?;
     let nginx = if s == Who::Kernel {
         Some(Nginx::start(dir)?)
+    } else {
+        None
+    };
+    let serve = if s == Who::SquallServe {
+        Some(serve_cmd::prepare(dir, &w2_body())?)
     } else {
         None
     };
@@ -1639,6 +1739,8 @@ fn run_cell(
         conns,
         dir: dir.to_path_buf(),
         nginx: nginx.as_ref(),
+        serve: serve.as_ref(),
+        keepalive,
         w1_cps,
         cli_mac: link(CLI_NS, CLI_IF)?.0,
         srv_mac: link(SRV_NS, SRV_IF)?.0,
@@ -1680,7 +1782,9 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
     guard_signals(o.root.clone());
     let dir = tmpdir()?;
     let _cc = CcGuard::allow_cubic()?;
-    let mut ab_cps: Option<f64> = None;
+    // ab's rate against nginx per one-request-per-connection workload (W1, W4): the rate
+    // Squall's clients offer in the same invocation.
+    let mut ab_cps: Vec<(String, f64)> = Vec::new();
     for w in &o.workloads {
         if w == "RAW" {
             let _lab = Lab::up(&o.root, "both")?;
@@ -1690,23 +1794,40 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
             }
             continue;
         }
-        let conns: Vec<usize> = if w == "W1" {
-            vec![AB_CONNS]
-        } else {
+        let conns: Vec<usize> = if w == "W2" {
             o.conns.clone()
+        } else {
+            vec![AB_CONNS]
         };
+        // W4: one request per connection, then the keep-alive variant.
+        let variants: &[bool] = if w == "W4" { &[false, true] } else { &[false] };
         for &(c, s) in &o.pairs {
-            for &cn in &conns {
+            if w == "W4" && (c == Who::Squall || s == Who::Squall) {
+                eprintln!(
+                    "W4 {}/{}: skipped (W4 pairs: ab or squall-http against nginx or squall-serve)",
+                    names(w, c, s).0,
+                    names(w, c, s).1
+                );
+                continue;
+            }
+            for (&cn, &keepalive) in conns
+                .iter()
+                .flat_map(|c| variants.iter().map(move |k| (c, k)))
+            {
                 let w1_cps = if o.w1_cps > 0.0 {
                     o.w1_cps
                 } else {
-                    ab_cps.unwrap_or(10_000.0).round()
+                    ab_cps
+                        .iter()
+                        .find(|(k, _)| k == w)
+                        .map_or(10_000.0, |x| x.1)
+                        .round()
                 };
                 // Other users of the lab may tear it down under us (the lock is advisory):
                 // a cell that fails is run again on a fresh lab (three more times at most).
                 let mut tries = 0;
                 let r = loop {
-                    match run_cell(o, w, c, s, cn, w1_cps, &dir) {
+                    match run_cell(o, w, c, s, cn, keepalive, w1_cps, &dir) {
                         Err(e) if tries < 3 => {
                             tries += 1;
                             eprintln!("  cell failed ({}); again on a fresh lab", e.trim());
@@ -1715,8 +1836,11 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
                         r => break r?,
                     }
                 };
-                if w == "W1" && c == Who::Kernel && s == Who::Kernel && r.errors == 0 {
-                    ab_cps = r.cps;
+                if w != "W2" && !keepalive && c == Who::Kernel && s == Who::Kernel && r.errors == 0
+                {
+                    if let Some(rate) = r.cps.or(r.rps) {
+                        ab_cps.push((w.clone(), rate));
+                    }
                 }
                 emit(&r);
             }
@@ -1847,7 +1971,10 @@ Requests/sec: 122469.00
         assert!(squall_w2_response().ends_with(&w2_body()));
         // The HTTP-aware client's requests are the same bytes, rebuilt from parts the way
         // the profile loader joins them (request line, header lines, empty line).
-        for want in [w1_request(), req.clone()] {
+        // W4's request has W1's shape and size (ab's path is as long as /w1).
+        assert_eq!(w4_request().len(), W4_REQ_BYTES);
+        assert!(w4_request().starts_with("GET /w4 HTTP/1.1\r\n"));
+        for want in [w1_request(), req.clone(), w4_request()] {
             let c = http_request_cmd(&want);
             let mut got = format!(
                 "{} {} HTTP/1.1\r\n",
@@ -1913,6 +2040,19 @@ Requests/sec: 122469.00
             Ok((Who::SquallHttp, Who::Kernel))
         );
         assert!(parse_pair("kernel/squall-http").is_err());
+        assert_eq!(
+            parse_pair("squall-http/squall-serve"),
+            Ok((Who::SquallHttp, Who::SquallServe))
+        );
+        assert!(parse_pair("squall-serve/kernel").is_err());
+        assert_eq!(
+            names("W4", Who::Kernel, Who::SquallServe),
+            ("ab", "squall-serve")
+        );
+        assert_eq!(
+            names("W2", Who::Kernel, Who::SquallServe),
+            ("wrk", "squall-serve")
+        );
         assert!(parse_pair("nginx").is_err());
         assert_eq!(PortKind::parse("afxdp"), Ok(PortKind::AfXdp));
         assert_eq!(PortKind::AfPacket.iface("sq-cli0"), "afpacket:sq-cli0");
@@ -1924,9 +2064,10 @@ Requests/sec: 122469.00
         let p = |s: &str| parse_opts(&a(s), "/r".into(), "/r/squall".into());
         let o = p("").unwrap();
         assert_eq!((o.runs, o.port), (3, PortKind::AfPacket));
-        assert_eq!(o.workloads, vec!["RAW", "W1", "W2"]);
-        assert_eq!(o.pairs.len(), 5);
+        assert_eq!(o.workloads, vec!["RAW", "W1", "W2", "W4"]);
+        assert_eq!(o.pairs.len(), 7);
         assert_eq!(o.pairs[4], (Who::SquallHttp, Who::Kernel));
+        assert_eq!(o.pairs[6], (Who::SquallHttp, Who::SquallServe));
         let o = p(
             "--runs 1 --seconds 1 --workloads raw,w2 --conns 10 --pairs kernel/kernel --port afxdp",
         )

@@ -6,8 +6,8 @@ use crate::body::BodyKind;
 use crate::error::Error;
 use crate::limits::Limits;
 use crate::syntax::{
-    all_tchar, find_lf, is_field_vchar, is_target_char, is_tchar, is_token, list, trim_ows,
-    word_has_ctl,
+    all_tchar, find_lf, is_field_vchar, is_target_char, is_tchar, is_token, list, name_is,
+    trim_ows, word_has_ctl,
 };
 
 /// The protocol version of a message (HTTP/1.x with a minor version above 1 is taken as
@@ -45,6 +45,7 @@ pub enum Method {
 
 impl Method {
     /// The method of token `m` (methods are case-sensitive, RFC 9110 §9.1).
+    #[inline]
     pub fn from_bytes(m: &[u8]) -> Method {
         match m {
             b"GET" => Method::Get,
@@ -156,10 +157,18 @@ pub fn parse_request<'b, 'h>(
             return Err(Error::BadRequest("too many empty lines before the request"));
         }
     }
-    let Some((line, next)) = line(buf, pos, lim.max_start_line, Error::UriTooLong)? else {
-        return Ok(None);
-    };
-    let (method_raw, target, version) = request_line(line)?;
+    let (method_raw, target, version, next) =
+        match crate::fast::request_line(buf, pos, lim.max_start_line) {
+            Some(l) => l,
+            None => {
+                let Some((line, next)) = line(buf, pos, lim.max_start_line, Error::UriTooLong)?
+                else {
+                    return Ok(None);
+                };
+                let (m, t, v) = request_line(line)?;
+                (m, t, v, next)
+            }
+        };
     let Some((n, head_len)) = fields(buf, next, headers, lim)? else {
         return Ok(None);
     };
@@ -203,10 +212,17 @@ pub fn parse_response<'b, 'h>(
     lim: &Limits,
     head_request: bool,
 ) -> Result<Option<Response<'b, 'h>>, Error> {
-    let Some((line, next)) = line(buf, 0, lim.max_start_line, Error::HeadersTooLarge)? else {
-        return Ok(None);
+    let (version, code, reason, next) = match crate::fast::status_line(buf, lim.max_start_line) {
+        Some(l) => l,
+        None => {
+            let Some((line, next)) = line(buf, 0, lim.max_start_line, Error::HeadersTooLarge)?
+            else {
+                return Ok(None);
+            };
+            let (v, c, r) = status_line(line)?;
+            (v, c, r, next)
+        }
     };
-    let (version, code, reason) = status_line(line)?;
     let Some((n, head_len)) = fields(buf, next, headers, lim)? else {
         return Ok(None);
     };
@@ -339,8 +355,20 @@ fn status_line(l: &[u8]) -> Result<(Version, u16, &[u8]), Error> {
 
 /// The header section from `pos` up to and including the empty line: the number of
 /// fields stored and the head's total length; `None` if incomplete. One pass over each
-/// line (RFC 9112 §5: `field-name ":" OWS field-value OWS CRLF`).
+/// line (RFC 9112 §5: `field-name ":" OWS field-value OWS CRLF`); plain lines through
+/// the vector fast path (`fast.rs`), the rest, and every error, through the general code.
+#[inline]
 fn fields<'b>(
+    buf: &'b [u8],
+    pos: usize,
+    out: &mut [Header<'b>],
+    lim: &Limits,
+) -> Result<Option<(usize, usize)>, Error> {
+    fields_with::<true>(buf, pos, out, lim)
+}
+
+/// [`fields`], with (`FAST`) or without the fast path: the tests check that both agree.
+fn fields_with<'b, const FAST: bool>(
     buf: &'b [u8],
     mut pos: usize,
     out: &mut [Header<'b>],
@@ -356,7 +384,26 @@ fn fields<'b>(
             Ok(None)
         }
     };
+    let max_n = lim.max_headers.min(out.len());
     loop {
+        if FAST {
+            // Plain lines back to back (at a limit the general code decides), then the
+            // head's end; anything else goes to the general code, one line at a time.
+            while let Some((colon, vstart, end)) = crate::fast::field_line(buf, pos) {
+                if end - pos > lim.max_header_line || end + 2 > lim.max_head || n >= max_n {
+                    break;
+                }
+                out[n] = Header {
+                    name: &buf[pos..colon],
+                    value: &buf[vstart..end],
+                };
+                n += 1;
+                pos = end + 2;
+            }
+            if buf.get(pos..pos + 2) == Some(b"\r\n") && pos + 2 <= lim.max_head {
+                return Ok(Some((n, pos + 2)));
+            }
+        }
         let start = pos;
         let Some(&c) = buf.get(pos) else {
             return partial(start, len);
@@ -431,7 +478,7 @@ fn fields<'b>(
         if pos - start > lim.max_header_line || pos + 2 > lim.max_head {
             return Err(Error::HeadersTooLarge);
         }
-        if n >= lim.max_headers || n >= out.len() {
+        if n >= max_n {
             return Err(Error::HeadersTooLarge);
         }
         out[n] = Header {
@@ -485,61 +532,60 @@ struct Semantics {
 }
 
 impl Semantics {
+    #[inline(always)]
     fn of(headers: &[Header<'_>]) -> Result<Semantics, Error> {
         let mut s = Semantics::default();
         let mut codings = 0u32;
         let mut chunked_at = None;
         for h in headers {
             let n = h.name;
-            // Only these lengths and first letters can matter (a cheap filter first).
-            let first = n.first().map_or(0, |c| c | 0x20);
-            if !matches!(
-                (n.len(), first),
-                (4, b'h') | (6, b'e') | (10, b'c') | (14, b'c') | (17, b't')
-            ) {
-                continue;
-            }
-            if n.eq_ignore_ascii_case(b"content-length") {
-                if s.cl.is_some() {
-                    return Err(Error::BadRequest("more than one Content-Length"));
-                }
-                s.cl = Some(
-                    crate::syntax::parse_decimal(h.value)
-                        .ok_or(Error::BadRequest("invalid Content-Length"))?,
-                );
-            } else if n.eq_ignore_ascii_case(b"transfer-encoding") {
-                let mut any = false;
-                for c in list(h.value) {
-                    any = true;
-                    if chunked_at.is_some() {
-                        return Err(Error::BadRequest("a transfer coding after chunked"));
+            // Dispatch on the length: only five names matter, each of its own length.
+            match n.len() {
+                14 if name_is(n, b"content-length") => {
+                    if s.cl.is_some() {
+                        return Err(Error::BadRequest("more than one Content-Length"));
                     }
-                    if c.eq_ignore_ascii_case(b"chunked") {
-                        chunked_at = Some(codings);
-                    } else if !is_token(c.split(|&b| b == b';').next().unwrap_or(c)) {
-                        return Err(Error::BadRequest("malformed Transfer-Encoding"));
+                    s.cl = Some(
+                        crate::syntax::parse_decimal(h.value)
+                            .ok_or(Error::BadRequest("invalid Content-Length"))?,
+                    );
+                }
+                17 if name_is(n, b"transfer-encoding") => {
+                    let mut any = false;
+                    for c in list(h.value) {
+                        any = true;
+                        if chunked_at.is_some() {
+                            return Err(Error::BadRequest("a transfer coding after chunked"));
+                        }
+                        if c.eq_ignore_ascii_case(b"chunked") {
+                            chunked_at = Some(codings);
+                        } else if !is_token(c.split(|&b| b == b';').next().unwrap_or(c)) {
+                            return Err(Error::BadRequest("malformed Transfer-Encoding"));
+                        }
+                        codings += 1;
                     }
-                    codings += 1;
-                }
-                if !any {
-                    return Err(Error::BadRequest("empty Transfer-Encoding"));
-                }
-            } else if n.eq_ignore_ascii_case(b"connection") {
-                for t in list(h.value) {
-                    if t.eq_ignore_ascii_case(b"close") {
-                        s.close = true;
-                    } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                        s.keep_alive = true;
+                    if !any {
+                        return Err(Error::BadRequest("empty Transfer-Encoding"));
                     }
                 }
-            } else if n.eq_ignore_ascii_case(b"expect") {
-                if h.value.eq_ignore_ascii_case(b"100-continue") {
-                    s.expect_continue = true;
-                } else {
-                    s.expect_other = true;
+                10 if name_is(n, b"connection") => {
+                    for t in list(h.value) {
+                        if t.eq_ignore_ascii_case(b"close") {
+                            s.close = true;
+                        } else if t.eq_ignore_ascii_case(b"keep-alive") {
+                            s.keep_alive = true;
+                        }
+                    }
                 }
-            } else if n.eq_ignore_ascii_case(b"host") {
-                s.hosts += 1;
+                6 if name_is(n, b"expect") => {
+                    if h.value.eq_ignore_ascii_case(b"100-continue") {
+                        s.expect_continue = true;
+                    } else {
+                        s.expect_other = true;
+                    }
+                }
+                4 if name_is(n, b"host") => s.hosts += 1,
+                _ => {}
             }
         }
         if codings > 0 {
@@ -593,6 +639,178 @@ mod tests {
             let want = b.iter().position(|&x| x == b':');
             assert_eq!(find_colon(&b, 0), want, "byte {c:#x}");
         }
+    }
+
+    /// The fast path and the general code give the same answer for every head: lines
+    /// of every shape the fast path takes or leaves, each byte of them replaced by bytes of
+    /// every class, at every length (incomplete heads included), with tight limits.
+    #[test]
+    fn fast_path_agrees_with_the_general_code() {
+        let base: &[u8] =
+            b"Host: a\r\nX-Long-Name-Here: v\r\nDate: Wed, 25 Nov 2026 14:50:00 GMT\r\n\
+            E:\r\nS:  two\r\nT:\tx\r\nU: y \r\nContent-Length: 80\r\n\r\ntrailing body bytes....";
+        let lims = [
+            Limits::default(),
+            Limits {
+                max_header_line: 20,
+                max_head: 60,
+                max_headers: 3,
+                ..Limits::default()
+            },
+        ];
+        let check = |buf: &[u8]| {
+            for lim in &lims {
+                for len in [buf.len(), buf.len() / 2, buf.len().saturating_sub(30)] {
+                    let b = &buf[..len];
+                    let (mut h1, mut h2) = ([Header::EMPTY; 8], [Header::EMPTY; 8]);
+                    let a = fields_with::<true>(b, 0, &mut h1, lim);
+                    let g = fields_with::<false>(b, 0, &mut h2, lim);
+                    assert_eq!(a, g, "{:?}", String::from_utf8_lossy(b));
+                    assert_eq!(h1, h2);
+                }
+            }
+        };
+        check(base);
+        for i in 0..110 {
+            for c in [
+                0u8, b'\t', b'\n', b'\r', b' ', b':', b'"', b'a', 0x7f, 0x80, 0xff,
+            ] {
+                let mut b = base.to_vec();
+                b[i] = c;
+                check(&b);
+            }
+        }
+    }
+
+    /// Random heads (several bytes of a realistic head replaced at random, lines cut
+    /// short, limits varied): the fast paths and the general code agree on every one.
+    #[test]
+    fn fast_paths_agree_on_random_heads() {
+        let bases: [&[u8]; 3] = [
+            b"HTTP/1.1 200 OK\r\nServer: squall\r\nContent-Type: text/plain\r\n\
+              Content-Length: 80\r\nDate: Wed, 25 Nov 2026 14:50:00 GMT\r\n\r\nABCDEFGHIJKLMNOPQRSTUVWXYZ",
+            b"GET /testu?a=b HTTP/1.1\r\nHost: 48.0.0.1\r\nUser-Agent: curl/8.5.0\r\n\
+              Accept: */*\r\nX-Some_Tchar.Name~: v\r\n\r\n0123456789abcdef",
+            b"POST /up HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\
+              Expect: 100-continue\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        ];
+        let bytes = [
+            0u8, b'\t', b'\n', b'\r', b' ', b':', b'-', b'_', b'"', b'a', b'Z', b'0', 0x7f, 0x80,
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let base = bases[(next() % 3) as usize];
+            let mut b = base.to_vec();
+            for _ in 0..next() % 4 {
+                let i = (next() as usize) % b.len();
+                b[i] = bytes[(next() as usize) % bytes.len()];
+            }
+            let len = if next() % 4 == 0 {
+                (next() as usize) % b.len()
+            } else {
+                b.len()
+            };
+            let b = &b[..len];
+            let lim = Limits {
+                max_header_line: 12 + (next() as usize) % 60,
+                max_head: 40 + (next() as usize) % 200,
+                max_headers: 1 + (next() as usize) % 6,
+                ..Limits::default()
+            };
+            let start = b.windows(2).position(|w| w == b"\r\n").map_or(0, |p| p + 2);
+            let (mut h1, mut h2) = ([Header::EMPTY; 8], [Header::EMPTY; 8]);
+            let fast = fields_with::<true>(b, start, &mut h1, &lim);
+            assert_eq!(fast, fields_with::<false>(b, start, &mut h2, &lim), "{b:?}");
+            assert_eq!(h1, h2);
+            for max in [lim.max_header_line, 8192] {
+                if let Some(f) = crate::fast::request_line(b, 0, max) {
+                    let l = line(b, 0, max, Error::UriTooLong).unwrap().unwrap();
+                    let (m, t, v) = request_line(l.0).unwrap();
+                    assert_eq!(f, (m, t, v, l.1), "{b:?}");
+                }
+                if let Some(f) = crate::fast::status_line(b, max) {
+                    let l = line(b, 0, max, Error::HeadersTooLarge).unwrap().unwrap();
+                    let (v, c, r) = status_line(l.0).unwrap();
+                    assert_eq!(f, (v, c, r, l.1), "{b:?}");
+                }
+            }
+        }
+    }
+
+    /// The start-line fast paths agree with the general code on every line shape they
+    /// take and leave, each byte replaced by bytes of every class, at every length.
+    #[test]
+    fn start_line_fast_paths_agree_with_the_general_code() {
+        type Req<'a> = Result<Option<(&'a [u8], &'a [u8], Version, usize)>, Error>;
+        type Status<'a> = Result<Option<(Version, u16, &'a [u8], usize)>, Error>;
+        fn general_req(b: &[u8], max: usize) -> Req<'_> {
+            line(b, 0, max, Error::UriTooLong).and_then(|l| match l {
+                Some((l, next)) => request_line(l).map(|(m, t, v)| Some((m, t, v, next))),
+                None => Ok(None),
+            })
+        }
+        fn general_status(b: &[u8], max: usize) -> Status<'_> {
+            line(b, 0, max, Error::HeadersTooLarge).and_then(|l| match l {
+                Some((l, next)) => status_line(l).map(|(v, c, r)| Some((v, c, r, next))),
+                None => Ok(None),
+            })
+        }
+        let classes = [
+            0u8, b'\t', b'\n', b'\r', b' ', b'/', b'1', b'9', b'"', b'a', 0x7f, 0x80,
+        ];
+        for base in [
+            &b"GET /testu?x=1 HTTP/1.1\r\nHost"[..],
+            b"OPTIONS * HTTP/1.0\r\n",
+        ] {
+            for max in [8192, 12] {
+                for i in 0..=base.len() {
+                    for &c in &classes {
+                        let mut b = base.to_vec();
+                        if i < b.len() {
+                            b[i] = c;
+                        }
+                        for len in [b.len(), i] {
+                            let b = &b[..len];
+                            if let Some(f) = crate::fast::request_line(b, 0, max) {
+                                assert_eq!(Ok(Some(f)), general_req(b, max), "{b:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for base in [
+            &b"HTTP/1.1 200 OK\r\nServer"[..],
+            b"HTTP/1.0 404 \r\n",
+            b"HTTP/1.1 204\r\n",
+        ] {
+            for max in [8192, 14] {
+                for i in 0..=base.len() {
+                    for &c in &classes {
+                        let mut b = base.to_vec();
+                        if i < b.len() {
+                            b[i] = c;
+                        }
+                        for len in [b.len(), i] {
+                            let b = &b[..len];
+                            if let Some(f) = crate::fast::status_line(b, max) {
+                                assert_eq!(Ok(Some(f)), general_status(b, max), "{b:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The plain lines do take the fast paths.
+        assert!(crate::fast::request_line(b"GET / HTTP/1.1\r\n", 0, 100).is_some());
+        assert!(crate::fast::status_line(b"HTTP/1.1 200 OK\r\n", 100).is_some());
+        assert!(crate::fast::status_line(b"HTTP/1.1 204\r\n", 100).is_some());
     }
 
     #[test]

@@ -17,6 +17,7 @@
 
 mod body;
 mod error;
+mod fast;
 mod head;
 mod limits;
 mod syntax;

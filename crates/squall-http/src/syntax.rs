@@ -79,6 +79,48 @@ pub(crate) fn word_has_ctl(w: u64) -> bool {
     below_space | del != 0
 }
 
+/// Whether the field name `n` (tchars only: a parsed name) is `lower`, a name written in
+/// lowercase letters and `-`, ignoring case: eight bytes at a time. For a tchar, `c |
+/// 0x20` is a lowercase letter only if `c` is that letter in either case, and `-` only
+/// if `c` is `-` (CR would also map to `-`, but no name holds it).
+#[inline]
+pub(crate) fn name_is(n: &[u8], lower: &[u8]) -> bool {
+    const CASE: u64 = 0x2020_2020_2020_2020;
+    if n.len() != lower.len() {
+        return false;
+    }
+    let word = |s: &[u8], i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&s[i..i + 8]);
+        u64::from_le_bytes(b)
+    };
+    let half = |s: &[u8], i: usize| {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&s[i..i + 4]);
+        u32::from_le_bytes(b)
+    };
+    match n.len() {
+        // Two overlapping words cover 4 to 8 bytes (host, expect).
+        4..=8 => {
+            let j = n.len() - 4;
+            (half(n, 0) | CASE as u32) == half(lower, 0)
+                && (half(n, j) | CASE as u32) == half(lower, j)
+        }
+        // Two overlapping words cover 8 to 16 bytes; 17 (transfer-encoding) takes a third.
+        9..=16 => {
+            let j = n.len() - 8;
+            (word(n, 0) | CASE) == word(lower, 0) && (word(n, j) | CASE) == word(lower, j)
+        }
+        17..=24 => {
+            let j = n.len() - 8;
+            (word(n, 0) | CASE) == word(lower, 0)
+                && (word(n, 8) | CASE) == word(lower, 8)
+                && (word(n, j) | CASE) == word(lower, j)
+        }
+        _ => n.iter().zip(lower).all(|(&c, &l)| c | 0x20 == l),
+    }
+}
+
 /// Position of the first LF in `s`.
 #[inline]
 pub(crate) fn find_lf(s: &[u8]) -> Option<usize> {
@@ -103,6 +145,30 @@ pub(crate) fn parse_decimal(s: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn name_comparison_agrees_with_ascii_case_folding() {
+        let names: [&[u8]; 6] = [
+            b"host",
+            b"expect",
+            b"connection",
+            b"content-length",
+            b"transfer-encoding",
+            b"x",
+        ];
+        for lower in names {
+            for i in 0..lower.len() {
+                // Every tchar in every position.
+                for c in (0..=255u8).filter(|&c| is_tchar(c)) {
+                    let mut n = lower.to_vec();
+                    n[i] = c;
+                    assert_eq!(name_is(&n, lower), n.eq_ignore_ascii_case(lower));
+                }
+            }
+            assert!(name_is(&lower.to_ascii_uppercase(), lower));
+            assert!(!name_is(&lower[1..], lower));
+        }
+    }
 
     #[test]
     fn word_check_agrees_with_the_byte_table() {

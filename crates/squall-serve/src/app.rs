@@ -21,7 +21,7 @@ use crate::respond::{self, FileAnswer, Route};
 pub const MAX_HEADERS: usize = 64;
 /// Header slots tried first (the array is initialised per request: a small one is
 /// cheaper; a request with more fields is parsed again with [`MAX_HEADERS`]).
-const FEW_HEADERS: usize = 24;
+const FEW_HEADERS: usize = 16;
 /// How often connections are checked for timeouts, ns.
 const SWEEP_NS: u64 = 100_000_000;
 

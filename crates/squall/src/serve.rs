@@ -73,6 +73,9 @@ pub struct ServeReport {
     pub cut: u64,
     /// Thread CPU time, ns.
     pub cpu_ns: u64,
+    /// The part of `cpu_ns` spent in loop turns that did work (idle polling left out, as
+    /// `squall run`'s `busy_cpu_sec`): the benchmarks' server figure.
+    pub busy_cpu_ns: u64,
     /// Access-log buffers lost (writer behind).
     pub log_dropped: u64,
     /// Each worker's closing line (its port's counters), printed by the caller once the
@@ -241,6 +244,7 @@ impl PortJob for ServeJob<'_> {
                     total.redirected += r.redirected;
                     total.cut += r.cut;
                     total.cpu_ns += r.cpu_ns;
+                    total.busy_cpu_ns += r.busy_cpu_ns;
                     total.log_dropped += r.log_dropped;
                     total.notes.extend(r.notes);
                     total.arp_answered += r.arp_answered;
@@ -360,11 +364,13 @@ fn serve_on<P: Port>(
     let slot = &live.workers[w.index as usize];
     let mut publisher = Publisher::default();
     let mut drain_until: Option<u64> = None;
+    let mut busy = crate::run::Busy::default();
     let mut now;
     loop {
         now = clock.now_ns();
         let worked = node.turn(now, &mut app, None);
         publisher.turn(now, worked, slot, &app, &node);
+        busy.add(now, clock.now_ns(), worked);
         if drain_until.is_none() && (stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e))
         {
             // New connections are refused (RST) from here; idle ones close, the others
@@ -438,6 +444,7 @@ fn serve_on<P: Port>(
         redirected: redirect.map_or(0, |r| r.sent),
         cut,
         cpu_ns: cpu,
+        busy_cpu_ns: busy.scale(cpu),
         log_dropped: app.log_dropped(),
         notes: vec![note],
         arp_answered: node.neigh.stats.requests_answered,
