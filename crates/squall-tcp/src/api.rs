@@ -64,6 +64,7 @@ pub(crate) enum Op {
 
 /// Handle passed to callbacks: acts on the flow the event is about. Operations are applied
 /// by the host right after the callback returns.
+#[derive(Default)]
 pub struct Ctl {
     pub(crate) flow: FlowId,
     pub(crate) key: FlowKey,
@@ -73,19 +74,6 @@ pub struct Ctl {
     pub(crate) ops: Vec<Op>,
     /// Operations that failed (bad range, queue full) since the host was created.
     pub errors: u64,
-}
-
-impl Default for Ctl {
-    fn default() -> Self {
-        Ctl {
-            flow: FlowId::default(),
-            key: FlowKey::default(),
-            passive: false,
-            addr6: ([0; 16], [0; 16]),
-            ops: Vec::new(),
-            errors: 0,
-        }
-    }
 }
 
 impl Ctl {
