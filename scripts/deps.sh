@@ -3,7 +3,7 @@
 # everything is already there.
 #   scripts/deps.sh run    toolchain to build and run Squall
 #   scripts/deps.sh test   + what the tests need (tshark, scapy, pytest, nginx, curl, wrk, ab,
-#                            h2load, chromium, tmux, cargo-fuzz,
+#                            h2load, chromium, tmux, cargo-fuzz, prometheus for promtool,
 #                            libdpdk-dev for the DPDK port: built and tested with `--features dpdk`)
 #   scripts/deps.sh bench  + what the benchmarks need (wrk, ab, nginx, /usr/bin/time)
 set -euo pipefail
@@ -18,7 +18,7 @@ want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed" 
 for p in build-essential pkg-config python3 python3-pip python3-venv ca-certificates curl \
   clang libbpf-dev libxdp-dev linux-libc-dev; do want "$p"; done
 if [ "$mode" = test ] || [ "$mode" = bench ]; then
-  for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping nftables libdpdk-dev; do want "$p"; done
+  for p in tshark tcpdump iproute2 ethtool nginx curl apache2-utils libpcap-dev iputils-ping arping nftables libdpdk-dev prometheus; do want "$p"; done
   # chromium: squall report's test renders the HTML headless; tmux: the live view's test.
   for p in chromium tmux; do want "$p"; done
 fi

@@ -6,6 +6,7 @@ exposition. Needs the binary (`$SQUALL_BIN`, skipped otherwise) and prometheus_c
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import urllib.request
 from typing import Dict, Tuple
@@ -48,6 +49,12 @@ def test_metrics_parse_with_prometheus_client() -> None:
         assert samples[("squall_latency_seconds_bucket", "first_byte", "+Inf")] == count
         started = families["squall_flows_started"].samples[0].value
         assert started >= count
+        # The Prometheus project's own linter (Debian's prometheus package) when present:
+        # names, units, types and help text by its rules.
+        if shutil.which("promtool"):
+            lint = subprocess.run(["promtool", "check", "metrics"], input=body,
+                                  capture_output=True, text=True, timeout=30)
+            assert lint.returncode == 0, lint.stdout + lint.stderr
         assert proc.wait(timeout=30) == 0
     finally:
         if proc.poll() is None:

@@ -187,10 +187,10 @@ pub fn render_parts(r: &Reading, s: Option<&Sample>, groups: &[String], running:
             s.cps,
         );
         o.one(
-            "squall_wire_bits_per_second",
+            "squall_wire_bytes_per_second",
             "gauge",
-            "Wire bit/s of both sides over the last sample.",
-            s.wire_gbps() * 1e9,
+            "Wire bytes per second of both sides over the last sample.",
+            s.wire_gbps() * 1e9 / 8.0,
         );
         o.one(
             "squall_packets_per_second",

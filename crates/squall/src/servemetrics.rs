@@ -129,10 +129,10 @@ pub fn render(series: &ServeSeries, running: bool) -> String {
             s.rps,
         );
         o.one(
-            "squall_serve_wire_bits_per_second",
+            "squall_serve_wire_bytes_per_second",
             "gauge",
-            "Wire bit/s of both directions over the last sample.",
-            s.wire_gbps() * 1e9,
+            "Wire bytes per second of both directions over the last sample.",
+            s.wire_gbps() * 1e9 / 8.0,
         );
         o.one(
             "squall_serve_packets_per_second",
@@ -228,7 +228,7 @@ mod tests {
             1.0
         );
         assert_eq!(get("squall_serve_requests_per_second", &[]), 500.0);
-        assert_eq!(get("squall_serve_wire_bits_per_second", &[]), 1e9);
+        assert_eq!(get("squall_serve_wire_bytes_per_second", &[]), 1e9 / 8.0);
         assert_eq!(get("squall_serve_core_load_ratio", &[("core", "0")]), 0.5);
         assert_eq!(
             get("squall_serve_core_requests_total", &[("core", "1")]),
