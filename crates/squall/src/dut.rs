@@ -304,6 +304,7 @@ fn run_dut_worker(
         cpu_ns: cpu,
         busy_cpu_ns: cpu,
         pcap: None,
+        trace: None,
         stall_ns: cfg.stall_ns,
         wire_unimpaired: false,
     })

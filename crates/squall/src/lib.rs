@@ -18,12 +18,14 @@
 //! - `worker`: one worker of a real-port run (its node and generator on one queue);
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
 //! - [`dut`]: both sides on two real ports with a device under test between them;
+//! - [`flowtrace`]: `--trace`: sampled flows' pcap and per-flow TCP timeline;
 //! - [`serve`]: `squall serve`, the HTTP/1.1 server on a real port.
 
 pub mod assertion;
 pub mod config;
 pub mod cores;
 pub mod dut;
+pub mod flowtrace;
 pub mod gen;
 pub mod htmlreport;
 pub mod iface;

@@ -158,6 +158,19 @@ struct RunArgs {
     /// Number of flows recorded by --pcap.
     #[arg(long, default_value_t = 10)]
     pcap_flows: usize,
+    /// Trace sampled flows into this directory: flows.pcap (their frames, both
+    /// directions) and timeline.jsonl (per flow: 5-tuple, template, TCP events: states,
+    /// RTT, cwnd, retransmissions and their cause, windows, RSTs, close). Works with
+    /// --cores N and on real interfaces (docs/OPERATING.md, Flow tracing)
+    #[arg(long, value_name = "DIR")]
+    trace: Option<PathBuf>,
+    /// Most flows --trace records (the first ones opened that match --trace-filter)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    trace_flows: usize,
+    /// Which flows --trace may sample: comma-separated terms, all must match:
+    /// template=NAME|INDEX, client=IP[/PREFIX], server=IP[/PREFIX], port=N (repeatable)
+    #[arg(long, value_name = "TERMS")]
+    trace_filter: Vec<String>,
     /// Deterministic simulation on a virtual clock (single thread).
     #[arg(long)]
     sim: bool,
@@ -508,6 +521,38 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
 }
 
 /// A usage error: the message, then where the options and examples are (exit 2).
+/// `--trace`, `--trace-flows`, `--trace-filter` checked (template names are checked
+/// against the profile when the run starts).
+fn trace_spec(a: &RunArgs, dut: bool) -> Result<Option<squall::flowtrace::TraceSpec>, String> {
+    let Some(dir) = &a.trace else {
+        if !a.trace_filter.is_empty() {
+            return Err("--trace-filter selects flows for --trace DIR: add --trace".into());
+        }
+        return Ok(None);
+    };
+    if a.pcap.is_some() {
+        return Err(format!(
+            "--trace writes its own pcap ({}/flows.pcap): leave out --pcap",
+            dir.display()
+        ));
+    }
+    if a.trace_flows == 0 {
+        return Err("--trace-flows must be at least 1".into());
+    }
+    if dut {
+        return Err("--trace is not available with --client-iface/--server-iface yet: trace one side with --iface, or the in-memory wire".into());
+    }
+    if a.split && !a.sim {
+        return Err("--trace is not available with --split yet: use --cores N (shards)".into());
+    }
+    let filter = squall::flowtrace::TraceFilter::parse(&a.trace_filter)?;
+    Ok(Some(squall::flowtrace::TraceSpec::new(
+        dir.clone(),
+        a.trace_flows,
+        filter,
+    )))
+}
+
 fn usage(msg: &str) -> ExitCode {
     eprintln!("squall: {msg}");
     eprintln!("(options and examples: `squall help COMMAND`; the manual: docs/USAGE.md)");
@@ -576,6 +621,10 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if a.pcap.is_some() && a.cores > 1 && !a.sim {
         return usage("--pcap needs a single-threaded run (--cores 1 or --sim)");
     }
+    let trace = match trace_spec(&a, dut.is_some()) {
+        Ok(t) => t,
+        Err(e) => return usage(&e),
+    };
     let windowed = a.warmup != 0.0 || a.cooldown != 0.0;
     if !(a.warmup.is_finite() && a.cooldown.is_finite() && a.warmup >= 0.0 && a.cooldown >= 0.0)
         || a.warmup + a.cooldown >= a.duration
@@ -603,6 +652,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         Ok(p) => Arc::new(p),
         Err(c) => return c,
     };
+    if let Some(Err(e)) = trace.as_ref().map(|t| t.filter.templates(&profile)) {
+        return usage(&e);
+    }
     if a.metrics.is_some() && a.sim {
         return usage("--metrics needs a real-time run (no --sim)");
     }
@@ -639,6 +691,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         impair,
         max_flows: a.max_flows.max(16),
         vlan: a.vlan,
+        trace,
     };
     let live = Arc::new(Live::default());
     // Per-side reports every 200 ms for what reads them: the time series (errors by kind,
@@ -756,6 +809,30 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             .iter()
             .map(|o| serde_json::json!({"expr": o.text, "ok": o.ok, "left": o.left, "right": o.right, "message": o.message}))
             .collect();
+    }
+    if let (Some(dir), Some(t)) = (&a.trace, &result.trace) {
+        match squall::flowtrace::write(dir, t, &profile) {
+            Ok(w) => eprintln!(
+                "squall: traced {} flow timeline(s), {} events, {} frames: {} and {}{}",
+                w.flows,
+                w.events,
+                w.frames,
+                w.timeline.display(),
+                w.pcap.display(),
+                if t.dropped_events > 0 {
+                    format!(
+                        " ({} events dropped: buffers full; trace fewer flows)",
+                        t.dropped_events
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            Err(e) => {
+                eprintln!("squall: {e}");
+                return ExitCode::from(1);
+            }
+        }
     }
     if let (Some(f), Some(bytes)) = (&a.pcap, &result.pcap) {
         if let Err(e) = std::fs::write(f, bytes) {

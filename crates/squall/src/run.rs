@@ -17,6 +17,7 @@ use squall_port::{Port, PortStats};
 use squall_stack::PcapCap;
 use squall_tcp::TcpCounters;
 
+use crate::flowtrace::TraceRig;
 use crate::gen::{tcp_config, ClientGen, Side};
 use crate::stats::SideStats;
 
@@ -50,6 +51,8 @@ pub struct RunConfig {
     pub fixed_keys: bool,
     /// 802.1Q VLAN id of every frame (both sides; real ports: the side(s) Squall plays).
     pub vlan: Option<u16>,
+    /// Flow tracing (`--trace`).
+    pub trace: Option<crate::flowtrace::TraceSpec>,
 }
 
 impl Default for RunConfig {
@@ -68,6 +71,7 @@ impl Default for RunConfig {
             max_flows: 262_144,
             fixed_keys: false,
             vlan: None,
+            trace: None,
         }
     }
 }
@@ -120,6 +124,8 @@ pub struct RunResult {
     pub busy_cpu_ns: u64,
     /// The pcap file, if requested.
     pub pcap: Option<Vec<u8>>,
+    /// The traced flows (`--trace`).
+    pub trace: Option<crate::flowtrace::TraceData>,
     /// Both sides ran over the in-memory wire with no impairment configured: nothing can
     /// be lost, so any retransmission is a stall (reported as a warning).
     pub wire_unimpaired: bool,
@@ -558,6 +564,15 @@ pub(crate) fn run_single(
         wait_until(ck, t0);
     }
     let mut pcap = cfg.pcap_flows.map(PcapCap::new);
+    if let Some(spec) = &cfg.trace {
+        pcap = Some(TraceRig::install(
+            spec,
+            profile,
+            Some(&mut c),
+            Some(&mut s),
+            false,
+        )?);
+    }
     let stop = t0 + cfg.duration_ns;
     let mut hard = stop + cfg.drain_ns;
     let mut ctl_seen = 0u64;
@@ -643,6 +658,19 @@ pub(crate) fn run_single(
     c.release_frames();
     s.release_frames();
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    let (pcap, trace) = match (&cfg.trace, pcap) {
+        (Some(_), Some(p)) => (
+            None,
+            Some(TraceRig::finish(
+                p,
+                profile,
+                shard.index,
+                Some(&mut c),
+                Some(&mut s),
+            )),
+        ),
+        (_, p) => (p.map(PcapCap::into_bytes), None),
+    };
     let mut client = report(&c, cpu);
     client.throttled_turns = throttled;
     Ok(RunResult {
@@ -657,7 +685,8 @@ pub(crate) fn run_single(
         } else {
             cpu
         },
-        pcap: pcap.map(PcapCap::into_bytes),
+        pcap,
+        trace,
         wire_unimpaired: cfg.impair == Impairment::default(),
     })
 }
@@ -792,6 +821,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         gen_ns: cfg.duration_ns,
         stall_ns: cfg.stall_ns,
         pcap: None,
+        trace: None,
         wire_unimpaired: cfg.impair == Impairment::default(),
     })
 }

@@ -34,6 +34,7 @@ mod output;
 mod segment;
 mod slab;
 mod timers;
+mod tracing;
 
 /// Host and TCP configuration.
 #[derive(Clone, Debug)]
@@ -186,6 +187,8 @@ pub struct TcpHost {
     active: u32,
     /// IPv6 addresses of live flows, by the ids their keys hold.
     addr6: Addr6Table,
+    /// Flow tracing (None: off); fed only for flows with `F_TRACED`.
+    trace: Option<Box<crate::trace::FlowTracer>>,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (deadline u64, next/prev u32, slot u16,
@@ -246,6 +249,7 @@ impl TcpHost {
             rng: rand_core::SeedableRng::seed_from_u64(k0 ^ k1.rotate_left(29)),
             active: 0,
             addr6: Addr6Table::default(),
+            trace: None,
             cfg,
         }
     }

@@ -1,0 +1,465 @@
+//! Flow tracing (`squall run --trace DIR`): the timeline's retransmissions match the
+//! frames in the trace's pcap on a lossy wire; filters select exactly the matching flows
+//! (against a run tracing every flow, same seed); several shards; the command writes
+//! both files and tshark finds no malformed frame.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use common::{profile, sim, w1};
+use squall::flowtrace::{FlowTimeline, TraceData, TraceFilter, TraceSide, TraceSpec};
+use squall_port::pcap::PcapRecord;
+use squall_tcp::{CloseReason, State, TraceKind};
+
+fn spec(flows: usize, filter: &[&str]) -> TraceSpec {
+    let f: Vec<String> = filter.iter().map(|s| s.to_string()).collect();
+    TraceSpec::new(
+        std::env::temp_dir().join("unused"),
+        flows,
+        TraceFilter::parse(&f).unwrap(),
+    )
+}
+
+/// One TCP segment of a frame: (src ip, src port, dst ip, dst port), seq, payload
+/// length, flags.
+type Seg = ((u32, u16, u32, u16), u32, u32, u8);
+
+fn parse(f: &[u8]) -> Option<Seg> {
+    if f.len() < 54 || f[12..14] != [8, 0] || f[23] != 6 {
+        return None;
+    }
+    let ihl = usize::from(f[14] & 15) * 4;
+    let tot = usize::from(u16::from_be_bytes([f[16], f[17]]));
+    let l4 = 14 + ihl;
+    let doff = usize::from(f[l4 + 12] >> 4) * 4;
+    let ip = |o: usize| u32::from_be_bytes([f[o], f[o + 1], f[o + 2], f[o + 3]]);
+    let port = |o: usize| u16::from_be_bytes([f[o], f[o + 1]]);
+    Some((
+        (ip(26), port(l4), ip(30), port(l4 + 2)),
+        ip(l4 + 4),
+        (tot - ihl - doff) as u32,
+        f[l4 + 13],
+    ))
+}
+
+/// Per direction, the (seq, payload length) of every segment that re-sends sequence
+/// space already sent (the capture is at the sender: lost frames are in it).
+fn pcap_rexmits(frames: &[PcapRecord]) -> BTreeMap<(u32, u16, u32, u16), Vec<(u32, u32)>> {
+    let mut high: BTreeMap<(u32, u16, u32, u16), u32> = BTreeMap::new();
+    let mut out: BTreeMap<_, Vec<(u32, u32)>> = BTreeMap::new();
+    for r in frames {
+        let Some((dir, seq, len, flags)) = parse(&r.data) else {
+            continue;
+        };
+        let used = len + u32::from(flags & 0x02 != 0) + u32::from(flags & 0x01 != 0);
+        if used == 0 {
+            continue;
+        }
+        match high.get(&dir) {
+            Some(&h) if (seq.wrapping_sub(h) as i32) < 0 => {
+                out.entry(dir).or_default().push((seq, len));
+            }
+            _ => {}
+        }
+        let end = seq.wrapping_add(used);
+        let h = high.entry(dir).or_insert(end);
+        if (end.wrapping_sub(*h) as i32) > 0 {
+            *h = end;
+        }
+    }
+    out
+}
+
+fn dir_of(f: &FlowTimeline) -> (u32, u16, u32, u16) {
+    let k = f.flow.key;
+    (k.local_ip, k.local_port, k.remote_ip, k.remote_port)
+}
+
+fn rexmits(f: &FlowTimeline) -> Vec<(u32, u32)> {
+    f.events
+        .iter()
+        .filter_map(|e| match e.kind {
+            TraceKind::Retransmit { seq, len, .. } => Some((seq, len)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn traced_sim(
+    p: &std::sync::Arc<squall_astf::Profile>,
+    secs: f64,
+    mult: f64,
+    sp: TraceSpec,
+    impair: &str,
+) -> TraceData {
+    let r = sim(p, secs, mult, |c| {
+        c.trace = Some(sp);
+        if !impair.is_empty() {
+            c.impair = squall::impair::parse_impair(impair).unwrap();
+        }
+    });
+    r.trace.expect("trace data")
+}
+
+#[test]
+fn the_timeline_retransmissions_are_the_pcap_ones_on_a_lossy_wire() {
+    // 300 flows over 255 client addresses: the first 40 are traced, and the later flows
+    // reusing their addresses and ports must not enter the capture.
+    let d = traced_sim(&w1(), 1.0, 300.0, spec(40, &[]), "loss=0.04");
+    let clients: Vec<_> = d
+        .flows
+        .iter()
+        .filter(|f| f.side == TraceSide::Client)
+        .collect();
+    let servers: Vec<_> = d
+        .flows
+        .iter()
+        .filter(|f| f.side == TraceSide::Server)
+        .collect();
+    assert_eq!((clients.len(), servers.len()), (40, 40));
+    let wire = pcap_rexmits(&d.frames);
+    let (mut total, mut causes) = (0, BTreeSet::new());
+    for f in &d.flows {
+        let mut a = rexmits(f);
+        let mut b = wire.get(&dir_of(f)).cloned().unwrap_or_default();
+        a.sort();
+        b.sort();
+        assert_eq!(
+            a, b,
+            "{:?} flow {:?}: timeline vs pcap retransmissions",
+            f.side, f.flow.key
+        );
+        total += a.len();
+        for e in &f.events {
+            if let TraceKind::Retransmit { cause, .. } = e.kind {
+                causes.insert(cause.name());
+            }
+        }
+        // Each traced flow's life: open, its first state, the end.
+        assert_eq!(f.events[0].kind, TraceKind::Open);
+        let first = if f.flow.passive {
+            State::SynReceived
+        } else {
+            State::SynSent
+        };
+        assert_eq!(f.events[1].kind, TraceKind::State(first));
+        assert!(
+            matches!(
+                f.events.last().unwrap().kind,
+                TraceKind::Closed(CloseReason::Normal)
+            ),
+            "{:?}",
+            f.events.last()
+        );
+        assert!(f.events.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+        assert!(f
+            .events
+            .iter()
+            .any(|e| e.kind == TraceKind::State(State::Established)));
+    }
+    assert!(total > 5, "loss gave retransmissions: {total}");
+    assert!(causes.contains("rto"), "{causes:?}");
+    assert!(
+        causes.contains("fast_retransmit") || causes.contains("sack"),
+        "{causes:?}"
+    );
+    // Only the traced flows are in the capture: one SYN (its traced ISS, maybe
+    // retransmitted) per client direction.
+    let dirs: BTreeSet<_> = d.flows.iter().map(dir_of).collect();
+    let mut syns: BTreeMap<_, BTreeSet<u32>> = BTreeMap::new();
+    for r in &d.frames {
+        let (dir, seq, _, flags) = parse(&r.data).expect("a TCP frame");
+        assert!(dirs.contains(&dir), "frame of an untraced flow {dir:?}");
+        if flags & 0x12 == 0x02 {
+            syns.entry(dir).or_default().insert(seq);
+        }
+    }
+    for c in &clients {
+        assert_eq!(syns.get(&dir_of(c)), Some(&BTreeSet::from([c.flow.iss])));
+    }
+    // The server side of each client flow, with its template.
+    for c in &clients {
+        let k = c.flow.key;
+        assert!(servers.iter().any(|s| s.flow.key.remote_ip == k.local_ip
+            && s.flow.key.remote_port == k.local_port
+            && s.template == c.template
+            && c.template == Some(0)));
+    }
+}
+
+/// The client flows of a traced run: (template, client ip, port, server ip, port,
+/// start).
+fn client_set(d: &TraceData) -> BTreeSet<(Option<u16>, u32, u16, u32, u16, u64)> {
+    d.flows
+        .iter()
+        .filter(|f| f.side == TraceSide::Client)
+        .map(|f| {
+            let k = f.flow.key;
+            (
+                f.template,
+                k.local_ip,
+                k.local_port,
+                k.remote_ip,
+                k.remote_port,
+                f.flow.start_ns,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn filters_select_exactly_the_matching_flows() {
+    let p = profile("tests/profiles/two-tunables.json");
+    let all = client_set(&traced_sim(&p, 2.0, 20.0, spec(100_000, &[]), ""));
+    assert!(all.len() > 100, "{}", all.len());
+    let ip = |s: &str| u32::from(s.parse::<std::net::Ipv4Addr>().unwrap());
+    type Pred = Box<dyn Fn(&(Option<u16>, u32, u16, u32, u16, u64)) -> bool>;
+    let cases: Vec<(&[&str], Pred)> = vec![
+        (&["template=big"], Box::new(|f| f.0 == Some(1))),
+        (&["template=0"], Box::new(|f| f.0 == Some(0))),
+        (&["port=8080"], Box::new(|f| f.4 == 8080)),
+        (
+            &["client=16.0.0.0/29"],
+            Box::new(move |f| f.1 >= ip("16.0.0.0") && f.1 < ip("16.0.0.8")),
+        ),
+        (
+            &["server=48.0.0.2"],
+            Box::new(move |f| f.3 == ip("48.0.0.2")),
+        ),
+        (
+            &["template=small,client=16.0.0.4/30", "port=80"],
+            Box::new(move |f| f.0 == Some(0) && (f.1 & !3) == ip("16.0.0.4")),
+        ),
+        (&["template=small", "server=48.0.0.2"], Box::new(|_| false)),
+    ];
+    for (terms, pred) in cases {
+        let got = client_set(&traced_sim(&p, 2.0, 20.0, spec(100_000, terms), ""));
+        let want: BTreeSet<_> = all.iter().filter(|f| pred(f)).cloned().collect();
+        assert_eq!(got, want, "{terms:?}");
+        if !terms.contains(&"server=48.0.0.2") {
+            assert!(!want.is_empty(), "{terms:?}");
+        }
+    }
+    // N caps the matching flows: the first ones opened.
+    let got = client_set(&traced_sim(&p, 2.0, 20.0, spec(5, &["template=big"]), ""));
+    let mut big: Vec<_> = all.iter().filter(|f| f.0 == Some(1)).cloned().collect();
+    big.sort_by_key(|f| f.5);
+    assert_eq!(got.len(), 5);
+    let last = got.iter().map(|f| f.5).max().unwrap();
+    assert!(
+        big.iter().filter(|f| f.5 < last).count() < 5,
+        "the first five"
+    );
+}
+
+#[test]
+fn several_shards_trace_their_share_and_merge() {
+    let cfg = squall::run::RunConfig {
+        duration_ns: 500_000_000,
+        mult: 400.0,
+        cores: 2,
+        drain_ns: 3_000_000_000,
+        trace: Some(spec(150, &[])),
+        ..Default::default()
+    };
+    let r = squall::run::run(
+        w1(),
+        &cfg,
+        std::sync::Arc::new(squall::run::Live::default()),
+    )
+    .unwrap();
+    common::assert_clean(&r);
+    let d = r.trace.expect("trace");
+    let clients: Vec<_> = d
+        .flows
+        .iter()
+        .filter(|f| f.side == TraceSide::Client)
+        .collect();
+    // 200 flows: the run's first 150 are traced, whichever shard opens them.
+    assert_eq!(clients.len(), 150);
+    assert_eq!(d.flows.len(), 300, "a server timeline per client one");
+    // Both shards took part.
+    let shards: BTreeSet<u32> = clients.iter().map(|f| f.worker).collect();
+    assert_eq!(shards.len(), 2, "{shards:?}");
+    let dirs: BTreeSet<_> = d.flows.iter().map(dir_of).collect();
+    for f in &d.flows {
+        assert!(matches!(
+            f.events.last().map(|e| e.kind),
+            Some(TraceKind::Closed(CloseReason::Normal))
+        ));
+    }
+    // Every frame is a traced flow's, every flow has frames both ways, in time order.
+    assert!(d.frames.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+    let seen: BTreeSet<_> = d
+        .frames
+        .iter()
+        .filter_map(|r| parse(&r.data))
+        .map(|s| s.0)
+        .collect();
+    assert!(seen.is_subset(&dirs));
+    assert_eq!(seen, dirs);
+}
+
+fn squall(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_squall"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn the_command_writes_the_timeline_and_a_pcap_tshark_reads() {
+    let dir = std::env::temp_dir().join(format!("squall-trace-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let (code, out) = squall(&[
+        "run",
+        "../../examples/w1-astf-http.json",
+        "--sim",
+        "-d",
+        "1",
+        "-m",
+        "200",
+        "-q",
+        "--impair",
+        "loss=0.03",
+        "--trace",
+        d,
+        "--trace-flows",
+        "6",
+        "--trace-filter",
+        "template=0,client=16.0.0.0/8",
+    ]);
+    assert!(code == 0 || code == 1, "{out}");
+    assert!(out.contains("squall: traced 12 flow timeline(s)"), "{out}");
+    let text = std::fs::read_to_string(dir.join("timeline.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 12);
+    let mut rexmits = 0;
+    for l in &lines {
+        assert_eq!(l["proto"], "tcp");
+        assert!(l["client"]["ip"].as_str().unwrap().starts_with("16.0.0."));
+        assert_eq!(l["server"]["port"], 80);
+        assert_eq!(l["template_index"], 0);
+        let ev = l["events"].as_array().unwrap();
+        assert_eq!(ev[0]["ev"], "open");
+        assert!(ev
+            .iter()
+            .any(|e| e["ev"] == "state" && e["state"] == "ESTABLISHED"));
+        assert!(ev.iter().any(|e| e["ev"] == "rtt" && e["srtt_us"].is_u64()));
+        assert!(ev.iter().any(|e| e["ev"] == "cwnd" && e["cwnd"].is_u64()));
+        assert_eq!(ev.last().unwrap()["ev"], "closed");
+        rexmits += l["summary"]["retransmits"].as_u64().unwrap();
+        let n = ev.iter().filter(|e| e["ev"] == "retransmit").count() as u64;
+        assert_eq!(l["summary"]["retransmits"], n);
+    }
+    eprintln!("{rexmits} retransmissions in the 12 timelines");
+    let pcap = dir.join("flows.pcap");
+    if squall_port::lab::have("tshark") {
+        // Per-frame checks: sequence analysis and reassembly off (the capture at the
+        // sender holds a lost segment and its retransmission, which HTTP reassembly
+        // would flag as overlapping).
+        let t = Command::new("tshark")
+            .args([
+                "-n",
+                "-r",
+                pcap.to_str().unwrap(),
+                "-o",
+                "tcp.analyze_sequence_numbers:FALSE",
+            ])
+            .args([
+                "-o",
+                "tcp.desegment_tcp_streams:FALSE",
+                "-o",
+                "tcp.check_checksum:TRUE",
+            ])
+            .args([
+                "-o",
+                "ip.check_checksum:TRUE",
+                "-T",
+                "fields",
+                "-e",
+                "frame.number",
+            ])
+            .args([
+                "-Y",
+                "_ws.malformed || ip.checksum.status == 0 || tcp.checksum.status == 0",
+            ])
+            .output()
+            .unwrap();
+        assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&t.stdout).trim(),
+            "",
+            "malformed or bad checksums"
+        );
+        let all = Command::new("tshark")
+            .args([
+                "-n",
+                "-r",
+                pcap.to_str().unwrap(),
+                "-T",
+                "fields",
+                "-e",
+                "tcp.stream",
+            ])
+            .output()
+            .unwrap();
+        let streams: BTreeSet<String> = String::from_utf8_lossy(&all.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(streams.len(), 6, "six TCP conversations");
+    } else {
+        eprintln!("tshark not installed: the pcap is checked by the reader only");
+        let (_, recs) = squall_port::pcap::read_pcap(&std::fs::read(&pcap).unwrap()).unwrap();
+        assert!(!recs.is_empty());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_command_refuses_what_it_cannot_trace_and_says_what_to_do() {
+    let w1 = "../../examples/w1-astf-http.json";
+    for (args, hint) in [
+        (vec!["--trace-filter", "port=80"], "add --trace"),
+        (
+            vec!["--trace", "/tmp/x", "--trace-filter", "template=nosuch"],
+            "no such template",
+        ),
+        (
+            vec!["--trace", "/tmp/x", "--trace-filter", "colour=red"],
+            "keys:",
+        ),
+        (
+            vec!["--trace", "/tmp/x", "--pcap", "/tmp/y.pcap"],
+            "leave out --pcap",
+        ),
+        (
+            vec!["--trace", "/tmp/x", "--trace-flows", "0"],
+            "at least 1",
+        ),
+    ] {
+        let mut a = vec!["run", w1, "--sim", "-d", "1"];
+        a.extend(args.iter());
+        let (code, out) = squall(&a);
+        assert_eq!(code, 2, "{args:?}: {out}");
+        assert!(out.contains(hint), "{args:?}: {out}");
+    }
+    let (code, out) = squall(&[
+        "run", w1, "-d", "1", "--trace", "/tmp/x", "--cores", "2", "--split",
+    ]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("use --cores N"), "{out}");
+}
