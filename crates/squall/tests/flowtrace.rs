@@ -463,3 +463,224 @@ fn the_command_refuses_what_it_cannot_trace_and_says_what_to_do() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("use --cores N"), "{out}");
 }
+
+mod lab;
+
+/// Two namespaces of this test's own (`trace-cli`, `trace-srv`) joined by a veth
+/// (`trace-c0` / `trace-s0`, offloads off, no addresses: Squall answers ARP for its
+/// pools on both ends), removed on drop.
+struct TraceLab;
+
+impl TraceLab {
+    fn up() -> TraceLab {
+        let l = TraceLab;
+        l.down();
+        let sh = |a: &[&str]| {
+            let st = Command::new(a[0]).args(&a[1..]).status().expect("run ip");
+            assert!(st.success(), "{a:?}");
+        };
+        for n in ["trace-cli", "trace-srv"] {
+            sh(&["ip", "netns", "add", n]);
+            sh(&["ip", "-n", n, "link", "set", "lo", "up"]);
+        }
+        sh(&[
+            "ip",
+            "link",
+            "add",
+            "trace-c0",
+            "netns",
+            "trace-cli",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "trace-s0",
+            "netns",
+            "trace-srv",
+        ]);
+        for (n, i) in [("trace-cli", "trace-c0"), ("trace-srv", "trace-s0")] {
+            let _ = lab::ns(
+                n,
+                &[
+                    "ethtool", "-K", i, "tso", "off", "gso", "off", "gro", "off", "tx", "off",
+                    "rx", "off",
+                ],
+            )
+            .stdout(std::process::Stdio::null())
+            .status();
+            sh(&[
+                "ip",
+                "netns",
+                "exec",
+                n,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+            ]);
+            sh(&["ip", "-n", n, "link", "set", i, "up"]);
+        }
+        l
+    }
+    fn down(&self) {
+        for n in ["trace-cli", "trace-srv"] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", n])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+}
+
+impl Drop for TraceLab {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+/// W1 with lab addresses (198.18.16.0/24 clients, 198.18.48.1 server).
+fn lab_w1(dir: &Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(common::repo().join("examples/w1-astf-http.json")).unwrap();
+    let mut p: serde_json::Value = serde_json::from_str(&text).unwrap();
+    p["ip_gens"] = serde_json::json!([{"name": "default",
+        "clients": {"range": ["198.18.16.1", "198.18.16.200"], "distribution": "seq"},
+        "servers": {"range": ["198.18.48.1", "198.18.48.1"], "distribution": "seq"}}]);
+    p["templates"][0]["assoc"] =
+        serde_json::json!([{"port": 80, "ip_start": "198.18.48.1", "ip_end": "198.18.48.1"}]);
+    let f = dir.join("w1-lab.json");
+    std::fs::write(&f, p.to_string()).unwrap();
+    f
+}
+
+fn read_timeline(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("timeline.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn afpacket_client_and_server_trace_their_flows_both_directions() {
+    if let Some(why) = lab::skip(&["ip", "ethtool"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let Some(_lock) = lab::machine_lock(std::time::Duration::from_secs(300)) else {
+        eprintln!("skipped: the lab lock stayed busy");
+        return;
+    };
+    let dir = lab::tmpdir("trace");
+    let prof = lab_w1(&dir);
+    let _lab = TraceLab::up();
+    let (ct, st) = (dir.join("client-trace"), dir.join("server-trace"));
+    let srv = lab::server_thread(
+        "trace-srv",
+        prof.to_str().unwrap(),
+        "afpacket:trace-s0",
+        &[
+            "--trace",
+            st.to_str().unwrap(),
+            "--trace-flows",
+            "5",
+            "--trace-filter",
+            "port=80",
+            "--duration",
+            "5",
+        ],
+        None,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (code, out) = lab::squall_in(
+        "trace-cli",
+        &[
+            "run",
+            prof.to_str().unwrap(),
+            "--iface",
+            "afpacket:trace-c0",
+            "--mode",
+            "client",
+            "-d",
+            "1",
+            "-m",
+            "100",
+            "--drain-sec",
+            "2",
+            "-q",
+            "--trace",
+            ct.to_str().unwrap(),
+            "--trace-flows",
+            "6",
+        ],
+        30,
+    );
+    let (scode, sout) = srv.join().unwrap();
+    assert_eq!(code, 0, "client: {out}\nserver: {sout}");
+    assert_eq!(scode, 0, "server: {sout}");
+    assert!(out.contains("traced 6 flow timeline(s)"), "{out}");
+    assert!(sout.contains("traced 5 flow timeline(s)"), "{sout}");
+    for (d, side, n, first) in [
+        (&ct, "client", 6, "SYN_SENT"),
+        (&st, "server", 5, "SYN_RECEIVED"),
+    ] {
+        let lines = read_timeline(d);
+        assert_eq!(lines.len(), n, "{side}");
+        let (_, frames) =
+            squall_port::pcap::read_pcap(&std::fs::read(d.join("flows.pcap")).unwrap()).unwrap();
+        for l in &lines {
+            assert_eq!(l["side"], side);
+            assert_eq!(l["template_index"], 0);
+            let ev = l["events"].as_array().unwrap();
+            assert_eq!(ev[1]["state"], first, "{l}");
+            assert!(ev.iter().any(|e| e["state"] == "ESTABLISHED"), "{l}");
+            assert_eq!(ev.last().unwrap()["ev"], "closed", "{l}");
+            // Both directions of the flow are in the pcap: ours sent, the peer's received.
+            let (c, s) = (&l["client"], &l["server"]);
+            let ip = |v: &serde_json::Value| {
+                u32::from(
+                    v["ip"]
+                        .as_str()
+                        .unwrap()
+                        .parse::<std::net::Ipv4Addr>()
+                        .unwrap(),
+                )
+            };
+            let cdir = (
+                ip(c),
+                c["port"].as_u64().unwrap() as u16,
+                ip(s),
+                s["port"].as_u64().unwrap() as u16,
+            );
+            let sdir = (cdir.2, cdir.3, cdir.0, cdir.1);
+            let segs: Vec<Seg> = frames.iter().filter_map(|r| parse(&r.data)).collect();
+            let up = segs.iter().filter(|x| x.0 == cdir).count();
+            let down = segs.iter().filter(|x| x.0 == sdir).count();
+            assert!(
+                up >= 4 && down >= 20,
+                "{side} {cdir:?}: {up} up, {down} down"
+            );
+            // The handshake in order: the SYN first.
+            let first = segs.iter().find(|x| x.0 == cdir || x.0 == sdir).unwrap();
+            assert_eq!((first.0, first.3 & 0x12), (cdir, 0x02), "{side}: SYN first");
+        }
+        if squall_port::lab::have("tshark") {
+            let t = Command::new("tshark")
+                .args(["-n", "-r", d.join("flows.pcap").to_str().unwrap()])
+                .args([
+                    "-o",
+                    "tcp.analyze_sequence_numbers:FALSE",
+                    "-o",
+                    "tcp.desegment_tcp_streams:FALSE",
+                ])
+                .args(["-T", "fields", "-e", "frame.number", "-Y", "_ws.malformed"])
+                .output()
+                .unwrap();
+            assert!(t.status.success());
+            assert_eq!(
+                String::from_utf8_lossy(&t.stdout).trim(),
+                "",
+                "{side}: malformed frames"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
