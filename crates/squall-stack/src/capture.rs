@@ -28,6 +28,9 @@ pub struct PcapCap {
     /// Client endpoints (ip, port) of the captured flows, with their SYN's sequence
     /// number once seen.
     keys: HashMap<(u32, u16), Option<u32>>,
+    /// A bit per hash of every endpoint ever watched ([`bit`]): most frames of a run
+    /// that traces a few flows are ruled out by two bit tests, without hashing.
+    seen: Box<[u64; SEEN_WORDS]>,
     /// Endpoints taken so far (the first `max`).
     taken: usize,
     max: usize,
@@ -44,6 +47,7 @@ impl PcapCap {
             w: PcapWriter::new(Vec::new()).expect("pcap header into a Vec"),
             rx: None,
             keys: HashMap::new(),
+            seen: Box::new([0; SEEN_WORDS]),
             taken: 0,
             max: max_flows,
             feed: None,
@@ -71,6 +75,8 @@ impl PcapCap {
         } else if self.taken < self.max {
             self.taken += 1;
             self.keys.insert((ip, port), None);
+            let b = bit(ip, port);
+            self.seen[b / 64] |= 1 << (b % 64);
         }
     }
 
@@ -89,7 +95,12 @@ impl PcapCap {
     /// Is the frame from `src:sport` to `dst:dport` (SYN without ACK when `syn`, with
     /// sequence number `seq`) one of a captured flow?
     fn wanted(&mut self, (src, sport, dst, dport): (u32, u16, u32, u16), syn: Option<u32>) -> bool {
-        if let Some(s) = self.keys.get_mut(&(src, sport)) {
+        let seen = |b: usize| self.seen[b / 64] & (1 << (b % 64)) != 0;
+        let (s_in, d_in) = (seen(bit(src, sport)), seen(bit(dst, dport)));
+        if !s_in && !d_in {
+            return false;
+        }
+        if let Some(s) = self.keys.get_mut(&(src, sport)).filter(|_| s_in) {
             match (syn, *s) {
                 (Some(seq), None) => *s = Some(seq),
                 // A new connection from a watched endpoint nobody watched again.
@@ -101,7 +112,7 @@ impl PcapCap {
             }
             return true;
         }
-        self.keys.contains_key(&(dst, dport))
+        d_in && self.keys.contains_key(&(dst, dport))
     }
 
     /// A frame was transmitted at `now`: record it if it belongs to a captured flow.
@@ -172,6 +183,16 @@ impl crate::FrameTap for PcapCap {
     fn frame_rx(&mut self, now: u64, data: &[u8]) {
         PcapCap::frame_rx(self, now, data)
     }
+}
+
+/// Words of [`PcapCap::seen`] (32 Kibit).
+const SEEN_WORDS: usize = 512;
+
+/// The bit of an endpoint in [`PcapCap::seen`].
+#[inline]
+fn bit(ip: u32, port: u16) -> usize {
+    let h = (u64::from(ip) << 16 | u64::from(port)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 49) as usize % (SEEN_WORDS * 64)
 }
 
 /// (src ip, src port, dst ip, dst port) of an Ethernet/IPv4/TCP or UDP frame (with or

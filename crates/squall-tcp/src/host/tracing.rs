@@ -99,27 +99,27 @@ impl TcpHost {
     }
 
     /// What the next retransmissions of a traced flow are for (and, for a timeout or a
-    /// recovery, the event that started them).
+    /// recovery, the event that started them, recorded before the window changes it
+    /// made).
     #[cold]
     pub(super) fn trace_cause(&mut self, i: u32, c: RexmitCause) {
-        let t = self.flows[i as usize];
-        match c {
-            RexmitCause::Rto => self.trace_ev(
-                i,
-                TraceKind::Timeout {
-                    backoff: t.backoff,
-                    rto_us: t.rtt.rto_us(),
-                },
-            ),
-            RexmitCause::FastRetransmit => self.trace_ev(
-                i,
-                TraceKind::Recovery {
-                    sack: t.sb != NO_SIDE,
-                },
-            ),
-            _ => {}
-        }
+        let now = self.now;
+        let t = &self.flows[i as usize];
+        let kind = match c {
+            RexmitCause::Rto => Some(TraceKind::Timeout {
+                backoff: t.backoff,
+                rto_us: t.rtt.rto_us(),
+            }),
+            RexmitCause::FastRetransmit => Some(TraceKind::Recovery {
+                sack: t.sb != NO_SIDE,
+            }),
+            _ => None,
+        };
         if let Some(tr) = self.trace.as_deref_mut() {
+            if let Some(k) = kind {
+                tr.event(now, i, k);
+                tr.sync(now, i, t);
+            }
             tr.cause(i, c);
         }
     }
