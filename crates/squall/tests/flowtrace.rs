@@ -23,9 +23,10 @@ fn spec(flows: usize, filter: &[&str]) -> TraceSpec {
     )
 }
 
-/// One TCP segment of a frame: (src ip, src port, dst ip, dst port), seq, payload
-/// length, flags.
-type Seg = ((u32, u16, u32, u16), u32, u32, u8);
+/// (src ip, src port, dst ip, dst port).
+type Dir = (u32, u16, u32, u16);
+/// One TCP segment of a frame: its direction, seq, payload length, flags.
+type Seg = (Dir, u32, u32, u8);
 
 fn parse(f: &[u8]) -> Option<Seg> {
     if f.len() < 54 || f[12..14] != [8, 0] || f[23] != 6 {
@@ -47,8 +48,8 @@ fn parse(f: &[u8]) -> Option<Seg> {
 
 /// Per direction, the (seq, payload length) of every segment that re-sends sequence
 /// space already sent (the capture is at the sender: lost frames are in it).
-fn pcap_rexmits(frames: &[PcapRecord]) -> BTreeMap<(u32, u16, u32, u16), Vec<(u32, u32)>> {
-    let mut high: BTreeMap<(u32, u16, u32, u16), u32> = BTreeMap::new();
+fn pcap_rexmits(frames: &[PcapRecord]) -> BTreeMap<Dir, Vec<(u32, u32)>> {
+    let mut high: BTreeMap<Dir, u32> = BTreeMap::new();
     let mut out: BTreeMap<_, Vec<(u32, u32)>> = BTreeMap::new();
     for r in frames {
         let Some((dir, seq, len, flags)) = parse(&r.data) else {
@@ -73,7 +74,7 @@ fn pcap_rexmits(frames: &[PcapRecord]) -> BTreeMap<(u32, u16, u32, u16), Vec<(u3
     out
 }
 
-fn dir_of(f: &FlowTimeline) -> (u32, u16, u32, u16) {
+fn dir_of(f: &FlowTimeline) -> Dir {
     let k = f.flow.key;
     (k.local_ip, k.local_port, k.remote_ip, k.remote_port)
 }
