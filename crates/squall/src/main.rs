@@ -299,6 +299,18 @@ struct ServeArgs {
     /// Derive the TCP secrets from a fixed value (reproducible; links you control only).
     #[arg(long)]
     fixed_keys: bool,
+    /// Trace connections into this directory: flows.pcap (their frames, both directions)
+    /// and timeline.jsonl (per connection: its TCP events), as `squall run --trace`
+    /// (docs/OPERATING.md, Flow tracing)
+    #[arg(long, value_name = "DIR")]
+    trace: Option<PathBuf>,
+    /// Most connections --trace records (the first ones that match --trace-filter)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    trace_flows: usize,
+    /// Which connections --trace may take: client=IP[/PREFIX], server=IP[/PREFIX],
+    /// port=N, comma-separated, all must match (repeatable)
+    #[arg(long, value_name = "TERMS")]
+    trace_filter: Vec<String>,
     /// Options from this file's [serve] table (default: $SQUALL_CONFIG, else
     /// ./squall.toml if present); the command line wins.
     #[arg(long, value_name = "FILE")]
@@ -469,7 +481,63 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
         duration: a.duration.map(|d| secs("duration", d)).transpose()?,
         fixed_keys: a.fixed_keys,
         cores: a.cores,
+        trace: serve_trace(a)?,
     })
+}
+
+/// `squall serve --trace ...` checked: the filter's terms, no templates.
+fn serve_trace(a: &ServeArgs) -> Result<Option<squall::flowtrace::TraceSpec>, String> {
+    let Some(dir) = &a.trace else {
+        if !a.trace_filter.is_empty() {
+            return Err("--trace-filter selects connections for --trace DIR: add --trace".into());
+        }
+        return Ok(None);
+    };
+    if a.trace_flows == 0 {
+        return Err("--trace-flows must be at least 1".into());
+    }
+    let filter = squall::flowtrace::TraceFilter::parse(&a.trace_filter)?;
+    if !filter.templates.is_empty() {
+        return Err("--trace-filter template=...: squall serve has no templates; use client=, server= or port=".into());
+    }
+    Ok(Some(squall::flowtrace::TraceSpec::new(
+        dir.clone(),
+        a.trace_flows,
+        filter,
+    )))
+}
+
+/// Writes a run's trace into `dir` and says so on stderr; false if it could not.
+fn write_trace(
+    dir: &std::path::Path,
+    t: &squall::flowtrace::TraceData,
+    templates: &[String],
+) -> bool {
+    match squall::flowtrace::write(dir, t, templates) {
+        Ok(w) => {
+            eprintln!(
+                "squall: traced {} flow timeline(s), {} events, {} frames: {} and {}{}",
+                w.flows,
+                w.events,
+                w.frames,
+                w.timeline.display(),
+                w.pcap.display(),
+                if t.dropped_events > 0 {
+                    format!(
+                        " ({} events dropped: buffers full; trace fewer flows)",
+                        t.dropped_events
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("squall: {e}");
+            false
+        }
+    }
 }
 
 fn serve_cmd(a: ServeArgs) -> ExitCode {
@@ -511,6 +579,11 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
                 "rx_redirected": r.redirected,
             });
             println!("{doc}");
+            if let (Some(dir), Some(t)) = (&a.trace, &r.trace) {
+                if !write_trace(dir, t, &[]) {
+                    return ExitCode::from(1);
+                }
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -811,27 +884,8 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             .collect();
     }
     if let (Some(dir), Some(t)) = (&a.trace, &result.trace) {
-        match squall::flowtrace::write(dir, t, &profile) {
-            Ok(w) => eprintln!(
-                "squall: traced {} flow timeline(s), {} events, {} frames: {} and {}{}",
-                w.flows,
-                w.events,
-                w.frames,
-                w.timeline.display(),
-                w.pcap.display(),
-                if t.dropped_events > 0 {
-                    format!(
-                        " ({} events dropped: buffers full; trace fewer flows)",
-                        t.dropped_events
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-            Err(e) => {
-                eprintln!("squall: {e}");
-                return ExitCode::from(1);
-            }
+        if !write_trace(dir, t, &squall::flowtrace::template_names(&profile)) {
+            return ExitCode::from(1);
         }
     }
     if let (Some(f), Some(bytes)) = (&a.pcap, &result.pcap) {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use squall_engine::clock::thread_cpu_ns;
 use squall_engine::{Clock, MonotonicClock};
 use squall_port::Port;
-use squall_stack::{Node, NodeConfig, Owned};
+use squall_stack::{Node, NodeConfig, Owned, TapRef};
 use squall_tcp::{FlowId, TcpConfig};
 
 use crate::cores::{self, PortJob, Steering};
@@ -49,6 +49,8 @@ pub struct ServeConfig {
     pub fixed_keys: bool,
     /// Server workers, one per queue of the port and per core (`--cores N`).
     pub cores: u32,
+    /// Flow tracing (`--trace`): connections to the listen port matching the filter.
+    pub trace: Option<crate::flowtrace::TraceSpec>,
 }
 
 /// What a run of the server did (every worker's figures summed).
@@ -65,6 +67,8 @@ pub struct ServeReport {
     pub cpu_ns: u64,
     /// Access-log buffers lost (writer behind).
     pub log_dropped: u64,
+    /// The traced connections (`--trace`).
+    pub trace: Option<crate::flowtrace::TraceData>,
 }
 
 /// Loads the site and serves until `stop` is set (SIGINT/SIGTERM) or the duration ends,
@@ -155,6 +159,9 @@ impl PortJob for ServeJob<'_> {
                     total.cut += r.cut;
                     total.cpu_ns += r.cpu_ns;
                     total.log_dropped += r.log_dropped;
+                    if let Some(t) = r.trace {
+                        total.trace.get_or_insert_default().merge(t);
+                    }
                 }
             }
         }
@@ -243,13 +250,19 @@ fn serve_on<P: Port>(
     }
     let port_no = cfg.listen.port();
     node.tcp.listen(port_no);
+    // Flow tracing: this worker's tracer chooses connections at their SYN.
+    let mut tap = cfg.trace.as_ref().map(|spec| {
+        let (t, pcap) = crate::flowtrace::passive(spec, vec![port_no]);
+        node.tcp.set_tracer(Some(t));
+        pcap
+    });
     let end = cfg.duration.map(|d| w.t0 + d.as_nanos() as u64);
     let mut idle = IdleYield::default();
     let mut drain_until: Option<u64> = None;
     let mut now;
     loop {
         now = clock.now_ns();
-        let worked = node.turn(now, &mut app, None);
+        let worked = node.turn(now, &mut app, tap.as_mut().map(|p| p as TapRef));
         if drain_until.is_none() && (stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e))
         {
             // New connections are refused (RST) from here; idle ones close, the others
@@ -273,7 +286,7 @@ fn serve_on<P: Port>(
     let mut cut = 0;
     if node.tcp.flow_count() > 0 {
         {
-            let mut io = node.io(now, None);
+            let mut io = node.io(now, tap.as_mut().map(|p| p as TapRef));
             for i in 0..app.slots() {
                 if app.is_open(i) {
                     io.abort(&mut app, FlowId(i as u32));
@@ -284,6 +297,7 @@ fn serve_on<P: Port>(
         node.flush();
     }
     node.release_frames();
+    let trace = tap.map(|p| crate::flowtrace::passive_data(p, &mut node.tcp, w.index));
     app.finish()?;
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
     let redirect = node.redirect_stats();
@@ -318,6 +332,7 @@ fn serve_on<P: Port>(
         cut,
         cpu_ns: cpu,
         log_dropped: app.log_dropped(),
+        trace,
     })
 }
 

@@ -473,7 +473,9 @@ mod lab;
 struct TraceLab;
 
 impl TraceLab {
-    fn up() -> TraceLab {
+    /// With `kernel_client`: the client namespace's kernel gets 198.18.0.2/24 and the
+    /// server address on-link (curl plays the client).
+    fn up(kernel_client: bool) -> TraceLab {
         let l = TraceLab;
         l.down();
         let sh = |a: &[&str]| {
@@ -519,6 +521,28 @@ impl TraceLab {
                 "net.ipv6.conf.all.disable_ipv6=1",
             ]);
             sh(&["ip", "-n", n, "link", "set", i, "up"]);
+        }
+        if kernel_client {
+            sh(&[
+                "ip",
+                "-n",
+                "trace-cli",
+                "addr",
+                "add",
+                "198.18.0.2/24",
+                "dev",
+                "trace-c0",
+            ]);
+            sh(&[
+                "ip",
+                "-n",
+                "trace-cli",
+                "route",
+                "add",
+                "198.18.48.0/24",
+                "dev",
+                "trace-c0",
+            ]);
         }
         l
     }
@@ -572,7 +596,7 @@ fn afpacket_client_and_server_trace_their_flows_both_directions() {
     };
     let dir = lab::tmpdir("trace");
     let prof = lab_w1(&dir);
-    let _lab = TraceLab::up();
+    let _lab = TraceLab::up(false);
     let (ct, st) = (dir.join("client-trace"), dir.join("server-trace"));
     let srv = lab::server_thread(
         "trace-srv",
@@ -682,6 +706,91 @@ fn afpacket_client_and_server_trace_their_flows_both_directions() {
                 "{side}: malformed frames"
             );
         }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn squall_serve_traces_the_connections_its_filter_takes() {
+    if let Some(why) = lab::skip(&["ip", "ethtool", "curl"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let Some(_lock) = lab::machine_lock(std::time::Duration::from_secs(300)) else {
+        eprintln!("skipped: the lab lock stayed busy");
+        return;
+    };
+    let dir = lab::tmpdir("trace-serve");
+    let tdir = dir.join("trace");
+    let out_json = dir.join("serve.json");
+    let _lab = TraceLab::up(true);
+    let mut srv = lab::Proc(
+        lab::ns(
+            "trace-srv",
+            &[
+                lab::squall_bin(),
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:trace-s0",
+                "--peer-ip",
+                "198.18.0.2",
+                "--route",
+                "/ping return 200 \"pong\"",
+                "--duration",
+                "4",
+                "--drain-sec",
+                "1",
+                "--trace",
+                tdir.to_str().unwrap(),
+                "--trace-flows",
+                "3",
+                "--trace-filter",
+                "client=198.18.0.0/24,port=80",
+            ],
+        )
+        .stdout(std::fs::File::create(&out_json).unwrap())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start squall serve"),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    for _ in 0..5 {
+        let o = lab::ns(
+            "trace-cli",
+            &["curl", "-s", "-m", "5", "http://198.18.48.1/ping"],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "pong");
+    }
+    let (doc, err) = lab::serve_report(&mut srv, &out_json);
+    assert_eq!(doc["requests"], 5, "{err}");
+    assert!(err.contains("traced 3 flow timeline(s)"), "{err}");
+    let lines = read_timeline(&tdir);
+    assert_eq!(lines.len(), 3);
+    let (_, frames) =
+        squall_port::pcap::read_pcap(&std::fs::read(tdir.join("flows.pcap")).unwrap()).unwrap();
+    let segs: Vec<Seg> = frames.iter().filter_map(|r| parse(&r.data)).collect();
+    for l in &lines {
+        assert_eq!(l["side"], "server");
+        assert_eq!(l["client"]["ip"], "198.18.0.2");
+        assert_eq!(l["template"], serde_json::Value::Null);
+        let ev = l["events"].as_array().unwrap();
+        assert_eq!(ev[1]["state"], "SYN_RECEIVED", "{l}");
+        assert!(ev.iter().any(|e| e["state"] == "ESTABLISHED"), "{l}");
+        assert_eq!(ev.last().unwrap()["ev"], "closed", "{l}");
+        let cport = l["client"]["port"].as_u64().unwrap() as u16;
+        let up: Vec<_> = segs.iter().filter(|s| s.0 .1 == cport).collect();
+        let down: Vec<_> = segs.iter().filter(|s| s.0 .3 == cport).collect();
+        assert!(
+            up.len() >= 3 && down.len() >= 2,
+            "{cport}: {} up, {} down",
+            up.len(),
+            down.len()
+        );
+        assert_eq!(up[0].3 & 0x12, 0x02, "the SYN first");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -14,7 +14,7 @@ mod filter;
 mod write;
 
 pub use filter::{Prefix, TraceFilter};
-pub use write::{timeline_json, write, TraceFiles};
+pub use write::{template_names, timeline_json, write, TraceFiles};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -141,15 +141,14 @@ impl TraceRig {
     ) -> Result<PcapCap, String> {
         let templates = spec.filter.templates(profile)?;
         let watch = (client.is_some() && server.is_some()).then(TraceWatch::default);
-        // Alone on a real port, the server's tracer names the flows it chose to the tap.
-        let feed = (client.is_none() && server.is_some()).then(TraceWatch::default);
+        let mut pcap = None;
         if let Some(s) = server {
-            let mut t = FlowTracer::new(MAX_EVENTS_PER_HOST);
             match &watch {
-                Some(w) => t = t.with_watch(w.clone()),
+                Some(w) => s.node.tcp.set_tracer(Some(
+                    FlowTracer::new(MAX_EVENTS_PER_HOST).with_watch(w.clone()),
+                )),
                 None => {
-                    // Alone on a real port: passive flows by the filter; a template
-                    // term means the template's server port.
+                    // Alone on a real port: a template term means the template's port.
                     let ports: Vec<u16> = profile
                         .templates
                         .iter()
@@ -157,24 +156,11 @@ impl TraceRig {
                         .filter(|(_, ok)| **ok)
                         .map(|(t, _)| t.port)
                         .collect();
-                    let (f, taken, max) = (spec.filter.clone(), spec.taken.clone(), spec.flows);
-                    let feed = feed.clone().unwrap_or_default();
-                    t = t.with_select(
-                        max,
-                        Box::new(move |k| {
-                            let chosen = ports.contains(&k.local_port)
-                                && f.matches(k.remote_ip, k.remote_port, k.local_ip, k.local_port)
-                                && taken.load(Ordering::Relaxed) < max
-                                && taken.fetch_add(1, Ordering::Relaxed) < max;
-                            if chosen {
-                                feed.add(k.remote_ip, k.remote_port);
-                            }
-                            chosen
-                        }),
-                    );
+                    let (t, p) = passive(spec, ports);
+                    s.node.tcp.set_tracer(Some(t));
+                    pcap = Some(p);
                 }
             }
-            s.node.tcp.set_tracer(Some(t));
         }
         if let Some(c) = client {
             c.node
@@ -189,14 +175,8 @@ impl TraceRig {
                 traced_templates: Vec::new(),
             });
         }
-        let mut pcap = PcapCap::new(usize::MAX);
-        if rx {
-            pcap = pcap.with_rx();
-        }
-        if let Some(f) = feed {
-            pcap = pcap.with_feed(f);
-        }
-        Ok(pcap)
+        let pcap = pcap.unwrap_or_else(|| PcapCap::new(usize::MAX));
+        Ok(if rx { pcap.with_rx() } else { pcap })
     }
 
     /// The worker's data at the end: the hosts' tracers taken out, server flows given
@@ -261,6 +241,39 @@ impl TraceRig {
         d.frames = pcap.records_all();
         d
     }
+}
+
+/// The tracer of a server alone on a real port (`squall run --mode server`, `squall
+/// serve`): it takes passive flows to `ports` that match the spec's filter, up to N over
+/// the run, and names each to the returned capture (which records received frames).
+pub fn passive(spec: &TraceSpec, ports: Vec<u16>) -> (FlowTracer, PcapCap) {
+    let feed = TraceWatch::default();
+    let (f, taken, max) = (spec.filter.clone(), spec.taken.clone(), spec.flows);
+    let named = feed.clone();
+    let t = FlowTracer::new(MAX_EVENTS_PER_HOST).with_select(
+        max,
+        Box::new(move |k| {
+            let chosen = ports.contains(&k.local_port)
+                && f.matches(k.remote_ip, k.remote_port, k.local_ip, k.local_port)
+                && taken.load(Ordering::Relaxed) < max
+                && taken.fetch_add(1, Ordering::Relaxed) < max;
+            if chosen {
+                named.add(k.remote_ip, k.remote_port);
+            }
+            chosen
+        }),
+    );
+    (t, PcapCap::new(usize::MAX).with_rx().with_feed(feed))
+}
+
+/// A server host's traced flows (no template: `squall serve`) and the capture's frames.
+pub fn passive_data(pcap: PcapCap, host: &mut squall_tcp::TcpHost, worker: u32) -> TraceData {
+    let mut d = TraceData::default();
+    if let Some(t) = host.take_tracer() {
+        add_host(&mut d, t, TraceSide::Server, worker, |_| None);
+    }
+    d.frames = pcap.records_all();
+    d
 }
 
 /// Appends a host's traced flows with their events.

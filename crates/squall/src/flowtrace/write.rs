@@ -92,8 +92,9 @@ fn event_json(e: &squall_tcp::TraceEvent, start_ns: u64, iss: u32) -> Value {
     v
 }
 
-/// One flow's line: who, what template, the events and a summary of them.
-pub fn timeline_json(f: &FlowTimeline, profile: &Profile) -> Value {
+/// One flow's line: who, what template (`templates`: the profile's template names), the
+/// events and a summary of them.
+pub fn timeline_json(f: &FlowTimeline, templates: &[String]) -> Value {
     let k = f.flow.key;
     let (local, remote) = match f.flow.addrs6 {
         Some((l, r)) => (Ipv6Addr::from(l).to_string(), Ipv6Addr::from(r).to_string()),
@@ -126,7 +127,7 @@ pub fn timeline_json(f: &FlowTimeline, profile: &Profile) -> Value {
     json!({
         "side": match f.side { TraceSide::Client => "client", TraceSide::Server => "server" },
         "worker": f.worker,
-        "template": tpl.and_then(|i| profile.templates.get(i)).map(|t| t.name.clone()),
+        "template": tpl.and_then(|i| templates.get(i)),
         "template_index": tpl,
         "proto": "tcp",
         "client": client,
@@ -146,8 +147,14 @@ pub fn timeline_json(f: &FlowTimeline, profile: &Profile) -> Value {
     })
 }
 
-/// Writes `data` into `dir` (created if needed).
-pub fn write(dir: &Path, data: &TraceData, profile: &Profile) -> Result<TraceFiles, String> {
+/// The template names a timeline shows.
+pub fn template_names(p: &Profile) -> Vec<String> {
+    p.templates.iter().map(|t| t.name.clone()).collect()
+}
+
+/// Writes `data` into `dir` (created if needed); `templates`: the profile's template
+/// names ([`template_names`]; none for `squall serve`).
+pub fn write(dir: &Path, data: &TraceData, templates: &[String]) -> Result<TraceFiles, String> {
     std::fs::create_dir_all(dir).map_err(|e| {
         format!(
             "--trace {}: cannot create the directory: {e} (pick a writable path)",
@@ -167,7 +174,7 @@ pub fn write(dir: &Path, data: &TraceData, profile: &Profile) -> Result<TraceFil
     flows.sort_by_key(|f| (f.flow.start_ns, f.side == TraceSide::Server));
     let mut text = String::new();
     for f in &flows {
-        text.push_str(&timeline_json(f, profile).to_string());
+        text.push_str(&timeline_json(f, templates).to_string());
         text.push('\n');
     }
     let timeline = dir.join("timeline.jsonl");
