@@ -596,7 +596,7 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
 /// A usage error: the message, then where the options and examples are (exit 2).
 /// `--trace`, `--trace-flows`, `--trace-filter` checked (template names are checked
 /// against the profile when the run starts).
-fn trace_spec(a: &RunArgs, dut: bool) -> Result<Option<squall::flowtrace::TraceSpec>, String> {
+fn trace_spec(a: &RunArgs) -> Result<Option<squall::flowtrace::TraceSpec>, String> {
     let Some(dir) = &a.trace else {
         if !a.trace_filter.is_empty() {
             return Err("--trace-filter selects flows for --trace DIR: add --trace".into());
@@ -611,9 +611,6 @@ fn trace_spec(a: &RunArgs, dut: bool) -> Result<Option<squall::flowtrace::TraceS
     }
     if a.trace_flows == 0 {
         return Err("--trace-flows must be at least 1".into());
-    }
-    if dut {
-        return Err("--trace is not available with --client-iface/--server-iface yet: trace one side with --iface, or the in-memory wire".into());
     }
     if a.split && !a.sim {
         return Err("--trace is not available with --split yet: use --cores N (shards)".into());
@@ -694,7 +691,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if a.pcap.is_some() && a.cores > 1 && !a.sim {
         return usage("--pcap needs a single-threaded run (--cores 1 or --sim)");
     }
-    let trace = match trace_spec(&a, dut.is_some()) {
+    let trace = match trace_spec(&a) {
         Ok(t) => t,
         Err(e) => return usage(&e),
     };

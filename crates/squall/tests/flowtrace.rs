@@ -794,3 +794,198 @@ fn squall_serve_traces_the_connections_its_filter_takes() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The T-dut topology with names of this test's own: Squall's two ports in `trace-tg`
+/// (`trace-c0`, `trace-s0`, no addresses), a Linux router in `trace-dut` between them
+/// (198.18.0.1 on the client link, 198.19.0.1 on the server link); removed on drop.
+struct TraceDut;
+
+impl TraceDut {
+    fn up() -> TraceDut {
+        let l = TraceDut;
+        l.down();
+        let sh = |a: &[&str]| {
+            let st = Command::new(a[0]).args(&a[1..]).status().expect("run ip");
+            assert!(st.success(), "{a:?}");
+        };
+        for n in ["trace-tg", "trace-dut"] {
+            sh(&["ip", "netns", "add", n]);
+            sh(&["ip", "-n", n, "link", "set", "lo", "up"]);
+            sh(&[
+                "ip",
+                "netns",
+                "exec",
+                n,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+            ]);
+        }
+        for (a, b) in [("trace-c0", "trace-dc0"), ("trace-s0", "trace-ds0")] {
+            sh(&[
+                "ip",
+                "link",
+                "add",
+                a,
+                "netns",
+                "trace-tg",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                b,
+                "netns",
+                "trace-dut",
+            ]);
+            for (n, i) in [("trace-tg", a), ("trace-dut", b)] {
+                let _ = lab::ns(
+                    n,
+                    &[
+                        "ethtool", "-K", i, "tso", "off", "gso", "off", "gro", "off", "tx", "off",
+                        "rx", "off",
+                    ],
+                )
+                .stdout(std::process::Stdio::null())
+                .status();
+                sh(&["ip", "-n", n, "link", "set", i, "up"]);
+            }
+        }
+        sh(&[
+            "ip",
+            "-n",
+            "trace-dut",
+            "addr",
+            "add",
+            "198.18.0.1/24",
+            "dev",
+            "trace-dc0",
+        ]);
+        sh(&[
+            "ip",
+            "-n",
+            "trace-dut",
+            "addr",
+            "add",
+            "198.19.0.1/24",
+            "dev",
+            "trace-ds0",
+        ]);
+        sh(&[
+            "ip",
+            "-n",
+            "trace-dut",
+            "route",
+            "add",
+            "198.18.16.0/24",
+            "dev",
+            "trace-dc0",
+        ]);
+        sh(&[
+            "ip",
+            "-n",
+            "trace-dut",
+            "route",
+            "add",
+            "198.19.48.0/24",
+            "dev",
+            "trace-ds0",
+        ]);
+        for k in [
+            "net.ipv4.ip_forward=1",
+            "net.ipv4.conf.all.rp_filter=0",
+            "net.ipv4.conf.default.rp_filter=0",
+            "net.ipv4.conf.trace-dc0.rp_filter=0",
+            "net.ipv4.conf.trace-ds0.rp_filter=0",
+        ] {
+            sh(&["ip", "netns", "exec", "trace-dut", "sysctl", "-qw", k]);
+        }
+        l
+    }
+    fn down(&self) {
+        for n in ["trace-tg", "trace-dut"] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", n])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+}
+
+impl Drop for TraceDut {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+#[test]
+fn through_a_dut_both_sides_are_traced_and_the_pcap_is_the_client_port() {
+    if let Some(why) = lab::skip(&["ip", "ethtool"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let Some(_lock) = lab::machine_lock(std::time::Duration::from_secs(300)) else {
+        eprintln!("skipped: the lab lock stayed busy");
+        return;
+    };
+    let dir = lab::tmpdir("trace-dut");
+    let tdir = dir.join("trace");
+    let _lab = TraceDut::up();
+    let prof = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
+    let (code, out) = lab::squall_in(
+        "trace-tg",
+        &[
+            "run",
+            prof.to_str().unwrap(),
+            "--client-iface",
+            "afpacket:trace-c0",
+            "--server-iface",
+            "afpacket:trace-s0",
+            "--client-gw",
+            "198.18.0.1",
+            "--server-gw",
+            "198.19.0.1",
+            "-d",
+            "1",
+            "-m",
+            "100",
+            "-q",
+            "--trace",
+            tdir.to_str().unwrap(),
+            "--trace-flows",
+            "4",
+        ],
+        60,
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("traced 8 flow timeline(s)"), "{out}");
+    let lines = read_timeline(&tdir);
+    let (_, frames) =
+        squall_port::pcap::read_pcap(&std::fs::read(tdir.join("flows.pcap")).unwrap()).unwrap();
+    for l in lines.iter().filter(|l| l["side"] == "client") {
+        let cport = l["client"]["port"].as_u64().unwrap() as u16;
+        let cip = l["client"]["ip"].as_str().unwrap().to_string();
+        // The server's view of the same flow (routed, not translated: same 4-tuple).
+        assert!(lines.iter().any(|s| s["side"] == "server"
+            && s["client"]["ip"] == cip.as_str()
+            && s["client"]["port"] == cport
+            && s["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["state"] == "ESTABLISHED")));
+        // The client port's wire: what the client sent (TTL 64) and what came back
+        // through the router (TTL one less).
+        let ttls: BTreeSet<(bool, u8)> = frames
+            .iter()
+            .filter_map(|r| parse(&r.data).map(|s| (s, r.data[22])))
+            .filter(|(s, _)| s.0 .1 == cport || s.0 .3 == cport)
+            .map(|(s, ttl)| (s.0 .1 == cport, ttl))
+            .collect();
+        let sent: Vec<u8> = ttls.iter().filter(|x| x.0).map(|x| x.1).collect();
+        let back: Vec<u8> = ttls.iter().filter(|x| !x.0).map(|x| x.1).collect();
+        assert_eq!(sent.len(), 1, "{ttls:?}");
+        assert_eq!(back.len(), 1, "{ttls:?}");
+        assert_eq!(back[0], sent[0] - 1, "routed once: {ttls:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
