@@ -189,6 +189,8 @@ pub struct FlowTracer {
     watch: Option<TraceWatch>,
     select: Option<PassiveSelect>,
     max_passive: usize,
+    /// Where the passive flows chosen are named (a capture that follows them).
+    announce: Option<TraceWatch>,
 }
 
 impl FlowTracer {
@@ -203,7 +205,14 @@ impl FlowTracer {
             watch: None,
             select: None,
             max_passive: 0,
+            announce: None,
         }
+    }
+    /// Every passive flow chosen is named in `w` (its client endpoint): a capture of the
+    /// server's frames learns there which flows to record.
+    pub fn with_announce(mut self, w: TraceWatch) -> Self {
+        self.announce = Some(w);
+        self
     }
     /// Passive flows from the endpoints listed in `w` are traced.
     pub fn with_watch(mut self, w: TraceWatch) -> Self {
@@ -231,15 +240,21 @@ impl FlowTracer {
 
     /// Should the passive flow of `key` (a SYN just arrived) be traced?
     pub(crate) fn wants_passive(&mut self, key: &FlowKey) -> bool {
-        if let Some(w) = &self.watch {
-            if w.take(key.remote_ip, key.remote_port) {
-                return true;
+        let named = self
+            .watch
+            .as_ref()
+            .is_some_and(|w| w.take(key.remote_ip, key.remote_port));
+        let chosen = named
+            || match self.select.as_mut() {
+                Some(s) if self.flows.len() < self.max_passive => s(key),
+                _ => false,
+            };
+        if chosen {
+            if let Some(a) = &self.announce {
+                a.add(key.remote_ip, key.remote_port);
             }
         }
-        match self.select.as_mut() {
-            Some(s) if self.flows.len() < self.max_passive => s(key),
-            _ => false,
-        }
+        chosen
     }
 
     /// Starts following slab entry `i`.

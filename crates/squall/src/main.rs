@@ -612,9 +612,6 @@ fn trace_spec(a: &RunArgs) -> Result<Option<squall::flowtrace::TraceSpec>, Strin
     if a.trace_flows == 0 {
         return Err("--trace-flows must be at least 1".into());
     }
-    if a.split && !a.sim {
-        return Err("--trace is not available with --split yet: use --cores N (shards)".into());
-    }
     let filter = squall::flowtrace::TraceFilter::parse(&a.trace_filter)?;
     Ok(Some(squall::flowtrace::TraceSpec::new(
         dir.clone(),

@@ -697,7 +697,15 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
     let clock = MonotonicClock::with_origin(origin);
     // Common start a little ahead so both threads are up and the sides are built.
     let t0 = clock.now_ns() + START_LEAD_NS;
-    let (c, s) = sides(&profile, cfg, t0, Shard::ONE)?;
+    let (mut c, mut s) = sides(&profile, cfg, t0, Shard::ONE)?;
+    // Flow tracing: each thread its own capture of what its side sends.
+    let (ctap, stap) = match &cfg.trace {
+        Some(spec) => {
+            let (a, b) = TraceRig::install_split(spec, &profile, &mut c, &mut s)?;
+            (Some(a), Some(b))
+        }
+        None => (None, None),
+    };
     let stop = t0 + cfg.duration_ns;
     let hard = stop + cfg.drain_ns;
     let impaired = cfg.impair.is_active();
@@ -710,7 +718,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         .name("squall-client".into())
         .spawn(move || {
             let _ = squall_engine::affinity::pin_current_thread(0);
-            let mut c = c;
+            let (mut c, mut tap) = (c, ctap);
             let cpu0 = thread_cpu_ns();
             wait_until(&clock, t0);
             let mut now;
@@ -725,13 +733,13 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                 c.gen.throttle = pressure.high_live(&c.node.port, &live_c);
                 throttled += u64::from(c.gen.throttle);
                 hard = live_c.ctl.apply(&mut ctl_seen, &mut c, now, hard, drain);
-                let w = c.iterate(now, None);
+                let w = c.iterate(now, tap.as_mut());
                 busy.add(now, clock.now_ns(), w);
                 if c.is_idle() {
                     break;
                 }
                 if now >= hard {
-                    c.cut_all(now, None);
+                    c.cut_all(now, tap.as_mut());
                     break;
                 }
                 if now - last_pub >= 10_000_000 {
@@ -752,7 +760,8 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
             let mut rep = report(&c, cpu);
             rep.throttled_turns = throttled;
-            (rep, now, busy.scale(cpu))
+            let trace = tap.map(|p| (p.records_all(), TraceRig::client_part(&mut c)));
+            (rep, now, busy.scale(cpu), trace)
         })
         .map_err(|e| e.to_string())?;
     let live_s = live.clone();
@@ -760,7 +769,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         .name("squall-server".into())
         .spawn(move || {
             let _ = squall_engine::affinity::pin_current_thread(1);
-            let mut s = s;
+            let (mut s, mut tap) = (s, stap);
             wait_until(&clock, t0);
             let cpu0 = thread_cpu_ns();
             let mut last_pub = 0;
@@ -768,7 +777,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut busy = Busy::default();
             loop {
                 let now = clock.now_ns();
-                let w = s.iterate(now, None);
+                let w = s.iterate(now, tap.as_mut());
                 busy.add(now, clock.now_ns(), w);
                 let ps = s.node.port.stats();
                 live_s
@@ -785,13 +794,13 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                     let d = *done_at.get_or_insert(now);
                     if s.is_idle() || now >= d + 50_000_000 {
                         if !s.is_idle() {
-                            s.cut_all(now, None);
+                            s.cut_all(now, tap.as_mut());
                         }
                         break;
                     }
                 }
                 if now >= hard + 100_000_000 {
-                    s.cut_all(now, None);
+                    s.cut_all(now, tap.as_mut());
                     break;
                 }
                 if now - last_pub >= 10_000_000 {
@@ -806,12 +815,21 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             publish_server(&live_s, &s);
             s.release_frames();
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
-            (report(&s, cpu), busy.scale(cpu))
+            let trace = tap.map(|p| (p.records_all(), s.node.tcp.take_tracer()));
+            (report(&s, cpu), busy.scale(cpu), trace)
         })
         .map_err(|e| e.to_string())?;
-    let (client, end, cbusy) = ct.join().map_err(|_| "client thread panicked")?;
-    let (server, sbusy) = st.join().map_err(|_| "server thread panicked")?;
+    let (client, end, cbusy, ctrace) = ct.join().map_err(|_| "client thread panicked")?;
+    let (server, sbusy, strace) = st.join().map_err(|_| "server thread panicked")?;
     live.done.store(true, Ordering::Relaxed);
+    let trace = match (ctrace, strace) {
+        (Some((mut frames, cpart)), Some((sframes, spart))) => {
+            frames.extend(sframes);
+            frames.sort_by_key(|r| r.ts_ns);
+            Some(TraceRig::finish_parts(frames, &profile, 0, cpart, spart))
+        }
+        _ => None,
+    };
     Ok(RunResult {
         cpu_ns: client.cpu_ns + server.cpu_ns,
         busy_cpu_ns: cbusy + sbusy,
@@ -821,7 +839,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         gen_ns: cfg.duration_ns,
         stall_ns: cfg.stall_ns,
         pcap: None,
-        trace: None,
+        trace,
         wire_unimpaired: cfg.impair == Impairment::default(),
     })
 }

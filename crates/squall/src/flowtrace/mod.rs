@@ -179,6 +179,43 @@ impl TraceRig {
         Ok(if rx { pcap.with_rx() } else { pcap })
     }
 
+    /// As [`TraceRig::install`] for the two-thread run (`--split`): each side's thread
+    /// lends its own capture to its turns (client, server); the server's learns the
+    /// flows its host takes from the client's.
+    pub fn install_split<P: Port>(
+        spec: &TraceSpec,
+        profile: &Profile,
+        c: &mut Side<P>,
+        s: &mut Side<P>,
+    ) -> Result<(PcapCap, PcapCap), String> {
+        let client_cap = Self::install(spec, profile, Some(&mut *c), Some(&mut *s), false)?;
+        let watch = c
+            .gen
+            .trace
+            .as_ref()
+            .and_then(|f| f.watch.clone())
+            .unwrap_or_default();
+        let feed = TraceWatch::default();
+        s.node.tcp.set_tracer(Some(
+            FlowTracer::new(MAX_EVENTS_PER_HOST)
+                .with_watch(watch)
+                .with_announce(feed.clone()),
+        ));
+        Ok((client_cap, PcapCap::new(usize::MAX).with_feed(feed)))
+    }
+
+    /// The client side's part at the end: its host's tracer and the template of each
+    /// traced flow.
+    pub fn client_part<P: Port>(c: &mut Side<P>) -> Option<(FlowTracer, Vec<u16>)> {
+        let tpls = c
+            .gen
+            .trace
+            .take()
+            .map(|s| s.traced_templates)
+            .unwrap_or_default();
+        c.node.tcp.take_tracer().map(|t| (t, tpls))
+    }
+
     /// The worker's data at the end: the hosts' tracers taken out, server flows given
     /// the template of their client flow (same 4-tuple) or of their port.
     pub fn finish<P: Port>(
@@ -188,57 +225,65 @@ impl TraceRig {
         client: Option<&mut Side<P>>,
         server: Option<&mut Side<P>>,
     ) -> TraceData {
+        Self::finish_parts(
+            pcap.records_all(),
+            profile,
+            worker,
+            client.and_then(Self::client_part),
+            server.and_then(|s| s.node.tcp.take_tracer()),
+        )
+    }
+
+    /// [`TraceRig::finish`] from the parts: the frames, the client's part
+    /// ([`TraceRig::client_part`]) and the server host's tracer.
+    pub fn finish_parts(
+        frames: Vec<PcapRecord>,
+        profile: &Profile,
+        worker: u32,
+        client: Option<(FlowTracer, Vec<u16>)>,
+        server: Option<FlowTracer>,
+    ) -> TraceData {
         let mut d = TraceData::default();
-        if let Some(c) = client {
-            let tpls = c
-                .gen
-                .trace
-                .take()
-                .map(|s| s.traced_templates)
-                .unwrap_or_default();
-            if let Some(t) = c.node.tcp.take_tracer() {
-                add_host(&mut d, t, TraceSide::Client, worker, |f| {
-                    tpls.get(f.id as usize).copied()
-                });
-            }
+        if let Some((t, tpls)) = client {
+            add_host(&mut d, t, TraceSide::Client, worker, |f| {
+                tpls.get(f.id as usize).copied()
+            });
         }
-        if let Some(s) = server {
-            if let Some(t) = s.node.tcp.take_tracer() {
-                let clients: Vec<(u32, u16, u16, u64, Option<u16>)> = d
-                    .flows
+        if let Some(t) = server {
+            let clients: Vec<(u32, u16, u16, u64, Option<u16>)> = d
+                .flows
+                .iter()
+                .map(|f| {
+                    let k = f.flow.key;
+                    (
+                        k.local_ip,
+                        k.local_port,
+                        k.remote_port,
+                        f.flow.start_ns,
+                        f.template,
+                    )
+                })
+                .collect();
+            add_host(&mut d, t, TraceSide::Server, worker, |f| {
+                let k = f.key;
+                clients
                     .iter()
-                    .map(|f| {
-                        let k = f.flow.key;
-                        (
-                            k.local_ip,
-                            k.local_port,
-                            k.remote_port,
-                            f.flow.start_ns,
-                            f.template,
-                        )
+                    .filter(|c| {
+                        (c.0, c.1, c.2) == (k.remote_ip, k.remote_port, k.local_port)
+                            && c.3 <= f.start_ns
                     })
-                    .collect();
-                add_host(&mut d, t, TraceSide::Server, worker, |f| {
-                    let k = f.key;
-                    clients
-                        .iter()
-                        .filter(|c| {
-                            (c.0, c.1, c.2) == (k.remote_ip, k.remote_port, k.local_port)
-                                && c.3 <= f.start_ns
-                        })
-                        .max_by_key(|c| c.3)
-                        .and_then(|c| c.4)
-                        .or_else(|| {
-                            profile
-                                .templates
-                                .iter()
-                                .position(|t| t.port == k.local_port)
-                                .map(|i| i as u16)
-                        })
-                });
-            }
+                    .max_by_key(|c| c.3)
+                    .and_then(|c| c.4)
+                    .or_else(|| {
+                        profile
+                            .templates
+                            .iter()
+                            .position(|t| t.port == k.local_port)
+                            .map(|i| i as u16)
+                    })
+            });
         }
-        d.frames = pcap.records_all();
+        d.frames = frames;
         d
     }
 }
@@ -249,20 +294,17 @@ impl TraceRig {
 pub fn passive(spec: &TraceSpec, ports: Vec<u16>) -> (FlowTracer, PcapCap) {
     let feed = TraceWatch::default();
     let (f, taken, max) = (spec.filter.clone(), spec.taken.clone(), spec.flows);
-    let named = feed.clone();
-    let t = FlowTracer::new(MAX_EVENTS_PER_HOST).with_select(
-        max,
-        Box::new(move |k| {
-            let chosen = ports.contains(&k.local_port)
-                && f.matches(k.remote_ip, k.remote_port, k.local_ip, k.local_port)
-                && taken.load(Ordering::Relaxed) < max
-                && taken.fetch_add(1, Ordering::Relaxed) < max;
-            if chosen {
-                named.add(k.remote_ip, k.remote_port);
-            }
-            chosen
-        }),
-    );
+    let t = FlowTracer::new(MAX_EVENTS_PER_HOST)
+        .with_select(
+            max,
+            Box::new(move |k| {
+                ports.contains(&k.local_port)
+                    && f.matches(k.remote_ip, k.remote_port, k.local_ip, k.local_port)
+                    && taken.load(Ordering::Relaxed) < max
+                    && taken.fetch_add(1, Ordering::Relaxed) < max
+            }),
+        )
+        .with_announce(feed.clone());
     (t, PcapCap::new(usize::MAX).with_rx().with_feed(feed))
 }
 
