@@ -24,6 +24,8 @@ pub enum RexmitCause {
     PartialAck,
     /// A hole the SACK scoreboard marks lost (RFC 6675 §5 NextSeg).
     Sack,
+    /// The peer's SYN came again in SYN-RECEIVED: our SYN-ACK is sent again in reply.
+    DupSyn,
 }
 
 impl RexmitCause {
@@ -34,6 +36,7 @@ impl RexmitCause {
             RexmitCause::FastRetransmit => "fast_retransmit",
             RexmitCause::PartialAck => "partial_ack",
             RexmitCause::Sack => "sack",
+            RexmitCause::DupSyn => "dup_syn",
         }
     }
 }
@@ -303,10 +306,18 @@ impl FlowTracer {
         }
     }
 
-    /// A segment of `i` was sent again.
-    pub(crate) fn rexmit(&mut self, now: u64, i: u32, seq: u32, len: u32, syn: bool) {
+    /// A segment of `i` was sent again, for the current cause or for `why`.
+    pub(crate) fn rexmit(
+        &mut self,
+        now: u64,
+        i: u32,
+        seq: u32,
+        len: u32,
+        syn: bool,
+        why: Option<RexmitCause>,
+    ) {
         if let Some(l) = self.live.get(&i) {
-            let (id, cause) = (l.id, l.cause);
+            let (id, cause) = (l.id, why.unwrap_or(l.cause));
             self.push(
                 now,
                 id,

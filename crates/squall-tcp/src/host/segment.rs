@@ -129,6 +129,9 @@ impl TcpHost {
             && flags & (SYN | ACK | RST) == SYN
             && seg.seq.wrapping_add(1) == t.rcv_nxt
         {
+            if self.traced(i) {
+                self.trace_syn_ack_again(i);
+            }
             self.send_syn(i, tx);
             return;
         }

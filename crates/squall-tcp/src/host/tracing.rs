@@ -129,7 +129,16 @@ impl TcpHost {
     pub(super) fn trace_rexmit(&mut self, i: u32, seq: u32, len: u32, syn: bool) {
         let now = self.now;
         if let Some(tr) = self.trace.as_deref_mut() {
-            tr.rexmit(now, i, seq, len, syn);
+            tr.rexmit(now, i, seq, len, syn, None);
+        }
+    }
+
+    /// Our SYN-ACK goes out again because the peer's SYN did (not a timeout of ours).
+    #[cold]
+    pub(super) fn trace_syn_ack_again(&mut self, i: u32) {
+        let (now, iss) = (self.now, self.flows[i as usize].snd_una);
+        if let Some(tr) = self.trace.as_deref_mut() {
+            tr.rexmit(now, i, iss, 0, true, Some(RexmitCause::DupSyn));
         }
     }
 
