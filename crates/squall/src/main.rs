@@ -507,12 +507,12 @@ fn serve_trace(a: &ServeArgs) -> Result<Option<squall::flowtrace::TraceSpec>, St
     )))
 }
 
-/// Writes a run's trace into `dir` and says so on stderr; false if it could not.
+/// Writes a run's trace into `dir` and says so on stderr; None if it could not.
 fn write_trace(
     dir: &std::path::Path,
     t: &squall::flowtrace::TraceData,
     templates: &[String],
-) -> bool {
+) -> Option<squall::flowtrace::TraceFiles> {
     match squall::flowtrace::write(dir, t, templates) {
         Ok(w) => {
             eprintln!(
@@ -531,11 +531,11 @@ fn write_trace(
                     String::new()
                 }
             );
-            true
+            Some(w)
         }
         Err(e) => {
             eprintln!("squall: {e}");
-            false
+            None
         }
     }
 }
@@ -580,7 +580,7 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
             });
             println!("{doc}");
             if let (Some(dir), Some(t)) = (&a.trace, &r.trace) {
-                if !write_trace(dir, t, &[]) {
+                if write_trace(dir, t, &[]).is_none() {
                     return ExitCode::from(1);
                 }
             }
@@ -878,8 +878,14 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             .collect();
     }
     if let (Some(dir), Some(t)) = (&a.trace, &result.trace) {
-        if !write_trace(dir, t, &squall::flowtrace::template_names(&profile)) {
-            return ExitCode::from(1);
+        match write_trace(dir, t, &squall::flowtrace::template_names(&profile)) {
+            Some(w) => {
+                doc["trace"] = serde_json::json!({
+                    "timeline": w.timeline, "pcap": w.pcap, "flows": w.flows,
+                    "events": w.events, "frames": w.frames, "dropped_events": t.dropped_events,
+                })
+            }
+            None => return ExitCode::from(1),
         }
     }
     if let (Some(f), Some(bytes)) = (&a.pcap, &result.pcap) {

@@ -338,9 +338,15 @@ fn the_command_writes_the_timeline_and_a_pcap_tshark_reads() {
         "6",
         "--trace-filter",
         "template=0,client=16.0.0.0/8",
+        "--json",
+        dir.join("out.json").to_str().unwrap(),
     ]);
     assert!(code == 0 || code == 1, "{out}");
     assert!(out.contains("squall: traced 12 flow timeline(s)"), "{out}");
+    let res: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out.json")).unwrap()).unwrap();
+    assert_eq!(res["trace"]["flows"], 12);
+    assert_eq!(res["trace"]["dropped_events"], 0);
     let text = std::fs::read_to_string(dir.join("timeline.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = text
         .lines()
