@@ -116,6 +116,11 @@ impl<'a, P: Port> NodeIo<'a, P> {
             t.watch(ip, port);
         }
     }
+    /// Starts tracing TCP flow `f` (the host's tracer records its events; right after
+    /// `connect`). False when the host has no tracer.
+    pub fn trace_flow(&mut self, f: FlowId) -> bool {
+        self.tcp.trace_flow(f)
+    }
     /// Opens a TCP connection with option set `opts` (the SYN goes out now).
     pub fn connect(
         &mut self,

@@ -274,6 +274,15 @@ impl<P: Port> Node<P> {
                 self.redirect_out(app);
             }
             self.rx_frames(now, app, tap.as_deref_mut());
+            // A capture on a real port sees the arrivals after they were processed (a
+            // tracer may have chosen a flow at its SYN).
+            if let Some(t) = tap.as_deref_mut() {
+                if t.wants_rx() {
+                    for f in self.rxq.iter() {
+                        t.frame_rx(now, f.data());
+                    }
+                }
+            }
             self.port.release_all(&mut self.rxq);
             let _ = self.flush_resume(now, tap.as_deref_mut());
             if n < RX_BURST {

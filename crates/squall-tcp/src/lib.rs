@@ -154,6 +154,7 @@ mod sack;
 mod sendq;
 mod seq;
 mod tcb;
+mod trace;
 
 pub use addr6::{is_id as is_ipv6_id, Addr6Table};
 pub use api::{CloseReason, ConnectError, Ctl, FlowId, FlowInfo, SendError, TcpApp, TxSink};
@@ -164,3 +165,6 @@ pub use opts::{FlowOpts, OptsId, MAX_OPTS};
 pub use rtt::RtoConfig;
 pub use sendq::{BufId, BufRegistry};
 pub use tcb::State;
+pub use trace::{
+    FlowTracer, PassiveSelect, RexmitCause, TraceEvent, TraceKind, TraceWatch, TracedFlow,
+};

@@ -54,6 +54,8 @@ pub const F_SACK: u16 = 1 << 11;
 pub const F_FIN_READY: u16 = 1 << 12;
 /// Output stopped because the TX sink was full; the flow is on the host's resume list.
 pub const F_TX_BLOCKED: u16 = 1 << 13;
+/// The flow is traced: its events go to the host's `FlowTracer` (`crate::trace`).
+pub const F_TRACED: u16 = 1 << 14;
 
 /// Per-flow state.
 #[derive(Clone, Copy, Debug, Default)]

@@ -23,6 +23,7 @@ use squall_stack::{redirect, Redirect, SharedMac};
 use squall_wire::Ipv6Address;
 
 use crate::cores::{open_afpacket, REDIRECT_DEPTH};
+use crate::flowtrace::TraceRig;
 use crate::gen::{tcp_config, ClientGen, Side};
 use crate::iface::{parse_ip, side_report, IdleYield, RealConfig};
 use crate::run::{
@@ -270,6 +271,19 @@ fn run_dut_worker(
         s.node.set_redirect(r);
     }
     c.gen.pace = Some(256);
+    // Flow tracing: the capture is the client port's wire (what the client side sent
+    // and what reached it back through the DUT); the server side's timelines follow the
+    // client's flows by their 4-tuple (not through a NAT).
+    let mut tap = match &cfg.trace {
+        Some(spec) => Some(TraceRig::install(
+            spec,
+            &profile,
+            Some(&mut c),
+            Some(&mut s),
+            true,
+        )?),
+        None => None,
+    };
     let hard = t0 + cfg.duration_ns + cfg.drain_ns;
     let mut now;
     let mut last_pub = 0u64;
@@ -280,7 +294,7 @@ fn run_dut_worker(
     crate::run::wait_until(&clock, t0);
     loop {
         now = clock.now_ns();
-        let busy = c.iterate(now, None) | s.iterate(now, None);
+        let busy = c.iterate(now, tap.as_mut()) | s.iterate(now, None);
         load.add(now, clock.now_ns(), busy);
         if !done_marked && c.is_idle() && s.is_idle() {
             done_marked = true;
@@ -291,12 +305,12 @@ fn run_dut_worker(
             break;
         }
         if now >= hard {
-            c.cut_all(now, None);
+            c.cut_all(now, tap.as_mut());
             s.cut_all(now, None);
             // Let each side see the other's RSTs (the flows are gone either way).
             for _ in 0..100 {
                 s.iterate(clock.now_ns(), None);
-                c.iterate(clock.now_ns(), None);
+                c.iterate(clock.now_ns(), tap.as_mut());
                 std::thread::sleep(Duration::from_micros(100));
             }
             break;
@@ -323,6 +337,7 @@ fn run_dut_worker(
     live.done.store(true, Ordering::Relaxed);
     c.release_frames();
     s.release_frames();
+    let trace = tap.map(|p| TraceRig::finish(p, &profile, w.index, Some(&mut c), Some(&mut s)));
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
     let who = if w.count > 1 {
         format!(
@@ -357,6 +372,7 @@ fn run_dut_worker(
         cpu_ns: cpu,
         busy_cpu_ns: cpu,
         pcap: None,
+        trace,
         stall_ns: cfg.stall_ns,
         wire_unimpaired: false,
     })

@@ -25,6 +25,10 @@ Examples:
       --assert 'errors == 0' --assert 'ttfb.p99 < 2ms' --assert 'cps >= 0.95 * target'
   # Reproducible: virtual clock, capture the first 10 flows:
   squall run examples/w1-astf-http.json --sim --pcap first.pcap
+  # Trace 5 flows of template group `http` from 16.0.0.0/24 on a lossy wire: their pcap
+  # and TCP timeline (states, RTT, cwnd, retransmissions and why) in trace/:
+  squall run examples/w1-astf-http.json --impair loss=0.02 --trace trace --trace-flows 5 \\
+      --trace-filter 'template=http,client=16.0.0.0/24'
   # Client side on a real interface (root), the server elsewhere:
   squall run examples/w1-astf-http.json --iface afpacket:eth1 --mode client
 

@@ -18,6 +18,7 @@
 //! - `worker`: one worker of a real-port run (its node and generator on one queue);
 //! - [`config`]: `squall.toml`, defaults for `squall run`'s options;
 //! - [`dut`]: both sides on two real ports with a device under test between them;
+//! - [`flowtrace`]: `--trace`: sampled flows' pcap and per-flow TCP timeline;
 //! - [`serve`]: `squall serve`, the HTTP/1.1 server on a real port;
 //! - [`servelive`], [`serveseries`], [`servewatch`], [`serveview`], [`servemetrics`]: what
 //!   `squall serve`'s workers publish, its time series, reporting thread and results,
@@ -27,6 +28,7 @@ pub mod assertion;
 pub mod config;
 pub mod cores;
 pub mod dut;
+pub mod flowtrace;
 pub mod gen;
 pub mod htmlreport;
 pub mod iface;

@@ -159,6 +159,19 @@ struct RunArgs {
     /// Number of flows recorded by --pcap.
     #[arg(long, default_value_t = 10)]
     pcap_flows: usize,
+    /// Trace sampled flows into this directory: flows.pcap (their frames, both
+    /// directions) and timeline.jsonl (per flow: 5-tuple, template, TCP events: states,
+    /// RTT, cwnd, retransmissions and their cause, windows, RSTs, close). Works with
+    /// --cores N and on real interfaces (docs/OPERATING.md, Flow tracing)
+    #[arg(long, value_name = "DIR")]
+    trace: Option<PathBuf>,
+    /// Most flows --trace records (the first ones opened that match --trace-filter)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    trace_flows: usize,
+    /// Which flows --trace may sample: comma-separated terms, all must match:
+    /// template=NAME|INDEX, client=IP[/PREFIX], server=IP[/PREFIX], port=N (repeatable)
+    #[arg(long, value_name = "TERMS")]
+    trace_filter: Vec<String>,
     /// Deterministic simulation on a virtual clock (single thread).
     #[arg(long)]
     sim: bool,
@@ -308,6 +321,18 @@ struct ServeArgs {
     /// The one-line progress on stderr even on a terminal (no live view).
     #[arg(long)]
     plain: bool,
+    /// Trace connections into this directory: flows.pcap (their frames, both directions)
+    /// and timeline.jsonl (per connection: its TCP events), as `squall run --trace`
+    /// (docs/OPERATING.md, Flow tracing)
+    #[arg(long, value_name = "DIR")]
+    trace: Option<PathBuf>,
+    /// Most connections --trace records (the first ones that match --trace-filter)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    trace_flows: usize,
+    /// Which connections --trace may take: client=IP[/PREFIX], server=IP[/PREFIX],
+    /// port=N, comma-separated, all must match (repeatable)
+    #[arg(long, value_name = "TERMS")]
+    trace_filter: Vec<String>,
     /// Options from this file's [serve] table (default: $SQUALL_CONFIG, else
     /// ./squall.toml if present); the command line wins.
     #[arg(long, value_name = "FILE")]
@@ -487,9 +512,65 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
         duration: a.duration.map(|d| secs("duration", d)).transpose()?,
         fixed_keys: a.fixed_keys,
         cores: a.cores,
+        trace: serve_trace(a)?,
     };
     squall::serve::check_listen(&cfg)?;
     Ok(cfg)
+}
+
+/// `squall serve --trace ...` checked: the filter's terms, no templates.
+fn serve_trace(a: &ServeArgs) -> Result<Option<squall::flowtrace::TraceSpec>, String> {
+    let Some(dir) = &a.trace else {
+        if !a.trace_filter.is_empty() {
+            return Err("--trace-filter selects connections for --trace DIR: add --trace".into());
+        }
+        return Ok(None);
+    };
+    if a.trace_flows == 0 {
+        return Err("--trace-flows must be at least 1".into());
+    }
+    let filter = squall::flowtrace::TraceFilter::parse(&a.trace_filter)?;
+    if !filter.templates.is_empty() {
+        return Err("--trace-filter template=...: squall serve has no templates; use client=, server= or port=".into());
+    }
+    Ok(Some(squall::flowtrace::TraceSpec::new(
+        dir.clone(),
+        a.trace_flows,
+        filter,
+    )))
+}
+
+/// Writes a run's trace into `dir` and says so on stderr; None if it could not.
+fn write_trace(
+    dir: &std::path::Path,
+    t: &squall::flowtrace::TraceData,
+    templates: &[String],
+) -> Option<squall::flowtrace::TraceFiles> {
+    match squall::flowtrace::write(dir, t, templates) {
+        Ok(w) => {
+            eprintln!(
+                "squall: traced {} flow timeline(s), {} events, {} frames: {} and {}{}",
+                w.flows,
+                w.events,
+                w.frames,
+                w.timeline.display(),
+                w.pcap.display(),
+                if t.dropped_events > 0 {
+                    format!(
+                        " ({} events dropped: buffers full; trace fewer flows)",
+                        t.dropped_events
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            Some(w)
+        }
+        Err(e) => {
+            eprintln!("squall: {e}");
+            None
+        }
+    }
 }
 
 fn serve_cmd(a: ServeArgs) -> ExitCode {
@@ -567,6 +648,11 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
     for n in &r.notes {
         eprintln!("{n}");
     }
+    if let (Some(dir), Some(t)) = (&a.trace, &r.trace) {
+        if write_trace(dir, t, &[]).is_none() {
+            return ExitCode::from(1);
+        }
+    }
     let mut doc = servewatch::results(&info, &r, &series);
     let outcomes = match assertion::check_all(&asserts, &doc) {
         Ok(o) => o,
@@ -609,6 +695,32 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
 }
 
 /// A usage error: the message, then where the options and examples are (exit 2).
+/// `--trace`, `--trace-flows`, `--trace-filter` checked (template names are checked
+/// against the profile when the run starts).
+fn trace_spec(a: &RunArgs) -> Result<Option<squall::flowtrace::TraceSpec>, String> {
+    let Some(dir) = &a.trace else {
+        if !a.trace_filter.is_empty() {
+            return Err("--trace-filter selects flows for --trace DIR: add --trace".into());
+        }
+        return Ok(None);
+    };
+    if a.pcap.is_some() {
+        return Err(format!(
+            "--trace writes its own pcap ({}/flows.pcap): leave out --pcap",
+            dir.display()
+        ));
+    }
+    if a.trace_flows == 0 {
+        return Err("--trace-flows must be at least 1".into());
+    }
+    let filter = squall::flowtrace::TraceFilter::parse(&a.trace_filter)?;
+    Ok(Some(squall::flowtrace::TraceSpec::new(
+        dir.clone(),
+        a.trace_flows,
+        filter,
+    )))
+}
+
 fn usage(msg: &str) -> ExitCode {
     eprintln!("squall: {msg}");
     eprintln!("(options and examples: `squall help COMMAND`; the manual: docs/USAGE.md)");
@@ -677,6 +789,10 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if a.pcap.is_some() && a.cores > 1 && !a.sim {
         return usage("--pcap needs a single-threaded run (--cores 1 or --sim)");
     }
+    let trace = match trace_spec(&a) {
+        Ok(t) => t,
+        Err(e) => return usage(&e),
+    };
     let windowed = a.warmup != 0.0 || a.cooldown != 0.0;
     if !(a.warmup.is_finite() && a.cooldown.is_finite() && a.warmup >= 0.0 && a.cooldown >= 0.0)
         || a.warmup + a.cooldown >= a.duration
@@ -704,6 +820,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         Ok(p) => Arc::new(p),
         Err(c) => return c,
     };
+    if let Some(Err(e)) = trace.as_ref().map(|t| t.filter.templates(&profile)) {
+        return usage(&e);
+    }
     if a.metrics.is_some() && a.sim {
         return usage("--metrics needs a real-time run (no --sim)");
     }
@@ -740,6 +859,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         impair,
         max_flows: a.max_flows.max(16),
         vlan: a.vlan,
+        trace,
     };
     let live = Arc::new(Live::default());
     // Per-side reports every 200 ms for what reads them: the time series (errors by kind,
@@ -857,6 +977,17 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             .iter()
             .map(|o| serde_json::json!({"expr": o.text, "ok": o.ok, "left": o.left, "right": o.right, "message": o.message}))
             .collect();
+    }
+    if let (Some(dir), Some(t)) = (&a.trace, &result.trace) {
+        match write_trace(dir, t, &squall::flowtrace::template_names(&profile)) {
+            Some(w) => {
+                doc["trace"] = serde_json::json!({
+                    "timeline": w.timeline, "pcap": w.pcap, "flows": w.flows,
+                    "events": w.events, "frames": w.frames, "dropped_events": t.dropped_events,
+                })
+            }
+            None => return ExitCode::from(1),
+        }
     }
     if let (Some(f), Some(bytes)) = (&a.pcap, &result.pcap) {
         if let Err(e) = std::fs::write(f, bytes) {

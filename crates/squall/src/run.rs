@@ -17,6 +17,7 @@ use squall_port::{Port, PortStats};
 use squall_stack::PcapCap;
 use squall_tcp::TcpCounters;
 
+use crate::flowtrace::TraceRig;
 use crate::gen::{tcp_config, ClientGen, Side};
 use crate::stats::SideStats;
 
@@ -50,6 +51,8 @@ pub struct RunConfig {
     pub fixed_keys: bool,
     /// 802.1Q VLAN id of every frame (both sides; real ports: the side(s) Squall plays).
     pub vlan: Option<u16>,
+    /// Flow tracing (`--trace`).
+    pub trace: Option<crate::flowtrace::TraceSpec>,
 }
 
 impl Default for RunConfig {
@@ -68,6 +71,7 @@ impl Default for RunConfig {
             max_flows: 262_144,
             fixed_keys: false,
             vlan: None,
+            trace: None,
         }
     }
 }
@@ -120,6 +124,8 @@ pub struct RunResult {
     pub busy_cpu_ns: u64,
     /// The pcap file, if requested.
     pub pcap: Option<Vec<u8>>,
+    /// The traced flows (`--trace`).
+    pub trace: Option<crate::flowtrace::TraceData>,
     /// Both sides ran over the in-memory wire with no impairment configured: nothing can
     /// be lost, so any retransmission is a stall (reported as a warning).
     pub wire_unimpaired: bool,
@@ -570,6 +576,15 @@ pub(crate) fn run_single(
         wait_until(ck, t0);
     }
     let mut pcap = cfg.pcap_flows.map(PcapCap::new);
+    if let Some(spec) = &cfg.trace {
+        pcap = Some(TraceRig::install(
+            spec,
+            profile,
+            Some(&mut c),
+            Some(&mut s),
+            false,
+        )?);
+    }
     let stop = t0 + cfg.duration_ns;
     let mut hard = stop + cfg.drain_ns;
     let mut ctl_seen = 0u64;
@@ -655,6 +670,19 @@ pub(crate) fn run_single(
     c.release_frames();
     s.release_frames();
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    let (pcap, trace) = match (&cfg.trace, pcap) {
+        (Some(_), Some(p)) => (
+            None,
+            Some(TraceRig::finish(
+                p,
+                profile,
+                shard.index,
+                Some(&mut c),
+                Some(&mut s),
+            )),
+        ),
+        (_, p) => (p.map(PcapCap::into_bytes), None),
+    };
     let mut client = report(&c, cpu);
     client.throttled_turns = throttled;
     Ok(RunResult {
@@ -669,7 +697,8 @@ pub(crate) fn run_single(
         } else {
             cpu
         },
-        pcap: pcap.map(PcapCap::into_bytes),
+        pcap,
+        trace,
         wire_unimpaired: cfg.impair == Impairment::default(),
     })
 }
@@ -680,7 +709,15 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
     let clock = MonotonicClock::with_origin(origin);
     // Common start a little ahead so both threads are up and the sides are built.
     let t0 = clock.now_ns() + START_LEAD_NS;
-    let (c, s) = sides(&profile, cfg, t0, Shard::ONE)?;
+    let (mut c, mut s) = sides(&profile, cfg, t0, Shard::ONE)?;
+    // Flow tracing: each thread its own capture of what its side sends.
+    let (ctap, stap) = match &cfg.trace {
+        Some(spec) => {
+            let (a, b) = TraceRig::install_split(spec, &profile, &mut c, &mut s)?;
+            (Some(a), Some(b))
+        }
+        None => (None, None),
+    };
     let stop = t0 + cfg.duration_ns;
     let hard = stop + cfg.drain_ns;
     let impaired = cfg.impair.is_active();
@@ -693,7 +730,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         .name("squall-client".into())
         .spawn(move || {
             let _ = squall_engine::affinity::pin_current_thread(0);
-            let mut c = c;
+            let (mut c, mut tap) = (c, ctap);
             let cpu0 = thread_cpu_ns();
             wait_until(&clock, t0);
             let mut now;
@@ -708,13 +745,13 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                 c.gen.throttle = pressure.high_live(&c.node.port, &live_c);
                 throttled += u64::from(c.gen.throttle);
                 hard = live_c.ctl.apply(&mut ctl_seen, &mut c, now, hard, drain);
-                let w = c.iterate(now, None);
+                let w = c.iterate(now, tap.as_mut());
                 busy.add(now, clock.now_ns(), w);
                 if c.is_idle() {
                     break;
                 }
                 if now >= hard {
-                    c.cut_all(now, None);
+                    c.cut_all(now, tap.as_mut());
                     break;
                 }
                 if now - last_pub >= 10_000_000 {
@@ -735,7 +772,8 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
             let mut rep = report(&c, cpu);
             rep.throttled_turns = throttled;
-            (rep, now, busy.scale(cpu))
+            let trace = tap.map(|p| (p.records_all(), TraceRig::client_part(&mut c)));
+            (rep, now, busy.scale(cpu), trace)
         })
         .map_err(|e| e.to_string())?;
     let live_s = live.clone();
@@ -743,7 +781,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         .name("squall-server".into())
         .spawn(move || {
             let _ = squall_engine::affinity::pin_current_thread(1);
-            let mut s = s;
+            let (mut s, mut tap) = (s, stap);
             wait_until(&clock, t0);
             let cpu0 = thread_cpu_ns();
             let mut last_pub = 0;
@@ -751,7 +789,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut busy = Busy::default();
             loop {
                 let now = clock.now_ns();
-                let w = s.iterate(now, None);
+                let w = s.iterate(now, tap.as_mut());
                 busy.add(now, clock.now_ns(), w);
                 let ps = s.node.port.stats();
                 live_s
@@ -768,13 +806,13 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                     let d = *done_at.get_or_insert(now);
                     if s.is_idle() || now >= d + 50_000_000 {
                         if !s.is_idle() {
-                            s.cut_all(now, None);
+                            s.cut_all(now, tap.as_mut());
                         }
                         break;
                     }
                 }
                 if now >= hard + 100_000_000 {
-                    s.cut_all(now, None);
+                    s.cut_all(now, tap.as_mut());
                     break;
                 }
                 if now - last_pub >= 10_000_000 {
@@ -789,12 +827,21 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             publish_server(&live_s, &s);
             s.release_frames();
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
-            (report(&s, cpu), busy.scale(cpu))
+            let trace = tap.map(|p| (p.records_all(), s.node.tcp.take_tracer()));
+            (report(&s, cpu), busy.scale(cpu), trace)
         })
         .map_err(|e| e.to_string())?;
-    let (client, end, cbusy) = ct.join().map_err(|_| "client thread panicked")?;
-    let (server, sbusy) = st.join().map_err(|_| "server thread panicked")?;
+    let (client, end, cbusy, ctrace) = ct.join().map_err(|_| "client thread panicked")?;
+    let (server, sbusy, strace) = st.join().map_err(|_| "server thread panicked")?;
     live.done.store(true, Ordering::Relaxed);
+    let trace = match (ctrace, strace) {
+        (Some((mut frames, cpart)), Some((sframes, spart))) => {
+            frames.extend(sframes);
+            frames.sort_by_key(|r| r.ts_ns);
+            Some(TraceRig::finish_parts(frames, &profile, 0, cpart, spart))
+        }
+        _ => None,
+    };
     Ok(RunResult {
         cpu_ns: client.cpu_ns + server.cpu_ns,
         busy_cpu_ns: cbusy + sbusy,
@@ -804,6 +851,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         gen_ns: cfg.duration_ns,
         stall_ns: cfg.stall_ns,
         pcap: None,
+        trace,
         wire_unimpaired: cfg.impair == Impairment::default(),
     })
 }

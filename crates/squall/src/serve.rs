@@ -19,7 +19,7 @@ use std::time::Duration;
 use squall_engine::clock::thread_cpu_ns;
 use squall_engine::{Clock, MonotonicClock};
 use squall_port::Port;
-use squall_stack::{Node, NodeConfig, Owned, Owned6};
+use squall_stack::{Node, NodeConfig, Owned, Owned6, TapRef};
 use squall_tcp::{FlowId, TcpConfig};
 use squall_wire::Ipv6Address;
 
@@ -59,6 +59,8 @@ pub struct ServeConfig {
     pub fixed_keys: bool,
     /// Server workers, one per queue of the port and per core (`--cores N`).
     pub cores: u32,
+    /// Flow tracing (`--trace`): connections to the listen port matching the filter.
+    pub trace: Option<crate::flowtrace::TraceSpec>,
 }
 
 /// What a run of the server did (every worker's figures summed).
@@ -89,6 +91,8 @@ pub struct ServeReport {
     pub ns_answered: u64,
     /// ICMPv6 echo requests answered.
     pub echo6_answered: u64,
+    /// The traced connections (`--trace`).
+    pub trace: Option<crate::flowtrace::TraceData>,
 }
 
 /// Loads the site and serves until `stop` is set (SIGINT/SIGTERM) or the duration ends,
@@ -251,6 +255,9 @@ impl PortJob for ServeJob<'_> {
                     total.echo_answered += r.echo_answered;
                     total.ns_answered += r.ns_answered;
                     total.echo6_answered += r.echo6_answered;
+                    if let Some(t) = r.trace {
+                        total.trace.get_or_insert_default().merge(t);
+                    }
                 }
             }
         }
@@ -359,6 +366,12 @@ fn serve_on<P: Port>(
     for &p in &ports {
         node.tcp.listen(p);
     }
+    // Flow tracing: this worker's tracer chooses connections at their SYN.
+    let mut tap = cfg.trace.as_ref().map(|spec| {
+        let (t, pcap) = crate::flowtrace::passive(spec, ports.clone());
+        node.tcp.set_tracer(Some(t));
+        pcap
+    });
     let end = cfg.duration.map(|d| w.t0 + d.as_nanos() as u64);
     let mut idle = IdleYield::default();
     let slot = &live.workers[w.index as usize];
@@ -368,7 +381,7 @@ fn serve_on<P: Port>(
     let mut now;
     loop {
         now = clock.now_ns();
-        let worked = node.turn(now, &mut app, None);
+        let worked = node.turn(now, &mut app, tap.as_mut().map(|p| p as TapRef));
         publisher.turn(now, worked, slot, &app, &node);
         busy.add(now, clock.now_ns(), worked);
         if drain_until.is_none() && (stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e))
@@ -396,7 +409,7 @@ fn serve_on<P: Port>(
     let mut cut = 0;
     if node.tcp.flow_count() > 0 {
         {
-            let mut io = node.io(now, None);
+            let mut io = node.io(now, tap.as_mut().map(|p| p as TapRef));
             for i in 0..app.slots() {
                 if app.is_open(i) {
                     io.abort(&mut app, FlowId(i as u32));
@@ -408,6 +421,7 @@ fn serve_on<P: Port>(
     }
     publisher.publish_final(slot, &app, &node);
     node.release_frames();
+    let trace = tap.map(|p| crate::flowtrace::passive_data(p, &mut node.tcp, w.index));
     app.finish()?;
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
     let redirect = node.redirect_stats();
@@ -451,6 +465,7 @@ fn serve_on<P: Port>(
         echo_answered: node.icmp.echo_answered,
         ns_answered: node.neigh6.stats.ns_answered,
         echo6_answered: node.icmp6.echo_answered,
+        trace,
     })
 }
 

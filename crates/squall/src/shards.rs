@@ -164,6 +164,9 @@ pub(crate) fn merge_result(a: &mut RunResult, b: &RunResult) {
     a.busy_cpu_ns += b.busy_cpu_ns;
     a.stall_ns = a.stall_ns.max(b.stall_ns);
     a.wire_unimpaired &= b.wire_unimpaired;
+    if let Some(t) = &b.trace {
+        a.trace.get_or_insert_default().merge(t.clone());
+    }
 }
 
 /// Adds one side's report into another. `peak_active` becomes the sum of the shards'

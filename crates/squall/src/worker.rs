@@ -21,6 +21,7 @@ use squall_port::Port;
 use squall_stack::{Redirect, SharedMac};
 use squall_wire::Ipv6Address;
 
+use crate::flowtrace::TraceRig;
 use crate::gen::{tcp_config, ClientGen, Side};
 use crate::iface::{fmt_mac, side_report, IdleYield, Mode, RealConfig};
 use crate::run::{Live, RunConfig, RunResult, SideReport, Snapshot};
@@ -206,6 +207,14 @@ pub(crate) fn run_on<P: Port>(
     if rc.mode == Mode::Client {
         s.gen.pace = Some(256);
     }
+    // Flow tracing: the tap records received frames too (the peer's are not ours).
+    let mut tap = match &cfg.trace {
+        None => None,
+        Some(spec) if rc.mode == Mode::Client => {
+            Some(TraceRig::install(spec, &profile, Some(&mut s), None, true)?)
+        }
+        Some(spec) => Some(TraceRig::install(spec, &profile, None, Some(&mut s), true)?),
+    };
     let stop = t0 + cfg.duration_ns;
     let hard = stop + cfg.drain_ns;
     let mut now;
@@ -226,7 +235,7 @@ pub(crate) fn run_on<P: Port>(
     crate::run::wait_until(&clock, t0);
     loop {
         now = clock.now_ns();
-        let worked = s.iterate(now, None);
+        let worked = s.iterate(now, tap.as_mut());
         busy.add(now, clock.now_ns(), worked);
         let done = if rc.mode == Mode::Client {
             s.is_idle()
@@ -243,7 +252,7 @@ pub(crate) fn run_on<P: Port>(
         }
         if now >= hard {
             if s.gen.app.live > 0 {
-                s.cut_all(now, None);
+                s.cut_all(now, tap.as_mut());
             }
             break;
         }
@@ -300,6 +309,13 @@ pub(crate) fn run_on<P: Port>(
             None => String::new(),
         }
     );
+    let trace = tap.map(|p| {
+        if rc.mode == Mode::Client {
+            TraceRig::finish(p, &profile, w.index, Some(&mut s), None)
+        } else {
+            TraceRig::finish(p, &profile, w.index, None, Some(&mut s))
+        }
+    });
     let rep = side_report(&s, cpu);
     let (client, server) = if rc.mode == Mode::Server {
         (SideReport::default(), rep)
@@ -315,6 +331,7 @@ pub(crate) fn run_on<P: Port>(
         cpu_ns: cpu,
         busy_cpu_ns: busy.scale(cpu),
         pcap: None,
+        trace,
         wire_unimpaired: false,
     })
 }

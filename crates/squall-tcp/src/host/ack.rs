@@ -81,6 +81,9 @@ impl TcpHost {
                         t.cc.cwnd = t.cc.ssthresh;
                         let b = t.sb as usize;
                         let hole = self.sboards[b].first_hole_len(una, mss);
+                        if self.traced(i) {
+                            self.trace_cause(i, crate::trace::RexmitCause::FastRetransmit);
+                        }
                         let sent = self.send_at(i, una, hole, tx);
                         self.sboards[b].high_rxt = una.wrapping_add(sent);
                         self.sack_output(i, tx);
@@ -88,6 +91,9 @@ impl TcpHost {
                     DupAck::FastRetransmit => {
                         self.counters.tcps_fastrexmt += 1;
                         t.rexmt_at = 0;
+                        if self.traced(i) {
+                            self.trace_cause(i, crate::trace::RexmitCause::FastRetransmit);
+                        }
                         self.retransmit_one(i, tx);
                     }
                     DupAck::Inflate if sack => {
@@ -102,6 +108,7 @@ impl TcpHost {
             }
         } else {
             // New data acknowledged.
+            let mut sampled = 0;
             let acked = ack.wrapping_sub(t.snd_una);
             self.counters.tcps_rcvackpack += 1;
             // RFC 6298 §5 (Karn): the backoff is cleared by a valid RTT sample only (an
@@ -113,13 +120,15 @@ impl TcpHost {
                 // same millisecond is a 0 ms sample, not a wrap to 2^32 - 1.
                 let r_ms = ((now / 1_000_000) as u32 | 1).wrapping_sub(ts_ecr);
                 if r_ms < 3_600_000 {
-                    t.rtt.sample(r_ms.max(1) * 1000, &self.cfg.rto);
+                    sampled = r_ms.max(1) * 1000;
+                    t.rtt.sample(sampled, &self.cfg.rto);
                     self.counters.tcps_rttupdated += 1;
                     t.backoff = 0;
                 }
                 t.flags &= !F_TIMING;
             } else if t.has(F_TIMING) && seq::gt(ack, t.rtt_seq) {
                 let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
+                sampled = r.max(1);
                 t.rtt.sample(r, &self.cfg.rto);
                 t.flags &= !F_TIMING;
                 self.counters.tcps_rttupdated += 1;
@@ -132,6 +141,9 @@ impl TcpHost {
             self.counters.tcps_rcvackbyte += data_acked as u64;
             let mut sq = t.sq;
             self.chunks.consume(&mut sq, data_acked, &mut self.bufs);
+            if self.traced(i) && sampled != 0 {
+                self.trace_rtt(i, sampled);
+            }
             let t = &mut self.flows[i as usize];
             t.sq = sq;
             t.snd_una = ack;
@@ -167,6 +179,9 @@ impl TcpHost {
                 self.flows[i as usize].rexmt_at = now + rto;
             }
             if r == NewAck::PartialRetransmit {
+                if self.traced(i) {
+                    self.trace_cause(i, crate::trace::RexmitCause::PartialAck);
+                }
                 if self.flows[i as usize].sb != NO_SIDE {
                     self.sack_output(i, tx);
                 } else {

@@ -235,6 +235,9 @@ impl TcpHost {
         }
         if self.do_close(f.0) {
             self.output(f.0, tx);
+            if self.traced(f.0) {
+                self.trace_sync(f.0);
+            }
         }
     }
 

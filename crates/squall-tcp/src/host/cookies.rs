@@ -159,6 +159,7 @@ impl TcpHost {
             t.ts_recent_age = now_ms;
             t.mss -= 12;
         }
+        self.trace_passive(i);
         Some(i)
     }
 }

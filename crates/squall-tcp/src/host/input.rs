@@ -212,6 +212,9 @@ impl TcpHost {
             Some(i) => {
                 let r = self.rexmit_events();
                 self.segment(i, seg, h, app, tx);
+                if self.traced(i) {
+                    self.trace_sync(i);
+                }
                 self.report_rexmit(i, r, app);
             }
             None => {
@@ -330,6 +333,7 @@ impl TcpHost {
         t.rtt_seq = iss;
         t.rtt_ts = (now / 1000) as u32;
         self.half_open += 1;
+        self.trace_passive(i);
         self.send_syn(i, tx);
         let rto = self.rto_ns(&self.flows[i as usize]);
         self.flows[i as usize].rexmt_at = now + rto;
@@ -361,6 +365,9 @@ impl TcpHost {
             if has_ack {
                 self.counters.tcps_conndrops += 1;
                 self.counters.tcps_rcvrst += 1;
+                if self.traced(i) {
+                    self.trace_ev(i, crate::trace::TraceKind::RstReceived);
+                }
                 self.close_flow(i, CloseReason::Refused, app);
             }
             return;
@@ -392,8 +399,10 @@ impl TcpHost {
         t.snd_wl2 = seg.ack;
         if has_ack {
             t.snd_una = seg.ack;
+            let mut sampled = 0;
             if t.has(F_TIMING) && t.backoff == 0 {
                 let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
+                sampled = r.max(1);
                 t.rtt.sample(r, &self.cfg.rto);
                 self.counters.tcps_rttupdated += 1;
             } else if t.backoff > 0 {
@@ -407,6 +416,9 @@ impl TcpHost {
             t.flags |= F_ACKNOW;
             self.counters.tcps_connects += 1;
             self.set_idle_timer(i);
+            if self.traced(i) {
+                self.trace_opened(i, sampled);
+            }
             self.set_ctl_connected(i);
             app.on_connected(&mut self.ctl, FlowId(i));
             self.clear_ctl6();

@@ -34,6 +34,7 @@ mod output;
 mod segment;
 mod slab;
 mod timers;
+mod tracing;
 
 /// Host and TCP configuration.
 #[derive(Clone, Debug)]
@@ -188,6 +189,8 @@ pub struct TcpHost {
     addr6: Addr6Table,
     /// `addr6.frees()` when the current burst's prefetch pass read its ids.
     hint_frees: u64,
+    /// Flow tracing (None: off); fed only for flows with `F_TRACED`.
+    trace: Option<Box<crate::trace::FlowTracer>>,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (deadline u64, next/prev u32, slot u16,
@@ -249,6 +252,7 @@ impl TcpHost {
             active: 0,
             addr6: Addr6Table::default(),
             hint_frees: 0,
+            trace: None,
             cfg,
         }
     }

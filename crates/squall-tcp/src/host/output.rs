@@ -256,6 +256,9 @@ impl TcpHost {
             return;
         }
         let (key, seq, ack, o) = (t.key, t.snd_nxt, t.rcv_nxt, t.opt);
+        if self.traced(i) {
+            self.trace_ev(i, crate::trace::TraceKind::RstSent);
+        }
         self.counters.tcps_sndrst += 1;
         self.counters.tcps_sndctrl += 1;
         self.write_seg(tx, &key, o, seq, ack, RST | ACK, 0, &[], None);
@@ -387,12 +390,18 @@ impl TcpHost {
                 if rexmit {
                     self.counters.tcps_sndrexmitpack += 1;
                     self.counters.tcps_sndrexmitbyte += len as u64;
+                    if self.traced(i) {
+                        self.trace_rexmit(i, seqno, len, false);
+                    }
                 } else {
                     self.counters.tcps_sndpack += 1;
                     self.counters.tcps_sndbyte += len as u64;
                 }
             } else if send_fin {
                 self.counters.tcps_sndctrl += 1;
+                if rexmit && self.traced(i) {
+                    self.trace_rexmit(i, seqno, 0, false);
+                }
             } else {
                 self.counters.tcps_sndacks += 1;
             }
@@ -436,6 +445,9 @@ impl TcpHost {
     /// RFC 6675 §5 loss recovery transmission: while `cwnd - pipe >= SMSS`, send the next
     /// hole (NextSeg rule 1) or new data (rule 2).
     pub(super) fn sack_output<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        if self.traced(i) {
+            self.trace_cause(i, crate::trace::RexmitCause::Sack);
+        }
         let thresh = self.fo(i).rexmt_thresh;
         for _ in 0..64 {
             let t = &self.flows[i as usize];
@@ -510,6 +522,9 @@ impl TcpHost {
         let data = if len > 0 { Some((sq, off, len)) } else { None };
         if !self.write_seg(tx, &key, o, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
             return 0;
+        }
+        if rexmit && self.traced(i) {
+            self.trace_rexmit(i, seqno, len, false);
         }
         if len > 0 {
             if rexmit {

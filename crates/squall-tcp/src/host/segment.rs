@@ -129,6 +129,9 @@ impl TcpHost {
             && flags & (SYN | ACK | RST) == SYN
             && seg.seq.wrapping_add(1) == t.rcv_nxt
         {
+            if self.traced(i) {
+                self.trace_syn_ack_again(i);
+            }
             self.send_syn(i, tx);
             return;
         }
@@ -211,6 +214,9 @@ impl TcpHost {
             }
             if seg.seq == t.rcv_nxt {
                 self.counters.tcps_rcvrst += 1;
+                if self.traced(i) {
+                    self.trace_ev(i, crate::trace::TraceKind::RstReceived);
+                }
                 let reason = match state {
                     State::SynReceived => {
                         self.counters.tcps_conndrops += 1;
@@ -261,8 +267,10 @@ impl TcpHost {
                 t.flags &= !F_HALF_OPEN;
                 self.half_open -= 1;
             }
+            let mut sampled = 0;
             if t.has(F_TIMING) && t.backoff == 0 {
                 let r = ((now / 1000) as u32).wrapping_sub(t.rtt_ts);
+                sampled = r.max(1);
                 t.rtt.sample(r, &self.cfg.rto);
                 self.counters.tcps_rttupdated += 1;
             } else if t.backoff > 0 {
@@ -281,6 +289,9 @@ impl TcpHost {
             }
             self.counters.tcps_connects += 1;
             self.set_idle_timer(i);
+            if self.traced(i) {
+                self.trace_opened(i, sampled);
+            }
             self.set_ctl_connected(i);
             app.on_connected(&mut self.ctl, FlowId(i));
             self.clear_ctl6();
@@ -376,6 +387,9 @@ impl TcpHost {
                     match t.state {
                         State::Established => {
                             t.state = State::CloseWait;
+                            if self.traced(i) {
+                                self.trace_sync(i);
+                            }
                             self.set_ctl(i);
                             app.on_peer_closed(&mut self.ctl, FlowId(i));
                             if self.apply_ops(i, app, tx) {
@@ -574,6 +588,9 @@ impl TcpHost {
         self.release_ooo(o);
         self.release_sb(sb);
         self.schedule(i);
+        if self.traced(i) {
+            self.trace_sync(i);
+        }
         if report {
             app.on_closed(FlowId(i), CloseReason::Normal);
         }

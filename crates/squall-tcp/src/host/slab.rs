@@ -42,10 +42,13 @@ impl TcpHost {
 
     /// Releases a flow; reports `reason` to the app unless already reported.
     pub(super) fn close_flow<A: TcpApp>(&mut self, i: u32, reason: CloseReason, app: &mut A) {
-        let t = &mut self.flows[i as usize];
-        if t.state == State::Closed {
+        if self.flows[i as usize].state == State::Closed {
             return;
         }
+        if self.traced(i) {
+            self.trace_close(i, reason);
+        }
+        let t = &mut self.flows[i as usize];
         let report = !t.has(F_REPORTED) && !t.has(F_HALF_OPEN);
         if t.has(F_HALF_OPEN) {
             self.half_open -= 1;

@@ -166,6 +166,9 @@ impl TcpHost {
             }
         }
         self.schedule(i);
+        if self.traced(i) {
+            self.trace_sync(i);
+        }
     }
 
     /// Retransmission-class timer; returns true if the flow is gone.
@@ -199,6 +202,11 @@ impl TcpHost {
                 }
                 t.flags &= !F_TIMING;
                 self.counters.tcps_rexmttimeo += 1;
+                if self.traced(i) {
+                    self.trace_cause(i, crate::trace::RexmitCause::Rto);
+                    let iss = self.flows[i as usize].snd_una;
+                    self.trace_rexmit(i, iss, 0, true);
+                }
                 self.send_syn(i, tx);
                 let t = &self.flows[i as usize];
                 let rto = self.rto_ns(t);
@@ -222,6 +230,9 @@ impl TcpHost {
                 t.snd_nxt = t.snd_una;
                 t.flags = (t.flags | F_FORCE) & !F_TIMING;
                 self.counters.tcps_sndprobe += 1;
+                if self.traced(i) {
+                    self.trace_ev(i, crate::trace::TraceKind::WindowProbe);
+                }
                 self.output(i, tx);
                 let rto = self.rto_ns(&self.flows[i as usize]);
                 self.flows[i as usize].rexmt_at = now + rto;
@@ -245,6 +256,9 @@ impl TcpHost {
                 let sb = t.sb;
                 t.sb = NO_SIDE;
                 self.release_sb(sb);
+                if self.traced(i) {
+                    self.trace_cause(i, crate::trace::RexmitCause::Rto);
+                }
                 let t = &mut self.flows[i as usize];
                 t.snd_nxt = t.snd_una;
                 t.flags &= !F_TIMING; // Karn

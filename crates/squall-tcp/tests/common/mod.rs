@@ -9,7 +9,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use squall_tcp::{BufId, CloseReason, Ctl, FlowId, State, TcpApp, TcpConfig, TcpHost, TxSink};
+use squall_tcp::{
+    BufId, CloseReason, Ctl, FlowId, FlowTracer, State, TcpApp, TcpConfig, TcpHost, TxSink,
+};
 
 /// Small deterministic PRNG (the workspace's SplitMix64).
 pub struct Rng(rand_xoshiro::SplitMix64);
@@ -437,6 +439,20 @@ pub fn run_w1_over(
     seed: u64,
     cfg: TcpConfig,
 ) -> W1Result {
+    run_w1_traced(fam, n, conc, imp, seed, cfg, false).0
+}
+
+/// [`run_w1_over`], every flow traced when `trace` (both hosts' tracers returned:
+/// client, server).
+pub fn run_w1_traced(
+    fam: Family,
+    n: u32,
+    conc: u32,
+    imp: Impair,
+    seed: u64,
+    cfg: TcpConfig,
+    trace: bool,
+) -> (W1Result, Option<(FlowTracer, FlowTracer)>) {
     let mut now = 1_000_000_000u64;
     let W1Pair {
         mut ch,
@@ -444,6 +460,13 @@ pub fn run_w1_over(
         mut capp,
         mut sapp,
     } = w1_pair(cfg, n + conc + 16, seed, now);
+    if trace {
+        ch.set_tracer(Some(FlowTracer::new(1 << 24)));
+        // Every passive flow: the server traces whatever its select accepts.
+        sh.set_tracer(Some(
+            FlowTracer::new(1 << 24).with_select(usize::MAX, Box::new(|_| true)),
+        ));
+    }
     let mut csink = VecSink::default();
     let mut ssink = VecSink::default();
     let mut wire = Wire::new(imp, seed);
@@ -476,6 +499,9 @@ pub fn run_w1_over(
             };
             match opened {
                 Ok(f) => {
+                    if trace {
+                        assert!(ch.trace_flow(f));
+                    }
                     capp.started(f, next);
                     if conn_of_flow.len() <= f.0 as usize {
                         conn_of_flow.resize(f.0 as usize + 1, 0);
@@ -524,7 +550,7 @@ pub fn run_w1_over(
             hung.push((conn_of_flow[i as usize], st));
         }
     }
-    W1Result {
+    let r = W1Result {
         flows: n,
         client_ok: capp.ok,
         server_ok: sapp.ok,
@@ -535,5 +561,10 @@ pub fn run_w1_over(
         wire: wire.stats,
         client: ch.counters().clone(),
         server: sh.counters().clone(),
-    }
+    };
+    let tracers = match (ch.take_tracer(), sh.take_tracer()) {
+        (Some(c), Some(s)) => Some((c, s)),
+        _ => None,
+    };
+    (r, tracers)
 }

@@ -298,6 +298,8 @@ pub struct GenSide {
     /// TCP flows waiting for TX frames at the last poll: no new flow opens meanwhile.
     tx_waiting: usize,
     scratch: Vec<u32>,
+    /// Flow tracing (`--trace`), client side: picks the flows to trace.
+    pub trace: Option<crate::flowtrace::FlowSelect>,
 }
 
 impl TcpApp for GenSide {
@@ -473,6 +475,7 @@ impl GenSide {
             app: GenApp::new(profile, bufs, max_flows as usize, now, seed),
             client,
             tpl_opts,
+            trace: None,
             pace: None,
             throttle: false,
             tx_waiting: 0,
@@ -529,7 +532,18 @@ impl GenSide {
                 return;
             }
         };
-        io.watch(addr.ip, addr.port);
+        // Traced flows are the only ones the capture watches; without tracing it takes
+        // the first flows it is shown (`--pcap`).
+        let traced = match self.trace.as_mut() {
+            None => {
+                io.watch(addr.ip, addr.port);
+                false
+            }
+            Some(sel) => sel.select(ti, addr.ip, addr.port, server, dport),
+        };
+        if traced {
+            io.watch(addr.ip, addr.port);
+        }
         let opened = if is_udp {
             let mut cx = self.app.udp_ctx();
             self.udp
@@ -542,6 +556,11 @@ impl GenSide {
             };
             match c {
                 Ok(f) => {
+                    if traced && io.trace_flow(f) {
+                        if let Some(sel) = self.trace.as_mut() {
+                            sel.traced_templates.push(ti as u16);
+                        }
+                    }
                     self.app.start_client(f, s.template, s.at_ns, addr);
                     self.apply_ops(io, f.0);
                     true
