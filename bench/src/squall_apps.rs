@@ -274,8 +274,8 @@ impl ClientApp {
                 held.extend_from_slice(data);
                 &held
             };
-            let mut h = [squall_http::Header::EMPTY; 8];
-            match squall_http::parse_response(buf, &mut h, &HTTP_LIMITS, false) {
+            let mut h = [squall_http::Header::SLOT; 8];
+            match squall_http::parse_response_in(buf, &mut h, &HTTP_LIMITS, false) {
                 Ok(None) => {
                     if held.is_empty() {
                         held.extend_from_slice(data);

@@ -4,7 +4,7 @@
 //! `valgrind --tool=callgrind target/release/examples/w2_heads 100000` minus a run with
 //! a smaller N (docs/HTTP.md, "Figures").
 
-use squall_http::{parse_request, parse_response, BodyKind, Header, Limits};
+use squall_http::{parse_request_in, parse_response_in, BodyKind, Header, Limits};
 
 const REQUEST: &[u8] = b"GET /testu HTTP/1.1\r\nHost: 48.0.0.1\r\n\r\n";
 /// The answer's head and its 80-byte body: one segment, as the client receives it.
@@ -21,13 +21,13 @@ fn main() {
     let mut ok = 0u64;
     for _ in 0..n {
         let req = std::hint::black_box(REQUEST);
-        let mut h = [Header::EMPTY; 16];
-        if let Ok(Some(r)) = parse_request(req, &mut h, &lim) {
+        let mut h = [Header::SLOT; 16];
+        if let Ok(Some(r)) = parse_request_in(req, &mut h, &lim) {
             ok += u64::from(r.keep_alive && r.head_len == REQUEST.len());
         }
         let resp = std::hint::black_box(RESPONSE);
-        let mut h = [Header::EMPTY; 16];
-        if let Ok(Some(r)) = parse_response(resp, &mut h, &lim, false) {
+        let mut h = [Header::SLOT; 16];
+        if let Ok(Some(r)) = parse_response_in(resp, &mut h, &lim, false) {
             ok += u64::from(
                 r.body == BodyKind::Length(80)
                     && r.headers.len() == 4

@@ -2,6 +2,8 @@
 //! (RFC 9112 §2-§5), and what it says about the message's framing and the connection
 //! (RFC 9112 §6, §9): body kind, keep-alive, `Expect: 100-continue`.
 
+use core::mem::MaybeUninit;
+
 use crate::body::BodyKind;
 use crate::error::Error;
 use crate::limits::Limits;
@@ -76,6 +78,8 @@ impl Header<'_> {
         name: b"",
         value: b"",
     };
+    /// A slot for [`parse_request_in`] / [`parse_response_in`]: nothing to write.
+    pub const SLOT: MaybeUninit<Header<'static>> = MaybeUninit::uninit();
 }
 
 /// A parsed request head. `head_len` bytes of the buffer were used; the body (if any)
@@ -150,6 +154,17 @@ pub fn parse_request<'b, 'h>(
     headers: &'h mut [Header<'b>],
     lim: &Limits,
 ) -> Result<Option<Request<'b, 'h>>, Error> {
+    parse_request_in(buf, as_slots(headers), lim)
+}
+
+/// [`parse_request`] into an array the caller has not initialised (`[Header::SLOT; N]`
+/// or `[const { MaybeUninit::uninit() }; N]`: nothing is written before the parse, the
+/// parser writes the fields it finds).
+pub fn parse_request_in<'b, 'h>(
+    buf: &'b [u8],
+    headers: &'h mut [MaybeUninit<Header<'b>>],
+    lim: &Limits,
+) -> Result<Option<Request<'b, 'h>>, Error> {
     let mut pos = 0;
     while buf[pos..].starts_with(b"\r\n") {
         pos += 2;
@@ -157,7 +172,7 @@ pub fn parse_request<'b, 'h>(
             return Err(Error::BadRequest("too many empty lines before the request"));
         }
     }
-    let (method_raw, target, version, next) =
+    let (method, method_raw, target, version, next) =
         match crate::fast::request_line(buf, pos, lim.max_start_line) {
             Some(l) => l,
             None => {
@@ -166,13 +181,13 @@ pub fn parse_request<'b, 'h>(
                     return Ok(None);
                 };
                 let (m, t, v) = request_line(line)?;
-                (m, t, v, next)
+                (Method::from_bytes(m), m, t, v, next)
             }
         };
     let Some((n, head_len)) = fields(buf, next, headers, lim)? else {
         return Ok(None);
     };
-    let headers = &headers[..n];
+    let headers = filled(headers, n);
     let f = Semantics::of(headers)?;
     if f.te.is_some() && version == Version::Http10 {
         return Err(Error::BadRequest(
@@ -191,7 +206,7 @@ pub fn parse_request<'b, 'h>(
         return Err(Error::BadRequest("more than one Host"));
     }
     Ok(Some(Request {
-        method: Method::from_bytes(method_raw),
+        method,
         method_raw,
         target,
         version,
@@ -212,6 +227,17 @@ pub fn parse_response<'b, 'h>(
     lim: &Limits,
     head_request: bool,
 ) -> Result<Option<Response<'b, 'h>>, Error> {
+    parse_response_in(buf, as_slots(headers), lim, head_request)
+}
+
+/// [`parse_response`] into an array the caller has not initialised (as
+/// [`parse_request_in`]).
+pub fn parse_response_in<'b, 'h>(
+    buf: &'b [u8],
+    headers: &'h mut [MaybeUninit<Header<'b>>],
+    lim: &Limits,
+    head_request: bool,
+) -> Result<Option<Response<'b, 'h>>, Error> {
     let (version, code, reason, next) = match crate::fast::status_line(buf, lim.max_start_line) {
         Some(l) => l,
         None => {
@@ -226,7 +252,7 @@ pub fn parse_response<'b, 'h>(
     let Some((n, head_len)) = fields(buf, next, headers, lim)? else {
         return Ok(None);
     };
-    let headers = &headers[..n];
+    let headers = filled(headers, n);
     let f = Semantics::of(headers)?;
     let no_body = head_request || (100..200).contains(&code) || code == 204 || code == 304;
     let body = if no_body {
@@ -361,7 +387,7 @@ fn status_line(l: &[u8]) -> Result<(Version, u16, &[u8]), Error> {
 fn fields<'b>(
     buf: &'b [u8],
     pos: usize,
-    out: &mut [Header<'b>],
+    out: &mut [MaybeUninit<Header<'b>>],
     lim: &Limits,
 ) -> Result<Option<(usize, usize)>, Error> {
     fields_with::<true>(buf, pos, out, lim)
@@ -371,7 +397,7 @@ fn fields<'b>(
 fn fields_with<'b, const FAST: bool>(
     buf: &'b [u8],
     mut pos: usize,
-    out: &mut [Header<'b>],
+    out: &mut [MaybeUninit<Header<'b>>],
     lim: &Limits,
 ) -> Result<Option<(usize, usize)>, Error> {
     let mut n = 0;
@@ -385,18 +411,20 @@ fn fields_with<'b, const FAST: bool>(
         }
     };
     let max_n = lim.max_headers.min(out.len());
+    // No line of a buffer this short can reach the line or head limit: the fast loop
+    // then checks neither.
+    let short = len <= lim.max_head.min(lim.max_header_line);
     loop {
         if FAST {
             // Plain lines back to back (at a limit the general code decides), then the
             // head's end; anything else goes to the general code, one line at a time.
-            while let Some((colon, vstart, end)) = crate::fast::field_line(buf, pos) {
-                if end - pos > lim.max_header_line || end + 2 > lim.max_head || n >= max_n {
+            while let Some((name, value, end)) = crate::fast::field_line(buf, pos) {
+                if (!short && (end - pos > lim.max_header_line || end + 2 > lim.max_head))
+                    || n >= max_n
+                {
                     break;
                 }
-                out[n] = Header {
-                    name: &buf[pos..colon],
-                    value: &buf[vstart..end],
-                };
+                out[n] = MaybeUninit::new(Header { name, value });
                 n += 1;
                 pos = end + 2;
             }
@@ -481,13 +509,29 @@ fn fields_with<'b, const FAST: bool>(
         if n >= max_n {
             return Err(Error::HeadersTooLarge);
         }
-        out[n] = Header {
+        out[n] = MaybeUninit::new(Header {
             name,
             value: trim_ows(&buf[vstart..pos]),
-        };
+        });
         n += 1;
         pos += 2;
     }
+}
+
+/// An initialised header array seen as slots the parser writes (only initialised
+/// headers are ever written into it, so it stays initialised).
+fn as_slots<'a, 'b>(h: &'a mut [Header<'b>]) -> &'a mut [MaybeUninit<Header<'b>>] {
+    // SAFETY: `MaybeUninit<T>` has the layout of `T`; the parser only stores initialised
+    // `Header`s through the returned slice, so `h` holds valid headers afterwards.
+    unsafe { &mut *(h as *mut [Header<'b>] as *mut [MaybeUninit<Header<'b>>]) }
+}
+
+/// The first `n` slots, which `fields` wrote.
+fn filled<'h, 'b>(h: &'h [MaybeUninit<Header<'b>>], n: usize) -> &'h [Header<'b>] {
+    let h = &h[..n];
+    // SAFETY: `fields` returned `n`, having written slots `0..n` (it stores each header
+    // before counting it); `MaybeUninit<T>` has the layout of `T`.
+    unsafe { &*(h as *const [MaybeUninit<Header<'b>>] as *const [Header<'b>]) }
 }
 
 /// The first `:` at or after `pos`: eight bytes at a time (names are short: a library
@@ -663,8 +707,8 @@ mod tests {
                 for len in [buf.len(), buf.len() / 2, buf.len().saturating_sub(30)] {
                     let b = &buf[..len];
                     let (mut h1, mut h2) = ([Header::EMPTY; 8], [Header::EMPTY; 8]);
-                    let a = fields_with::<true>(b, 0, &mut h1, lim);
-                    let g = fields_with::<false>(b, 0, &mut h2, lim);
+                    let a = fields_with::<true>(b, 0, as_slots(&mut h1), lim);
+                    let g = fields_with::<false>(b, 0, as_slots(&mut h2), lim);
                     assert_eq!(a, g, "{:?}", String::from_utf8_lossy(b));
                     assert_eq!(h1, h2);
                 }
@@ -725,14 +769,18 @@ mod tests {
             };
             let start = b.windows(2).position(|w| w == b"\r\n").map_or(0, |p| p + 2);
             let (mut h1, mut h2) = ([Header::EMPTY; 8], [Header::EMPTY; 8]);
-            let fast = fields_with::<true>(b, start, &mut h1, &lim);
-            assert_eq!(fast, fields_with::<false>(b, start, &mut h2, &lim), "{b:?}");
+            let fast = fields_with::<true>(b, start, as_slots(&mut h1), &lim);
+            assert_eq!(
+                fast,
+                fields_with::<false>(b, start, as_slots(&mut h2), &lim),
+                "{b:?}"
+            );
             assert_eq!(h1, h2);
             for max in [lim.max_header_line, 8192] {
                 if let Some(f) = crate::fast::request_line(b, 0, max) {
                     let l = line(b, 0, max, Error::UriTooLong).unwrap().unwrap();
                     let (m, t, v) = request_line(l.0).unwrap();
-                    assert_eq!(f, (m, t, v, l.1), "{b:?}");
+                    assert_eq!(f, (Method::from_bytes(m), m, t, v, l.1), "{b:?}");
                 }
                 if let Some(f) = crate::fast::status_line(b, max) {
                     let l = line(b, 0, max, Error::HeadersTooLarge).unwrap().unwrap();
@@ -747,11 +795,13 @@ mod tests {
     /// take and leave, each byte replaced by bytes of every class, at every length.
     #[test]
     fn start_line_fast_paths_agree_with_the_general_code() {
-        type Req<'a> = Result<Option<(&'a [u8], &'a [u8], Version, usize)>, Error>;
+        type Req<'a> = Result<Option<(Method, &'a [u8], &'a [u8], Version, usize)>, Error>;
         type Status<'a> = Result<Option<(Version, u16, &'a [u8], usize)>, Error>;
         fn general_req(b: &[u8], max: usize) -> Req<'_> {
             line(b, 0, max, Error::UriTooLong).and_then(|l| match l {
-                Some((l, next)) => request_line(l).map(|(m, t, v)| Some((m, t, v, next))),
+                Some((l, next)) => {
+                    request_line(l).map(|(m, t, v)| Some((Method::from_bytes(m), m, t, v, next)))
+                }
                 None => Ok(None),
             })
         }
@@ -767,6 +817,9 @@ mod tests {
         for base in [
             &b"GET /testu?x=1 HTTP/1.1\r\nHost"[..],
             b"OPTIONS * HTTP/1.0\r\n",
+            // A target over several sixteen-byte chunks.
+            b"POST /a/longer/path/than/sixteen/bytes?q=1&r=2 HTTP/1.1\r\n",
+            b"GETX /a HTTP/1.1\r\n",
         ] {
             for max in [8192, 12] {
                 for i in 0..=base.len() {

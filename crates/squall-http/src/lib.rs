@@ -24,7 +24,10 @@ mod syntax;
 
 pub use body::{BodyDecoder, BodyKind, Decoded};
 pub use error::Error;
-pub use head::{parse_request, parse_response, Header, Method, Request, Response, Version};
+pub use head::{
+    parse_request, parse_request_in, parse_response, parse_response_in, Header, Method, Request,
+    Response, Version,
+};
 pub use limits::Limits;
 
 /// The reason phrase of a status code this crate's users send (empty for others).

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use squall_http::{parse_request, BodyDecoder, BodyKind, Header, Limits, Method, Request};
+use squall_http::{parse_request_in, BodyDecoder, BodyKind, Header, Limits, Method, Request};
 use squall_port::Port;
 use squall_stack::{NodeApp, NodeIo};
 use squall_tcp::{BufId, BufRegistry, CloseReason, Ctl, FlowId, TcpApp, TcpHost};
@@ -397,14 +397,15 @@ impl ServeApp {
                 }
                 continue;
             }
-            let mut few = [Header::EMPTY; FEW_HEADERS];
+            // Slots the parser fills: nothing to initialise per request.
+            let mut few = [Header::SLOT; FEW_HEADERS];
             let mut many;
-            let mut r = parse_request(&input[pos..], &mut few, &self.cfg.limits);
+            let mut r = parse_request_in(&input[pos..], &mut few, &self.cfg.limits);
             if matches!(r, Err(squall_http::Error::HeadersTooLarge))
                 && self.cfg.limits.max_headers > FEW_HEADERS
             {
-                many = [Header::EMPTY; MAX_HEADERS];
-                r = parse_request(&input[pos..], &mut many, &self.cfg.limits);
+                many = [Header::SLOT; MAX_HEADERS];
+                r = parse_request_in(&input[pos..], &mut many, &self.cfg.limits);
             }
             match r {
                 Ok(None) => break,

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use squall_astf::Profile;
-use squall_http::{parse_response, BodyDecoder, BodyKind, Header, Limits};
+use squall_http::{parse_response_in, BodyDecoder, BodyKind, Header, Limits};
 
 use crate::stats::{HttpStats, Latency};
 
@@ -24,17 +24,17 @@ const FEW_HEADERS: usize = 24;
 /// What the generator needs of a response head: status, framing, head length.
 type Head = (u16, BodyKind, usize);
 
-/// Parses a response head at the start of `buf` (see [`parse_response`]).
+/// Parses a response head at the start of `buf` (see [`squall_http::parse_response`]).
 fn parse_head(
     buf: &[u8],
     lim: &Limits,
     head_req: bool,
 ) -> Result<Option<Head>, squall_http::Error> {
-    let mut few = [Header::EMPTY; FEW_HEADERS];
-    match parse_response(buf, &mut few, lim, head_req) {
+    let mut few = [Header::SLOT; FEW_HEADERS];
+    match parse_response_in(buf, &mut few, lim, head_req) {
         Err(squall_http::Error::HeadersTooLarge) => {
-            let mut all = [Header::EMPTY; MAX_HEADERS];
-            parse_response(buf, &mut all, lim, head_req)
+            let mut all = [Header::SLOT; MAX_HEADERS];
+            parse_response_in(buf, &mut all, lim, head_req)
                 .map(|r| r.map(|r| (r.code, r.body, r.head_len)))
         }
         r => r.map(|r| r.map(|r| (r.code, r.body, r.head_len))),
