@@ -119,20 +119,37 @@ pub(crate) fn field_line(buf: &[u8], pos: usize) -> Option<(&[u8], &[u8], usize)
     Some((&w[..k], value, end))
 }
 
-/// A request line: method, method token, target, version, where the next line starts.
-pub(crate) type RequestLine<'b> = (crate::Method, &'b [u8], &'b [u8], crate::Version, usize);
+/// A request line as the head parsers use it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RequestLine<'b> {
+    pub method: crate::Method,
+    pub method_raw: &'b [u8],
+    pub target: &'b [u8],
+    /// Bytes of the target before its first `?` (all of it without one).
+    pub path_len: usize,
+    pub version: crate::Version,
+    /// Where the next line starts.
+    pub next: usize,
+}
+
+/// The eight bytes of `buf` at `at` as a little-endian word, if there are eight.
+#[inline]
+fn word(buf: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(
+        buf.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
+/// `HTTP/1.1` and `HTTP/1.0` as little-endian words.
+const HTTP11: u64 = u64::from_le_bytes(*b"HTTP/1.1");
+const HTTP10: u64 = u64::from_le_bytes(*b"HTTP/1.0");
 
 /// `METHOD SP TARGET SP HTTP/1.1|HTTP/1.0 CRLF` at `pos`, at most `max` bytes before the
-/// CRLF: `(method, method token, target, version, next line)`; `None` for any other
-/// shape (another version, a long or incomplete line, a bad byte), which the general
-/// code then decides. `GET` is recognised by one word compare; the target is scanned
-/// sixteen bytes at a time.
+/// CRLF; `None` for any other shape (another version, a long or incomplete line, a bad
+/// byte), which the general code then decides. `GET` is recognised by one word compare;
+/// the target is scanned sixteen bytes at a time, its `?` found in the same pass.
 #[inline]
-pub(crate) fn request_line(
-    buf: &[u8],
-    pos: usize,
-    max: usize,
-) -> Option<RequestLine<'_>> {
+pub(crate) fn request_line(buf: &[u8], pos: usize, max: usize) -> Option<RequestLine<'_>> {
     use crate::syntax::is_tchar;
     let (method, i) = if buf.get(pos..pos + 4) == Some(b"GET ") {
         (crate::Method::Get, pos + 3)
@@ -147,28 +164,36 @@ pub(crate) fn request_line(
         (crate::Method::from_bytes(&buf[pos..i]), i)
     };
     let t = i + 1;
-    let j = target_end(buf, t);
+    let (j, q) = target_end(buf, t);
     if j == t || buf.get(j) != Some(&b' ') {
         return None;
     }
-    let v = match buf.get(j + 1..j + 11)? {
-        b"HTTP/1.1\r\n" => crate::Version::Http11,
-        b"HTTP/1.0\r\n" => crate::Version::Http10,
+    let version = match word(buf, j + 1)? {
+        HTTP11 => crate::Version::Http11,
+        HTTP10 => crate::Version::Http10,
         _ => return None,
     };
-    if j + 9 - pos > max {
+    if buf.get(j + 9..j + 11)? != b"\r\n" || j + 9 - pos > max {
         return None;
     }
-    Some((method, &buf[pos..i], &buf[t..j], v, j + 11))
+    Some(RequestLine {
+        method,
+        method_raw: &buf[pos..i],
+        target: &buf[t..j],
+        path_len: q.min(j) - t,
+        version,
+        next: j + 11,
+    })
 }
 
-/// Bit `i` set where byte `i` of `w` is not a request-target byte (0x21-0x7e).
+/// Bits `i` set where byte `i` of `w` is not a request-target byte (0x21-0x7e), and
+/// where it is `?`.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn non_target_mask(w: &[u8; 16]) -> u32 {
+fn target_masks(w: &[u8; 16]) -> (u32, u32) {
     use core::arch::x86_64::{
-        __m128i, _mm_and_si128, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8,
-        _mm_set1_epi8,
+        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_loadu_si128,
+        _mm_movemask_epi8, _mm_set1_epi8,
     };
     // SAFETY: as in `ctl_mask`. Signed compares: bytes of 0x80 and above are negative,
     // so they fall outside the range.
@@ -178,38 +203,53 @@ fn non_target_mask(w: &[u8; 16]) -> u32 {
             _mm_cmpgt_epi8(x, _mm_set1_epi8(0x20)),
             _mm_cmplt_epi8(x, _mm_set1_epi8(0x7f)),
         );
-        !(_mm_movemask_epi8(ok) as u32) & 0xffff
+        let q = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'?' as i8));
+        (
+            !(_mm_movemask_epi8(ok) as u32) & 0xffff,
+            _mm_movemask_epi8(q) as u32,
+        )
     }
 }
 
-/// The first byte at or after `t` that is not a request-target byte (`buf.len()` if
-/// none): sixteen bytes at a time on x86-64, then byte by byte.
+/// From `t`: the first byte that is not a request-target byte (`buf.len()` if none),
+/// and the first `?` (`usize::MAX` if none; it may lie beyond the first answer, which
+/// the caller bounds). Sixteen bytes at a time on x86-64, then byte by byte.
 #[inline]
-fn target_end(buf: &[u8], t: usize) -> usize {
+fn target_end(buf: &[u8], t: usize) -> (usize, usize) {
     let mut j = t;
+    let mut q = usize::MAX;
     #[cfg(target_arch = "x86_64")]
     while let Some(w) = chunk(buf, j) {
-        let m = non_target_mask(w);
+        let (m, qm) = target_masks(w);
+        if qm != 0 && q == usize::MAX {
+            q = j + qm.trailing_zeros() as usize;
+        }
         if m != 0 {
-            return j + m.trailing_zeros() as usize;
+            return (j + m.trailing_zeros() as usize, q);
         }
         j += 16;
     }
     while j < buf.len() && crate::syntax::is_target_char(buf[j]) {
+        if buf[j] == b'?' && q == usize::MAX {
+            q = j;
+        }
         j += 1;
     }
-    j
+    (j, q)
 }
 
 /// `HTTP/1.1|HTTP/1.0 SP DIGIT{3} [SP reason] CRLF` at the start of `buf`, at most `max`
 /// bytes before the CRLF: `(version, code, reason, next line)`; `None` otherwise.
 #[inline]
 pub(crate) fn status_line(buf: &[u8], max: usize) -> Option<(crate::Version, u16, &[u8], usize)> {
-    let v = match buf.get(..9)? {
-        b"HTTP/1.1 " => crate::Version::Http11,
-        b"HTTP/1.0 " => crate::Version::Http10,
+    let v = match word(buf, 0)? {
+        HTTP11 => crate::Version::Http11,
+        HTTP10 => crate::Version::Http10,
         _ => return None,
     };
+    if buf.get(8)? != &b' ' {
+        return None;
+    }
     let d = buf.get(9..12)?;
     if !d.iter().all(u8::is_ascii_digit) {
         return None;
@@ -258,7 +298,9 @@ mod tests {
                 let rest = 0xffff & !(1u32 << i);
                 assert_eq!(names, rest | u32::from(name) << i, "byte {c:#x}");
                 let target = (0x21..=0x7e).contains(&c);
-                assert_eq!(non_target_mask(&w), u32::from(!target) << i, "byte {c:#x}");
+                let (t, q) = target_masks(&w);
+                assert_eq!(t, u32::from(!target) << i, "byte {c:#x}");
+                assert_eq!(q, u32::from(c == b'?') << i, "byte {c:#x}");
             }
         }
     }

@@ -6,6 +6,7 @@ use core::mem::MaybeUninit;
 
 use crate::body::BodyKind;
 use crate::error::Error;
+use crate::fast::RequestLine;
 use crate::limits::Limits;
 use crate::syntax::{
     all_tchar, find_lf, is_field_vchar, is_target_char, is_tchar, is_token, list, name_is,
@@ -91,6 +92,8 @@ pub struct Request<'b, 'h> {
     pub method_raw: &'b [u8],
     /// The request-target as received (origin-form `/path?query`, absolute-form, `*`).
     pub target: &'b [u8],
+    /// Bytes of `target` before its first `?` ([`Request::path`]).
+    path_len: usize,
     pub version: Version,
     pub headers: &'h [Header<'b>],
     /// Bytes of the head, leading empty lines included (RFC 9112 §2.2).
@@ -126,10 +129,9 @@ impl<'b> Request<'b, '_> {
     pub fn header(&self, name: &str) -> Option<&'b [u8]> {
         find(self.headers, name)
     }
-    /// The path of the target (before `?`).
+    /// The path of the target (before `?`; found while the request line was read).
     pub fn path(&self) -> &'b [u8] {
-        let t = self.target;
-        &t[..t.iter().position(|&c| c == b'?').unwrap_or(t.len())]
+        self.target.get(..self.path_len).unwrap_or(self.target)
     }
 }
 
@@ -172,18 +174,23 @@ pub fn parse_request_in<'b, 'h>(
             return Err(Error::BadRequest("too many empty lines before the request"));
         }
     }
-    let (method, method_raw, target, version, next) =
-        match crate::fast::request_line(buf, pos, lim.max_start_line) {
-            Some(l) => l,
-            None => {
-                let Some((line, next)) = line(buf, pos, lim.max_start_line, Error::UriTooLong)?
-                else {
-                    return Ok(None);
-                };
-                let (m, t, v) = request_line(line)?;
-                (Method::from_bytes(m), m, t, v, next)
-            }
-        };
+    let start = match crate::fast::request_line(buf, pos, lim.max_start_line) {
+        Some(l) => l,
+        None => {
+            let Some((line, next)) = line(buf, pos, lim.max_start_line, Error::UriTooLong)? else {
+                return Ok(None);
+            };
+            general_request_line(line, next)?
+        }
+    };
+    let RequestLine {
+        method,
+        method_raw,
+        target,
+        path_len,
+        version,
+        next,
+    } = start;
     let Some((n, head_len)) = fields(buf, next, headers, lim)? else {
         return Ok(None);
     };
@@ -209,6 +216,7 @@ pub fn parse_request_in<'b, 'h>(
         method,
         method_raw,
         target,
+        path_len,
         version,
         headers,
         head_len,
@@ -323,6 +331,19 @@ fn line(
         return Err(too_long);
     }
     Ok(Some((&rest[..lf - 1], pos + lf + 1)))
+}
+
+/// The request line `l` (CRLF removed; the next line at `next`) by the general code.
+fn general_request_line(l: &[u8], next: usize) -> Result<RequestLine<'_>, Error> {
+    let (m, t, version) = request_line(l)?;
+    Ok(RequestLine {
+        method: Method::from_bytes(m),
+        method_raw: m,
+        target: t,
+        path_len: t.iter().position(|&c| c == b'?').unwrap_or(t.len()),
+        version,
+        next,
+    })
 }
 
 /// `method SP request-target SP HTTP-version` (RFC 9112 §3).
@@ -779,8 +800,7 @@ mod tests {
             for max in [lim.max_header_line, 8192] {
                 if let Some(f) = crate::fast::request_line(b, 0, max) {
                     let l = line(b, 0, max, Error::UriTooLong).unwrap().unwrap();
-                    let (m, t, v) = request_line(l.0).unwrap();
-                    assert_eq!(f, (Method::from_bytes(m), m, t, v, l.1), "{b:?}");
+                    assert_eq!(f, general_request_line(l.0, l.1).unwrap(), "{b:?}");
                 }
                 if let Some(f) = crate::fast::status_line(b, max) {
                     let l = line(b, 0, max, Error::HeadersTooLarge).unwrap().unwrap();
@@ -795,13 +815,11 @@ mod tests {
     /// take and leave, each byte replaced by bytes of every class, at every length.
     #[test]
     fn start_line_fast_paths_agree_with_the_general_code() {
-        type Req<'a> = Result<Option<(Method, &'a [u8], &'a [u8], Version, usize)>, Error>;
+        type Req<'a> = Result<Option<RequestLine<'a>>, Error>;
         type Status<'a> = Result<Option<(Version, u16, &'a [u8], usize)>, Error>;
         fn general_req(b: &[u8], max: usize) -> Req<'_> {
             line(b, 0, max, Error::UriTooLong).and_then(|l| match l {
-                Some((l, next)) => {
-                    request_line(l).map(|(m, t, v)| Some((Method::from_bytes(m), m, t, v, next)))
-                }
+                Some((l, next)) => general_request_line(l, next).map(Some),
                 None => Ok(None),
             })
         }
@@ -812,7 +830,7 @@ mod tests {
             })
         }
         let classes = [
-            0u8, b'\t', b'\n', b'\r', b' ', b'/', b'1', b'9', b'"', b'a', 0x7f, 0x80,
+            0u8, b'\t', b'\n', b'\r', b' ', b'/', b'1', b'9', b'"', b'a', b'?', 0x7f, 0x80,
         ];
         for base in [
             &b"GET /testu?x=1 HTTP/1.1\r\nHost"[..],
@@ -864,6 +882,30 @@ mod tests {
         assert!(crate::fast::request_line(b"GET / HTTP/1.1\r\n", 0, 100).is_some());
         assert!(crate::fast::status_line(b"HTTP/1.1 200 OK\r\n", 100).is_some());
         assert!(crate::fast::status_line(b"HTTP/1.1 204\r\n", 100).is_some());
+    }
+
+    /// The path is the target before its first `?`, whichever code read the line (HTTP/1.2
+    /// goes to the general code).
+    #[test]
+    fn path_is_the_target_before_its_query() {
+        let long = "/a/path/longer/than/sixteen/bytes";
+        for (target, path) in [
+            ("/testu", "/testu"),
+            ("/a?b=c?d", "/a"),
+            ("/?", "/"),
+            ("*", "*"),
+            (&format!("{long}?q=1")[..], long),
+            (&format!("{long}{long}")[..], &format!("{long}{long}")[..]),
+        ] {
+            for v in ["1.1", "1.2"] {
+                let s = format!("GET {target} HTTP/{v}\r\nHost: x\r\n\r\n");
+                let mut h = [Header::SLOT; 4];
+                let r = parse_request_in(s.as_bytes(), &mut h, &Limits::default());
+                let r = r.unwrap().unwrap();
+                assert_eq!(r.path(), path.as_bytes(), "{s:?}");
+                assert_eq!(r.target, target.as_bytes());
+            }
+        }
     }
 
     #[test]
