@@ -415,6 +415,9 @@ fn fields<'b>(
 }
 
 /// [`fields`], with (`FAST`) or without the fast path: the tests check that both agree.
+/// The fast loop is inlined into the head parsers; the general code, for the lines it
+/// leaves, is a call.
+#[inline(always)]
 fn fields_with<'b, const FAST: bool>(
     buf: &'b [u8],
     mut pos: usize,
@@ -423,14 +426,6 @@ fn fields_with<'b, const FAST: bool>(
 ) -> Result<Option<(usize, usize)>, Error> {
     let mut n = 0;
     let len = buf.len();
-    // Incomplete at `at` (line began at `start`): an error if it cannot fit any more.
-    let partial = |start: usize, at: usize| -> Result<Option<(usize, usize)>, Error> {
-        if at - start > lim.max_header_line + 1 || at > lim.max_head {
-            Err(Error::HeadersTooLarge)
-        } else {
-            Ok(None)
-        }
-    };
     let max_n = lim.max_headers.min(out.len());
     // No line of a buffer this short can reach the line or head limit: the fast loop
     // then checks neither.
@@ -453,90 +448,130 @@ fn fields_with<'b, const FAST: bool>(
                 return Ok(Some((n, pos + 2)));
             }
         }
-        let start = pos;
-        let Some(&c) = buf.get(pos) else {
-            return partial(start, len);
-        };
-        match c {
-            b'\r' => {
-                return match buf.get(pos + 1) {
-                    None => partial(start, len),
-                    Some(b'\n') if pos + 2 > lim.max_head => Err(Error::HeadersTooLarge),
-                    Some(b'\n') => Ok(Some((n, pos + 2))),
-                    Some(_) => Err(Error::BadRequest("line not ended by CRLF")),
-                }
+        match general_line(buf, pos, n >= max_n, lim)? {
+            Line::Field(h, next) => {
+                out[n] = MaybeUninit::new(h);
+                n += 1;
+                pos = next;
             }
-            b'\n' => return Err(Error::BadRequest("line not ended by CRLF")),
-            b' ' | b'\t' => return Err(Error::BadRequest("obsolete line folding")),
-            _ => {}
+            Line::End(head_len) => return Ok(Some((n, head_len))),
+            Line::Incomplete => return Ok(None),
         }
-        // The name ends at the first colon; all of it must be tchars (checked without a
-        // branch per byte: the first byte that is not is looked for only on failure).
-        let Some(colon) = find_colon(buf, pos) else {
-            return match buf[pos..].iter().position(|&c| !is_tchar(c)) {
-                Some(k) => Err(Error::BadRequest(match buf[pos + k] {
-                    b' ' | b'\t' => "whitespace between a field name and the colon",
-                    b'\r' | b'\n' => "header field without a colon",
-                    _ => "malformed field name",
-                })),
-                None => partial(start, len),
-            };
-        };
-        if !all_tchar(&buf[pos..colon]) {
-            pos += buf[pos..colon]
-                .iter()
-                .position(|&c| !is_tchar(c))
-                .unwrap_or(0);
+    }
+}
+
+/// What the general code made of the line at `pos`.
+enum Line<'b> {
+    /// A field, and where the next line starts.
+    Field(Header<'b>, usize),
+    /// The head's empty last line: the head's length.
+    End(usize),
+    /// Not all here yet.
+    Incomplete,
+}
+
+/// The header line at `pos` by the general code (every shape; every error decided here).
+/// `full`: no slot is left for another field.
+#[inline(never)]
+fn general_line<'b>(
+    buf: &'b [u8],
+    mut pos: usize,
+    full: bool,
+    lim: &Limits,
+) -> Result<Line<'b>, Error> {
+    let len = buf.len();
+    // Incomplete at `at` (line began at `start`): an error if it cannot fit any more.
+    let partial = |start: usize, at: usize| -> Result<Line<'b>, Error> {
+        if at - start > lim.max_header_line + 1 || at > lim.max_head {
+            Err(Error::HeadersTooLarge)
         } else {
-            pos = colon;
+            Ok(Line::Incomplete)
         }
-        let c = buf[pos];
-        if c != b':' {
-            return Err(Error::BadRequest(match c {
+    };
+    let start = pos;
+    let Some(&c) = buf.get(pos) else {
+        return partial(start, len);
+    };
+    match c {
+        b'\r' => {
+            return match buf.get(pos + 1) {
+                None => partial(start, len),
+                Some(b'\n') if pos + 2 > lim.max_head => Err(Error::HeadersTooLarge),
+                Some(b'\n') => Ok(Line::End(pos + 2)),
+                Some(_) => Err(Error::BadRequest("line not ended by CRLF")),
+            }
+        }
+        b'\n' => return Err(Error::BadRequest("line not ended by CRLF")),
+        b' ' | b'\t' => return Err(Error::BadRequest("obsolete line folding")),
+        _ => {}
+    }
+    // The name ends at the first colon; all of it must be tchars (checked without a
+    // branch per byte: the first byte that is not is looked for only on failure).
+    let Some(colon) = find_colon(buf, pos) else {
+        return match buf[pos..].iter().position(|&c| !is_tchar(c)) {
+            Some(k) => Err(Error::BadRequest(match buf[pos + k] {
                 b' ' | b'\t' => "whitespace between a field name and the colon",
                 b'\r' | b'\n' => "header field without a colon",
                 _ => "malformed field name",
-            }));
-        }
-        if pos == start {
-            return Err(Error::BadRequest("empty field name"));
-        }
-        let name = &buf[start..pos];
+            })),
+            None => partial(start, len),
+        };
+    };
+    if !all_tchar(&buf[pos..colon]) {
+        pos += buf[pos..colon]
+            .iter()
+            .position(|&c| !is_tchar(c))
+            .unwrap_or(0);
+    } else {
+        pos = colon;
+    }
+    let c = buf[pos];
+    if c != b':' {
+        return Err(Error::BadRequest(match c {
+            b' ' | b'\t' => "whitespace between a field name and the colon",
+            b'\r' | b'\n' => "header field without a colon",
+            _ => "malformed field name",
+        }));
+    }
+    if pos == start {
+        return Err(Error::BadRequest("empty field name"));
+    }
+    let name = &buf[start..pos];
+    pos += 1;
+    while pos < len && matches!(buf[pos], b' ' | b'\t') {
         pos += 1;
-        while pos < len && matches!(buf[pos], b' ' | b'\t') {
-            pos += 1;
+    }
+    let vstart = pos;
+    // Eight bytes at a time while they are all plain value bytes, then one by one.
+    while let Some(w) = buf.get(pos..pos + 8) {
+        let w = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+        if word_has_ctl(w) {
+            break;
         }
-        let vstart = pos;
-        // Eight bytes at a time while they are all plain value bytes, then one by one.
-        while let Some(w) = buf.get(pos..pos + 8) {
-            let w = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
-            if word_has_ctl(w) {
-                break;
-            }
-            pos += 8;
-        }
-        while pos < len && is_field_vchar(buf[pos]) {
-            pos += 1;
-        }
-        match (buf.get(pos), buf.get(pos + 1)) {
-            (None, _) | (Some(b'\r'), None) => return partial(start, len),
-            (Some(b'\r'), Some(b'\n')) => {}
-            (Some(b'\r' | b'\n'), _) => return Err(Error::BadRequest("line not ended by CRLF")),
-            _ => return Err(Error::BadRequest("invalid character in a field value")),
-        }
-        if pos - start > lim.max_header_line || pos + 2 > lim.max_head {
-            return Err(Error::HeadersTooLarge);
-        }
-        if n >= max_n {
-            return Err(Error::HeadersTooLarge);
-        }
-        out[n] = MaybeUninit::new(Header {
+        pos += 8;
+    }
+    while pos < len && is_field_vchar(buf[pos]) {
+        pos += 1;
+    }
+    match (buf.get(pos), buf.get(pos + 1)) {
+        (None, _) | (Some(b'\r'), None) => return partial(start, len),
+        (Some(b'\r'), Some(b'\n')) => {}
+        (Some(b'\r' | b'\n'), _) => return Err(Error::BadRequest("line not ended by CRLF")),
+        _ => return Err(Error::BadRequest("invalid character in a field value")),
+    }
+    if pos - start > lim.max_header_line || pos + 2 > lim.max_head {
+        return Err(Error::HeadersTooLarge);
+    }
+    if full {
+        return Err(Error::HeadersTooLarge);
+    }
+    Ok(Line::Field(
+        Header {
             name,
             value: trim_ows(&buf[vstart..pos]),
-        });
-        n += 1;
-        pos += 2;
-    }
+        },
+        pos + 2,
+    ))
 }
 
 /// An initialised header array seen as slots the parser writes (only initialised
