@@ -146,8 +146,8 @@ impl<S: NodeApp + ServerErrors> Rig<S> {
                 // Time moves on between rounds (latency is measured on this clock).
                 now = now.max(self.start.elapsed().as_nanos() as u64 + self.skipped_ns + 1);
             }
-            let moved = self.s.turn(now);
-            let moved = self.c.turn(now) | moved;
+            let moved = server_turn(&mut self.s, now);
+            let moved = client_turn(&mut self.c, now) | moved;
             if !moved {
                 break;
             }
@@ -163,6 +163,19 @@ impl<S: NodeApp + ServerErrors> Rig<S> {
     fn idle(&mut self, now: u64) {
         self.skipped_ns += idle_skip(&self.c.node.tcp, &self.s.node.tcp, now);
     }
+}
+
+/// One turn of the server node, not inlined so that callgrind splits a cell's
+/// instructions by side (`--toggle-collect='squall_bench::squall::server_turn*'`).
+#[inline(never)]
+fn server_turn<S: NodeApp>(s: &mut Endpoint<S>, now: u64) -> bool {
+    s.turn(now)
+}
+
+/// One turn of the client node (see [`server_turn`]).
+#[inline(never)]
+fn client_turn(c: &mut Endpoint<ClientApp>, now: u64) -> bool {
+    c.turn(now)
 }
 
 /// Runs W1 or W2 (`requests == true`) between two Squall nodes; one line. `offload`

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp, TcpConfig};
+use squall_tcp::{BufId, CloseReason, Ctl, FlowId, TcpApp, TcpConfig, TcpHost};
 
 #[path = "loop_common/mod.rs"]
 mod loop_common;
@@ -113,7 +113,7 @@ fn main() {
             let k = started;
             let ip = 0x1000_0001 + (k % 200);
             let port = 1025 + ((k / 200) % 60_000) as u16;
-            let opened = loop_common::connect(
+            let opened = client_connect(
                 &mut ch,
                 now,
                 &mut cq,
@@ -128,11 +128,11 @@ fn main() {
         }
         // Client -> server.
         std::mem::swap(&mut cq, &mut tmp);
-        rx_all(&mut sh, now, &tmp, &mut sapp, &mut sq, single);
+        server_rx(&mut sh, now, &tmp, &mut sapp, &mut sq, single);
         tmp.n = 0;
         // Server -> client.
         std::mem::swap(&mut sq, &mut tmp);
-        rx_all(&mut ch, now, &tmp, &mut capp, &mut cq, single);
+        client_rx(&mut ch, now, &tmp, &mut capp, &mut cq, single);
         tmp.n = 0;
         now += 1_000; // 1 us per round
         if cq.n == 0 && sq.n == 0 {
@@ -144,8 +144,8 @@ fn main() {
                 now = now.max(t);
             }
         }
-        ch.poll(now, &mut capp, &mut cq);
-        sh.poll(now, &mut sapp, &mut sq);
+        client_poll(&mut ch, now, &mut capp, &mut cq);
+        server_poll(&mut sh, now, &mut sapp, &mut sq);
     }
     let wall = t0.elapsed();
     let dt = match (c0, cpu_ns()) {
@@ -168,4 +168,54 @@ fn main() {
         sh.counters().tcps_txfull,
         c.tcps_sndrexmitpack + sh.counters().tcps_sndrexmitpack
     );
+}
+
+// The work of each side goes through its own non-inlined function, so that callgrind
+// splits the instructions by side (`callgrind_annotate --inclusive=yes`, or
+// `--toggle-collect='w1_loop::server_*'`).
+
+#[inline(never)]
+fn server_rx(
+    h: &mut TcpHost,
+    now: u64,
+    q: &Queue,
+    app: &mut Server,
+    out: &mut Queue,
+    single: bool,
+) {
+    rx_all(h, now, q, app, out, single);
+}
+
+#[inline(never)]
+fn client_rx(
+    h: &mut TcpHost,
+    now: u64,
+    q: &Queue,
+    app: &mut Client,
+    out: &mut Queue,
+    single: bool,
+) {
+    rx_all(h, now, q, app, out, single);
+}
+
+#[inline(never)]
+fn server_poll(h: &mut TcpHost, now: u64, app: &mut Server, out: &mut Queue) {
+    h.poll(now, app, out);
+}
+
+#[inline(never)]
+fn client_poll(h: &mut TcpHost, now: u64, app: &mut Client, out: &mut Queue) {
+    h.poll(now, app, out);
+}
+
+#[inline(never)]
+fn client_connect(
+    h: &mut TcpHost,
+    now: u64,
+    tx: &mut Queue,
+    src: (u32, u16),
+    dst: (u32, u16),
+    over_v6: bool,
+) -> Result<FlowId, squall_tcp::ConnectError> {
+    loop_common::connect(h, now, tx, src, dst, over_v6)
 }

@@ -15,7 +15,6 @@ impl TcpHost {
         tx: &mut S,
     ) -> Gone {
         let now = self.now;
-        let thresh = self.fo(i).rexmt_thresh;
         let ts_ecr = if self.flows[i as usize].has(F_TS) {
             opts.ts.map_or(0, |x| x.1)
         } else {
@@ -72,6 +71,8 @@ impl TcpHost {
                 self.counters.tcps_rcvdupack += 1;
                 let (una, max, mss, fl) = (t.snd_una, t.snd_max, t.mss as u32, t.flight());
                 let sack = t.sb != NO_SIDE;
+                // Read here, not for every ACK: only duplicate ACKs need it.
+                let thresh = self.opts[t.opt as usize].rexmt_thresh;
                 match t.cc.on_dupack_thresh(una, max, mss, fl, thresh) {
                     DupAck::FastRetransmit if sack => {
                         // RFC 6675 §5 step 4: cwnd = ssthresh; retransmit the first

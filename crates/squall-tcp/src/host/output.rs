@@ -280,6 +280,26 @@ impl TcpHost {
     /// [`TcpHost::output`] without the queue check (the resume pass: the flow's turn).
     pub(super) fn output_now<S: TxSink>(&mut self, i: u32, tx: &mut S) {
         let now = self.now;
+        // When the loop would break in its first round without writing anything, it is
+        // skipped (with its window and MSS arithmetic): a sender gets here for every ACK
+        // after its last byte went out (a W1 server ~7 times per connection).
+        if !self.nothing_to_send(i) {
+            self.output_rounds(i, now, tx);
+        }
+        // Persist timer: data queued, window closed, nothing in flight (the RTO is only
+        // computed then).
+        let t = &self.flows[i as usize];
+        if t.snd_wnd == 0 && t.snd_una == t.snd_max && t.sq.len > 0 && t.rexmt_at == 0 {
+            let rto = self.rto_ns(t);
+            self.flows[i as usize].rexmt_at = now + rto;
+        }
+        self.schedule(i);
+    }
+
+    /// The segments of [`output_now`](Self::output_now): data while the windows allow,
+    /// a FIN after the last byte, a pure ACK if one is owed.
+    #[inline(always)]
+    fn output_rounds<S: TxSink>(&mut self, i: u32, now: u64, tx: &mut S) {
         loop {
             let wnd_adv = self.adv_wnd(i);
             let mss = self.seg_room(i);
@@ -433,13 +453,26 @@ impl TcpHost {
                 break;
             }
         }
-        // Persist timer: data queued, window closed, nothing in flight.
-        let rto = self.rto_ns(&self.flows[i as usize]);
-        let t = &mut self.flows[i as usize];
-        if t.snd_wnd == 0 && t.snd_una == t.snd_max && t.sq.len > 0 && t.rexmt_at == 0 {
-            t.rexmt_at = now + rto;
-        }
-        self.schedule(i);
+    }
+
+    /// True when [`output_now`](Self::output_now) would send nothing: a state that sends
+    /// data, no ACK owed, every queued byte sent (so no segment of data, whatever the
+    /// windows) and no FIN to send (none queued, or already sent: SND.NXT is past it).
+    #[inline(always)]
+    fn nothing_to_send(&self, i: u32) -> bool {
+        let t = &self.flows[i as usize];
+        let can_data = matches!(
+            t.state,
+            State::Established
+                | State::CloseWait
+                | State::FinWait1
+                | State::Closing
+                | State::LastAck
+        );
+        can_data
+            && !t.has(F_ACKNOW)
+            && t.snd_nxt.wrapping_sub(t.snd_una) >= t.sq.len
+            && !(t.fin_pending() && t.snd_nxt == t.fin_seq())
     }
 
     /// RFC 6675 §5 loss recovery transmission: while `cwnd - pipe >= SMSS`, send the next
