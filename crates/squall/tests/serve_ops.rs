@@ -80,12 +80,17 @@ fn serve_live_view_metrics_json_and_assertions() {
         "32",
         &cmd,
     ]);
-    let c = t.wait_for("Rates (last second)", 20);
-    assert!(
-        c.contains("squall serve") && c.contains("1 Overview") && c.contains("2 worker(s)"),
-        "{c}"
+    t.wait_for_all(
+        &[
+            "Rates (last second)",
+            "squall serve",
+            "1 Overview",
+            "2 worker(s)",
+            "Request latency",
+            "none",
+        ],
+        20,
     );
-    assert!(c.contains("Request latency") && c.contains("none"), "{c}");
     // Up once /ping answers.
     let t0 = Instant::now();
     loop {
@@ -174,11 +179,9 @@ fn serve_live_view_metrics_json_and_assertions() {
     };
     assert!(c.contains("connections open|idle"), "{c}");
     t.cmd(&["send-keys", "-t", "live", "3"]);
-    let c = t.wait_for("core 1", 5);
-    assert!(c.contains("req/s") && c.contains("load "), "{c}");
+    t.wait_for_all(&["core 1", "req/s", "load "], 5);
     t.cmd(&["send-keys", "-t", "live", "2"]);
-    let c = t.wait_for("Responses by status class", 5);
-    assert!(c.contains("2xx"), "{c}");
+    t.wait_for_all(&["Responses by status class", "2xx"], 5);
     // q: the graceful stop, long before --duration.
     let stopped = Instant::now();
     t.cmd(&["send-keys", "-t", "live", "q"]);

@@ -29,15 +29,21 @@ impl Tmux {
     }
     /// Captures until `want` shows (or panics after `secs`).
     pub fn wait_for(&self, want: &str, secs: u64) -> String {
+        self.wait_for_all(&[want], secs)
+    }
+    /// Captures until every string of `want` shows in one capture (a screen is drawn by
+    /// tmux as its bytes arrive: its title may show before its rows), or panics after
+    /// `secs`.
+    pub fn wait_for_all(&self, want: &[&str], secs: u64) -> String {
         let t = Instant::now();
         loop {
             let c = self.capture();
-            if c.contains(want) {
+            if want.iter().all(|w| c.contains(w)) {
                 return c;
             }
             assert!(
                 t.elapsed() < Duration::from_secs(secs),
-                "no {want:?} in\n{c}"
+                "not all of {want:?} in\n{c}"
             );
             std::thread::sleep(Duration::from_millis(200));
         }
