@@ -366,29 +366,41 @@ fn cores(f: &mut Frame, area: Rect, last: &Sample) {
         );
         return;
     }
+    let rows = last.cores.iter().map(|c| {
+        let text = format!(
+            "core {:<3} {:>9.0} CPS {:>8} active {:>8.3} Gbit/s",
+            c.core, c.cps, c.active, c.wire_gbps
+        );
+        (text, c.load)
+    });
+    core_rows(f, area, block, rows);
+}
+
+/// Draws `block` over `area` and in it one line per core: its figures, then a gauge of its
+/// load (0 to 1); as many cores as the height holds. Shared with `squall serve`'s view.
+pub(crate) fn core_rows(
+    f: &mut Frame,
+    area: Rect,
+    block: Block<'_>,
+    cores: impl ExactSizeIterator<Item = (String, f64)>,
+) {
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let n = last.cores.len().min(inner.height as usize);
+    let n = cores.len().min(inner.height as usize);
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints(vec![Constraint::Length(1); n])
         .split(inner);
-    for (c, r) in last.cores.iter().zip(rows.iter()) {
+    for ((text, load), r) in cores.zip(rows.iter()) {
         let parts = Layout::default()
             .direction(Direction::Horizontal)
             .constraints([Constraint::Length(58), Constraint::Min(10)])
             .split(*r);
-        f.render_widget(
-            Paragraph::new(format!(
-                "core {:<3} {:>9.0} CPS {:>8} active {:>8.3} Gbit/s",
-                c.core, c.cps, c.active, c.wire_gbps
-            )),
-            parts[0],
-        );
+        f.render_widget(Paragraph::new(text), parts[0]);
         f.render_widget(
             Gauge::default()
-                .ratio(c.load.clamp(0.0, 1.0))
-                .label(format!("load {:.0}%", c.load * 100.0))
+                .ratio(load.clamp(0.0, 1.0))
+                .label(format!("load {:.0}%", load * 100.0))
                 .gauge_style(Style::default().fg(Color::Green)),
             parts[1],
         );

@@ -520,22 +520,45 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
 
 /// `squall serve --trace ...` checked: the filter's terms, no templates.
 fn serve_trace(a: &ServeArgs) -> Result<Option<squall::flowtrace::TraceSpec>, String> {
-    let Some(dir) = &a.trace else {
-        if !a.trace_filter.is_empty() {
-            return Err("--trace-filter selects connections for --trace DIR: add --trace".into());
+    let spec = checked_trace(
+        a.trace.as_ref(),
+        a.trace_flows,
+        &a.trace_filter,
+        "connections",
+    )?;
+    if spec
+        .as_ref()
+        .is_some_and(|s| !s.filter.templates.is_empty())
+    {
+        return Err("--trace-filter template=...: squall serve has no templates; use client=, server= or port=".into());
+    }
+    Ok(spec)
+}
+
+/// `--trace DIR --trace-flows N --trace-filter TERMS` checked (run and serve alike): a
+/// filter needs a directory, at least one flow, terms that parse. `what` names the traced
+/// things in the messages.
+fn checked_trace(
+    dir: Option<&PathBuf>,
+    flows: usize,
+    terms: &[String],
+    what: &str,
+) -> Result<Option<squall::flowtrace::TraceSpec>, String> {
+    let Some(dir) = dir else {
+        if !terms.is_empty() {
+            return Err(format!(
+                "--trace-filter selects {what} for --trace DIR: add --trace"
+            ));
         }
         return Ok(None);
     };
-    if a.trace_flows == 0 {
+    if flows == 0 {
         return Err("--trace-flows must be at least 1".into());
     }
-    let filter = squall::flowtrace::TraceFilter::parse(&a.trace_filter)?;
-    if !filter.templates.is_empty() {
-        return Err("--trace-filter template=...: squall serve has no templates; use client=, server= or port=".into());
-    }
+    let filter = squall::flowtrace::TraceFilter::parse(terms)?;
     Ok(Some(squall::flowtrace::TraceSpec::new(
         dir.clone(),
-        a.trace_flows,
+        flows,
         filter,
     )))
 }
@@ -698,27 +721,13 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
 /// `--trace`, `--trace-flows`, `--trace-filter` checked (template names are checked
 /// against the profile when the run starts).
 fn trace_spec(a: &RunArgs) -> Result<Option<squall::flowtrace::TraceSpec>, String> {
-    let Some(dir) = &a.trace else {
-        if !a.trace_filter.is_empty() {
-            return Err("--trace-filter selects flows for --trace DIR: add --trace".into());
-        }
-        return Ok(None);
-    };
-    if a.pcap.is_some() {
+    if let (Some(dir), Some(_)) = (&a.trace, &a.pcap) {
         return Err(format!(
             "--trace writes its own pcap ({}/flows.pcap): leave out --pcap",
             dir.display()
         ));
     }
-    if a.trace_flows == 0 {
-        return Err("--trace-flows must be at least 1".into());
-    }
-    let filter = squall::flowtrace::TraceFilter::parse(&a.trace_filter)?;
-    Ok(Some(squall::flowtrace::TraceSpec::new(
-        dir.clone(),
-        a.trace_flows,
-        filter,
-    )))
+    checked_trace(a.trace.as_ref(), a.trace_flows, &a.trace_filter, "flows")
 }
 
 fn usage(msg: &str) -> ExitCode {

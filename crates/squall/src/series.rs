@@ -345,7 +345,8 @@ pub fn group_name(names: &[String], g: usize) -> String {
     }
 }
 
-fn round3(x: f64) -> f64 {
+/// `x` rounded to three decimals (the figures of results and series).
+pub(crate) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 

@@ -6,6 +6,7 @@
 //! `errors_total`, `errors_by_kind`, `retransmits`, `latency_us`, `cores`), and the
 //! errors by kind.
 
+use crate::series::round3;
 use serde_json::{json, Map, Value};
 
 use crate::series::LatSummary;
@@ -186,10 +187,6 @@ pub fn sample(prev: &ServeReading, cur: &ServeReading) -> ServeSample {
         latency: lat_summary(&c.req_lat.since(&p.req_lat)),
         cores,
     }
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 impl ServeSample {

@@ -7,10 +7,10 @@
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Row, Sparkline, Table, Tabs};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Sparkline, Table, Tabs};
 use ratatui::Frame;
 
-use crate::liveview::{f3, kv, ViewState};
+use crate::liveview::{core_rows, f3, kv, ViewState};
 use crate::serveseries::{error_kinds, ServeSample, ServeSeries};
 
 /// What the view shows besides the samples.
@@ -226,34 +226,14 @@ fn responses(f: &mut Frame, area: Rect, s: &ServeSeries, last: &ServeSample) {
 }
 
 fn cores(f: &mut Frame, area: Rect, last: &ServeSample) {
-    let b = block("Workers (last second)");
-    let inner = b.inner(area);
-    f.render_widget(b, area);
-    let n = last.cores.len().min(inner.height as usize);
-    let rows = Layout::default()
-        .direction(Direction::Vertical)
-        .constraints(vec![Constraint::Length(1); n])
-        .split(inner);
-    for (c, r) in last.cores.iter().zip(rows.iter()) {
-        let parts = Layout::default()
-            .direction(Direction::Horizontal)
-            .constraints([Constraint::Length(58), Constraint::Min(10)])
-            .split(*r);
-        f.render_widget(
-            Paragraph::new(format!(
-                "core {:<3} {:>9.0} req/s {:>8} open {:>8.3} Gbit/s",
-                c.core, c.rps, c.active, c.wire_gbps
-            )),
-            parts[0],
+    let rows = last.cores.iter().map(|c| {
+        let text = format!(
+            "core {:<3} {:>9.0} req/s {:>8} open {:>8.3} Gbit/s",
+            c.core, c.rps, c.active, c.wire_gbps
         );
-        f.render_widget(
-            Gauge::default()
-                .ratio(c.load.clamp(0.0, 1.0))
-                .label(format!("load {:.0}%", c.load * 100.0))
-                .gauge_style(Style::default().fg(Color::Green)),
-            parts[1],
-        );
-    }
+        (text, c.load)
+    });
+    core_rows(f, area, block("Workers (last second)"), rows);
 }
 
 /// The progress line printed once a second when the view is not shown.

@@ -4,6 +4,7 @@
 //! `--quiet`), updates the metrics endpoint; and the results document of the server
 //! (`--json FILE`, the line on stdout) that `--assert` reads.
 
+use crate::series::round3;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -91,10 +92,6 @@ pub struct ServeInfo {
     /// The port (`afpacket:IF`, ...).
     pub iface: String,
     pub cores: u32,
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// The results document of a server's run: its totals (the fields of the stdout line),

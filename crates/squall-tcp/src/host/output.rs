@@ -304,14 +304,7 @@ impl TcpHost {
             let wnd_adv = self.adv_wnd(i);
             let mss = self.seg_room(i);
             let t = &mut self.flows[i as usize];
-            let can_data = matches!(
-                t.state,
-                State::Established
-                    | State::CloseWait
-                    | State::FinWait1
-                    | State::Closing
-                    | State::LastAck
-            );
+            let can_data = sends_data(t.state);
             if !can_data {
                 if t.has(F_ACKNOW) && t.state != State::Closed && t.state != State::SynSent {
                     t.flags &= !F_ACKNOW;
@@ -461,14 +454,7 @@ impl TcpHost {
     #[inline(always)]
     fn nothing_to_send(&self, i: u32) -> bool {
         let t = &self.flows[i as usize];
-        let can_data = matches!(
-            t.state,
-            State::Established
-                | State::CloseWait
-                | State::FinWait1
-                | State::Closing
-                | State::LastAck
-        );
+        let can_data = sends_data(t.state);
         can_data
             && !t.has(F_ACKNOW)
             && t.snd_nxt.wrapping_sub(t.snd_una) >= t.sq.len
@@ -591,4 +577,14 @@ impl TcpHost {
         t.flags &= !F_ONE_SEG;
         t.snd_nxt = seq::max(saved, t.snd_nxt);
     }
+}
+
+/// States in which a flow sends data (and a FIN after it): established, or closing with
+/// its send side still open or its FIN not yet acknowledged.
+#[inline(always)]
+fn sends_data(s: State) -> bool {
+    matches!(
+        s,
+        State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck
+    )
 }
