@@ -70,12 +70,14 @@ impl Wl {
     }
 }
 
-/// Per-flow application state (indexed by `FlowId`).
+/// Per-flow application state (indexed by `FlowId`): 16 bytes, so that W3's memory per
+/// flow stays the stack's.
 #[derive(Clone, Copy, Default)]
 struct FlowApp {
     got: u32,
-    /// HTTP checking: the answer's head length once it is parsed (0: not yet).
-    head_len: u32,
+    /// HTTP checking: the answer's head length once it is parsed (0: not yet; at most
+    /// `HTTP_LIMITS.max_head`, so 16 bits hold it).
+    head_len: u16,
     bad: bool,
     responding: bool,
     t_sent: u64,
@@ -290,7 +292,7 @@ impl ClientApp {
                     if r.code == 200
                         && r.body == squall_http::BodyKind::Length(body.len() as u64) =>
                 {
-                    s.head_len = r.head_len as u32;
+                    s.head_len = r.head_len as u16;
                     s.got = 0;
                     &buf[r.head_len..]
                 }
@@ -315,7 +317,7 @@ impl ClientApp {
         if s.got as usize != body.len() {
             return;
         }
-        let n = s.head_len + s.got;
+        let n = u32::from(s.head_len) + s.got;
         s.head_len = 0;
         if self.wl.one_shot() {
             // Counted when the connection has closed normally (`on_closed`).
@@ -346,6 +348,10 @@ const HTTP_LIMITS: squall_http::Limits = squall_http::Limits {
     max_trailers: 1024,
     require_host: false,
 };
+
+// The head length fits FlowApp::head_len.
+const _: () = assert!(HTTP_LIMITS.max_head <= u16::MAX as usize);
+const _: () = assert!(std::mem::size_of::<FlowApp>() == 16);
 
 impl NodeApp for ClientApp {
     fn begin_turn(&mut self, now: u64) {
