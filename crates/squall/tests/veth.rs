@@ -105,10 +105,14 @@ fn client_only_squall_over_afxdp_against_nginx_w1() {
 }
 
 /// Impairs both directions of the lab's veth at sq-srv0 (see the netem test). Where the
-/// kernel has no netem qdisc (this CI machine's kernel is built without it), the loss part
-/// is applied with nftables instead (`numgen random`, 1 % each way; no delay or
-/// reordering then), and the test says so.
-fn netem_on_server_link() {
+/// kernel has no netem qdisc (this CI machine's kernel is built without it), 1 % loss each
+/// way, no delay or reordering, and the test says so: Squall -> nginx dropped by nftables
+/// in sq-srv's input hook, nginx -> Squall by an XDP program on sq-cli0
+/// (`lab/lossy_wire.bpf.c`), both drops on the receiving side, unseen by the sender. (Not
+/// nftables' output hook: a drop there is a send error to nginx's kernel, which abandons a
+/// half-open connection when a SYN-ACK retransmission fails, as no lossy link makes it
+/// do; CI saw that reset a flow in 2,000.)
+fn netem_on_server_link(dir: &Path) {
     let ok = |args: &[&str]| {
         ns("sq-srv", args)
             .stderr(Stdio::null())
@@ -137,12 +141,13 @@ fn netem_on_server_link() {
         eprintln!("impairment: tc netem both ways (loss, delay, reordering)");
         return;
     }
-    assert!(have("nft"), "neither tc netem nor nft is available");
+    assert!(
+        have("nft") && have("clang"),
+        "neither tc netem nor nft and clang are available"
+    );
     let rules = "table inet sq_loss {\n\
         chain input { type filter hook input priority 0; policy accept;\n\
-          iifname \"sq-srv0\" tcp dport 80 numgen random mod 100 < 1 drop; }\n\
-        chain output { type filter hook output priority 0; policy accept;\n\
-          oifname \"sq-srv0\" tcp sport 80 numgen random mod 100 < 1 drop; }\n}\n";
+          iifname \"sq-srv0\" tcp dport 80 numgen random mod 100 < 1 drop; }\n}\n";
     let mut c = ns("sq-srv", &["nft", "-f", "-"])
         .stdin(Stdio::piped())
         .spawn()
@@ -150,7 +155,40 @@ fn netem_on_server_link() {
     use std::io::Write as _;
     c.stdin.take().unwrap().write_all(rules.as_bytes()).unwrap();
     assert!(c.wait().unwrap().success(), "nft rules");
-    eprintln!("impairment: no netem in this kernel; nftables drops 1 % each way");
+    let src = lab::root().join("crates/squall/tests/lab/lossy_wire.bpf.c");
+    let obj = dir.join("lossy_wire.o");
+    let st = std::process::Command::new("clang")
+        .args(["-O2", "-g", "-Wall", "-target", "bpf"])
+        .arg(format!("-I/usr/include/{}-linux-gnu", std::env::consts::ARCH))
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .expect("clang");
+    assert!(st.success(), "clang -target bpf {}", src.display());
+    let st = ns(
+        "sq-cli",
+        &[
+            "ip",
+            "link",
+            "set",
+            "dev",
+            "sq-cli0",
+            "xdp",
+            "obj",
+            obj.to_str().unwrap(),
+            "sec",
+            "xdp",
+        ],
+    )
+    .status()
+    .expect("ip link set xdp");
+    assert!(st.success(), "attaching the lossy-wire XDP program to sq-cli0");
+    eprintln!(
+        "impairment: no netem in this kernel; 1 % loss each way (nftables input drop at \
+         nginx, XDP drop at sq-cli0)"
+    );
 }
 
 fn client_against_nginx(case: &ClientCase) {
@@ -170,7 +208,7 @@ fn client_against_nginx(case: &ClientCase) {
     let dir = tmpdir("cli");
     let _lab = Lab::up(&["--squall", "client"]);
     if case.netem {
-        netem_on_server_link();
+        netem_on_server_link(&dir);
     }
     let (_nginx, total) = nginx_w1("sq-srv", &dir);
     let prof = w1_client_profile(&dir, total);
