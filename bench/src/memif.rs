@@ -511,7 +511,12 @@ pub fn run(o: &MemifOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let res = run_cells(o, &dir, emit);
-    let _ = std::fs::remove_dir_all(&dir);
+    // SQUALL_BENCH_KEEP: leave the profiles, results and logs of every run for a look.
+    if std::env::var_os("SQUALL_BENCH_KEEP").is_some() {
+        eprintln!("memif: runs kept in {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     res
 }
 
