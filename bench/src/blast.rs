@@ -263,6 +263,8 @@ pub fn run(args: &[String]) -> Result<String, String> {
     }
     let mut cfg = AfPacketConfig::new(&a.iface);
     cfg.frames = 4096;
+    // The floor is the cost of a wire frame through AF_PACKET (past the qdisc).
+    cfg.gso = false;
     let mut port = AfPacketPort::open(cfg)?;
     Ok(if a.tx {
         tx(&a, &mut port, Shape::Raw)

@@ -60,6 +60,9 @@ pub const W4_REQ_BYTES: usize = 100;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PortKind {
     AfPacket,
+    /// AF_PACKET without TCP super-frames (`afpacket:IF,nogso`): every segment a frame of
+    /// its own through the port, as before GSO (for before/after comparisons).
+    AfPacketNoGso,
     AfXdp,
 }
 
@@ -67,18 +70,23 @@ impl PortKind {
     pub fn parse(s: &str) -> Result<Self, String> {
         match s {
             "afpacket" => Ok(PortKind::AfPacket),
+            "afpacket-nogso" => Ok(PortKind::AfPacketNoGso),
             "afxdp" => Ok(PortKind::AfXdp),
-            o => Err(format!("--port {o}: afpacket or afxdp")),
+            o => Err(format!("--port {o}: afpacket, afpacket-nogso or afxdp")),
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             PortKind::AfPacket => "afpacket",
+            PortKind::AfPacketNoGso => "afpacket-nogso",
             PortKind::AfXdp => "afxdp",
         }
     }
     fn iface(self, ifname: &str) -> String {
-        format!("{}:{ifname}", self.name())
+        match self {
+            PortKind::AfPacketNoGso => format!("afpacket:{ifname},nogso"),
+            _ => format!("{}:{ifname}", self.name()),
+        }
     }
 }
 
@@ -2056,6 +2064,10 @@ Requests/sec: 122469.00
         assert!(parse_pair("nginx").is_err());
         assert_eq!(PortKind::parse("afxdp"), Ok(PortKind::AfXdp));
         assert_eq!(PortKind::AfPacket.iface("sq-cli0"), "afpacket:sq-cli0");
+        assert_eq!(
+            PortKind::parse("afpacket-nogso").map(|p| p.iface("x")),
+            Ok("afpacket:x,nogso".to_string())
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::frame::{FrameBuf, Offload, SlotFrame};
+use crate::frame::{FrameBuf, Offload, OffloadFlags, SlotFrame};
 use crate::port::{Port, PortCaps, PortStats};
 
 /// Tag of a frame index that designates an rx ring frame (the low bits are its block).
@@ -102,6 +102,18 @@ impl RxRing {
 const MAX_BURST: usize = 64;
 /// `PACKET_IGNORE_OUTGOING` (Linux 4.20); not in every libc version.
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+/// `PACKET_VNET_HDR`: every frame sent on the socket starts with a `virtio_net_hdr`.
+const PACKET_VNET_HDR: libc::c_int = 15;
+/// Bytes of a `struct virtio_net_hdr` (flags, gso_type, hdr_len, gso_size, csum_start,
+/// csum_offset; little-endian, as AF_PACKET reads it on this host).
+const VNET_HDR_LEN: usize = 10;
+/// Tag of a frame index that designates a TCP super-frame slot (the low bits: its index).
+const BIG_TAG: u32 = 1 << 30;
+/// Super-frame slots of a port with GSO, and their size (headroom included).
+const BIG_FRAMES: u32 = 32;
+const BIG_SIZE: u32 = 65_536 + 512;
+/// Largest super-frame (Ethernet header included): its IP total length must fit 16 bits.
+const TSO_MAX: usize = 65_535;
 
 /// Settings of an [`AfPacketPort`].
 #[derive(Clone, Debug)]
@@ -126,6 +138,11 @@ pub struct AfPacketConfig {
     /// Share the interface's receive traffic with other workers' sockets: frames go to the
     /// socket of the worker owning their flow ([`crate::fanout`]).
     pub fanout: Option<crate::fanout::Fanout>,
+    /// Take TCP super-frames (up to 64 KiB, [`Port::tso_max`]) and let the kernel cut
+    /// them into segments (its GSO, through a transmit-only socket with
+    /// `PACKET_VNET_HDR`). A kernel peer on a veth then takes a flow's segments in one
+    /// pass of its receive path instead of one pass (and one wake-up) per frame.
+    pub gso: bool,
 }
 
 impl AfPacketConfig {
@@ -142,6 +159,7 @@ impl AfPacketConfig {
             ring_blocks: 64,
             ring_block_size: 1 << 18,
             fanout: None,
+            gso: true,
         }
     }
 }
@@ -180,6 +198,82 @@ pub struct AfPacketPort {
     addrs: Vec<libc::sockaddr_ll>,
     idx: Vec<u32>,
     ring: Option<RxRing>,
+    /// GSO ([`AfPacketConfig::gso`]): the transmit-only `PACKET_VNET_HDR` socket every
+    /// frame is sent on, the super-frame slots, and per message its virtio header and
+    /// the two-part iovec (header, frame).
+    gso: Option<Gso>,
+}
+
+struct Gso {
+    fd: OwnedFd,
+    big: Vec<u8>,
+    free: Vec<u32>,
+    hdrs: Vec<[u8; VNET_HDR_LEN]>,
+    iovs: Vec<[libc::iovec; 2]>,
+}
+
+/// The transmit-only socket of GSO: `PACKET_VNET_HDR`, bound to the interface with
+/// protocol 0 (it receives nothing). None where the kernel refuses any of it (GSO is
+/// then off).
+fn gso_socket(ifindex: i32, sockbuf: u32) -> Option<OwnedFd> {
+    // SAFETY: plain socket creation; the fd is owned at once.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if raw < 0 {
+        return None;
+    }
+    // SAFETY: `raw` is a new descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let s = fd.as_raw_fd();
+    let one: libc::c_int = 1;
+    if !setopt(s, libc::SOL_PACKET, PACKET_VNET_HDR, &one) {
+        return None;
+    }
+    // Not past the qdisc: the kernel's direct transmit drops a frame it had to segment
+    // (`__dev_direct_xmit`), while `dev_queue_xmit` cuts it and sends the segments in one
+    // go (a veth's noqueue qdisc adds no queueing).
+    let buf = sockbuf as libc::c_int;
+    let _ = setopt(s, libc::SOL_SOCKET, libc::SO_SNDBUF, &buf);
+    // SAFETY: sockaddr_ll is plain old data (all-zero is valid).
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_ifindex = ifindex;
+    // SAFETY: `sll` is a valid sockaddr_ll of the size given.
+    let r = unsafe {
+        libc::bind(
+            s,
+            &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    (r == 0).then_some(fd)
+}
+
+/// The `virtio_net_hdr` of a frame: zero (nothing to do) unless it asks for TCP
+/// segmentation, then GSO TCPv4/TCPv6 in `tso_mss`-byte segments with the TCP checksum
+/// to complete from `csum_start` (the field holds the pseudo-header sum).
+fn vnet_hdr(f: &AfFrame) -> [u8; VNET_HDR_LEN] {
+    let o = f.offload;
+    if !o.flags.contains(OffloadFlags::TX_TCP_SEG) || o.tso_mss == 0 {
+        return [0; VNET_HDR_LEN];
+    }
+    let d = f.data();
+    let (l2, l3) = (usize::from(o.l2_len), usize::from(o.l3_len));
+    let l4 = d.get(l2 + l3 + 12).map_or(20, |b| usize::from(b >> 4) * 4);
+    let v6 = d.get(l2.wrapping_sub(2)..l2) == Some(&[0x86, 0xdd][..]);
+    let mut h = [0u8; VNET_HDR_LEN];
+    h[0] = 1; // VIRTIO_NET_HDR_F_NEEDS_CSUM
+    h[1] = if v6 { 4 } else { 1 }; // VIRTIO_NET_HDR_GSO_TCPV6 / _TCPV4
+    h[2..4].copy_from_slice(&((l2 + l3 + l4) as u16).to_le_bytes());
+    h[4..6].copy_from_slice(&o.tso_mss.to_le_bytes());
+    h[6..8].copy_from_slice(&((l2 + l3) as u16).to_le_bytes());
+    h[8..10].copy_from_slice(&16u16.to_le_bytes());
+    h
 }
 
 // SAFETY: the raw pointers in `msgs`/`iovs` only ever point into this port's own `pool`,
@@ -293,6 +387,18 @@ impl AfPacketPort {
             crate::fanout::join(s, f).map_err(|e| format!("afpacket:{name}: {e}"))?;
         }
         let n = cfg.frames as usize;
+        let gso = if cfg.gso {
+            gso_socket(ifindex, cfg.sockbuf).map(|fd| Gso {
+                fd,
+                big: vec![0u8; (BIG_FRAMES * BIG_SIZE) as usize],
+                free: (0..BIG_FRAMES).rev().collect(),
+                hdrs: vec![[0; VNET_HDR_LEN]; MAX_BURST],
+                // SAFETY: iovec is plain old data (all-zero is valid).
+                iovs: vec![unsafe { std::mem::zeroed() }; MAX_BURST],
+            })
+        } else {
+            None
+        };
         // SAFETY (zeroed): mmsghdr, iovec and sockaddr_ll are plain old data.
         let port = AfPacketPort {
             fd,
@@ -309,6 +415,7 @@ impl AfPacketPort {
             addrs: vec![unsafe { std::mem::zeroed() }; MAX_BURST],
             idx: Vec::with_capacity(MAX_BURST),
             ring,
+            gso,
             cfg,
         };
         Ok(port)
@@ -358,6 +465,17 @@ impl AfPacketPort {
                 b < r.blocks && p >= start && p + f.cap as usize <= start + r.block_size
             });
         }
+        if f.idx & BIG_TAG != 0 {
+            let i = f.idx & !BIG_TAG;
+            return self.gso.as_ref().is_some_and(|g| {
+                i < BIG_FRAMES
+                    && f.cap == BIG_SIZE
+                    && std::ptr::eq(
+                        f.slot as *const u8,
+                        g.big.as_ptr().wrapping_add((i * BIG_SIZE) as usize),
+                    )
+            });
+        }
         let fs = self.cfg.frame_size as usize;
         f.idx < self.cfg.frames
             && f.cap == self.cfg.frame_size
@@ -374,6 +492,11 @@ impl AfPacketPort {
                 r.held[b] = r.held[b].saturating_sub(1);
                 self.out -= 1;
                 r.maybe_return(b);
+            }
+        } else if self.owns(&f) && f.idx & BIG_TAG != 0 {
+            if let Some(g) = self.gso.as_mut() {
+                g.free.push(f.idx & !BIG_TAG);
+                self.out -= 1;
             }
         } else if self.owns(&f) {
             self.free.push(f.idx);
@@ -633,23 +756,39 @@ impl Port for AfPacketPort {
         while !frames.is_empty() {
             let n = frames.len().min(MAX_BURST);
             for (i, f) in frames[..n].iter().enumerate() {
-                self.iovs[i] = libc::iovec {
-                    iov_base: f.data().as_ptr() as *mut libc::c_void,
-                    iov_len: f.len(),
-                };
                 let m = &mut self.msgs[i].msg_hdr;
                 m.msg_name = std::ptr::null_mut();
                 m.msg_namelen = 0;
-                m.msg_iov = &mut self.iovs[i];
-                m.msg_iovlen = 1;
                 m.msg_control = std::ptr::null_mut();
                 m.msg_controllen = 0;
                 m.msg_flags = 0;
+                let frame = libc::iovec {
+                    iov_base: f.data().as_ptr() as *mut libc::c_void,
+                    iov_len: f.len(),
+                };
+                if let Some(g) = self.gso.as_mut() {
+                    // The GSO socket: the frame's virtio header, then the frame.
+                    g.hdrs[i] = vnet_hdr(f);
+                    g.iovs[i] = [
+                        libc::iovec {
+                            iov_base: g.hdrs[i].as_mut_ptr() as *mut libc::c_void,
+                            iov_len: VNET_HDR_LEN,
+                        },
+                        frame,
+                    ];
+                    m.msg_iov = g.iovs[i].as_mut_ptr();
+                    m.msg_iovlen = 2;
+                } else {
+                    self.iovs[i] = frame;
+                    m.msg_iov = &mut self.iovs[i];
+                    m.msg_iovlen = 1;
+                }
             }
+            let fd = self.gso.as_ref().map_or(&self.fd, |g| &g.fd);
             // SAFETY: `msgs[..n]` point to the frames' bytes, alive during the call.
             let r = unsafe {
                 libc::sendmmsg(
-                    self.fd.as_raw_fd(),
+                    fd.as_raw_fd(),
                     self.msgs.as_mut_ptr(),
                     n as libc::c_uint,
                     libc::MSG_DONTWAIT,
@@ -690,6 +829,29 @@ impl Port for AfPacketPort {
 
     fn release(&mut self, frame: AfFrame) {
         self.give_back(frame);
+    }
+
+    fn tso_max(&self) -> usize {
+        if self.gso.as_ref().is_some_and(|g| !g.free.is_empty()) {
+            TSO_MAX
+        } else {
+            0
+        }
+    }
+
+    fn alloc_tso(&mut self) -> Option<AfFrame> {
+        let g = self.gso.as_mut()?;
+        let i = g.free.pop()?;
+        self.out += 1;
+        Some(AfFrame {
+            // SAFETY: i < BIG_FRAMES, so the slot lies inside `big`.
+            slot: unsafe { g.big.as_mut_ptr().add((i * BIG_SIZE) as usize) },
+            idx: BIG_TAG | i,
+            cap: BIG_SIZE,
+            off: u32::from(self.cfg.headroom),
+            len: 0,
+            offload: Offload::default(),
+        })
     }
 
     fn caps(&self) -> PortCaps {

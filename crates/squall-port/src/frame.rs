@@ -23,6 +23,10 @@ impl OffloadFlags {
     pub const TX_TCP_CSUM: Self = Self(1 << 9);
     /// Tx: ask the device to fill the UDP checksum (pseudo-header sum pre-filled).
     pub const TX_UDP_CSUM: Self = Self(1 << 10);
+    /// Tx: segment this TCP frame into `Offload::tso_mss`-byte segments (TSO; the
+    /// kernel's GSO on AF_PACKET). The TCP checksum field carries the pseudo-header sum
+    /// over the whole frame's TCP length, folded and not inverted, as for `TX_TCP_CSUM`.
+    pub const TX_TCP_SEG: Self = Self(1 << 11);
     /// No flag.
     pub const NONE: Self = Self(0);
     /// All rx flags.
@@ -69,6 +73,9 @@ pub struct Offload {
     pub l2_len: u8,
     /// Length of the L3 header (IPv4 with options) in bytes, for tx offload.
     pub l3_len: u8,
+    /// Payload bytes per segment, for `TX_TCP_SEG` (the TCP header length is read from the
+    /// frame).
+    pub tso_mss: u16,
 }
 
 /// Error of a frame length operation (never a panic).

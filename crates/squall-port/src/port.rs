@@ -108,4 +108,17 @@ pub trait Port {
     fn next_event_ns(&self) -> Option<u64> {
         None
     }
+
+    /// Largest TCP super-frame (bytes, Ethernet header included) this port segments
+    /// itself ([`OffloadFlags::TX_TCP_SEG`](crate::OffloadFlags::TX_TCP_SEG)); 0 when it
+    /// does not.
+    fn tso_max(&self) -> usize {
+        0
+    }
+
+    /// An empty tx frame of [`Port::tso_max`] bytes for a TCP super-frame, if one is free
+    /// (give it back like any frame).
+    fn alloc_tso(&mut self) -> Option<Self::Frame> {
+        None
+    }
 }

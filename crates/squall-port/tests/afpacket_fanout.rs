@@ -6,52 +6,14 @@
 
 use std::process::Command;
 
+mod common;
+use common::VethNs;
+
 use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
 use squall_port::fanout::{peer_port_owner, Fanout, FanoutBy};
 use squall_port::{FrameBuf, Port};
 
-const NS: &str = "sqp-fan";
 const SRC_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
-
-fn sh(args: &[&str]) -> bool {
-    Command::new(args[0])
-        .args(&args[1..])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
-/// The namespace with a veth pair fa0 <-> fa1, removed on drop.
-struct Ns;
-
-impl Ns {
-    fn up() -> Option<Ns> {
-        let _ = sh(&["ip", "netns", "del", NS]);
-        if !sh(&["ip", "netns", "add", NS]) {
-            return None;
-        }
-        let ns = Ns;
-        let ok = sh(&[
-            "ip", "-n", NS, "link", "add", "fa0", "type", "veth", "peer", "name", "fa1",
-        ]) && sh(&["ip", "-n", NS, "link", "set", "fa0", "up"])
-            && sh(&["ip", "-n", NS, "link", "set", "fa1", "up"]);
-        ok.then_some(ns)
-    }
-}
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = sh(&["ip", "netns", "del", NS]);
-    }
-}
-
-/// Moves the calling thread into the namespace.
-fn enter() {
-    let f = std::fs::File::open(format!("/var/run/netns/{NS}")).expect("open netns");
-    // SAFETY: setns on a namespace file we hold open; affects only this thread.
-    let r = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
-    assert_eq!(r, 0, "setns");
-}
 
 /// An Ethernet + IPv4 + TCP frame 198.18.16.1:sport -> 198.19.48.1:dport (checksums are
 /// not looked at on this path).
@@ -132,12 +94,13 @@ fn each_worker_gets_the_frames_its_port_names() {
         eprintln!("skipped: needs root (network namespace, AF_PACKET)");
         return;
     }
-    let Some(_ns) = Ns::up() else {
+    let Some(ns) = VethNs::up("sqp-fan", "fa0", "fa1", false) else {
         eprintln!("skipped: cannot create a network namespace here");
         return;
     };
-    let h = std::thread::spawn(|| {
-        enter();
+    let name = ns.name;
+    let h = std::thread::spawn(move || {
+        common::enter(name);
         let port = |f: &[u8], at: usize| u16::from_be_bytes([f[at], f[at + 1]]);
         // Client side: replies 198.19.48.1:80 -> our source ports 1000..1010.
         let frames: Vec<Vec<u8>> = (1000..1010).map(|p| tcp_frame(80, p)).collect();

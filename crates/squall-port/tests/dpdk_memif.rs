@@ -200,6 +200,7 @@ fn memif_pair_in_one_process() {
         flags: OffloadFlags::TX_TCP_CSUM | OffloadFlags::TX_IP_CSUM,
         l2_len: 14,
         l3_len: 20,
+        ..Default::default()
     };
     f.set_offload(o);
     assert_eq!(f.offload(), o);

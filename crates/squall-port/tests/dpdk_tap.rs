@@ -124,6 +124,7 @@ fn run() {
             flags: OffloadFlags::TX_TCP_CSUM | OffloadFlags::TX_IP_CSUM,
             l2_len: 14,
             l3_len: 20,
+            ..Default::default()
         });
     }
     let t0 = Instant::now();

@@ -98,6 +98,7 @@ pub(crate) fn tcp_offload() -> Offload {
         flags: OffloadFlags::TX_TCP_CSUM,
         l2_len: 14,
         l3_len: 20,
+        ..Default::default()
     }
 }
 
@@ -119,6 +120,49 @@ impl<P: Port> TxSink for PortSink<'_, P> {
         let f = self.tx.cur.as_mut()?;
         f.set_len(len).ok()?;
         Some(f.data_mut())
+    }
+
+    /// None with a tap: captures and traces record frames as they leave the node, so
+    /// every frame must be a wire frame.
+    #[inline]
+    fn tso_max(&self) -> usize {
+        if self.tap.is_some() {
+            0
+        } else {
+            self.port.tso_max()
+        }
+    }
+
+    fn alloc_tso(&mut self, len: usize) -> Option<&mut [u8]> {
+        if self.tx.out.len() >= TX_OUT_CAP {
+            return None;
+        }
+        let mut f = self.port.alloc_tso()?;
+        if f.set_len(len).is_err() {
+            self.port.release(f);
+            return None;
+        }
+        // A frame allocated and not committed (a writer that gave up) stays for later.
+        if let Some(old) = self.tx.cur.replace(f) {
+            self.tx.spare.push(old);
+        }
+        Some(self.tx.cur.as_mut()?.data_mut())
+    }
+
+    fn commit_tso(&mut self, len: usize, l3_len: u8, mss: u16) {
+        if let Some(mut f) = self.tx.cur.take() {
+            if f.set_len(len).is_err() {
+                self.port.release(f);
+                return;
+            }
+            f.set_offload(Offload {
+                flags: OffloadFlags::TX_TCP_SEG,
+                l2_len: if self.tx.vlan.is_some() { 18 } else { 14 },
+                l3_len,
+                tso_mss: mss,
+            });
+            self.send(f);
+        }
     }
 
     #[inline]
@@ -145,24 +189,33 @@ impl<P: Port> TxSink for PortSink<'_, P> {
                     f.set_offload(o);
                 }
             }
-            if let Some(v) = self.tx.vlan {
-                if !vlan_tag(&mut f, v) {
-                    f.set_offload(Offload::default());
-                    self.tx.spare.push(f);
-                    return;
-                }
+            self.send(f);
+        }
+    }
+}
+
+impl<P: Port> PortSink<'_, P> {
+    /// Queues a written frame (its offload request set): VLAN tag, tap, and a full burst
+    /// goes to the port.
+    #[inline(always)]
+    fn send(&mut self, mut f: P::Frame) {
+        if let Some(v) = self.tx.vlan {
+            if !vlan_tag(&mut f, v) {
+                f.set_offload(Offload::default());
+                self.tx.spare.push(f);
+                return;
             }
-            if let Some(t) = self.tap.as_deref_mut() {
-                t.frame(self.now, f.data());
-            }
-            self.tx.out.push(f);
-            // A full burst goes to the port at once, while its frames are still in the
-            // cache (a turn can write thousands of frames; handing them over only at its
-            // end made the port read cold headers and payloads). Once the port refuses
-            // frames, the queue waits for the end of the turn (no retry per frame).
-            if self.tx.out.len() == TX_BURST {
-                self.port.tx_burst(&mut self.tx.out);
-            }
+        }
+        if let Some(t) = self.tap.as_deref_mut() {
+            t.frame(self.now, f.data());
+        }
+        self.tx.out.push(f);
+        // A full burst goes to the port at once, while its frames are still in the
+        // cache (a turn can write thousands of frames; handing them over only at its
+        // end made the port read cold headers and payloads). Once the port refuses
+        // frames, the queue waits for the end of the turn (no retry per frame).
+        if self.tx.out.len() == TX_BURST {
+            self.port.tx_burst(&mut self.tx.out);
         }
     }
 }

@@ -53,6 +53,20 @@ pub enum SendError {
 pub trait TxSink {
     fn alloc(&mut self, len: usize) -> Option<&mut [u8]>;
     fn commit(&mut self, len: usize);
+    /// Largest TCP super-frame (bytes of the frame, headers included) the sink takes now
+    /// for its port to cut into segments (TSO); 0 when it takes none (no support, or no
+    /// super-frame buffer free).
+    fn tso_max(&self) -> usize {
+        0
+    }
+    /// Like [`TxSink::alloc`], for a super-frame of `len` bytes (at most `tso_max`).
+    fn alloc_tso(&mut self, _len: usize) -> Option<&mut [u8]> {
+        None
+    }
+    /// Commits the super-frame being written: `len` bytes with an IP header of `l3_len`
+    /// bytes, to be sent as segments of `mss` payload bytes. Its TCP checksum field holds
+    /// the pseudo-header sum over its whole TCP length (folded, not inverted).
+    fn commit_tso(&mut self, _len: usize, _l3_len: u8, _mss: u16) {}
 }
 
 pub(crate) enum Op {

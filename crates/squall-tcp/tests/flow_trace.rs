@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{run_w1_traced, w1_config, Family, Impair};
+use common::{run_w1_sinks, w1_config, Family, Impair};
 use squall_tcp::{CloseReason, FlowTracer, State, TcpConfig, TraceKind};
 
 fn retransmitted_segments(t: &FlowTracer) -> u64 {
@@ -35,9 +35,9 @@ fn check(cfg: TcpConfig, sack: bool) {
         delay_ns: 200_000,
         ..Impair::default()
     };
-    let (plain, none) = run_w1_traced(Family::V4, 200, 20, imp, 9, cfg.clone(), false);
+    let (plain, none, _) = run_w1_sinks(Family::V4, 200, 20, imp, 9, cfg.clone(), false, 0);
     assert!(none.is_none());
-    let (traced, tr) = run_w1_traced(Family::V4, 200, 20, imp, 9, cfg, true);
+    let (traced, tr, _) = run_w1_sinks(Family::V4, 200, 20, imp, 9, cfg, true, 0);
     let (c, s) = tr.expect("tracers");
     // Tracing changes nothing the hosts do.
     assert_eq!(plain.client, traced.client);

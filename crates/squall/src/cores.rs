@@ -239,6 +239,7 @@ pub(crate) fn open_afpacket(
         .map(|_| {
             let mut pc = AfPacketConfig::new(&rc.ifname);
             pc.rx_ring = rc.rx_ring;
+            pc.gso = rc.gso;
             pc.fanout = (n > 1).then_some(Fanout {
                 group,
                 members: n as u16,

@@ -43,7 +43,7 @@ impl Mode {
 /// The port kind on a real interface.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PortKind {
-    /// `afpacket:IFNAME[,ring]`.
+    /// `afpacket:IFNAME[,ring][,nogso]`.
     AfPacket,
     /// `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]`.
     AfXdp { queue: u32, mode: XdpMode },
@@ -71,6 +71,9 @@ pub struct RealConfig {
     pub dpdk: Option<DpdkSpec>,
     /// Receive through the TPACKET_V3 mmap ring (`afpacket:IFNAME,ring`).
     pub rx_ring: bool,
+    /// AF_PACKET: send TCP super-frames for the kernel to segment (GSO); off with
+    /// `afpacket:IFNAME,nogso`.
+    pub gso: bool,
     /// `Client` or `Server`.
     pub mode: Mode,
     /// Address whose MAC is resolved (default: the first peer address of template 0).
@@ -160,21 +163,30 @@ pub fn parse(
             "--iface {iface}: built without the dpdk feature (cargo build --features dpdk)"
         ));
     }
-    let (ifname, rx_ring, kind) = if dpdk.is_some() {
-        (iface, false, PortKind::Dpdk)
+    let (mut rx_ring, mut gso) = (false, true);
+    let (ifname, kind) = if dpdk.is_some() {
+        (iface, PortKind::Dpdk)
     } else if let Some(spec) = iface.strip_prefix("afxdp:") {
         let (ifname, kind) = parse_afxdp(iface, spec)?;
-        (ifname, false, kind)
+        (ifname, kind)
     } else if let Some(spec) = iface.strip_prefix("afpacket:") {
-        let (ifname, rx_ring) = match spec.split_once(',') {
-            None => (spec, false),
-            Some((n, "ring")) => (n, true),
-            Some((_, o)) => return Err(format!("--iface {iface}: unknown option `{o}` (ring)")),
-        };
-        (ifname, rx_ring, PortKind::AfPacket)
+        let mut parts = spec.split(',');
+        let ifname = parts.next().unwrap_or_default();
+        for o in parts {
+            match o {
+                "ring" => rx_ring = true,
+                "nogso" => gso = false,
+                _ => {
+                    return Err(format!(
+                        "--iface {iface}: unknown option `{o}` (ring, nogso)"
+                    ))
+                }
+            }
+        }
+        (ifname, PortKind::AfPacket)
     } else {
         return Err(format!(
-            "--iface {iface}: expected `mem`, `afpacket:IFNAME[,ring]`, \
+            "--iface {iface}: expected `mem`, `afpacket:IFNAME[,ring][,nogso]`, \
              `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or `dpdk[:PORTNAME]` (with --eal \"...\")"
         ));
     };
@@ -193,6 +205,7 @@ pub fn parse(
         kind,
         dpdk,
         rx_ring,
+        gso,
         mode,
         peer_ip: peer_ip
             .filter(|s| !s.contains(':'))

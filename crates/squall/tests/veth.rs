@@ -159,7 +159,10 @@ fn netem_on_server_link(dir: &Path) {
     let obj = dir.join("lossy_wire.o");
     let st = std::process::Command::new("clang")
         .args(["-O2", "-g", "-Wall", "-target", "bpf"])
-        .arg(format!("-I/usr/include/{}-linux-gnu", std::env::consts::ARCH))
+        .arg(format!(
+            "-I/usr/include/{}-linux-gnu",
+            std::env::consts::ARCH
+        ))
         .arg("-c")
         .arg(&src)
         .arg("-o")
@@ -184,7 +187,10 @@ fn netem_on_server_link(dir: &Path) {
     )
     .status()
     .expect("ip link set xdp");
-    assert!(st.success(), "attaching the lossy-wire XDP program to sq-cli0");
+    assert!(
+        st.success(),
+        "attaching the lossy-wire XDP program to sq-cli0"
+    );
     eprintln!(
         "impairment: no netem in this kernel; 1 % loss each way (nftables input drop at \
          nginx, XDP drop at sq-cli0)"

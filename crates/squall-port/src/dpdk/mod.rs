@@ -290,6 +290,7 @@ impl FrameBuf for DpdkFrame {
             flags: f,
             l2_len: (txo & 0x7f) as u8,
             l3_len: ((txo >> 7) & 0x1ff).min(255) as u8,
+            ..Default::default()
         }
     }
     fn set_offload(&mut self, o: Offload) {

@@ -58,8 +58,7 @@ fn wire_offload(offload: bool, corrupted: bool) -> Offload {
     };
     Offload {
         flags,
-        l2_len: 0,
-        l3_len: 0,
+        ..Default::default()
     }
 }
 

@@ -595,6 +595,7 @@ fn receiver_sees_rx_results_not_sender_requests() {
             flags: OffloadFlags::TX_IP_CSUM | OffloadFlags::TX_TCP_CSUM,
             l2_len: 14,
             l3_len: 20,
+            ..Default::default()
         });
         assert_eq!(a.tx_burst(&mut v), 1);
         let mut r = Vec::new();
@@ -609,7 +610,8 @@ fn receiver_sees_rx_results_not_sender_requests() {
             Offload {
                 flags: want,
                 l2_len: 0,
-                l3_len: 0
+                l3_len: 0,
+                ..Default::default()
             }
         );
         assert_eq!((r[0].data(), r[0].headroom()), (&[7; 60][..], 128));

@@ -108,18 +108,15 @@ impl TcpHost {
         opts: &[u8],
         data: Option<(SendQueue, u32, u32)>,
     ) -> bool {
-        // One family test per segment; each family's writer is compiled on its own.
-        if key.is_ipv6() {
-            self.write_seg_family::<true, S>(tx, key, opt, seq, ack, flags, wnd, opts, data)
-        } else {
-            self.write_seg_family::<false, S>(tx, key, opt, seq, ack, flags, wnd, opts, data)
-        }
+        self.write_seg_as::<false, S>(tx, key, opt, seq, ack, flags, wnd, opts, data, 0)
     }
 
-    /// [`write_seg`](Self::write_seg) for IPv6 (`V6`) or IPv4 flows.
+    /// [`write_seg`](Self::write_seg) of a super-frame: the payload (more than one
+    /// segment) goes out as one frame the sink's port cuts into `tso`-byte segments, its
+    /// TCP checksum left to the port.
     #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn write_seg_family<const V6: bool, S: TxSink>(
+    #[inline(never)]
+    pub(super) fn write_seg_tso<S: TxSink>(
         &mut self,
         tx: &mut S,
         key: &FlowKey,
@@ -130,6 +127,54 @@ impl TcpHost {
         wnd: u16,
         opts: &[u8],
         data: Option<(SendQueue, u32, u32)>,
+        tso: u16,
+    ) -> bool {
+        self.write_seg_as::<true, S>(tx, key, opt, seq, ack, flags, wnd, opts, data, tso)
+    }
+
+    /// The family dispatch of [`write_seg`](Self::write_seg) (one test per segment; each
+    /// family's writer, plain or super-frame, is compiled on its own).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn write_seg_as<const TSO: bool, S: TxSink>(
+        &mut self,
+        tx: &mut S,
+        key: &FlowKey,
+        opt: u8,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        wnd: u16,
+        opts: &[u8],
+        data: Option<(SendQueue, u32, u32)>,
+        tso: u16,
+    ) -> bool {
+        if key.is_ipv6() {
+            self.write_seg_family::<true, TSO, S>(
+                tx, key, opt, seq, ack, flags, wnd, opts, data, tso,
+            )
+        } else {
+            self.write_seg_family::<false, TSO, S>(
+                tx, key, opt, seq, ack, flags, wnd, opts, data, tso,
+            )
+        }
+    }
+
+    /// [`write_seg`](Self::write_seg) for IPv6 (`V6`) or IPv4 flows.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn write_seg_family<const V6: bool, const TSO: bool, S: TxSink>(
+        &mut self,
+        tx: &mut S,
+        key: &FlowKey,
+        opt: u8,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        wnd: u16,
+        opts: &[u8],
+        data: Option<(SendQueue, u32, u32)>,
+        tso: u16,
     ) -> bool {
         let plen = data.map_or(0, |d| d.2 as usize);
         let flen = if V6 { HDRS6_LEN } else { HDRS_LEN } + opts.len() + plen;
@@ -150,7 +195,12 @@ impl TcpHost {
             flags,
             wnd,
         };
-        let Some(buf) = tx.alloc(flen) else {
+        let buf = if TSO {
+            tx.alloc_tso(flen)
+        } else {
+            tx.alloc(flen)
+        };
+        let Some(buf) = buf else {
             self.counters.tcps_txfull += 1;
             return false;
         };
@@ -168,6 +218,25 @@ impl TcpHost {
             pkt::write_headers_sum(buf, &h, opts, plen)
         };
         let mut psum = 0u64;
+        if TSO {
+            // A super-frame: the port completes each segment's checksum.
+            if let Some((sq, qoff, len)) = data {
+                let dst = &mut buf[off..off + len as usize];
+                self.chunks.copy_out(&sq, qoff, dst, &self.bufs);
+            }
+            if V6 {
+                let (s, d) = (
+                    self.addr6.addr(key.local_ip),
+                    self.addr6.addr(key.remote_ip),
+                );
+                pkt::partial_tcp6_checksum(buf, s, d, flen);
+            } else {
+                pkt::partial_tcp_checksum(buf, key.local_ip, key.remote_ip, flen);
+            }
+            tx.commit_tso(flen, if V6 { 40 } else { 20 }, tso);
+            self.counters.tcps_sndtotal += plen.div_ceil(usize::from(tso)) as u64;
+            return true;
+        }
         if let Some((sq, qoff, len)) = data {
             let dst = &mut buf[off..off + len as usize];
             if self.cfg.tx_checksum {
@@ -335,7 +404,22 @@ impl TcpHost {
             if t.has(F_FORCE) && usable == 0 && avail > 0 {
                 usable = 1;
             }
-            let mut len = avail.min(usable).min(mss);
+            // TSO: new data of several full segments goes out as one super-frame where the
+            // sink's port cuts frames itself (never retransmissions, probes or the
+            // one-segment sends of loss recovery).
+            let tso_max = tx.tso_max();
+            let tso_room =
+                if tso_max == 0 || one_seg || t.has(F_FORCE) || seq::lt(t.snd_nxt, t.snd_max) {
+                    0
+                } else {
+                    // Room for the largest headers: Ethernet, IPv6, TCP with 40 bytes of options.
+                    tso_max.saturating_sub(14 + 40 + 60) as u32 / mss * mss
+                };
+            let mut len = avail.min(usable).min(mss.max(tso_room));
+            if len > mss && len < avail {
+                // Whole segments, unless the super-frame ends the queue.
+                len -= len % mss;
+            }
             // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1), with Nagle on: a
             // segment cut short by the windows waits while data is in flight.
             if t.has(F_NAGLE) && len < mss && len < avail.max(1) && in_flight > 0 {
@@ -395,7 +479,23 @@ impl TcpHost {
             let data = if len > 0 { Some((sq, off, len)) } else { None };
             let mut ob = [0u8; 40];
             let ol = self.seg_opts(i, &mut ob);
-            if !self.write_seg(tx, &key, o, seqno, ack, flags, wnd_adv, &ob[..ol], data) {
+            let sent = if len > mss {
+                self.write_seg_tso(
+                    tx,
+                    &key,
+                    o,
+                    seqno,
+                    ack,
+                    flags,
+                    wnd_adv,
+                    &ob[..ol],
+                    data,
+                    mss as u16,
+                )
+            } else {
+                self.write_seg(tx, &key, o, seqno, ack, flags, wnd_adv, &ob[..ol], data)
+            };
+            if !sent {
                 self.mark_tx_blocked(i);
                 break;
             }
@@ -407,7 +507,11 @@ impl TcpHost {
                         self.trace_rexmit(i, seqno, len, false);
                     }
                 } else {
-                    self.counters.tcps_sndpack += 1;
+                    self.counters.tcps_sndpack += if len > mss {
+                        u64::from(len.div_ceil(mss))
+                    } else {
+                        1
+                    };
                     self.counters.tcps_sndbyte += len as u64;
                 }
             } else if send_fin {
@@ -424,7 +528,13 @@ impl TcpHost {
             let used = len + send_fin as u32;
             t.snd_nxt = t.snd_nxt.wrapping_add(used);
             t.snd_max = seq::max(t.snd_max, t.snd_nxt);
-            if len > 0 && len < mss && !rexmit {
+            // (A super-frame's last segment is short unless the length is a multiple.)
+            let short = if len > mss {
+                len % mss != 0
+            } else {
+                len > 0 && len < mss
+            };
+            if short && !rexmit {
                 // Linux tcp_minshall_update: remember the end of the last short segment.
                 t.snd_sml = t.snd_nxt as u16;
             }

@@ -133,11 +133,16 @@ impl Wire {
     }
 }
 
-/// Collects frames written by a host.
+/// Collects frames written by a host. With `tso_max` > 0 it takes TCP super-frames and
+/// cuts them into wire frames as a kernel's GSO does ([`gso_segment`]), counting them.
 #[derive(Default)]
 pub struct VecSink {
     cur: Vec<u8>,
     pub frames: Vec<Vec<u8>>,
+    pub tso_max: usize,
+    /// Super-frames taken, and the wire frames they became.
+    pub tso_frames: u64,
+    pub tso_segments: u64,
 }
 impl TxSink for VecSink {
     fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
@@ -148,6 +153,70 @@ impl TxSink for VecSink {
     fn commit(&mut self, len: usize) {
         self.frames.push(self.cur[..len].to_vec());
     }
+    fn tso_max(&self) -> usize {
+        self.tso_max
+    }
+    fn alloc_tso(&mut self, len: usize) -> Option<&mut [u8]> {
+        assert!(
+            len <= self.tso_max,
+            "super-frame of {len} bytes over {}",
+            self.tso_max
+        );
+        self.alloc(len)
+    }
+    fn commit_tso(&mut self, len: usize, l3_len: u8, mss: u16) {
+        let segs = gso_segment(&self.cur[..len], usize::from(l3_len), usize::from(mss));
+        assert!(segs.len() >= 2, "a super-frame of one segment");
+        self.tso_frames += 1;
+        self.tso_segments += segs.len() as u64;
+        self.frames.extend(segs);
+    }
+}
+
+/// Cuts an Ethernet + IPv4/IPv6 + TCP super-frame (its TCP checksum field holding the
+/// pseudo-header sum) into segments of `mss` payload bytes, as Linux's GSO does: headers
+/// copied, IP length (and IPv4 id and checksum) per segment, sequence numbers advanced,
+/// FIN and PSH on the last segment only, CWR on the first only, full TCP checksums.
+pub fn gso_segment(f: &[u8], l3: usize, mss: usize) -> Vec<Vec<u8>> {
+    use squall_wire::checksum::{fold, sum};
+    let t0 = 14 + l3;
+    let thl = usize::from(f[t0 + 12] >> 4) * 4;
+    let hdr = t0 + thl;
+    let payload = &f[hdr..];
+    let seq0 = u32::from_be_bytes(f[t0 + 4..t0 + 8].try_into().unwrap());
+    let id0 = u16::from_be_bytes([f[18], f[19]]);
+    let n = payload.len().div_ceil(mss);
+    let mut out = Vec::with_capacity(n);
+    for (k, part) in payload.chunks(mss).enumerate() {
+        let mut s = f[..hdr].to_vec();
+        s.extend_from_slice(part);
+        let tcp_len = thl + part.len();
+        let pseudo: u32 = if l3 == 20 {
+            s[16..18].copy_from_slice(&((20 + tcp_len) as u16).to_be_bytes());
+            s[18..20].copy_from_slice(&id0.wrapping_add(k as u16).to_be_bytes());
+            s[24..26].fill(0);
+            let c = !sum(&s[14..34]);
+            s[24..26].copy_from_slice(&c.to_be_bytes());
+            u32::from(sum(&s[26..34])) + 6 + tcp_len as u32
+        } else {
+            s[18..20].copy_from_slice(&(tcp_len as u16).to_be_bytes());
+            u32::from(sum(&s[22..54])) + 6 + tcp_len as u32
+        };
+        let t = &mut s[t0..];
+        let seq = seq0.wrapping_add((k * mss) as u32);
+        t[4..8].copy_from_slice(&seq.to_be_bytes());
+        if k + 1 < n {
+            t[13] &= !0x09; // FIN, PSH
+        }
+        if k > 0 {
+            t[13] &= !0x80; // CWR
+        }
+        t[16..18].fill(0);
+        let c = !fold(u64::from(pseudo) + u64::from(sum(t)));
+        t[16..18].copy_from_slice(&c.to_be_bytes());
+        out.push(s);
+    }
+    out
 }
 
 pub const REQ_LEN: usize = 100;
@@ -439,12 +508,18 @@ pub fn run_w1_over(
     seed: u64,
     cfg: TcpConfig,
 ) -> W1Result {
-    run_w1_traced(fam, n, conc, imp, seed, cfg, false).0
+    run_w1_sinks(fam, n, conc, imp, seed, cfg, false, 0).0
 }
 
+/// Both hosts' tracers (client, server), when the run traced.
+pub type Tracers = Option<(FlowTracer, FlowTracer)>;
+
 /// [`run_w1_over`], every flow traced when `trace` (both hosts' tracers returned:
-/// client, server).
-pub fn run_w1_traced(
+/// client, server), with both hosts' sinks taking TCP super-frames of up to `tso_max`
+/// bytes (0: none), cut into segments by the sink; also returns the (client, server)
+/// super-frame and segment counts.
+#[allow(clippy::too_many_arguments)]
+pub fn run_w1_sinks(
     fam: Family,
     n: u32,
     conc: u32,
@@ -452,7 +527,8 @@ pub fn run_w1_traced(
     seed: u64,
     cfg: TcpConfig,
     trace: bool,
-) -> (W1Result, Option<(FlowTracer, FlowTracer)>) {
+    tso_max: usize,
+) -> (W1Result, Tracers, [(u64, u64); 2]) {
     let mut now = 1_000_000_000u64;
     let W1Pair {
         mut ch,
@@ -467,8 +543,14 @@ pub fn run_w1_traced(
             FlowTracer::new(1 << 24).with_select(usize::MAX, Box::new(|_| true)),
         ));
     }
-    let mut csink = VecSink::default();
-    let mut ssink = VecSink::default();
+    let mut csink = VecSink {
+        tso_max,
+        ..VecSink::default()
+    };
+    let mut ssink = VecSink {
+        tso_max,
+        ..VecSink::default()
+    };
     let mut wire = Wire::new(imp, seed);
     let mut next = 0u32;
     let mut conn_of_flow: Vec<u32> = Vec::new();
@@ -566,5 +648,9 @@ pub fn run_w1_traced(
         (Some(c), Some(s)) => Some((c, s)),
         _ => None,
     };
-    (r, tracers)
+    let tso = [
+        (csink.tso_frames, csink.tso_segments),
+        (ssink.tso_frames, ssink.tso_segments),
+    ];
+    (r, tracers, tso)
 }

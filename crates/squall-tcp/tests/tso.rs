@@ -1,0 +1,90 @@
+//! TCP super-frames (TSO): with a sink that takes them, the host sends runs of full
+//! segments of new data as one frame the sink cuts into segments (here as a kernel's GSO
+//! does, `common::gso_segment`). W1 flows complete byte for byte over IPv4 and IPv6, on a
+//! clean wire and through loss and reordering (retransmissions are single segments), the
+//! segment counters count wire segments, and a sink without TSO gets none.
+
+mod common;
+use common::*;
+use squall_tcp::TcpConfig;
+
+const TSO_MAX: usize = 65_535;
+
+fn impaired() -> Impair {
+    Impair {
+        loss: 0.02,
+        reorder: 0.05,
+        reorder_extra_ns: 3_000_000,
+        delay_ns: 1_000_000,
+        jitter_ns: 200_000,
+        ..Impair::default()
+    }
+}
+
+fn check(r: &W1Result) {
+    assert!(
+        r.hung.is_empty(),
+        "hung: {:?}",
+        &r.hung[..r.hung.len().min(5)]
+    );
+    assert!(r.client_failed.is_empty(), "{:?}", &r.client_failed[..1]);
+    assert_eq!(
+        r.client_ok,
+        u64::from(r.flows),
+        "every response byte verified"
+    );
+    assert_eq!(r.server_ok, u64::from(r.flows));
+}
+
+#[test]
+fn w1_over_super_frames_on_a_clean_wire() {
+    for fam in [Family::V4, Family::V6] {
+        let cfg = TcpConfig {
+            opts: squall_tcp::FlowOpts {
+                init_cwnd: 10,
+                ..w1_config().opts
+            },
+            ..w1_config()
+        };
+        let (r, _, tso) = run_w1_sinks(
+            fam,
+            2_000,
+            200,
+            Impair::default(),
+            7,
+            cfg.clone(),
+            false,
+            TSO_MAX,
+        );
+        check(&r);
+        let (frames, segs) = tso[1];
+        assert!(frames > 0, "the server sent super-frames");
+        assert!(segs >= 2 * frames);
+        // The client sends 100-byte requests: nothing to cut.
+        assert_eq!(tso[0], (0, 0));
+        // Counters count wire segments: a 32,768-byte answer is 23 segments of 1,448.
+        assert_eq!(r.server.tcps_sndbyte, 2_000 * RESP_LEN as u64);
+        assert_eq!(
+            r.server.tcps_sndpack,
+            2_000 * RESP_LEN.div_ceil(1448) as u64
+        );
+        assert_eq!(r.server.tcps_sndrexmitpack, 0);
+        // The same run without super-frames sends the same segments.
+        let (plain, _, none) = run_w1_sinks(fam, 2_000, 200, Impair::default(), 7, cfg, false, 0);
+        check(&plain);
+        assert_eq!(none, [(0, 0), (0, 0)]);
+        assert_eq!(plain.server.tcps_sndpack, r.server.tcps_sndpack);
+        assert_eq!(plain.wire.sent, r.wire.sent, "{fam:?}: same wire frames");
+    }
+}
+
+#[test]
+fn w1_over_super_frames_through_loss_and_reordering() {
+    for fam in [Family::V4, Family::V6] {
+        let (r, _, tso) =
+            run_w1_sinks(fam, 3_000, 100, impaired(), 11, w1_config(), false, TSO_MAX);
+        check(&r);
+        assert!(tso[1].0 > 0, "super-frames were sent");
+        assert!(r.server.tcps_sndrexmitpack > 0, "losses were repaired");
+    }
+}
