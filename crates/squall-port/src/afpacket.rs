@@ -19,6 +19,12 @@
 //! when available and can put the interface in promiscuous mode (membership, undone when
 //! the socket closes). No checksum offload is offered: the stack fills checksums itself,
 //! and the lab turns veth offloads off so that received frames carry full checksums.
+//!
+//! **TCP super-frames** ([`AfPacketConfig::gso`], on by default): frames are sent on a
+//! second, transmit-only socket with `PACKET_VNET_HDR` (through the qdisc: the direct
+//! transmit drops frames it would have to segment), each behind a `virtio_net_hdr`; a
+//! frame flagged `TX_TCP_SEG` goes out as one GSO frame the kernel cuts into segments
+//! ([`Port::tso_max`], [`Port::alloc_tso`]: 32 slots of 64 KiB).
 
 use std::ffi::CString;
 use std::io;
