@@ -88,3 +88,39 @@ fn w1_over_super_frames_through_loss_and_reordering() {
         assert!(r.server.tcps_sndrexmitpack > 0, "losses were repaired");
     }
 }
+
+/// With timestamps a segment carries 1,448 bytes while the congestion window counts the
+/// negotiated 1,460: every flight of 10 would end in a 120-byte runt without the sender's
+/// silly-window avoidance, which holds a segment cut short by the window while data is
+/// in flight (BSD and Linux do, Nagle or not). Every answer is then 23 segments.
+#[test]
+fn timestamped_flights_send_no_runts() {
+    for tso in [0, TSO_MAX] {
+        let cfg = TcpConfig {
+            opts: squall_tcp::FlowOpts {
+                init_cwnd: 10,
+                timestamps: true,
+                wscale: Some(0),
+                sack: true,
+                ..w1_config().opts
+            },
+            ..w1_config()
+        };
+        let (r, _, _) = run_w1_sinks(
+            Family::V4,
+            1_000,
+            100,
+            Impair::default(),
+            3,
+            cfg,
+            false,
+            tso,
+        );
+        check(&r);
+        assert_eq!(
+            r.server.tcps_sndpack,
+            1_000 * RESP_LEN.div_ceil(1448) as u64,
+            "tso {tso}: full segments only, but the last of each answer"
+        );
+    }
+}

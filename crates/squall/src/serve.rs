@@ -304,6 +304,7 @@ fn serve_on<P: Port>(
         } else {
             TcpConfig::random_seed().map_err(|e| format!("OS random source: {e}"))?
         },
+        opts: server_opts(),
         ..TcpConfig::default()
     };
     tc.opts.mss = tc.opts.mss.min(caps.mtu.saturating_sub(40)).max(64);
@@ -488,5 +489,20 @@ impl Finished<'_> {
 impl Drop for Finished<'_> {
     fn drop(&mut self) {
         self.mark();
+    }
+}
+
+/// The TCP options of `squall serve`'s connections: what a Linux server offers a client
+/// (nginx's peers see the same): an initial window of 10 segments (RFC 6928), SACK
+/// (RFC 2018), and RFC 7323 timestamps and window scaling (shift 0: the 64 KiB receive
+/// window is ample for requests, and offering the option lets the client scale its own
+/// window, as it would with a kernel server).
+fn server_opts() -> squall_tcp::FlowOpts {
+    squall_tcp::FlowOpts {
+        init_cwnd: 10,
+        wscale: Some(0),
+        timestamps: true,
+        sack: true,
+        ..squall_tcp::FlowOpts::default()
     }
 }

@@ -420,9 +420,12 @@ impl TcpHost {
                 // Whole segments, unless the super-frame ends the queue.
                 len -= len % mss;
             }
-            // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1), with Nagle on: a
-            // segment cut short by the windows waits while data is in flight.
-            if t.has(F_NAGLE) && len < mss && len < avail.max(1) && in_flight > 0 {
+            // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1; BSD's tcp_output and
+            // Linux apply it with or without Nagle): a segment cut short by the windows
+            // waits while data is in flight (the next ACK opens them). Without it a
+            // congestion window counted in bytes of the negotiated MSS sends a runt after
+            // each flight of timestamped segments (10 x 1,460 = 10 x 1,448 + 120).
+            if len < mss && len < avail.max(1) && in_flight > 0 {
                 len = 0;
             }
             // Nagle (RFC 9293 §3.7.4) in Minshall's variant, as Linux applies it
