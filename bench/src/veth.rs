@@ -63,6 +63,8 @@ pub enum PortKind {
     /// AF_PACKET without TCP super-frames (`afpacket:IF,nogso`): every segment a frame of
     /// its own through the port, as before GSO (for before/after comparisons).
     AfPacketNoGso,
+    /// AF_PACKET receiving through its TPACKET_V3 ring (`afpacket:IF,ring`).
+    AfPacketRing,
     AfXdp,
 }
 
@@ -71,20 +73,25 @@ impl PortKind {
         match s {
             "afpacket" => Ok(PortKind::AfPacket),
             "afpacket-nogso" => Ok(PortKind::AfPacketNoGso),
+            "afpacket-ring" => Ok(PortKind::AfPacketRing),
             "afxdp" => Ok(PortKind::AfXdp),
-            o => Err(format!("--port {o}: afpacket, afpacket-nogso or afxdp")),
+            o => Err(format!(
+                "--port {o}: afpacket, afpacket-nogso, afpacket-ring or afxdp"
+            )),
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             PortKind::AfPacket => "afpacket",
             PortKind::AfPacketNoGso => "afpacket-nogso",
+            PortKind::AfPacketRing => "afpacket-ring",
             PortKind::AfXdp => "afxdp",
         }
     }
     fn iface(self, ifname: &str) -> String {
         match self {
             PortKind::AfPacketNoGso => format!("afpacket:{ifname},nogso"),
+            PortKind::AfPacketRing => format!("afpacket:{ifname},ring"),
             _ => format!("{}:{ifname}", self.name()),
         }
     }
@@ -2067,6 +2074,10 @@ Requests/sec: 122469.00
         assert_eq!(
             PortKind::parse("afpacket-nogso").map(|p| p.iface("x")),
             Ok("afpacket:x,nogso".to_string())
+        );
+        assert_eq!(
+            PortKind::parse("afpacket-ring").map(|p| p.iface("x")),
+            Ok("afpacket:x,ring".to_string())
         );
     }
 
