@@ -282,9 +282,10 @@ fn vnet_hdr(f: &AfFrame) -> [u8; VNET_HDR_LEN] {
     h
 }
 
-// SAFETY: the raw pointers in `msgs`/`iovs` only ever point into this port's own `pool`,
-// `iovs` and `addrs`, and are rewritten before each system call; moving the port to
-// another thread moves its owner with it.
+// SAFETY: the raw pointers in `msgs`/`iovs` (and GSO's `iovs`) only ever point into this
+// port's own `pool`, super-frame slots, virtio headers, `iovs` and `addrs`, and are
+// rewritten before each system call; moving the port to another thread moves its owner
+// with it.
 unsafe impl Send for AfPacketPort {}
 
 fn os_err(what: &str, ifname: &str) -> String {
@@ -791,7 +792,8 @@ impl Port for AfPacketPort {
                 }
             }
             let fd = self.gso.as_ref().map_or(&self.fd, |g| &g.fd);
-            // SAFETY: `msgs[..n]` point to the frames' bytes, alive during the call.
+            // SAFETY: `msgs[..n]` point to the frames' bytes (and, on the GSO socket, to
+            // their virtio headers in `hdrs`), all alive and unmoved during the call.
             let r = unsafe {
                 libc::sendmmsg(
                     fd.as_raw_fd(),
