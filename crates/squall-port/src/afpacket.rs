@@ -493,23 +493,23 @@ impl AfPacketPort {
     }
 
     fn give_back(&mut self, f: AfFrame) {
-        if self.owns(&f) && f.idx & RING_TAG != 0 {
+        if !self.owns(&f) {
+            self.extra.foreign += 1;
+            return;
+        }
+        self.out -= 1;
+        if f.idx & RING_TAG != 0 {
             let b = (f.idx & !RING_TAG) as usize;
             if let Some(r) = self.ring.as_mut() {
                 r.held[b] = r.held[b].saturating_sub(1);
-                self.out -= 1;
                 r.maybe_return(b);
             }
-        } else if self.owns(&f) && f.idx & BIG_TAG != 0 {
+        } else if f.idx & BIG_TAG != 0 {
             if let Some(g) = self.gso.as_mut() {
                 g.free.push(f.idx & !BIG_TAG);
-                self.out -= 1;
             }
-        } else if self.owns(&f) {
-            self.free.push(f.idx);
-            self.out -= 1;
         } else {
-            self.extra.foreign += 1;
+            self.free.push(f.idx);
         }
     }
 }

@@ -52,6 +52,20 @@ impl Out {
         self.family(name, kind, help);
         self.value(name, &[], v);
     }
+    /// A family of one value per value of label `label`.
+    pub(crate) fn by_label(
+        &mut self,
+        name: &str,
+        kind: &str,
+        help: &str,
+        label: &str,
+        values: &[(&str, f64)],
+    ) {
+        self.family(name, kind, help);
+        for &(l, v) in values {
+            self.value(name, &[(label, l)], v);
+        }
+    }
     /// One histogram series (`_bucket`, `_sum`, `_count`) of `h` (microseconds).
     fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &LatHist) {
         let (counts, sum_us) = h.buckets(&bucket_bounds_us());
@@ -152,20 +166,12 @@ pub fn render_parts(r: &Reading, s: Option<&Sample>, groups: &[String], running:
         "Flows with a running program (client side).",
         r.active as f64,
     );
-    o.family(
+    o.by_label(
         "squall_wire_bytes_total",
         "counter",
         "Ethernet bytes sent, by side.",
-    );
-    o.value(
-        "squall_wire_bytes_total",
-        &[("side", "client")],
-        r.tx_bytes as f64,
-    );
-    o.value(
-        "squall_wire_bytes_total",
-        &[("side", "server")],
-        r.rx_bytes as f64,
+        "side",
+        &[("client", r.tx_bytes as f64), ("server", r.rx_bytes as f64)],
     );
     o.one(
         "squall_wire_frames_total",

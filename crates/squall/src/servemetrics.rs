@@ -67,35 +67,20 @@ pub fn render(series: &ServeSeries, running: bool) -> String {
         "Body bytes queued (files and routes).",
         t.stats.body_bytes as f64,
     );
-    o.family(
+    let port = &t.port;
+    o.by_label(
         "squall_serve_wire_bytes_total",
         "counter",
         "Ethernet bytes by direction (tx: sent by the server).",
+        "direction",
+        &[("tx", port.tx_bytes as f64), ("rx", port.rx_bytes as f64)],
     );
-    o.value(
-        "squall_serve_wire_bytes_total",
-        &[("direction", "tx")],
-        t.port.tx_bytes as f64,
-    );
-    o.value(
-        "squall_serve_wire_bytes_total",
-        &[("direction", "rx")],
-        t.port.rx_bytes as f64,
-    );
-    o.family(
+    o.by_label(
         "squall_serve_wire_frames_total",
         "counter",
         "Frames by direction.",
-    );
-    o.value(
-        "squall_serve_wire_frames_total",
-        &[("direction", "tx")],
-        t.port.tx_frames as f64,
-    );
-    o.value(
-        "squall_serve_wire_frames_total",
-        &[("direction", "rx")],
-        t.port.rx_frames as f64,
+        "direction",
+        &[("tx", port.tx_frames as f64), ("rx", port.rx_frames as f64)],
     );
     o.one(
         "squall_serve_errors_total",

@@ -217,35 +217,19 @@ impl TcpHost {
         } else {
             pkt::write_headers_sum(buf, &h, opts, plen)
         };
+        // The TCP checksum in software, or (a port completing it; every super-frame)
+        // the pseudo-header sum only.
+        let sw_sum = !TSO && self.cfg.tx_checksum;
         let mut psum = 0u64;
-        if TSO {
-            // A super-frame: the port completes each segment's checksum.
-            if let Some((sq, qoff, len)) = data {
-                let dst = &mut buf[off..off + len as usize];
-                self.chunks.copy_out(&sq, qoff, dst, &self.bufs);
-            }
-            if V6 {
-                let (s, d) = (
-                    self.addr6.addr(key.local_ip),
-                    self.addr6.addr(key.remote_ip),
-                );
-                pkt::partial_tcp6_checksum(buf, s, d, flen);
-            } else {
-                pkt::partial_tcp_checksum(buf, key.local_ip, key.remote_ip, flen);
-            }
-            tx.commit_tso(flen, if V6 { 40 } else { 20 }, tso);
-            self.counters.tcps_sndtotal += plen.div_ceil(usize::from(tso)) as u64;
-            return true;
-        }
         if let Some((sq, qoff, len)) = data {
             let dst = &mut buf[off..off + len as usize];
-            if self.cfg.tx_checksum {
+            if sw_sum {
                 psum = self.chunks.copy_out_sum(&sq, qoff, dst, &self.bufs).1;
             } else {
                 self.chunks.copy_out(&sq, qoff, dst, &self.bufs);
             }
         }
-        match (self.cfg.tx_checksum, V6) {
+        match (sw_sum, V6) {
             (true, false) => pkt::store_tcp_checksum(buf, hdr_sum, psum),
             (false, false) => pkt::partial_tcp_checksum(buf, key.local_ip, key.remote_ip, flen),
             (true, true) => pkt::store_tcp6_checksum(buf, hdr_sum, psum),
@@ -257,8 +241,13 @@ impl TcpHost {
                 pkt::partial_tcp6_checksum(buf, s, d, flen)
             }
         }
-        tx.commit(flen);
-        self.counters.tcps_sndtotal += 1;
+        if TSO {
+            tx.commit_tso(flen, if V6 { 40 } else { 20 }, tso);
+            self.counters.tcps_sndtotal += plen.div_ceil(usize::from(tso)) as u64;
+        } else {
+            tx.commit(flen);
+            self.counters.tcps_sndtotal += 1;
+        }
         true
     }
 
