@@ -411,7 +411,13 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(r2.rx_ring && r2.ifname == "sq-cli0");
-        assert!(parse("afpacket:x,bogus", Some("client"), None, None).is_err());
+        assert!(r.gso && r2.gso, "super-frames by default");
+        let r3 = parse("afpacket:sq-cli0,ring,nogso", Some("client"), None, None)
+            .unwrap()
+            .unwrap();
+        assert!(r3.rx_ring && !r3.gso && r3.ifname == "sq-cli0");
+        let e = parse("afpacket:x,bogus", Some("client"), None, None).unwrap_err();
+        assert!(e.contains("unknown option `bogus` (ring, nogso)"), "{e}");
         assert_eq!(r2.kind, PortKind::AfPacket);
         let x = parse("afxdp:sq-cli0", Some("client"), None, None)
             .unwrap()
