@@ -38,7 +38,7 @@ const USAGE: &str = "usage:
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
   squall-bench veth [--workloads raw,W1,W2,W4] [--pairs kernel/kernel,squall/kernel,kernel/squall,squall/squall,
                      squall-http/kernel,kernel/squall-serve,squall-http/squall-serve]
-                    [--conns 100,1000] (W2) [--seconds 5] [--runs 3] [--port afpacket|afpacket-nogso|afpacket-ring|afxdp]
+                    [--conns 100,1000] (W2) [--seconds 5] [--runs 3] [--port afpacket|afpacket-nogso|afpacket-ring|afpacket-recvmmsg|afxdp]
                     [--w1-cps N] (Squall client's W1 and W4 rate; default ab's rate vs nginx in this run)
                     [--frame-sizes 64,1514] [--root DIR] [--squall PATH]
                     (T-veth, root: the lab of scripts/lab.sh; run it under

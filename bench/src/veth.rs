@@ -63,8 +63,11 @@ pub enum PortKind {
     /// AF_PACKET without TCP super-frames (`afpacket:IF,nogso`): every segment a frame of
     /// its own through the port, as before GSO (for before/after comparisons).
     AfPacketNoGso,
-    /// AF_PACKET receiving through its TPACKET_V3 ring (`afpacket:IF,ring`).
+    /// AF_PACKET receiving through its TPACKET_V3 block ring (`afpacket:IF,ring`).
     AfPacketRing,
+    /// AF_PACKET receiving with `recvmmsg` (`afpacket:IF,recvmmsg`; the default before
+    /// the TPACKET_V2 frame ring, for before/after comparisons).
+    AfPacketRecvmmsg,
     AfXdp,
 }
 
@@ -74,9 +77,10 @@ impl PortKind {
             "afpacket" => Ok(PortKind::AfPacket),
             "afpacket-nogso" => Ok(PortKind::AfPacketNoGso),
             "afpacket-ring" => Ok(PortKind::AfPacketRing),
+            "afpacket-recvmmsg" => Ok(PortKind::AfPacketRecvmmsg),
             "afxdp" => Ok(PortKind::AfXdp),
             o => Err(format!(
-                "--port {o}: afpacket, afpacket-nogso, afpacket-ring or afxdp"
+                "--port {o}: afpacket, afpacket-nogso, afpacket-ring, afpacket-recvmmsg or afxdp"
             )),
         }
     }
@@ -85,6 +89,7 @@ impl PortKind {
             PortKind::AfPacket => "afpacket",
             PortKind::AfPacketNoGso => "afpacket-nogso",
             PortKind::AfPacketRing => "afpacket-ring",
+            PortKind::AfPacketRecvmmsg => "afpacket-recvmmsg",
             PortKind::AfXdp => "afxdp",
         }
     }
@@ -92,6 +97,7 @@ impl PortKind {
         match self {
             PortKind::AfPacketNoGso => format!("afpacket:{ifname},nogso"),
             PortKind::AfPacketRing => format!("afpacket:{ifname},ring"),
+            PortKind::AfPacketRecvmmsg => format!("afpacket:{ifname},recvmmsg"),
             _ => format!("{}:{ifname}", self.name()),
         }
     }
@@ -2078,6 +2084,10 @@ Requests/sec: 122469.00
         assert_eq!(
             PortKind::parse("afpacket-ring").map(|p| p.iface("x")),
             Ok("afpacket:x,ring".to_string())
+        );
+        assert_eq!(
+            PortKind::parse("afpacket-recvmmsg").map(|p| p.iface("x")),
+            Ok("afpacket:x,recvmmsg".to_string())
         );
     }
 

@@ -2,16 +2,21 @@
 //!
 //! Tx frames live in one preallocated pool (`frames x frame_size` bytes, allocated once at
 //! open) and `tx_burst` sends them with one `sendmmsg` (one kernel copy, no allocation per
-//! packet). Rx has two variants:
-//! - **copy** (default): `rx_burst` receives with one `recvmmsg` straight into free pool
-//!   slots (one kernel copy);
-//! - **ring** ([`AfPacketConfig::rx_ring`]): a TPACKET_V3 rx ring mmap'ed from the kernel,
-//!   as sketched in `DESIGN.md`: a received frame points into its ring block (no copy); a
-//!   block goes back to the kernel (`TP_STATUS_KERNEL`) once it has been walked and every
-//!   frame of it released. The kernel hands over a block when it is full or after the
-//!   retire timeout (1 ms), so at low packet rates the ring adds up to 1 ms of latency.
-//!   Tx from a ring-backed port still uses the pool and `sendmmsg` (a V2-style tx ring is
-//!   not done); an rx frame can be sent back as is (its bytes are read from the ring).
+//! packet). Rx has three variants ([`AfPacketConfig::rx`], [`RxMode`]):
+//! - **frames** (default): a TPACKET_V2 rx ring of fixed 2 KiB slots mmap'ed from the
+//!   kernel: the kernel copies each frame into the next free slot and flags it ready, a
+//!   received frame points into its slot (no system call, no second copy) and its slot
+//!   goes back to the kernel (`TP_STATUS_KERNEL`) when the frame is released. A frame is
+//!   visible as soon as it is written: no added latency.
+//! - **copy**: `rx_burst` receives with one `recvmmsg` straight into free pool slots (one
+//!   kernel copy, one system call per burst, the socket queue's work per frame);
+//! - **blocks**: a TPACKET_V3 rx ring, as sketched in `DESIGN.md`: a received frame points
+//!   into its ring block; a block goes back to the kernel once it has been walked and
+//!   every frame of it released. The kernel hands over a block when it is full or after
+//!   the retire timeout (1 ms), so at low packet rates it adds up to 1 ms of latency.
+//!
+//! Tx from a ring-backed port still uses the pool and `sendmmsg` (no tx ring); an rx frame
+//! can be sent back as is (its bytes are read from the ring).
 //!
 //! The socket is non-blocking, bound to the interface with `ETH_P_ALL`, ignores our own
 //! outgoing frames (`PACKET_IGNORE_OUTGOING` where the kernel has it, and a
@@ -104,6 +109,67 @@ impl RxRing {
     }
 }
 
+/// Tag of a frame index that designates a TPACKET_V2 ring frame (the low bits: its slot).
+const FRING_TAG: u32 = 1 << 29;
+/// `PACKET_VERSION` value of TPACKET_V2.
+const TPACKET_V2: libc::c_int = 1;
+/// Smallest TPACKET_V2 ring slot: a `tpacket2_hdr`, the `sockaddr_ll`, a 1,518-byte
+/// frame (slots grow to the next power of two for larger MTUs).
+const FRING_SLOT: u32 = 2048;
+/// Bytes the kernel puts before the frame in a V2 slot (header, address, alignment).
+const FRING_HEAD: u32 = 96;
+/// Offsets in a slot (linux/if_packet.h): `tpacket2_hdr` (status, len, snaplen, mac,
+/// net, ...) then, at `TPACKET_ALIGN(sizeof(tpacket2_hdr))` = 32, the `sockaddr_ll`
+/// whose `sll_pkttype` is at 10.
+const V2_LEN: usize = 4;
+const V2_SNAPLEN: usize = 8;
+const V2_MAC: usize = 12;
+const V2_PKTTYPE: usize = 32 + 10;
+
+/// `struct tpacket_req` (TPACKET_V2 rings).
+#[repr(C)]
+struct TpacketReq {
+    block_size: u32,
+    block_nr: u32,
+    frame_size: u32,
+    frame_nr: u32,
+}
+
+/// The mmap'ed TPACKET_V2 rx ring: fixed slots the kernel fills in order, each handed
+/// over on its own (`TP_STATUS_USER`) and given back on its own (`TP_STATUS_KERNEL`), so
+/// a frame is visible as soon as the kernel has written it (no block timeout).
+struct FrameRing {
+    map: *mut u8,
+    size: usize,
+    /// Bytes per slot (a power of two).
+    slot_size: usize,
+    slots: usize,
+    /// Next slot to read.
+    cur: usize,
+}
+
+impl FrameRing {
+    fn slot(&self, i: usize) -> *mut u8 {
+        // SAFETY: i < slots, so the slot lies inside the mapping.
+        unsafe { self.map.add(i * self.slot_size) }
+    }
+    /// The slot's `tp_status` (shared with the kernel: atomic, acquire).
+    fn status(&self, i: usize) -> &std::sync::atomic::AtomicU32 {
+        // SAFETY: offset 0 of a slot is its aligned u32 tp_status, written by the kernel
+        // and by us only through atomics.
+        unsafe { &*(self.slot(i) as *const std::sync::atomic::AtomicU32) }
+    }
+    fn u32_at(&self, i: usize, off: usize) -> u32 {
+        // SAFETY: callers pass header offsets (< 64) inside slot `i`.
+        unsafe { std::ptr::read_unaligned(self.slot(i).add(off) as *const u32) }
+    }
+    /// Gives slot `i` back to the kernel (the release store publishes our reads as done).
+    fn give(&self, i: usize) {
+        self.status(i)
+            .store(TP_STATUS_KERNEL, std::sync::atomic::Ordering::Release);
+    }
+}
+
 /// Largest burst handled by one system call.
 const MAX_BURST: usize = 64;
 /// `PACKET_IGNORE_OUTGOING` (Linux 4.20); not in every libc version.
@@ -136,9 +202,13 @@ pub struct AfPacketConfig {
     pub promisc: bool,
     /// Socket buffer sizes asked for (bytes, both directions).
     pub sockbuf: u32,
-    /// Receive through a TPACKET_V3 mmap ring (zero-copy rx) instead of `recvmmsg`.
-    pub rx_ring: bool,
-    /// Ring geometry: blocks of `ring_block_size` bytes (a power of two, >= 64 KiB).
+    /// How frames are received ([`RxMode`]).
+    pub rx: RxMode,
+    /// Slots of the TPACKET_V2 ring ([`RxMode::Frames`]; 2 KiB each for MTUs up to
+    /// 1,934 bytes, the next power of two above; rounded up to whole 64 KiB blocks).
+    pub ring_slots: u32,
+    /// Block ring geometry ([`RxMode::Blocks`]): blocks of `ring_block_size` bytes (a
+    /// power of two, >= 64 KiB).
     pub ring_blocks: u32,
     pub ring_block_size: u32,
     /// Share the interface's receive traffic with other workers' sockets: frames go to the
@@ -161,13 +231,29 @@ impl AfPacketConfig {
             headroom: 128,
             promisc: false,
             sockbuf: 4 << 20,
-            rx_ring: false,
+            rx: RxMode::Frames,
+            ring_slots: 4096,
             ring_blocks: 64,
             ring_block_size: 1 << 18,
             fanout: None,
             gso: true,
         }
     }
+}
+
+/// How an [`AfPacketPort`] receives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxMode {
+    /// `recvmmsg` into free pool slots (one copy by the kernel into our buffers, one
+    /// system call per burst).
+    Copy,
+    /// A TPACKET_V2 ring of fixed 2 KiB slots (the default): the kernel writes each frame
+    /// into the next slot and flags it ready; no system call, a frame is read in place
+    /// and is visible at once.
+    Frames,
+    /// A TPACKET_V3 ring of blocks: a block is handed over when full or after the 1 ms
+    /// retire timeout (up to 1 ms of latency at low packet rates).
+    Blocks,
 }
 
 /// A frame of an [`AfPacketPort`]: a slot of the port's pool (or of its rx ring).
@@ -204,6 +290,7 @@ pub struct AfPacketPort {
     addrs: Vec<libc::sockaddr_ll>,
     idx: Vec<u32>,
     ring: Option<RxRing>,
+    fring: Option<FrameRing>,
     /// GSO ([`AfPacketConfig::gso`]): the transmit-only `PACKET_VNET_HDR` socket every
     /// frame is sent on, the super-frame slots, and per message its virtio header and
     /// the two-part iovec (header, frame).
@@ -385,8 +472,13 @@ impl AfPacketPort {
                 return Err(os_err("PACKET_ADD_MEMBERSHIP(promisc)", &name));
             }
         }
-        let ring = if cfg.rx_ring {
+        let ring = if cfg.rx == RxMode::Blocks {
             Some(setup_ring(s, &cfg)?)
+        } else {
+            None
+        };
+        let fring = if cfg.rx == RxMode::Frames {
+            Some(setup_frame_ring(s, &cfg, mtu)?)
         } else {
             None
         };
@@ -422,6 +514,7 @@ impl AfPacketPort {
             addrs: vec![unsafe { std::mem::zeroed() }; MAX_BURST],
             idx: Vec::with_capacity(MAX_BURST),
             ring,
+            fring,
             gso,
             cfg,
         };
@@ -457,9 +550,14 @@ impl AfPacketPort {
         }
     }
 
-    /// Whether rx goes through the TPACKET_V3 ring.
+    /// Whether rx goes through a mapped ring (TPACKET_V2 or V3).
     pub fn has_rx_ring(&self) -> bool {
-        self.ring.is_some()
+        self.ring.is_some() || self.fring.is_some()
+    }
+
+    /// How this port receives.
+    pub fn rx_mode(&self) -> RxMode {
+        self.cfg.rx
     }
 
     /// Whether `f` is a frame of this port's pool.
@@ -470,6 +568,13 @@ impl AfPacketPort {
                 let start = r.map as usize + b * r.block_size;
                 let p = f.slot as usize;
                 b < r.blocks && p >= start && p + f.cap as usize <= start + r.block_size
+            });
+        }
+        if f.idx & FRING_TAG != 0 {
+            let i = (f.idx & !FRING_TAG) as usize;
+            return self.fring.as_ref().is_some_and(|r| {
+                let start = r.map as usize + i * r.slot_size;
+                i < r.slots && f.slot as usize == start && f.cap as usize <= r.slot_size
             });
         }
         if f.idx & BIG_TAG != 0 {
@@ -503,6 +608,10 @@ impl AfPacketPort {
             if let Some(r) = self.ring.as_mut() {
                 r.held[b] = r.held[b].saturating_sub(1);
                 r.maybe_return(b);
+            }
+        } else if f.idx & FRING_TAG != 0 {
+            if let Some(r) = self.fring.as_ref() {
+                r.give((f.idx & !FRING_TAG) as usize);
             }
         } else if f.idx & BIG_TAG != 0 {
             if let Some(g) = self.gso.as_mut() {
@@ -582,6 +691,120 @@ impl AfPacketPort {
     }
 }
 
+impl AfPacketPort {
+    /// Reads the TPACKET_V2 ring: hands out up to `max` frames pointing into their slots.
+    fn rx_frames_burst(&mut self, out: &mut Vec<AfFrame>, max: usize) -> usize {
+        let Some(r) = self.fring.as_mut() else {
+            return 0;
+        };
+        let mut got = 0;
+        while got < max {
+            let i = r.cur;
+            let st = r.status(i).load(std::sync::atomic::Ordering::Acquire);
+            if st & TP_STATUS_USER == 0 {
+                break;
+            }
+            r.cur = if i + 1 == r.slots { 0 } else { i + 1 };
+            let wire = r.u32_at(i, V2_LEN) as usize;
+            let snap = r.u32_at(i, V2_SNAPLEN) as usize;
+            let mac = (r.u32_at(i, V2_MAC) & 0xffff) as usize;
+            // SAFETY: V2_PKTTYPE < 64 < slot_size: inside slot i.
+            let pkttype = unsafe { *r.slot(i).add(V2_PKTTYPE) };
+            if mac < V2_PKTTYPE + 1 || mac + snap > r.slot_size {
+                self.stats.dropped += 1;
+                r.give(i);
+                continue;
+            }
+            if pkttype == libc::PACKET_OUTGOING {
+                self.extra.rx_outgoing += 1;
+                r.give(i);
+                continue;
+            }
+            if snap < wire || st & TP_STATUS_COPY != 0 {
+                self.extra.rx_truncated += 1;
+                self.stats.dropped += 1;
+                r.give(i);
+                continue;
+            }
+            self.stats.rx_frames += 1;
+            self.stats.rx_bytes += snap as u64;
+            self.out += 1;
+            out.push(AfFrame {
+                slot: r.slot(i),
+                idx: FRING_TAG | i as u32,
+                cap: (mac + snap) as u32,
+                off: mac as u32,
+                len: snap as u32,
+                offload: Offload::default(),
+            });
+            got += 1;
+        }
+        got
+    }
+}
+
+/// Maps `size` bytes of socket `s`'s ring (locked in memory where the limit allows).
+fn map_ring(s: i32, size: usize, name: &str) -> Result<*mut u8, String> {
+    for flags in [libc::MAP_SHARED | libc::MAP_LOCKED, libc::MAP_SHARED] {
+        // SAFETY: maps the ring the kernel just allocated for this socket; the result is
+        // checked.
+        let m = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                s,
+                0,
+            )
+        };
+        if m != libc::MAP_FAILED {
+            return Ok(m as *mut u8);
+        }
+        // MAP_LOCKED may exceed RLIMIT_MEMLOCK: retried without it.
+    }
+    Err(os_err("mmap rx ring", name))
+}
+
+/// Switches socket `s` to TPACKET_V2 and maps its ring: `cfg.ring_slots` slots of 2 KiB,
+/// or of the next power of two that holds a frame of `mtu` (at most 64 MiB in all).
+fn setup_frame_ring(s: i32, cfg: &AfPacketConfig, mtu: u16) -> Result<FrameRing, String> {
+    let name = &cfg.ifname;
+    let slot = (u32::from(mtu) + 18 + FRING_HEAD)
+        .next_power_of_two()
+        .max(FRING_SLOT);
+    // Blocks of at least 64 KiB holding whole slots: the slots are contiguous.
+    let per_block = ((1u32 << 16) / slot).max(1);
+    let slots = cfg.ring_slots.div_ceil(per_block) * per_block;
+    if cfg.ring_slots == 0 || u64::from(slots) * u64::from(slot) > 64 << 20 {
+        return Err(format!(
+            "afpacket:{name}: bad rx ring geometry ({} slots of {slot} bytes: 1 to {} slots)",
+            cfg.ring_slots,
+            (64u32 << 20) / slot
+        ));
+    }
+    if !setopt(s, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V2) {
+        return Err(os_err("PACKET_VERSION(TPACKET_V2)", name));
+    }
+    let req = TpacketReq {
+        block_size: per_block * slot,
+        block_nr: slots / per_block,
+        frame_size: slot,
+        frame_nr: slots,
+    };
+    if !setopt(s, libc::SOL_PACKET, libc::PACKET_RX_RING, &req) {
+        return Err(os_err("PACKET_RX_RING", name));
+    }
+    let size = slots as usize * slot as usize;
+    Ok(FrameRing {
+        map: map_ring(s, size, name)?,
+        size,
+        slot_size: slot as usize,
+        slots: slots as usize,
+        cur: 0,
+    })
+}
+
 /// Switches socket `s` to TPACKET_V3 and maps its rx ring.
 fn setup_ring(s: i32, cfg: &AfPacketConfig) -> Result<RxRing, String> {
     let name = &cfg.ifname;
@@ -605,41 +828,10 @@ fn setup_ring(s: i32, cfg: &AfPacketConfig) -> Result<RxRing, String> {
         return Err(os_err("PACKET_RX_RING", name));
     }
     let size = bs as usize * cfg.ring_blocks as usize;
-    // SAFETY: maps the ring the kernel just allocated for this socket; the result is
-    // checked.
-    let map = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_LOCKED,
-            s,
-            0,
-        )
-    };
-    let map = if map == libc::MAP_FAILED {
-        // MAP_LOCKED may exceed RLIMIT_MEMLOCK: retry without it.
-        // SAFETY: as above.
-        let m = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                size,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                s,
-                0,
-            )
-        };
-        if m == libc::MAP_FAILED {
-            return Err(os_err("mmap rx ring", name));
-        }
-        m
-    } else {
-        map
-    };
+    let map = map_ring(s, size, name)?;
     let blocks = cfg.ring_blocks as usize;
     Ok(RxRing {
-        map: map as *mut u8,
+        map,
         size,
         block_size: bs as usize,
         blocks,
@@ -658,10 +850,16 @@ impl Drop for AfPacketPort {
             // Frames still point into the pool or the ring: keep them alive rather than
             // let the frames dangle.
             std::mem::forget(std::mem::take(&mut self.pool));
-        } else if let Some(r) = self.ring.take() {
-            // SAFETY: no frame points into the mapping any more; it was mapped with this
-            // address and size.
-            unsafe { libc::munmap(r.map as *mut libc::c_void, r.size) };
+        } else {
+            if let Some(r) = self.ring.take() {
+                // SAFETY: no frame points into the mapping any more; it was mapped with
+                // this address and size.
+                unsafe { libc::munmap(r.map as *mut libc::c_void, r.size) };
+            }
+            if let Some(r) = self.fring.take() {
+                // SAFETY: as above.
+                unsafe { libc::munmap(r.map as *mut libc::c_void, r.size) };
+            }
         }
     }
 }
@@ -670,6 +868,9 @@ impl Port for AfPacketPort {
     type Frame = AfFrame;
 
     fn rx_burst(&mut self, out: &mut Vec<AfFrame>, max: usize) -> usize {
+        if self.fring.is_some() {
+            return self.rx_frames_burst(out, max);
+        }
         if self.ring.is_some() {
             return self.rx_ring_burst(out, max);
         }
@@ -902,15 +1103,33 @@ mod tests {
     /// exactly once (the outgoing copy is skipped), and every frame returns to the pool.
     #[test]
     fn loopback_roundtrip_in_private_netns() {
-        loopback_roundtrip(false);
+        loopback_roundtrip(RxMode::Copy);
     }
 
     #[test]
-    fn loopback_roundtrip_rx_ring() {
-        loopback_roundtrip(true);
+    fn loopback_roundtrip_frame_ring() {
+        loopback_roundtrip(RxMode::Frames);
     }
 
-    fn loopback_roundtrip(ring: bool) {
+    #[test]
+    fn loopback_roundtrip_block_ring() {
+        loopback_roundtrip(RxMode::Blocks);
+    }
+
+    #[test]
+    fn frame_ring_geometry_is_checked() {
+        if !is_root() {
+            eprintln!("skipped: needs root (AF_PACKET)");
+            return;
+        }
+        let mut cfg = AfPacketConfig::new("lo");
+        cfg.frame_size = 1 << 17;
+        cfg.ring_slots = 0;
+        let e = AfPacketPort::open(cfg).err().expect("bad geometry");
+        assert!(e.contains("rx ring geometry"), "{e}");
+    }
+
+    fn loopback_roundtrip(mode: RxMode) {
         if !is_root() {
             eprintln!("skipped: needs root (unshare CLONE_NEWNET, AF_PACKET)");
             return;
@@ -932,11 +1151,13 @@ mod tests {
             cfg.frames = 64;
             cfg.frame_size = 1 << 17;
             cfg.headroom = 128;
-            cfg.rx_ring = ring;
+            cfg.rx = mode;
             cfg.ring_blocks = 4;
             cfg.ring_block_size = 1 << 16;
+            cfg.ring_slots = 128;
             let mut p = AfPacketPort::open(cfg).expect("open lo");
-            assert_eq!(p.has_rx_ring(), ring);
+            assert_eq!(p.has_rx_ring(), mode != RxMode::Copy);
+            assert_eq!(p.rx_mode(), mode);
             assert_eq!(p.caps().mac, [0; 6]);
             let mut v = Vec::new();
             assert_eq!(p.alloc_tx(&mut v, 3), 3);
@@ -966,8 +1187,9 @@ mod tests {
             p.release_all(&mut rx);
             assert_eq!(p.free_frames(), 64);
             assert_eq!(p.stats().tx_frames, 3);
-            // 20 rounds of 40 frames of 1000 bytes (800 KB) through a 256 KiB ring: every
-            // frame arrives only if released blocks go back to the kernel.
+            // 20 rounds of 40 frames of 1000 bytes (800 KB) through a 256 KiB ring (128
+            // slots for the frame ring): every frame arrives only if released blocks
+            // (slots) go back to the kernel.
             let mut seen = 0usize;
             for round in 0..20u8 {
                 assert_eq!(p.alloc_tx(&mut v, 40), 40);

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use squall_astf::Profile;
 use squall_engine::{Clock, MonotonicClock};
-use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
+use squall_port::afpacket::{AfPacketConfig, AfPacketPort, RxMode};
 use squall_port::afxdp::{AfXdpConfig, AfXdpPort};
 use squall_port::fanout::{Fanout, FanoutBy};
 use squall_port::rss::RssSteer;
@@ -238,7 +238,7 @@ pub(crate) fn open_afpacket(
     (0..n)
         .map(|_| {
             let mut pc = AfPacketConfig::new(&rc.ifname);
-            pc.rx_ring = rc.rx_ring;
+            pc.rx = rc.rx;
             pc.gso = rc.gso;
             pc.fanout = (n > 1).then_some(Fanout {
                 group,
@@ -327,10 +327,10 @@ fn describe_afpacket(p: &AfPacketPort, rc: &RealConfig) -> String {
     format!(
         "afpacket:{} (rx {}): own outgoing skipped {}, rx truncated {}, tx refused {}",
         rc.ifname,
-        if rc.rx_ring {
-            "TPACKET_V3 ring"
-        } else {
-            "recvmmsg"
+        match rc.rx {
+            RxMode::Frames => "TPACKET_V2 frame ring",
+            RxMode::Copy => "recvmmsg",
+            RxMode::Blocks => "TPACKET_V3 block ring",
         },
         x.rx_outgoing,
         x.rx_truncated,

@@ -403,7 +403,7 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(d.client.ifname, "sq-c0");
-        assert!(d.server.rx_ring);
+        assert_eq!(d.server.rx, squall_port::afpacket::RxMode::Blocks);
         assert_eq!(d.client_gw, Some([198, 18, 0, 1]));
         assert_eq!(d.server_gw, Some([198, 19, 0, 1]));
     }

@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+pub use squall_port::afpacket::RxMode;
 use squall_port::afxdp::XdpMode;
 use squall_port::Port;
 
@@ -69,8 +70,9 @@ pub struct RealConfig {
     pub kind: PortKind,
     /// The DPDK device and EAL arguments (`kind` is `Dpdk`).
     pub dpdk: Option<DpdkSpec>,
-    /// Receive through the TPACKET_V3 mmap ring (`afpacket:IFNAME,ring`).
-    pub rx_ring: bool,
+    /// AF_PACKET receive path: the TPACKET_V2 frame ring (default), `recvmmsg`
+    /// (`afpacket:IFNAME,recvmmsg`) or the TPACKET_V3 block ring (`afpacket:IFNAME,ring`).
+    pub rx: RxMode,
     /// AF_PACKET: send TCP super-frames for the kernel to segment (GSO); off with
     /// `afpacket:IFNAME,nogso`.
     pub gso: bool,
@@ -163,7 +165,7 @@ pub fn parse(
             "--iface {iface}: built without the dpdk feature (cargo build --features dpdk)"
         ));
     }
-    let (mut rx_ring, mut gso) = (false, true);
+    let (mut rx, mut gso) = (RxMode::Frames, true);
     let (ifname, kind) = if dpdk.is_some() {
         (iface, PortKind::Dpdk)
     } else if let Some(spec) = iface.strip_prefix("afxdp:") {
@@ -174,11 +176,13 @@ pub fn parse(
         let ifname = parts.next().unwrap_or_default();
         for o in parts {
             match o {
-                "ring" => rx_ring = true,
+                "frames" => rx = RxMode::Frames,
+                "recvmmsg" => rx = RxMode::Copy,
+                "ring" => rx = RxMode::Blocks,
                 "nogso" => gso = false,
                 _ => {
                     return Err(format!(
-                        "--iface {iface}: unknown option `{o}` (ring, nogso)"
+                        "--iface {iface}: unknown option `{o}` (frames, recvmmsg, ring, nogso)"
                     ))
                 }
             }
@@ -186,7 +190,7 @@ pub fn parse(
         (ifname, PortKind::AfPacket)
     } else {
         return Err(format!(
-            "--iface {iface}: expected `mem`, `afpacket:IFNAME[,ring][,nogso]`, \
+            "--iface {iface}: expected `mem`, `afpacket:IFNAME[,recvmmsg|,ring][,nogso]`, \
              `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or `dpdk[:PORTNAME]` (with --eal \"...\")"
         ));
     };
@@ -204,7 +208,7 @@ pub fn parse(
         ifname: ifname.to_string(),
         kind,
         dpdk,
-        rx_ring,
+        rx,
         gso,
         mode,
         peer_ip: peer_ip
@@ -406,18 +410,25 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(r.ifname, "sq-cli0");
-        assert!(!r.rx_ring);
+        assert_eq!(r.rx, RxMode::Frames, "the frame ring by default");
         let r2 = parse("afpacket:sq-cli0,ring", Some("client"), None, None)
             .unwrap()
             .unwrap();
-        assert!(r2.rx_ring && r2.ifname == "sq-cli0");
+        assert!(r2.rx == RxMode::Blocks && r2.ifname == "sq-cli0");
+        let rc = parse("afpacket:sq-cli0,recvmmsg", Some("client"), None, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(rc.rx, RxMode::Copy);
         assert!(r.gso && r2.gso, "super-frames by default");
         let r3 = parse("afpacket:sq-cli0,ring,nogso", Some("client"), None, None)
             .unwrap()
             .unwrap();
-        assert!(r3.rx_ring && !r3.gso && r3.ifname == "sq-cli0");
+        assert!(r3.rx == RxMode::Blocks && !r3.gso && r3.ifname == "sq-cli0");
         let e = parse("afpacket:x,bogus", Some("client"), None, None).unwrap_err();
-        assert!(e.contains("unknown option `bogus` (ring, nogso)"), "{e}");
+        assert!(
+            e.contains("unknown option `bogus` (frames, recvmmsg, ring, nogso)"),
+            "{e}"
+        );
         assert_eq!(r2.kind, PortKind::AfPacket);
         let x = parse("afxdp:sq-cli0", Some("client"), None, None)
             .unwrap()

@@ -79,6 +79,20 @@ fn client_only_squall_over_dpdk_against_nginx() {
     });
 }
 
+/// The `recvmmsg` receive path (the default is the TPACKET_V2 frame ring).
+#[test]
+fn client_only_squall_against_nginx_recvmmsg() {
+    client_against_nginx(&ClientCase {
+        iface: "afpacket:sq-cli0,recvmmsg",
+        eal: None,
+        netem: false,
+        mult: 1,
+        secs: 2,
+        capture: false,
+    });
+}
+
+/// The TPACKET_V3 block ring.
 #[test]
 fn client_only_squall_against_nginx_rx_ring() {
     client_against_nginx(&ClientCase {
