@@ -44,6 +44,13 @@
 # offload is turned off on both ends (ethtool -K ... tso off gso off gro off tx off rx off):
 # what AF_PACKET sees is then exactly what a real wire would carry.
 #
+# The kernel of Squall's namespace has no address on Squall's interface, so it would only
+# look every received frame up in its routing table and drop it (a route miss, a dst
+# allocated and freed per frame, on whichever core received the frame). The lab keeps it
+# out: a netdev ingress chain (nftables) drops every frame after the packet taps have seen
+# it (AF_PACKET's ring or socket, tcpdump) and before the kernel's IP stack would.
+# `SQUALL_LAB_KERNEL_OUT=0 scripts/lab.sh up ...` leaves the kernel in (for comparisons).
+#
 # AF_XDP (`--iface afxdp:sq-cli0` / `afxdp:sq-srv0`) uses the same lab: Squall loads its own
 # XDP program on its interface (native veth XDP) and binds in copy mode (veth has no
 # zero-copy). The offloads must be off for the same reasons. The peer needs no XDP program:
@@ -124,6 +131,20 @@ NFT
     echo "lab up (T-dut$([ "$nat" = 1 ] && echo ", NAT"): Squall on sq-c0 and sq-s0 in $TG)"
 }
 
+# Keeps the kernel of namespace $1 out of interface $2's received frames: a netdev
+# ingress chain drops every frame after the packet taps (AF_PACKET) have seen it and
+# before the kernel's IP stack would look it up (and drop it: no address, no route).
+kernel_out() {
+    need nft nftables
+    ip netns exec "$1" nft -f - <<NFT
+table netdev squall_lab {
+    chain in {
+        type filter hook ingress device "$2" priority 0; policy drop;
+    }
+}
+NFT
+}
+
 offloads_off() {
     ip netns exec "$1" ethtool -K "$2" tso off gso off gro off tx off rx off >/dev/null 2>&1 ||
         ip netns exec "$1" ethtool -K "$2" tso off gso off gro off tx off rx off
@@ -190,6 +211,10 @@ up() {
             ip -n "$SRV" link set "$SIF" up
             ;;
     esac
+    if [ "${SQUALL_LAB_KERNEL_OUT:-1}" = 1 ]; then
+        case "$squall" in client|both) kernel_out "$CLI" "$CIF" ;; esac
+        case "$squall" in server|both) kernel_out "$SRV" "$SIF" ;; esac
+    fi
     trap - ERR
     echo "lab up (squall plays: $squall)"
 }

@@ -358,7 +358,15 @@ fn server_answers(iface: &str, afxdp: bool) {
     let _lab = Lab::up(&["--squall", "server"]);
     if afxdp {
         // The kernel keeps an address of its own on Squall's interface: XDP passes its
-        // traffic (ARP and ICMP for 198.18.0.1) to it.
+        // traffic (ARP and ICMP for 198.18.0.1) to it. The lab's chain that keeps the
+        // kernel out of Squall's interface (scripts/lab.sh, kernel_out) goes first.
+        let st = ns(
+            "sq-srv",
+            &["nft", "delete", "table", "netdev", "squall_lab"],
+        )
+        .status()
+        .unwrap();
+        assert!(st.success());
         let st = ns(
             "sq-srv",
             &["ip", "addr", "add", "198.18.0.1/24", "dev", "sq-srv0"],
