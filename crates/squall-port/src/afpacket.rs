@@ -662,28 +662,14 @@ impl AfPacketPort {
                 self.stats.dropped += 1;
                 continue;
             }
-            if pkttype == libc::PACKET_OUTGOING {
-                self.extra.rx_outgoing += 1;
+            if !self.rx_check(pkttype, snap, snap < wire || st & TP_STATUS_COPY != 0) {
                 continue;
             }
-            if snap < wire || st & TP_STATUS_COPY != 0 {
-                self.extra.rx_truncated += 1;
-                self.stats.dropped += 1;
-                continue;
-            }
-            self.stats.rx_frames += 1;
-            self.stats.rx_bytes += snap as u64;
             r.held[b] += 1;
             self.out += 1;
-            out.push(AfFrame {
-                // SAFETY: h < block_size: inside block b of the mapping.
-                slot: unsafe { r.block(b).add(h) },
-                idx: RING_TAG | b as u32,
-                cap: (mac + snap) as u32,
-                off: mac as u32,
-                len: snap as u32,
-                offload: Offload::default(),
-            });
+            // SAFETY: h < block_size: inside block b of the mapping.
+            let slot = unsafe { r.block(b).add(h) };
+            out.push(ring_frame(slot, RING_TAG | b as u32, mac, snap));
             got += 1;
         }
         self.ring = Some(r);
@@ -694,7 +680,7 @@ impl AfPacketPort {
 impl AfPacketPort {
     /// Reads the TPACKET_V2 ring: hands out up to `max` frames pointing into their slots.
     fn rx_frames_burst(&mut self, out: &mut Vec<AfFrame>, max: usize) -> usize {
-        let Some(r) = self.fring.as_mut() else {
+        let Some(mut r) = self.fring.take() else {
             return 0;
         };
         let mut got = 0;
@@ -715,31 +701,47 @@ impl AfPacketPort {
                 r.give(i);
                 continue;
             }
-            if pkttype == libc::PACKET_OUTGOING {
-                self.extra.rx_outgoing += 1;
+            if !self.rx_check(pkttype, snap, snap < wire || st & TP_STATUS_COPY != 0) {
                 r.give(i);
                 continue;
             }
-            if snap < wire || st & TP_STATUS_COPY != 0 {
-                self.extra.rx_truncated += 1;
-                self.stats.dropped += 1;
-                r.give(i);
-                continue;
-            }
-            self.stats.rx_frames += 1;
-            self.stats.rx_bytes += snap as u64;
             self.out += 1;
-            out.push(AfFrame {
-                slot: r.slot(i),
-                idx: FRING_TAG | i as u32,
-                cap: (mac + snap) as u32,
-                off: mac as u32,
-                len: snap as u32,
-                offload: Offload::default(),
-            });
+            out.push(ring_frame(r.slot(i), FRING_TAG | i as u32, mac, snap));
             got += 1;
         }
+        self.fring = Some(r);
         got
+    }
+
+    /// The checks of a received frame of `len` bytes: our own outgoing copies are
+    /// skipped, truncated frames dropped (both counted); true when the frame is taken
+    /// (counted as received).
+    fn rx_check(&mut self, pkttype: u8, len: usize, truncated: bool) -> bool {
+        if pkttype == libc::PACKET_OUTGOING {
+            self.extra.rx_outgoing += 1;
+            return false;
+        }
+        if truncated {
+            self.extra.rx_truncated += 1;
+            self.stats.dropped += 1;
+            return false;
+        }
+        self.stats.rx_frames += 1;
+        self.stats.rx_bytes += len as u64;
+        true
+    }
+}
+
+/// A received frame that stays in its ring slot: `mac` bytes of ring header before it,
+/// `len` bytes long.
+fn ring_frame(slot: *mut u8, idx: u32, mac: usize, len: usize) -> AfFrame {
+    AfFrame {
+        slot,
+        idx,
+        cap: (mac + len) as u32,
+        off: mac as u32,
+        len: len as u32,
+        offload: Offload::default(),
     }
 }
 
@@ -923,19 +925,13 @@ impl Port for AfPacketPort {
                 }
                 let len = self.msgs[i].msg_len as usize;
                 let flags = self.msgs[i].msg_hdr.msg_flags;
-                if self.addrs[i].sll_pkttype == libc::PACKET_OUTGOING {
-                    self.extra.rx_outgoing += 1;
-                    self.free.push(idx);
-                } else if flags & libc::MSG_TRUNC != 0 || len > fs - hr {
-                    self.extra.rx_truncated += 1;
-                    self.stats.dropped += 1;
-                    self.free.push(idx);
-                } else {
-                    self.stats.rx_frames += 1;
-                    self.stats.rx_bytes += len as u64;
+                let trunc = flags & libc::MSG_TRUNC != 0 || len > fs - hr;
+                if self.rx_check(self.addrs[i].sll_pkttype, len, trunc) {
                     let f = self.frame(idx, len as u32);
                     out.push(f);
                     got += 1;
+                } else {
+                    self.free.push(idx);
                 }
             }
             if r < n {
