@@ -253,12 +253,24 @@ impl TcpHost {
     }
 
     /// Applies the operations queued by a callback; returns true if the flow is gone.
+    /// Most callbacks queue nothing (an ACK's `on_acked` while the answer is still
+    /// going out): that test is inlined at the call, the rest is out of line.
+    #[inline(always)]
     pub(super) fn apply_ops<A: TcpApp, S: TxSink>(
         &mut self,
         i: u32,
         app: &mut A,
         tx: &mut S,
     ) -> Gone {
+        if self.ctl.ops.is_empty() {
+            return false;
+        }
+        self.apply_queued_ops(i, app, tx)
+    }
+
+    /// [`apply_ops`](Self::apply_ops) with at least one operation queued.
+    #[inline(never)]
+    fn apply_queued_ops<A: TcpApp, S: TxSink>(&mut self, i: u32, app: &mut A, tx: &mut S) -> Gone {
         match self.ctl.ops.as_slice() {
             [] => return false,
             // The common case (a callback queued one send): no queue juggling.

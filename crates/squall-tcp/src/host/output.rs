@@ -13,7 +13,12 @@ impl TcpHost {
     /// Timestamp option block (NOP, NOP, TS) for flow `i`.
     #[inline]
     pub(super) fn ts_opts(&self, i: u32) -> [u8; 12] {
-        let t = &self.flows[i as usize];
+        self.ts_opts_of(&self.flows[i as usize])
+    }
+
+    /// [`ts_opts`](Self::ts_opts) of the TCB `t`.
+    #[inline(always)]
+    fn ts_opts_of(&self, t: &Tcb) -> [u8; 12] {
         let mut o = [1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0];
         o[4..8].copy_from_slice(&self.ts_now().to_be_bytes());
         o[8..12].copy_from_slice(&t.ts_recent.to_be_bytes());
@@ -24,13 +29,37 @@ impl TcpHost {
     /// out-of-order data, SACK blocks (RFC 2018 §4). Returns the length used in `buf`.
     #[inline(always)]
     pub(super) fn seg_opts(&self, i: u32, buf: &mut [u8; 40]) -> usize {
-        if self.flows[i as usize].flags & (F_TS | F_SACK) == 0 {
-            return 0;
+        let t = &self.flows[i as usize];
+        match t.flags & (F_TS | F_SACK) {
+            0 => 0,
+            // Timestamps without SACK: NOP, NOP, TS, written in place.
+            F_TS => {
+                buf[..12].copy_from_slice(&self.ts_opts_of(t));
+                12
+            }
+            _ => self.seg_opts_negotiated(i, buf),
         }
-        self.seg_opts_negotiated(i, buf)
     }
 
-    pub(super) fn seg_opts_negotiated(&self, i: u32, buf: &mut [u8; 40]) -> usize {
+    /// [`seg_opts`](Self::seg_opts) of a flow that negotiated timestamps or SACK. The
+    /// usual segment of a timestamped flow (no SACK blocks to send: no SACK, or no
+    /// out-of-order data) is written here, a leaf call without a stack frame; SACK blocks
+    /// in [`seg_opts_sack`](Self::seg_opts_sack). (Inlined into the output loop, this
+    /// path cost flows without options more than it saved.)
+    #[inline(never)]
+    fn seg_opts_negotiated(&self, i: u32, buf: &mut [u8; 40]) -> usize {
+        let t = &self.flows[i as usize];
+        if t.has(F_TS) && (t.ooo == NO_SIDE || !t.has(F_SACK)) {
+            buf[..12].copy_from_slice(&self.ts_opts_of(t));
+            return 12;
+        }
+        self.seg_opts_sack(i, buf)
+    }
+
+    /// [`seg_opts`](Self::seg_opts) with SACK negotiated and out-of-order data held (or
+    /// SACK without timestamps).
+    #[inline(never)]
+    fn seg_opts_sack(&self, i: u32, buf: &mut [u8; 40]) -> usize {
         let t = &self.flows[i as usize];
         let mut n = 0;
         if t.has(F_TS) {

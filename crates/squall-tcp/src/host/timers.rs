@@ -110,7 +110,17 @@ impl TcpHost {
         self.tx_blocked.len()
     }
 
+    /// Resumes the flows waiting for the TX sink, if any (every loop turn asks, twice; the
+    /// empty case is inlined there).
+    #[inline(always)]
     pub(super) fn resume_blocked<S: TxSink>(&mut self, tx: &mut S) {
+        if !self.tx_blocked.is_empty() {
+            self.resume_blocked_flows(tx);
+        }
+    }
+
+    #[inline(never)]
+    fn resume_blocked_flows<S: TxSink>(&mut self, tx: &mut S) {
         // At most one pass over the entries present now: a flow that blocks again is
         // re-queued at the back and ends the pass (the sink is full).
         for _ in 0..self.tx_blocked.len() {

@@ -445,7 +445,12 @@ impl GenApp {
             return;
         }
         if matches!(ev, Event::Data | Event::Acked) {
-            let moves = if slot.wake_kind == W_HTTP {
+            let moves = if matches!(ev, Event::Acked) && slot.wake_kind == W_UNACKED {
+                // A blocking `send` waiting for its bytes to be acknowledged (every ACK of
+                // a server's answer): `Wake::Unacked` tested here, without the call (the
+                // test folds away where `step` is inlined for data).
+                slot.queued.saturating_sub(slot.acked) <= slot.wake_arg
+            } else if slot.wake_kind == W_HTTP {
                 // Only the end of the last pending response (or the FIN) moves it.
                 slot.has(F_PEER_CLOSED)
                     || self
