@@ -959,17 +959,26 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         mult: a.mult,
         cores: cfg.cores,
     };
-    print!("{}", report::summary(&profile, &info, &result, &checks));
+    let window = series
+        .as_ref()
+        .filter(|_| windowed)
+        .and_then(|s| s.window());
+    print!(
+        "{}",
+        report::summary(&profile, &info, &result, &checks, window.as_ref())
+    );
     let mut doc = report::to_json(&profile, &info, &result, &checks);
     doc["series"] = series
         .as_ref()
         .map_or(serde_json::json!([]), |s| s.to_json());
     if windowed {
-        let w = series.as_ref().and_then(|s| s.window());
-        if let Some(w) = &w {
-            println!("{}", report::window_line(w));
+        match &window {
+            Some(w) => println!("{}", report::window_line(w)),
+            None => println!(
+                "measurement window: the run ended before the window had two readings; every figure above is whole-run"
+            ),
         }
-        doc["window"] = w.unwrap_or(serde_json::Value::Null);
+        doc["window"] = window.unwrap_or(serde_json::Value::Null);
     }
     let outcomes = match assertion::check_all(&asserts, &doc) {
         Ok(o) => o,

@@ -693,6 +693,63 @@ fn warmup_and_cooldown_window_the_figures() {
         "window {fb} of {all} flows"
     );
     assert_eq!(v["assertions"].as_array().unwrap().len(), 3);
+    // The summary shows the window's rates and latency; the counters stay whole-run.
+    let (from, to) = (w["from"].as_f64().unwrap(), w["to"].as_f64().unwrap());
+    let span = format!("measurement window {from:.1}-{to:.1} s");
+    let rates = format!("rates ({span}): {:.1} CPS", w["cps"].as_f64().unwrap());
+    assert!(stdout.contains(&rates), "{rates}\n{stdout}");
+    let whole = format!(
+        "rates (whole run): {:.1} CPS",
+        v["rates"]["cps"].as_f64().unwrap()
+    );
+    assert!(stdout.contains(&whole), "{whole}\n{stdout}");
+    assert!(
+        stdout.contains(&format!("flows measured in the {span}")),
+        "{stdout}"
+    );
+    // W1's group `http` (group 1): its row's counters are the run's, its CPS the
+    // window's; its latency rows are the window's figures, phase by phase.
+    let g = &v["groups"][1];
+    let wg = &w["groups"][1];
+    assert_eq!(wg["name"], "http");
+    let row: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.starts_with("http "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[1], g["client"]["started"].to_string(), "{row:?}");
+    assert_eq!(row[2], g["client"]["completed"].to_string(), "{row:?}");
+    assert_eq!(
+        row[4],
+        format!("{:.1}", wg["cps"].as_f64().unwrap()),
+        "{row:?}"
+    );
+    assert!(wg["l7_gbps"].as_f64().unwrap() > 0.0, "{wg}");
+    for phase in ["connect", "first_byte", "last_byte"] {
+        let l = &wg["latency_us"][phase];
+        let want: Vec<String> = ["count", "p50", "p90", "p99", "p99_9", "max"]
+            .iter()
+            .map(|k| l[k].to_string())
+            .collect();
+        let got: Vec<String> = stdout
+            .lines()
+            .map(|x| x.split_whitespace().collect::<Vec<_>>())
+            .find(|x| x.len() == 8 && x[0] == "http" && x[1] == phase)
+            .unwrap_or_else(|| panic!("{phase}: {stdout}"))[2..]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        assert_eq!(got, want, "{phase}");
+        let whole = g["latency_us"][phase]["count"].as_u64().unwrap();
+        assert!(
+            l["count"].as_u64().unwrap() < whole,
+            "{phase}: the window has fewer flows"
+        );
+    }
+    // The JSON's whole-run figures are unchanged (added to, not renamed).
+    assert!(v["rates"]["cps"].is_f64() && v["latency_us"]["first_byte"]["p99"].is_u64());
+    assert_eq!(wg["started"].as_u64().map(|n| n > 0), Some(true));
 }
 
 /// GET `path` from `addr` (HTTP/1.0); the status line and the body.
