@@ -467,6 +467,9 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     if a.root.is_none() && a.route.is_empty() {
         return Err("nothing to serve: give --root DIR and/or --route".into());
     }
+    if let Some(r) = &a.root {
+        squall_serve::files::check_root(r)?;
+    }
     let routes = a
         .route
         .iter()
@@ -563,6 +566,20 @@ fn checked_trace(
     )))
 }
 
+/// The output paths of a run or of the server (`--json`, `--pcap`, `--trace DIR`),
+/// checked writable before anything starts: the last checks before the run. The trace
+/// directory first: it is created here, and the other files may be in it.
+fn check_outputs(
+    json: Option<&std::path::Path>,
+    pcap: Option<&std::path::Path>,
+    trace: Option<&std::path::Path>,
+) -> Result<(), String> {
+    use squall::outputs::{check_dir, check_file};
+    trace.map_or(Ok(()), |d| check_dir("--trace", d))?;
+    json.map_or(Ok(()), |p| check_file("--json", p))?;
+    pcap.map_or(Ok(()), |p| check_file("--pcap", p))
+}
+
 /// Writes a run's trace into `dir` and says so on stderr; None if it could not.
 fn write_trace(
     dir: &std::path::Path,
@@ -624,6 +641,9 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
     };
     let skel = servewatch::skeleton(&info);
     if let Some(e) = asserts.iter().find_map(|x| x.check_names(&skel).err()) {
+        return usage(&e);
+    }
+    if let Err(e) = check_outputs(a.json.as_deref(), None, a.trace.as_deref()) {
         return usage(&e);
     }
     let metrics = match a.metrics.as_deref().map(squall::metrics::Exporter::start) {
@@ -852,6 +872,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     };
     let skel = assertion::skeleton(&profile, &pre, windowed);
     if let Some(e) = asserts.iter().find_map(|x| x.check_names(&skel).err()) {
+        return usage(&e);
+    }
+    if let Err(e) = check_outputs(a.json.as_deref(), a.pcap.as_deref(), a.trace.as_deref()) {
         return usage(&e);
     }
     let cfg = RunConfig {
