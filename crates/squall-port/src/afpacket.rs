@@ -414,9 +414,7 @@ impl AfPacketPort {
         // SAFETY: `cname` is a valid NUL-terminated string.
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
         if ifindex == 0 {
-            return Err(format!(
-                "afpacket:{name}: no such interface (in this network namespace)"
-            ));
+            return Err(crate::netif::no_such_interface("afpacket", &name));
         }
         let proto = (libc::ETH_P_ALL as u16).to_be();
         // SAFETY: plain socket(2) call; the result is checked.

@@ -21,6 +21,14 @@ fn ioctl_err(kind: &str, ifname: &str, what: &str) -> String {
     format!("{kind}:{ifname}: {what}: {}", io::Error::last_os_error())
 }
 
+/// The error for an interface name the kernel does not know here, with what to do.
+pub(crate) fn no_such_interface(kind: &str, ifname: &str) -> String {
+    format!(
+        "{kind}:{ifname}: no such interface in this network namespace; `ip link` lists the ones here \
+         (an interface of another namespace: run squall inside it, `ip netns exec NS squall ...`)"
+    )
+}
+
 /// MAC address and IP MTU of `ifname`, asked through socket `s`.
 pub(crate) fn mac_mtu(s: i32, kind: &str, ifname: &str) -> Result<([u8; 6], u16), String> {
     let mut ifr = ifreq_for(kind, ifname)?;

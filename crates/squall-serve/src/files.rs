@@ -34,15 +34,28 @@ pub struct Files {
 /// Most bytes `--root` may hold (everything is kept in memory).
 pub const MAX_TOTAL: u64 = 4 << 30;
 
+/// Is `root` a directory whose files can be read? The error names the path and what to
+/// do (checked before the server opens its port).
+pub fn check_root(root: &Path) -> Result<(), String> {
+    let r = root.display();
+    let todo = "give the directory that holds the files to serve (it must exist and be readable), or leave --root out and answer fixed --route paths only";
+    match std::fs::metadata(root) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(format!("--root {r}: no such directory; {todo}"))
+        }
+        Err(e) => Err(format!("--root {r}: cannot read it: {e}; {todo}")),
+        Ok(m) if !m.is_dir() => Err(format!("--root {r}: not a directory; {todo}")),
+        Ok(_) => std::fs::read_dir(root)
+            .map(drop)
+            .map_err(|e| format!("--root {r}: cannot list the directory: {e}; {todo}")),
+    }
+}
+
 impl Files {
     /// Loads every regular file under `root` (symbolic links followed; hidden names,
     /// starting with `.`, skipped).
     pub fn load(root: &Path) -> Result<Files, String> {
-        let meta =
-            std::fs::metadata(root).map_err(|e| format!("--root {}: {e}", root.display()))?;
-        if !meta.is_dir() {
-            return Err(format!("--root {}: not a directory", root.display()));
-        }
+        check_root(root)?;
         let mut f = Files {
             list: Vec::new(),
             by_path: HashMap::new(),

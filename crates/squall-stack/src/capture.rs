@@ -88,7 +88,7 @@ impl PcapCap {
             }
         }
         for (ip, port) in got {
-            self.want(ip, port);
+            self.want(low32(ip), port);
         }
     }
 
@@ -182,6 +182,18 @@ impl crate::FrameTap for PcapCap {
     }
     fn frame_rx(&mut self, now: u64, data: &[u8]) {
         PcapCap::frame_rx(self, now, data)
+    }
+}
+
+/// How the capture names an address: an IPv4 address, or an IPv6 address's low 32 bits
+/// (the generator's pool value; see [`endpoints`]).
+fn low32(ip: std::net::IpAddr) -> u32 {
+    match ip {
+        std::net::IpAddr::V4(a) => u32::from(a),
+        std::net::IpAddr::V6(a) => {
+            let o = a.octets();
+            u32::from_be_bytes([o[12], o[13], o[14], o[15]])
+        }
     }
 }
 
@@ -319,7 +331,7 @@ mod tests {
         let feed = TraceWatch::default();
         let mut p = PcapCap::new(usize::MAX).with_rx().with_feed(feed.clone());
         // Nothing watched yet: the server's tracer names the flow after its SYN arrived.
-        feed.add(1, 1000);
+        feed.add(std::net::Ipv4Addr::from(1u32).into(), 1000);
         p.frame_rx(10, &syn(1, 1000, 9, 80, 7));
         p.frame(10, &frame(9, 80, 1, 1000));
         p.frame_rx(11, &frame(1, 1000, 9, 80));

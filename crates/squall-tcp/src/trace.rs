@@ -6,6 +6,7 @@
 //! `Option` per passive open.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -109,23 +110,42 @@ pub struct TracedFlow {
     pub start_ns: u64,
 }
 
-/// Client endpoints (address, port, host order) whose flows a passive host traces when
-/// their SYN arrives: the client side of a run names the flows it samples here, the
+impl TracedFlow {
+    /// The local address, family and all (an IPv6 flow's key holds ids).
+    pub fn local_addr(&self) -> IpAddr {
+        match self.addrs6 {
+            Some((l, _)) => IpAddr::V6(Ipv6Addr::from(l)),
+            None => IpAddr::V4(Ipv4Addr::from(self.key.local_ip)),
+        }
+    }
+    /// The remote address, family and all.
+    pub fn remote_addr(&self) -> IpAddr {
+        match self.addrs6 {
+            Some((_, r)) => IpAddr::V6(Ipv6Addr::from(r)),
+            None => IpAddr::V4(Ipv4Addr::from(self.key.remote_ip)),
+        }
+    }
+}
+
+/// Client endpoints (address with its family, port) whose flows a passive host traces
+/// when their SYN arrives: the client side of a run names the flows it samples here, the
 /// server side of the same run (another host, maybe another thread) picks them up.
 /// Also the other way: a server host's tracer names the flows it chose to a capture.
+/// Endpoints are full addresses, not the hosts' flow keys: a host keeps IPv6 addresses
+/// as ids of its own, which mean nothing to another host.
 #[derive(Clone, Debug, Default)]
 pub struct TraceWatch(Arc<WatchInner>);
 
 #[derive(Debug, Default)]
 struct WatchInner {
-    list: Mutex<Vec<(u32, u16)>>,
+    list: Mutex<Vec<(IpAddr, u16)>>,
     /// Entries listed (read without the lock).
     len: AtomicUsize,
 }
 
 impl TraceWatch {
     /// Adds a client endpoint.
-    pub fn add(&self, ip: u32, port: u16) {
+    pub fn add(&self, ip: IpAddr, port: u16) {
         if let Ok(mut v) = self.0.list.lock() {
             v.push((ip, port));
             self.0.len.store(v.len(), Ordering::Release);
@@ -136,7 +156,7 @@ impl TraceWatch {
         self.0.len.load(Ordering::Acquire) > 0
     }
     /// Takes every listed endpoint.
-    pub fn drain(&self) -> Vec<(u32, u16)> {
+    pub fn drain(&self) -> Vec<(IpAddr, u16)> {
         let Ok(mut v) = self.0.list.lock() else {
             return Vec::new();
         };
@@ -144,7 +164,7 @@ impl TraceWatch {
         std::mem::take(&mut *v)
     }
     /// Takes the endpoint if listed (each is picked up once).
-    pub fn take(&self, ip: u32, port: u16) -> bool {
+    pub fn take(&self, ip: IpAddr, port: u16) -> bool {
         if !self.pending() {
             return false;
         }
@@ -162,8 +182,9 @@ impl TraceWatch {
     }
 }
 
-/// Chooses passive flows to trace by their key (address/port filters on a server).
-pub type PassiveSelect = Box<dyn FnMut(&FlowKey) -> bool + Send>;
+/// Chooses passive flows to trace by their ends (address/port filters on a server):
+/// called with the client's (remote) address and port, then the server's (local).
+pub type PassiveSelect = Box<dyn FnMut(IpAddr, u16, IpAddr, u16) -> bool + Send>;
 
 /// What the host last recorded of a traced flow (to record changes only).
 #[derive(Clone, Copy, Debug, Default)]
@@ -241,20 +262,34 @@ impl FlowTracer {
         self.dropped
     }
 
-    /// Should the passive flow of `key` (a SYN just arrived) be traced?
-    pub(crate) fn wants_passive(&mut self, key: &FlowKey) -> bool {
+    /// Should the passive flow of `key` (a SYN just arrived) be traced? `addrs6`: its
+    /// IPv6 addresses (local, remote) when it is an IPv6 flow.
+    pub(crate) fn wants_passive(
+        &mut self,
+        key: &FlowKey,
+        addrs6: Option<([u8; 16], [u8; 16])>,
+    ) -> bool {
+        let (local, remote) = match addrs6 {
+            Some((l, r)) => (Ipv6Addr::from(l).into(), Ipv6Addr::from(r).into()),
+            None => (
+                Ipv4Addr::from(key.local_ip).into(),
+                Ipv4Addr::from(key.remote_ip).into(),
+            ),
+        };
         let named = self
             .watch
             .as_ref()
-            .is_some_and(|w| w.take(key.remote_ip, key.remote_port));
+            .is_some_and(|w| w.take(remote, key.remote_port));
         let chosen = named
             || match self.select.as_mut() {
-                Some(s) if self.flows.len() < self.max_passive => s(key),
+                Some(s) if self.flows.len() < self.max_passive => {
+                    s(remote, key.remote_port, local, key.local_port)
+                }
                 _ => false,
             };
         if chosen {
             if let Some(a) = &self.announce {
-                a.add(key.remote_ip, key.remote_port);
+                a.add(remote, key.remote_port);
             }
         }
         chosen

@@ -245,7 +245,8 @@ pub(crate) fn open_afpacket(
                 members: n as u16,
                 by,
             });
-            AfPacketPort::open(pc).map_err(|e| format!("afpacket:{}: {e}", rc.ifname))
+            // The port's errors name the interface already (`afpacket:IF: ...`).
+            AfPacketPort::open(pc)
         })
         .collect()
 }

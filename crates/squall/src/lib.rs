@@ -10,6 +10,7 @@
 //! - [`series`]: the per-second time series sampled from the workers' published figures;
 //! - [`source`]: loading a profile from `.json` or `.py`;
 //! - [`metrics`]: the Prometheus text endpoint (`--metrics ADDR`);
+//! - [`outputs`]: output paths (`--json`, `--pcap`, `--trace`) checked before a run;
 //! - [`htmlreport`], [`svg`]: `squall report`, the HTML page and its inline SVG charts;
 //! - [`liveview`]: the live view of `squall run` on a terminal (ratatui);
 //! - [`impair`]: the `--impair` option parser;
@@ -35,6 +36,7 @@ pub mod iface;
 pub mod impair;
 pub mod liveview;
 pub mod metrics;
+pub mod outputs;
 pub mod report;
 pub mod run;
 pub mod series;

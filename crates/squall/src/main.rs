@@ -467,6 +467,9 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     if a.root.is_none() && a.route.is_empty() {
         return Err("nothing to serve: give --root DIR and/or --route".into());
     }
+    if let Some(r) = &a.root {
+        squall_serve::files::check_root(r)?;
+    }
     let routes = a
         .route
         .iter()
@@ -563,6 +566,20 @@ fn checked_trace(
     )))
 }
 
+/// The output paths of a run or of the server (`--json`, `--pcap`, `--trace DIR`),
+/// checked writable before anything starts: the last checks before the run. The trace
+/// directory first: it is created here, and the other files may be in it.
+fn check_outputs(
+    json: Option<&std::path::Path>,
+    pcap: Option<&std::path::Path>,
+    trace: Option<&std::path::Path>,
+) -> Result<(), String> {
+    use squall::outputs::{check_dir, check_file};
+    trace.map_or(Ok(()), |d| check_dir("--trace", d))?;
+    json.map_or(Ok(()), |p| check_file("--json", p))?;
+    pcap.map_or(Ok(()), |p| check_file("--pcap", p))
+}
+
 /// Writes a run's trace into `dir` and says so on stderr; None if it could not.
 fn write_trace(
     dir: &std::path::Path,
@@ -624,6 +641,9 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
     };
     let skel = servewatch::skeleton(&info);
     if let Some(e) = asserts.iter().find_map(|x| x.check_names(&skel).err()) {
+        return usage(&e);
+    }
+    if let Err(e) = check_outputs(a.json.as_deref(), None, a.trace.as_deref()) {
         return usage(&e);
     }
     let metrics = match a.metrics.as_deref().map(squall::metrics::Exporter::start) {
@@ -854,6 +874,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if let Some(e) = asserts.iter().find_map(|x| x.check_names(&skel).err()) {
         return usage(&e);
     }
+    if let Err(e) = check_outputs(a.json.as_deref(), a.pcap.as_deref(), a.trace.as_deref()) {
+        return usage(&e);
+    }
     let cfg = RunConfig {
         duration_ns: (a.duration * 1e9) as u64,
         mult: a.mult,
@@ -959,17 +982,26 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         mult: a.mult,
         cores: cfg.cores,
     };
-    print!("{}", report::summary(&profile, &info, &result, &checks));
+    let window = series
+        .as_ref()
+        .filter(|_| windowed)
+        .and_then(|s| s.window());
+    print!(
+        "{}",
+        report::summary(&profile, &info, &result, &checks, window.as_ref())
+    );
     let mut doc = report::to_json(&profile, &info, &result, &checks);
     doc["series"] = series
         .as_ref()
         .map_or(serde_json::json!([]), |s| s.to_json());
     if windowed {
-        let w = series.as_ref().and_then(|s| s.window());
-        if let Some(w) = &w {
-            println!("{}", report::window_line(w));
+        match &window {
+            Some(w) => println!("{}", report::window_line(w)),
+            None => println!(
+                "measurement window: the run ended before the window had two readings; every figure above is whole-run"
+            ),
         }
-        doc["window"] = w.unwrap_or(serde_json::Value::Null);
+        doc["window"] = window.unwrap_or(serde_json::Value::Null);
     }
     let outcomes = match assertion::check_all(&asserts, &doc) {
         Ok(o) => o,

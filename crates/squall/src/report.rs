@@ -307,7 +307,16 @@ pub struct RunInfo<'a> {
 }
 
 /// The human summary (stdout).
-pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> String {
+/// The summary printed at the end of a run. `window`: the `window` object of the
+/// results (`--warmup`/`--cooldown`): the rates, the groups' rates and the latency
+/// table are then the window's; counters, errors and invariants stay whole-run.
+pub fn summary(
+    p: &Profile,
+    info: &RunInfo,
+    r: &RunResult,
+    checks: &[Check],
+    window: Option<&Value>,
+) -> String {
     let mut o = String::new();
     let rt = rates(r);
     let _ = writeln!(
@@ -324,11 +333,25 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         rt.cpu_us_per_flow,
         rt.busy_cpu_us_per_flow
     );
+    let wf = |k: &str| window.and_then(|w| w[k].as_f64()).unwrap_or(0.0);
+    let span = format!("measurement window {:.1}-{:.1} s", wf("from"), wf("to"));
+    if window.is_some() {
+        let _ = writeln!(
+            o,
+            "rates ({span}): {:.1} CPS, L7 {:.3} Gbit/s, wire {:.3} Gbit/s, {:.3} Mpps",
+            wf("cps"),
+            wf("l7_gbps"),
+            wf("wire_gbps"),
+            wf("mpps")
+        );
+    }
     let _ = writeln!(
         o,
-        "rates: {:.1} CPS, L7 {:.3} Gbit/s, wire {:.3} Gbit/s, {:.3} Mpps; active flows peak {} (client) {} (server)\n",
+        "rates{}: {:.1} CPS, L7 {:.3} Gbit/s, wire {:.3} Gbit/s, {:.3} Mpps; active flows peak {} (client) {} (server)\n",
+        if window.is_some() { " (whole run)" } else { "" },
         rt.cps, rt.l7_gbps, rt.wire_gbps, rt.mpps, r.client.peak_active, r.server.peak_active
     );
+    let wgroups = window.and_then(|w| w["groups"].as_array());
     let _ = writeln!(
         o,
         "{:<16} {:>10} {:>10} {:>8} {:>10} {:>9}",
@@ -352,6 +375,16 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         if c.started == 0 && s.accepted == 0 && c.errors() + s.errors() == 0 {
             continue;
         }
+        let (cps, l7) = match wgroups {
+            Some(w) => {
+                let f = |k: &str| w.get(g).and_then(|x| x[k].as_f64()).unwrap_or(0.0);
+                (f("cps"), f("l7_gbps"))
+            }
+            None => (
+                rate(c.started, r.gen_ns.max(1)),
+                rate((c.l7_tx_acked + s.l7_tx_acked) * 8, r.elapsed_ns) / 1e9,
+            ),
+        };
         let _ = writeln!(
             o,
             "{:<16} {:>10} {:>10} {:>8} {:>10.1} {:>9.3}",
@@ -359,33 +392,71 @@ pub fn summary(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
             c.started,
             c.completed,
             c.errors() + s.errors(),
-            rate(c.started, r.gen_ns.max(1)),
-            rate((c.l7_tx_acked + s.l7_tx_acked) * 8, r.elapsed_ns) / 1e9
+            cps,
+            l7
+        );
+    }
+    if window.is_some() {
+        let _ = writeln!(
+            o,
+            "(flows, completed, errors: whole run; CPS, L7 Gbit/s: the {span})"
         );
     }
     let _ = writeln!(
         o,
-        "\nlatency (us, from the scheduled start)   count      p50      p90      p99    p99.9      max"
-    );
-    for (g, t) in r.client.app.tg.iter().enumerate() {
-        if t.lat.connect.count() == 0 && t.lat.first_byte.count() == 0 {
-            continue;
+        "\nlatency (us, from the scheduled start{})   count      p50      p90      p99    p99.9      max",
+        if window.is_some() {
+            format!("; flows measured in the {span}")
+        } else {
+            String::new()
         }
-        let http = t.lat.iter_http().into_iter().filter(|(_, h)| h.count() > 0);
-        for (name, h) in t.lat.iter().into_iter().chain(http) {
-            let s = h.summary();
-            let _ = writeln!(
-                o,
-                "  {:<16} {:<20} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}",
-                group_name(p, g),
-                name,
-                h.count(),
-                s[0],
-                s[1],
-                s[2],
-                s[3],
-                s[4]
-            );
+    );
+    let row = |o: &mut String, g: usize, name: &str, v: [u64; 6]| {
+        let _ = writeln!(
+            o,
+            "  {:<16} {:<20} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            group_name(p, g),
+            name,
+            v[0],
+            v[1],
+            v[2],
+            v[3],
+            v[4],
+            v[5]
+        );
+    };
+    if let Some(w) = wgroups {
+        for (g, x) in w.iter().enumerate() {
+            let Some(lat) = x["latency_us"].as_object() else {
+                continue;
+            };
+            let n = |k: &str| lat.get(k).and_then(|l| l["count"].as_u64()).unwrap_or(0);
+            if n("connect") == 0 && n("first_byte") == 0 {
+                continue;
+            }
+            for (name, l) in lat {
+                let f = |k: &str| l[k].as_u64().unwrap_or(0);
+                let v = [
+                    f("count"),
+                    f("p50"),
+                    f("p90"),
+                    f("p99"),
+                    f("p99_9"),
+                    f("max"),
+                ];
+                row(&mut o, g, name, v);
+            }
+        }
+    } else {
+        for (g, t) in r.client.app.tg.iter().enumerate() {
+            if t.lat.connect.count() == 0 && t.lat.first_byte.count() == 0 {
+                continue;
+            }
+            let http = t.lat.iter_http().into_iter().filter(|(_, h)| h.count() > 0);
+            for (name, h) in t.lat.iter().into_iter().chain(http) {
+                let s = h.summary();
+                row(&mut o, g, name, [h.count(), s[0], s[1], s[2], s[3], s[4]]);
+            }
         }
     }
     for (g, t) in r.client.app.tg.iter().enumerate() {

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::run::{Live, SideReport, Snapshot};
-use crate::stats::{LatHist, Latency};
+use crate::stats::{LatHist, Latency, TgStats};
 
 /// The cumulative figures of one shard (one core) at one instant.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -415,6 +415,50 @@ pub fn window_json(s: &Sample, from: f64, to: f64) -> Value {
     v
 }
 
+/// What the window adds to its sample, for the summary (docs/USAGE.md, *Assertions and
+/// measurement windows*): `l7_gbps`, and per group `started`, `l7_gbps` and every latency
+/// phase measured in the window (`latency_us`; the HTTP per-request phases when any).
+/// Needs the side reports at both ends (a window always has them, but for a run that
+/// ended before its first report).
+fn window_details(v: &mut Value, a: &Reading, b: &Reading) {
+    let Some(c) = &b.sides else {
+        return;
+    };
+    let empty = (SideReport::default(), SideReport::default());
+    let p = a.sides.as_ref().unwrap_or(&empty);
+    let dt = (b.t - a.t).max(1e-3);
+    let l7 = |s: &(SideReport, SideReport)| {
+        s.0.tcp.tcps_sndbyte
+            + s.1.tcp.tcps_sndbyte
+            + s.0.app.udp.udps_sndbyte
+            + s.1.app.udp.udps_sndbyte
+    };
+    v["l7_gbps"] = gbps(l7(c).saturating_sub(l7(p)), dt).into();
+    let Some(groups) = v.get_mut("groups").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let none = TgStats::default();
+    for (g, out) in groups.iter_mut().enumerate() {
+        fn tg<'a>(s: &'a SideReport, g: usize, none: &'a TgStats) -> &'a TgStats {
+            s.app.tg.get(g).unwrap_or(none)
+        }
+        let (ct, st) = (tg(&c.0, g, &none), tg(&c.1, g, &none));
+        let (pct, pst) = (tg(&p.0, g, &none), tg(&p.1, g, &none));
+        let acked = |a: &TgStats, b: &TgStats| a.c.l7_tx_acked + b.c.l7_tx_acked;
+        out["started"] = ct.c.started.saturating_sub(pct.c.started).into();
+        out["l7_gbps"] = gbps(acked(ct, st).saturating_sub(acked(pct, pst)), dt).into();
+        let mut lat = Map::new();
+        let http = ct.lat.iter_http().into_iter().zip(pct.lat.iter_http());
+        for ((name, h), (_, ph)) in ct.lat.iter().into_iter().zip(pct.lat.iter()).chain(http) {
+            let d = hist_delta(h, ph);
+            if d.count() > 0 || !name.starts_with("req_") {
+                lat.insert(name.into(), LatSummary::of(&d).to_json());
+            }
+        }
+        out["latency_us"] = Value::Object(lat);
+    }
+}
+
 /// The samples of a run, one per call to [`Series::push`].
 #[derive(Debug, Default)]
 pub struct Series {
@@ -491,7 +535,8 @@ impl Series {
         if b.t <= a.t {
             return None;
         }
-        let v = window_json(&sample(a, b, &self.groups), a.t, b.t);
+        let mut v = window_json(&sample(a, b, &self.groups), a.t, b.t);
+        window_details(&mut v, a, b);
         Some(v)
     }
     /// The `series` array of the JSON results.

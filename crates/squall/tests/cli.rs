@@ -693,6 +693,160 @@ fn warmup_and_cooldown_window_the_figures() {
         "window {fb} of {all} flows"
     );
     assert_eq!(v["assertions"].as_array().unwrap().len(), 3);
+    // The summary shows the window's rates and latency; the counters stay whole-run.
+    let (from, to) = (w["from"].as_f64().unwrap(), w["to"].as_f64().unwrap());
+    let span = format!("measurement window {from:.1}-{to:.1} s");
+    let rates = format!("rates ({span}): {:.1} CPS", w["cps"].as_f64().unwrap());
+    assert!(stdout.contains(&rates), "{rates}\n{stdout}");
+    let whole = format!(
+        "rates (whole run): {:.1} CPS",
+        v["rates"]["cps"].as_f64().unwrap()
+    );
+    assert!(stdout.contains(&whole), "{whole}\n{stdout}");
+    assert!(
+        stdout.contains(&format!("flows measured in the {span}")),
+        "{stdout}"
+    );
+    // W1's group `http` (group 1): its row's counters are the run's, its CPS the
+    // window's; its latency rows are the window's figures, phase by phase.
+    let g = &v["groups"][1];
+    let wg = &w["groups"][1];
+    assert_eq!(wg["name"], "http");
+    let row: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.starts_with("http "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[1], g["client"]["started"].to_string(), "{row:?}");
+    assert_eq!(row[2], g["client"]["completed"].to_string(), "{row:?}");
+    assert_eq!(
+        row[4],
+        format!("{:.1}", wg["cps"].as_f64().unwrap()),
+        "{row:?}"
+    );
+    assert!(wg["l7_gbps"].as_f64().unwrap() > 0.0, "{wg}");
+    for phase in ["connect", "first_byte", "last_byte"] {
+        let l = &wg["latency_us"][phase];
+        let want: Vec<String> = ["count", "p50", "p90", "p99", "p99_9", "max"]
+            .iter()
+            .map(|k| l[k].to_string())
+            .collect();
+        let got: Vec<String> = stdout
+            .lines()
+            .map(|x| x.split_whitespace().collect::<Vec<_>>())
+            .find(|x| x.len() == 8 && x[0] == "http" && x[1] == phase)
+            .unwrap_or_else(|| panic!("{phase}: {stdout}"))[2..]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        assert_eq!(got, want, "{phase}");
+        let whole = g["latency_us"][phase]["count"].as_u64().unwrap();
+        assert!(
+            l["count"].as_u64().unwrap() < whole,
+            "{phase}: the window has fewer flows"
+        );
+    }
+    // The JSON's whole-run figures are unchanged (added to, not renamed).
+    assert!(v["rates"]["cps"].is_f64() && v["latency_us"]["first_byte"]["p99"].is_u64());
+    assert_eq!(wg["started"].as_u64().map(|n| n > 0), Some(true));
+}
+
+/// Issue #14: what cannot work says so with the next step: an unknown interface (once
+/// named, with how to list interfaces), a missing `--root`, output paths that cannot be
+/// written (refused with exit status 2 before the run, not after it).
+#[test]
+fn errors_say_what_to_do_next_and_outputs_are_checked_before_the_run() {
+    let out = squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--iface",
+            "afpacket:nope0",
+        ])
+        .args(["--mode", "client", "-d", "1", "-q"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("afpacket:nope0:").count(), 1, "{err}");
+    assert!(
+        err.contains("no such interface") && err.contains("ip link"),
+        "{err}"
+    );
+    assert!(err.contains("ip netns exec"), "{err}");
+
+    let out = squall()
+        .args(["serve", "--root", "/nonexist", "--listen", "198.18.48.1:80"])
+        .args(["--iface", "afpacket:nope0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--root /nonexist: no such directory"), "{err}");
+    assert!(
+        err.contains("give the directory that holds the files"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("nope0"),
+        "refused before the interface: {err}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("squall-outputs-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let missing = dir.join("no/such/dir/out.json");
+    let under_file = file.join("trace");
+    let pcap = dir.join("no/x.pcap");
+    let cases: [(&str, &Path, &str); 3] = [
+        ("--json", &missing, "cannot create the file"),
+        ("--pcap", &pcap, "cannot create the file"),
+        ("--trace", &under_file, "cannot create the directory"),
+    ];
+    for (opt, path, want) in cases {
+        // A real-time run: it would take 3 s and more before the outputs were written.
+        let t0 = std::time::Instant::now();
+        let out = squall()
+            .args(["run", "../../examples/w1-astf-http.json", "-d", "3", "-q"])
+            .arg(opt)
+            .arg(path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{opt}: {err}");
+        assert!(
+            err.contains(&format!("{opt} {}: {want}", path.display())),
+            "{err}"
+        );
+        assert!(
+            err.contains("pick another"),
+            "{opt}: says what to do: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{opt}: the run started");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(3),
+            "{opt}: after the run"
+        );
+    }
+    // The server's outputs too, before its interface is opened.
+    let out = squall()
+        .args(["serve", "--root", ".", "--listen", "198.18.48.1:80"])
+        .args(["--iface", "afpacket:nope0", "--json"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--json") && !err.contains("nope0"), "{err}");
+    // A writable --json is left as it was by the check, and written by the run.
+    let ok = dir.join("ok.json");
+    let out = sim_w1(&["--json", ok.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::read_to_string(&ok).unwrap().contains("\"rates\""));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// GET `path` from `addr` (HTTP/1.0); the status line and the body.

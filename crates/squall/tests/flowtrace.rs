@@ -466,6 +466,118 @@ fn the_command_refuses_what_it_cannot_trace_and_says_what_to_do() {
     }
 }
 
+/// `squall run trex-ipv6.py --sim --trace DIR` with `extra` options: its timelines and
+/// the frames of its pcap.
+fn trace_ipv6(dir: &Path, extra: &[&str]) -> (Vec<serde_json::Value>, Vec<PcapRecord>) {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut args = vec![
+        "run",
+        "tests/profiles/trex-ipv6.py",
+        "--sim",
+        "-d",
+        "1",
+        "-q",
+        "--trace",
+        dir.to_str().unwrap(),
+        "--trace-flows",
+        "3",
+    ];
+    args.extend(extra);
+    let (code, out) = squall(&args);
+    assert_eq!(code, 0, "{out}");
+    let (_, frames) =
+        squall_port::pcap::read_pcap(&std::fs::read(dir.join("flows.pcap")).unwrap()).unwrap();
+    (read_timeline(dir), frames)
+}
+
+/// The IPv6 (source, source port, destination, destination port) of a TCP frame.
+fn ipv6_ends(f: &[u8]) -> Option<(std::net::Ipv6Addr, u16, std::net::Ipv6Addr, u16)> {
+    if f.len() < 74 || f[12..14] != [0x86, 0xdd] || f[20] != 6 {
+        return None;
+    }
+    let a = |o: usize| std::net::Ipv6Addr::from(<[u8; 16]>::try_from(&f[o..o + 16]).unwrap());
+    let port = |o: usize| u16::from_be_bytes([f[o], f[o + 1]]);
+    Some((a(22), port(54), a(38), port(56)))
+}
+
+/// IPv6 flows are traced on both sides (the server host names addresses by ids of its
+/// own: the watch and the filter use full addresses), their frames are in the pcap, and
+/// an IPv6 `--trace-filter` selects them.
+#[test]
+fn ipv6_flows_are_traced_on_both_sides_and_ipv6_filters_select_them() {
+    let dir = std::env::temp_dir().join(format!("squall-trace-v6-{}", std::process::id()));
+    let check = |lines: &[serde_json::Value], frames: &[PcapRecord]| {
+        // Per flow (client address and port): one client and one server timeline.
+        let mut sides: BTreeMap<(String, u64), Vec<String>> = BTreeMap::new();
+        for l in lines {
+            let c = &l["client"];
+            let ip = c["ip"].as_str().unwrap().to_string();
+            assert!(ip.starts_with("2001:db8:0:2222::"), "{l}");
+            assert!(l["server"]["ip"]
+                .as_str()
+                .unwrap()
+                .starts_with("2001:db8:2:2222::"));
+            assert_eq!(l["template_index"], 0, "the server's flow has its template");
+            let ev = l["events"].as_array().unwrap();
+            assert!(ev.iter().any(|e| e["state"] == "ESTABLISHED"), "{l}");
+            assert_eq!(ev.last().unwrap()["ev"], "closed", "{l}");
+            let side = l["side"].as_str().unwrap().to_string();
+            sides
+                .entry((ip, c["port"].as_u64().unwrap()))
+                .or_default()
+                .push(side);
+        }
+        for (flow, s) in &sides {
+            let mut s = s.clone();
+            s.sort();
+            assert_eq!(s, ["client", "server"], "{flow:?}");
+        }
+        // The pcap: the traced flows' IPv6 frames, both directions, and nothing else.
+        let mut seen = BTreeSet::new();
+        for r in frames {
+            let (src, sp, dst, dp) = ipv6_ends(&r.data).expect("an IPv6 TCP frame");
+            let to_server = dp == 80;
+            let (c, cp) = if to_server { (src, sp) } else { (dst, dp) };
+            assert!(
+                sides.contains_key(&(c.to_string(), u64::from(cp))),
+                "{c}:{cp}"
+            );
+            seen.insert((to_server, c, cp));
+        }
+        assert_eq!(seen.len(), 2 * sides.len(), "both directions of every flow");
+        sides
+    };
+    let (lines, frames) = trace_ipv6(&dir, &[]);
+    assert_eq!(lines.len(), 6, "3 flows x 2 sides");
+    assert_eq!(check(&lines, &frames).len(), 3);
+    // An IPv6 prefix takes the flows of its clients only: the pool is handed out in
+    // sequence (::1000:1, ::1000:2, ...), so ::1000:4/126 holds the 4th to 7th flows'.
+    let (lines, frames) = trace_ipv6(
+        &dir,
+        &["--trace-filter", "client=2001:db8:0:2222::1000:4/126"],
+    );
+    let sides = check(&lines, &frames);
+    let ips: BTreeSet<&str> = sides.keys().map(|k| k.0.as_str()).collect();
+    assert_eq!(
+        ips,
+        BTreeSet::from([
+            "2001:db8:0:2222::1000:4",
+            "2001:db8:0:2222::1000:5",
+            "2001:db8:0:2222::1000:6"
+        ])
+    );
+    // The servers are handed out in sequence too (::3000:1 to ::3000:4).
+    let (lines, frames) = trace_ipv6(&dir, &["--trace-filter", "server=2001:db8:2:2222::3000:2"]);
+    assert_eq!(check(&lines, &frames).len(), 3);
+    assert!(lines
+        .iter()
+        .all(|l| l["server"]["ip"] == "2001:db8:2:2222::3000:2"));
+    // An IPv4 prefix never takes an IPv6 flow, even one whose low 32 bits match.
+    let (lines, frames) = trace_ipv6(&dir, &["--trace-filter", "client=16.0.0.0/8"]);
+    assert!(lines.is_empty() && frames.is_empty(), "{lines:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_two_thread_run_traces_both_sides_each_with_its_capture() {
     let cfg = squall::run::RunConfig {

@@ -201,7 +201,7 @@ fn a_retransmission_on_an_unimpaired_wire_is_a_warning_naming_the_template() {
         cores: 1,
     };
     let checks = report::invariants(&r);
-    let text = report::summary(&p, &info, &r, &checks);
+    let text = report::summary(&p, &info, &r, &checks, None);
     assert!(
         text.contains("warning: retransmissions on an unimpaired wire")
             && text.contains("template templates[0] (group odd_bursts)"),

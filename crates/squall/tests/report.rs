@@ -140,3 +140,71 @@ fn report_errors_say_what_to_give() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /no/such.json"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Width and height of a PNG file from its IHDR chunk, after checking the signature.
+fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    const SIG: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
+    if bytes.len() < 33 || bytes[..8] != SIG || &bytes[12..16] != b"IHDR" {
+        return None;
+    }
+    let be = |o: usize| u32::from_be_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
+    Some((be(16), be(20)))
+}
+
+/// `squall report --png DIR`: every chart of the page as DIR/ID.svg and DIR/ID.png,
+/// rendered by headless Chromium at the chart's size.
+#[test]
+fn report_png_writes_every_chart_as_a_png_of_its_size() {
+    let dir = std::env::temp_dir().join(format!("squall-report-png-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (fa, _) = run(&dir, "a.json", "300");
+    let png_dir = dir.join("png");
+    let out = squall()
+        .arg("report")
+        .arg(&fa)
+        .arg("-o")
+        .arg(dir.join("r.html"))
+        .arg("--png")
+        .arg(&png_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(dir.join("r.html")).unwrap();
+    let pngs: Vec<PathBuf> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("wrote "))
+        .map(PathBuf::from)
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .collect();
+    // One PNG per chart of the page, named by the chart's id.
+    assert_eq!(pngs.len(), page.matches("data-chart=").count(), "{stdout}");
+    assert!(pngs.len() >= 6, "{stdout}");
+    let mut names = Vec::new();
+    for p in &pngs {
+        assert_eq!(p.parent(), Some(png_dir.canonicalize().unwrap().as_path()));
+        let id = p.file_stem().unwrap().to_string_lossy().into_owned();
+        assert!(page.contains(&format!("data-chart=\"{id}\"")), "{id}");
+        let svg = std::fs::read_to_string(p.with_extension("svg")).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("</svg>"),
+            "{id}.svg"
+        );
+        let bytes = std::fs::read(p).unwrap();
+        let size = png_size(&bytes).unwrap_or_else(|| panic!("{}: not a PNG", p.display()));
+        assert_eq!(size, (640, 260), "{}", p.display());
+        // A drawn chart, not an empty image: axes, labels and lines take more than a
+        // blank 640 x 260 PNG's few hundred bytes.
+        assert!(bytes.len() > 3000, "{}: {} bytes", p.display(), bytes.len());
+        names.push(id);
+    }
+    for id in ["cps", "throughput", "active"] {
+        assert!(names.iter().any(|n| n == id), "{id} in {names:?}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

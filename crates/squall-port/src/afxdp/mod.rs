@@ -168,9 +168,7 @@ impl AfXdpPort {
         // SAFETY: `cname` is a valid NUL-terminated string.
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
         if ifindex == 0 {
-            return Err(format!(
-                "afxdp:{name}: no such interface (in this network namespace)"
-            ));
+            return Err(crate::netif::no_such_interface("afxdp", &name));
         }
         let (mac, mtu) = if_facts(&name)?;
         if u32::from(mtu) + 18 + 256 > cfg.chunk {

@@ -40,6 +40,12 @@ impl TcpHost {
     #[cold]
     pub(super) fn trace_start(&mut self, i: u32) {
         let addrs6 = self.flow_ipv6(FlowId(i));
+        self.trace_start6(i, addrs6);
+    }
+
+    /// [`TcpHost::trace_start`] with the flow's IPv6 addresses already read.
+    #[cold]
+    fn trace_start6(&mut self, i: u32, addrs6: Option<([u8; 16], [u8; 16])>) {
         let now = self.now;
         let t = &mut self.flows[i as usize];
         t.flags |= F_TRACED;
@@ -51,9 +57,19 @@ impl TcpHost {
     /// A passive flow was created at slab entry `i`: trace it if the tracer wants it.
     #[inline]
     pub(super) fn trace_passive(&mut self, i: u32) {
+        if self.trace.is_some() {
+            self.trace_passive_cold(i);
+        }
+    }
+
+    /// [`TcpHost::trace_passive`] with a tracer: the tracer sees the flow's addresses
+    /// (an IPv6 flow's from the host's address table).
+    #[cold]
+    fn trace_passive_cold(&mut self, i: u32) {
+        let addrs6 = self.flow_ipv6(FlowId(i));
         if let Some(tr) = self.trace.as_deref_mut() {
-            if tr.wants_passive(&self.flows[i as usize].key) {
-                self.trace_start(i);
+            if tr.wants_passive(&self.flows[i as usize].key, addrs6) {
+                self.trace_start6(i, addrs6);
             }
         }
     }

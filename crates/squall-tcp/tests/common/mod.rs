@@ -540,7 +540,7 @@ pub fn run_w1_sinks(
         ch.set_tracer(Some(FlowTracer::new(1 << 24)));
         // Every passive flow: the server traces whatever its select accepts.
         sh.set_tracer(Some(
-            FlowTracer::new(1 << 24).with_select(usize::MAX, Box::new(|_| true)),
+            FlowTracer::new(1 << 24).with_select(usize::MAX, Box::new(|_, _, _, _| true)),
         ));
     }
     let mut csink = VecSink {

@@ -2,28 +2,44 @@
 //! `client=IP[/PREFIX]`, `server=IP[/PREFIX]`, `port=N`, separated by commas (or given
 //! in several `--trace-filter` options); a flow must match every term.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use squall_astf::Profile;
 
-/// One address term: the address and its prefix length.
+/// One address term: the address (IPv4 or IPv6) and its prefix length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Prefix {
-    pub addr: u32,
+    pub addr: IpAddr,
     pub len: u8,
 }
 
-impl Prefix {
-    fn mask(&self) -> u32 {
-        if self.len == 0 {
-            0
-        } else {
-            u32::MAX << (32 - u32::from(self.len))
-        }
+/// The top `len` bits of a `bits`-bit address, as a mask.
+fn mask(bits: u32, len: u8) -> u128 {
+    let len = u32::from(len).min(bits);
+    let all = if bits == 128 {
+        u128::MAX
+    } else {
+        (1u128 << bits) - 1
+    };
+    match len {
+        0 => 0,
+        l if l >= bits => all,
+        l => all & !(all >> l),
     }
-    /// Does `ip` (host order) fall in the prefix?
-    pub fn contains(&self, ip: u32) -> bool {
-        (ip ^ self.addr) & self.mask() == 0
+}
+
+impl Prefix {
+    /// Does `ip` fall in the prefix? An address of the other family never does.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
+            (IpAddr::V4(p), IpAddr::V4(a)) => {
+                (u128::from(u32::from(p) ^ u32::from(a))) & mask(32, self.len) == 0
+            }
+            (IpAddr::V6(p), IpAddr::V6(a)) => {
+                (u128::from(p) ^ u128::from(a)) & mask(128, self.len) == 0
+            }
+            _ => false,
+        }
     }
 }
 
@@ -43,20 +59,17 @@ fn prefix(key: &str, v: &str) -> Result<Prefix, String> {
         Some((a, l)) => (a, Some(l)),
         None => (v, None),
     };
-    let addr: Ipv4Addr = a.parse().map_err(|_| {
-        format!("--trace-filter {key}={v}: not an IPv4 address (IPv6 flows are not generated yet), e.g. {key}=16.0.0.0/24")
+    let addr: IpAddr = a.trim_start_matches('[').trim_end_matches(']').parse().map_err(|_| {
+        format!("--trace-filter {key}={v}: not an IPv4 or IPv6 address, e.g. {key}=16.0.0.0/24 or {key}=2001:db8::/64")
     })?;
-    let len =
-        match l {
-            None => 32,
-            Some(l) => l.parse::<u8>().ok().filter(|n| *n <= 32).ok_or_else(|| {
-                format!("--trace-filter {key}={v}: the prefix length must be 0-32")
-            })?,
-        };
-    Ok(Prefix {
-        addr: u32::from(addr),
-        len,
-    })
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let len = match l {
+        None => max,
+        Some(l) => l.parse::<u8>().ok().filter(|n| *n <= max).ok_or_else(|| {
+            format!("--trace-filter {key}={v}: the prefix length must be 0-{max}")
+        })?,
+    };
+    Ok(Prefix { addr, len })
 }
 
 impl TraceFilter {
@@ -126,7 +139,7 @@ impl TraceFilter {
 
     /// Do the address and port terms match a flow from `client:cport` to
     /// `server:sport`?
-    pub fn matches(&self, client: u32, cport: u16, server: u32, sport: u16) -> bool {
+    pub fn matches(&self, client: IpAddr, cport: u16, server: IpAddr, sport: u16) -> bool {
         self.client.is_none_or(|p| p.contains(client))
             && self.server.is_none_or(|p| p.contains(server))
             && self.port.is_none_or(|p| p == sport || p == cport)
@@ -137,8 +150,8 @@ impl TraceFilter {
 mod tests {
     use super::*;
 
-    fn ip(s: &str) -> u32 {
-        u32::from(s.parse::<Ipv4Addr>().unwrap())
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
     }
 
     #[test]
@@ -162,7 +175,39 @@ mod tests {
         assert!(!f.matches(ip("16.0.0.9"), 1025, ip("48.0.0.1"), 443));
         // The client's source port matches too.
         assert!(f.matches(ip("16.0.0.9"), 80, ip("48.0.0.1"), 8080));
-        assert!(TraceFilter::default().matches(1, 2, 3, 4));
+        assert!(TraceFilter::default().matches(ip("1.2.3.4"), 2, ip("::1"), 4));
+    }
+
+    #[test]
+    fn ipv6_prefixes_match_ipv6_flows_only() {
+        let f = TraceFilter::parse(&[
+            "client=2001:db8:0:2222::/64,server=[2001:db8:2:2222::3000:1]".to_string(),
+        ])
+        .unwrap();
+        assert_eq!(f.client.map(|p| p.len), Some(64));
+        assert_eq!(f.server.map(|p| p.len), Some(128));
+        let s = ip("2001:db8:2:2222::3000:1");
+        assert!(f.matches(ip("2001:db8:0:2222::1000:1"), 1025, s, 80));
+        assert!(f.matches(ip("2001:db8:0:2222:ffff::1"), 1025, s, 80));
+        assert!(!f.matches(ip("2001:db8:0:2223::1000:1"), 1025, s, 80));
+        assert!(!f.matches(
+            ip("2001:db8:0:2222::1000:1"),
+            1025,
+            ip("2001:db8:2:2222::3000:2"),
+            80
+        ));
+        // Another family never matches: 16.0.0.1 is not ::1000:1.
+        let v4 = TraceFilter::parse(&["client=16.0.0.0/8".to_string()]).unwrap();
+        assert!(!v4.matches(ip("::ffff:16.0.0.1"), 1025, s, 80));
+        assert!(!v4.matches(ip("2001:db8::1000:1"), 1025, s, 80));
+        // Prefix lengths at the edges.
+        let p = |a: &str, len| Prefix { addr: ip(a), len };
+        assert!(p("2001:db8::", 0).contains(ip("fe80::1")));
+        assert!(p("2001:db8::", 32).contains(ip("2001:db8:ffff::1")));
+        assert!(!p("2001:db8::", 33).contains(ip("2001:db8:ffff::1")));
+        assert!(p("2001:db8::1", 128).contains(ip("2001:db8::1")));
+        assert!(!p("2001:db8::1", 128).contains(ip("2001:db8::2")));
+        assert!(p("2001:db8::1", 127).contains(ip("2001:db8::0")));
     }
 
     #[test]
@@ -171,7 +216,9 @@ mod tests {
             ("client", "KEY=VALUE"),
             ("color=red", "keys:"),
             ("client=16.0.0.0/33", "0-32"),
-            ("server=2001:db8::1", "IPv4"),
+            ("server=2001:db8::1/129", "0-128"),
+            ("server=2001:db8::zz", "or server=2001:db8::/64"),
+            ("client=16.0.0", "not an IPv4 or IPv6 address"),
             ("port=70000", "port number"),
             ("template=", "unknown or empty"),
         ] {
@@ -182,12 +229,20 @@ mod tests {
 
     #[test]
     fn prefix_zero_matches_everything() {
-        let p = Prefix { addr: 0, len: 0 };
+        let p = Prefix {
+            addr: ip("0.0.0.0"),
+            len: 0,
+        };
         assert!(p.contains(ip("1.2.3.4")));
         let p = Prefix {
             addr: ip("10.1.2.3"),
             len: 32,
         };
         assert!(p.contains(ip("10.1.2.3")) && !p.contains(ip("10.1.2.4")));
+        let p = Prefix {
+            addr: ip("10.1.2.3"),
+            len: 31,
+        };
+        assert!(p.contains(ip("10.1.2.2")) && !p.contains(ip("10.1.2.4")));
     }
 }

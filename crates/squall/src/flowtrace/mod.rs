@@ -16,6 +16,7 @@ mod write;
 pub use filter::{Prefix, TraceFilter};
 pub use write::{template_names, timeline_json, write, TraceFiles};
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -69,8 +70,16 @@ pub struct FlowSelect {
 
 impl FlowSelect {
     /// Should the flow of template `tpl` from `client:cport` to `server:sport` be
-    /// traced? Takes one of the run's N if so.
-    pub fn select(&mut self, tpl: usize, client: u32, cport: u16, server: u32, sport: u16) -> bool {
+    /// traced? Takes one of the run's N if so. The addresses are the flow's own (an
+    /// IPv6 template's with their high bits), as the server host of the run sees them.
+    pub fn select(
+        &mut self,
+        tpl: usize,
+        client: IpAddr,
+        cport: u16,
+        server: IpAddr,
+        sport: u16,
+    ) -> bool {
         if !self.templates.get(tpl).copied().unwrap_or(false)
             || !self.filter.matches(client, cport, server, sport)
             || self.taken.load(Ordering::Relaxed) >= self.max
@@ -250,13 +259,14 @@ impl TraceRig {
             });
         }
         if let Some(t) = server {
-            let clients: Vec<(u32, u16, u16, u64, Option<u16>)> = d
+            // Matched by full addresses: each host names IPv6 addresses by ids of its own.
+            let clients: Vec<(IpAddr, u16, u16, u64, Option<u16>)> = d
                 .flows
                 .iter()
                 .map(|f| {
                     let k = f.flow.key;
                     (
-                        k.local_ip,
+                        f.flow.local_addr(),
                         k.local_port,
                         k.remote_port,
                         f.flow.start_ns,
@@ -266,10 +276,11 @@ impl TraceRig {
                 .collect();
             add_host(&mut d, t, TraceSide::Server, worker, |f| {
                 let k = f.key;
+                let remote = f.remote_addr();
                 clients
                     .iter()
                     .filter(|c| {
-                        (c.0, c.1, c.2) == (k.remote_ip, k.remote_port, k.local_port)
+                        (c.0, c.1, c.2) == (remote, k.remote_port, k.local_port)
                             && c.3 <= f.start_ns
                     })
                     .max_by_key(|c| c.3)
@@ -297,9 +308,9 @@ pub fn passive(spec: &TraceSpec, ports: Vec<u16>) -> (FlowTracer, PcapCap) {
     let t = FlowTracer::new(MAX_EVENTS_PER_HOST)
         .with_select(
             max,
-            Box::new(move |k| {
-                ports.contains(&k.local_port)
-                    && f.matches(k.remote_ip, k.remote_port, k.local_ip, k.local_port)
+            Box::new(move |client, cport, server, sport| {
+                ports.contains(&sport)
+                    && f.matches(client, cport, server, sport)
                     && taken.load(Ordering::Relaxed) < max
                     && taken.fetch_add(1, Ordering::Relaxed) < max
             }),

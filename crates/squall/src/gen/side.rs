@@ -6,6 +6,7 @@
 //! due (none while TCP flows wait for TX frames, or while the driver throttles).
 
 use std::collections::VecDeque;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use squall_astf::alloc::{AllocError, ClientAddr, ClientAlloc, PortRange, ServerPick};
@@ -539,7 +540,19 @@ impl GenSide {
                 io.watch(addr.ip, addr.port);
                 false
             }
-            Some(sel) => sel.select(ti, addr.ip, addr.port, server, dport),
+            Some(sel) => {
+                let (c, s) = match v6 {
+                    None => (
+                        Ipv4Addr::from(addr.ip).into(),
+                        Ipv4Addr::from(server).into(),
+                    ),
+                    Some(m) => (
+                        Ipv6Addr::from(m.client_addr(addr.ip)).into(),
+                        Ipv6Addr::from(m.server_addr(server)).into(),
+                    ),
+                };
+                sel.select(ti, c, addr.port, s, dport)
+            }
         };
         if traced {
             io.watch(addr.ip, addr.port);
