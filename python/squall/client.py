@@ -15,6 +15,7 @@ protocol. Standard library only.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import socket
@@ -93,6 +94,21 @@ def _profile_ir(profile: Any, tunables: Tunables) -> Dict[str, Any]:
     raise TypeError("profile must be an ASTFProfile, a .py/.json path or an IR dict")
 
 
+def _over_ipv6(ir: Dict[str, Any]) -> Dict[str, Any]:
+    """`ir` with every template's flows over IPv6: TRex's `ipv6.enable` set to 1 in
+    `global.ipv6` and wherever a client side sets it (`global.client.ipv6`, a template's
+    `client_tunables.ipv6`), so that no template stays IPv4. The `src_msb`/`dst_msb` the
+    profile gives are kept (default `::`); native IPv6 pools are IPv6 already."""
+    out = copy.deepcopy(ir)
+    glob = out.setdefault("global", {})
+    glob.setdefault("ipv6", {})["enable"] = 1
+    sections = [glob.get("client")] + [t.get("client_tunables") for t in out.get("templates", [])]
+    for sec in sections:
+        if isinstance(sec, dict) and isinstance(sec.get("ipv6"), dict) and "enable" in sec["ipv6"]:
+            sec["ipv6"]["enable"] = 1
+    return out
+
+
 class Client:
     """A connection to a `squall daemon` (TCP on `server:port`, or the unix socket `unix`)."""
 
@@ -105,6 +121,10 @@ class Client:
         self._sock: Optional[socket.socket] = None
         self._rfile: Any = None
         self._id = 0
+        # The IR this client loaded last, and whether the daemon holds its IPv6 variant
+        # (`start(ipv6=True)`).
+        self._ir: Optional[Dict[str, Any]] = None
+        self._loaded_ipv6 = False
 
     # ---- connection --------------------------------------------------------------------
 
@@ -195,14 +215,27 @@ class Client:
         `tunables` passed to `get_profile`) or `.json` file, or an IR dict. Raises
         `ProfileLoadError` (with `.errors`, each a JSON path and a message) if invalid."""
         ir = _profile_ir(profile, tunables)
-        return self._dict("load_profile", {"profile": ir})
+        r = self._dict("load_profile", {"profile": ir})
+        self._ir, self._loaded_ipv6 = ir, False
+        return r
 
     def start(self, mult: float = 1.0, duration: float = -1.0, cores: Optional[int] = None,
               sim: bool = False, impair: Optional[str] = None,
-              drain_sec: Optional[float] = None, seed: Optional[int] = None) -> Dict[str, Any]:
+              drain_sec: Optional[float] = None, seed: Optional[int] = None,
+              ipv6: bool = False) -> Dict[str, Any]:
         """Start generating: every template at `cps * mult`, for `duration` seconds
         (-1: until `stop`). `cores` 1 or 2, `sim` for the virtual-clock simulation,
-        `impair` as `squall run --impair`."""
+        `impair` as `squall run --impair`. `ipv6` (TRex's "convert traffic to IPv6"):
+        this run's flows all go over IPv6, as if the profile set `ipv6.enable` 1 for every
+        template; the client loads that variant of the profile it loaded before starting
+        (and the profile itself again at the next `start` without `ipv6`)."""
+        if ipv6 or self._loaded_ipv6:
+            if self._ir is None:
+                raise ClientError("start(ipv6=True) needs a profile loaded by this client "
+                                  "(load_profile)")
+            ir = _over_ipv6(self._ir) if ipv6 else self._ir
+            self._dict("load_profile", {"profile": ir})
+            self._loaded_ipv6 = ipv6
         params: Dict[str, Any] = {"mult": mult, "duration": duration, "sim": sim}
         for k, v in (("cores", cores), ("impair", impair), ("drain_sec", drain_sec),
                      ("seed", seed)):

@@ -8,15 +8,18 @@ import json
 import os
 import socket
 import subprocess
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
 import dpkt
 import pytest
 from helpers import http_programs, ip_gen
+from test_client import _api, _fake_daemon, daemon  # noqa: F401 (daemon: a fixture)
 from test_squall_run import SQUALL, _env
 
-from squall.astf import (ASTFCapInfo, ASTFGlobalInfo, ASTFGlobalInfoPerTemplate, ASTFIPGen, ASTFIPGenDist,
-                         ASTFProfile, ASTFTCPClientTemplate, ASTFTCPServerTemplate, ASTFTemplate, ProfileError)
+from squall import Client, ClientError
+from squall.astf import (ASTFAssociationRule, ASTFCapInfo, ASTFGlobalInfo, ASTFGlobalInfoPerTemplate,
+                         ASTFIPGen, ASTFIPGenDist, ASTFProfile, ASTFTCPClientTemplate, ASTFTCPServerTemplate, ASTFTemplate, ProfileError)
+from squall.client import _over_ipv6
 
 
 def v6_gen() -> ASTFIPGen:
@@ -146,3 +149,97 @@ def test_trex_style_ipv6_profile_runs_clean() -> None:
                        timeout=300, env=_env())
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "CLEAN" in r.stdout
+
+
+def _two_template_profile() -> ASTFProfile:
+    """Two templates on IPv4 pools: msbs given globally (no `enable`), the second with
+    its own `ipv6.enable` 0."""
+    c, s = http_programs()
+    g = ip_gen()
+    info = ASTFGlobalInfo()
+    info.ipv6.src_msb = "2001:db8:0:2222::"
+    info.ipv6.dst_msb = "2001:db8:2:2222::"
+    pt = ASTFGlobalInfoPerTemplate()
+    pt.ipv6.enable = 0
+    t1 = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c, cps=20),
+                      server_template=ASTFTCPServerTemplate(program=s), tg_name="a")
+    t2 = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c, port=8080, glob_info=pt,
+                                                            cps=10),
+                      server_template=ASTFTCPServerTemplate(program=s, assoc=ASTFAssociationRule(port=8080)),
+                      tg_name="b")
+    return ASTFProfile(default_ip_gen=g, templates=[t1, t2], default_c_glob_info=info)
+
+
+def test_client_start_ipv6_loads_the_profile_over_ipv6(validate) -> None:
+    """TRex's `ASTFClient.start(ipv6=True)` ("convert traffic to IPv6"): the client loads
+    the profile with `ipv6.enable` 1 for every template before starting, and the profile
+    as it was at the next plain `start`."""
+    calls: List[Tuple[str, Any]] = []
+
+    def handler(req: Dict[str, Any]) -> Dict[str, Any]:
+        if req["method"] == "api_version":
+            return _api(req)
+        calls.append((req["method"], req.get("params")))
+        if req["method"] == "load_profile":
+            return {"result": {"templates": 2}}
+        return {"result": {"state": "running"}}
+
+    prof = _two_template_profile()
+    ir = prof.to_json()
+    for port in _fake_daemon(handler):
+        with Client(port=port) as c:
+            with pytest.raises(ClientError) as ei:
+                c.start(ipv6=True)
+            assert "load_profile" in str(ei.value)
+            c.load_profile(prof)
+            c.start(mult=2, ipv6=True)
+            c.start(ipv6=True)
+            c.start()
+            c.start()
+    assert [m for m, _ in calls] == ["load_profile", "load_profile", "start", "load_profile", "start",
+                                     "load_profile", "start", "start"]
+    v6 = calls[1][1]["profile"]
+    validate(v6)
+    assert calls[3][1]["profile"] == v6
+    assert v6["global"]["ipv6"] == {"enable": 1}
+    # the msbs stay; a template's own `enable` 0 gives way
+    assert v6["global"]["client"]["ipv6"] == {"src_msb": "2001:db8:0:2222::", "dst_msb": "2001:db8:2:2222::"}
+    assert v6["templates"][1]["client_tunables"] == {"ipv6": {"enable": 1}}
+    assert calls[0][1]["profile"] == calls[5][1]["profile"] == ir == prof.to_json(), "untouched"
+    assert calls[2][1] == {"mult": 2, "duration": -1.0, "sim": False}, "no ipv6 parameter for the daemon"
+
+
+@pytest.mark.skipif(SQUALL is None, reason="no squall binary (set SQUALL_BIN)")
+def test_ipv6_variant_of_a_profile_runs_over_ipv6(tmp_path: Any) -> None:
+    """What `start(ipv6=True)` loads runs clean on the engine, every TCP frame IPv6 under
+    the profile's msbs, both template groups."""
+    ir = _over_ipv6(_two_template_profile().to_json())
+    pcap, out = str(tmp_path / "t.pcap"), tmp_path / "r.json"
+    r = _engine(ir, tmp_path, "--json", str(out), "--pcap", pcap)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    res = json.loads(out.read_text())
+    groups = {g["name"]: g["client"]["completed"] for g in res["groups"]}
+    assert (groups["a"], groups["b"]) == (20, 10)
+    v4 = v6 = 0
+    with open(pcap, "rb") as fh:
+        for _, buf in dpkt.pcap.Reader(fh):
+            eth = dpkt.ethernet.Ethernet(buf)
+            if isinstance(eth.data, dpkt.ip.IP) and isinstance(eth.data.data, dpkt.tcp.TCP):
+                v4 += 1
+            if isinstance(eth.data, dpkt.ip6.IP6) and isinstance(eth.data.data, dpkt.tcp.TCP):
+                v6 += 1
+                assert {eth.data.src[:8], eth.data.dst[:8]} <= {
+                    socket.inet_pton(socket.AF_INET6, "2001:db8:0:2222::")[:8],
+                    socket.inet_pton(socket.AF_INET6, "2001:db8:2:2222::")[:8]}
+    assert v4 == 0 and v6 >= 30, (v4, v6)
+
+
+def test_client_start_ipv6_against_the_daemon(daemon: str) -> None:
+    with Client(unix=daemon, timeout=60) as c:
+        c.load_profile(_two_template_profile())
+        assert c.start(duration=1, sim=True, ipv6=True)["state"] in ("running", "done")
+        c.wait_on_traffic(timeout=120)
+        st = c.get_stats()
+        assert st["errors"] == 0 and st["clean"] is True, st["invariants"]
+        assert st["client"]["flows"]["completed"] == 30
+        c.shutdown()

@@ -59,6 +59,8 @@ pub struct NdpStats {
     pub ns_sent: u64,
     /// Unsolicited advertisements sent (announcements).
     pub na_unsolicited_sent: u64,
+    /// Router solicitations sent (looking for the default router: RFC 4861 §6.3.7).
+    pub rs_sent: u64,
     /// Neighbour entries learned or refreshed.
     pub learned: u64,
     /// Router advertisements read (a default gateway taken from those with a lifetime).
@@ -316,21 +318,34 @@ impl Neighbours6 {
             target,
             source_mac: Some(MacAddress(self.mac)),
         };
-        let ok = send_icmpv6(
-            tx,
-            group.multicast_mac().0,
-            self.mac,
-            from,
-            group,
-            NDP_HOP_LIMIT,
-            &ns,
-        );
-        if ok {
-            self.stats.ns_sent += 1;
-        } else {
-            self.stats.tx_failed += 1;
-        }
-        ok
+        let ok = self.send_to_group(from, group, &ns, tx);
+        let st = &mut self.stats;
+        count_tx(ok, &mut st.ns_sent, &mut st.tx_failed)
+    }
+
+    /// Sends the NDP message `m` from `from` to the multicast `group` (its Ethernet group
+    /// address, hop limit 255).
+    fn send_to_group<S: TxSink>(
+        &self,
+        from: Ipv6Address,
+        group: Ipv6Address,
+        m: &Icmpv6Repr<'_>,
+        tx: &mut S,
+    ) -> bool {
+        let dmac = group.multicast_mac().0;
+        send_icmpv6(tx, dmac, self.mac, from, group, NDP_HOP_LIMIT, m)
+    }
+
+    /// Sends a router solicitation from `from` to all routers (ff02::2, RFC 4861 §6.3.7,
+    /// with our link-layer address); the advertisement that answers names the default
+    /// router ([`router`](Self::router)).
+    pub fn solicit_router<S: TxSink>(&mut self, from: Ipv6Address, tx: &mut S) -> bool {
+        let rs = Icmpv6Repr::RouterSolicit {
+            source_mac: Some(MacAddress(self.mac)),
+        };
+        let ok = self.send_to_group(from, Ipv6Address::LINK_LOCAL_ALL_ROUTERS, &rs, tx);
+        let st = &mut self.stats;
+        count_tx(ok, &mut st.rs_sent, &mut st.tx_failed)
     }
 
     /// Announces `ip` with an unsolicited advertisement to all nodes (override set, so
@@ -345,23 +360,16 @@ impl Neighbours6 {
             target: ip,
             target_mac: Some(MacAddress(self.mac)),
         };
-        let all = Ipv6Address::LINK_LOCAL_ALL_NODES;
-        let ok = send_icmpv6(
-            tx,
-            all.multicast_mac().0,
-            self.mac,
-            ip,
-            all,
-            NDP_HOP_LIMIT,
-            &na,
-        );
-        if ok {
-            self.stats.na_unsolicited_sent += 1;
-        } else {
-            self.stats.tx_failed += 1;
-        }
-        ok
+        let ok = self.send_to_group(ip, Ipv6Address::LINK_LOCAL_ALL_NODES, &na, tx);
+        let st = &mut self.stats;
+        count_tx(ok, &mut st.na_unsolicited_sent, &mut st.tx_failed)
     }
+}
+
+/// Counts a frame in `sent` if `ok` (it went out), else in `failed`; returns `ok`.
+fn count_tx(ok: bool, sent: &mut u64, failed: &mut u64) -> bool {
+    *if ok { sent } else { failed } += 1;
+    ok
 }
 
 #[cfg(test)]

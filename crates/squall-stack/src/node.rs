@@ -686,6 +686,61 @@ impl<P: Port> Node<P> {
         })
     }
 
+    /// The IPv6 next hop when no gateway was given, whichever answers first: `target`
+    /// itself (on the link: its advertisement answers our solicitations, sent every
+    /// 200 ms), or the default router of a router advertisement (RFC 4861 §6.3.7: router
+    /// solicitations from `from` to all routers at once and every 4 s, at most 3; an
+    /// unsolicited advertisement counts as well); until `timeout`. `target` None (a
+    /// server, whose peers are anywhere) waits for the router only. Shared by the workers of a port as
+    /// [`resolve6_shared`](Self::resolve6_shared) is (only the one with `ask` sends).
+    /// The error says what went unanswered; the caller names its options.
+    pub fn next_hop6_shared(
+        &mut self,
+        from: Ipv6Address,
+        target: Option<Ipv6Address>,
+        timeout: Duration,
+        ask: bool,
+        shared: &SharedMac,
+    ) -> Result<[u8; 6], String> {
+        /// Turns of 200 ms between router solicitations (RTR_SOLICITATION_INTERVAL, 4 s).
+        const RS_EVERY: u32 = 20;
+        /// MAX_RTR_SOLICITATIONS.
+        const RS_MAX: u32 = 3;
+        if let Some(t) = target {
+            self.neigh6.want(&t);
+        }
+        let mut turn = 0u32;
+        self.resolve_with(
+            timeout,
+            shared,
+            |_, n6, sink| {
+                if ask {
+                    if let Some(t) = target {
+                        n6.request(from, t, sink);
+                    }
+                    if turn % RS_EVERY == 0 && turn / RS_EVERY < RS_MAX {
+                        n6.solicit_router(from, sink);
+                    }
+                }
+                turn += 1;
+            },
+            |_, n6| {
+                target
+                    .and_then(|t| n6.lookup(&t))
+                    .or_else(|| n6.router().map(|r| r.1))
+            },
+        )
+        .ok_or_else(|| {
+            let s = timeout.as_secs_f64();
+            match target {
+                Some(t) => format!(
+                    "no neighbour advertisement from {t} and no router advertisement within {s:.1} s"
+                ),
+                None => format!("no router advertisement within {s:.1} s"),
+            }
+        })
+    }
+
     /// The resolution loop of [`resolve_shared`](Self::resolve_shared) and
     /// [`resolve6`](Self::resolve6): `ask` every 200 ms until `found` gives a MAC (then
     /// published in `shared`), another worker published one in `shared`, or `timeout`

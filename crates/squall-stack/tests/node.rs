@@ -13,7 +13,7 @@ use squall_stack::{
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
 use squall_wire::{
     parse_frame, ArpOperation, ArpPacket, ArpRepr, Icmpv6Packet, Icmpv6Repr, Ipv4Address,
-    Ipv6Address, MacAddress, NaFlags, L3, L4,
+    Ipv6Address, MacAddress, NaFlags, RouterAdvert, L3, L4,
 };
 
 const MA: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
@@ -917,14 +917,11 @@ fn ndp_and_ping6_are_answered_for_owned_addresses() {
     );
 }
 
-/// `resolve6` on one node learns the other's MAC from its advertisement; an unanswered
-/// resolution times out with a clear error.
-#[test]
-fn resolve6_learns_the_peer_mac_over_a_wire() {
-    let (pa, pb) = pair(MemConfig::default()).unwrap();
-    let mut a = node6(pa, MA, [0; 6], IP6_A);
-    let mut b = node6(pb, MB, MA, IP6_B);
-    let h = std::thread::spawn(move || {
+/// A node owning IP6_B (MAC MB) on `port`, turned on its own thread until it answered a
+/// neighbour solicitation (2 s at most); its NDP counters.
+fn peer6(port: MemPort) -> std::thread::JoinHandle<squall_stack::neigh6::NdpStats> {
+    let mut b = node6(port, MB, MA, IP6_B);
+    std::thread::spawn(move || {
         for i in 0..2000u64 {
             b.turn(i * 1_000_000, &mut NoApp, None);
             if b.neigh6.stats.ns_answered > 0 {
@@ -933,7 +930,16 @@ fn resolve6_learns_the_peer_mac_over_a_wire() {
             std::thread::sleep(Duration::from_millis(1));
         }
         b.neigh6.stats
-    });
+    })
+}
+
+/// `resolve6` on one node learns the other's MAC from its advertisement; an unanswered
+/// resolution times out with a clear error.
+#[test]
+fn resolve6_learns_the_peer_mac_over_a_wire() {
+    let (pa, pb) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, [0; 6], IP6_A);
+    let h = peer6(pb);
     let got = a.resolve6(ip6(IP6_A), ip6(IP6_B), Duration::from_secs(5));
     let st = h.join().unwrap();
     assert_eq!(got, Ok(MB));
@@ -944,4 +950,159 @@ fn resolve6_learns_the_peer_mac_over_a_wire() {
     assert!(e
         .unwrap_err()
         .contains("no neighbour advertisement from 2001:db8::2"));
+}
+
+const MR: [u8; 6] = [2, 0, 0, 0, 0, 0x99];
+
+/// A router advertisement from fe80::1 (MAC MR in its source link-layer option) to all
+/// nodes, with router lifetime `lifetime` seconds.
+fn router_advert(lifetime: u16) -> Vec<u8> {
+    let all = Ipv6Address::LINK_LOCAL_ALL_NODES;
+    let ra = Icmpv6Repr::RouterAdvert(RouterAdvert {
+        hop_limit: 64,
+        flags: 0,
+        router_lifetime: lifetime,
+        reachable_time: 0,
+        retrans_timer: 0,
+        source_mac: Some(MacAddress(MR)),
+        mtu: None,
+        prefix: None,
+    });
+    icmp6_frame(all.multicast_mac().0, ip6("fe80::1"), all, 255, &ra)
+}
+
+/// A router on the raw end of the wire: it answers the first router solicitation with a
+/// router advertisement of lifetime `lifetime` (within `wait`); returns every frame the
+/// node sent meanwhile.
+fn router(
+    mut raw: MemPort,
+    lifetime: u16,
+    wait: Duration,
+) -> std::thread::JoinHandle<Vec<Vec<u8>>> {
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let t0 = std::time::Instant::now();
+        let mut answered = false;
+        while t0.elapsed() < wait {
+            for f in raw_rx(&mut raw) {
+                let rs = matches!(
+                    parse_frame(&f).map(|fr| fr.l3),
+                    Ok(L3::Ipv6(_, L4::Icmpv6(ref p))) if p.msg_type() == 133
+                );
+                if rs && !answered {
+                    raw_frame(&mut raw, &router_advert(lifetime));
+                    answered = true;
+                }
+                seen.push(f);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        seen
+    })
+}
+
+/// No gateway given and the peer not on the link: the node solicits the routers (RFC
+/// 4861 §6.3.7: to ff02::2, hop limit 255, from its address with its link-layer address)
+/// besides the peer, and takes the router of the advertisement that answers as its next
+/// hop; a server (no peer) waits for the router only.
+#[test]
+fn next_hop6_is_the_router_of_a_solicited_advertisement() {
+    for target in [Some(ip6(IP6_B)), None] {
+        let (pa, raw) = pair(MemConfig::default()).unwrap();
+        let mut a = node6(pa, MA, [0; 6], IP6_A);
+        let r = router(raw, 1800, Duration::from_millis(600));
+        let got = a.next_hop6_shared(
+            ip6(IP6_A),
+            target,
+            Duration::from_secs(5),
+            true,
+            &SharedMac::default(),
+        );
+        assert_eq!(got, Ok(MR), "target {target:?}");
+        assert_eq!(a.neigh6.router(), Some((ip6("fe80::1"), MR)));
+        assert_eq!(a.neigh6.stats.rs_sent, 1);
+        let sent = r.join().unwrap();
+        let rs: Vec<_> = sent
+            .iter()
+            .map(|f| (f[..6].to_vec(), icmp6_of(f)))
+            .filter(|(_, (_, _, m))| matches!(m, Icmpv6Repr::RouterSolicit { .. }))
+            .collect();
+        assert_eq!(rs.len(), 1, "one solicitation within 4 s");
+        let (dmac, (src, dst, m)) = &rs[0];
+        assert_eq!(dmac[..], [0x33, 0x33, 0, 0, 0, 2]);
+        assert_eq!(
+            (*src, *dst),
+            (ip6(IP6_A), Ipv6Address::LINK_LOCAL_ALL_ROUTERS)
+        );
+        assert_eq!(
+            *m,
+            Icmpv6Repr::RouterSolicit {
+                source_mac: Some(MacAddress(MA))
+            }
+        );
+        let hop_limits: Vec<u8> = sent.iter().map(|f| f[21]).collect();
+        assert!(hop_limits.iter().all(|&h| h == 255), "{hop_limits:?}");
+        // The peer was solicited too (every 200 ms), only when there is one.
+        let ns = sent
+            .iter()
+            .filter(|f| matches!(icmp6_of(f).2, Icmpv6Repr::NeighborSolicit { .. }))
+            .count();
+        assert_eq!(ns > 0, target.is_some());
+    }
+}
+
+/// The peer on the link answers first: it is the next hop (no router on the link).
+/// Nothing answers: a clear error; an advertisement with router lifetime 0 (not a
+/// default router, RFC 4861 §6.3.4) is no next hop either.
+#[test]
+fn next_hop6_is_the_peer_on_the_link_or_a_clear_error() {
+    let (pa, pb) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, [0; 6], IP6_A);
+    let h = peer6(pb);
+    let shared = SharedMac::default();
+    let got = a.next_hop6_shared(
+        ip6(IP6_A),
+        Some(ip6(IP6_B)),
+        Duration::from_secs(5),
+        true,
+        &shared,
+    );
+    h.join().unwrap();
+    assert_eq!(got, Ok(MB));
+    assert_eq!(shared.get(), Some(MB), "published for the other workers");
+    assert_eq!(a.neigh6.router(), None);
+
+    let (pc, _pd) = pair(MemConfig::default()).unwrap();
+    let mut c = node6(pc, MA, [0; 6], IP6_A);
+    let e = c
+        .next_hop6_shared(
+            ip6(IP6_A),
+            Some(ip6(IP6_B)),
+            Duration::from_millis(300),
+            true,
+            &SharedMac::default(),
+        )
+        .unwrap_err();
+    assert_eq!(
+        e,
+        "no neighbour advertisement from 2001:db8::2 and no router advertisement within 0.3 s"
+    );
+    assert_eq!(c.neigh6.stats.rs_sent, 1);
+
+    let (pe, raw) = pair(MemConfig::default()).unwrap();
+    let mut n = node6(pe, MA, [0; 6], IP6_A);
+    let r = router(raw, 0, Duration::from_millis(400));
+    let e = n
+        .next_hop6_shared(
+            ip6(IP6_A),
+            None,
+            Duration::from_millis(500),
+            true,
+            &SharedMac::default(),
+        )
+        .unwrap_err();
+    r.join().unwrap();
+    assert_eq!(e, "no router advertisement within 0.5 s");
+    assert_eq!(n.neigh6.stats.ra_seen, 1, "read, but not a default router");
+    assert_eq!(n.neigh6.router(), None);
 }

@@ -17,6 +17,8 @@ fn hosts(ccfg: TcpConfig, scfg: TcpConfig) -> (TcpHost, TcpHost) {
 /// A client and a server host with the W1 applications, driven in lock step; every
 /// frame each side emitted is kept for inspection.
 struct Pair {
+    /// The family of every flow (and every frame, checked by `seg_of`'s callers).
+    fam: Family,
     ch: TcpHost,
     sh: TcpHost,
     capp: W1Client,
@@ -30,10 +32,11 @@ struct Pair {
 }
 
 impl Pair {
-    fn new(ccfg: TcpConfig, scfg: TcpConfig) -> Self {
+    fn new(fam: Family, ccfg: TcpConfig, scfg: TcpConfig) -> Self {
         let (mut ch, mut sh) = hosts(ccfg, scfg);
         let (capp, sapp) = w1_apps(&mut ch, &mut sh);
         Pair {
+            fam,
             ch,
             sh,
             capp,
@@ -47,17 +50,10 @@ impl Pair {
     }
 
     fn connect(&mut self, k: u32, port: u16, opts: OptsId) {
+        let (local, remote) = ((client_ip(k), client_port(k)), (SERVER_IP, port));
         let f = self
-            .ch
-            .connect_with(
-                self.now,
-                &mut self.cq,
-                client_ip(k),
-                client_port(k),
-                SERVER_IP,
-                port,
-                opts,
-            )
+            .fam
+            .connect(&mut self.ch, self.now, &mut self.cq, local, remote, opts)
             .unwrap();
         self.capp.started(f, k);
     }
@@ -119,13 +115,14 @@ fn seg_of(f: &[u8]) -> wire::Seg<'_> {
     wire::parse(f).expect("every emitted frame parses with valid checksums")
 }
 
-/// Frames of client flow `k` (either direction).
-fn of_flow(frames: &[Vec<u8>], k: u32) -> Vec<&Vec<u8>> {
+/// Frames of client flow `k` (either direction), each of family `fam`.
+fn of_flow(fam: Family, frames: &[Vec<u8>], k: u32) -> Vec<&Vec<u8>> {
     let (ip, port) = (client_ip(k), client_port(k));
     frames
         .iter()
         .filter(|f| {
             let s = seg_of(f);
+            assert_eq!(s.family, fam);
             (s.src_ip, s.src_port) == (ip, port) || (s.dst_ip, s.dst_port) == (ip, port)
         })
         .collect()
@@ -137,9 +134,9 @@ fn syn_mss(f: &[u8]) -> u16 {
     wire::parse_opts(s.opts).mss
 }
 
-#[test]
-fn mss_536_flow_sends_and_advertises_536_others_keep_1460() {
-    let mut p = Pair::new(w1_config(), w1_config());
+per_family!(mss_536_flow_sends_and_advertises_536_others_keep_1460);
+fn mss_536_flow_sends_and_advertises_536_others_keep_1460(fam: Family) {
+    let mut p = Pair::new(fam, w1_config(), w1_config());
     p.sh.listen(80);
     let small =
         p.ch.add_flow_opts(FlowOpts {
@@ -151,27 +148,29 @@ fn mss_536_flow_sends_and_advertises_536_others_keep_1460() {
     p.connect(0, 80, small);
     p.connect(1, 80, OptsId::DEFAULT);
     p.finish(2);
-    let c_small = of_flow(&p.c_sent, 0);
-    let c_big = of_flow(&p.c_sent, 1);
-    assert_eq!(syn_mss(c_small[0]), 536);
-    assert_eq!(syn_mss(c_big[0]), 1460);
-    let s_small = of_flow(&p.s_sent, 0);
-    let s_big = of_flow(&p.s_sent, 1);
+    let c_small = of_flow(fam, &p.c_sent, 0);
+    let c_big = of_flow(fam, &p.c_sent, 1);
+    // Over IPv6 both 20 bytes less (the option set's MSS is an IPv4 figure).
+    let (small_mss, big_mss) = (fam.mss(536), fam.mss(1460));
+    assert_eq!(syn_mss(c_small[0]), small_mss);
+    assert_eq!(syn_mss(c_big[0]), big_mss);
+    let s_small = of_flow(fam, &p.s_sent, 0);
+    let s_big = of_flow(fam, &p.s_sent, 1);
     let max_small = s_small.iter().map(|f| seg_of(f).payload.len()).max();
     let max_big = s_big.iter().map(|f| seg_of(f).payload.len()).max();
-    assert_eq!(max_small, Some(536));
-    assert_eq!(max_big, Some(1460));
+    assert_eq!(max_small, Some(usize::from(small_mss)));
+    assert_eq!(max_big, Some(usize::from(big_mss)));
     let data_small = s_small
         .iter()
         .filter(|f| !seg_of(f).payload.is_empty())
         .count();
-    assert_eq!(data_small, RESP_LEN.div_ceil(536));
+    assert_eq!(data_small, RESP_LEN.div_ceil(small_mss.into()));
 }
 
-#[test]
-fn listen_with_gives_accepted_flows_the_ports_options() {
+per_family!(listen_with_gives_accepted_flows_the_ports_options);
+fn listen_with_gives_accepted_flows_the_ports_options(fam: Family) {
     // Server side: port 80 accepts with MSS 1000, port 81 with the default 1460.
-    let mut p = Pair::new(w1_config(), w1_config());
+    let mut p = Pair::new(fam, w1_config(), w1_config());
     let o =
         p.sh.add_flow_opts(FlowOpts {
             mss: 1000,
@@ -183,18 +182,19 @@ fn listen_with_gives_accepted_flows_the_ports_options() {
     p.connect(0, 80, OptsId::DEFAULT);
     p.connect(1, 81, OptsId::DEFAULT);
     p.finish(2);
-    let s80 = of_flow(&p.s_sent, 0);
-    let s81 = of_flow(&p.s_sent, 1);
-    assert_eq!(syn_mss(s80[0]), 1000);
-    assert_eq!(syn_mss(s81[0]), 1460);
+    let s80 = of_flow(fam, &p.s_sent, 0);
+    let s81 = of_flow(fam, &p.s_sent, 1);
+    let (m80, m81) = (fam.mss(1000), fam.mss(1460));
+    assert_eq!(syn_mss(s80[0]), m80);
+    assert_eq!(syn_mss(s81[0]), m81);
     let max = |v: &[&Vec<u8>]| v.iter().map(|f| seg_of(f).payload.len()).max();
-    assert_eq!(max(&s80), Some(1000));
-    assert_eq!(max(&s81), Some(1460));
+    assert_eq!(max(&s80), Some(usize::from(m80)));
+    assert_eq!(max(&s81), Some(usize::from(m81)));
 }
 
 /// Server data segments sent before the client acknowledged any of them.
-fn first_flight(init: u8) -> usize {
-    let mut p = Pair::new(w1_config(), w1_config());
+fn first_flight(fam: Family, init: u8) -> usize {
+    let mut p = Pair::new(fam, w1_config(), w1_config());
     let o =
         p.sh.add_flow_opts(FlowOpts {
             init_cwnd: init,
@@ -215,16 +215,16 @@ fn first_flight(init: u8) -> usize {
     n
 }
 
-#[test]
-fn init_cwnd_10_vs_2_first_flight() {
-    assert_eq!(first_flight(10), 10);
-    assert_eq!(first_flight(2), 2);
+per_family!(init_cwnd_10_vs_2_first_flight);
+fn init_cwnd_10_vs_2_first_flight(fam: Family) {
+    assert_eq!(first_flight(fam, 10), 10);
+    assert_eq!(first_flight(fam, 2), 2);
 }
 
-#[test]
-fn delack_zero_acks_every_segment_at_once() {
+per_family!(delack_zero_acks_every_segment_at_once);
+fn delack_zero_acks_every_segment_at_once(fam: Family) {
     for (delack, want_ack) in [(0u64, true), (100_000_000, false)] {
-        let mut p = Pair::new(w1_config(), w1_config());
+        let mut p = Pair::new(fam, w1_config(), w1_config());
         p.sh.listen(80);
         let o =
             p.ch.add_flow_opts(FlowOpts {
@@ -260,9 +260,9 @@ fn delack_zero_acks_every_segment_at_once() {
     }
 }
 
-#[test]
-fn ttl_and_tos_appear_in_every_frame_of_the_flow() {
-    let mut p = Pair::new(w1_config(), w1_config());
+per_family!(ttl_and_tos_appear_in_every_frame_of_the_flow);
+fn ttl_and_tos_appear_in_every_frame_of_the_flow(fam: Family) {
+    let mut p = Pair::new(fam, w1_config(), w1_config());
     let so =
         p.sh.add_flow_opts(FlowOpts {
             ttl: 9,
@@ -282,19 +282,20 @@ fn ttl_and_tos_appear_in_every_frame_of_the_flow() {
     p.connect(0, 80, co);
     p.connect(1, 81, OptsId::DEFAULT);
     p.finish(2);
-    let ip = |f: &[u8]| (f[14 + 8], f[14 + 1]);
-    let c0 = of_flow(&p.c_sent, 0);
-    let s0 = of_flow(&p.s_sent, 0);
+    // TTL and TOS over IPv4, hop limit and traffic class over IPv6.
+    let ip = |f: &[u8]| (seg_of(f).ttl, seg_of(f).tos);
+    let c0 = of_flow(fam, &p.c_sent, 0);
+    let s0 = of_flow(fam, &p.s_sent, 0);
     assert!(c0.len() > 5 && s0.len() > 20);
     assert!(c0.iter().all(|f| ip(f) == (200, 0xb8)));
     assert!(s0.iter().all(|f| ip(f) == (9, 0x48)));
-    let c1 = of_flow(&p.c_sent, 1);
-    let s1 = of_flow(&p.s_sent, 1);
+    let c1 = of_flow(fam, &p.c_sent, 1);
+    let s1 = of_flow(fam, &p.s_sent, 1);
     assert!(c1.iter().chain(s1.iter()).all(|f| ip(f) == (64, 0)));
 }
 
-#[test]
-fn sack_and_timestamps_not_offered_when_disabled() {
+per_family!(sack_and_timestamps_not_offered_when_disabled);
+fn sack_and_timestamps_not_offered_when_disabled(fam: Family) {
     let cfg = TcpConfig {
         opts: FlowOpts {
             timestamps: true,
@@ -304,7 +305,7 @@ fn sack_and_timestamps_not_offered_when_disabled() {
         },
         ..w1_config()
     };
-    let mut p = Pair::new(cfg.clone(), cfg.clone());
+    let mut p = Pair::new(fam, cfg.clone(), cfg.clone());
     p.sh.listen(80);
     let plain =
         p.ch.add_flow_opts(FlowOpts {
@@ -318,17 +319,18 @@ fn sack_and_timestamps_not_offered_when_disabled() {
     p.connect(1, 80, OptsId::DEFAULT);
     p.finish(2);
     let opts = |f: &[u8]| wire::parse_opts(seg_of(f).opts);
-    let syn0 = opts(of_flow(&p.c_sent, 0)[0]);
-    let syn1 = opts(of_flow(&p.c_sent, 1)[0]);
+    let syn0 = opts(of_flow(fam, &p.c_sent, 0)[0]);
+    let syn1 = opts(of_flow(fam, &p.c_sent, 1)[0]);
     assert!(!syn0.sack_ok && syn0.ts.is_none() && syn0.wscale.is_none());
     assert!(syn1.sack_ok && syn1.ts.is_some() && syn1.wscale == Some(2));
     // The server answers in kind: no timestamps on the plain flow's segments.
-    let s0 = of_flow(&p.s_sent, 0);
+    let s0 = of_flow(fam, &p.s_sent, 0);
     assert!(s0.iter().all(|f| opts(f).ts.is_none() && !opts(f).sack_ok));
-    let s1 = of_flow(&p.s_sent, 1);
+    let s1 = of_flow(fam, &p.s_sent, 1);
     assert!(s1.iter().all(|f| opts(f).ts.is_some()));
 }
 
+// No frames: the option sets of a host, the same for both families.
 #[test]
 fn option_sets_are_shared_and_bounded() {
     let (mut h, _) = hosts(TcpConfig::default(), TcpConfig::default());

@@ -10,8 +10,8 @@ mod common;
 use std::sync::Arc;
 
 use common::wire::{self, Out, ACK, FIN, RST, SYN};
-use common::{Rng, VecSink};
-use squall_tcp::{CloseReason, Ctl, FlowId, FlowOpts, State, TcpApp, TcpConfig, TcpHost};
+use common::{Family, Rng, VecSink};
+use squall_tcp::{CloseReason, Ctl, FlowId, FlowOpts, OptsId, State, TcpApp, TcpConfig, TcpHost};
 
 const HOST_IP: u32 = 0x1000_0001;
 const PEER_IP: u32 = 0x3000_0001;
@@ -47,6 +47,8 @@ struct Conn {
 }
 
 struct H {
+    /// The family of the peer's segments and the host's flows.
+    fam: Family,
     host: TcpHost,
     app: App,
     sink: VecSink,
@@ -73,42 +75,44 @@ fn ts_opt(val: u32, ecr: u32) -> Vec<u8> {
     o
 }
 
-/// A peer segment to the host's port `hp`.
-fn seg(hp: u16, seq: u32, ack: u32, flags: u8, wnd: u16, opts: &[u8], payload: &[u8]) -> Vec<u8> {
-    wire::peer_frame(
-        (PEER_IP, PP),
-        (HOST_IP, hp),
-        seq,
-        ack,
-        flags,
-        wnd,
-        opts,
-        payload,
-    )
-}
-
 impl H {
     fn new(cfg: TcpConfig) -> Self {
         H {
+            fam: Family::V4,
             host: TcpHost::new(cfg, 0),
             app: App::default(),
             sink: VecSink::default(),
             now: 0,
         }
     }
+    /// The same over `fam` (the peer's segments and the flows the test opens).
+    fn over(mut self, fam: Family) -> Self {
+        self.fam = fam;
+        self
+    }
     #[allow(clippy::too_many_arguments)]
     fn feed(&mut self, hp: u16, seq: u32, ack: u32, flags: u8, wnd: u16, o: &[u8], p: &[u8]) {
-        let f = seg(hp, seq, ack, flags, wnd, o, p);
+        let (peer, host) = ((PEER_IP, PP), (HOST_IP, hp));
+        let f = wire::peer_frame(self.fam, peer, host, seq, ack, flags, wnd, o, p);
         self.host.rx(self.now, &f, &mut self.app, &mut self.sink);
     }
     fn take(&mut self) -> Vec<Out> {
-        self.sink.frames.drain(..).map(|f| Out::of(&f)).collect()
+        let v: Vec<Out> = self.sink.frames.drain(..).map(|f| Out::of(&f)).collect();
+        assert!(v.iter().all(|o| o.family == self.fam), "{v:?}");
+        v
     }
     /// Active open from local port `hp`, answered by a SYN-ACK with `peer_opts`.
     fn open(&mut self, hp: u16, peer_opts: &[u8]) -> Conn {
         let flow = self
-            .host
-            .connect(self.now, &mut self.sink, HOST_IP, hp, PEER_IP, PP)
+            .fam
+            .connect(
+                &mut self.host,
+                self.now,
+                &mut self.sink,
+                (HOST_IP, hp),
+                (PEER_IP, PP),
+                OptsId::DEFAULT,
+            )
             .unwrap();
         let syn = self.take().pop().expect("SYN");
         let snd = syn.seq.wrapping_add(1);
@@ -141,9 +145,9 @@ fn ts_cfg() -> TcpConfig {
 // Item 2. RFC 7323 §5.3: TS.Recent is updated (R3) only for segments that pass the
 // sequence check (R2). An off-path segment with a wrong sequence number and a huge TSval
 // must not move TS.Recent, or PAWS would then drop every genuine segment.
-#[test]
-fn rfc7323_5_3_ts_recent_not_moved_by_unacceptable_segment() {
-    let mut h = H::new(ts_cfg());
+per_family!(rfc7323_5_3_ts_recent_not_moved_by_unacceptable_segment);
+fn rfc7323_5_3_ts_recent_not_moved_by_unacceptable_segment(fam: Family) {
+    let mut h = H::new(ts_cfg()).over(fam);
     let c = h.open(HP, &mss_ts(1000));
     let f = c.flow;
     // Below the window (SEG.SEQ <= RCV.NXT, so the old R3 test passed) and far above it.
@@ -184,17 +188,19 @@ fn rfc7323_5_3_ts_recent_not_moved_by_unacceptable_segment() {
 // Item 10. RFC 9293 §3.10.7.4: SND.WL1 follows the segments that carry window
 // information. Data taken by header prediction must advance it too, or after 2^31 bytes
 // received that way SND.WL1 < SEG.SEQ reads as false and window updates are ignored.
-#[test]
-fn rfc9293_3_10_7_4_window_update_after_2_31_bytes_of_fast_path_data() {
+per_family!(rfc9293_3_10_7_4_window_update_after_2_31_bytes_of_fast_path_data);
+fn rfc9293_3_10_7_4_window_update_after_2_31_bytes_of_fast_path_data(fam: Family) {
     let mut h = H::new(TcpConfig {
         rx_checksum: false,
         ..cfg()
-    });
+    })
+    .over(fam);
     let c = h.open(HP, &[2, 4, 0x05, 0xb4]);
     const LEN: u32 = 60_000;
     let payload = vec![7u8; LEN as usize];
-    let mut f = seg(HP, c.rcv, c.snd, ACK, 65535, &[], &payload);
-    let seq_at = 14 + 20 + 4;
+    let (peer, host) = ((PEER_IP, PP), (HOST_IP, HP));
+    let mut f = wire::peer_frame(fam, peer, host, c.rcv, c.snd, ACK, 65535, &[], &payload);
+    let seq_at = fam.tcp_at() + 4;
     let mut rcv = c.rcv;
     let mut total = 0u64;
     let mut app = Null;
@@ -219,12 +225,13 @@ impl TcpApp for Null {}
 // Item 4: out-of-order memory has a per-host bound. Many flows each holding one byte
 // past a gap cannot pin more than the budget; beyond it out-of-order segments are
 // refused (and ACKed), and queues given back are freed rather than pooled forever.
-#[test]
-fn ooo_memory_bounded_per_host_and_given_back() {
+per_family!(ooo_memory_bounded_per_host_and_given_back);
+fn ooo_memory_bounded_per_host_and_given_back(fam: Family) {
     let mut h = H::new(TcpConfig {
         ooo_bytes: 65_536,
         ..cfg()
-    });
+    })
+    .over(fam);
     let conns: Vec<Conn> = (0..300).map(|k| h.open(HP + k, &[2, 4, 5, 0xb4])).collect();
     let base = h.host.memory_bytes();
     for c in &conns {
@@ -264,9 +271,9 @@ fn ooo_memory_bounded_per_host_and_given_back() {
 // Item 5 (per flow). Linux's tcp_invalid_ratelimit: ACKs answering out-of-window pure
 // ACKs, PAWS drops and ACKs of unsent data go out at most once per 500 ms per flow; data
 // segments are always answered (they may be genuine retransmissions).
-#[test]
-fn rfc5961_7_invalid_acks_rate_limited_per_flow() {
-    let mut h = H::new(ts_cfg());
+per_family!(rfc5961_7_invalid_acks_rate_limited_per_flow);
+fn rfc5961_7_invalid_acks_rate_limited_per_flow(fam: Family) {
+    let mut h = H::new(ts_cfg()).over(fam);
     let c = h.open(HP, &mss_ts(1000));
     let ts = ts_opt(1000, 1);
     // Out-of-window pure ACKs.
@@ -306,13 +313,14 @@ fn rfc5961_7_invalid_acks_rate_limited_per_flow() {
 // Item 5 (per host). RFC 5961 §7 with the CVE-2016-5696 fix: the per-second challenge-ACK
 // budget has a random component (Linux: uniform in [limit/2, limit * 3/2)), so an
 // off-path observer cannot count it down exactly.
-#[test]
-fn rfc5961_7_challenge_ack_budget_randomised() {
+per_family!(rfc5961_7_challenge_ack_budget_randomised);
+fn rfc5961_7_challenge_ack_budget_randomised(fam: Family) {
     let limit = 10u32;
     let mut h = H::new(TcpConfig {
         challenge_ack_limit: limit,
         ..cfg()
-    });
+    })
+    .over(fam);
     let conns: Vec<Conn> = (0..40).map(|k| h.open(HP + k, &[])).collect();
     let mut per_sec = Vec::new();
     for s in 0..20u64 {
@@ -339,15 +347,16 @@ fn rfc5961_7_challenge_ack_budget_randomised() {
 // recorded against SEG.ACK > SND.MAX before being dropped, leaving ranges outside the
 // data in flight; the duplicate ACKs that follow then overflowed the RFC 6675 pipe
 // computation. The first case is the one the scoreboard fuzzing found.
-#[test]
-fn rfc2018_hostile_sack_blocks_never_overflow() {
+per_family!(rfc2018_hostile_sack_blocks_never_overflow);
+fn rfc2018_hostile_sack_blocks_never_overflow(fam: Family) {
     let mut rng = Rng::new(7);
     for k in 0..300 {
         let mut h = H::new(with_opts(FlowOpts {
             sack: true,
             init_cwnd: 10,
             ..FlowOpts::default()
-        }));
+        }))
+        .over(fam);
         let buf = h.host.buffers().register(Arc::from(vec![b'z'; 100_000]));
         let c = h.open(HP, &[2, 4, 0x05, 0xa8, 1, 1, 4, 2]);
         h.host
@@ -399,9 +408,9 @@ fn seq_le(a: u32, b: u32) -> bool {
 
 // Item: a TSecr far in the past (up to the one-hour plausibility bound) gives a huge RTT
 // sample; the estimator saturates instead of overflowing, and the RTO stays bounded.
-#[test]
-fn rfc7323_4_1_hostile_tsecr_rtt_sample_saturates() {
-    let mut h = H::new(ts_cfg());
+per_family!(rfc7323_4_1_hostile_tsecr_rtt_sample_saturates);
+fn rfc7323_4_1_hostile_tsecr_rtt_sample_saturates(fam: Family) {
+    let mut h = H::new(ts_cfg()).over(fam);
     let buf = h.host.buffers().register(Arc::from(vec![b'z'; 10_000]));
     h.now = 4_000_000 * MS;
     let c = h.open(HP, &mss_ts(1000));
@@ -427,7 +436,7 @@ fn rfc7323_4_1_hostile_tsecr_rtt_sample_saturates() {
 }
 
 /// A host answering every SYN with a cookie, offering timestamps, SACK and window scale 5.
-fn cookie_host() -> H {
+fn cookie_host(fam: Family) -> H {
     let mut h = H::new(TcpConfig {
         max_half_open: 0,
         ..with_opts(FlowOpts {
@@ -436,7 +445,8 @@ fn cookie_host() -> H {
             wscale: Some(5),
             ..FlowOpts::default()
         })
-    });
+    })
+    .over(fam);
     h.host.listen(HP);
     h
 }
@@ -444,9 +454,9 @@ fn cookie_host() -> H {
 // Item: SYN cookies keep window scaling, SACK-permitted and timestamps (encoded in the low
 // bits of our TSval, as Linux's cookie_init_timestamp does) when the peer offers
 // timestamps; without timestamps only the MSS is kept (and only the MSS is offered).
-#[test]
-fn rfc4987_syn_cookie_keeps_wscale_sack_and_timestamps() {
-    let mut h = cookie_host();
+per_family!(rfc4987_syn_cookie_keeps_wscale_sack_and_timestamps);
+fn rfc4987_syn_cookie_keeps_wscale_sack_and_timestamps(fam: Family) {
+    let mut h = cookie_host(fam);
     h.now = 123_456 * MS;
     let mut o = vec![2, 4, 0x05, 0xb4, 1, 3, 3, 7, 4, 2, 1, 1];
     o.extend(ts_opt(777, 0));
@@ -482,7 +492,7 @@ fn rfc4987_syn_cookie_keeps_wscale_sack_and_timestamps() {
     let i = h.host.flow_info(f).unwrap();
     assert!(i.wscale && i.sack && i.timestamps, "{i:?}");
     assert_eq!(i.ts_recent, 778);
-    assert_eq!(i.mss, 1460 - 12);
+    assert_eq!(i.mss, fam.mss(1460) - 12);
     assert_eq!(i.snd_wnd, 100 << 7);
     // The host's next segments carry timestamps, scaled windows and SACK blocks.
     h.take();
@@ -500,7 +510,7 @@ fn rfc4987_syn_cookie_keeps_wscale_sack_and_timestamps() {
     assert_eq!(a.opts.sack_n, 1);
 
     // No timestamps from the peer: MSS only, as before.
-    let mut h = cookie_host();
+    let mut h = cookie_host(fam);
     h.feed(HP, 9, 0, SYN, 65535, &[2, 4, 5, 0xb4, 1, 3, 3, 7], &[]);
     let sa = h.take().pop().unwrap();
     assert_eq!(
@@ -514,9 +524,9 @@ fn rfc4987_syn_cookie_keeps_wscale_sack_and_timestamps() {
 
 // Item: a bare FIN beyond RCV.NXT is ACKed at once (a duplicate ACK, RFC 5681 §4.2) and
 // remembered until the gap fills, even when it takes several segments.
-#[test]
-fn rfc9293_3_10_7_4_bare_out_of_order_fin_acked_and_kept() {
-    let mut h = H::new(cfg());
+per_family!(rfc9293_3_10_7_4_bare_out_of_order_fin_acked_and_kept);
+fn rfc9293_3_10_7_4_bare_out_of_order_fin_acked_and_kept(fam: Family) {
+    let mut h = H::new(cfg()).over(fam);
     let c = h.open(HP, &[]);
     h.feed(
         HP,
@@ -542,12 +552,13 @@ fn rfc9293_3_10_7_4_bare_out_of_order_fin_acked_and_kept() {
 
 // Item: RFC 1337 (TIME-WAIT assassination, hazard H1): a RST received in TIME_WAIT does
 // not end it early; the 2*MSL period runs out as usual.
-#[test]
-fn rfc1337_rst_ignored_in_time_wait() {
+per_family!(rfc1337_rst_ignored_in_time_wait);
+fn rfc1337_rst_ignored_in_time_wait(fam: Family) {
     let mut h = H::new(TcpConfig {
         time_wait_ns: 500 * MS,
         ..cfg()
-    });
+    })
+    .over(fam);
     let c = h.open(HP, &[]);
     h.host.close(h.now, &mut h.app, &mut h.sink, c.flow);
     h.take();

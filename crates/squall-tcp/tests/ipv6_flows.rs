@@ -147,7 +147,17 @@ fn ipv4_addresses_in_0_0_0_0_8_are_refused() {
     );
     h.listen(80);
     // a SYN from 0.0.0.1 is dropped and counted, never answered
-    let syn = wire::peer_frame((1, 5000), (SERVER_IP, 80), 7, 0, wire::SYN, 1000, &[], &[]);
+    let syn = wire::peer_frame(
+        Family::V4,
+        (1, 5000),
+        (SERVER_IP, 80),
+        7,
+        0,
+        wire::SYN,
+        1000,
+        &[],
+        &[],
+    );
     let mut app = squall_tcp_noapp::NoApp;
     h.rx(0, &syn, &mut app, &mut s);
     assert!(s.frames.is_empty());

@@ -7,7 +7,10 @@ use std::sync::Arc;
 mod common;
 
 use common::wire::{self, FrameHdr, Out, ACK, FIN, PSH, RST, SYN};
-use squall_tcp::{BufId, CloseReason, Ctl, FlowId, State, TcpApp, TcpConfig, TcpHost, TxSink};
+use common::Family;
+use squall_tcp::{
+    BufId, CloseReason, Ctl, FlowId, OptsId, State, TcpApp, TcpConfig, TcpHost, TxSink,
+};
 
 const HOST_IP: u32 = 0x1000_0001;
 const PEER_IP: u32 = 0x3000_0001;
@@ -71,6 +74,8 @@ impl TxSink for Sink {
 }
 
 struct T {
+    /// The family of every segment: the peer's, and the host's (checked in `take`).
+    fam: Family,
     host: TcpHost,
     app: App,
     sink: Sink,
@@ -83,6 +88,7 @@ struct T {
 impl T {
     fn new(cfg: TcpConfig) -> Self {
         T {
+            fam: Family::V4,
             host: TcpHost::new(cfg, 0),
             app: App::default(),
             sink: Sink::default(),
@@ -91,8 +97,15 @@ impl T {
             pseq: 5000,
         }
     }
+    /// The same over `fam` (the peer's segments and the flows the test opens).
+    fn over(mut self, fam: Family) -> Self {
+        self.fam = fam;
+        self
+    }
     fn take(&mut self) -> Vec<Out> {
-        self.sink.out.drain(..).map(|f| Out::of(&f)).collect()
+        let v: Vec<Out> = self.sink.out.drain(..).map(|f| Out::of(&f)).collect();
+        assert!(v.iter().all(|o| o.family == self.fam), "{v:?}");
+        v
     }
     fn one(&mut self) -> Out {
         let v = self.take();
@@ -102,7 +115,7 @@ impl T {
     /// Feeds a peer segment (peer -> host).
     fn feed(&mut self, seq: u32, ack: u32, flags: u8, wnd: u16, opts: &[u8], payload: &[u8]) {
         let (peer, host) = ((PEER_IP, PP), (HOST_IP, HP));
-        let buf = wire::peer_frame(peer, host, seq, ack, flags, wnd, opts, payload);
+        let buf = wire::peer_frame(self.fam, peer, host, seq, ack, flags, wnd, opts, payload);
         self.host.rx(self.now, &buf, &mut self.app, &mut self.sink);
     }
     fn advance(&mut self, to: u64) {
@@ -114,8 +127,15 @@ impl T {
     }
     fn connect(&mut self) -> Out {
         self.flow = Some(
-            self.host
-                .connect(self.now, &mut self.sink, HOST_IP, HP, PEER_IP, PP)
+            self.fam
+                .connect(
+                    &mut self.host,
+                    self.now,
+                    &mut self.sink,
+                    (HOST_IP, HP),
+                    (PEER_IP, PP),
+                    OptsId::DEFAULT,
+                )
                 .unwrap(),
         );
         self.one()
@@ -150,18 +170,19 @@ const MSS_1000: [u8; 4] = [2, 4, 0x03, 0xe8];
 const MSS_1460: [u8; 4] = [2, 4, 0x05, 0xb4];
 
 // RFC 9293 §3.5 + §3.7.1: active open sends SYN with the MSS option; SYN-ACK completes it.
-#[test]
-fn rfc9293_3_5_active_open_with_mss_option() {
+per_family!(rfc9293_3_5_active_open_with_mss_option);
+fn rfc9293_3_5_active_open_with_mss_option(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             wscale: Some(3),
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let syn = t.connect();
     assert_eq!(syn.flags, SYN);
-    assert_eq!(syn.opts.mss, 1460);
+    assert_eq!(syn.opts.mss, fam.mss(1460));
     assert_eq!(syn.opts.wscale, Some(3));
     assert_eq!(t.state(), State::SynSent);
     t.feed(
@@ -190,8 +211,8 @@ fn rfc9293_3_5_active_open_with_mss_option() {
 }
 
 // RFC 7323 §2.3: after the handshake the peer's window is scaled by its shift.
-#[test]
-fn rfc7323_2_3_window_scaling_applied() {
+per_family!(rfc7323_2_3_window_scaling_applied);
+fn rfc7323_2_3_window_scaling_applied(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             wscale: Some(3),
@@ -199,7 +220,8 @@ fn rfc7323_2_3_window_scaling_applied() {
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&[2, 4, 0x05, 0xb4, 1, 3, 3, 2]);
     let a = t.one();
     assert_eq!(
@@ -212,15 +234,16 @@ fn rfc7323_2_3_window_scaling_applied() {
 }
 
 // RFC 7323 §2.2: no scaling unless both sides sent the option.
-#[test]
-fn rfc7323_2_2_no_scaling_without_both_options() {
+per_family!(rfc7323_2_2_no_scaling_without_both_options);
+fn rfc7323_2_2_no_scaling_without_both_options(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             wscale: Some(3),
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&MSS_1000);
     t.take();
     t.feed(t.pseq, iss1, ACK, 100, &[], &[]);
@@ -228,15 +251,15 @@ fn rfc7323_2_2_no_scaling_without_both_options() {
 }
 
 // RFC 9293 §3.5 / §3.10.7.2: passive open from LISTEN.
-#[test]
-fn rfc9293_3_10_7_2_passive_open() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_10_7_2_passive_open);
+fn rfc9293_3_10_7_2_passive_open(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     t.host.listen(HP);
     t.feed(7000, 0, SYN, 65535, &MSS_1000, &[]);
     let sa = t.one();
     assert_eq!(sa.flags, SYN | ACK);
     assert_eq!(sa.ack, 7001);
-    assert_eq!(sa.opts.mss, 1460);
+    assert_eq!(sa.opts.mss, fam.mss(1460));
     assert!(
         t.app.ev.is_empty(),
         "no event before the handshake completes"
@@ -251,9 +274,9 @@ fn rfc9293_3_10_7_2_passive_open() {
 
 // RFC 9293 §3.10.7.2: a retransmitted SYN in SYN-RECEIVED gets the SYN-ACK again; a
 // SYN-ACK timeout retransmits it too.
-#[test]
-fn rfc9293_3_8_1_syn_ack_retransmission() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_8_1_syn_ack_retransmission);
+fn rfc9293_3_8_1_syn_ack_retransmission(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     t.host.listen(HP);
     t.feed(7000, 0, SYN, 65535, &[], &[]);
     let a = t.one();
@@ -266,9 +289,9 @@ fn rfc9293_3_8_1_syn_ack_retransmission() {
 }
 
 // RFC 9293 §3.10.7.1: segments to a closed port get a RST.
-#[test]
-fn rfc9293_3_10_7_1_rst_for_closed_port() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_10_7_1_rst_for_closed_port);
+fn rfc9293_3_10_7_1_rst_for_closed_port(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     t.feed(100, 0, SYN, 65535, &[], &[]);
     let r = t.one();
     assert_eq!((r.flags, r.seq, r.ack), (RST | ACK, 0, 101));
@@ -280,9 +303,9 @@ fn rfc9293_3_10_7_1_rst_for_closed_port() {
 }
 
 // RFC 9293 §3.10.7.3: RST acknowledging our SYN refuses the connection.
-#[test]
-fn rfc9293_3_10_7_3_connection_refused() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_10_7_3_connection_refused);
+fn rfc9293_3_10_7_3_connection_refused(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let syn = t.connect();
     t.feed(0, syn.seq.wrapping_add(1), RST | ACK, 0, &[], &[]);
     assert_eq!(t.state(), State::Closed);
@@ -290,9 +313,9 @@ fn rfc9293_3_10_7_3_connection_refused() {
 }
 
 // RFC 9293 §3.10.7.3: a SYN-ACK acknowledging something we never sent gets a RST.
-#[test]
-fn rfc9293_3_10_7_3_bad_ack_in_syn_sent() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_10_7_3_bad_ack_in_syn_sent);
+fn rfc9293_3_10_7_3_bad_ack_in_syn_sent(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let syn = t.connect();
     t.feed(5000, syn.seq.wrapping_add(99), SYN | ACK, 1000, &[], &[]);
     let r = t.one();
@@ -301,9 +324,9 @@ fn rfc9293_3_10_7_3_bad_ack_in_syn_sent() {
 }
 
 // RFC 9293 §3.5 figure 7: simultaneous open.
-#[test]
-fn rfc9293_3_5_simultaneous_open() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_5_simultaneous_open);
+fn rfc9293_3_5_simultaneous_open(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let syn = t.connect();
     t.feed(9000, 0, SYN, 65535, &MSS_1000, &[]);
     assert_eq!(t.state(), State::SynReceived);
@@ -324,9 +347,9 @@ fn rfc9293_3_5_simultaneous_open() {
 }
 
 // RFC 5961 §3.2: RST with in-window but not exact sequence -> challenge ACK; exact -> reset.
-#[test]
-fn rfc5961_3_2_rst_challenge_then_exact_reset() {
-    let mut t = T::new(cfg());
+per_family!(rfc5961_3_2_rst_challenge_then_exact_reset);
+fn rfc5961_3_2_rst_challenge_then_exact_reset(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let _ = t.established(&[]);
     t.take();
     t.feed(t.pseq + 10, 0, RST, 0, &[], &[]);
@@ -342,9 +365,9 @@ fn rfc5961_3_2_rst_challenge_then_exact_reset() {
 }
 
 // RFC 5961 §4.2: SYN in a synchronized state -> challenge ACK, connection unaffected.
-#[test]
-fn rfc5961_4_2_syn_in_established_challenge_ack() {
-    let mut t = T::new(cfg());
+per_family!(rfc5961_4_2_syn_in_established_challenge_ack);
+fn rfc5961_4_2_syn_in_established_challenge_ack(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let _ = t.established(&[]);
     t.take();
     t.feed(t.pseq + 5, 0, SYN, 65535, &[], &[]);
@@ -354,9 +377,9 @@ fn rfc5961_4_2_syn_in_established_challenge_ack() {
 }
 
 // RFC 5961 §5.2 / RFC 9293 §3.10.7.4: ACK for data never sent -> ACK and drop.
-#[test]
-fn rfc5961_5_2_ack_of_unsent_data_dropped() {
-    let mut t = T::new(cfg());
+per_family!(rfc5961_5_2_ack_of_unsent_data_dropped);
+fn rfc5961_5_2_ack_of_unsent_data_dropped(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let iss1 = t.established(&[]);
     t.take();
     t.feed(t.pseq, iss1.wrapping_add(1000), ACK, 65535, &[], b"data");
@@ -371,9 +394,9 @@ fn rfc5961_5_2_ack_of_unsent_data_dropped() {
 }
 
 // RFC 9293 §3.10.7.4 (first check): an old duplicate segment is answered with an ACK.
-#[test]
-fn rfc9293_3_10_7_4_duplicate_segment_acked() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_10_7_4_duplicate_segment_acked);
+fn rfc9293_3_10_7_4_duplicate_segment_acked(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let iss1 = t.established(&[]);
     t.take();
     t.feed(t.pseq, iss1, ACK | PSH, 65535, &[], b"abc");
@@ -391,14 +414,15 @@ fn rfc9293_3_10_7_4_duplicate_segment_acked() {
 
 /// An established flow (the peer sent `peer_opts` on its SYN-ACK) whose delayed-ACK
 /// timeout is `delack_ns`; its SND.NXT.
-fn established_with_delack(delack_ns: u64, peer_opts: &[u8]) -> (T, u32) {
+fn established_with_delack(fam: Family, delack_ns: u64, peer_opts: &[u8]) -> (T, u32) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             delack_ns,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(peer_opts);
     t.take();
     (t, iss1)
@@ -406,9 +430,9 @@ fn established_with_delack(delack_ns: u64, peer_opts: &[u8]) -> (T, u32) {
 
 // RFC 9293 §3.8.6.3 + RFC 5681 §4.2: delayed ACK within the timeout, and at least every
 // second full-sized segment.
-#[test]
-fn rfc5681_4_2_delayed_ack_and_every_second_segment() {
-    let (mut t, iss1) = established_with_delack(100 * MS, &MSS_1460);
+per_family!(rfc5681_4_2_delayed_ack_and_every_second_segment);
+fn rfc5681_4_2_delayed_ack_and_every_second_segment(fam: Family) {
+    let (mut t, iss1) = established_with_delack(fam, 100 * MS, &MSS_1460);
     t.feed(t.pseq, iss1, ACK, 65535, &[], &[7u8; 100]);
     assert!(t.take().is_empty(), "ACK delayed");
     t.advance(99 * MS);
@@ -418,19 +442,20 @@ fn rfc5681_4_2_delayed_ack_and_every_second_segment() {
     assert_eq!(a.ack, t.pseq + 100);
     assert_eq!(t.host.counters().tcps_delack, 1);
     t.pseq += 100;
-    let full = vec![1u8; 1460];
+    let m = u32::from(fam.mss(1460));
+    let full = vec![1u8; m as usize];
     t.feed(t.pseq, iss1, ACK, 65535, &[], &full);
     assert!(t.take().is_empty());
-    t.feed(t.pseq + 1460, iss1, ACK, 65535, &[], &full);
+    t.feed(t.pseq + m, iss1, ACK, 65535, &[], &full);
     let a = t.one();
-    assert_eq!(a.ack, t.pseq + 2920, "second full segment ACKed at once");
+    assert_eq!(a.ack, t.pseq + 2 * m, "second full segment ACKed at once");
 }
 
 // RFC 5681 §4.2 / RFC 9293 §3.10.7.4: out-of-order segment -> immediate duplicate ACK;
 // queued bytes delivered in order once the hole fills, with an immediate ACK.
-#[test]
-fn rfc5681_4_2_out_of_order_dup_ack_and_reassembly() {
-    let mut t = T::new(cfg());
+per_family!(rfc5681_4_2_out_of_order_dup_ack_and_reassembly);
+fn rfc5681_4_2_out_of_order_dup_ack_and_reassembly(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let iss1 = t.established(&[]);
     t.take();
     let p = t.pseq;
@@ -468,8 +493,8 @@ fn with_data(t: &mut T, len: u32) -> (BufId, u32) {
 }
 
 // RFC 6298 §5.4-§5.6: on timeout retransmit the earliest segment, double the RTO.
-#[test]
-fn rfc6298_5_retransmission_timeout_and_backoff() {
+per_family!(rfc6298_5_retransmission_timeout_and_backoff);
+fn rfc6298_5_retransmission_timeout_and_backoff(fam: Family) {
     let mut t = T::new(TcpConfig {
         rto: squall_tcp::RtoConfig {
             min_us: 200_000,
@@ -477,7 +502,8 @@ fn rfc6298_5_retransmission_timeout_and_backoff() {
             initial_us: 1_000_000,
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let (b, l) = with_data(&mut t, 1000);
     t.app.send_on_connect = Some((b, l));
     let syn = t.connect();
@@ -514,9 +540,9 @@ fn rfc6298_5_retransmission_timeout_and_backoff() {
 // RFC 6298 §5 (Karn): the backed-off RTO is kept until an ACK gives a valid RTT sample;
 // an ACK of a retransmitted segment does not clear the backoff. A later ACK of a timed
 // (never retransmitted) segment does.
-#[test]
-fn rfc6298_karn_backoff_kept_until_valid_sample() {
-    let mut t = T::new(cfg());
+per_family!(rfc6298_karn_backoff_kept_until_valid_sample);
+fn rfc6298_karn_backoff_kept_until_valid_sample(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let (b, _) = with_data(&mut t, 3000);
     t.app.send_on_connect = Some((b, 2000));
     let syn = t.connect();
@@ -566,10 +592,10 @@ fn rfc6298_karn_backoff_kept_until_valid_sample() {
 
 // RFC 6298 §5.7: the SYN (active open) or SYN-ACK (passive open) was retransmitted, so the
 // handshake gave no RTT sample: data transmission starts with an RTO of 3 s, not 1 s.
-#[test]
-fn rfc6298_5_7_rto_3s_after_retransmitted_syn() {
+per_family!(rfc6298_5_7_rto_3s_after_retransmitted_syn);
+fn rfc6298_5_7_rto_3s_after_retransmitted_syn(fam: Family) {
     for passive in [false, true] {
-        let mut t = T::new(cfg());
+        let mut t = T::new(cfg()).over(fam);
         let (b, l) = with_data(&mut t, 100);
         t.app.send_on_connect = Some((b, l));
         let u = if passive {
@@ -608,15 +634,16 @@ fn rfc6298_5_7_rto_3s_after_retransmitted_syn() {
 // After a retransmission timeout SND.NXT is rolled back; a pure ACK still carries SND.MAX
 // (BSD tcp_output), or the peer, whose RCV.NXT may be past our SND.NXT, would find it an
 // old, unacceptable segment and ignore the acknowledgement (RFC 9293 §3.10.7.4).
-#[test]
-fn rfc9293_3_10_7_4_pure_ack_after_rto_carries_snd_max() {
+per_family!(rfc9293_3_10_7_4_pure_ack_after_rto_carries_snd_max);
+fn rfc9293_3_10_7_4_pure_ack_after_rto_carries_snd_max(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             delack_ns: 0,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let (b, _) = with_data(&mut t, 2000);
     t.app.send_on_connect = Some((b, 2000));
     let u = t.established(&MSS_1000);
@@ -635,15 +662,16 @@ fn rfc9293_3_10_7_4_pure_ack_after_rto_carries_snd_max() {
 
 // RFC 7323 §4.1: an echoed timestamp from the current millisecond is a valid sample (our
 // TSval clock is odd-valued: the echo may be one above the millisecond count).
-#[test]
-fn rfc7323_4_1_sub_millisecond_rtt_sampled() {
+per_family!(rfc7323_4_1_sub_millisecond_rtt_sampled);
+fn rfc7323_4_1_sub_millisecond_rtt_sampled(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             timestamps: true,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     t.now = 10 * MS; // an even millisecond: TSval 11
     let (b, _) = with_data(&mut t, 100);
     t.app.send_on_connect = Some((b, 100));
@@ -678,12 +706,13 @@ fn rfc7323_4_1_sub_millisecond_rtt_sampled() {
 }
 
 // RFC 6298 §5 + RFC 9293 §3.8.3: after too many retransmissions the connection is dropped.
-#[test]
-fn rfc9293_3_8_3_give_up_after_max_retries() {
+per_family!(rfc9293_3_8_3_give_up_after_max_retries);
+fn rfc9293_3_8_3_give_up_after_max_retries(fam: Family) {
     let mut t = T::new(TcpConfig {
         max_retries: 3,
         ..cfg()
-    });
+    })
+    .over(fam);
     let (b, l) = with_data(&mut t, 10);
     t.app.send_on_connect = Some((b, l));
     t.established(&[]);
@@ -698,15 +727,16 @@ fn rfc9293_3_8_3_give_up_after_max_retries() {
 }
 
 // RFC 6582 §3.2 / RFC 5681 §3.2: three duplicate ACKs trigger fast retransmit.
-#[test]
-fn rfc6582_3_2_fast_retransmit_on_three_dupacks() {
+per_family!(rfc6582_3_2_fast_retransmit_on_three_dupacks);
+fn rfc6582_3_2_fast_retransmit_on_three_dupacks(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             init_cwnd: 10,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let (b, l) = with_data(&mut t, 8000);
     t.app.send_on_connect = Some((b, l));
     let iss1 = t.established(&[2, 4, 0x05, 0xb4]);
@@ -718,18 +748,19 @@ fn rfc6582_3_2_fast_retransmit_on_three_dupacks() {
     }
     t.feed(t.pseq, iss1, ACK, 65535, &[], &[]);
     let r = t.one();
-    assert_eq!((r.seq, r.payload.len()), (iss1, 1460));
+    let m = fam.mss(1460);
+    assert_eq!((r.seq, r.payload.len()), (iss1, usize::from(m)));
     assert_eq!(t.host.counters().tcps_fastrexmt, 1);
     // Partial ACK (RFC 6582 §3.2 step 5): retransmit the next hole at once.
-    t.feed(t.pseq, iss1.wrapping_add(1460), ACK, 65535, &[], &[]);
+    t.feed(t.pseq, iss1.wrapping_add(m.into()), ACK, 65535, &[], &[]);
     let r = t.take();
-    assert_eq!(r[0].seq, iss1.wrapping_add(1460));
+    assert_eq!(r[0].seq, iss1.wrapping_add(m.into()));
 }
 
 // RFC 9293 §3.8.6.1: zero window -> persist probes.
-#[test]
-fn rfc9293_3_8_6_1_zero_window_probe() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_8_6_1_zero_window_probe);
+fn rfc9293_3_8_6_1_zero_window_probe(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let (b, l) = with_data(&mut t, 100);
     t.app.send_on_connect = Some((b, l));
     let syn = t.connect();
@@ -766,8 +797,8 @@ fn zero_window_flow(t: &mut T, len: u32) -> u32 {
 // window closed (and drops the probe byte) is probed for as long as it answers, with the
 // interval backed off up to the maximum RTO; the flow is never reset and the congestion
 // window is not collapsed (a probe is not a retransmission timeout).
-#[test]
-fn rfc1122_4_2_2_17_zero_window_probed_while_peer_answers() {
+per_family!(rfc1122_4_2_2_17_zero_window_probed_while_peer_answers);
+fn rfc1122_4_2_2_17_zero_window_probed_while_peer_answers(fam: Family) {
     let mut t = T::new(TcpConfig {
         max_retries: 3,
         rto: squall_tcp::RtoConfig {
@@ -776,7 +807,8 @@ fn rfc1122_4_2_2_17_zero_window_probed_while_peer_answers() {
             initial_us: 1_000_000,
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let una = zero_window_flow(&mut t, 100);
     let mut last = t.now;
     let mut gaps = Vec::new();
@@ -819,12 +851,13 @@ fn rfc1122_4_2_2_17_zero_window_probed_while_peer_answers() {
 
 // RFC 1122 §4.2.2.17 allows closing a zero-window connection whose peer stops answering:
 // after `max_retries` unanswered probes the flow is reset.
-#[test]
-fn rfc1122_4_2_2_17_unanswered_zero_window_probes_drop_the_flow() {
+per_family!(rfc1122_4_2_2_17_unanswered_zero_window_probes_drop_the_flow);
+fn rfc1122_4_2_2_17_unanswered_zero_window_probes_drop_the_flow(fam: Family) {
     let mut t = T::new(TcpConfig {
         max_retries: 3,
         ..cfg()
-    });
+    })
+    .over(fam);
     zero_window_flow(&mut t, 100);
     for _ in 0..10 {
         if t.state() == State::Closed {
@@ -845,12 +878,13 @@ fn rfc1122_4_2_2_17_unanswered_zero_window_probes_drop_the_flow() {
 
 // RFC 9293 §3.6: orderly close by us (active close) -> FIN_WAIT_1 -> FIN_WAIT_2 ->
 // TIME_WAIT; half-close: data from the peer still arrives after our FIN.
-#[test]
-fn rfc9293_3_6_half_close_and_time_wait() {
+per_family!(rfc9293_3_6_half_close_and_time_wait);
+fn rfc9293_3_6_half_close_and_time_wait(fam: Family) {
     let mut t = T::new(TcpConfig {
         time_wait_ns: 500 * MS,
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&[]);
     t.take();
     let f = t.flow.unwrap();
@@ -887,9 +921,9 @@ fn rfc9293_3_6_half_close_and_time_wait() {
 }
 
 // RFC 9293 §3.6 figure 13: simultaneous close -> CLOSING -> TIME_WAIT.
-#[test]
-fn rfc9293_3_6_simultaneous_close() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_6_simultaneous_close);
+fn rfc9293_3_6_simultaneous_close(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let iss1 = t.established(&[]);
     t.take();
     let f = t.flow.unwrap();
@@ -903,9 +937,9 @@ fn rfc9293_3_6_simultaneous_close() {
 }
 
 // RFC 9293 §3.6: passive close: CLOSE_WAIT -> LAST_ACK -> CLOSED.
-#[test]
-fn rfc9293_3_6_passive_close() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_6_passive_close);
+fn rfc9293_3_6_passive_close(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     t.app.close_on_peer_fin = true;
     let iss1 = t.established(&[]);
     t.take();
@@ -921,12 +955,13 @@ fn rfc9293_3_6_passive_close() {
 
 // RFC 9293 §3.6.1 (TIME_WAIT assassination avoidance / reuse): connect on a 4-tuple in
 // TIME_WAIT recycles it with a fresh ISN.
-#[test]
-fn rfc9293_3_6_1_time_wait_port_reuse() {
+per_family!(rfc9293_3_6_1_time_wait_port_reuse);
+fn rfc9293_3_6_1_time_wait_port_reuse(fam: Family) {
     let mut t = T::new(TcpConfig {
         time_wait_ns: 60_000 * MS,
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&[]);
     t.take();
     let f = t.flow.unwrap();
@@ -942,9 +977,9 @@ fn rfc9293_3_6_1_time_wait_port_reuse() {
 }
 
 // RFC 9293 §3.10.5: abort sends RST and reports.
-#[test]
-fn rfc9293_3_10_5_abort_sends_rst() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_10_5_abort_sends_rst);
+fn rfc9293_3_10_5_abort_sends_rst(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     t.established(&[]);
     t.take();
     let f = t.flow.unwrap();
@@ -954,15 +989,16 @@ fn rfc9293_3_10_5_abort_sends_rst() {
 }
 
 // RFC 9293 §3.7.4: Nagle holds a small segment while data is unacknowledged.
-#[test]
-fn rfc9293_3_7_4_nagle() {
+per_family!(rfc9293_3_7_4_nagle);
+fn rfc9293_3_7_4_nagle(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             nagle: true,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&[]);
     t.take();
     let (b, _) = with_data(&mut t, 10);
@@ -980,8 +1016,8 @@ fn rfc9293_3_7_4_nagle() {
 // (the classic rule held it until every full segment was acknowledged, and a receiver
 // delaying its ACK for the odd last full segment stalled the flow); a further short
 // segment waits for that one's ACK; a short segment carrying our FIN goes at once.
-#[test]
-fn nagle_minshall_short_tail_of_an_odd_burst_goes_at_once() {
+per_family!(nagle_minshall_short_tail_of_an_odd_burst_goes_at_once);
+fn nagle_minshall_short_tail_of_an_odd_burst_goes_at_once(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             nagle: true,
@@ -989,36 +1025,31 @@ fn nagle_minshall_short_tail_of_an_odd_burst_goes_at_once() {
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&MSS_1460);
     t.take();
-    let (b, _) = with_data(&mut t, 3 * 1460 + 600);
+    let m = u32::from(fam.mss(1460));
+    let (b, _) = with_data(&mut t, 3 * m + 600);
     let f = t.flow.unwrap();
     t.host
-        .send(t.now, &mut t.sink, f, b, 0, 3 * 1460 + 500)
+        .send(t.now, &mut t.sink, f, b, 0, 3 * m + 500)
         .unwrap();
     let segs = t.take();
-    let lens: Vec<usize> = segs.iter().map(|s| s.payload.len()).collect();
-    assert_eq!(lens, [1460, 1460, 1460, 500], "the short tail is not held");
+    let lens: Vec<u32> = segs.iter().map(|s| s.payload.len() as u32).collect();
+    assert_eq!(lens, [m, m, m, 500], "the short tail is not held");
     assert_eq!(segs[3].flags & PSH, PSH);
     // Another short segment waits while the first short one is unacknowledged...
     t.host.send(t.now, &mut t.sink, f, b, 0, 50).unwrap();
     assert!(t.take().is_empty(), "held: a short segment is in flight");
     // ... even when only the full segments are acknowledged ...
-    t.feed(t.pseq, iss1.wrapping_add(3 * 1460), ACK, 65535, &[], &[]);
+    t.feed(t.pseq, iss1.wrapping_add(3 * m), ACK, 65535, &[], &[]);
     assert!(
         t.take().is_empty(),
         "held: the short segment is still in flight"
     );
     // ... and goes once it is.
-    t.feed(
-        t.pseq,
-        iss1.wrapping_add(3 * 1460 + 500),
-        ACK,
-        65535,
-        &[],
-        &[],
-    );
+    t.feed(t.pseq, iss1.wrapping_add(3 * m + 500), ACK, 65535, &[], &[]);
     assert_eq!(t.one().payload.len(), 50);
     // A short segment that carries our FIN is never held (Linux tcp_nagle_test).
     t.host.send(t.now, &mut t.sink, f, b, 0, 30).unwrap();
@@ -1030,9 +1061,9 @@ fn nagle_minshall_short_tail_of_an_odd_burst_goes_at_once() {
 // A segment with PSH ends what the peer had queued: it is acknowledged at once (the peer
 // may be waiting for it: Nagle, or an application that waits for its data to be acked),
 // not after the delayed-ACK timeout.
-#[test]
-fn psh_segment_is_acknowledged_at_once() {
-    let (mut t, iss1) = established_with_delack(200 * MS, &MSS_1460);
+per_family!(psh_segment_is_acknowledged_at_once);
+fn psh_segment_is_acknowledged_at_once(fam: Family) {
+    let (mut t, iss1) = established_with_delack(fam, 200 * MS, &MSS_1460);
     t.feed(t.pseq, iss1, ACK, 65535, &[], &[7u8; 100]);
     assert!(t.take().is_empty(), "no PSH: ACK delayed");
     t.feed(t.pseq + 100, iss1, ACK | PSH, 65535, &[], &[8u8; 100]);
@@ -1043,9 +1074,9 @@ fn psh_segment_is_acknowledged_at_once() {
 // RFC 9293 §3.8.6.3: "at least every second full-sized segment" counts the segment size
 // of the connection: a peer that announced a smaller MSS than ours gets its ACK after two
 // of its full segments, not after three.
-#[test]
-fn every_second_full_segment_of_the_connection_mss() {
-    let (mut t, iss1) = established_with_delack(200 * MS, &MSS_1000);
+per_family!(every_second_full_segment_of_the_connection_mss);
+fn every_second_full_segment_of_the_connection_mss(fam: Family) {
+    let (mut t, iss1) = established_with_delack(fam, 200 * MS, &MSS_1000);
     t.feed(t.pseq, iss1, ACK, 65535, &[], &[1u8; 1000]);
     assert!(t.take().is_empty());
     t.feed(t.pseq + 1000, iss1, ACK, 65535, &[], &[1u8; 1000]);
@@ -1056,7 +1087,7 @@ fn every_second_full_segment_of_the_connection_mss() {
     );
 }
 
-fn syn_from(port: u16, seq: u32, flags: u8, ack: u32, payload: &[u8]) -> Vec<u8> {
+fn syn_from(fam: Family, port: u16, seq: u32, flags: u8, ack: u32, payload: &[u8]) -> Vec<u8> {
     let h = FrameHdr {
         src_mac: [2, 0, 0, 0, 0, 9],
         dst_mac: [2, 0, 0, 0, 0, 1],
@@ -1073,35 +1104,43 @@ fn syn_from(port: u16, seq: u32, flags: u8, ack: u32, payload: &[u8]) -> Vec<u8>
         tos: 0,
     };
     let opts: &[u8] = if flags & SYN != 0 { &MSS_1000 } else { &[] };
-    wire::frame(&h, opts, payload)
+    wire::frame_in(fam, &h, opts, payload)
 }
 
 // RFC 4987 §3.6: when the half-open table is full, SYN cookies keep accepting connections
 // without state; a forged cookie is refused.
-#[test]
-fn rfc4987_3_6_syn_cookies_when_half_open_table_full() {
+per_family!(rfc4987_3_6_syn_cookies_when_half_open_table_full);
+fn rfc4987_3_6_syn_cookies_when_half_open_table_full(fam: Family) {
     let mut t = T::new(TcpConfig {
         max_half_open: 1,
         ..cfg()
-    });
+    })
+    .over(fam);
     t.host.listen(HP);
-    t.host
-        .rx(0, &syn_from(1000, 10, SYN, 0, &[]), &mut t.app, &mut t.sink);
+    t.host.rx(
+        0,
+        &syn_from(fam, 1000, 10, SYN, 0, &[]),
+        &mut t.app,
+        &mut t.sink,
+    );
     t.take();
     t.host.rx(
         0,
-        &syn_from(1001, 500, SYN, 0, &[]),
+        &syn_from(fam, 1001, 500, SYN, 0, &[]),
         &mut t.app,
         &mut t.sink,
     );
     let sa = t.one();
-    assert_eq!((sa.flags, sa.ack, sa.opts.mss), (SYN | ACK, 501, 1460));
+    assert_eq!(
+        (sa.flags, sa.ack, sa.opts.mss),
+        (SYN | ACK, 501, fam.mss(1460))
+    );
     assert_eq!(t.host.counters().tcps_sc_sendcookie, 1);
     assert_eq!(t.host.flow_count(), 1, "no state for the cookie SYN");
     // Forged cookie: RST.
     t.host.rx(
         0,
-        &syn_from(1001, 501, ACK, sa.seq.wrapping_add(2), &[]),
+        &syn_from(fam, 1001, 501, ACK, sa.seq.wrapping_add(2), &[]),
         &mut t.app,
         &mut t.sink,
     );
@@ -1109,7 +1148,7 @@ fn rfc4987_3_6_syn_cookies_when_half_open_table_full() {
     // Valid cookie ACK with data: connection established, data delivered, MSS from the cookie.
     t.host.rx(
         1_000_000,
-        &syn_from(1001, 501, ACK, sa.seq.wrapping_add(1), b"hi"),
+        &syn_from(fam, 1001, 501, ACK, sa.seq.wrapping_add(1), b"hi"),
         &mut t.app,
         &mut t.sink,
     );
@@ -1133,13 +1172,14 @@ fn rfc4987_3_6_syn_cookies_when_half_open_table_full() {
 
 // Bounded half-open table (issue 3 defences): with SYN cookies off, SYNs beyond the limit
 // are dropped and counted.
-#[test]
-fn half_open_table_is_bounded() {
+per_family!(half_open_table_is_bounded);
+fn half_open_table_is_bounded(fam: Family) {
     let mut t = T::new(TcpConfig {
         max_half_open: 2,
         syn_cookies: false,
         ..cfg()
-    });
+    })
+    .over(fam);
     t.host.listen(HP);
     for i in 0..3u16 {
         let h = FrameHdr {
@@ -1157,7 +1197,7 @@ fn half_open_table_is_bounded() {
             ttl: 64,
             tos: 0,
         };
-        let buf = wire::frame(&h, &[], &[]);
+        let buf = wire::frame_in(fam, &h, &[], &[]);
         let off = buf.len();
         t.host.rx(0, &buf[..off], &mut t.app, &mut t.sink);
     }
@@ -1167,9 +1207,9 @@ fn half_open_table_is_bounded() {
 }
 
 // Owned dynamic data works and is freed once acknowledged.
-#[test]
-fn owned_send_data_freed_when_acked() {
-    let mut t = T::new(cfg());
+per_family!(owned_send_data_freed_when_acked);
+fn owned_send_data_freed_when_acked(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let iss1 = t.established(&[]);
     t.take();
     let f = t.flow.unwrap();
@@ -1184,9 +1224,9 @@ fn owned_send_data_freed_when_acked() {
 }
 
 // Corrupted frames are dropped and counted, never processed.
-#[test]
-fn rfc9293_3_1_bad_checksum_counted() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_1_bad_checksum_counted);
+fn rfc9293_3_1_bad_checksum_counted(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     t.host.listen(HP);
     let h = FrameHdr {
         src_mac: [0; 6],
@@ -1203,15 +1243,15 @@ fn rfc9293_3_1_bad_checksum_counted() {
         ttl: 64,
         tos: 0,
     };
-    let mut buf = wire::frame(&h, &[], &[]);
+    let mut buf = wire::frame_in(fam, &h, &[], &[]);
     let off = buf.len();
-    buf.resize(64, 0);
-    buf[40] ^= 0xff;
+    buf.resize(off.max(64), 0);
+    buf[fam.tcp_at() + 6] ^= 0xff; // the sequence number
     t.host.rx(0, &buf[..off], &mut t.app, &mut t.sink);
     assert!(t.take().is_empty());
     assert_eq!(t.host.counters().tcps_rcvbadsum, 1);
     // Garbage never panics.
-    for n in 0..64 {
+    for n in 0..buf.len() {
         t.host.rx(0, &buf[..n], &mut t.app, &mut t.sink);
     }
 }
@@ -1225,15 +1265,16 @@ fn ts_opt(val: u32, ecr: u32) -> Vec<u8> {
 
 // RFC 7323 §3.2: timestamps negotiated in the handshake, then sent on every segment with
 // TS.Recent echoed; MSS accounts for the option.
-#[test]
-fn rfc7323_3_2_timestamps_negotiated_and_echoed() {
+per_family!(rfc7323_3_2_timestamps_negotiated_and_echoed);
+fn rfc7323_3_2_timestamps_negotiated_and_echoed(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             timestamps: true,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     t.now = 5 * MS;
     let syn = t.connect();
     let (val, _) = syn.opts.ts.expect("TS offered on SYN");
@@ -1243,36 +1284,44 @@ fn rfc7323_3_2_timestamps_negotiated_and_echoed() {
     t.feed(t.pseq, syn.seq.wrapping_add(1), SYN | ACK, 65535, &o, &[]);
     let a = t.one();
     assert_eq!(a.opts.ts.map(|x| x.1), Some(1000), "TS.Recent echoed");
-    assert_eq!(t.host.flow_info(t.flow.unwrap()).unwrap().mss, 1448);
+    assert_eq!(
+        t.host.flow_info(t.flow.unwrap()).unwrap().mss,
+        fam.mss(1460) - 12
+    );
 }
 
 // RFC 7323 §3.2: no timestamps unless both sides offer them.
-#[test]
-fn rfc7323_3_2_no_timestamps_without_peer_offer() {
+per_family!(rfc7323_3_2_no_timestamps_without_peer_offer);
+fn rfc7323_3_2_no_timestamps_without_peer_offer(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             timestamps: true,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     t.established(&[2, 4, 0x05, 0xb4]);
     let a = t.one();
     assert_eq!(a.opts.ts, None);
-    assert_eq!(t.host.flow_info(t.flow.unwrap()).unwrap().mss, 1460);
+    assert_eq!(
+        t.host.flow_info(t.flow.unwrap()).unwrap().mss,
+        fam.mss(1460)
+    );
 }
 
 // RFC 7323 §5.3: PAWS drops a segment whose TSval is older than TS.Recent (and ACKs);
 // newer timestamps are accepted and update TS.Recent.
-#[test]
-fn rfc7323_5_3_paws_rejects_old_timestamps() {
+per_family!(rfc7323_5_3_paws_rejects_old_timestamps);
+fn rfc7323_5_3_paws_rejects_old_timestamps(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             timestamps: true,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let mut o = vec![2, 4, 0x05, 0xb4];
     o.extend(ts_opt(1000, 1));
     let iss1 = t.established(&o);
@@ -1288,15 +1337,16 @@ fn rfc7323_5_3_paws_rejects_old_timestamps() {
 }
 
 // RFC 2018 §2: SACK-permitted negotiated in the handshake.
-#[test]
-fn rfc2018_2_sack_permitted_negotiated() {
+per_family!(rfc2018_2_sack_permitted_negotiated);
+fn rfc2018_2_sack_permitted_negotiated(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             sack: true,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let syn = t.connect();
     assert!(syn.opts.sack_ok);
     t.feed(
@@ -1314,21 +1364,23 @@ fn rfc2018_2_sack_permitted_negotiated() {
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     u.established(&[2, 4, 5, 0xb4]);
     assert!(!u.host.flow_info(u.flow.unwrap()).unwrap().sack);
 }
 
 // RFC 2018 §4: the receiver reports out-of-order blocks, the most recent first.
-#[test]
-fn rfc2018_4_receiver_sends_sack_blocks() {
+per_family!(rfc2018_4_receiver_sends_sack_blocks);
+fn rfc2018_4_receiver_sends_sack_blocks(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             sack: true,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let syn = t.connect();
     t.feed(
         t.pseq,
@@ -1357,8 +1409,8 @@ fn rfc2018_4_receiver_sends_sack_blocks() {
 
 // RFC 6675 §5: with SACK, the sender retransmits every hole the scoreboard shows (not one
 // per round trip as NewReno does).
-#[test]
-fn rfc6675_5_sack_recovery_retransmits_holes() {
+per_family!(rfc6675_5_sack_recovery_retransmits_holes);
+fn rfc6675_5_sack_recovery_retransmits_holes(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             sack: true,
@@ -1366,7 +1418,8 @@ fn rfc6675_5_sack_recovery_retransmits_holes() {
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let (b, l) = with_data(&mut t, 10 * 1000);
     t.app.send_on_connect = Some((b, l));
     let syn = t.connect();
@@ -1429,8 +1482,8 @@ fn sack_opt(blocks: &[(u32, u32)]) -> Vec<u8> {
 // RFC 6675 §5 step 4.3: on entering loss recovery the segment at SND.UNA (HighACK + 1) is
 // retransmitted at once, even when fewer than (DupThresh - 1) * SMSS bytes are SACKed
 // above it (a flow of small segments).
-#[test]
-fn rfc6675_5_4_3_recovery_retransmits_first_segment_of_small_segments() {
+per_family!(rfc6675_5_4_3_recovery_retransmits_first_segment_of_small_segments);
+fn rfc6675_5_4_3_recovery_retransmits_first_segment_of_small_segments(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             sack: true,
@@ -1438,7 +1491,8 @@ fn rfc6675_5_4_3_recovery_retransmits_first_segment_of_small_segments() {
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let u = t.established(&[2, 4, 0x03, 0xe8, 4, 2, 1, 1]);
     t.take();
     let (b, _) = with_data(&mut t, 1000);
@@ -1475,9 +1529,9 @@ fn rfc6675_5_4_3_recovery_retransmits_first_segment_of_small_segments() {
 
 // RFC 9293 §3.7.1 / RFC 6691: the MSS counts data only, so option bytes come out of the
 // segment: with timestamps and three SACK blocks (40 option bytes) every data segment still
-// fits the peer's MSS + 40 (an IPv4 MTU of 1500 for MSS 1460).
-#[test]
-fn rfc6691_data_segments_with_sack_blocks_fit_the_mtu() {
+// fits the MSS + 40 (an MTU of 1500: MSS 1460 over IPv4, 1440 over IPv6).
+per_family!(rfc6691_data_segments_with_sack_blocks_fit_the_mtu);
+fn rfc6691_data_segments_with_sack_blocks_fit_the_mtu(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             sack: true,
@@ -1486,7 +1540,8 @@ fn rfc6691_data_segments_with_sack_blocks_fit_the_mtu() {
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let mut o = vec![2, 4, 0x05, 0xb4, 1, 1, 4, 2];
     o.extend_from_slice(&ts_opt(1000, 0));
     let u = t.established(&o);
@@ -1512,7 +1567,7 @@ fn rfc6691_data_segments_with_sack_blocks_fit_the_mtu() {
         assert_eq!(wire::parse_opts(s.opts).sack_n, 3, "SACK blocks on data");
         let tcp = 20 + s.opts.len() + s.payload.len();
         assert!(
-            tcp <= 1460 + 20,
+            tcp <= usize::from(fam.mss(1460)) + 20,
             "TCP segment of {tcp} bytes: exceeds MSS + options"
         );
         assert!(
@@ -1527,9 +1582,9 @@ fn rfc6691_data_segments_with_sack_blocks_fit_the_mtu() {
 
 // Header prediction (RFC 9293 §3.10.7.4 common case): in-order data and pure ACKs take the
 // fast path and are counted.
-#[test]
-fn rfc9293_3_10_7_4_header_prediction_counted() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_10_7_4_header_prediction_counted);
+fn rfc9293_3_10_7_4_header_prediction_counted(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let (b, l) = with_data(&mut t, 100);
     t.app.send_on_connect = Some((b, l));
     let iss1 = t.established(&[2, 4, 5, 0xb4]);
@@ -1551,9 +1606,9 @@ fn rfc9293_3_10_7_4_header_prediction_counted() {
 
 // RFC 9293 §3.10.7.4 (eighth check) with out-of-order arrival: a FIN queued behind a hole
 // takes effect once the hole fills, without waiting for its retransmission.
-#[test]
-fn rfc9293_3_10_7_4_out_of_order_fin() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_10_7_4_out_of_order_fin);
+fn rfc9293_3_10_7_4_out_of_order_fin(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     let iss1 = t.established(&[]);
     t.take();
     let p = t.pseq;
@@ -1570,13 +1625,14 @@ fn rfc9293_3_10_7_4_out_of_order_fin() {
 // RFC 5961 §5.2: an ACK below SND.UNA - MAX.SND.WND is answered by a challenge ACK and its
 // data dropped; §7: challenge ACKs are rate limited (per host here: the per-flow limit is
 // off; the budget of a second is drawn in [2, 5) for a limit of 3, as Linux does).
-#[test]
-fn rfc5961_5_2_too_old_ack_and_7_rate_limit() {
+per_family!(rfc5961_5_2_too_old_ack_and_7_rate_limit);
+fn rfc5961_5_2_too_old_ack_and_7_rate_limit(fam: Family) {
     let mut t = T::new(TcpConfig {
         challenge_ack_limit: 3,
         invalid_ratelimit_ns: 0,
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&[]);
     t.take();
     t.feed(t.pseq, iss1.wrapping_sub(200_000), ACK, 65535, &[], b"zzz");
@@ -1594,12 +1650,12 @@ fn rfc5961_5_2_too_old_ack_and_7_rate_limit() {
 }
 
 // rx_burst processes every frame of a burst exactly like rx (including garbage).
-#[test]
-fn rx_burst_matches_rx() {
-    let mut t = T::new(cfg());
+per_family!(rx_burst_matches_rx);
+fn rx_burst_matches_rx(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     t.host.listen(HP);
-    let a = syn_from(2000, 1, SYN, 0, &[]);
-    let b = syn_from(2001, 1, SYN, 0, &[]);
+    let a = syn_from(fam, 2000, 1, SYN, 0, &[]);
+    let b = syn_from(fam, 2001, 1, SYN, 0, &[]);
     let junk = vec![0u8; 20];
     let burst: Vec<&[u8]> = vec![&a, &junk, &b];
     t.host.rx_burst(0, &burst, &mut t.app, &mut t.sink);
@@ -1613,41 +1669,38 @@ fn rx_burst_matches_rx() {
     );
 }
 
-// RFC 5681 §4.2 with timestamps: "full-sized" means the effective MSS (1448 with the option),
-// so the second 1448-byte segment is ACKed at once.
-#[test]
-fn rfc5681_4_2_every_second_segment_with_timestamps() {
+// RFC 5681 §4.2 with timestamps: "full-sized" means the effective MSS (1448 with the option
+// over IPv4, 1428 over IPv6), so the second such segment is ACKed at once.
+per_family!(rfc5681_4_2_every_second_segment_with_timestamps);
+fn rfc5681_4_2_every_second_segment_with_timestamps(fam: Family) {
     let mut t = T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             timestamps: true,
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let mut o = vec![2, 4, 0x05, 0xb4];
     o.extend(ts_opt(1000, 1));
     let iss1 = t.established(&o);
     t.take();
-    t.feed(t.pseq, iss1, ACK, 65535, &ts_opt(1001, 1), &[1u8; 1448]);
+    let m = u32::from(fam.mss(1460) - 12);
+    let full = vec![1u8; m as usize];
+    t.feed(t.pseq, iss1, ACK, 65535, &ts_opt(1001, 1), &full);
     assert!(t.take().is_empty());
-    t.feed(
-        t.pseq + 1448,
-        iss1,
-        ACK,
-        65535,
-        &ts_opt(1002, 1),
-        &[1u8; 1448],
-    );
-    assert_eq!(t.one().ack, t.pseq + 2896);
+    t.feed(t.pseq + m, iss1, ACK, 65535, &ts_opt(1002, 1), &full);
+    assert_eq!(t.one().ack, t.pseq + 2 * m);
 }
 
 // FIN_WAIT_2 is bounded: a peer that never sends its FIN does not hold the flow forever.
-#[test]
-fn rfc9293_3_6_fin_wait_2_timeout() {
+per_family!(rfc9293_3_6_fin_wait_2_timeout);
+fn rfc9293_3_6_fin_wait_2_timeout(fam: Family) {
     let mut t = T::new(TcpConfig {
         fin_wait2_ns: 30_000 * MS,
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&[]);
     t.take();
     let f = t.flow.unwrap();
@@ -1664,12 +1717,13 @@ fn rfc9293_3_6_fin_wait_2_timeout() {
 
 // A half-closed flow whose peer keeps sending is not cut: the FIN_WAIT_2 timeout counts
 // from the last data received (idleness), not from our FIN's acknowledgement.
-#[test]
-fn fin_wait_2_timeout_counts_idleness_not_age() {
+per_family!(fin_wait_2_timeout_counts_idleness_not_age);
+fn fin_wait_2_timeout_counts_idleness_not_age(fam: Family) {
     let mut t = T::new(TcpConfig {
         fin_wait2_ns: 30_000 * MS,
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&[]);
     t.take();
     let f = t.flow.unwrap();
@@ -1696,12 +1750,13 @@ fn fin_wait_2_timeout_counts_idleness_not_age() {
 // RFC 9293 §3.8.4 / RFC 1122 §4.2.3.6: keepalive probes after idle (SEG.SEQ = SND.NXT-1);
 // an answer restarts the idle period and the probe count; the connection is dropped after
 // the configured number of unanswered probes.
-#[test]
-fn rfc9293_3_8_4_keepalive_probes_and_drop() {
+per_family!(rfc9293_3_8_4_keepalive_probes_and_drop);
+fn rfc9293_3_8_4_keepalive_probes_and_drop(fam: Family) {
     let mut t = T::new(TcpConfig {
         keepalive: Some((10_000 * MS, 1_000 * MS, 3)),
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&[]);
     t.take();
     t.advance(10_000 * MS);
@@ -1735,8 +1790,8 @@ fn rfc9293_3_8_4_keepalive_probes_and_drop() {
 // RFC 1122 §4.2.3.6: keepalives are sent only when no data or acknowledgement has been
 // received for the idle interval: a receive-only flow is never probed (nor dropped) while
 // the peer keeps sending.
-#[test]
-fn rfc1122_4_2_3_6_received_data_defers_keepalive() {
+per_family!(rfc1122_4_2_3_6_received_data_defers_keepalive);
+fn rfc1122_4_2_3_6_received_data_defers_keepalive(fam: Family) {
     let mut t = T::new(TcpConfig {
         keepalive: Some((10_000 * MS, 1_000 * MS, 3)),
         opts: squall_tcp::FlowOpts {
@@ -1744,7 +1799,8 @@ fn rfc1122_4_2_3_6_received_data_defers_keepalive() {
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
-    });
+    })
+    .over(fam);
     let iss1 = t.established(&[]);
     t.take();
     // 60 s of data every 5 s, ACKed each time; no probe, still established.
@@ -1767,9 +1823,9 @@ fn rfc1122_4_2_3_6_received_data_defers_keepalive() {
 
 // TIME_WAIT on the passive side: a new SYN above RCV.NXT on the same 4-tuple recycles the
 // old flow and is accepted (safe port reuse).
-#[test]
-fn rfc9293_3_6_1_time_wait_reused_by_new_syn() {
-    let mut t = T::new(cfg());
+per_family!(rfc9293_3_6_1_time_wait_reused_by_new_syn);
+fn rfc9293_3_6_1_time_wait_reused_by_new_syn(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
     t.host.listen(HP);
     t.feed(7000, 0, SYN, 65535, &[], &[]);
     let sa = t.one();

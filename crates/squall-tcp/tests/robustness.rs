@@ -4,7 +4,7 @@
 mod common;
 
 use common::wire::{self, FrameHdr};
-use common::{Rng, VecSink};
+use common::{Family, Rng, VecSink};
 use squall_tcp::{CloseReason, Ctl, FlowId, TcpApp, TcpConfig, TcpHost};
 
 #[derive(Default)]
@@ -31,7 +31,7 @@ impl TcpApp for Echo {
     }
 }
 
-fn frame(r: &mut Rng, port: u16, seq: u32, ack: u32) -> Vec<u8> {
+fn frame(fam: Family, r: &mut Rng, port: u16, seq: u32, ack: u32) -> Vec<u8> {
     let flags = match r.below(10) {
         0..=4 => 0x10 | (r.next() as u8 & 0x08),
         5 => 0x02,
@@ -68,7 +68,7 @@ fn frame(r: &mut Rng, port: u16, seq: u32, ack: u32) -> Vec<u8> {
         r.below(1400) as usize
     };
     let payload: Vec<u8> = (0..plen).map(|_| r.next() as u8).collect();
-    let mut buf = wire::frame(&h, &opts, &payload);
+    let mut buf = wire::frame_in(fam, &h, &opts, &payload);
     if r.chance(0.05) {
         // Raw corruption of any byte (header fields included).
         let i = r.below(buf.len() as u64) as usize;
@@ -77,8 +77,8 @@ fn frame(r: &mut Rng, port: u16, seq: u32, ack: u32) -> Vec<u8> {
     buf
 }
 
-#[test]
-fn random_segments_never_panic_and_flows_end() {
+per_family!(random_segments_never_panic_and_flows_end);
+fn random_segments_never_panic_and_flows_end(fam: Family) {
     for seed in 1..=4u64 {
         let cfg = TcpConfig {
             max_flows: 64,
@@ -120,11 +120,12 @@ fn random_segments_never_panic_and_flows_end() {
                 }
                 _ => (r.next() as u32, r.next() as u32),
             };
-            let f = frame(&mut r, port, seq, ack);
+            let f = frame(fam, &mut r, port, seq, ack);
             host.rx(now, &f, &mut app, &mut sink);
             host.poll(now, &mut app, &mut sink);
             for out in sink.frames.drain(..) {
                 let s = wire::parse(&out).expect("host frames are always valid");
+                assert_eq!(s.family, fam);
                 seqs.push((s.dst_port, s.ack, s.seq));
             }
             if seqs.len() > 1000 {
@@ -147,6 +148,9 @@ fn random_segments_never_panic_and_flows_end() {
             "seed {seed}: flows left {}",
             host.flow_count()
         );
+        // Over IPv6 every address id is given back with the flows (corrupted frames
+        // name any address).
+        assert_eq!(host.ipv6_addresses(), 0, "seed {seed}");
         let c = host.counters();
         assert!(c.tcps_rcvtotal >= 30_000);
         assert!(

@@ -4,8 +4,9 @@
 //! byte is verified by the common W1 client and server.
 
 mod common;
+use common::wire;
 use common::*;
-use squall_tcp::{TcpHost, TxSink};
+use squall_tcp::{OptsId, TcpHost, TxSink};
 
 /// A bounded FIFO of frames: `alloc` fails once `limit` frames wait.
 struct Ring {
@@ -36,9 +37,15 @@ impl TxSink for Ring {
     }
 }
 
-/// Runs `n` W1 flows, `conc` at a time, with no loss, over a client->server ring of
-/// `climit` frames and a server->client ring of `slimit` frames.
-fn run(n: u32, conc: u32, climit: usize, slimit: usize) -> (W1Client, W1Server, TcpHost, TcpHost) {
+/// Runs `n` W1 flows over `fam`, `conc` at a time, with no loss, over a client->server
+/// ring of `climit` frames and a server->client ring of `slimit` frames.
+fn run(
+    fam: Family,
+    n: u32,
+    conc: u32,
+    climit: usize,
+    slimit: usize,
+) -> (W1Client, W1Server, TcpHost, TcpHost) {
     let mut now = 1_000_000_000u64;
     let W1Pair {
         mut ch,
@@ -52,14 +59,15 @@ fn run(n: u32, conc: u32, climit: usize, slimit: usize) -> (W1Client, W1Server, 
     let deadline = now + 3_600_000_000_000;
     while (capp.done < n as u64 || sapp.done < n as u64) && now < deadline {
         while next < n && (next as u64) < capp.done + conc as u64 && cq.frames.len() < climit {
-            let f = ch
+            let local = (client_ip(next), client_port(next));
+            let f = fam
                 .connect(
+                    &mut ch,
                     now,
                     &mut cq,
-                    client_ip(next),
-                    client_port(next),
-                    SERVER_IP,
-                    80,
+                    local,
+                    (SERVER_IP, 80),
+                    OptsId::DEFAULT,
                 )
                 .expect("connect");
             capp.started(f, next);
@@ -87,10 +95,10 @@ fn run(n: u32, conc: u32, climit: usize, slimit: usize) -> (W1Client, W1Server, 
     (capp, sapp, ch, sh)
 }
 
-#[test]
-fn full_tx_ring_resumes_flows_without_retransmission() {
+per_family!(full_tx_ring_resumes_flows_without_retransmission);
+fn full_tx_ring_resumes_flows_without_retransmission(fam: Family) {
     let (n, conc) = (300, 60);
-    let (capp, sapp, ch, sh) = run(n, conc, 3, 4);
+    let (capp, sapp, ch, sh) = run(fam, n, conc, 3, 4);
     assert_eq!(capp.ok, n as u64, "client failures: {:?}", capp.failed);
     assert_eq!(sapp.ok, n as u64, "server failures: {:?}", sapp.failed);
     let (c, s) = (ch.counters(), sh.counters());
@@ -108,9 +116,9 @@ fn full_tx_ring_resumes_flows_without_retransmission() {
     assert_eq!(s.tcps_sndbyte, n as u64 * RESP_LEN as u64);
 }
 
-#[test]
-fn ring_of_one_frame_still_completes() {
-    let (capp, sapp, ch, sh) = run(20, 5, 1, 1);
+per_family!(ring_of_one_frame_still_completes);
+fn ring_of_one_frame_still_completes(fam: Family) {
+    let (capp, sapp, ch, sh) = run(fam, 20, 5, 1, 1);
     assert_eq!(capp.ok, 20, "client failures: {:?}", capp.failed);
     assert_eq!(sapp.ok, 20, "server failures: {:?}", sapp.failed);
     assert_eq!(
@@ -121,8 +129,8 @@ fn ring_of_one_frame_still_completes() {
 
 // A flow that found the sink full is served before the segments a later receive
 // triggers: its SYN leaves first when a slot frees, the receiving flow's ACK waits.
-#[test]
-fn blocked_flow_goes_before_output_triggered_by_a_receive() {
+per_family!(blocked_flow_goes_before_output_triggered_by_a_receive);
+fn blocked_flow_goes_before_output_triggered_by_a_receive(fam: Family) {
     let now = 1_000_000_000u64;
     let W1Pair {
         mut ch,
@@ -132,17 +140,20 @@ fn blocked_flow_goes_before_output_triggered_by_a_receive() {
     } = w1_pair(w1_config(), 64, 0, now);
     let mut cq = Ring::new(1);
     let mut sq = Ring::new(8);
-    let port = |f: &[u8]| u16::from_be_bytes([f[34], f[35]]);
-    let flags = |f: &[u8]| f[47];
+    let seg = |f: &[u8]| {
+        let s = wire::parse(f).expect("a valid frame");
+        assert_eq!(s.family, fam);
+        (s.src_port, s.flags)
+    };
+    let port = |f: &[u8]| seg(f).0;
+    let flags = |f: &[u8]| seg(f).1;
     // A's SYN takes the only slot; B's SYN finds the sink full and waits.
-    let a = ch
-        .connect(now, &mut cq, client_ip(0), client_port(0), SERVER_IP, 80)
-        .expect("connect A");
-    capp.started(a, 0);
-    let b = ch
-        .connect(now, &mut cq, client_ip(1), client_port(1), SERVER_IP, 80)
-        .expect("connect B");
-    capp.started(b, 1);
+    for k in 0..2 {
+        let local = (client_ip(k), client_port(k));
+        let d = OptsId::DEFAULT;
+        let f = fam.connect(&mut ch, now, &mut cq, local, (SERVER_IP, 80), d);
+        capp.started(f.expect("connect"), k);
+    }
     assert_eq!(cq.frames.len(), 1);
     assert_eq!(ch.counters().tcps_txfull, 1);
     // A's SYN reaches the server; its SYN-ACK comes back to the client.

@@ -1,7 +1,8 @@
 //! W1 scenario tests (issue 3): client and server hosts over an impaired in-memory wire on a
 //! virtual clock, every byte verified, every flow accounted for. Flow counts are a
 //! parameter: `SQUALL_W1_FLOWS` (default 2,000 per scenario under `cargo test`); the
-//! `#[ignore]`d `*_100k` variants run the issue's 100,000 flows (use `--release`).
+//! `#[ignore]`d `*_100k` variants run the issue's 100,000 flows (use `--release`). Every
+//! scenario runs over IPv4 and over IPv6 (`_ipv6`).
 
 mod common;
 use common::*;
@@ -51,6 +52,13 @@ fn check(name: &str, r: &W1Result, allow_fail: bool) {
         r.server.tcps_rcvbadsum,
         r.server.tcps_rcvoopack
     );
+    eprintln!(
+        "DEBUG server_failed {:?} client_failed {:?}",
+        &r.server_failed[..r.server_failed.len().min(5)],
+        &r.client_failed[..r.client_failed.len().min(5)]
+    );
+    eprintln!("DEBUG client {:?}", r.client);
+    eprintln!("DEBUG server {:?}", r.server);
     assert!(
         r.hung.is_empty(),
         "{name}: hung flows: {:?}",
@@ -304,18 +312,30 @@ fn reproducible_from_seed(fam: Family) {
     assert_eq!(a.virtual_ns, b.virtual_ns);
 }
 
+/// A full-size scenario as two ignored tests: over IPv4 (`$v4`) and over IPv6 (`$v6`).
 macro_rules! full {
-    ($name:ident, $imp:expr, $seed:expr) => {
+    ($v4:ident, $v6:ident, $imp:expr, $seed:expr) => {
         #[test]
         #[ignore = "100,000 flows: run with --release -- --ignored"]
-        fn $name() {
-            run(Family::V4, stringify!($name), 100_000, $imp, $seed);
+        fn $v4() {
+            run(Family::V4, stringify!($v4), 100_000, $imp, $seed);
+        }
+        #[test]
+        #[ignore = "100,000 flows: run with --release -- --ignored"]
+        fn $v6() {
+            run(Family::V6, stringify!($v6), 100_000, $imp, $seed);
         }
     };
 }
-full!(w1_no_impairment_100k, clean(), 11);
+full!(
+    w1_no_impairment_100k,
+    w1_no_impairment_100k_ipv6,
+    clean(),
+    11
+);
 full!(
     w1_loss_1pct_100k,
+    w1_loss_1pct_100k_ipv6,
     Impair {
         loss: 0.01,
         ..clean()
@@ -324,6 +344,7 @@ full!(
 );
 full!(
     w1_loss_5pct_100k,
+    w1_loss_5pct_100k_ipv6,
     Impair {
         loss: 0.05,
         ..clean()
@@ -332,6 +353,7 @@ full!(
 );
 full!(
     w1_loss_20pct_100k,
+    w1_loss_20pct_100k_ipv6,
     Impair {
         loss: 0.20,
         ..clean()
@@ -340,6 +362,7 @@ full!(
 );
 full!(
     w1_reordering_100k,
+    w1_reordering_100k_ipv6,
     Impair {
         reorder: 0.05,
         reorder_extra_ns: 100_000,
@@ -349,6 +372,7 @@ full!(
 );
 full!(
     w1_duplication_100k,
+    w1_duplication_100k_ipv6,
     Impair {
         dup: 0.05,
         ..clean()
@@ -357,6 +381,7 @@ full!(
 );
 full!(
     w1_corruption_100k,
+    w1_corruption_100k_ipv6,
     Impair {
         corrupt: 0.02,
         ..clean()
@@ -365,6 +390,7 @@ full!(
 );
 full!(
     w1_delay_10ms_jitter_100k,
+    w1_delay_10ms_jitter_100k_ipv6,
     Impair {
         delay_ns: 10_000_000,
         jitter_ns: 2_000_000,
@@ -501,6 +527,16 @@ fn chaos_all_impairments_all_option_sets(fam: Family) {
 #[test]
 #[ignore = "100,000 flows: run with --release -- --ignored"]
 fn w1_loss_20pct_sack_ts_100k() {
+    loss_20pct_sack_ts_100k(Family::V4)
+}
+
+#[test]
+#[ignore = "100,000 flows: run with --release -- --ignored"]
+fn w1_loss_20pct_sack_ts_100k_ipv6() {
+    loss_20pct_sack_ts_100k(Family::V6)
+}
+
+fn loss_20pct_sack_ts_100k(fam: Family) {
     let cfg = squall_tcp::TcpConfig {
         opts: squall_tcp::FlowOpts {
             sack: true,
@@ -510,7 +546,8 @@ fn w1_loss_20pct_sack_ts_100k() {
         },
         ..w1_config()
     };
-    let r = run_w1(
+    let r = run_w1_over(
+        fam,
         100_000,
         200,
         Impair {
@@ -522,5 +559,5 @@ fn w1_loss_20pct_sack_ts_100k() {
         21,
         cfg,
     );
-    check("loss20-sack-ts-100k", &r, false);
+    check(&format!("loss20-sack-ts-100k ({fam:?})"), &r, false);
 }

@@ -236,26 +236,48 @@ fn run_dut_worker(
             let name = |a: u32| std::net::Ipv4Addr::from(a).to_string();
             (cmac, smac, name(cgw), name(sgw))
         }
-        // Template 0 over IPv6: its addresses under its high bits, neighbour discovery.
+        // Template 0 over IPv6: its addresses under its high bits, neighbour discovery;
+        // without a gateway, the other side's address if on the link, else the router a
+        // router advertisement names.
         Some(m) => {
             let (c6, s6) = (m.client_addr(client_ip), m.server_addr(server_ip));
-            let cgw = Ipv6Address(dc.client_gw6.unwrap_or(s6));
-            let sgw = Ipv6Address(dc.server_gw6.unwrap_or(c6));
-            let cmac = c
-                .node
-                .resolve6_shared(Ipv6Address(c6), cgw, dc.arp_timeout, ask, &w.next_hop)
-                .map_err(|e| format!("client port {}: {e}", dc.client.ifname))?;
-            let smac = s
-                .node
-                .resolve6_shared(
-                    Ipv6Address(s6),
-                    sgw,
-                    dc.arp_timeout,
-                    ask,
-                    &dw.server_next_hop,
-                )
-                .map_err(|e| format!("server port {}: {e}", dc.server.ifname))?;
-            (cmac, smac, cgw.to_string(), sgw.to_string())
+            let (cgw, sgw) = (Ipv6Address(s6), Ipv6Address(c6));
+            let hop = |n: &mut squall_stack::Node<_>, from, gw: Option<[u8; 16]>, peer, shared| {
+                match gw {
+                    Some(g) => n.resolve6_shared(from, Ipv6Address(g), dc.arp_timeout, ask, shared),
+                    None => n
+                        .next_hop6_shared(from, Some(peer), dc.arp_timeout, ask, shared)
+                        .map_err(|e| {
+                            format!("{e} (give the DUT's address with --client-gw / --server-gw)")
+                        }),
+                }
+            };
+            let cmac = hop(
+                &mut c.node,
+                Ipv6Address(c6),
+                dc.client_gw6,
+                cgw,
+                &w.next_hop,
+            )
+            .map_err(|e| format!("client port {}: {e}", dc.client.ifname))?;
+            let smac = hop(
+                &mut s.node,
+                Ipv6Address(s6),
+                dc.server_gw6,
+                sgw,
+                &dw.server_next_hop,
+            )
+            .map_err(|e| format!("server port {}: {e}", dc.server.ifname))?;
+            let name = |n: &squall_stack::Node<_>, gw: Option<[u8; 16]>, peer, mac| match gw {
+                Some(g) => Ipv6Address(g).to_string(),
+                None => crate::worker::router_name(&n.neigh6, peer, mac),
+            };
+            (
+                cmac,
+                smac,
+                name(&c.node, dc.client_gw6, cgw, cmac),
+                name(&s.node, dc.server_gw6, sgw, smac),
+            )
         }
     };
     c.node.set_next_hop(cmac);

@@ -348,6 +348,23 @@ fn serve_on<P: Port>(
                 &w.next_hop,
             )
             .map_err(|e| format!("{}: {e}", rc.ifname))?,
+        // Listening on IPv6 with no peer given: the router a router advertisement names
+        // (solicited), the next hop of both families.
+        (None, None, None, _, Some(from)) => node
+            .next_hop6_shared(
+                Ipv6Address::from_u128(from),
+                None,
+                rc.arp_timeout,
+                w.index == 0,
+                &w.next_hop,
+            )
+            .map_err(|e| {
+                format!(
+                    "{}: {e}: squall serve needs the peer's (or gateway's) address: --peer-ip IP \
+                     (IPv4 or IPv6, of a family it listens on) or --peer-mac MAC",
+                    rc.ifname
+                )
+            })?,
         _ => return Err(
             "squall serve needs the peer's (or gateway's) address: --peer-ip IP (IPv4 or IPv6, \
              of a family it listens on) or --peer-mac MAC"

@@ -166,13 +166,15 @@ pub(crate) fn run_on<P: Port>(
     s.gen.app.stall_ns = cfg.stall_ns;
     // The node answers ARP for its pools from here on; worker 0 asks for the peer unless
     // told, every worker learns the reply from whichever queue it reaches.
-    // Over IPv6 (template 0's family, or an IPv6 --peer-ip) neighbour discovery finds it.
+    // Over IPv6 (template 0's family, or an IPv6 --peer-ip) neighbour discovery finds it;
+    // without --peer-ip, the peer itself if on the link, else the router that a router
+    // advertisement names.
     let v6 = addresses6(&profile, rc.mode)
         .filter(|_| rc.peer_ip.is_none())
         .map(|(m, p)| (m, rc.peer_ip6.unwrap_or(p)));
     let peer_mac = match (rc.peer_mac, v6) {
         (Some(m), _) => m,
-        (None, Some((mine6, peer6))) => s
+        (None, Some((mine6, peer6))) if rc.peer_ip6.is_some() => s
             .node
             .resolve6_shared(
                 Ipv6Address(mine6),
@@ -182,6 +184,21 @@ pub(crate) fn run_on<P: Port>(
                 &w.next_hop,
             )
             .map_err(|e| format!("{}: {e}", rc.ifname))?,
+        (None, Some((mine6, peer6))) => s
+            .node
+            .next_hop6_shared(
+                Ipv6Address(mine6),
+                Some(Ipv6Address(peer6)),
+                rc.arp_timeout,
+                w.index == 0,
+                &w.next_hop,
+            )
+            .map_err(|e| {
+                format!(
+                    "{}: {e} (give the gateway with --peer-ip IPV6, or --peer-mac MAC)",
+                    rc.ifname
+                )
+            })?,
         (None, None) => s
             .node
             .resolve_shared(
@@ -194,7 +211,7 @@ pub(crate) fn run_on<P: Port>(
             .map_err(|e| format!("{}: {e}", rc.ifname))?,
     };
     let peer_name = match v6 {
-        Some((_, p)) => std::net::Ipv6Addr::from(p).to_string(),
+        Some((_, p)) => router_name(&s.node.neigh6, Ipv6Address(p), peer_mac),
         None => std::net::Ipv4Addr::from(peer_ip).to_string(),
     };
     s.node.set_next_hop(peer_mac);
@@ -334,4 +351,17 @@ pub(crate) fn run_on<P: Port>(
         trace,
         wire_unimpaired: false,
     })
+}
+
+/// How a report names the IPv6 next hop `peer_mac`: `peer`, or the router whose
+/// advertisement gave it (`router fe80::1`) when the peer's own MAC is not that.
+pub(crate) fn router_name(
+    n6: &squall_stack::Neighbours6,
+    peer: Ipv6Address,
+    mac: [u8; 6],
+) -> String {
+    match n6.router() {
+        Some((r, m)) if m == mac && n6.lookup(&peer) != Some(mac) => format!("router {r}"),
+        _ => peer.to_string(),
+    }
 }
