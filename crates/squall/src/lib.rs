@@ -25,6 +25,26 @@
 //!   `squall serve`'s workers publish, its time series, reporting thread and results,
 //!   live view and Prometheus exposition.
 
+/// Like `println!`, but a closed or failing standard output (`squall run ... | head`) is
+/// not an error: the line is dropped and the run goes on (its `--json`, `--pcap` and
+/// exit status are what count).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// Like `print!`, with [`outln!`]'s handling of a closed standard output.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 pub mod assertion;
 pub mod config;
 pub mod cores;

@@ -363,7 +363,7 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Validate { profile, tunables } => match load(&profile, &tunables) {
             Ok(p) => {
-                println!(
+                squall::outln!(
                     "{}: valid ({} buffers, {} programs, {} templates, {} template groups)",
                     profile.display(),
                     p.buffers.len(),
@@ -398,7 +398,7 @@ fn main() -> ExitCode {
             match squall::htmlreport::write(&files, &output, png.as_deref()) {
                 Ok(w) => {
                     for f in w {
-                        println!("wrote {}", f.display());
+                        squall::outln!("wrote {}", f.display());
                     }
                     ExitCode::SUCCESS
                 }
@@ -726,7 +726,7 @@ fn serve_cmd(a: ServeArgs) -> ExitCode {
     if let Some(m) = doc.as_object_mut() {
         m.remove("series");
     }
-    println!("{doc}");
+    squall::outln!("{doc}");
     if failed > 0 {
         eprintln!(
             "squall serve: {failed} of {} assertion(s) failed (exit 1); each FAILED line above shows the values read",
@@ -986,7 +986,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         .as_ref()
         .filter(|_| windowed)
         .and_then(|s| s.window());
-    print!(
+    squall::out!(
         "{}",
         report::summary(&profile, &info, &result, &checks, window.as_ref())
     );
@@ -996,8 +996,8 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         .map_or(serde_json::json!([]), |s| s.to_json());
     if windowed {
         match &window {
-            Some(w) => println!("{}", report::window_line(w)),
-            None => println!(
+            Some(w) => squall::outln!("{}", report::window_line(w)),
+            None => squall::outln!(
                 "measurement window: the run ended before the window had two readings; every figure above is whole-run"
             ),
         }
@@ -1011,7 +1011,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         }
     };
     for o in &outcomes {
-        println!("assert {}", o.message);
+        squall::outln!("assert {}", o.message);
     }
     if !outcomes.is_empty() {
         doc["assertions"] = outcomes

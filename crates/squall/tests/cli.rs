@@ -137,6 +137,41 @@ fn sim_run_writes_json_and_pcap_and_exits_0() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `squall run ... | head`: a standard output closed before the summary is printed is no
+/// error (no panic): the run ends as usual, its JSON written and its exit status kept.
+#[test]
+fn a_closed_stdout_loses_the_summary_not_the_run() {
+    let dir = std::env::temp_dir().join(format!("squall-cli-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let mut child = squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--sim",
+            "--duration",
+            "1",
+            "--mult",
+            "50",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before anything is read: every write to stdout fails (EPIPE).
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(v["client"]["flows"]["completed"].as_u64().unwrap() > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn failed_run_exits_1() {
     // Flows that wait 3-5 ms in their program, cut after a 1 ms drain: cut is not an

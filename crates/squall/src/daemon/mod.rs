@@ -143,7 +143,7 @@ pub fn serve(listen: Listen, metrics: Option<squall::metrics::Exporter>) -> io::
                 ));
             }
             let l = TcpListener::bind(addr)?;
-            println!("listening tcp {}", l.local_addr()?);
+            squall::outln!("listening tcp {}", l.local_addr()?);
             io::stdout().flush()?;
             let s2 = svc.clone();
             let stop: Arc<dyn Fn() + Send + Sync> =
@@ -173,7 +173,7 @@ pub fn serve(listen: Listen, metrics: Option<squall::metrics::Exporter>) -> io::
                 std::fs::remove_file(&path)?;
             }
             let l = UnixListener::bind(&path)?;
-            println!("listening unix {}", path.display());
+            squall::outln!("listening unix {}", path.display());
             io::stdout().flush()?;
             let s2 = svc.clone();
             let p2 = path.clone();
