@@ -273,6 +273,9 @@ struct ServeArgs {
     /// Most open connections; more are answered 503 and closed.
     #[arg(long, default_value_t = 10_000)]
     max_conns: u32,
+    /// TCP initial congestion window, in segments (1 to 20; 10 as Linux, RFC 6928).
+    #[arg(long, default_value_t = 10, value_name = "SEGMENTS")]
+    initcwnd: u8,
     /// Seconds a keep-alive connection may wait for its next request.
     #[arg(long, default_value_t = 60.0)]
     idle_timeout: f64,
@@ -491,6 +494,12 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     if a.max_conns == 0 {
         return Err("--max-conns 0: expected at least 1".into());
     }
+    if !(1..=20).contains(&a.initcwnd) {
+        return Err(format!(
+            "--initcwnd {}: expected 1 to 20 segments (10 is Linux's default)",
+            a.initcwnd
+        ));
+    }
     let cfg = ServeConfig {
         root: a.root.clone(),
         listen,
@@ -515,6 +524,7 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
         duration: a.duration.map(|d| secs("duration", d)).transpose()?,
         fixed_keys: a.fixed_keys,
         cores: a.cores,
+        init_cwnd: a.initcwnd,
         trace: serve_trace(a)?,
     };
     squall::serve::check_listen(&cfg)?;

@@ -59,6 +59,8 @@ pub struct ServeConfig {
     pub fixed_keys: bool,
     /// Server workers, one per queue of the port and per core (`--cores N`).
     pub cores: u32,
+    /// TCP initial congestion window, in segments (`--initcwnd`, 1 to 20, default 10).
+    pub init_cwnd: u8,
     /// Flow tracing (`--trace`): connections to the listen port matching the filter.
     pub trace: Option<crate::flowtrace::TraceSpec>,
 }
@@ -304,7 +306,7 @@ fn serve_on<P: Port>(
         } else {
             TcpConfig::random_seed().map_err(|e| format!("OS random source: {e}"))?
         },
-        opts: server_opts(),
+        opts: server_opts(cfg.init_cwnd),
         ..TcpConfig::default()
     };
     tc.opts.mss = tc.opts.mss.min(caps.mtu.saturating_sub(40)).max(64);
@@ -510,13 +512,14 @@ impl Drop for Finished<'_> {
 }
 
 /// The TCP options of `squall serve`'s connections: what a Linux server offers a client
-/// (nginx's peers see the same): an initial window of 10 segments (RFC 6928), SACK
+/// (nginx's peers see the same): an initial window of 10 segments (RFC 6928; `init_cwnd`,
+/// `--initcwnd`, as Linux's `ip route ... initcwnd`), SACK
 /// (RFC 2018), and RFC 7323 timestamps and window scaling (shift 0: the 64 KiB receive
 /// window is ample for requests, and offering the option lets the client scale its own
 /// window, as it would with a kernel server).
-fn server_opts() -> squall_tcp::FlowOpts {
+fn server_opts(init_cwnd: u8) -> squall_tcp::FlowOpts {
     squall_tcp::FlowOpts {
-        init_cwnd: 10,
+        init_cwnd,
         wscale: Some(0),
         timestamps: true,
         sack: true,

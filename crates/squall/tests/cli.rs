@@ -366,10 +366,24 @@ fn serve_usage_errors_say_what_is_wrong() {
     )
     .unwrap();
     let conf6 = conf6.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 14] = [
+    let cases: [(&[&str], &str); 15] = [
         (
             &["serve", "--iface", "afpacket:x", "--root", "."],
             "--listen ADDR:PORT",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--initcwnd",
+                "0",
+            ],
+            "--initcwnd 0: expected 1 to 20 segments",
         ),
         // Assertions are checked before the server starts: an unknown figure names the
         // short names, a malformed expression says what was expected.
