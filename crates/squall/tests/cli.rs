@@ -88,16 +88,7 @@ fn sim_run_writes_json_and_pcap_and_exits_0() {
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("out.json");
     let pcap = dir.join("out.pcap");
-    let out = squall()
-        .args([
-            "run",
-            "../../examples/w1-astf-http.json",
-            "--sim",
-            "--duration",
-            "1",
-            "--mult",
-            "20",
-        ])
+    let out = sim_w1_cmd(&[])
         .arg("--json")
         .arg(&json)
         .arg("--pcap")
@@ -144,18 +135,7 @@ fn a_closed_stdout_loses_the_summary_not_the_run() {
     let dir = std::env::temp_dir().join(format!("squall-cli-pipe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("out.json");
-    let mut child = squall()
-        .args([
-            "run",
-            "../../examples/w1-astf-http.json",
-            "--sim",
-            "--duration",
-            "1",
-            "--mult",
-            "50",
-            "--json",
-            json.to_str().unwrap(),
-        ])
+    let mut child = sim_w1_cmd(&["--json", json.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -642,19 +622,23 @@ fn real_time_json_has_a_per_second_series() {
 }
 
 fn sim_w1(extra: &[&str]) -> std::process::Output {
-    squall()
-        .args([
-            "run",
-            "../../examples/w1-astf-http.json",
-            "--sim",
-            "--duration",
-            "1",
-            "--mult",
-            "20",
-        ])
-        .args(extra)
-        .output()
-        .unwrap()
+    sim_w1_cmd(extra).output().unwrap()
+}
+
+/// `squall run` of the W1 example in simulated time (1 s, 20 flows/s) with `extra`.
+fn sim_w1_cmd(extra: &[&str]) -> Command {
+    let mut c = squall();
+    c.args([
+        "run",
+        "../../examples/w1-astf-http.json",
+        "--sim",
+        "--duration",
+        "1",
+        "--mult",
+        "20",
+    ])
+    .args(extra);
+    c
 }
 
 /// Issue #14: `--assert` decides the exit status; each assertion is reported.
