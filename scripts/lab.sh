@@ -50,6 +50,8 @@
 # out: a netdev ingress chain (nftables) drops every frame after the packet taps have seen
 # it (AF_PACKET's ring or socket, tcpdump) and before the kernel's IP stack would.
 # `SQUALL_LAB_KERNEL_OUT=0 scripts/lab.sh up ...` leaves the kernel in (for comparisons).
+# `SQUALL_LAB_INITCWND=N scripts/lab.sh up` gives the kernel server (nginx) the TCP initial
+# window N on its routes to the client (`squall-bench veth --initcwnd N`).
 #
 # AF_XDP (`--iface afxdp:sq-cli0` / `afxdp:sq-srv0`) uses the same lab: Squall loads its own
 # XDP program on its interface (native veth XDP) and binds in copy mode (veth has no
@@ -192,6 +194,13 @@ up() {
             ip -n "$CLI" addr add 198.18.16.0/24 dev lo
             ip -n "$CLI" route add 198.18.48.0/24 via 198.18.0.1
             ip -n "$SRV" route add 198.18.16.0/24 via 198.18.0.2
+            if [ -n "${SQUALL_LAB_INITCWND:-}" ]; then
+                # The kernel server's initial window (nginx's knob: the route's initcwnd).
+                ip -n "$SRV" route change 198.18.0.0/24 dev "$SIF" proto kernel scope link \
+                    src 198.18.0.1 initcwnd "$SQUALL_LAB_INITCWND"
+                ip -n "$SRV" route change 198.18.16.0/24 via 198.18.0.2 \
+                    initcwnd "$SQUALL_LAB_INITCWND"
+            fi
             ;;
         client)
             ip -n "$SRV" addr add 198.18.0.1/24 dev "$SIF"

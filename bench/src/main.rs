@@ -41,6 +41,8 @@ const USAGE: &str = "usage:
                     [--conns 100,1000] (W2) [--seconds 5] [--runs 3] [--port afpacket|afpacket-nogso|afpacket-ring|afpacket-recvmmsg|afxdp]
                     [--w1-cps N] (Squall client's W1 and W4 rate; default ab's rate vs nginx in this run)
                     [--frame-sizes 64,1514] [--root DIR] [--squall PATH]
+                    [--initcwnd N] (both servers' TCP initial window: nginx's route initcwnd,
+                     squall serve --initcwnd; default 10 both)
                     (T-veth, root: the lab of scripts/lab.sh; run it under
                      `flock /tmp/squall-lab.lock`; client core 0, server core 1)
   squall-bench memif [--workloads W1,W2] [--conns 100,1000] (W2) [--seconds 5] [--runs 3]

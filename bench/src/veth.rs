@@ -163,6 +163,9 @@ pub struct VethOpts {
     /// W1 rate offered by Squall's client (connections/s); 0 = ab's rate against nginx
     /// in the same invocation (10,000 if that cell did not run).
     pub w1_cps: f64,
+    /// TCP initial window of both servers (nginx through its routes' `initcwnd`, `squall
+    /// serve` through `--initcwnd`); None: their defaults (10 segments both).
+    pub initcwnd: Option<u8>,
     /// Raw frame sizes for the raw-veth lines.
     pub frame_sizes: Vec<usize>,
     /// The project's root (scripts/lab.sh) and the `squall` binary.
@@ -188,6 +191,7 @@ impl VethOpts {
                 (Who::SquallHttp, Who::SquallServe),
             ],
             w1_cps: 0.0,
+            initcwnd: None,
             frame_sizes: vec![64, 1514],
             root,
             squall,
@@ -463,6 +467,13 @@ pub fn parse_opts(args: &[String], root: PathBuf, squall: PathBuf) -> Result<Vet
                 }
             }
             "--frame-sizes" => o.frame_sizes = nums(v, "--frame-sizes", 60, 1514)?,
+            "--initcwnd" => {
+                let n: u8 = v.parse().map_err(|_| "bad --initcwnd".to_string())?;
+                if !(1..=20).contains(&n) {
+                    return Err("--initcwnd must be 1 to 20 segments".into());
+                }
+                o.initcwnd = Some(n);
+            }
             "--root" => o.root = PathBuf::from(v),
             "--squall" => o.squall = PathBuf::from(v),
             other => return Err(format!("unknown option {other}")),
@@ -690,10 +701,13 @@ struct Lab<'a> {
 }
 
 impl<'a> Lab<'a> {
-    fn up(root: &'a Path, mode: &str) -> Result<Lab<'a>, String> {
+    fn up(root: &'a Path, mode: &str, initcwnd: Option<u8>) -> Result<Lab<'a>, String> {
         let o = output({
             let mut c = Command::new(root.join("scripts/lab.sh"));
             c.args(["up", "--squall", mode]);
+            if let Some(n) = initcwnd {
+                c.env("SQUALL_LAB_INITCWND", n.to_string());
+            }
             c
         })?;
         let lab = Lab { root };
@@ -1305,6 +1319,9 @@ impl Cell<'_> {
                 &w2_body(),
                 secs + 4.0,
             ));
+            if let Some(n) = self.o.initcwnd {
+                args.extend(["--initcwnd".to_string(), n.to_string()]);
+            }
             let a: Vec<&str> = args.iter().map(String::as_str).collect();
             srv = Some(Bg::spawn(
                 pinned(SRV_NS, SERVER_CORE, secs + 60.0, &a),
@@ -1571,6 +1588,9 @@ impl Cell<'_> {
             r.conns = None;
             notes.push(format!("squall client offered {:.0} conn/s", self.w1_cps));
         }
+        if let Some(n) = o.initcwnd {
+            notes.push(format!("initcwnd {n} on both servers"));
+        }
         notes.push("cubic; veth offloads off".into());
         r.note = Some(notes.join("; "));
         Ok(r)
@@ -1741,7 +1761,7 @@ fn run_cell(
     w1_cps: f64,
     dir: &Path,
 ) -> Result<Record, String> {
-    let _lab = Lab::up(&o.root, lab_mode(c, s))?;
+    let _lab = Lab::up(&o.root, lab_mode(c, s), o.initcwnd)?;
     let nginx = if s == Who::Kernel {
         Some(Nginx::start(dir)?)
     } else {
@@ -1808,7 +1828,7 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
     let mut ab_cps: Vec<(String, f64)> = Vec::new();
     for w in &o.workloads {
         if w == "RAW" {
-            let _lab = Lab::up(&o.root, "both")?;
+            let _lab = Lab::up(&o.root, "both", None)?;
             for &size in &o.frame_sizes {
                 let r = raw_cell(o, size, &dir)?;
                 emit(&r);
@@ -2097,6 +2117,9 @@ Requests/sec: 122469.00
         let p = |s: &str| parse_opts(&a(s), "/r".into(), "/r/squall".into());
         let o = p("").unwrap();
         assert_eq!((o.runs, o.port), (3, PortKind::AfPacket));
+        assert_eq!(o.initcwnd, None, "the servers' defaults unless asked");
+        assert_eq!(p("--initcwnd 20").unwrap().initcwnd, Some(20));
+        assert!(p("--initcwnd 0").is_err() && p("--initcwnd 21").is_err());
         assert_eq!(o.workloads, vec!["RAW", "W1", "W2", "W4"]);
         assert_eq!(o.pairs.len(), 7);
         assert_eq!(o.pairs[4], (Who::SquallHttp, Who::Kernel));
