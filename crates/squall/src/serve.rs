@@ -360,18 +360,8 @@ fn serve_on<P: Port>(
                 w.index == 0,
                 &w.next_hop,
             )
-            .map_err(|e| {
-                format!(
-                    "{}: {e}: squall serve needs the peer's (or gateway's) address: --peer-ip IP \
-                     (IPv4 or IPv6, of a family it listens on) or --peer-mac MAC",
-                    rc.ifname
-                )
-            })?,
-        _ => return Err(
-            "squall serve needs the peer's (or gateway's) address: --peer-ip IP (IPv4 or IPv6, \
-             of a family it listens on) or --peer-mac MAC"
-                .into(),
-        ),
+            .map_err(|e| format!("{}: {e}: {NEEDS_PEER}", rc.ifname))?,
+        _ => return Err(NEEDS_PEER.into()),
     };
     node.set_next_hop(peer_mac);
     if w.index == 0 {
@@ -510,6 +500,10 @@ impl Drop for Finished<'_> {
         self.mark();
     }
 }
+
+/// What `squall serve` says when it cannot find its next hop.
+const NEEDS_PEER: &str = "squall serve needs the peer's (or gateway's) address: --peer-ip IP \
+     (IPv4 or IPv6, of a family it listens on) or --peer-mac MAC";
 
 /// The TCP options of `squall serve`'s connections: what a Linux server offers a client
 /// (nginx's peers see the same): an initial window of 10 segments (RFC 6928; `init_cwnd`,

@@ -41,15 +41,15 @@ impl TcpHost {
         }
     }
 
-    /// [`seg_opts`](Self::seg_opts) of a flow that negotiated timestamps or SACK. The
-    /// usual segment of a timestamped flow (no SACK blocks to send: no SACK, or no
-    /// out-of-order data) is written here, a leaf call without a stack frame; SACK blocks
-    /// in [`seg_opts_sack`](Self::seg_opts_sack). (Inlined into the output loop, this
-    /// path cost flows without options more than it saved.)
+    /// [`seg_opts`](Self::seg_opts) of a flow that negotiated SACK (with or without
+    /// timestamps). The usual segment of such a flow with timestamps (no out-of-order
+    /// data, so no SACK blocks to send) is written here, a leaf call without a stack
+    /// frame; SACK blocks in [`seg_opts_sack`](Self::seg_opts_sack). (Inlined into the
+    /// output loop, this path cost flows without options more than it saved.)
     #[inline(never)]
     fn seg_opts_negotiated(&self, i: u32, buf: &mut [u8; 40]) -> usize {
         let t = &self.flows[i as usize];
-        if t.has(F_TS) && (t.ooo == NO_SIDE || !t.has(F_SACK)) {
+        if t.has(F_TS) && t.ooo == NO_SIDE {
             buf[..12].copy_from_slice(&self.ts_opts_of(t));
             return 12;
         }
