@@ -50,6 +50,12 @@
 # out: a netdev ingress chain (nftables) drops every frame after the packet taps have seen
 # it (AF_PACKET's ring or socket, tcpdump) and before the kernel's IP stack would.
 # `SQUALL_LAB_KERNEL_OUT=0 scripts/lab.sh up ...` leaves the kernel in (for comparisons).
+# `SQUALL_LAB_SERVER_OFFLOADS=1 scripts/lab.sh up ...` gives the server end (sq-srv0) back
+# its transmit offloads as a veth has them by default (tx checksum, TSO, GSO; receive and
+# the client end stay off): nginx's kernel and Squall's AF_PACKET GSO then hand a burst
+# of segments to the client's kernel as one super-packet, as a NIC's TSO would put it on
+# the wire and the client's GRO take it. Only for kernel clients: a Squall client on
+# sq-cli0 would see each super-packet as one oversized frame.
 # `SQUALL_LAB_INITCWND=N scripts/lab.sh up` gives the kernel server (nginx) the TCP initial
 # window N on its routes to the client (`squall-bench veth --initcwnd N`).
 #
@@ -183,6 +189,10 @@ up() {
     ip -n "$SRV" link set "$SIF" mtu 1500
     offloads_off "$CLI" "$CIF"
     offloads_off "$SRV" "$SIF"
+    if [ "${SQUALL_LAB_SERVER_OFFLOADS:-0}" = 1 ]; then
+        # The server end transmits with a veth's default offloads (see the header).
+        ip netns exec "$SRV" ethtool -K "$SIF" tx on tso on gso on >/dev/null
+    fi
     case "$squall" in
         none)
             ip -n "$CLI" addr add 198.18.0.2/24 dev "$CIF"

@@ -166,6 +166,13 @@ pub struct VethOpts {
     /// TCP initial window of both servers (nginx through its routes' `initcwnd`, `squall
     /// serve` through `--initcwnd`); None: their defaults (10 segments both).
     pub initcwnd: Option<u8>,
+    /// The server end of the veth keeps its transmit offloads (checksum, TSO/GSO) as a
+    /// veth has them by default, for both servers alike: nginx's kernel and `squall
+    /// serve`'s AF_PACKET GSO then hand a whole burst of segments to the client's kernel
+    /// as one super-packet. Off: every offload off on both ends (MTU-sized frames, as a
+    /// real wire carries them). Kernel clients only (a Squall client takes MTU-sized
+    /// frames).
+    pub server_offloads: bool,
     /// Raw frame sizes for the raw-veth lines.
     pub frame_sizes: Vec<usize>,
     /// The project's root (scripts/lab.sh) and the `squall` binary.
@@ -192,6 +199,7 @@ impl VethOpts {
             ],
             w1_cps: 0.0,
             initcwnd: None,
+            server_offloads: false,
             frame_sizes: vec![64, 1514],
             root,
             squall,
@@ -474,9 +482,26 @@ pub fn parse_opts(args: &[String], root: PathBuf, squall: PathBuf) -> Result<Vet
                 }
                 o.initcwnd = Some(n);
             }
+            "--server-offloads" => {
+                o.server_offloads = match v.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err("--server-offloads on|off".into()),
+                }
+            }
             "--root" => o.root = PathBuf::from(v),
             "--squall" => o.squall = PathBuf::from(v),
             other => return Err(format!("unknown option {other}")),
+        }
+    }
+    if o.server_offloads {
+        if let Some(&(c, s)) = o.pairs.iter().find(|(c, _)| c.is_squall()) {
+            let (cn, sn) = names("W1", c, s);
+            return Err(format!(
+                "--server-offloads on: pair {cn}/{sn}: the server's super-packets reach the \
+                 client whole, and a Squall client takes MTU-sized frames; give it kernel \
+                 clients only (ab, wrk)"
+            ));
         }
     }
     Ok(o)
@@ -701,12 +726,20 @@ struct Lab<'a> {
 }
 
 impl<'a> Lab<'a> {
-    fn up(root: &'a Path, mode: &str, initcwnd: Option<u8>) -> Result<Lab<'a>, String> {
+    fn up(
+        root: &'a Path,
+        mode: &str,
+        initcwnd: Option<u8>,
+        server_offloads: bool,
+    ) -> Result<Lab<'a>, String> {
         let o = output({
             let mut c = Command::new(root.join("scripts/lab.sh"));
             c.args(["up", "--squall", mode]);
             if let Some(n) = initcwnd {
                 c.env("SQUALL_LAB_INITCWND", n.to_string());
+            }
+            if server_offloads {
+                c.env("SQUALL_LAB_SERVER_OFFLOADS", "1");
             }
             c
         })?;
@@ -1591,7 +1624,11 @@ impl Cell<'_> {
         if let Some(n) = o.initcwnd {
             notes.push(format!("initcwnd {n} on both servers"));
         }
-        notes.push("cubic; veth offloads off".into());
+        notes.push(if o.server_offloads {
+            "cubic; veth offloads off but the server end's transmit (checksum, TSO/GSO)".into()
+        } else {
+            "cubic; veth offloads off".into()
+        });
         r.note = Some(notes.join("; "));
         Ok(r)
     }
@@ -1761,7 +1798,7 @@ fn run_cell(
     w1_cps: f64,
     dir: &Path,
 ) -> Result<Record, String> {
-    let _lab = Lab::up(&o.root, lab_mode(c, s), o.initcwnd)?;
+    let _lab = Lab::up(&o.root, lab_mode(c, s), o.initcwnd, o.server_offloads)?;
     let nginx = if s == Who::Kernel {
         Some(Nginx::start(dir)?)
     } else {
@@ -1828,7 +1865,7 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
     let mut ab_cps: Vec<(String, f64)> = Vec::new();
     for w in &o.workloads {
         if w == "RAW" {
-            let _lab = Lab::up(&o.root, "both", None)?;
+            let _lab = Lab::up(&o.root, "both", None, false)?;
             for &size in &o.frame_sizes {
                 let r = raw_cell(o, size, &dir)?;
                 emit(&r);
@@ -2120,6 +2157,12 @@ Requests/sec: 122469.00
         assert_eq!(o.initcwnd, None, "the servers' defaults unless asked");
         assert_eq!(p("--initcwnd 20").unwrap().initcwnd, Some(20));
         assert!(p("--initcwnd 0").is_err() && p("--initcwnd 21").is_err());
+        assert!(!o.server_offloads, "offloads off unless asked");
+        let on = p("--server-offloads on --pairs kernel/kernel,kernel/squall-serve").unwrap();
+        assert!(on.server_offloads);
+        assert!(p("--server-offloads maybe").is_err());
+        let e = p("--server-offloads on --pairs kernel/kernel,squall/kernel").unwrap_err();
+        assert!(e.contains("squall/") && e.contains("kernel clients only"), "{e}");
         assert_eq!(o.workloads, vec!["RAW", "W1", "W2", "W4"]);
         assert_eq!(o.pairs.len(), 7);
         assert_eq!(o.pairs[4], (Who::SquallHttp, Who::Kernel));
