@@ -56,6 +56,10 @@
 # of segments to the client's kernel as one super-packet, as a NIC's TSO would put it on
 # the wire and the client's GRO take it. Only for kernel clients: a Squall client on
 # sq-cli0 would see each super-packet as one oversized frame.
+# `SQUALL_LAB_CLIENT_CSUM=1 scripts/lab.sh up ...` turns the client end's transmit checksum
+# offload back on (a veth's default): the client's kernel then sends its TCP frames with
+# the checksum left to the offload (only the pseudo-header sum in the field); Squall's
+# AF_PACKET ring receive takes the kernel's word for such frames (TP_STATUS_CSUMNOTREADY).
 # `SQUALL_LAB_INITCWND=N scripts/lab.sh up` gives the kernel server (nginx) the TCP initial
 # window N on its routes to the client (`squall-bench veth --initcwnd N`).
 #
@@ -189,6 +193,10 @@ up() {
     ip -n "$SRV" link set "$SIF" mtu 1500
     offloads_off "$CLI" "$CIF"
     offloads_off "$SRV" "$SIF"
+    if [ "${SQUALL_LAB_CLIENT_CSUM:-0}" = 1 ]; then
+        # The client end leaves its transmit checksums to the offload (see the header).
+        ip netns exec "$CLI" ethtool -K "$CIF" tx on >/dev/null
+    fi
     if [ "${SQUALL_LAB_SERVER_OFFLOADS:-0}" = 1 ]; then
         # The server end transmits with a veth's default offloads (see the header).
         ip netns exec "$SRV" ethtool -K "$SIF" tx on tso on gso on >/dev/null

@@ -2162,7 +2162,10 @@ Requests/sec: 122469.00
         assert!(on.server_offloads);
         assert!(p("--server-offloads maybe").is_err());
         let e = p("--server-offloads on --pairs kernel/kernel,squall/kernel").unwrap_err();
-        assert!(e.contains("squall/") && e.contains("kernel clients only"), "{e}");
+        assert!(
+            e.contains("squall/") && e.contains("kernel clients only"),
+            "{e}"
+        );
         assert_eq!(o.workloads, vec!["RAW", "W1", "W2", "W4"]);
         assert_eq!(o.pairs.len(), 7);
         assert_eq!(o.pairs[4], (Who::SquallHttp, Who::Kernel));

@@ -46,6 +46,11 @@ const TPACKET_V3: libc::c_int = 2;
 const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;
 const TP_STATUS_COPY: u32 = 1 << 1;
+/// The frame's transport checksum is not filled in yet (`CHECKSUM_PARTIAL`: a local
+/// sender left it to an offload; the field holds the pseudo-header sum).
+const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
+/// The kernel (or the device before it) verified the transport checksum.
+const TP_STATUS_CSUM_VALID: u32 = 1 << 7;
 
 /// `struct tpacket_req3`.
 #[repr(C)]
@@ -667,7 +672,7 @@ impl AfPacketPort {
             self.out += 1;
             // SAFETY: h < block_size: inside block b of the mapping.
             let slot = unsafe { r.block(b).add(h) };
-            out.push(ring_frame(slot, RING_TAG | b as u32, mac, snap));
+            out.push(ring_frame(slot, RING_TAG | b as u32, mac, snap, st));
             got += 1;
         }
         self.ring = Some(r);
@@ -704,7 +709,7 @@ impl AfPacketPort {
                 continue;
             }
             self.out += 1;
-            out.push(ring_frame(r.slot(i), FRING_TAG | i as u32, mac, snap));
+            out.push(ring_frame(r.slot(i), FRING_TAG | i as u32, mac, snap, st));
             got += 1;
         }
         self.fring = Some(r);
@@ -731,15 +736,31 @@ impl AfPacketPort {
 }
 
 /// A received frame that stays in its ring slot: `mac` bytes of ring header before it,
-/// `len` bytes long.
-fn ring_frame(slot: *mut u8, idx: u32, mac: usize, len: usize) -> AfFrame {
+/// `len` bytes long, `status` its `tp_status`.
+fn ring_frame(slot: *mut u8, idx: u32, mac: usize, len: usize, status: u32) -> AfFrame {
     AfFrame {
         slot,
         idx,
         cap: (mac + len) as u32,
         off: mac as u32,
         len: len as u32,
-        offload: Offload::default(),
+        offload: Offload {
+            flags: rx_csum_flags(status),
+            ..Offload::default()
+        },
+    }
+}
+
+/// The checksum verdict the kernel gives a received frame in its ring status: a frame
+/// a local sender handed over with its transport checksum left to an offload (veth, lo:
+/// the field holds only the pseudo-header sum, which no verification would pass) or one
+/// whose checksum the kernel or the device already verified is marked good; any other
+/// frame is left to the stack to verify.
+fn rx_csum_flags(status: u32) -> OffloadFlags {
+    if status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID) != 0 {
+        OffloadFlags::RX_L4_CSUM_GOOD
+    } else {
+        OffloadFlags::NONE
     }
 }
 
@@ -1108,6 +1129,76 @@ mod tests {
     #[test]
     fn loopback_roundtrip_block_ring() {
         loopback_roundtrip(RxMode::Blocks);
+    }
+
+    /// The kernel's TCP on `lo` leaves its checksums to the offload (the field holds the
+    /// pseudo-header sum): the rings mark those frames good (the kernel's status says
+    /// so); the copy path has no status and leaves them to the stack.
+    #[test]
+    fn rings_carry_the_kernels_checksum_verdict() {
+        for mode in [RxMode::Frames, RxMode::Blocks, RxMode::Copy] {
+            let h = std::thread::spawn(move || kernel_tcp_on_lo(mode));
+            let Some((tcp, good)) = h.join().expect("test thread") else {
+                return;
+            };
+            assert!(tcp >= 3, "{mode:?}: the handshake seen ({tcp} TCP frames)");
+            let want = if mode == RxMode::Copy { 0 } else { tcp };
+            assert_eq!(good, want, "{mode:?}: frames marked good of {tcp}");
+        }
+    }
+
+    /// In a fresh network namespace: a kernel TCP connection on `lo` seen by a port in
+    /// `mode`; (TCP frames, those marked RX_L4_CSUM_GOOD), None when skipped.
+    fn kernel_tcp_on_lo(mode: RxMode) -> Option<(usize, usize)> {
+        if !is_root() {
+            eprintln!("skipped: needs root (unshare CLONE_NEWNET, AF_PACKET)");
+            return None;
+        }
+        // SAFETY: unshare only affects this thread's network namespace.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            eprintln!("skipped: unshare(CLONE_NEWNET) failed");
+            return None;
+        }
+        let up = std::process::Command::new("ip")
+            .args(["link", "set", "lo", "up"])
+            .status();
+        if !up.map(|s| s.success()).unwrap_or(false) {
+            eprintln!("skipped: cannot bring lo up");
+            return None;
+        }
+        let mut cfg = AfPacketConfig::new("lo");
+        cfg.frames = 64;
+        cfg.frame_size = 1 << 17;
+        cfg.rx = mode;
+        cfg.ring_blocks = 4;
+        cfg.ring_block_size = 1 << 17;
+        cfg.ring_slots = 64;
+        let mut p = AfPacketPort::open(cfg).expect("open lo");
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        use std::io::{Read, Write};
+        c.write_all(b"ping").unwrap();
+        let mut b = [0u8; 4];
+        s.read_exact(&mut b).unwrap();
+        let (mut tcp, mut good) = (0, 0);
+        let mut rx = Vec::new();
+        for _ in 0..50 {
+            p.rx_burst(&mut rx, 64);
+            for f in rx.iter() {
+                let d = f.data();
+                if d.len() >= 34 && d[12..14] == [0x08, 0x00] && d[23] == 6 {
+                    tcp += 1;
+                    good += usize::from(f.offload().flags.contains(OffloadFlags::RX_L4_CSUM_GOOD));
+                }
+            }
+            p.release_all(&mut rx);
+            if tcp >= 5 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        Some((tcp, good))
     }
 
     #[test]

@@ -122,6 +122,10 @@ pub struct Node<P: Port> {
     offload: Option<Offload>,
     /// The port reports receive checksum results (frames it found bad are dropped here).
     rx_csum: bool,
+    /// Whether the host verifies received TCP checksums at all (false where the port
+    /// verifies them all, or the configuration says so); frame by frame it skips those
+    /// the port marked good ([`OffloadFlags::RX_L4_CSUM_GOOD`]).
+    rx_verify: bool,
     /// TCP flows still waiting for TX frames after the last resume.
     tx_waiting: usize,
     rx_bursts: usize,
@@ -164,6 +168,7 @@ impl<P: Port> Node<P> {
             tcp.rx_checksum = false;
         }
         let offload = (!tcp.tx_checksum).then(tcp_offload);
+        let rx_verify = tcp.rx_checksum;
         let (mac, next_hop) = (tcp.mac, tcp.gateway_mac);
         let mut neigh = Neighbours::new(mac, cfg.owned);
         for &(ip, m) in &cfg.neighbours {
@@ -189,6 +194,7 @@ impl<P: Port> Node<P> {
             opened: Vec::with_capacity(64),
             offload,
             rx_csum: caps.contains(OffloadFlags::RX_L4_CSUM_GOOD),
+            rx_verify,
             tx_waiting: 0,
             rx_bursts: cfg.rx_bursts.max(1),
             vlan: cfg.vlan.map(|v| v & 0x0fff),
@@ -351,7 +357,7 @@ impl<P: Port> Node<P> {
         while i < self.rxq.len() {
             match redirect::owner(self.rxq[i].data(), n, serves) {
                 Some(k) if k != me => {
-                    r.send(k, self.rxq[i].data());
+                    r.send(k, self.rxq[i].data(), self.rxq[i].offload().flags);
                     let f = self.rxq.remove(i);
                     self.port.release(f);
                 }
@@ -377,8 +383,12 @@ impl<P: Port> Node<P> {
             let mut frames = std::mem::take(&mut self.rxq);
             self.port.alloc_tx(&mut frames, RX_BURST);
             let mut k = 0;
-            r.receive(frames.len(), |d| {
+            r.receive(frames.len(), |d, flags| {
                 if frames[k].fill(d).is_ok() {
+                    frames[k].set_offload(Offload {
+                        flags,
+                        ..Offload::default()
+                    });
                     k += 1;
                 }
             });
@@ -418,6 +428,7 @@ impl<P: Port> Node<P> {
             opened,
             offload,
             rx_csum,
+            rx_verify,
             mac,
             tx_waiting,
             ..
@@ -453,6 +464,21 @@ impl<P: Port> Node<P> {
         }
         let mut burst: [&[u8]; RX_BURST] = [&[]; RX_BURST];
         let mut k = 0;
+        // Frame by frame, the port may vouch for a checksum (a local sender's frame with
+        // the checksum left to an offload holds only a partial sum): a burst is a run of
+        // frames of one verdict, and the host verifies the runs the port did not vouch for.
+        let per_frame = *rx_verify;
+        let mut vouched = false;
+        let trusted =
+            |f: &P::Frame| per_frame && f.offload().flags.contains(OffloadFlags::RX_L4_CSUM_GOOD);
+        macro_rules! tcp_burst {
+            ($frames:expr) => {{
+                let frames = $frames;
+                tcp.set_rx_checksum(*rx_verify && !vouched);
+                tcp_rx(tcp, now, frames, app, &mut sink!());
+                counters.rx_tcp += frames.len() as u64;
+            }};
+        }
         counters.rx_frames += rxq.len() as u64;
         for f in rxq.iter() {
             let d = f.data();
@@ -462,19 +488,25 @@ impl<P: Port> Node<P> {
                     counters.rx_bad += 1;
                     continue;
                 }
+                let t = trusted(f);
+                if t != vouched {
+                    if k > 0 {
+                        tcp_burst!(&burst[..k]);
+                        k = 0;
+                    }
+                    vouched = t;
+                }
                 burst[k] = d;
                 k += 1;
                 if k == RX_BURST {
-                    tcp_rx(tcp, now, &burst, app, &mut sink!());
-                    counters.rx_tcp += k as u64;
+                    tcp_burst!(&burst[..]);
                     k = 0;
                 }
                 continue;
             }
             // A cold frame: the TCP frames before it go first.
             if k > 0 {
-                tcp_rx(tcp, now, &burst[..k], app, &mut sink!());
-                counters.rx_tcp += k as u64;
+                tcp_burst!(&burst[..k]);
                 k = 0;
             }
             match class {
@@ -524,7 +556,9 @@ impl<P: Port> Node<P> {
                             // behind extension headers (TCP right after the fixed
                             // header took the burst path)
                             counters.rx_tcp += 1;
+                            tcp.set_rx_checksum(*rx_verify && !trusted(f));
                             tcp.rx(now, d, app, &mut sink!());
+                            tcp.set_rx_checksum(*rx_verify);
                         }
                         Ok((true, _)) => {
                             counters.rx_other_ip += 1;
@@ -555,9 +589,9 @@ impl<P: Port> Node<P> {
             }
         }
         if k > 0 {
-            tcp_rx(tcp, now, &burst[..k], app, &mut sink!());
-            counters.rx_tcp += k as u64;
+            tcp_burst!(&burst[..k]);
         }
+        tcp.set_rx_checksum(*rx_verify);
     }
 
     /// The earliest time this node or `app` has something to do (virtual-clock drivers):

@@ -9,6 +9,7 @@
 //! at its next turn as if its own port had received it. With RSS steering in place the
 //! count stays zero.
 
+use squall_port::frame::OffloadFlags;
 use squall_port::ring::{ring, Consumer, Producer};
 
 /// Bytes a redirected frame may have (an MTU-1500 frame with a VLAN tag fits; larger
@@ -19,6 +20,8 @@ pub const PARCEL_BYTES: usize = 2040;
 #[derive(Clone, Copy)]
 pub struct Parcel {
     len: u16,
+    /// The frame's receive offload flags (its checksum verdict).
+    flags: OffloadFlags,
     bytes: [u8; PARCEL_BYTES],
 }
 
@@ -121,8 +124,9 @@ impl Redirect {
         self.n
     }
 
-    /// Copies `frame` towards worker `to` (published at [`Redirect::publish`]).
-    pub fn send(&mut self, to: u32, frame: &[u8]) {
+    /// Copies `frame` and its receive offload `flags` towards worker `to` (published at
+    /// [`Redirect::publish`]).
+    pub fn send(&mut self, to: u32, frame: &[u8], flags: OffloadFlags) {
         let Some(Some(p)) = self.to.get_mut(to as usize) else {
             return;
         };
@@ -132,6 +136,7 @@ impl Redirect {
         }
         let mut parcel = Parcel {
             len: frame.len() as u16,
+            flags: OffloadFlags(flags.0 & OffloadFlags::RX_MASK.0),
             bytes: [0; PARCEL_BYTES],
         };
         parcel.bytes[..frame.len()].copy_from_slice(frame);
@@ -150,12 +155,12 @@ impl Redirect {
     }
 
     /// Hands up to `max` frames redirected to this worker to `take`; returns how many.
-    pub fn receive(&mut self, max: usize, mut take: impl FnMut(&[u8])) -> usize {
+    pub fn receive(&mut self, max: usize, mut take: impl FnMut(&[u8], OffloadFlags)) -> usize {
         let mut n = 0;
         for c in &mut self.from {
             while n < max {
                 let Some(p) = c.pop() else { break };
-                take(p.data());
+                take(p.data(), p.flags);
                 n += 1;
             }
             c.publish();
@@ -239,21 +244,34 @@ mod tests {
         let mut ws = mesh(3, 4);
         let f1 = tcp(1, 2);
         let f2 = tcp(3, 4);
-        ws[0].send(2, &f1);
-        ws[0].send(2, &f2);
-        ws[0].send(0, &f1); // to itself: nothing
+        ws[0].send(2, &f1, OffloadFlags::NONE);
+        ws[0].send(
+            2,
+            &f2,
+            OffloadFlags::RX_L4_CSUM_GOOD | OffloadFlags::TX_TCP_CSUM,
+        );
+        ws[0].send(0, &f1, OffloadFlags::NONE); // to itself: nothing
         ws[0].publish();
         let mut got = Vec::new();
-        assert_eq!(ws[2].receive(16, |d| got.push(d.to_vec())), 2);
+        let mut flags = Vec::new();
+        assert_eq!(
+            ws[2].receive(16, |d, f| {
+                got.push(d.to_vec());
+                flags.push(f)
+            }),
+            2
+        );
+        // The receive verdict travels with the frame; transmit flags do not.
+        assert_eq!(flags, [OffloadFlags::NONE, OffloadFlags::RX_L4_CSUM_GOOD]);
         assert_eq!(got, vec![f1.clone(), f2]);
         assert_eq!(ws[0].stats.sent, 2);
         assert_eq!(ws[2].stats.received, 2);
-        assert_eq!(ws[1].receive(16, |_| {}), 0);
+        assert_eq!(ws[1].receive(16, |_, _| {}), 0);
         for _ in 0..5 {
-            ws[1].send(0, &f1);
+            ws[1].send(0, &f1, OffloadFlags::NONE);
         }
         assert_eq!(ws[1].stats.dropped_full, 1, "ring of 4");
-        ws[1].send(0, &vec![0u8; PARCEL_BYTES + 1]);
+        ws[1].send(0, &vec![0u8; PARCEL_BYTES + 1], OffloadFlags::NONE);
         assert_eq!(ws[1].stats.too_big, 1);
     }
 }

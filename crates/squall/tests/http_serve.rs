@@ -48,6 +48,89 @@ fn squall_serve_over_afxdp_answers_curl_ab_wrk_h2load() {
     serve_interop("afxdp:sq-srv0");
 }
 
+/// The client's kernel leaves its transmit checksums to the veth's offload (a veth's
+/// default): its frames carry only the pseudo-header sum. `squall serve` on the AF_PACKET
+/// frame ring takes the kernel's word for them (TP_STATUS_CSUMNOTREADY) instead of
+/// dropping every one as a bad checksum.
+#[test]
+fn squall_serve_takes_frames_whose_checksum_the_peer_left_to_the_offload() {
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = skip(&["ip", "ethtool", "curl", "ab"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let Some(_lock) = machine_lock(Duration::from_secs(300)) else {
+        eprintln!("skipped: the lab lock (/tmp/squall-lab.lock) stayed busy for 300 s");
+        return;
+    };
+    let dir = tmpdir("serve-csum");
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let big = pattern(1 << 20, 7);
+    std::fs::write(www.join("big.bin"), &big).unwrap();
+    let out_json = dir.join("serve.json");
+    let _lab = Lab::up_env(&["--squall", "server"], &[("SQUALL_LAB_CLIENT_CSUM", "1")]);
+    let tx = ns("sq-cli", &["ethtool", "-k", "sq-cli0"])
+        .output()
+        .unwrap();
+    let tx = String::from_utf8_lossy(&tx.stdout).to_string();
+    assert!(
+        tx.contains("tx-checksum-ip-generic: on"),
+        "the client end's checksum offload is on: {tx}"
+    );
+    let mut srv = Proc(
+        ns(
+            "sq-srv",
+            &[
+                squall_bin(),
+                "serve",
+                "--root",
+                www.to_str().unwrap(),
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:sq-srv0",
+                "--peer-ip",
+                "198.18.0.2",
+                "--route",
+                "/ping return 200 \"pong\"",
+            ],
+        )
+        .stdout(std::fs::File::create(&out_json).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start squall serve"),
+    );
+    let t0 = Instant::now();
+    while text(&["-m", "1", &format!("{URL}/ping")]) != "pong" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "squall serve did not answer a client whose checksums are left to the offload"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (body, rc) = curl(&[&format!("{URL}/big.bin")]);
+    assert_eq!(rc, 0);
+    assert!(body == big, "big.bin differs ({} bytes)", body.len());
+    let ab = run_tool(&["ab", "-n", "500", "-c", "10", &format!("{URL}/ping")]);
+    assert!(ab.contains("Complete requests:      500"), "{ab}");
+    assert!(ab.contains("Failed requests:        0"), "{ab}");
+    let st = Command::new("kill")
+        .args(["-TERM", &srv.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (doc, _) = serve_report(&mut srv, &out_json);
+    let num = |k: &str| doc[k].as_u64().unwrap_or_else(|| panic!("{k} in {doc}"));
+    assert!(num("requests") >= 502, "{doc}");
+    assert_eq!(num("parse_errors"), 0, "{doc}");
+    assert_eq!(
+        num("retransmits"),
+        0,
+        "no frame of the client was dropped: {doc}"
+    );
+}
+
 fn serve_interop(iface: &str) {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = skip(&["ip", "ethtool", "curl", "ab", "wrk", "h2load"]) {

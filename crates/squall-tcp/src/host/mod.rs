@@ -260,6 +260,12 @@ impl TcpHost {
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
     }
+    /// Whether received TCP checksums are verified from here on (the node turns it off
+    /// for frames whose checksum the port already vouched for).
+    #[inline]
+    pub fn set_rx_checksum(&mut self, verify: bool) {
+        self.cfg.rx_checksum = verify;
+    }
     /// Sets the MAC every frame is sent to (the next hop, once resolved).
     pub fn set_gateway_mac(&mut self, mac: [u8; 6]) {
         self.cfg.gateway_mac = mac;

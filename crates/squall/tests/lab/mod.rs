@@ -34,9 +34,15 @@ pub struct Lab;
 impl Lab {
     /// `scripts/lab.sh up ARGS...` (e.g. `["--squall", "client"]` or `["dut-nat"]`).
     pub fn up(args: &[&str]) -> Lab {
+        Lab::up_env(args, &[])
+    }
+
+    /// `lab.sh up` with variables of its environment (`SQUALL_LAB_*`).
+    pub fn up_env(args: &[&str], env: &[(&str, &str)]) -> Lab {
         let st = Command::new(root().join("scripts/lab.sh"))
             .arg("up")
             .args(args)
+            .envs(env.iter().copied())
             .status()
             .expect("run lab.sh");
         assert!(st.success(), "lab.sh up {args:?} failed");
