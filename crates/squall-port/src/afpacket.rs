@@ -1084,7 +1084,12 @@ impl Port for AfPacketPort {
             mtu: self.mtu,
             max_frame: (self.cfg.frame_size - u32::from(self.cfg.headroom)).min(65_535) as u16,
             headroom: self.cfg.headroom,
-            offloads: Default::default(),
+            // The rings' status carries the kernel's checksum verdict, frame by frame.
+            offloads: if self.has_rx_ring() {
+                OffloadFlags::RX_CSUM_PER_FRAME
+            } else {
+                OffloadFlags::NONE
+            },
         }
     }
 

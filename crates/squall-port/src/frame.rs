@@ -17,6 +17,9 @@ impl OffloadFlags {
     pub const RX_L4_CSUM_GOOD: Self = Self(1 << 1);
     /// Rx: the device found a bad IP or L4 checksum (the frame must be dropped).
     pub const RX_CSUM_BAD: Self = Self(1 << 2);
+    /// Capability only: the port marks, frame by frame, the frames whose L4 checksum it
+    /// vouches for ([`Self::RX_L4_CSUM_GOOD`]); the others are the stack's to verify.
+    pub const RX_CSUM_PER_FRAME: Self = Self(1 << 3);
     /// Tx: ask the device to fill the IPv4 header checksum.
     pub const TX_IP_CSUM: Self = Self(1 << 8);
     /// Tx: ask the device to fill the TCP checksum (pseudo-header sum pre-filled, as DPDK wants).

@@ -122,10 +122,10 @@ pub struct Node<P: Port> {
     offload: Option<Offload>,
     /// The port reports receive checksum results (frames it found bad are dropped here).
     rx_csum: bool,
-    /// Whether the host verifies received TCP checksums at all (false where the port
-    /// verifies them all, or the configuration says so); frame by frame it skips those
-    /// the port marked good ([`OffloadFlags::RX_L4_CSUM_GOOD`]).
-    rx_verify: bool,
+    /// Whether the port vouches for checksums frame by frame
+    /// ([`OffloadFlags::RX_CSUM_PER_FRAME`]): the host then skips the frames it marked
+    /// good ([`OffloadFlags::RX_L4_CSUM_GOOD`]).
+    rx_per_frame: bool,
     /// TCP flows still waiting for TX frames after the last resume.
     tx_waiting: usize,
     rx_bursts: usize,
@@ -194,7 +194,9 @@ impl<P: Port> Node<P> {
             opened: Vec::with_capacity(64),
             offload,
             rx_csum: caps.contains(OffloadFlags::RX_L4_CSUM_GOOD),
-            rx_verify,
+            // (only where the host verifies at all: not where the port verifies every
+            // frame, nor where the configuration turned verification off)
+            rx_per_frame: rx_verify && caps.contains(OffloadFlags::RX_CSUM_PER_FRAME),
             tx_waiting: 0,
             rx_bursts: cfg.rx_bursts.max(1),
             vlan: cfg.vlan.map(|v| v & 0x0fff),
@@ -428,7 +430,7 @@ impl<P: Port> Node<P> {
             opened,
             offload,
             rx_csum,
-            rx_verify,
+            rx_per_frame,
             mac,
             tx_waiting,
             ..
@@ -467,14 +469,16 @@ impl<P: Port> Node<P> {
         // Frame by frame, the port may vouch for a checksum (a local sender's frame with
         // the checksum left to an offload holds only a partial sum): a burst is a run of
         // frames of one verdict, and the host verifies the runs the port did not vouch for.
-        let per_frame = *rx_verify;
+        let per_frame = *rx_per_frame;
         let mut vouched = false;
         let trusted =
             |f: &P::Frame| per_frame && f.offload().flags.contains(OffloadFlags::RX_L4_CSUM_GOOD);
         macro_rules! tcp_burst {
             ($frames:expr) => {{
                 let frames = $frames;
-                tcp.set_rx_checksum(*rx_verify && !vouched);
+                if per_frame {
+                    tcp.set_rx_checksum(!vouched);
+                }
                 tcp_rx(tcp, now, frames, app, &mut sink!());
                 counters.rx_tcp += frames.len() as u64;
             }};
@@ -556,9 +560,13 @@ impl<P: Port> Node<P> {
                             // behind extension headers (TCP right after the fixed
                             // header took the burst path)
                             counters.rx_tcp += 1;
-                            tcp.set_rx_checksum(*rx_verify && !trusted(f));
+                            if per_frame {
+                                tcp.set_rx_checksum(!trusted(f));
+                            }
                             tcp.rx(now, d, app, &mut sink!());
-                            tcp.set_rx_checksum(*rx_verify);
+                            if per_frame {
+                                tcp.set_rx_checksum(true);
+                            }
                         }
                         Ok((true, _)) => {
                             counters.rx_other_ip += 1;
@@ -591,7 +599,9 @@ impl<P: Port> Node<P> {
         if k > 0 {
             tcp_burst!(&burst[..k]);
         }
-        tcp.set_rx_checksum(*rx_verify);
+        if per_frame {
+            tcp.set_rx_checksum(true);
+        }
     }
 
     /// The earliest time this node or `app` has something to do (virtual-clock drivers):
