@@ -139,7 +139,10 @@ pub trait TcpApp {
     fn on_connected(&mut self, _ctl: &mut Ctl, _flow: FlowId) {}
     /// In-order bytes, pointing into the received frame (or the out-of-order store).
     fn on_data(&mut self, _ctl: &mut Ctl, _flow: FlowId, _data: &[u8]) {}
-    /// `bytes` of our data were acknowledged (send space freed).
+    /// `bytes` of our data were acknowledged (send space freed). When the acknowledging
+    /// segment also carries the peer's FIN (and no data), the FIN has already taken
+    /// effect (CLOSE_WAIT), as it would have before an app on a kernel ran: a close here
+    /// answers the peer's (LAST_ACK); `on_peer_closed` follows unless the app closed.
     fn on_acked(&mut self, _ctl: &mut Ctl, _flow: FlowId, _bytes: u32) {}
     /// The peer sent FIN: no more data will arrive.
     fn on_peer_closed(&mut self, _ctl: &mut Ctl, _flow: FlowId) {}

@@ -33,6 +33,8 @@ struct App {
     /// Data to send on connect.
     send_on_connect: Option<(BufId, u32)>,
     close_on_peer_fin: bool,
+    /// Closes when the peer acknowledges data (a server ending with a blocking send).
+    close_when_acked: bool,
 }
 impl TcpApp for App {
     fn on_connected(&mut self, ctl: &mut Ctl, _f: FlowId) {
@@ -44,8 +46,11 @@ impl TcpApp for App {
     fn on_data(&mut self, _ctl: &mut Ctl, _f: FlowId, d: &[u8]) {
         self.ev.push(Ev::Data(d.to_vec()));
     }
-    fn on_acked(&mut self, _ctl: &mut Ctl, _f: FlowId, n: u32) {
+    fn on_acked(&mut self, ctl: &mut Ctl, _f: FlowId, n: u32) {
         self.ev.push(Ev::Acked(n));
+        if self.close_when_acked {
+            ctl.close();
+        }
     }
     fn on_peer_closed(&mut self, ctl: &mut Ctl, _f: FlowId) {
         self.ev.push(Ev::PeerClosed);
@@ -934,6 +939,48 @@ fn rfc9293_3_6_simultaneous_close(fam: Family) {
     t.take();
     t.feed(t.pseq + 1, iss1.wrapping_add(1), ACK, 65535, &[], &[]);
     assert_eq!(t.state(), State::TimeWait);
+}
+
+// The app runs after the whole segment, as over a kernel: a FIN riding on the ACK of our
+// data takes effect before the app hears of the acknowledged bytes. An app closing
+// there answers the peer's close (CLOSE_WAIT -> LAST_ACK: the peer, which closed first,
+// holds TIME_WAIT), not crosses it (FIN_WAIT_1 -> CLOSING -> TIME_WAIT); the peer's close
+// reaches only an app that did not close on its own, after the ACK's callback.
+per_family!(fin_riding_on_the_ack_of_our_data_comes_before_the_apps_close);
+fn fin_riding_on_the_ack_of_our_data_comes_before_the_apps_close(fam: Family) {
+    for closes in [true, false] {
+        let mut t = T::new(cfg()).over(fam);
+        t.app.close_when_acked = closes;
+        t.app.close_on_peer_fin = false;
+        let iss1 = t.established(&[]);
+        t.take();
+        let (b, _) = with_data(&mut t, 10);
+        let f = t.flow.unwrap();
+        t.host.send(t.now, &mut t.sink, f, b, 0, 10).unwrap();
+        assert_eq!(t.one().payload.len(), 10);
+        t.app.ev.clear();
+        t.feed(t.pseq, iss1.wrapping_add(10), FIN | ACK, 65535, &[], &[]);
+        if closes {
+            assert_eq!(t.state(), State::LastAck);
+            assert_eq!(
+                t.app.ev,
+                [Ev::Acked(10)],
+                "no PeerClosed after its own close"
+            );
+            let fin = t.one();
+            assert_eq!(fin.flags, FIN | ACK);
+            assert_eq!(fin.ack, t.pseq + 1, "the peer's FIN acknowledged with ours");
+            t.feed(t.pseq + 1, iss1.wrapping_add(11), ACK, 65535, &[], &[]);
+            assert_eq!(t.state(), State::Closed, "no TIME_WAIT on our side");
+            assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Normal)));
+            assert_eq!(t.host.flow_count(), 0);
+        } else {
+            assert_eq!(t.state(), State::CloseWait);
+            assert_eq!(t.app.ev, [Ev::Acked(10), Ev::PeerClosed]);
+            let a = t.one();
+            assert_eq!((a.flags, a.ack), (ACK, t.pseq + 1));
+        }
+    }
 }
 
 // RFC 9293 §3.6: passive close: CLOSE_WAIT -> LAST_ACK -> CLOSED.

@@ -197,10 +197,38 @@ impl TcpHost {
                 t.snd_wl2 = ack;
             }
             if data_acked > 0 {
+                // The app runs after the whole segment, as it would over a kernel: a FIN
+                // riding on this ACK (in sequence, no data before it) takes effect before
+                // the app hears of the acknowledged bytes, so a close the app makes then
+                // answers the peer's (CLOSE_WAIT -> LAST_ACK) instead of crossing it
+                // (FIN_WAIT_1 -> CLOSING -> TIME_WAIT), and the peer, which closed first,
+                // is the one that holds TIME_WAIT.
+                let t = &mut self.flows[i as usize];
+                let fin_rides = seg.flags & FIN != 0
+                    && seg.payload.is_empty()
+                    && seg.seq == t.rcv_nxt
+                    && t.state == State::Established
+                    && t.ooo == NO_SIDE;
+                if fin_rides {
+                    t.rcv_nxt = t.rcv_nxt.wrapping_add(1);
+                    t.flags |= F_ACKNOW;
+                    t.state = State::CloseWait;
+                    if self.traced(i) {
+                        self.trace_sync(i);
+                    }
+                }
                 self.set_ctl(i);
                 app.on_acked(&mut self.ctl, FlowId(i), data_acked);
                 if self.apply_ops(i, app, tx) {
                     return true;
+                }
+                // The peer's close reaches an app that has not closed on its own.
+                if fin_rides && self.flows[i as usize].state == State::CloseWait {
+                    self.set_ctl(i);
+                    app.on_peer_closed(&mut self.ctl, FlowId(i));
+                    if self.apply_ops(i, app, tx) {
+                        return true;
+                    }
                 }
             }
             if fin_acked {
