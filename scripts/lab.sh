@@ -54,8 +54,8 @@
 # its transmit offloads as a veth has them by default (tx checksum, TSO, GSO; receive and
 # the client end stay off): nginx's kernel and Squall's AF_PACKET GSO then hand a burst
 # of segments to the client's kernel as one super-packet, as a NIC's TSO would put it on
-# the wire and the client's GRO take it. Only for kernel clients: a Squall client on
-# sq-cli0 would see each super-packet as one oversized frame.
+# the wire and the client's GRO take it. A Squall client on sq-cli0 then needs
+# `afpacket:sq-cli0,superframes` (it receives each super-packet as one frame).
 # `SQUALL_LAB_CLIENT_CSUM=1 scripts/lab.sh up ...` turns the client end's transmit checksum
 # offload back on (a veth's default): the client's kernel then sends its TCP frames with
 # the checksum left to the offload (only the pseudo-header sum in the field); Squall's

@@ -45,7 +45,8 @@ const USAGE: &str = "usage:
                      squall serve --initcwnd; default 10 both)
                     [--server-offloads on|off] (on: the server end of the veth keeps its
                      transmit offloads, checksum and TSO/GSO, for both servers alike;
-                     kernel clients only; default off: every offload off on both ends)
+                     a Squall client then takes super-frames, afpacket:IF,superframes;
+                     default off: every offload off on both ends)
                     (T-veth, root: the lab of scripts/lab.sh; run it under
                      `flock /tmp/squall-lab.lock`; client core 0, server core 1)
   squall-bench memif [--workloads W1,W2] [--conns 100,1000] (W2) [--seconds 5] [--runs 3]

@@ -170,8 +170,8 @@ pub struct VethOpts {
     /// veth has them by default, for both servers alike: nginx's kernel and `squall
     /// serve`'s AF_PACKET GSO then hand a whole burst of segments to the client's kernel
     /// as one super-packet. Off: every offload off on both ends (MTU-sized frames, as a
-    /// real wire carries them). Kernel clients only (a Squall client takes MTU-sized
-    /// frames).
+    /// real wire carries them). A Squall client then receives with
+    /// `afpacket:IF,superframes` (not over AF_XDP or `recvmmsg`).
     pub server_offloads: bool,
     /// Raw frame sizes for the raw-veth lines.
     pub frame_sizes: Vec<usize>,
@@ -494,13 +494,14 @@ pub fn parse_opts(args: &[String], root: PathBuf, squall: PathBuf) -> Result<Vet
             other => return Err(format!("unknown option {other}")),
         }
     }
-    if o.server_offloads {
+    if o.server_offloads && matches!(o.port, PortKind::AfXdp | PortKind::AfPacketRecvmmsg) {
         if let Some(&(c, s)) = o.pairs.iter().find(|(c, _)| c.is_squall()) {
             let (cn, sn) = names("W1", c, s);
             return Err(format!(
                 "--server-offloads on: pair {cn}/{sn}: the server's super-packets reach the \
-                 client whole, and a Squall client takes MTU-sized frames; give it kernel \
-                 clients only (ab, wrk)"
+                 client whole, which a Squall client takes only through an AF_PACKET ring \
+                 (`afpacket:IF,superframes`), not with --port {}",
+                o.port.name()
             ));
         }
     }
@@ -1272,6 +1273,17 @@ struct Cell<'a> {
 }
 
 impl Cell<'_> {
+    /// The `--iface` of a Squall side: with the server end's offloads on, a client takes
+    /// the server's super-packets whole.
+    fn client_iface(&self, mode: &str, ifname: &str) -> String {
+        let i = self.o.port.iface(ifname);
+        if mode == "client" && self.o.server_offloads {
+            format!("{i},superframes")
+        } else {
+            i
+        }
+    }
+
     fn squall_args(&self, mode: &str, prof: &Path, json: &Path, secs: f64) -> Vec<String> {
         let (ifname, peer) = if mode == "client" {
             (CLI_IF, &self.srv_mac)
@@ -1283,7 +1295,7 @@ impl Cell<'_> {
             "run".into(),
             prof.display().to_string(),
             "--iface".into(),
-            self.o.port.iface(ifname),
+            self.client_iface(mode, ifname),
             "--mode".into(),
             mode.into(),
             "--duration".into(),
@@ -2161,11 +2173,9 @@ Requests/sec: 122469.00
         let on = p("--server-offloads on --pairs kernel/kernel,kernel/squall-serve").unwrap();
         assert!(on.server_offloads);
         assert!(p("--server-offloads maybe").is_err());
-        let e = p("--server-offloads on --pairs kernel/kernel,squall/kernel").unwrap_err();
-        assert!(
-            e.contains("squall/") && e.contains("kernel clients only"),
-            "{e}"
-        );
+        assert!(p("--server-offloads on --pairs kernel/kernel,squall/kernel").is_ok());
+        let e = p("--server-offloads on --pairs squall/kernel --port afxdp").unwrap_err();
+        assert!(e.contains("squall/") && e.contains("superframes"), "{e}");
         assert_eq!(o.workloads, vec!["RAW", "W1", "W2", "W4"]);
         assert_eq!(o.pairs.len(), 7);
         assert_eq!(o.pairs[4], (Who::SquallHttp, Who::Kernel));

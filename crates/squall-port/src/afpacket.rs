@@ -224,6 +224,13 @@ pub struct AfPacketConfig {
     /// `PACKET_VNET_HDR`). A kernel peer on a veth then takes a flow's segments in one
     /// pass of its receive path instead of one pass (and one wake-up) per frame.
     pub gso: bool,
+    /// Receive super-frames whole: frames of up to 64 KiB, as the kernel hands them over
+    /// when the sender's TSO/GSO crosses a veth whole or GRO merges on the interface
+    /// (the TCP host takes such a segment as it is). The frame ring's slots then hold
+    /// 64 KiB (128 KiB each, 512 of them: 64 MiB); the block ring holds them as they
+    /// are; `recvmmsg` cannot (refused). Off: frames longer than the MTU are counted as
+    /// truncated and dropped.
+    pub rx_superframes: bool,
 }
 
 impl AfPacketConfig {
@@ -242,6 +249,7 @@ impl AfPacketConfig {
             ring_block_size: 1 << 18,
             fanout: None,
             gso: true,
+            rx_superframes: false,
         }
     }
 }
@@ -414,6 +422,12 @@ impl AfPacketPort {
             || u32::from(cfg.headroom) >= cfg.frame_size / 2
         {
             return Err(format!("afpacket:{name}: bad pool geometry"));
+        }
+        if cfg.rx_superframes && cfg.rx == RxMode::Copy {
+            return Err(format!(
+                "afpacket:{name}: superframes needs a ring receive path (the default frame \
+                 ring, or `ring`), not `recvmmsg`"
+            ));
         }
         let cname = CString::new(name.clone()).map_err(|_| format!("afpacket:{name}: bad name"))?;
         // SAFETY: `cname` is a valid NUL-terminated string.
@@ -788,15 +802,24 @@ fn map_ring(s: i32, size: usize, name: &str) -> Result<*mut u8, String> {
 }
 
 /// Switches socket `s` to TPACKET_V2 and maps its ring: `cfg.ring_slots` slots of 2 KiB,
-/// or of the next power of two that holds a frame of `mtu` (at most 64 MiB in all).
+/// or of the next power of two that holds a frame of `mtu` (at most 64 MiB in all); with
+/// [`AfPacketConfig::rx_superframes`], slots that hold 64 KiB, as many as fit 64 MiB.
 fn setup_frame_ring(s: i32, cfg: &AfPacketConfig, mtu: u16) -> Result<FrameRing, String> {
     let name = &cfg.ifname;
-    let slot = (u32::from(mtu) + 18 + FRING_HEAD)
-        .next_power_of_two()
-        .max(FRING_SLOT);
+    let largest = if cfg.rx_superframes {
+        u32::from(u16::MAX)
+    } else {
+        u32::from(mtu) + 18
+    };
+    let slot = (largest + FRING_HEAD).next_power_of_two().max(FRING_SLOT);
     // Blocks of at least 64 KiB holding whole slots: the slots are contiguous.
     let per_block = ((1u32 << 16) / slot).max(1);
-    let slots = cfg.ring_slots.div_ceil(per_block) * per_block;
+    let want = if cfg.rx_superframes {
+        cfg.ring_slots.min((64u32 << 20) / slot)
+    } else {
+        cfg.ring_slots
+    };
+    let slots = want.div_ceil(per_block) * per_block;
     if cfg.ring_slots == 0 || u64::from(slots) * u64::from(slot) > 64 << 20 {
         return Err(format!(
             "afpacket:{name}: bad rx ring geometry ({} slots of {slot} bytes: 1 to {} slots)",
@@ -1217,6 +1240,11 @@ mod tests {
         cfg.ring_slots = 0;
         let e = AfPacketPort::open(cfg).err().expect("bad geometry");
         assert!(e.contains("rx ring geometry"), "{e}");
+        let mut cfg = AfPacketConfig::new("lo");
+        cfg.rx = RxMode::Copy;
+        cfg.rx_superframes = true;
+        let e = AfPacketPort::open(cfg).err().expect("recvmmsg cannot");
+        assert!(e.contains("superframes needs a ring receive path"), "{e}");
     }
 
     fn loopback_roundtrip(mode: RxMode) {

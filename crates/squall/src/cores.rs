@@ -240,6 +240,7 @@ pub(crate) fn open_afpacket(
             let mut pc = AfPacketConfig::new(&rc.ifname);
             pc.rx = rc.rx;
             pc.gso = rc.gso;
+            pc.rx_superframes = rc.superframes;
             pc.fanout = (n > 1).then_some(Fanout {
                 group,
                 members: n as u16,

@@ -76,6 +76,9 @@ pub struct RealConfig {
     /// AF_PACKET: send TCP super-frames for the kernel to segment (GSO); off with
     /// `afpacket:IFNAME,nogso`.
     pub gso: bool,
+    /// AF_PACKET: receive super-frames of up to 64 KiB whole
+    /// (`afpacket:IFNAME,superframes`; a peer's TSO across a veth, GRO on the interface).
+    pub superframes: bool,
     /// `Client` or `Server`.
     pub mode: Mode,
     /// Address whose MAC is resolved (default: the first peer address of template 0).
@@ -165,7 +168,7 @@ pub fn parse(
             "--iface {iface}: built without the dpdk feature (cargo build --features dpdk)"
         ));
     }
-    let (mut rx, mut gso) = (RxMode::Frames, true);
+    let (mut rx, mut gso, mut superframes) = (RxMode::Frames, true, false);
     let (ifname, kind) = if dpdk.is_some() {
         (iface, PortKind::Dpdk)
     } else if let Some(spec) = iface.strip_prefix("afxdp:") {
@@ -180,9 +183,11 @@ pub fn parse(
                 "recvmmsg" => rx = RxMode::Copy,
                 "ring" => rx = RxMode::Blocks,
                 "nogso" => gso = false,
+                "superframes" => superframes = true,
                 _ => {
                     return Err(format!(
-                        "--iface {iface}: unknown option `{o}` (frames, recvmmsg, ring, nogso)"
+                        "--iface {iface}: unknown option `{o}` (frames, recvmmsg, ring, \
+                         nogso, superframes)"
                     ))
                 }
             }
@@ -190,7 +195,8 @@ pub fn parse(
         (ifname, PortKind::AfPacket)
     } else {
         return Err(format!(
-            "--iface {iface}: expected `mem`, `afpacket:IFNAME[,recvmmsg|,ring][,nogso]`, \
+            "--iface {iface}: expected `mem`, \
+             `afpacket:IFNAME[,recvmmsg|,ring][,nogso][,superframes]`, \
              `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or `dpdk[:PORTNAME]` (with --eal \"...\")"
         ));
     };
@@ -210,6 +216,7 @@ pub fn parse(
         dpdk,
         rx,
         gso,
+        superframes,
         mode,
         peer_ip: peer_ip
             .filter(|s| !s.contains(':'))
@@ -424,9 +431,14 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(r3.rx == RxMode::Blocks && !r3.gso && r3.ifname == "sq-cli0");
+        assert!(!r3.superframes, "MTU-sized receive unless asked");
+        let r4 = parse("afpacket:sq-cli0,superframes", Some("client"), None, None)
+            .unwrap()
+            .unwrap();
+        assert!(r4.superframes && r4.rx == RxMode::Frames && r4.gso);
         let e = parse("afpacket:x,bogus", Some("client"), None, None).unwrap_err();
         assert!(
-            e.contains("unknown option `bogus` (frames, recvmmsg, ring, nogso)"),
+            e.contains("unknown option `bogus` (frames, recvmmsg, ring, nogso, superframes)"),
             "{e}"
         );
         assert_eq!(r2.kind, PortKind::AfPacket);

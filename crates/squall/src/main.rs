@@ -109,7 +109,7 @@ struct RunArgs {
     /// wire (T-mem2) instead of two shards.
     #[arg(long)]
     split: bool,
-    /// Interface: `mem` (the in-memory wire, both sides), `afpacket:IFNAME[,recvmmsg|,ring][,nogso]`,
+    /// Interface: `mem` (the in-memory wire, both sides), `afpacket:IFNAME[,recvmmsg|,ring][,nogso][,superframes]`,
     /// `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or `dpdk[:PORTNAME]` (a real interface, one
     /// side: needs --mode client|server and root; dpdk needs the `dpdk` cargo feature and
     /// takes --eal).
@@ -242,7 +242,7 @@ struct ServeArgs {
     /// on every listen address.
     #[arg(long, value_name = "ADDR:PORT")]
     listen: Vec<std::net::SocketAddr>,
-    /// Port: `afpacket:IFNAME[,recvmmsg|,ring][,nogso]`, `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or
+    /// Port: `afpacket:IFNAME[,recvmmsg|,ring][,nogso][,superframes]`, `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or
     /// `dpdk[:PORTNAME]` (with --eal; needs the `dpdk` cargo feature). Needs root.
     #[arg(long, value_name = "KIND:NAME")]
     iface: Option<String>,

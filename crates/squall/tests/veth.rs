@@ -30,6 +30,9 @@ struct ClientCase {
     mult: u32,
     secs: u32,
     capture: bool,
+    /// The server end keeps its transmit offloads (TSO/GSO): nginx's answers reach Squall
+    /// as super-packets of up to 64 KiB.
+    server_offloads: bool,
 }
 
 /// W1 over AF_PACKET: 10,000 flows at 1,000 CPS, the wire captured and checked.
@@ -42,6 +45,7 @@ fn client_only_squall_against_nginx() {
         mult: 10,
         secs: 10,
         capture: true,
+        server_offloads: false,
     });
 }
 
@@ -58,6 +62,7 @@ fn client_only_squall_against_nginx_through_netem() {
         mult: 5,
         secs: 4,
         capture: false,
+        server_offloads: false,
     });
 }
 
@@ -76,6 +81,7 @@ fn client_only_squall_over_dpdk_against_nginx() {
         mult: 10,
         secs: 10,
         capture: true,
+        server_offloads: false,
     });
 }
 
@@ -89,6 +95,7 @@ fn client_only_squall_against_nginx_recvmmsg() {
         mult: 1,
         secs: 2,
         capture: false,
+        server_offloads: false,
     });
 }
 
@@ -102,6 +109,22 @@ fn client_only_squall_against_nginx_rx_ring() {
         mult: 1,
         secs: 2,
         capture: false,
+        server_offloads: false,
+    });
+}
+
+/// nginx's kernel with the veth's transmit offloads (TSO/GSO, checksum) on its end: its
+/// answers cross as super-packets, which the frame ring takes whole with `superframes`.
+#[test]
+fn client_only_squall_takes_nginx_super_packets_whole() {
+    client_against_nginx(&ClientCase {
+        iface: "afpacket:sq-cli0,superframes",
+        eal: None,
+        netem: false,
+        mult: 5,
+        secs: 4,
+        capture: false,
+        server_offloads: true,
     });
 }
 
@@ -115,6 +138,7 @@ fn client_only_squall_over_afxdp_against_nginx_w1() {
         mult: 10,
         secs: 10,
         capture: true,
+        server_offloads: false,
     });
 }
 
@@ -226,7 +250,14 @@ fn client_against_nginx(case: &ClientCase) {
         return;
     }
     let dir = tmpdir("cli");
-    let _lab = Lab::up(&["--squall", "client"]);
+    let _lab = if case.server_offloads {
+        Lab::up_env(
+            &["--squall", "client"],
+            &[("SQUALL_LAB_SERVER_OFFLOADS", "1")],
+        )
+    } else {
+        Lab::up(&["--squall", "client"])
+    };
     if case.netem {
         netem_on_server_link(&dir);
     }
@@ -285,6 +316,14 @@ fn client_against_nginx(case: &ClientCase) {
     assert_eq!(num(&r, &["client", "tcp", "tcps_rcvbyte"]), flows * total);
     assert!(r["clean"].as_bool().unwrap());
     lab::check_real_series(&r, 1);
+    if case.server_offloads {
+        // 23 wire segments of answer per flow; as super-packets, a few.
+        let segs = num(&r, &["client", "tcp", "tcps_rcvpack"]);
+        assert!(
+            segs < flows * 10,
+            "super-packets taken whole: {segs} data segments for {flows} flows"
+        );
+    }
     if case.netem {
         assert!(
             num(&r, &["retransmits"]) > 0,
