@@ -217,7 +217,7 @@ fn squall_mac() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-fn lab_ready(tools: &[&str]) -> Option<Option<std::fs::File>> {
+fn lab_ready(tools: &[&str]) -> Option<Option<lab::LabLock>> {
     if let Some(r) = skip(tools) {
         eprintln!("skipped: {r}");
         return None;

@@ -28,8 +28,12 @@ pub fn skip(tools: &[&str]) -> Option<String> {
     squall_port::lab::skip(tools)
 }
 
-/// A lab topology, torn down on drop.
-pub struct Lab;
+/// A lab topology, torn down on drop. It holds the machine-wide lab lock for its life
+/// unless the test took it already ([`machine_lock`]), so that no other process's lab
+/// (another test binary, a benchmark) is torn down under it.
+pub struct Lab {
+    _lock: Option<Option<LabLock>>,
+}
 
 impl Lab {
     /// `scripts/lab.sh up ARGS...` (e.g. `["--squall", "client"]` or `["dut-nat"]`).
@@ -39,6 +43,10 @@ impl Lab {
 
     /// `lab.sh up` with variables of its environment (`SQUALL_LAB_*`).
     pub fn up_env(args: &[&str], env: &[(&str, &str)]) -> Lab {
+        let lock = (HELD.load(std::sync::atomic::Ordering::SeqCst) == 0).then(|| {
+            machine_lock(std::time::Duration::from_secs(900))
+                .expect("the lab lock (/tmp/squall-lab.lock) stayed busy for 900 s")
+        });
         let st = Command::new(root().join("scripts/lab.sh"))
             .arg("up")
             .args(args)
@@ -46,7 +54,7 @@ impl Lab {
             .status()
             .expect("run lab.sh");
         assert!(st.success(), "lab.sh up {args:?} failed");
-        Lab
+        Lab { _lock: lock }
     }
 }
 
@@ -214,10 +222,24 @@ pub fn server_thread(
     })
 }
 
+/// Machine-wide lab locks this process holds ([`LabLock`]s alive).
+static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The machine-wide lab lock, held until dropped.
+pub struct LabLock {
+    _file: std::fs::File,
+}
+
+impl Drop for LabLock {
+    fn drop(&mut self) {
+        HELD.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The machine-wide lab lock (`/tmp/squall-lab.lock`, the file `flock` takes in the
-/// Makefile's lab targets), held while the returned file is open; `None` if it stayed
+/// Makefile's lab targets), held while the returned guard lives; `None` if it stayed
 /// busy for `wait`. `SQUALL_LAB_LOCKED=1`: the caller holds it already.
-pub fn machine_lock(wait: std::time::Duration) -> Option<Option<std::fs::File>> {
+pub fn machine_lock(wait: std::time::Duration) -> Option<Option<LabLock>> {
     use std::os::fd::AsRawFd;
     if std::env::var_os("SQUALL_LAB_LOCKED").is_some() {
         return Some(None);
@@ -235,7 +257,8 @@ pub fn machine_lock(wait: std::time::Duration) -> Option<Option<std::fs::File>> 
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    Some(Some(f))
+    HELD.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Some(Some(LabLock { _file: f }))
 }
 
 /// A kernel nginx in namespace `n` serving `/w1` (32 KiB) on 198.18.48.1:80 from `dir`
