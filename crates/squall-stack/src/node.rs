@@ -525,7 +525,7 @@ impl<P: Port> Node<P> {
                 }
                 Class::Udp => {
                     counters.rx_udp += 1;
-                    udp_in!(udp::parse(d));
+                    udp_in!(udp::parse_checked(d, !trusted(f)));
                 }
                 Class::Icmp => {
                     counters.rx_icmp += 1;
@@ -554,7 +554,7 @@ impl<P: Port> Node<P> {
                         }
                         Ok((true, i)) if i.proto == IpProtocol::UDP => {
                             counters.rx_udp += 1;
-                            udp_in!(udp.parse6(d, &i));
+                            udp_in!(udp.parse6_checked(d, &i, !trusted(f)));
                         }
                         Ok((true, i)) if i.proto == IpProtocol::TCP => {
                             // behind extension headers (TCP right after the fixed

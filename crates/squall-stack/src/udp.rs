@@ -271,6 +271,16 @@ impl UdpLayer {
     /// [`crate::ipv6::check`]): lengths, and the checksum, mandatory over IPv6. Its
     /// addresses get ids (see [`UdpLayer::key6`]).
     pub fn parse6<'a>(&mut self, f: &'a [u8], ip: &Ipv6In) -> Result<Datagram<'a>, UdpError> {
+        self.parse6_checked(f, ip, true)
+    }
+    /// [`UdpLayer::parse6`]; `verify_udp = false` takes the port's word for the checksum
+    /// (see [`parse_checked`]).
+    pub fn parse6_checked<'a>(
+        &mut self,
+        f: &'a [u8],
+        ip: &Ipv6In,
+        verify_udp: bool,
+    ) -> Result<Datagram<'a>, UdpError> {
         let u = f.get(ip.l4.0..ip.l4.1).ok_or(UdpError::Header)?;
         if u.len() < UDP_LEN {
             return Err(UdpError::Header);
@@ -281,7 +291,7 @@ impl UdpLayer {
         }
         let u = &u[..ulen];
         let ph = checksum::pseudo_header_ipv6(&ip.src, &ip.dst, IP_PROTO_UDP, ulen as u32);
-        if be16(u, 6) == 0 || checksum::add(ph, checksum::sum(u)) != 0xffff {
+        if verify_udp && (be16(u, 6) == 0 || checksum::add(ph, checksum::sum(u)) != 0xffff) {
             return Err(UdpError::Checksum);
         }
         let k = self
@@ -472,6 +482,13 @@ fn write_frame(f: &mut [u8], h: &Hdr, k: &UdpKey, payload: &[u8]) {
 
 /// Parses and verifies an Ethernet/IPv4/UDP frame (IPv4 checksum; UDP checksum unless 0).
 pub fn parse(f: &[u8]) -> Result<Datagram<'_>, UdpError> {
+    parse_checked(f, true)
+}
+
+/// [`parse`]; `verify_udp = false` takes the port's word for the UDP checksum (a frame it
+/// vouched for: the field may hold only a sender's partial sum). The IPv4 header checksum
+/// is always verified.
+pub fn parse_checked(f: &[u8], verify_udp: bool) -> Result<Datagram<'_>, UdpError> {
     let ip = ipv4::check(f).map_err(|e| match e {
         Ipv4Error::Header => UdpError::Header,
         Ipv4Error::Checksum => UdpError::Checksum,
@@ -489,7 +506,10 @@ pub fn parse(f: &[u8]) -> Result<Datagram<'_>, UdpError> {
         return Err(UdpError::Header);
     }
     let u = &u[..ulen];
-    if be16(u, 6) != 0 && checksum::add(pseudo(ip.src, ip.dst, ulen), checksum::sum(u)) != 0xffff {
+    if verify_udp
+        && be16(u, 6) != 0
+        && checksum::add(pseudo(ip.src, ip.dst, ulen), checksum::sum(u)) != 0xffff
+    {
         return Err(UdpError::Checksum);
     }
     Ok(Datagram {
@@ -582,6 +602,20 @@ mod tests {
         let mut f = frame(b"hello");
         f[ETH_HLEN + IP_LEN + 6..ETH_HLEN + IP_LEN + 8].copy_from_slice(&[0, 0]);
         assert_eq!(parse(&f).unwrap().payload, b"hello");
+    }
+
+    /// A frame the port vouched for (a local sender left the checksum to an offload: the
+    /// field holds only the pseudo-header sum) parses without the UDP checksum; the IPv4
+    /// header checksum is still checked.
+    #[test]
+    fn a_vouched_frame_skips_the_udp_checksum_only() {
+        let mut f = frame(b"hello");
+        let c = ETH_HLEN + IP_LEN + 6;
+        f[c..c + 2].copy_from_slice(&[0x12, 0x34]); // a partial sum, not the checksum
+        assert_eq!(parse(&f), Err(UdpError::Checksum));
+        assert_eq!(parse_checked(&f, false).unwrap().payload, b"hello");
+        f[ETH_HLEN + 8] ^= 1; // TTL: the IP header checksum fails
+        assert_eq!(parse_checked(&f, false), Err(UdpError::Checksum));
     }
 
     #[test]

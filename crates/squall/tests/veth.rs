@@ -731,3 +731,78 @@ fn afxdp_program_goes_away_with_a_killed_squall() {
         "afxdp: program attached while Squall ran, gone after kill -9 and after a clean exit"
     );
 }
+
+/// UDP from a kernel that leaves its checksums to the veth's offload (the client end's
+/// default, `SQUALL_LAB_CLIENT_CSUM=1`): Squall's server (the DNS-like profile) answers
+/// every query — the frame ring's verdict covers UDP too; before, every datagram was
+/// dropped as a bad checksum.
+#[test]
+fn server_only_squall_answers_udp_whose_checksum_the_peer_left_to_the_offload() {
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = skip(&["ip", "ethtool", "python3"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let dir = tmpdir("udp-csum");
+    let mut p: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("examples/udp-dns.json")).unwrap(),
+    )
+    .unwrap();
+    p["ip_gens"][0]["clients"]["range"] = serde_json::json!(["198.18.0.2", "198.18.0.2"]);
+    p["ip_gens"][0]["servers"]["range"] = serde_json::json!(["198.18.48.1", "198.18.48.1"]);
+    let prof = dir.join("udp.json");
+    std::fs::write(&prof, p.to_string()).unwrap();
+    let json = dir.join("server.json");
+    let _lab = Lab::up_env(&["--squall", "server"], &[("SQUALL_LAB_CLIENT_CSUM", "1")]);
+    let _srv = Proc(
+        ns(
+            "sq-srv",
+            &[
+                squall_bin(),
+                "run",
+                prof.to_str().unwrap(),
+                "--iface",
+                "afpacket:sq-srv0",
+                "--mode",
+                "server",
+                "--peer-ip",
+                "198.18.0.2",
+                "--duration",
+                "5",
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start squall"),
+    );
+    // 20 queries from 20 source ports, each answered with the profile's answer (its id).
+    let client = r#"
+import socket, base64, time
+q = base64.b64decode("EjQBAAABAAAAAAAAA3d3dwVleG1wbAR0ZXN0AAABAAE=")
+ok, t0 = 0, time.time()
+while ok == 0 and time.time() - t0 < 3:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.3)
+    s.sendto(q, ("198.18.48.1", 53))
+    try: ok += s.recvfrom(2048)[0][:2] == q[:2]
+    except socket.timeout: pass
+for i in range(19):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.5)
+    s.sendto(q, ("198.18.48.1", 53))
+    try: ok += s.recvfrom(2048)[0][:2] == q[:2]
+    except socket.timeout: pass
+print(ok)
+"#;
+    let out = ns("sq-cli", &["python3", "-c", client]).output().unwrap();
+    let answered = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(
+        answered,
+        "20",
+        "answers of 20 queries: {answered} ({})",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
