@@ -1275,7 +1275,7 @@ struct Cell<'a> {
 impl Cell<'_> {
     /// The `--iface` of a Squall side: with the server end's offloads on, a client takes
     /// the server's super-packets whole.
-    fn client_iface(&self, mode: &str, ifname: &str) -> String {
+    fn squall_iface(&self, mode: &str, ifname: &str) -> String {
         let i = self.o.port.iface(ifname);
         if mode == "client" && self.o.server_offloads {
             format!("{i},superframes")
@@ -1295,7 +1295,7 @@ impl Cell<'_> {
             "run".into(),
             prof.display().to_string(),
             "--iface".into(),
-            self.client_iface(mode, ifname),
+            self.squall_iface(mode, ifname),
             "--mode".into(),
             mode.into(),
             "--duration".into(),

@@ -1178,20 +1178,7 @@ mod tests {
     /// In a fresh network namespace: a kernel TCP connection on `lo` seen by a port in
     /// `mode`; (TCP frames, those marked RX_L4_CSUM_GOOD), None when skipped.
     fn kernel_tcp_on_lo(mode: RxMode) -> Option<(usize, usize)> {
-        if !is_root() {
-            eprintln!("skipped: needs root (unshare CLONE_NEWNET, AF_PACKET)");
-            return None;
-        }
-        // SAFETY: unshare only affects this thread's network namespace.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            eprintln!("skipped: unshare(CLONE_NEWNET) failed");
-            return None;
-        }
-        let up = std::process::Command::new("ip")
-            .args(["link", "set", "lo", "up"])
-            .status();
-        if !up.map(|s| s.success()).unwrap_or(false) {
-            eprintln!("skipped: cannot bring lo up");
+        if !private_netns_with_lo() {
             return None;
         }
         let mut cfg = AfPacketConfig::new("lo");
@@ -1247,22 +1234,31 @@ mod tests {
         assert!(e.contains("superframes needs a ring receive path"), "{e}");
     }
 
-    fn loopback_roundtrip(mode: RxMode) {
+    /// Moves the calling thread into a fresh network namespace with `lo` up; false (the
+    /// reason printed: the test is skipped) where that cannot be done (not root, ...).
+    fn private_netns_with_lo() -> bool {
         if !is_root() {
             eprintln!("skipped: needs root (unshare CLONE_NEWNET, AF_PACKET)");
-            return;
+            return false;
         }
+        // SAFETY: unshare only affects this thread's network namespace.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            eprintln!("skipped: unshare(CLONE_NEWNET) failed");
+            return false;
+        }
+        let up = std::process::Command::new("ip")
+            .args(["link", "set", "lo", "up"])
+            .status();
+        if !up.map(|s| s.success()).unwrap_or(false) {
+            eprintln!("skipped: cannot bring lo up");
+            return false;
+        }
+        true
+    }
+
+    fn loopback_roundtrip(mode: RxMode) {
         let h = std::thread::spawn(move || {
-            // SAFETY: unshare only affects this thread's network namespace.
-            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-                eprintln!("skipped: unshare(CLONE_NEWNET) failed");
-                return;
-            }
-            let up = std::process::Command::new("ip")
-                .args(["link", "set", "lo", "up"])
-                .status();
-            if !up.map(|s| s.success()).unwrap_or(false) {
-                eprintln!("skipped: cannot bring lo up");
+            if !private_netns_with_lo() {
                 return;
             }
             let mut cfg = AfPacketConfig::new("lo");

@@ -564,9 +564,6 @@ impl<P: Port> Node<P> {
                                 tcp.set_rx_checksum(!trusted(f));
                             }
                             tcp.rx(now, d, app, &mut sink!());
-                            if per_frame {
-                                tcp.set_rx_checksum(true);
-                            }
                         }
                         Ok((true, _)) => {
                             counters.rx_other_ip += 1;
@@ -599,6 +596,7 @@ impl<P: Port> Node<P> {
         if k > 0 {
             tcp_burst!(&burst[..k]);
         }
+        // The host's setting as configured, outside the received burst.
         if per_frame {
             tcp.set_rx_checksum(true);
         }

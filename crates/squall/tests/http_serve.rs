@@ -9,11 +9,13 @@
 //! torn down by a guard and the server is killed by pid if the test fails.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 mod lab;
-use lab::{machine_lock, ns, pattern, serve_report, skip, squall_bin, tmpdir, Lab, Proc, LAB};
+use lab::{
+    machine_lock, ns, pattern, serve_report, signal, skip, squall_bin, tmpdir, Lab, Proc, LAB,
+};
 
 const URL: &str = "http://198.18.48.1";
 
@@ -38,6 +40,40 @@ fn run_tool(args: &[&str]) -> String {
     lab::tool_in("sq-cli", args)
 }
 
+/// `squall serve` in sq-srv serving `www` on 198.18.48.1:80 over `iface` to the peer
+/// 198.18.0.2, with the `/ping` route and `extra` arguments, its report to `out_json`;
+/// returned once `/ping` answers (`why` says what failed otherwise).
+fn start_serve(www: &Path, iface: &str, out_json: &Path, extra: &[&str], why: &str) -> Proc {
+    let mut args = vec![
+        squall_bin(),
+        "serve",
+        "--root",
+        www.to_str().unwrap(),
+        "--listen",
+        "198.18.48.1:80",
+        "--iface",
+        iface,
+        "--peer-ip",
+        "198.18.0.2",
+        "--route",
+        "/ping return 200 \"pong\"",
+    ];
+    args.extend_from_slice(extra);
+    let srv = Proc(
+        ns("sq-srv", &args)
+            .stdout(std::fs::File::create(out_json).unwrap())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start squall serve"),
+    );
+    let t0 = Instant::now();
+    while text(&["-m", "1", &format!("{URL}/ping")]) != "pong" {
+        assert!(t0.elapsed() < Duration::from_secs(15), "{why}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    srv
+}
+
 #[test]
 fn squall_serve_over_afpacket_answers_curl_ab_wrk_h2load() {
     serve_interop("afpacket:sq-srv0");
@@ -59,10 +95,6 @@ fn squall_serve_takes_frames_whose_checksum_the_peer_left_to_the_offload() {
         eprintln!("skipped: {r}");
         return;
     }
-    let Some(_lock) = machine_lock(Duration::from_secs(300)) else {
-        eprintln!("skipped: the lab lock (/tmp/squall-lab.lock) stayed busy for 300 s");
-        return;
-    };
     let dir = tmpdir("serve-csum");
     let www = dir.join("www");
     std::fs::create_dir_all(&www).unwrap();
@@ -78,48 +110,20 @@ fn squall_serve_takes_frames_whose_checksum_the_peer_left_to_the_offload() {
         tx.contains("tx-checksum-ip-generic: on"),
         "the client end's checksum offload is on: {tx}"
     );
-    let mut srv = Proc(
-        ns(
-            "sq-srv",
-            &[
-                squall_bin(),
-                "serve",
-                "--root",
-                www.to_str().unwrap(),
-                "--listen",
-                "198.18.48.1:80",
-                "--iface",
-                "afpacket:sq-srv0",
-                "--peer-ip",
-                "198.18.0.2",
-                "--route",
-                "/ping return 200 \"pong\"",
-            ],
-        )
-        .stdout(std::fs::File::create(&out_json).unwrap())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start squall serve"),
+    let mut srv = start_serve(
+        &www,
+        "afpacket:sq-srv0",
+        &out_json,
+        &[],
+        "squall serve did not answer a client whose checksums are left to the offload",
     );
-    let t0 = Instant::now();
-    while text(&["-m", "1", &format!("{URL}/ping")]) != "pong" {
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "squall serve did not answer a client whose checksums are left to the offload"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
     let (body, rc) = curl(&[&format!("{URL}/big.bin")]);
     assert_eq!(rc, 0);
     assert!(body == big, "big.bin differs ({} bytes)", body.len());
     let ab = run_tool(&["ab", "-n", "500", "-c", "10", &format!("{URL}/ping")]);
     assert!(ab.contains("Complete requests:      500"), "{ab}");
     assert!(ab.contains("Failed requests:        0"), "{ab}");
-    let st = Command::new("kill")
-        .args(["-TERM", &srv.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    signal(&srv, "-TERM");
     let (doc, _) = serve_report(&mut srv, &out_json);
     let num = |k: &str| doc[k].as_u64().unwrap_or_else(|| panic!("{k} in {doc}"));
     assert!(num("requests") >= 502, "{doc}");
@@ -152,42 +156,14 @@ fn serve_interop(iface: &str) {
     let log = dir.join("access.log");
     let out_json = dir.join("serve.json");
     let _lab = Lab::up(&["--squall", "server"]);
-    let mut srv = Proc(
-        ns(
-            "sq-srv",
-            &[
-                squall_bin(),
-                "serve",
-                "--root",
-                www.to_str().unwrap(),
-                "--listen",
-                "198.18.48.1:80",
-                "--iface",
-                iface,
-                "--peer-ip",
-                "198.18.0.2",
-                "--route",
-                "/ping return 200 \"pong\"",
-                "--access-log",
-                log.to_str().unwrap(),
-                "--drain-sec",
-                "10",
-            ],
-        )
-        .stdout(std::fs::File::create(&out_json).unwrap())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start squall serve"),
-    );
     // Up once /ping answers.
-    let t0 = Instant::now();
-    while text(&["-m", "1", &format!("{URL}/ping")]) != "pong" {
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "squall serve did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let mut srv = start_serve(
+        &www,
+        iface,
+        &out_json,
+        &["--access-log", log.to_str().unwrap(), "--drain-sec", "10"],
+        "squall serve did not come up",
+    );
     let mut requests = 1u64; // the /ping that answered (earlier tries got no connection)
 
     // GET: byte-exact.
@@ -354,11 +330,7 @@ fn serve_interop(iface: &str) {
     .spawn()
     .unwrap();
     std::thread::sleep(Duration::from_millis(400));
-    let st = Command::new("kill")
-        .args(["-TERM", &srv.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    signal(&srv, "-TERM");
     let slow = slow.wait_with_output().unwrap();
     assert!(
         slow.stdout == big,
