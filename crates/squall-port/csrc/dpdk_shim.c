@@ -277,6 +277,34 @@ unsigned sq_pool_avail(const struct rte_mempool *mp)
 	return rte_mempool_avail_count(mp);
 }
 
+/* Worker threads. A thread the EAL did not start has no lcore id, and a mempool keeps
+ * its per-lcore caches by lcore id: such a thread bypasses them (every allocation and
+ * free, the PMD's included, goes to the pool's shared ring, in FIFO order through the
+ * whole pool, so every mbuf it gets is cold). Registering the thread gives it an id. */
+unsigned sq_lcore_id(void)
+{
+	return rte_lcore_id();
+}
+
+/* 0, or -errno. */
+int sq_thread_register(void)
+{
+	return rte_thread_register() == 0 ? 0 : -rte_errno;
+}
+
+void sq_thread_unbind(void)
+{
+	rte_thread_unregister();
+}
+
+/* Objects in lcore's cache of mp (0 for a pool without caches or no such lcore). */
+unsigned sq_pool_cached(const struct rte_mempool *mp, unsigned lcore)
+{
+	if (mp->cache_size == 0 || lcore >= RTE_MAX_LCORE)
+		return 0;
+	return mp->local_cache[lcore].len;
+}
+
 /* The fast path. */
 uint16_t sq_rx_burst(uint16_t port, uint16_t q, struct rte_mbuf **pkts, uint16_t n)
 {

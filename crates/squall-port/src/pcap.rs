@@ -292,6 +292,10 @@ impl<P: Port, W: Write> Port for Tap<P, W> {
     fn next_event_ns(&self) -> Option<u64> {
         self.inner.next_event_ns()
     }
+
+    fn bind_thread(&mut self) -> Result<(), String> {
+        self.inner.bind_thread()
+    }
 }
 
 #[cfg(test)]

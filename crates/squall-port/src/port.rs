@@ -98,6 +98,15 @@ pub trait Port {
     /// Counters.
     fn stats(&self) -> PortStats;
 
+    /// Binds the port to the calling thread, the one that polls it from now on (a worker
+    /// calls it once, on its own thread, before its first burst). A port whose library
+    /// keeps per-thread state sets it up here: DPDK makes the thread an lcore, so that the
+    /// mbuf pools' per-core caches serve it. An error is a note for the run's report: the
+    /// port still works, slower.
+    fn bind_thread(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Tells the port the current time (ns, engine clock; called once per burst by the
     /// worker). Ports that need time (impairment delay, rate limit) use it; others ignore it.
     fn set_time(&mut self, _now_ns: u64) {}

@@ -242,7 +242,31 @@ fn memif_pair_in_one_process() {
         qb[q].release_all(&mut v);
     }
 
-    // 6. Every mbuf is back in its pool.
+    // 6. A worker thread binds itself to DPDK: without an lcore id a thread bypasses the
+    // pools' per-core caches (every frame goes to and from the pool's shared ring); once
+    // bound, the frames it gives back wait in its own cache. The main thread is the EAL's
+    // main lcore (0, `-l 0`) already.
+    assert_eq!(qa[0].bind_thread(), Ok(()));
+    assert_eq!(qa[0].lcore(), Some(0));
+    let mut q1 = qa.pop().unwrap();
+    let worker = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let mut cycle = |p: &mut DpdkPort| {
+            assert_eq!(p.alloc_tx(&mut v, 32), 32);
+            p.release_all(&mut v);
+            p.pool_cached_here()
+        };
+        let before = (q1.lcore(), cycle(&mut q1));
+        let bound = q1.bind_thread();
+        (before, bound, q1.lcore(), cycle(&mut q1))
+    });
+    let ((lcore0, cached0), bound, lcore1, cached1) = worker.join().unwrap();
+    assert_eq!((lcore0, cached0), (None, 0), "an unbound thread has no cache");
+    assert_eq!(bound, Ok(()));
+    assert!(matches!(lcore1, Some(l) if l > 0), "{lcore1:?}");
+    assert!(cached1 >= 32, "the bound thread's frames wait in its cache: {cached1}");
+
+    // 7. Every mbuf is back in its pool.
     assert_eq!((a.frames_out(), b.frames_out()), (0, 0));
     let t0 = Instant::now();
     while (a.pool_free(), b.pool_free()) != free0 && t0.elapsed() < Duration::from_secs(2) {

@@ -376,11 +376,13 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
     let i = p.info();
     let x = p.device_stats();
     format!(
-        "{} queue {}: device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, RSS hash \
-         types {:#x}, TCP checksums on tx by the {}, on rx by the {}; device missed {}, rx \
-         errors {}, tx errors {}, no mbuf {}; chained rx {}",
+        "{} queue {} (lcore {}): device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, \
+         RSS hash types {:#x}, TCP checksums on tx by the {}, on rx by the {}; device missed {}, \
+         rx errors {}, tx errors {}, no mbuf {}; chained rx {}",
         rc.label(),
         p.queue(),
+        p.lcore()
+            .map_or("none: no per-core mbuf cache".to_string(), |l| l.to_string()),
         i.name,
         i.driver,
         i.rx_offload_capa,

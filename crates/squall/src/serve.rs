@@ -275,7 +275,7 @@ impl PortJob for ServeJob<'_> {
 /// and access-log buffer; serves until `stop` or the duration, then drains. With several
 /// workers it keeps taking frames redirected to it until every worker is done.
 fn serve_on<P: Port>(
-    port: P,
+    mut port: P,
     cfg: &ServeConfig,
     files: Arc<Files>,
     stop: &AtomicBool,
@@ -289,6 +289,7 @@ fn serve_on<P: Port>(
         count: &w.finished,
         marked: false,
     };
+    let bound = port.bind_thread();
     let caps = port.caps();
     let clock = w.clock;
     let cpu0 = thread_cpu_ns();
@@ -470,7 +471,7 @@ fn serve_on<P: Port>(
         cpu_ns: cpu,
         busy_cpu_ns: busy.scale(cpu),
         log_dropped: app.log_dropped(),
-        notes: vec![note],
+        notes: std::iter::once(note).chain(bound.err()).collect(),
         arp_answered: node.neigh.stats.requests_answered,
         echo_answered: node.icmp.echo_answered,
         ns_answered: node.neigh6.stats.ns_answered,

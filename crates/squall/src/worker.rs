@@ -118,7 +118,7 @@ fn publish_snapshot<P: Port>(live: &Live, s: &Side<P>, mode: Mode, cpu0: u64, no
 /// The run of one worker on its open port; `describe` gives the port's own part of the
 /// worker's final report line.
 pub(crate) fn run_on<P: Port>(
-    port: P,
+    mut port: P,
     profile: Arc<Profile>,
     cfg: &RunConfig,
     rc: &RealConfig,
@@ -126,6 +126,9 @@ pub(crate) fn run_on<P: Port>(
     w: Worker,
     describe: fn(&P, &RealConfig) -> String,
 ) -> Result<RunResult, String> {
+    if let Err(e) = port.bind_thread() {
+        eprintln!("squall: warning: {e}");
+    }
     let caps = port.caps();
     let (mine, peer_default) = addresses(&profile, rc.mode);
     let peer_ip = rc.peer_ip.unwrap_or(peer_default);

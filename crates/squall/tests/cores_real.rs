@@ -148,6 +148,9 @@ struct Outcome {
     redirected: u64,
     /// Flows opened by worker 0 and worker 1 (from their report lines).
     per_worker: [u64; 2],
+    /// Each worker's DPDK lcore, from its report line (`queue K (lcore N)`; DPDK only).
+    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
+    lcores: [Option<String>; 2],
 }
 
 /// Squall's client with `--cores 2` and `extra` options over `iface` on a fresh lab (the
@@ -217,6 +220,11 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
             .unwrap();
     }
     assert_eq!(per_worker[0] + per_worker[1], flows);
+    let lcores = [0, 1].map(|k| {
+        let line = text.lines().find(|l| l.contains(&format!("worker {k}/2 ")))?;
+        let at = line.find("(lcore ")? + "(lcore ".len();
+        Some(line[at..].split(')').next()?.to_string())
+    });
     // Each worker has half the rate.
     for (k, &w) in per_worker.iter().enumerate() {
         assert!(
@@ -230,6 +238,7 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
         flows,
         redirected: num(&r, &["client", "port", "rx_redirected"]),
         per_worker,
+        lcores,
     }
 }
 
@@ -275,9 +284,20 @@ fn every_reply_lands_on_its_owning_core_on_a_two_queue_port() {
                    --vdev=net_af_packet0,iface=sqc-c0,qpairs=2,framecnt=4096,qdisc_bypass=1";
         let d = client_run("dpdk", &["--eal", eal]);
         eprintln!(
-            "DPDK net_af_packet qpairs=2: {} redirected (workers {:?})",
-            d.redirected, d.per_worker
+            "DPDK net_af_packet qpairs=2: {} redirected (workers {:?}, lcores {:?})",
+            d.redirected, d.per_worker, d.lcores
         );
+        // Each worker thread is an lcore of its own, so the mbuf pools' per-core caches
+        // serve it (a thread without one goes to the pool's shared ring for every frame).
+        let ids: Vec<u32> = d
+            .lcores
+            .iter()
+            .map(|l| match l.as_deref().map(str::parse) {
+                Some(Ok(id)) => id,
+                _ => panic!("a worker without an lcore: {:?}", d.lcores),
+            })
+            .collect();
+        assert_ne!(ids[0], ids[1], "{ids:?}");
     }
     // Refused with a clear error: more workers than the port has queues.
     let _lab = TwoQueueLab::up(Role::Client);

@@ -92,6 +92,10 @@ extern "C" {
     ) -> *mut RteMempool;
     pub fn sq_pool_free(mp: *mut RteMempool);
     pub fn sq_pool_avail(mp: *const RteMempool) -> c_uint;
+    pub fn sq_lcore_id() -> c_uint;
+    pub fn sq_thread_register() -> c_int;
+    pub fn sq_thread_unbind();
+    pub fn sq_pool_cached(mp: *const RteMempool, lcore: c_uint) -> c_uint;
     pub fn sq_rx_burst(port: u16, q: u16, pkts: *mut *mut RteMbuf, n: u16) -> u16;
     pub fn sq_tx_burst(port: u16, q: u16, pkts: *mut *mut RteMbuf, n: u16) -> u16;
     pub fn sq_alloc_bulk(mp: *mut RteMempool, pkts: *mut *mut RteMbuf, n: c_uint) -> c_int;
@@ -101,6 +105,9 @@ extern "C" {
     #[cfg(test)]
     pub fn sq_tx_offload_pack(l2: u64, l3: u64) -> u64;
 }
+
+/// `LCORE_ID_ANY`: the lcore id of a thread DPDK does not know.
+pub const LCORE_ID_ANY: c_uint = c_uint::MAX;
 
 /// DPDK's text for errno `e`.
 pub fn strerror(e: i32) -> String {

@@ -410,6 +410,10 @@ pub struct DpdkPort {
     extra: DpdkStats,
     /// Frames handed out and not returned.
     out: usize,
+    /// The DPDK lcore id of the thread that polls this queue ([`Port::bind_thread`]).
+    lcore: Option<u32>,
+    /// The thread this port registered as an lcore (unregistered on drop, there).
+    registered: Option<std::thread::ThreadId>,
 }
 
 // SAFETY: a queue pair is polled by one thread at a time (the owner of this value);
@@ -639,11 +643,25 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
             stats: PortStats::default(),
             extra: DpdkStats::default(),
             out: 0,
+            lcore: None,
+            registered: None,
         })
         .collect())
 }
 
 impl DpdkPort {
+    /// The DPDK lcore id of the thread polling this queue, once [`Port::bind_thread`]
+    /// gave it one (`None` before, or if it could not).
+    pub fn lcore(&self) -> Option<u32> {
+        self.lcore
+    }
+    /// Free mbufs of this queue's tx pool held in the calling thread's per-core cache
+    /// (0 for a thread without an lcore id: it bypasses the caches).
+    pub fn pool_cached_here(&self) -> usize {
+        // SAFETY: the pool lives as long as the device; reads this thread's lcore id and
+        // the length of that cache.
+        unsafe { ffi::sq_pool_cached(self.pool, ffi::sq_lcore_id()) as usize }
+    }
     /// The device behind this port.
     pub fn info(&self) -> &DeviceInfo {
         &self.info
@@ -697,6 +715,11 @@ impl Drop for DpdkPort {
         if self.out > 0 {
             self.dev.leaked.fetch_add(self.out, Ordering::Relaxed);
         }
+        if self.registered == Some(std::thread::current().id()) {
+            // SAFETY: this thread registered itself in `bind_thread`; it polls no queue
+            // after its port is gone. The mbufs left in its cache stay in the pool.
+            unsafe { ffi::sq_thread_unbind() };
+        }
     }
 }
 
@@ -708,6 +731,31 @@ fn mbufs(frames: &mut [DpdkFrame]) -> *mut *mut RteMbuf {
 
 impl Port for DpdkPort {
     type Frame = DpdkFrame;
+
+    fn bind_thread(&mut self) -> Result<(), String> {
+        // SAFETY: the EAL is up (this port exists); reads the calling thread's lcore id.
+        let id = unsafe { ffi::sq_lcore_id() };
+        if id != ffi::LCORE_ID_ANY {
+            // An EAL thread (the main lcore), or a thread registered before.
+            self.lcore = Some(id);
+            return Ok(());
+        }
+        // SAFETY: registers the calling thread as a non-EAL lcore (DPDK picks a free id).
+        let (e, id) = unsafe { (ffi::sq_thread_register(), ffi::sq_lcore_id()) };
+        if e != 0 || id == ffi::LCORE_ID_ANY {
+            self.lcore = None;
+            return Err(format!(
+                "dpdk: {} queue {}: the worker thread could not become a DPDK lcore \
+                 (rte_thread_register: {}); its mbuf pools run without a per-core cache",
+                self.info.name,
+                self.queue,
+                ffi::strerror(-e)
+            ));
+        }
+        self.lcore = Some(id);
+        self.registered = Some(std::thread::current().id());
+        Ok(())
+    }
 
     fn rx_burst(&mut self, out: &mut Vec<DpdkFrame>, max: usize) -> usize {
         let max = max.min(usize::from(u16::MAX));
