@@ -261,10 +261,17 @@ fn memif_pair_in_one_process() {
         (before, bound, q1.lcore(), cycle(&mut q1))
     });
     let ((lcore0, cached0), bound, lcore1, cached1) = worker.join().unwrap();
-    assert_eq!((lcore0, cached0), (None, 0), "an unbound thread has no cache");
+    assert_eq!(
+        (lcore0, cached0),
+        (None, 0),
+        "an unbound thread has no cache"
+    );
     assert_eq!(bound, Ok(()));
     assert!(matches!(lcore1, Some(l) if l > 0), "{lcore1:?}");
-    assert!(cached1 >= 32, "the bound thread's frames wait in its cache: {cached1}");
+    assert!(
+        cached1 >= 32,
+        "the bound thread's frames wait in its cache: {cached1}"
+    );
 
     // 7. Every mbuf is back in its pool.
     assert_eq!((a.frames_out(), b.frames_out()), (0, 0));

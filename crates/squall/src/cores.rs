@@ -382,7 +382,8 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
         rc.label(),
         p.queue(),
         p.lcore()
-            .map_or("none: no per-core mbuf cache".to_string(), |l| l.to_string()),
+            .map_or("none: no per-core mbuf cache".to_string(), |l| l
+                .to_string()),
         i.name,
         i.driver,
         i.rx_offload_capa,

@@ -221,7 +221,9 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
     }
     assert_eq!(per_worker[0] + per_worker[1], flows);
     let lcores = [0, 1].map(|k| {
-        let line = text.lines().find(|l| l.contains(&format!("worker {k}/2 ")))?;
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("worker {k}/2 ")))?;
         let at = line.find("(lcore ")? + "(lcore ".len();
         Some(line[at..].split(')').next()?.to_string())
     });
