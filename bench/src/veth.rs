@@ -328,6 +328,9 @@ pub struct SquallOut {
     pub busy_cpu_sec: f64,
     pub completed: u64,
     pub accepted: u64,
+    /// Client flows opened, and those opened more than 10 ms after their schedule.
+    pub started: u64,
+    pub started_late: u64,
     pub l7_rx_bytes: u64,
     pub peer_closed_early: u64,
     pub aborted: u64,
@@ -339,6 +342,12 @@ pub struct SquallOut {
 }
 
 impl SquallOut {
+    /// The client fell behind its schedule: more than 1 % of its flows opened over 10 ms
+    /// late (a healthy paced run opens them within a few ms). The offered rate was not
+    /// delivered, so the run measures overload, not that rate.
+    pub fn behind_schedule(&self) -> bool {
+        self.started_late * 100 > self.started
+    }
     /// CPU of the polling loop in iterations that did no work, microseconds.
     pub fn idle_us(&self) -> f64 {
         ((self.cpu_sec - self.busy_cpu_sec) * 1e6).max(0.0)
@@ -376,6 +385,8 @@ pub fn parse_squall(text: &str, side: &str) -> Result<SquallOut, String> {
         busy_cpu_sec: num("busy_cpu_sec")?,
         completed: f(&[side, "flows", "completed"]),
         accepted: f(&[side, "flows", "accepted"]),
+        started: f(&[side, "flows", "started"]),
+        started_late: f(&[side, "flows", "started_late"]),
         l7_rx_bytes: f(&[side, "flows", "l7_rx_bytes"]),
         peer_closed_early: f(&[side, "flows", "peer_closed_early"]),
         aborted: f(&[side, "flows", "aborted"]),
@@ -1948,6 +1959,26 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_behind_its_schedule_is_told_apart() {
+        let js = |late: u64| {
+            format!(
+                r#"{{"errors":0,"clean":true,"cpu_sec":1.0,"busy_cpu_sec":0.5,
+                "client":{{"flows":{{"started":1000,"started_late":{late},"completed":1000}}}}}}"#
+            )
+        };
+        let on_time = parse_squall(&js(10), "client").unwrap();
+        assert_eq!((on_time.started, on_time.started_late), (1000, 10));
+        assert!(
+            !on_time.behind_schedule(),
+            "1 % late is within a paced run's bursts"
+        );
+        assert!(parse_squall(&js(11), "client").unwrap().behind_schedule());
+        // A JSON of before the counter: never behind.
+        let old = r#"{"errors":0,"cpu_sec":1,"busy_cpu_sec":1,"client":{"flows":{"started":5}}}"#;
+        assert!(!parse_squall(old, "client").unwrap().behind_schedule());
+    }
 
     const AB: &str = "Server Software:        nginx
 Document Path:          /w1

@@ -33,6 +33,9 @@ counters! {
     TgCounters {
     /// client flows opened (connect issued)
     started: false,
+    /// of `started`: opened more than 10 ms after their scheduled start (the generator
+    /// fell behind its schedule; not an error, the latencies show by how much)
+    started_late: false,
     /// server flows accepted and matched to a template
     accepted: false,
     /// flows whose program ended normally and whose connection closed cleanly

@@ -584,9 +584,16 @@ impl GenSide {
         if !opened {
             cg.release(ti, addr);
             self.app.stats.tg[tg].c.connect_failed += 1;
+        } else if io.now().saturating_sub(s.at_ns) > LATE_START_NS {
+            self.app.stats.tg[tg].c.started_late += 1;
         }
     }
 }
+
+/// A client flow opened this long after its scheduled start counts as `started_late`: the
+/// generator fell behind its schedule (the flows' latencies, counted from the schedule,
+/// show by how much). Bursts of a paced, healthy run stay within a few milliseconds.
+pub const LATE_START_NS: u64 = 10_000_000;
 
 /// Opens the TCP flow of an IPv6 template: pool values are the low 32 bits under the
 /// template's high bits. Out of line: the IPv4 path of [`GenSide::poll`] stays as it was.
