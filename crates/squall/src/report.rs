@@ -216,7 +216,7 @@ pub struct TemplateRexmits {
 /// daemon's `get_warnings`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
-    /// `over_capacity` or `retransmissions_unimpaired`.
+    /// `over_capacity`, `behind_schedule` or `retransmissions_unimpaired`.
     pub kind: &'static str,
     pub message: String,
     /// The templates whose flows retransmitted (`retransmissions_unimpaired`).
@@ -239,6 +239,17 @@ pub fn warnings(p: &Profile, r: &RunResult) -> Vec<Warning> {
             message: format!(
                 "the generator was over capacity: {} loop turns opened no flow because the wire's frame pools ran low (flows started late; their latency counts from the schedule)",
                 r.client.throttled_turns
+            ),
+            templates: Vec::new(),
+        });
+    }
+    let t = r.client.app.total();
+    if t.started_late * 100 > t.started {
+        w.push(Warning {
+            kind: "behind_schedule",
+            message: format!(
+                "the generator fell behind its schedule: {} of {} client flows opened more than 10 ms after their scheduled start (the offered rate was not delivered on time; their latency counts from the schedule)",
+                t.started_late, t.started
             ),
             templates: Vec::new(),
         });

@@ -243,6 +243,22 @@ fn flows_opened_behind_their_schedule_are_counted_late() {
 }
 
 #[test]
+fn a_generator_behind_its_schedule_is_a_warning() {
+    let p = profile("tests/profiles/loop.json");
+    let mut r = squall::run::RunResult::default();
+    r.client.app = squall::stats::SideStats::new(1);
+    r.client.app.tg[0].c.started = 1000;
+    // 1 % late: a paced run's bursts; more: the offered rate was not delivered on time.
+    r.client.app.tg[0].c.started_late = 10;
+    assert!(squall::report::warnings(&p, &r).is_empty());
+    r.client.app.tg[0].c.started_late = 11;
+    let w = squall::report::warnings(&p, &r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].kind, "behind_schedule");
+    assert!(w[0].message.contains("11 of 1000"), "{}", w[0].message);
+}
+
+#[test]
 fn throttled_flows_are_counted_as_not_opened_at_the_end() {
     use squall::gen::{tcp_config, ClientGen, Side};
     use squall_astf::sched::SchedConfig;
