@@ -1523,6 +1523,14 @@ impl Cell<'_> {
                     .map_err(|e| format!("squall client wrote no json ({e}): {}", text(&out)))?;
                 let sq = parse_squall(&js, "client")?;
                 m.errors = sq.errors;
+                if one_shot && sq.behind_schedule() {
+                    // The rate was not delivered on time: the run measures overload.
+                    notes.push(format!(
+                        "client behind its schedule: {} of {} flows opened more than 10 ms late",
+                        sq.started_late, sq.started
+                    ));
+                    m.errors += 1;
+                }
                 if http {
                     // Operations are the responses the client saw end, every one a 2xx;
                     // their bytes must be whole responses of the measured size.
