@@ -331,6 +331,8 @@ pub struct SquallOut {
     /// Client flows opened, and those opened more than 10 ms after their schedule.
     pub started: u64,
     pub started_late: u64,
+    /// Median time from a flow's scheduled start to its last byte (µs, every group).
+    pub last_byte_p50_us: u64,
     pub l7_rx_bytes: u64,
     pub peer_closed_early: u64,
     pub aborted: u64,
@@ -347,6 +349,27 @@ impl SquallOut {
     /// delivered, so the run measures overload, not that rate.
     pub fn behind_schedule(&self) -> bool {
         self.started_late * 100 > self.started
+    }
+
+    /// The pair did not keep up with the offered rate: the client fell behind its schedule,
+    /// or half the flows took over 10 ms from their scheduled start to their last byte (a
+    /// W1 flow that keeps up takes tens of microseconds; latencies count from the schedule,
+    /// so a server that falls behind shows here). Why, in words, or `None`.
+    pub fn overloaded(&self) -> Option<String> {
+        if self.behind_schedule() {
+            Some(format!(
+                "client behind its schedule: {} of {} flows opened more than 10 ms late",
+                self.started_late, self.started
+            ))
+        } else if self.last_byte_p50_us > 10_000 {
+            Some(format!(
+                "overloaded: half the flows took over {} ms from their scheduled start to \
+                 their last byte",
+                self.last_byte_p50_us / 1000
+            ))
+        } else {
+            None
+        }
     }
     /// CPU of the polling loop in iterations that did no work, microseconds.
     pub fn idle_us(&self) -> f64 {
@@ -387,6 +410,7 @@ pub fn parse_squall(text: &str, side: &str) -> Result<SquallOut, String> {
         accepted: f(&[side, "flows", "accepted"]),
         started: f(&[side, "flows", "started"]),
         started_late: f(&[side, "flows", "started_late"]),
+        last_byte_p50_us: f(&["latency_us", "last_byte", "p50"]),
         l7_rx_bytes: f(&[side, "flows", "l7_rx_bytes"]),
         peer_closed_early: f(&[side, "flows", "peer_closed_early"]),
         aborted: f(&[side, "flows", "aborted"]),
@@ -1523,12 +1547,9 @@ impl Cell<'_> {
                     .map_err(|e| format!("squall client wrote no json ({e}): {}", text(&out)))?;
                 let sq = parse_squall(&js, "client")?;
                 m.errors = sq.errors;
-                if one_shot && sq.behind_schedule() {
+                if let Some(why) = sq.overloaded().filter(|_| one_shot) {
                     // The rate was not delivered on time: the run measures overload.
-                    notes.push(format!(
-                        "client behind its schedule: {} of {} flows opened more than 10 ms late",
-                        sq.started_late, sq.started
-                    ));
+                    notes.push(why);
                     m.errors += 1;
                 }
                 if http {
@@ -1983,6 +2004,21 @@ mod tests {
             "1 % late is within a paced run's bursts"
         );
         assert!(parse_squall(&js(11), "client").unwrap().behind_schedule());
+        assert_eq!(on_time.overloaded(), None);
+        assert!(parse_squall(&js(11), "client")
+            .unwrap()
+            .overloaded()
+            .is_some_and(|w| w.contains("11 of 1000")));
+        // On schedule, but the answers came late: half the flows over 10 ms.
+        let slow = r#"{"errors":0,"cpu_sec":1,"busy_cpu_sec":1,"latency_us":{"last_byte":{"p50":272127}},
+            "client":{"flows":{"started":1000,"started_late":0}}}"#;
+        let slow = parse_squall(slow, "client").unwrap();
+        assert!(!slow.behind_schedule());
+        assert!(
+            slow.overloaded().is_some_and(|w| w.contains("272 ms")),
+            "{:?}",
+            slow.overloaded()
+        );
         // A JSON of before the counter: never behind.
         let old = r#"{"errors":0,"cpu_sec":1,"busy_cpu_sec":1,"client":{"flows":{"started":5}}}"#;
         assert!(!parse_squall(old, "client").unwrap().behind_schedule());
