@@ -563,6 +563,64 @@ fn run_cells(o: &MemifOpts, dir: &Path, emit: &mut dyn FnMut(&Record)) -> Result
     Ok(())
 }
 
+/// W1's line for one pair: the highest offered rate at which the probe is clean and
+/// `runs` runs are clean within twice as many attempts (every byte, and the pair keeping
+/// up: a run that falls behind delivered less than the offered rate). The median is of
+/// the clean runs; the note counts the others and names the higher rates that failed.
+fn w1_line(o: &MemifOpts, pair: Pair<'_>, dir: &Path, who: &str) -> Result<Record, String> {
+    let mut failed = Vec::new();
+    for (k, &rate) in o.w1_cps.iter().enumerate() {
+        let r = run_once(o, pair, "W1", 0, rate, 100 + k, dir)?;
+        progress(&r, &format!("{who} probe at {rate:.0}"));
+        if r.errors != 0 {
+            failed.push(format!("{rate:.0} (probe not clean)"));
+            continue;
+        }
+        let (mut clean, mut bad) = (Vec::new(), Vec::new());
+        while clean.len() < o.runs && clean.len() + bad.len() < 2 * o.runs {
+            let i = clean.len() + bad.len();
+            let r = run_once(o, pair, "W1", 0, rate, i, dir)?;
+            progress(&r, &format!("{who} run {} (clean {})", i + 1, clean.len()));
+            if r.errors > 0 {
+                bad.push(r)
+            } else {
+                clean.push(r)
+            }
+        }
+        let tried = clean.len() + bad.len();
+        if clean.len() < o.runs && k + 1 < o.w1_cps.len() {
+            failed.push(format!(
+                "{rate:.0} ({} of {tried} runs not clean)",
+                bad.len()
+            ));
+            continue;
+        }
+        // The last rate with no clean run: the line carries no figure.
+        let runs = if clean.is_empty() {
+            &bad[bad.len() - 1..]
+        } else {
+            &clean[..]
+        };
+        let mut m = median_line(runs).ok_or("no run")?;
+        let mut note = vec![m.note.take().unwrap_or_default()];
+        if !bad.is_empty() {
+            note.push(format!(
+                "{} of {tried} runs at this rate not clean (not in the median)",
+                bad.len()
+            ));
+        }
+        if !failed.is_empty() {
+            note.push(format!("higher rates tried: {}", failed.join(", ")));
+        }
+        m.note = Some(note.join("; "));
+        return Ok(m);
+    }
+    Err(format!(
+        "W1 {who}: no clean run at any of the rates {:?}",
+        o.w1_cps
+    ))
+}
+
 /// Every workload of `o` for one client/server pair.
 fn run_pair(
     o: &MemifOpts,
@@ -573,70 +631,7 @@ fn run_pair(
     let who = format!("{}/{}", pair.client, pair.server);
     for w in &o.workloads {
         if w == "W1" {
-            // The highest offered rate at which the probe is clean and `runs` runs are
-            // clean within twice as many attempts (every byte, and the pair keeping up:
-            // a run that falls behind delivered less than the offered rate). The runs
-            // that fell behind are not in the median; the line's note counts them.
-            let mut passed = Vec::new();
-            let mut line = None;
-            for (k, &rate) in o.w1_cps.iter().enumerate() {
-                let r = run_once(o, pair, "W1", 0, rate, 100 + k, dir)?;
-                progress(&r, &format!("{who} probe at {rate:.0}"));
-                if r.errors != 0 {
-                    passed.push(format!("{rate:.0} (probe not clean)"));
-                    continue;
-                }
-                let mut runs = Vec::new();
-                let (mut bad, mut last_bad) = (0, None);
-                let mut i = 0;
-                while runs.len() < o.runs && i < 2 * o.runs {
-                    let r = run_once(o, pair, "W1", 0, rate, i, dir)?;
-                    i += 1;
-                    progress(&r, &format!("{who} run {i} (clean {})", runs.len()));
-                    if r.errors > 0 {
-                        bad += 1;
-                        last_bad = Some(r);
-                    } else {
-                        runs.push(r);
-                    }
-                }
-                let last = k + 1 == o.w1_cps.len();
-                if runs.len() < o.runs && !last {
-                    passed.push(format!("{rate:.0} ({bad} of {i} runs not clean)"));
-                    continue;
-                }
-                // The last rate with no clean run: the line carries no figure.
-                let mut m = median_line(if runs.is_empty() {
-                    last_bad.as_slice()
-                } else {
-                    &runs
-                })
-                .ok_or("no run")?;
-                let n = m.note.take().unwrap_or_default();
-                let mut extra = Vec::new();
-                if bad > 0 {
-                    extra.push(format!(
-                        "{bad} of {i} runs at this rate not clean (not in the median)"
-                    ));
-                }
-                if !passed.is_empty() {
-                    extra.push(format!("higher rates tried: {}", passed.join(", ")));
-                }
-                m.note = Some(if extra.is_empty() {
-                    n
-                } else {
-                    format!("{n}; {}", extra.join("; "))
-                });
-                line = Some(m);
-                break;
-            }
-            let Some(line) = line else {
-                return Err(format!(
-                    "W1 {who}: no clean run at any of the rates {:?}",
-                    o.w1_cps
-                ));
-            };
-            emit(&line);
+            emit(&w1_line(o, pair, dir, &who)?);
         } else {
             for &c in &o.conns {
                 let mut runs = Vec::new();

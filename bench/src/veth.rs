@@ -345,8 +345,9 @@ pub struct SquallOut {
 
 impl SquallOut {
     /// The client fell behind its schedule: more than 1 % of its flows opened over 10 ms
-    /// late (a healthy paced run opens them within a few ms). The offered rate was not
-    /// delivered, so the run measures overload, not that rate.
+    /// late (a healthy paced run opens them within a few ms; the rule of `squall run`'s
+    /// `behind_schedule` warning). The offered rate was not delivered, so the run measures
+    /// overload, not that rate.
     pub fn behind_schedule(&self) -> bool {
         self.started_late * 100 > self.started
     }

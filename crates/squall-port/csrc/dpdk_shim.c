@@ -292,7 +292,7 @@ int sq_thread_register(void)
 	return rte_thread_register() == 0 ? 0 : -rte_errno;
 }
 
-void sq_thread_unbind(void)
+void sq_thread_unregister(void)
 {
 	rte_thread_unregister();
 }

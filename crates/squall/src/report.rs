@@ -248,8 +248,8 @@ pub fn warnings(p: &Profile, r: &RunResult) -> Vec<Warning> {
         w.push(Warning {
             kind: "behind_schedule",
             message: format!(
-                "the generator fell behind its schedule: {} of {} client flows opened more than 10 ms after their scheduled start (the offered rate was not delivered on time; their latency counts from the schedule)",
-                t.started_late, t.started
+                "the generator fell behind its schedule: {} of {} client flows opened more than {} ms after their scheduled start (the offered rate was not delivered on time; their latency counts from the schedule)",
+                t.started_late, t.started, crate::gen::LATE_START_NS / 1_000_000
             ),
             templates: Vec::new(),
         });

@@ -206,24 +206,36 @@ fn unmatched_connections_are_counted_and_reset() {
     }
 }
 
+/// A client side of the `loop` profile (4 flows at 100 CPS, from 0 ns) on a mem port; the
+/// peer's end is returned to keep the wire alive.
+fn loop_client(
+    p: &std::sync::Arc<squall_astf::Profile>,
+) -> (
+    squall::gen::Side<squall_port::mem::MemPort>,
+    squall_port::mem::MemPort,
+) {
+    use squall::gen::{tcp_config, ClientGen, Side};
+    use squall_astf::sched::SchedConfig;
+    let (a, b) = squall_port::mem::pair(Default::default()).unwrap();
+    let mut sc = SchedConfig::from_profile(p, 1.0, Some(1_000_000_000), 0, 1);
+    sc.start_ns = 0;
+    let cg = ClientGen::new(p, &sc).unwrap();
+    let cfg = tcp_config(
+        &p.templates[0].client,
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        64,
+        1,
+    );
+    (Side::new(p.clone(), a, cfg, Some(cg), 0, 1), b)
+}
+
 #[test]
 fn flows_opened_behind_their_schedule_are_counted_late() {
-    use squall::gen::{tcp_config, ClientGen, Side, LATE_START_NS};
-    use squall_astf::sched::SchedConfig;
+    use squall::gen::LATE_START_NS;
     let p = profile("tests/profiles/loop.json"); // limit 4 flows at 100 CPS
     let side = |throttled_ms: u64| {
-        let (a, _b) = squall_port::mem::pair(Default::default()).unwrap();
-        let mut sc = SchedConfig::from_profile(&p, 1.0, Some(1_000_000_000), 0, 1);
-        sc.start_ns = 0;
-        let cg = ClientGen::new(&p, &sc).unwrap();
-        let cfg = tcp_config(
-            &p.templates[0].client,
-            [2, 0, 0, 0, 0, 1],
-            [2, 0, 0, 0, 0, 2],
-            64,
-            1,
-        );
-        let mut c = Side::new(p.clone(), a, cfg, Some(cg), 0, 1);
+        let (mut c, _b) = loop_client(&p);
         // Held (as when the wire's frame pool runs low) for the first `throttled_ms`.
         for t in 0..100u64 {
             c.gen.throttle = t < throttled_ms;
@@ -260,21 +272,8 @@ fn a_generator_behind_its_schedule_is_a_warning() {
 
 #[test]
 fn throttled_flows_are_counted_as_not_opened_at_the_end() {
-    use squall::gen::{tcp_config, ClientGen, Side};
-    use squall_astf::sched::SchedConfig;
     let p = profile("tests/profiles/loop.json"); // limit 4 flows at 100 CPS
-    let (a, _b) = squall_port::mem::pair(Default::default()).unwrap();
-    let mut sc = SchedConfig::from_profile(&p, 1.0, Some(1_000_000_000), 0, 1);
-    sc.start_ns = 0;
-    let cg = ClientGen::new(&p, &sc).unwrap();
-    let cfg = tcp_config(
-        &p.templates[0].client,
-        [2, 0, 0, 0, 0, 1],
-        [2, 0, 0, 0, 0, 2],
-        64,
-        1,
-    );
-    let mut c = Side::new(p.clone(), a, cfg, Some(cg), 0, 1);
+    let (mut c, _b) = loop_client(&p);
     c.gen.throttle = true;
     for t in 0..100u64 {
         c.iterate(t * 1_000_000, None);

@@ -94,7 +94,7 @@ extern "C" {
     pub fn sq_pool_avail(mp: *const RteMempool) -> c_uint;
     pub fn sq_lcore_id() -> c_uint;
     pub fn sq_thread_register() -> c_int;
-    pub fn sq_thread_unbind();
+    pub fn sq_thread_unregister();
     pub fn sq_pool_cached(mp: *const RteMempool, lcore: c_uint) -> c_uint;
     pub fn sq_rx_burst(port: u16, q: u16, pkts: *mut *mut RteMbuf, n: u16) -> u16;
     pub fn sq_tx_burst(port: u16, q: u16, pkts: *mut *mut RteMbuf, n: u16) -> u16;

@@ -718,7 +718,7 @@ impl Drop for DpdkPort {
         if self.registered == Some(std::thread::current().id()) {
             // SAFETY: this thread registered itself in `bind_thread`; it polls no queue
             // after its port is gone. The mbufs left in its cache stay in the pool.
-            unsafe { ffi::sq_thread_unbind() };
+            unsafe { ffi::sq_thread_unregister() };
         }
     }
 }
