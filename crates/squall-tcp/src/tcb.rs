@@ -56,6 +56,9 @@ pub const F_FIN_READY: u16 = 1 << 12;
 pub const F_TX_BLOCKED: u16 = 1 << 13;
 /// The flow is traced: its events go to the host's `FlowTracer` (`crate::trace`).
 pub const F_TRACED: u16 = 1 << 14;
+/// Output owed after an ACK, waiting for the end of the receive burst (on the host's
+/// deferred list).
+pub const F_OUT_DEFER: u16 = 1 << 15;
 
 /// Per-flow state.
 #[derive(Clone, Copy, Debug, Default)]

@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use squall_tcp::TcpConfig;
+use squall_tcp::{OptsId, TcpConfig};
 
 const TSO_MAX: usize = 65_535;
 
@@ -124,3 +124,108 @@ fn timestamped_flights_send_no_runts() {
         );
     }
 }
+
+/// Output that an ACK makes possible waits for the end of the receive burst the ACK came
+/// in (`rx_burst`): the client's ACKs of the first flight (IW10), taken in one burst, open
+/// the rest of the answer (13 segments) as one super-frame; taken one `rx` at a time they
+/// open it a few segments per ACK, in several. Either way the bytes and the wire segments
+/// are the same, and the flow completes.
+fn acks_of_one_burst_open_one_super_frame(fam: Family) {
+    let mut super_frames = Vec::new();
+    for burst in [true, false] {
+        let mut now = 1_000_000_000u64;
+        let cfg = TcpConfig {
+            opts: squall_tcp::FlowOpts {
+                init_cwnd: 10,
+                ..w1_config().opts
+            },
+            ..w1_config()
+        };
+        let W1Pair {
+            mut ch,
+            mut sh,
+            mut capp,
+            mut sapp,
+        } = w1_pair(cfg, 16, 9, now);
+        let mut cs = VecSink::default();
+        let mut ss = VecSink::default();
+        ss.tso_max = TSO_MAX;
+        let local = (client_ip(0), client_port(0));
+        let f = fam
+            .connect(
+                &mut ch,
+                now,
+                &mut cs,
+                local,
+                (SERVER_IP, 80),
+                OptsId::DEFAULT,
+            )
+            .expect("connect");
+        capp.started(f, 0);
+        // Handshake and request, frame by frame, until the server's first flight is out.
+        let mut first_flight = Vec::new();
+        for _ in 0..20 {
+            for fr in cs.frames.drain(..) {
+                sh.rx(now, &fr, &mut sapp, &mut ss);
+            }
+            first_flight.extend(ss.frames.drain(..));
+            if ss.tso_frames > 0 {
+                break;
+            }
+            for fr in first_flight.drain(..) {
+                ch.rx(now, &fr, &mut capp, &mut cs);
+            }
+        }
+        assert_eq!(
+            ss.tso_frames, 1,
+            "{fam:?}: the first flight is one super-frame"
+        );
+        let data = |fr: &Vec<u8>| fr.len() > fam.tcp_at() + 20 + 100;
+        assert_eq!(first_flight.iter().filter(|fr| data(fr)).count(), 10);
+        // The client takes the first flight and acknowledges it.
+        now += 1_000;
+        for fr in &first_flight {
+            ch.rx(now, fr, &mut capp, &mut cs);
+        }
+        let acks: Vec<Vec<u8>> = cs.frames.drain(..).collect();
+        assert!(acks.len() >= 5, "{fam:?}: {} ACKs", acks.len());
+        now += 1_000;
+        if burst {
+            let refs: Vec<&[u8]> = acks.iter().map(|a| &a[..]).collect();
+            sh.rx_burst(now, &refs, &mut sapp, &mut ss);
+        } else {
+            for a in &acks {
+                sh.rx(now, a, &mut sapp, &mut ss);
+            }
+        }
+        let rest = ss.tso_frames - 1;
+        assert_eq!(ss.frames.iter().filter(|fr| data(fr)).count(), 13);
+        super_frames.push(rest);
+        // The flow completes: the rest of the exchange frame by frame.
+        for _ in 0..50 {
+            now += 1_000;
+            let to_client: Vec<Vec<u8>> = ss.frames.drain(..).collect();
+            for fr in &to_client {
+                ch.rx(now, fr, &mut capp, &mut cs);
+            }
+            let to_server: Vec<Vec<u8>> = cs.frames.drain(..).collect();
+            for fr in &to_server {
+                sh.rx(now, fr, &mut sapp, &mut ss);
+            }
+            if to_client.is_empty() && to_server.is_empty() {
+                break;
+            }
+        }
+        assert_eq!((capp.ok, sapp.ok), (1, 1), "{fam:?} burst {burst}");
+    }
+    assert_eq!(
+        super_frames[0], 1,
+        "{fam:?}: one burst of ACKs, one super-frame"
+    );
+    assert!(
+        super_frames[1] > 1,
+        "{fam:?}: ACK by ACK, {} super-frames",
+        super_frames[1]
+    );
+}
+per_family!(acks_of_one_burst_open_one_super_frame);

@@ -34,6 +34,7 @@ impl TcpHost {
         const B: usize = 32;
         self.now = now;
         self.resume_first(tx);
+        self.in_burst = true;
         for chunk in frames.chunks(B) {
             // Each frame's 4-tuple is read once and kept with its hash; IPv6 ids read
             // here stand for the same addresses as long as none is freed.
@@ -60,6 +61,8 @@ impl TcpHost {
                 self.rx_one(now, f, keys[k], app, tx);
             }
         }
+        self.in_burst = false;
+        self.flush_deferred(tx);
     }
 
     #[inline]

@@ -154,6 +154,10 @@ pub struct TcpHost {
     /// Flows whose output stopped on a full TX sink (flag `F_TX_BLOCKED`), oldest
     /// first; resumed by [`TcpHost::tx_resume`] (and at every [`TcpHost::poll`]).
     tx_blocked: VecDeque<u32>,
+    /// Inside `rx_burst`: output after an ACK waits for the end of the burst.
+    in_burst: bool,
+    /// Flows whose output waits for the end of the receive burst (`F_OUT_DEFER`).
+    deferred: Vec<u32>,
     chunks: ChunkPool,
     bufs: BufRegistry,
     /// Out-of-order queues by index; None = given back (index on `ooo_vacant`).
@@ -228,6 +232,8 @@ impl TcpHost {
             free: Vec::new(),
             expired: Vec::with_capacity(256),
             tx_blocked: VecDeque::with_capacity(256),
+            in_burst: false,
+            deferred: Vec::with_capacity(64),
             chunks: ChunkPool::new(),
             bufs: BufRegistry::new(),
             ooo: Vec::new(),

@@ -364,6 +364,44 @@ impl TcpHost {
         self.output_now(i, tx);
     }
 
+    /// Output after an ACK that asks for nothing to be sent now (no ACK owed): inside a
+    /// receive burst it waits for the burst's end, so that a flow the burst acknowledged
+    /// several times sends what all its ACKs opened at once (one run of segments, one
+    /// super-frame where the port cuts them) instead of a few segments per ACK.
+    #[inline]
+    pub(super) fn output_acked<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let t = &mut self.flows[i as usize];
+        if self.in_burst && !t.has(F_ACKNOW) {
+            if !t.has(F_OUT_DEFER) {
+                t.flags |= F_OUT_DEFER;
+                self.deferred.push(i);
+            }
+            return;
+        }
+        self.output(i, tx);
+    }
+
+    /// Runs the output that waited for the end of the receive burst.
+    pub(super) fn flush_deferred<S: TxSink>(&mut self, tx: &mut S) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        let mut list = std::mem::take(&mut self.deferred);
+        for &i in &list {
+            let t = &mut self.flows[i as usize];
+            // A flow closed in the burst is skipped; a slot reused by a new flow in the
+            // same burst does not carry the flag (a new TCB starts without it).
+            if t.has(F_OUT_DEFER) {
+                t.flags &= !F_OUT_DEFER;
+                if t.state != State::Closed {
+                    self.output(i, tx);
+                }
+            }
+        }
+        list.clear();
+        self.deferred = list;
+    }
+
     /// [`TcpHost::output`] without the queue check (the resume pass: the flow's turn).
     pub(super) fn output_now<S: TxSink>(&mut self, i: u32, tx: &mut S) {
         let now = self.now;

@@ -71,7 +71,7 @@ impl TcpHost {
                     self.counters.tcps_predack += 1;
                     self.fast_ts_recent(i, &fast_opts);
                     if !self.process_ack(i, seg, &fast_opts, app, tx) {
-                        self.output(i, tx);
+                        self.output_acked(i, tx);
                     }
                     return;
                 }
@@ -410,7 +410,7 @@ impl TcpHost {
                 }
             }
         }
-        self.output(i, tx);
+        self.output_acked(i, tx);
     }
 
     /// Delivers in-order bytes (and then any out-of-order bytes they unblock); `push`: the
