@@ -168,7 +168,7 @@ fn acks_of_one_burst_open_one_super_frame(fam: Family) {
             for fr in cs.frames.drain(..) {
                 sh.rx(now, &fr, &mut sapp, &mut ss);
             }
-            first_flight.extend(ss.frames.drain(..));
+            first_flight.append(&mut ss.frames);
             if ss.tso_frames > 0 {
                 break;
             }
