@@ -2,7 +2,9 @@
 //! segments of new data as one frame the sink cuts into segments (here as a kernel's GSO
 //! does, `common::gso_segment`). W1 flows complete byte for byte over IPv4 and IPv6, on a
 //! clean wire and through loss and reordering (retransmissions are single segments), the
-//! segment counters count wire segments, and a sink without TSO gets none.
+//! segment counters count wire segments, and a sink without TSO gets none (its runs of
+//! segments are the same segments, written one by one). The ACKs of one receive burst
+//! open one run.
 
 mod common;
 use common::*;
@@ -125,107 +127,135 @@ fn timestamped_flights_send_no_runts() {
     }
 }
 
+/// One W1 flow (IW10) up to the server's answer to the client's ACKs of its first flight:
+/// the ACKs reach the server in one `rx_burst` (`burst`) or one `rx` at a time. Returns the
+/// super-frames the server sent for them and the wire frames they became (cut as a
+/// kernel's GSO does with `tso_max` > 0), after checking that the flow then completes.
+fn answer_to_first_acks(fam: Family, tso_max: usize, burst: bool) -> (u64, Vec<Vec<u8>>) {
+    let mut now = 1_000_000_000u64;
+    let cfg = TcpConfig {
+        opts: squall_tcp::FlowOpts {
+            init_cwnd: 10,
+            ..w1_config().opts
+        },
+        ..w1_config()
+    };
+    let W1Pair {
+        mut ch,
+        mut sh,
+        mut capp,
+        mut sapp,
+    } = w1_pair(cfg, 16, 9, now);
+    let mut cs = VecSink::default();
+    let mut ss = VecSink::default();
+    ss.tso_max = tso_max;
+    let local = (client_ip(0), client_port(0));
+    let f = fam
+        .connect(
+            &mut ch,
+            now,
+            &mut cs,
+            local,
+            (SERVER_IP, 80),
+            OptsId::DEFAULT,
+        )
+        .expect("connect");
+    capp.started(f, 0);
+    let data = |fr: &Vec<u8>| fr.len() > fam.tcp_at() + 20 + 100;
+    // Handshake and request, frame by frame, until the server's first flight is out.
+    let mut first_flight = Vec::new();
+    for _ in 0..20 {
+        for fr in cs.frames.drain(..) {
+            sh.rx(now, &fr, &mut sapp, &mut ss);
+        }
+        first_flight.append(&mut ss.frames);
+        if first_flight.iter().any(data) {
+            break;
+        }
+        for fr in first_flight.drain(..) {
+            ch.rx(now, &fr, &mut capp, &mut cs);
+        }
+    }
+    assert_eq!(first_flight.iter().filter(|fr| data(fr)).count(), 10);
+    let first_super = ss.tso_frames;
+    // The client takes the first flight and acknowledges it.
+    now += 1_000;
+    for fr in &first_flight {
+        ch.rx(now, fr, &mut capp, &mut cs);
+    }
+    let acks: Vec<Vec<u8>> = cs.frames.drain(..).collect();
+    assert!(acks.len() >= 5, "{fam:?}: {} ACKs", acks.len());
+    now += 1_000;
+    if burst {
+        let refs: Vec<&[u8]> = acks.iter().map(|a| &a[..]).collect();
+        sh.rx_burst(now, &refs, &mut sapp, &mut ss);
+    } else {
+        for a in &acks {
+            sh.rx(now, a, &mut sapp, &mut ss);
+        }
+    }
+    let answer = ss.frames.clone();
+    assert_eq!(answer.iter().filter(|fr| data(fr)).count(), 13);
+    let supers = ss.tso_frames - first_super;
+    // The flow completes: the rest of the exchange frame by frame.
+    for _ in 0..50 {
+        now += 1_000;
+        let to_client: Vec<Vec<u8>> = ss.frames.drain(..).collect();
+        for fr in &to_client {
+            ch.rx(now, fr, &mut capp, &mut cs);
+        }
+        let to_server: Vec<Vec<u8>> = cs.frames.drain(..).collect();
+        for fr in &to_server {
+            sh.rx(now, fr, &mut sapp, &mut ss);
+        }
+        if to_client.is_empty() && to_server.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(
+        (capp.ok, sapp.ok),
+        (1, 1),
+        "{fam:?} tso {tso_max} burst {burst}"
+    );
+    (supers, answer)
+}
+
 /// Output that an ACK makes possible waits for the end of the receive burst the ACK came
 /// in (`rx_burst`): the client's ACKs of the first flight (IW10), taken in one burst, open
 /// the rest of the answer (13 segments) as one super-frame; taken one `rx` at a time they
-/// open it a few segments per ACK, in several. Either way the bytes and the wire segments
-/// are the same, and the flow completes.
+/// open it a few segments per ACK, in several. Either way the flow completes.
 fn acks_of_one_burst_open_one_super_frame(fam: Family) {
-    let mut super_frames = Vec::new();
-    for burst in [true, false] {
-        let mut now = 1_000_000_000u64;
-        let cfg = TcpConfig {
-            opts: squall_tcp::FlowOpts {
-                init_cwnd: 10,
-                ..w1_config().opts
-            },
-            ..w1_config()
-        };
-        let W1Pair {
-            mut ch,
-            mut sh,
-            mut capp,
-            mut sapp,
-        } = w1_pair(cfg, 16, 9, now);
-        let mut cs = VecSink::default();
-        let mut ss = VecSink::default();
-        ss.tso_max = TSO_MAX;
-        let local = (client_ip(0), client_port(0));
-        let f = fam
-            .connect(
-                &mut ch,
-                now,
-                &mut cs,
-                local,
-                (SERVER_IP, 80),
-                OptsId::DEFAULT,
-            )
-            .expect("connect");
-        capp.started(f, 0);
-        // Handshake and request, frame by frame, until the server's first flight is out.
-        let mut first_flight = Vec::new();
-        for _ in 0..20 {
-            for fr in cs.frames.drain(..) {
-                sh.rx(now, &fr, &mut sapp, &mut ss);
-            }
-            first_flight.append(&mut ss.frames);
-            if ss.tso_frames > 0 {
-                break;
-            }
-            for fr in first_flight.drain(..) {
-                ch.rx(now, &fr, &mut capp, &mut cs);
-            }
-        }
-        assert_eq!(
-            ss.tso_frames, 1,
-            "{fam:?}: the first flight is one super-frame"
-        );
-        let data = |fr: &Vec<u8>| fr.len() > fam.tcp_at() + 20 + 100;
-        assert_eq!(first_flight.iter().filter(|fr| data(fr)).count(), 10);
-        // The client takes the first flight and acknowledges it.
-        now += 1_000;
-        for fr in &first_flight {
-            ch.rx(now, fr, &mut capp, &mut cs);
-        }
-        let acks: Vec<Vec<u8>> = cs.frames.drain(..).collect();
-        assert!(acks.len() >= 5, "{fam:?}: {} ACKs", acks.len());
-        now += 1_000;
-        if burst {
-            let refs: Vec<&[u8]> = acks.iter().map(|a| &a[..]).collect();
-            sh.rx_burst(now, &refs, &mut sapp, &mut ss);
-        } else {
-            for a in &acks {
-                sh.rx(now, a, &mut sapp, &mut ss);
-            }
-        }
-        let rest = ss.tso_frames - 1;
-        assert_eq!(ss.frames.iter().filter(|fr| data(fr)).count(), 13);
-        super_frames.push(rest);
-        // The flow completes: the rest of the exchange frame by frame.
-        for _ in 0..50 {
-            now += 1_000;
-            let to_client: Vec<Vec<u8>> = ss.frames.drain(..).collect();
-            for fr in &to_client {
-                ch.rx(now, fr, &mut capp, &mut cs);
-            }
-            let to_server: Vec<Vec<u8>> = cs.frames.drain(..).collect();
-            for fr in &to_server {
-                sh.rx(now, fr, &mut sapp, &mut ss);
-            }
-            if to_client.is_empty() && to_server.is_empty() {
-                break;
-            }
-        }
-        assert_eq!((capp.ok, sapp.ok), (1, 1), "{fam:?} burst {burst}");
-    }
-    assert_eq!(
-        super_frames[0], 1,
-        "{fam:?}: one burst of ACKs, one super-frame"
-    );
+    let (burst, _) = answer_to_first_acks(fam, TSO_MAX, true);
+    let (one_by_one, _) = answer_to_first_acks(fam, TSO_MAX, false);
+    assert_eq!(burst, 1, "{fam:?}: one burst of ACKs, one super-frame");
     assert!(
-        super_frames[1] > 1,
-        "{fam:?}: ACK by ACK, {} super-frames",
-        super_frames[1]
+        one_by_one > 1,
+        "{fam:?}: ACK by ACK, {one_by_one} super-frames"
     );
 }
 per_family!(acks_of_one_burst_open_one_super_frame);
+
+/// Without TSO the same run is written segment after segment (`write_run`): the same
+/// segments as the super-frame cut by GSO — sequence numbers, lengths, flags (PSH on the
+/// last only) — and each a plain frame.
+fn a_run_without_tso_is_the_super_frames_segments(fam: Family) {
+    let (supers, plain) = answer_to_first_acks(fam, 0, true);
+    let (_, cut) = answer_to_first_acks(fam, TSO_MAX, true);
+    assert_eq!(supers, 0);
+    let at = fam.tcp_at();
+    let shape = |fr: &Vec<u8>| {
+        let seq = u32::from_be_bytes([fr[at + 4], fr[at + 5], fr[at + 6], fr[at + 7]]);
+        let hl = usize::from(fr[at + 12] >> 4) * 4;
+        (seq, fr.len() - at - hl, fr[at + 13])
+    };
+    let p: Vec<_> = plain.iter().map(shape).collect();
+    let c: Vec<_> = cut.iter().map(shape).collect();
+    assert_eq!(p, c, "{fam:?}");
+    let psh = p.iter().filter(|s| s.2 & 0x08 != 0).count();
+    assert_eq!(psh, 1, "{fam:?}: PSH on the last segment only");
+    assert!(p.last().is_some_and(|s| s.2 & 0x08 != 0));
+    assert!(p
+        .windows(2)
+        .all(|w| w[1].0 == w[0].0.wrapping_add(w[0].1 as u32)));
+}
+per_family!(a_run_without_tso_is_the_super_frames_segments);

@@ -114,6 +114,8 @@ fn full_tx_ring_resumes_flows_without_retransmission(fam: Family) {
     assert_eq!(c.tcps_sndrexmitpack + s.tcps_sndrexmitpack, 0);
     assert_eq!(c.tcps_rexmttimeo + s.tcps_rexmttimeo, 0);
     assert_eq!(s.tcps_sndbyte, n as u64 * RESP_LEN as u64);
+    // Runs of segments cut short by the full ring count only the segments that left.
+    assert_eq!(s.tcps_sndpack, n as u64 * RESP_LEN.div_ceil(1460) as u64);
 }
 
 per_family!(ring_of_one_frame_still_completes);

@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// Longest run of new data written in one pass of `output_rounds` where the sink takes no
+/// super-frames (as a super-frame's: 64 KiB less the largest headers).
+const RUN_MAX: usize = 65_535;
+
 impl TcpHost {
     /// Our timestamp clock: milliseconds (RFC 7323 §5.4 allows 1 ms - 1 s per tick).
     #[inline]
@@ -460,16 +464,18 @@ impl TcpHost {
             if t.has(F_FORCE) && usable == 0 && avail > 0 {
                 usable = 1;
             }
-            // TSO: new data of several full segments goes out as one super-frame where the
-            // sink's port cuts frames itself (never retransmissions, probes or the
-            // one-segment sends of loss recovery).
+            // New data of several full segments goes out as one run: one super-frame where
+            // the sink's port cuts frames itself (TSO), else segment after segment from
+            // one pass of this loop (`write_run`); never retransmissions, probes or the
+            // one-segment sends of loss recovery.
             let tso_max = tx.tso_max();
+            let run_max = if tso_max == 0 { RUN_MAX } else { tso_max };
             let tso_room =
-                if tso_max == 0 || one_seg || t.has(F_FORCE) || seq::lt(t.snd_nxt, t.snd_max) {
+                if avail <= mss || one_seg || t.has(F_FORCE) || seq::lt(t.snd_nxt, t.snd_max) {
                     0
                 } else {
                     // Room for the largest headers: Ethernet, IPv6, TCP with 40 bytes of options.
-                    tso_max.saturating_sub(14 + 40 + 60) as u32 / mss * mss
+                    run_max.saturating_sub(14 + 40 + 60) as u32 / mss * mss
                 };
             let mut len = avail.min(usable).min(mss.max(tso_room));
             if len > mss && len < avail {
@@ -500,7 +506,7 @@ impl TcpHost {
             {
                 len = 0;
             }
-            let send_fin =
+            let mut send_fin =
                 t.fin_pending() && t.snd_nxt.wrapping_add(len) == t.fin_seq() && (len == avail);
             if len == 0 && !send_fin && !t.has(F_ACKNOW) {
                 break;
@@ -538,7 +544,8 @@ impl TcpHost {
             let data = if len > 0 { Some((sq, off, len)) } else { None };
             let mut ob = [0u8; 40];
             let ol = self.seg_opts(i, &mut ob);
-            let sent = if len > mss {
+            let mut cut_short = false;
+            let sent = if len > mss && tso_max > 0 {
                 self.write_seg_tso(
                     tx,
                     &key,
@@ -551,6 +558,25 @@ impl TcpHost {
                     data,
                     mss as u16,
                 )
+            } else if len > mss {
+                let n = self.write_run(
+                    tx,
+                    &key,
+                    o,
+                    (seqno, ack, flags, wnd_adv),
+                    &ob[..ol],
+                    (sq, off, len),
+                    mss,
+                );
+                if n > 0 && n < len {
+                    // The sink ran out of frames within the run: what went out is
+                    // accounted as sent (its last segment without PSH or FIN), and the
+                    // flow waits for frames.
+                    len = n;
+                    send_fin = false;
+                    cut_short = true;
+                }
+                n > 0
             } else {
                 self.write_seg(tx, &key, o, seqno, ack, flags, wnd_adv, &ob[..ol], data)
             };
@@ -607,6 +633,10 @@ impl TcpHost {
             // All queued data sent and no FIN to send, or the window used up with data
             // left (the next round would find no room, and a FIN only follows the last
             // byte): the next round would send nothing, so stop here.
+            if cut_short {
+                self.mark_tx_blocked(i);
+                break;
+            }
             if one_seg
                 || len == 0
                 || (len == avail && !t.fin_pending())
@@ -615,6 +645,54 @@ impl TcpHost {
                 break;
             }
         }
+    }
+
+    /// A run of `len` (> `mss`) bytes of new data at offset `off` of send queue `sq`, as
+    /// plain segments of `mss` bytes (the last may be shorter) written one after the other,
+    /// where the sink does not cut super-frames: the windows, options and bookkeeping of
+    /// [`output_rounds`](Self::output_rounds) are worked out once for the run, not once per
+    /// segment. `hdr` is (sequence number, ACK, flags, window) of the first segment; PSH and
+    /// FIN go on the last one only. The wire is the same as segment by segment. Returns the
+    /// bytes written: fewer than `len` if the sink ran out of frames (0: none).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn write_run<S: TxSink>(
+        &mut self,
+        tx: &mut S,
+        key: &FlowKey,
+        opt: u8,
+        hdr: (u32, u32, u8, u16),
+        opts: &[u8],
+        data: (SendQueue, u32, u32),
+        mss: u32,
+    ) -> u32 {
+        let (seq, ack, flags, wnd) = hdr;
+        let (sq, off, len) = data;
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(mss);
+            let f = if done + n == len {
+                flags
+            } else {
+                flags & !(PSH | FIN)
+            };
+            let piece = Some((sq, off + done, n));
+            if !self.write_seg(
+                tx,
+                key,
+                opt,
+                seq.wrapping_add(done),
+                ack,
+                f,
+                wnd,
+                opts,
+                piece,
+            ) {
+                break;
+            }
+            done += n;
+        }
+        done
     }
 
     /// True when [`output_now`](Self::output_now) would send nothing: a state that sends
