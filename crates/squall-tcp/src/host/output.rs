@@ -470,14 +470,14 @@ impl TcpHost {
             // one-segment sends of loss recovery.
             let tso_max = tx.tso_max();
             let run_max = if tso_max == 0 { RUN_MAX } else { tso_max };
-            let tso_room =
+            let run_room =
                 if avail <= mss || one_seg || t.has(F_FORCE) || seq::lt(t.snd_nxt, t.snd_max) {
                     0
                 } else {
                     // Room for the largest headers: Ethernet, IPv6, TCP with 40 bytes of options.
                     run_max.saturating_sub(14 + 40 + 60) as u32 / mss * mss
                 };
-            let mut len = avail.min(usable).min(mss.max(tso_room));
+            let mut len = avail.min(usable).min(mss.max(run_room));
             if len > mss && len < avail {
                 // Whole segments, unless the super-frame ends the queue.
                 len -= len % mss;
@@ -630,13 +630,13 @@ impl TcpHost {
             if used > 0 && (was_idle || t.rexmt_at == 0) {
                 t.rexmt_at = now + rto;
             }
-            // All queued data sent and no FIN to send, or the window used up with data
-            // left (the next round would find no room, and a FIN only follows the last
-            // byte): the next round would send nothing, so stop here.
             if cut_short {
                 self.mark_tx_blocked(i);
                 break;
             }
+            // All queued data sent and no FIN to send, or the window used up with data
+            // left (the next round would find no room, and a FIN only follows the last
+            // byte): the next round would send nothing, so stop here.
             if one_seg
                 || len == 0
                 || (len == avail && !t.fin_pending())
