@@ -13,10 +13,31 @@ pub struct BufId(pub u32);
 
 enum BufData {
     Free,
-    /// Shared bytes and their per-32-byte-block prefix checksum sums.
-    Shared(Arc<[u8]>, Box<[u32]>),
-    Static(&'static [u8], Box<[u32]>),
+    /// Shared bytes, their per-32-byte-block prefix checksum sums and their registration
+    /// stamp (the key of their entries in the [`SumMemo`]).
+    Shared(Arc<[u8]>, Box<[u32]>, u32),
+    Static(&'static [u8], Box<[u32]>, u32),
     Owned(Box<[u8]>),
+}
+
+/// Slots of the registry's payload-sum memo (16 bytes each).
+const MEMO_SLOTS: usize = 256;
+
+/// One remembered payload sum: `sum` of bytes `start..start + len` of the shared or static
+/// buffer registered with `stamp` (0: empty slot).
+#[derive(Clone, Copy, Default)]
+struct SumMemo {
+    stamp: u32,
+    start: u32,
+    len: u32,
+    sum: u32,
+}
+
+/// The memo slot of a range: consecutive segments of one buffer (starts a multiple of an
+/// MSS apart, the MSS not a multiple of 2 KiB) land in different slots.
+#[inline(always)]
+fn memo_slot(stamp: u32, start: u32) -> usize {
+    ((start >> 3).wrapping_add(stamp.wrapping_mul(0x9e37_79b9) >> 16)) as usize & (MEMO_SLOTS - 1)
 }
 
 /// Block size of the precomputed checksum sums.
@@ -78,9 +99,17 @@ fn range_sum(d: &[u8], p: &[u32], a: usize, b: usize) -> u16 {
 }
 
 /// Per-core registry of immutable send buffers.
+///
+/// The payload sums of segments cut from shared and static buffers are remembered in a
+/// small direct-mapped memo keyed by (registration, start, length): a server that sends
+/// the same file to many clients cuts it at the same offsets every time, and then takes
+/// each segment's sum from the memo instead of summing its bytes again.
 pub struct BufRegistry {
     bufs: Vec<BufData>,
     free: Vec<u32>,
+    /// Stamp of the next shared/static registration (never 0).
+    stamp: u32,
+    memo: Box<[SumMemo; MEMO_SLOTS]>,
 }
 
 impl Default for BufRegistry {
@@ -94,7 +123,32 @@ impl BufRegistry {
         BufRegistry {
             bufs: Vec::new(),
             free: Vec::new(),
+            stamp: 1,
+            memo: Box::new([SumMemo::default(); MEMO_SLOTS]),
         }
+    }
+    /// A fresh stamp for a shared/static registration. When the counter wraps, the memo is
+    /// emptied and the live buffers are stamped again from 1, so no two live buffers (and
+    /// no remembered sum of a buffer gone) ever share a stamp.
+    fn next_stamp(&mut self) -> u32 {
+        if self.stamp == u32::MAX {
+            self.restamp();
+        }
+        let s = self.stamp;
+        self.stamp += 1;
+        s
+    }
+    #[cold]
+    fn restamp(&mut self) {
+        *self.memo = [SumMemo::default(); MEMO_SLOTS];
+        let mut n = 1;
+        for b in &mut self.bufs {
+            if let BufData::Shared(_, _, s) | BufData::Static(_, _, s) = b {
+                *s = n;
+                n += 1;
+            }
+        }
+        self.stamp = n;
     }
     fn put(&mut self, d: BufData) -> BufId {
         if let Some(i) = self.free.pop() {
@@ -108,11 +162,13 @@ impl BufRegistry {
     /// Registers a shared immutable buffer (e.g. a template's bytes).
     pub fn register(&mut self, data: Arc<[u8]>) -> BufId {
         let p = prefix_sums(&data);
-        self.put(BufData::Shared(data, p))
+        let st = self.next_stamp();
+        self.put(BufData::Shared(data, p, st))
     }
     /// Registers a static buffer.
     pub fn register_static(&mut self, data: &'static [u8]) -> BufId {
-        self.put(BufData::Static(data, prefix_sums(data)))
+        let st = self.next_stamp();
+        self.put(BufData::Static(data, prefix_sums(data), st))
     }
     /// Registers owned bytes; freed by the stack once fully acknowledged.
     pub fn register_owned(&mut self, data: Box<[u8]>) -> BufId {
@@ -134,26 +190,44 @@ impl BufRegistry {
     #[inline]
     pub fn get(&self, id: BufId) -> &[u8] {
         match self.bufs.get(id.0 as usize) {
-            Some(BufData::Shared(a, _)) => a,
-            Some(BufData::Static(s, _)) => s,
+            Some(BufData::Shared(a, _, _)) => a,
+            Some(BufData::Static(s, _, _)) => s,
             Some(BufData::Owned(b)) => b,
             _ => &[],
         }
     }
     /// Copies `d.len()` bytes of buffer `id` from `start` into `dst` and returns their
-    /// folded sum (words counted from `start`), or None if the range is invalid.
+    /// folded sum (words counted from `start`), or None if the range is invalid. The sum
+    /// of a range of a shared or static buffer comes from the memo when it was taken
+    /// before.
     #[inline]
-    fn copy_sum(&self, id: BufId, start: usize, dst: &mut [u8]) -> Option<u16> {
+    fn copy_sum(&mut self, id: BufId, start: usize, dst: &mut [u8]) -> Option<u16> {
         let end = start + dst.len();
-        let (d, p): (&[u8], &[u32]) = match self.bufs.get(id.0 as usize) {
-            Some(BufData::Shared(a, p)) => (a, p),
-            Some(BufData::Static(s, p)) => (s, p),
-            Some(BufData::Owned(b)) => (b, &[]),
+        let (d, p, stamp): (&[u8], &[u32], u32) = match self.bufs.get(id.0 as usize) {
+            Some(BufData::Shared(a, p, s)) => (a, p, *s),
+            Some(BufData::Static(s, p, st)) => (s, p, *st),
+            Some(BufData::Owned(b)) => (b, &[], 0),
             _ => return None,
         };
         let src = d.get(start..end)?;
         dst.copy_from_slice(src);
-        Some(range_sum(d, p, start, end))
+        if stamp == 0 {
+            return Some(range_sum(d, p, start, end));
+        }
+        // Buffers are below 4 GiB (chunk offsets are u32).
+        let (s32, l32) = (start as u32, dst.len() as u32);
+        let m = &mut self.memo[memo_slot(stamp, s32)];
+        if m.stamp == stamp && m.start == s32 && m.len == l32 {
+            return Some(m.sum as u16);
+        }
+        let sum = range_sum(d, p, start, end);
+        *m = SumMemo {
+            stamp,
+            start: s32,
+            len: l32,
+            sum: sum as u32,
+        };
+        Some(sum)
     }
 
     /// Number of live buffers.
@@ -354,7 +428,7 @@ impl ChunkPool {
         q: &SendQueue,
         mut offset: u32,
         dst: &mut [u8],
-        reg: &BufRegistry,
+        reg: &mut BufRegistry,
     ) -> (usize, u64) {
         let mut h = q.head;
         let mut done = 0usize;
@@ -423,7 +497,7 @@ mod tests {
         pool.push(&mut q2, a, 0, 3).unwrap();
         pool.push(&mut q2, b, 0, 10).unwrap();
         let mut buf = [0u8; 13];
-        let (n, s) = pool.copy_out_sum(&q2, 0, &mut buf, &reg);
+        let (n, s) = pool.copy_out_sum(&q2, 0, &mut buf, &mut reg);
         assert_eq!(n, 13);
         assert_eq!(
             squall_wire::checksum::fold(s),
@@ -487,6 +561,95 @@ mod tests {
                 squall_wire::checksum::sum(&big[a..b]),
                 "{a}..{b}"
             );
+        }
+    }
+
+    /// Sum of `len` bytes `off` bytes into `q`, copied out through the memo.
+    fn memo_sum(
+        pool: &ChunkPool,
+        q: &SendQueue,
+        off: u32,
+        len: usize,
+        reg: &mut BufRegistry,
+    ) -> u16 {
+        let mut out = vec![0u8; len];
+        let (n, s) = pool.copy_out_sum(q, off, &mut out, reg);
+        assert_eq!(n, len);
+        assert_eq!(
+            squall_wire::checksum::fold(s),
+            squall_wire::checksum::sum(&out)
+        );
+        squall_wire::checksum::fold(s)
+    }
+
+    // A remembered sum belongs to one registration: a buffer registered later in the same
+    // registry slot, cut at the same offsets, gets its own sums.
+    #[test]
+    fn the_sum_memo_never_answers_for_a_buffer_gone() {
+        let mut reg = BufRegistry::new();
+        let mut pool = ChunkPool::new();
+        let a = reg.register(Arc::from(vec![0x11u8; 32_768]));
+        let mut q = SendQueue::default();
+        pool.push(&mut q, a, 0, 32_768).unwrap();
+        let first: Vec<u16> = (0..22)
+            .map(|k| memo_sum(&pool, &q, k * 1448, 1448, &mut reg))
+            .collect();
+        // The second pass is answered from the memo, with the same sums.
+        let again: Vec<u16> = (0..22)
+            .map(|k| memo_sum(&pool, &q, k * 1448, 1448, &mut reg))
+            .collect();
+        assert_eq!(first, again);
+        pool.clear(&mut q, &mut reg);
+        reg.unregister(a);
+        let b = reg.register(Arc::from(vec![0x22u8; 32_768]));
+        assert_eq!(a, b, "the slot is reused");
+        pool.push(&mut q, b, 0, 32_768).unwrap();
+        for k in 0..22 {
+            let s = memo_sum(&pool, &q, k * 1448, 1448, &mut reg);
+            assert_ne!(s, first[k as usize], "segment {k}: the old buffer's sum");
+        }
+        // Another length at the same start is another range.
+        assert_eq!(
+            memo_sum(&pool, &q, 0, 1000, &mut reg),
+            squall_wire::checksum::sum(&[0x22u8; 1000])
+        );
+    }
+
+    // When the stamp counter wraps, the live buffers are stamped again and the memo is
+    // emptied: sums stay right for buffers registered before and after.
+    #[test]
+    fn the_sum_memo_survives_the_stamp_counter_wrapping() {
+        let mut reg = BufRegistry::new();
+        let mut pool = ChunkPool::new();
+        reg.stamp = u32::MAX - 2;
+        let bufs: Vec<(BufId, u8)> = (1..=6u8)
+            .map(|v| (reg.register(Arc::from(vec![v; 4096])), v))
+            .collect();
+        let mut stamps: Vec<u32> = reg
+            .bufs
+            .iter()
+            .filter_map(|b| match b {
+                BufData::Shared(_, _, s) => Some(*s),
+                _ => None,
+            })
+            .collect();
+        stamps.sort_unstable();
+        stamps.dedup();
+        assert_eq!(stamps.len(), 6, "stamps unique across the wrap");
+        assert!(!stamps.contains(&0));
+        for _ in 0..2 {
+            for &(id, v) in &bufs {
+                let mut q = SendQueue::default();
+                pool.push(&mut q, id, 0, 4096).unwrap();
+                for off in [0u32, 1448, 2896] {
+                    let len = (4096 - off as usize).min(1448);
+                    assert_eq!(
+                        memo_sum(&pool, &q, off, len, &mut reg),
+                        squall_wire::checksum::sum(&vec![v; len])
+                    );
+                }
+                pool.clear(&mut q, &mut reg);
+            }
         }
     }
 

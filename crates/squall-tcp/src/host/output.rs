@@ -257,7 +257,7 @@ impl TcpHost {
         if let Some((sq, qoff, len)) = data {
             let dst = &mut buf[off..off + len as usize];
             if sw_sum {
-                psum = self.chunks.copy_out_sum(&sq, qoff, dst, &self.bufs).1;
+                psum = self.chunks.copy_out_sum(&sq, qoff, dst, &mut self.bufs).1;
             } else {
                 self.chunks.copy_out(&sq, qoff, dst, &self.bufs);
             }
