@@ -454,6 +454,12 @@ fn rfc5681_4_2_delayed_ack_and_every_second_segment(fam: Family) {
     t.feed(t.pseq + m, iss1, ACK, 65535, &[], &full);
     let a = t.one();
     assert_eq!(a.ack, t.pseq + 2 * m, "second full segment ACKed at once");
+    // That ACK paid the delayed one: nothing more when its timeout would have run out.
+    let acks = t.host.counters().tcps_sndacks;
+    t.advance(400 * MS);
+    assert!(t.take().is_empty(), "a second ACK for the same bytes");
+    assert_eq!(t.host.counters().tcps_delack, 1);
+    assert_eq!(t.host.counters().tcps_sndacks, acks);
 }
 
 // RFC 5681 §4.2 / RFC 9293 §3.10.7.4: out-of-order segment -> immediate duplicate ACK;

@@ -412,7 +412,14 @@ impl TcpHost {
         // When the loop would break in its first round without writing anything, it is
         // skipped (with its window and MSS arithmetic): a sender gets here for every ACK
         // after its last byte went out (a W1 server ~7 times per connection).
-        if !self.nothing_to_send(i) {
+        if self.only_ack_owed(i) {
+            // What the first round of the loop would send and do, without its window,
+            // MSS, Nagle and timer arithmetic: a receiver gets here for every ACK it
+            // sends while it has nothing to send (a W1 client ~12 times per connection).
+            let seq = self.flows[i as usize].snd_max;
+            let wnd_adv = self.adv_wnd(i);
+            self.pure_ack(i, seq, wnd_adv, F_ONE_SEG | F_FORCE, tx);
+        } else if !self.nothing_to_send(i) {
             self.output_rounds(i, now, tx);
         }
         // Persist timer: data queued, window closed, nothing in flight (the RTO is only
@@ -436,18 +443,8 @@ impl TcpHost {
             let can_data = sends_data(t.state);
             if !can_data {
                 if t.has(F_ACKNOW) && t.state != State::Closed && t.state != State::SynSent {
-                    t.flags &= !F_ACKNOW;
-                    t.rcv_unacked = 0;
-                    t.delack_at = 0;
-                    let (key, seq, ack, o) = (t.key, t.snd_nxt, t.rcv_nxt, t.opt);
-                    self.counters.tcps_sndacks += 1;
-                    let mut ob = [0u8; 40];
-                    let ol = self.seg_opts(i, &mut ob);
-                    if !self.write_seg(tx, &key, o, seq, ack, ACK, wnd_adv, &ob[..ol], None) {
-                        self.counters.tcps_sndacks -= 1;
-                        self.flows[i as usize].flags |= F_ACKNOW;
-                        self.mark_tx_blocked(i);
-                    }
+                    let seq = t.snd_nxt;
+                    self.pure_ack(i, seq, wnd_adv, 0, tx);
                 }
                 break;
             }
@@ -706,6 +703,39 @@ impl TcpHost {
             && !t.has(F_ACKNOW)
             && t.snd_nxt.wrapping_sub(t.snd_una) >= t.sq.len
             && !(t.fin_pending() && t.snd_nxt == t.fin_seq())
+    }
+
+    /// True when [`output_now`](Self::output_now) would send a pure ACK and nothing else:
+    /// a state that sends data, an ACK owed, every queued byte sent and no FIN to send.
+    /// (Then the first round of the loop finds no data, no FIN and the ACK owed: a pure
+    /// ACK carrying SND.MAX, after which it stops.)
+    #[inline(always)]
+    fn only_ack_owed(&self, i: u32) -> bool {
+        let t = &self.flows[i as usize];
+        sends_data(t.state)
+            && t.has(F_ACKNOW)
+            && t.snd_nxt.wrapping_sub(t.snd_una) >= t.sq.len
+            && !(t.fin_pending() && t.snd_nxt == t.fin_seq())
+    }
+
+    /// Sends a pure ACK (no data, no FIN) at `seq` with window `wnd_adv`. Sent: the ACK
+    /// owed is paid (F_ACKNOW, the delayed-ACK state and the flags in `also` cleared) and
+    /// counted. The sink full: the ACK stays owed and the flow waits for frames.
+    #[inline(always)]
+    fn pure_ack<S: TxSink>(&mut self, i: u32, seq: u32, wnd_adv: u16, also: u16, tx: &mut S) {
+        let t = &self.flows[i as usize];
+        let (key, ack, o) = (t.key, t.rcv_nxt, t.opt);
+        let mut ob = [0u8; 40];
+        let ol = self.seg_opts(i, &mut ob);
+        if self.write_seg(tx, &key, o, seq, ack, ACK, wnd_adv, &ob[..ol], None) {
+            self.counters.tcps_sndacks += 1;
+            let t = &mut self.flows[i as usize];
+            t.flags &= !(F_ACKNOW | also);
+            t.rcv_unacked = 0;
+            t.delack_at = 0;
+        } else {
+            self.mark_tx_blocked(i);
+        }
     }
 
     /// RFC 6675 §5 loss recovery transmission: while `cwnd - pipe >= SMSS`, send the next
