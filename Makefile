@@ -62,7 +62,8 @@ bench: bench-mem bench-veth
 # through HTTP (`squall serve`'s app as the server, the answers parsed by squall-http)
 # beside raw W2 of the same run, with W3 (idle connections) on both servers, then W1 and W4
 # (a 2,649-byte file, a connection per request and keep-alive: "keepalive":false/true)
-# at C = 100 with both servers. About 10 minutes.
+# at C = 100 with both servers; T-memN (W1 on 1 and 2 per-core shards, and W1/W2 with
+# `squall serve`'s app as each shard's server). About 10 minutes.
 bench-mem:
 	$(CARGO) build --release -p squall-port --example wire64
 	$(CARGO) build --release -p squall-bench
@@ -76,6 +77,7 @@ bench-mem:
 	./target/release/squall-bench mem --stacks squall,squall-serve --workloads W1,W4 --conns 100
 	./target/release/squall-bench mem2
 	./target/release/squall-bench memn --cores 1,2 --workloads W1 --conns 1000 --pool 256
+	./target/release/squall-bench memn --cores 1,2 --stacks squall-serve --workloads W1,W2 --conns 1000 --pool 256
 	./target/release/squall-bench loop
 
 # T-veth (needs root): the raw-veth floor line (64- and 1514-byte frames over AF_PACKET),

@@ -33,6 +33,8 @@ const USAGE: &str = "usage:
   squall-bench mem2 [--workloads W1,W2] [--conns 100,1000] [--seconds S] [--runs N] [--initwnd 2]
                     (T-mem2: Squall client thread on core 0, server thread on core 1)
   squall-bench memn [--cores 1,2] [--workloads W1,W2] [--conns 1000] [--seconds S] [--runs N]
+                    [--stacks squall,squall-serve] (default squall; squall-serve: each
+                     shard's server is `squall serve`'s app, as in T-mem1)
                     (T-memN: N Squall shards at once, one per core, each both ends of its
                      own connections over its own wire; C connections per shard)
   squall-bench loop [--workloads W1,W2] [--conns 1,100,1000] [--seconds S] [--runs N]
@@ -68,6 +70,8 @@ struct Opts {
     seconds: f64,
     runs: usize,
     stacks: Vec<String>,
+    /// `--stacks` given (T-memN's default is Squall's generator only).
+    stacks_set: bool,
     /// W3 flow counts (the child gets one).
     flows: Vec<usize>,
     max_ops: u64,
@@ -95,6 +99,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         seconds: 2.0,
         runs: 3,
         stacks: vec!["smoltcp".into(), "squall".into()],
+        stacks_set: false,
         flows: vec![100_000, 1_000_000],
         max_ops: u64::MAX,
         pool: 0,
@@ -156,7 +161,10 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                     return Err("--runs must be in 1..=100".into());
                 }
             }
-            "--stacks" | "--stack" => o.stacks = list(val()?),
+            "--stacks" | "--stack" => {
+                o.stacks = list(val()?);
+                o.stacks_set = true;
+            }
             "--family" => {
                 o.ipv6 = match val()?.as_str() {
                     "ipv4" => false,
@@ -565,22 +573,38 @@ fn run_memn(o: &Opts) -> Result<(), String> {
     } else {
         vec![1000]
     };
+    let stacks: Vec<String> = if o.stacks_set {
+        o.stacks.clone()
+    } else {
+        vec!["squall".into()]
+    };
+    if let Some(s) = stacks
+        .iter()
+        .find(|s| *s != "squall" && *s != "squall-serve")
+    {
+        return Err(format!(
+            "stack {s:?} is not run on T-memN (squall, squall-serve: Squall's shards)"
+        ));
+    }
     for w in &workloads {
         if w != "W1" && w != "W2" {
             return Err(format!("workload {w} is not run on T-memN (W1, W2)"));
         }
-        for &c in &conns {
-            for &n in &o.cores {
-                let mut runs = Vec::new();
-                for i in 0..o.runs {
-                    let mut cfg = RunCfg::new(c, o.seconds);
-                    cfg.max_ops = o.max_ops;
-                    cfg.pool = o.pool;
-                    let r = squall_bench::memn::run(w == "W2", &cfg, o.offload, n)?;
-                    progress(&r, i, o.runs);
-                    runs.push(r);
+        for stack in &stacks {
+            for &c in &conns {
+                for &n in &o.cores {
+                    let mut runs = Vec::new();
+                    for i in 0..o.runs {
+                        let mut cfg = RunCfg::new(c, o.seconds);
+                        cfg.max_ops = o.max_ops;
+                        cfg.pool = o.pool;
+                        let serve = stack == "squall-serve";
+                        let r = squall_bench::memn::run(w == "W2", serve, &cfg, o.offload, n)?;
+                        progress(&r, i, o.runs);
+                        runs.push(r);
+                    }
+                    emit(&runs);
                 }
-                emit(&runs);
             }
         }
     }

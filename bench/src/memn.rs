@@ -1,15 +1,22 @@
 //! T-memN (BENCHMARKS.md): N per-core shards in one process, each pinned to its own core
 //! and running both ends of its own connections over its own in-memory wire, shared
-//! nothing — the T-mem1 cell of [`crate::squall`] (the same node, sink and port) on N
-//! cores at once. The line sums the shards' rates and takes CPU per operation over all
+//! nothing — the T-mem1 cell of [`crate::squall`] (the same node, sink and port; the
+//! generator's own server, or `squall serve`'s app with `serve`) on N cores at once. The line sums the shards' rates and takes CPU per operation over all
 //! of them (total CPU / total operations), with `"cores": N`.
 
 use crate::report::Record;
 use crate::squall;
 use crate::workload::RunCfg;
 
-/// Runs `cores` shards of W1 or W2 (`requests`) at once, `cfg.conns` connections each.
-pub fn run(requests: bool, cfg: &RunCfg, offload: bool, cores: usize) -> Result<Record, String> {
+/// Runs `cores` shards of W1 or W2 (`requests`) at once, `cfg.conns` connections each;
+/// with `serve` each shard's server is `squall serve`'s app (HTTP parsed on both ends).
+pub fn run(
+    requests: bool,
+    serve: bool,
+    cfg: &RunCfg,
+    offload: bool,
+    cores: usize,
+) -> Result<Record, String> {
     let avail = squall_engine::affinity::available_cores();
     if cores == 0 || cores > avail.len().max(1) {
         return Err(format!(
@@ -26,7 +33,8 @@ pub fn run(requests: bool, cfg: &RunCfg, offload: bool, cores: usize) -> Result<
                 .spawn(move || {
                     let _ = squall_engine::affinity::pin_current_thread(core);
                     b.wait();
-                    squall::run(requests, &cfg, offload)
+                    let w = if requests { "W2" } else { "W1" };
+                    squall::run_cell(w, false, serve, &cfg, offload)
                 })
                 .map_err(|e| e.to_string())
         })
@@ -99,5 +107,21 @@ mod tests {
         assert_eq!(c.errors, 2);
         assert_eq!(c.seconds, 2.0);
         assert_eq!(c.rps, None);
+    }
+
+    // Shards of `squall serve`'s app start at once (each loads the benchmark site) and
+    // all answer: a line for the shards together, every answer checked, no errors.
+    #[test]
+    fn serve_shards_run_side_by_side() {
+        let cores = squall_engine::affinity::available_cores().len().clamp(1, 2);
+        let mut cfg = RunCfg::new(50, 0.3);
+        cfg.max_ops = 2_000;
+        for requests in [false, true, false, true] {
+            let r = run(requests, true, &cfg, false, cores).expect("shards ran");
+            assert_eq!(r.server, "squall-serve");
+            assert_eq!(r.cores, Some(cores as u64));
+            assert_eq!(r.errors, 0, "{r:?}");
+            assert!(r.cps.or(r.rps).unwrap_or(0.0) > 0.0, "{r:?}");
+        }
     }
 }

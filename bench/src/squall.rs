@@ -97,7 +97,11 @@ impl Rig {
             .map_or(0, |p| p + 4);
         let w2_body: Arc<[u8]> = Arc::from(&resp[head..]);
         let route = Route::parse(&site::w2_route(&String::from_utf8_lossy(&w2_body)))?;
-        let dir = std::env::temp_dir().join(format!("squall-bench-site-{}", std::process::id()));
+        // One directory per rig: T-memN builds several rigs at once in one process.
+        static SITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let k = SITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("squall-bench-site-{}-{k}", std::process::id()));
         site::write(&dir)?;
         let files = Arc::new(Files::load(&dir)?);
         let _ = std::fs::remove_dir_all(&dir);
