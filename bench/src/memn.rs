@@ -1,8 +1,9 @@
 //! T-memN (BENCHMARKS.md): N per-core shards in one process, each pinned to its own core
 //! and running both ends of its own connections over its own in-memory wire, shared
 //! nothing — the T-mem1 cell of [`crate::squall`] (the same node, sink and port; the
-//! generator's own server, or `squall serve`'s app with `serve`) on N cores at once. The line sums the shards' rates and takes CPU per operation over all
-//! of them (total CPU / total operations), with `"cores": N`.
+//! generator's own server, or `squall serve`'s app with `serve`) on N cores at once.
+//! The line sums the shards' rates and takes CPU per operation over all of them (total
+//! CPU / total operations), with `"cores": N`.
 
 use crate::report::Record;
 use crate::squall;
