@@ -56,6 +56,9 @@ const USAGE: &str = "usage:
                     [--w1-cps 160000,130000,100000,70000,40000] (W1 rates tried, highest first;
                      the first clean one is measured) [--zero-copy yes|no] (memif client end)
                     [--squall PATH] (built with the dpdk feature)
+                    [--xcore-max NS] (before each run wait, at most 60 s, until a cache
+                     line bounces between the two cores within NS ns; every line's note
+                     gives that round trip before and after its run)
                     (T-memif, root: two squall processes over DPDK net_memif, client core 0,
                      server core 1, busy CPU of each side's loop per op)
   squall-bench blast tx|rx --iface IF [--seconds S] [--size 64] [--dst MAC]  (internal: raw-veth)

@@ -72,6 +72,64 @@ pub fn pin_to_core(core: usize) -> bool {
     squall_engine::affinity::pin_current_thread(core).is_ok()
 }
 
+/// Nanoseconds per round trip of one cache line bounced between a thread pinned to core
+/// `a` and one pinned to core `b` (`rounds` round trips): where the host placed the two
+/// (v)CPUs — the kind of probe `scripts/xcore-pingpong.c` makes, whose loop differs (its
+/// figures run about twice these: compare figures of one probe only). None if a thread
+/// could not be pinned.
+pub fn xcore_round_trip_ns(a: usize, b: usize, rounds: u64) -> Option<f64> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    // The bounced line, and a flag either side raises when it cannot take part.
+    let line = Arc::new((AtomicU64::new(0), AtomicBool::new(false)));
+    // Waits until the line holds `want`; false if the other side gave up.
+    fn wait(l: &(AtomicU64, AtomicBool), want: u64) -> bool {
+        loop {
+            if l.0.load(Ordering::Acquire) == want {
+                return true;
+            }
+            if l.1.load(Ordering::Acquire) {
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+    }
+    let peer = {
+        let l = line.clone();
+        std::thread::spawn(move || {
+            if !pin_to_core(b) {
+                l.1.store(true, Ordering::Release);
+                return false;
+            }
+            // Answers each odd value with the next even one.
+            for k in 0..rounds {
+                if !wait(&l, 2 * k + 1) {
+                    return false;
+                }
+                l.0.store(2 * k + 2, Ordering::Release);
+            }
+            true
+        })
+    };
+    let probe = std::thread::spawn(move || {
+        if !pin_to_core(a) {
+            line.1.store(true, Ordering::Release);
+            return None;
+        }
+        let t0 = std::time::Instant::now();
+        for k in 0..rounds {
+            line.0.store(2 * k + 1, Ordering::Release);
+            if !wait(&line, 2 * k + 2) {
+                return None;
+            }
+        }
+        Some(t0.elapsed().as_nanos() as f64 / rounds.max(1) as f64)
+    });
+    let ns = probe.join().ok().flatten();
+    let ok = peer.join().unwrap_or(false);
+    ns.filter(|_| ok)
+}
+
 /// Raises the soft open-file limit to the hard limit; returns the new soft limit.
 pub fn raise_nofile() -> u64 {
     // SAFETY: get/setrlimit write/read the struct we own.

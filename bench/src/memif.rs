@@ -27,6 +27,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::measure;
 use crate::report::Record;
 use crate::serve_cmd::{self, AnswerSizes};
 use crate::site::Site;
@@ -54,6 +55,9 @@ pub struct MemifOpts {
     /// Clients: `squall` (raw), `squall-http` (the HTTP-aware generator).
     pub clients: Vec<String>,
     pub squall: PathBuf,
+    /// Before each run, wait (at most [`XCORE_WAIT_S`]) until the cross-core round trip
+    /// between the two sides' cores is at most this many ns (None: do not wait).
+    pub xcore_max_ns: Option<f64>,
 }
 
 impl MemifOpts {
@@ -68,6 +72,7 @@ impl MemifOpts {
             servers: vec!["squall".into(), "squall-serve".into()],
             clients: vec!["squall".into()],
             squall,
+            xcore_max_ns: None,
         }
     }
 }
@@ -159,6 +164,10 @@ pub fn parse_opts(args: &[String], squall: PathBuf) -> Result<MemifOpts, String>
                 }
             }
             "--squall" => o.squall = PathBuf::from(v),
+            "--xcore-max" => match v.parse::<f64>() {
+                Ok(n) if (10.0..=100_000.0).contains(&n) => o.xcore_max_ns = Some(n),
+                _ => return Err(format!("bad --xcore-max {v} (ns, 10..=100000)")),
+            },
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -167,6 +176,38 @@ pub fn parse_opts(args: &[String], squall: PathBuf) -> Result<MemifOpts, String>
 
 const CLIENT_CORE: usize = 0;
 const SERVER_CORE: usize = 1;
+
+/// Round trips of one cross-core probe (10-50 ms on this kind of VM).
+const XCORE_ROUNDS: u64 = 100_000;
+/// Longest wait for a cross-core round trip under `--xcore-max`.
+const XCORE_WAIT_S: u64 = 60;
+
+/// The cross-core round trip between the two sides' cores (ns), and with `max` the
+/// seconds waited for it to come down to `max` (probing twice a second, at most
+/// [`XCORE_WAIT_S`]); a note for the line.
+fn xcore_before(max: Option<f64>) -> (Option<f64>, String) {
+    let probe = || measure::xcore_round_trip_ns(CLIENT_CORE, SERVER_CORE, XCORE_ROUNDS);
+    let t0 = std::time::Instant::now();
+    let mut ns = probe();
+    let Some(max) = max else {
+        return (ns, String::new());
+    };
+    while ns.is_some_and(|n| n > max) && t0.elapsed().as_secs() < XCORE_WAIT_S {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        ns = probe();
+    }
+    let waited = t0.elapsed().as_secs_f64();
+    let note = match ns {
+        Some(n) if n <= max => {
+            format!("waited {waited:.1} s for a cross-core round trip <= {max:.0} ns")
+        }
+        Some(_) => {
+            format!("no cross-core round trip <= {max:.0} ns in {XCORE_WAIT_S} s: ran anyway")
+        }
+        None => "cross-core probe could not pin its threads".into(),
+    };
+    (ns, note)
+}
 const CLIENTS: (&str, &str) = ("198.18.16.1", "198.18.16.200");
 
 /// The memif client end's MAC (set by the `mac` devarg), `squall serve`'s `--peer-mac`.
@@ -313,6 +354,7 @@ fn run_once(
     dir: &Path,
 ) -> Result<Record, String> {
     let secs = o.seconds;
+    let (xc_before, xc_wait) = xcore_before(o.xcore_max_ns);
     let sock = dir.join(format!("memif-{i}.sock"));
     let _ = std::fs::remove_file(&sock);
     let resp_total = pair.resp_total(w);
@@ -375,6 +417,7 @@ fn run_once(
     let cjs = std::fs::read_to_string(&cli_json)
         .map_err(|e| format!("squall client wrote no json ({e}): {}", text(&out)))?;
     let ok = srv.wait();
+    let xc_after = measure::xcore_round_trip_ns(CLIENT_CORE, SERVER_CORE, XCORE_ROUNDS);
     let c = parse_squall(&cjs, "client")?;
     let mut notes = Vec::new();
     let mut m = Measured {
@@ -479,6 +522,18 @@ fn run_once(
          *_thread_us_per_op: all its CPU, idle polling included",
         if o.zero_copy { "on" } else { "off" }
     ));
+    // Where the host had the two cores: on this kind of VM ~50 ns by this probe when
+    // quiet, several times that when not (docs/BENCHMARKS.md, "Runs that fall behind are
+    // not clean").
+    let fmt_ns = |v: Option<f64>| v.map_or("?".into(), |n| format!("{n:.0}"));
+    notes.push(format!(
+        "cross-core round trip {} ns before the run, {} after",
+        fmt_ns(xc_before),
+        fmt_ns(xc_after)
+    ));
+    if !xc_wait.is_empty() {
+        notes.push(xc_wait);
+    }
     r.note = Some(notes.join("; "));
     Ok(r)
 }
@@ -681,6 +736,28 @@ mod tests {
         assert_eq!(o.clients, ["squall", "squall-http"]);
         assert!(parse_opts(&args("--servers nginx"), "sq".into()).is_err());
         assert!(parse_opts(&args("--clients squall-serve"), "sq".into()).is_err());
+    }
+
+    #[test]
+    fn xcore_max_is_parsed_and_checked() {
+        let o = parse_opts(&args("--xcore-max 150"), PathBuf::from("squall")).unwrap();
+        assert_eq!(o.xcore_max_ns, Some(150.0));
+        assert!(parse_opts(&args("--xcore-max 5"), PathBuf::from("squall")).is_err());
+        assert!(parse_opts(&args("--xcore-max x"), PathBuf::from("squall")).is_err());
+        assert_eq!(MemifOpts::new(PathBuf::from("s")).xcore_max_ns, None);
+    }
+
+    // The probe measures a round trip between two cores, and gives up (no hang) when a
+    // side cannot be pinned.
+    #[test]
+    fn xcore_probe_measures_or_gives_up() {
+        let cores = squall_engine::affinity::available_cores();
+        if cores.len() >= 2 {
+            let ns = measure::xcore_round_trip_ns(cores[0], cores[1], 2_000).expect("probed");
+            assert!(ns > 0.0 && ns < 1e6, "{ns}");
+        }
+        assert_eq!(measure::xcore_round_trip_ns(cores[0], 100_000, 2_000), None);
+        assert_eq!(measure::xcore_round_trip_ns(100_000, cores[0], 2_000), None);
     }
 
     #[test]
