@@ -176,6 +176,7 @@ pub fn parse_opts(args: &[String], squall: PathBuf) -> Result<MemifOpts, String>
 
 const CLIENT_CORE: usize = 0;
 const SERVER_CORE: usize = 1;
+const CLIENTS: (&str, &str) = ("198.18.16.1", "198.18.16.200");
 
 /// Round trips of one cross-core probe (10-50 ms on this kind of VM).
 const XCORE_ROUNDS: u64 = 100_000;
@@ -208,7 +209,6 @@ fn xcore_before(max: Option<f64>) -> (Option<f64>, String) {
     };
     (ns, note)
 }
-const CLIENTS: (&str, &str) = ("198.18.16.1", "198.18.16.200");
 
 /// The memif client end's MAC (set by the `mac` devarg), `squall serve`'s `--peer-mac`.
 const CLIENT_MAC: &str = "02:00:00:00:10:01";

@@ -409,17 +409,18 @@ impl TcpHost {
     /// [`TcpHost::output`] without the queue check (the resume pass: the flow's turn).
     pub(super) fn output_now<S: TxSink>(&mut self, i: u32, tx: &mut S) {
         let now = self.now;
-        // When the loop would break in its first round without writing anything, it is
-        // skipped (with its window and MSS arithmetic): a sender gets here for every ACK
-        // after its last byte went out (a W1 server ~7 times per connection).
-        if self.only_ack_owed(i) {
-            // What the first round of the loop would send and do, without its window,
-            // MSS, Nagle and timer arithmetic: a receiver gets here for every ACK it
-            // sends while it has nothing to send (a W1 client ~12 times per connection).
-            let seq = self.flows[i as usize].snd_max;
-            let wnd_adv = self.adv_wnd(i);
-            self.pure_ack(i, seq, wnd_adv, F_ONE_SEG | F_FORCE, tx);
-        } else if !self.nothing_to_send(i) {
+        // With everything out, the loop's first round would send at most a pure ACK:
+        // that is sent (or nothing) without its window, MSS, Nagle and timer arithmetic.
+        // A sender gets here for every ACK after its last byte went out (a W1 server ~7
+        // times per connection), a receiver for every ACK it sends while it has nothing
+        // to send (a W1 client ~12 times).
+        if self.all_out(i) {
+            if self.flows[i as usize].has(F_ACKNOW) {
+                let seq = self.flows[i as usize].snd_max;
+                let wnd_adv = self.adv_wnd(i);
+                self.pure_ack(i, seq, wnd_adv, F_ONE_SEG | F_FORCE, tx);
+            }
+        } else {
             self.output_rounds(i, now, tx);
         }
         // Persist timer: data queued, window closed, nothing in flight (the RTO is only
@@ -505,7 +506,17 @@ impl TcpHost {
             }
             let mut send_fin =
                 t.fin_pending() && t.snd_nxt.wrapping_add(len) == t.fin_seq() && (len == avail);
-            if len == 0 && !send_fin && !t.has(F_ACKNOW) {
+            if len == 0 && !send_fin {
+                // A pure ACK carries SND.MAX, not SND.NXT (BSD `tcp_output`): after a
+                // retransmission timeout SND.NXT is rolled back below what the peer may
+                // have received, and an ACK with such a sequence number would be an
+                // unacceptable old segment there, its acknowledgement ignored (RFC 9293
+                // §3.10.7.4): two sides both retransmitting would never hear each other's
+                // ACKs.
+                if t.has(F_ACKNOW) {
+                    let seq = t.snd_max;
+                    self.pure_ack(i, seq, wnd_adv, F_ONE_SEG | F_FORCE, tx);
+                }
                 break;
             }
             let mut flags = ACK;
@@ -517,16 +528,7 @@ impl TcpHost {
             }
             let key = t.key;
             let o = t.opt;
-            // A pure ACK carries SND.MAX, not SND.NXT (BSD `tcp_output`): after a
-            // retransmission timeout SND.NXT is rolled back below what the peer may have
-            // received, and an ACK with such a sequence number would be an unacceptable
-            // old segment there, its acknowledgement ignored (RFC 9293 §3.10.7.4): two
-            // sides both retransmitting would never hear each other's ACKs.
-            let seqno = if len == 0 && !send_fin {
-                t.snd_max
-            } else {
-                t.snd_nxt
-            };
+            let seqno = t.snd_nxt;
             let ack = t.rcv_nxt;
             let sq = t.sq;
             let rexmit = seq::lt(seqno, t.snd_max);
@@ -596,13 +598,12 @@ impl TcpHost {
                     };
                     self.counters.tcps_sndbyte += len as u64;
                 }
-            } else if send_fin {
+            } else {
+                // A FIN alone (a pure ACK left the loop above).
                 self.counters.tcps_sndctrl += 1;
                 if rexmit && self.traced(i) {
                     self.trace_rexmit(i, seqno, 0, false);
                 }
-            } else {
-                self.counters.tcps_sndacks += 1;
             }
             let rto = self.rto_ns(&self.flows[i as usize]);
             let t = &mut self.flows[i as usize];
@@ -692,28 +693,14 @@ impl TcpHost {
         done
     }
 
-    /// True when [`output_now`](Self::output_now) would send nothing: a state that sends
-    /// data, no ACK owed, every queued byte sent (so no segment of data, whatever the
-    /// windows) and no FIN to send (none queued, or already sent: SND.NXT is past it).
+    /// True when the flow has everything out: a state that sends data, every queued byte
+    /// sent (so no segment of data, whatever the windows) and no FIN to send (none queued,
+    /// or already sent: SND.NXT is past it). [`output_now`](Self::output_now) then sends
+    /// at most a pure ACK.
     #[inline(always)]
-    fn nothing_to_send(&self, i: u32) -> bool {
-        let t = &self.flows[i as usize];
-        let can_data = sends_data(t.state);
-        can_data
-            && !t.has(F_ACKNOW)
-            && t.snd_nxt.wrapping_sub(t.snd_una) >= t.sq.len
-            && !(t.fin_pending() && t.snd_nxt == t.fin_seq())
-    }
-
-    /// True when [`output_now`](Self::output_now) would send a pure ACK and nothing else:
-    /// a state that sends data, an ACK owed, every queued byte sent and no FIN to send.
-    /// (Then the first round of the loop finds no data, no FIN and the ACK owed: a pure
-    /// ACK carrying SND.MAX, after which it stops.)
-    #[inline(always)]
-    fn only_ack_owed(&self, i: u32) -> bool {
+    fn all_out(&self, i: u32) -> bool {
         let t = &self.flows[i as usize];
         sends_data(t.state)
-            && t.has(F_ACKNOW)
             && t.snd_nxt.wrapping_sub(t.snd_una) >= t.sq.len
             && !(t.fin_pending() && t.snd_nxt == t.fin_seq())
     }
