@@ -307,17 +307,14 @@ fn run_dut_worker(
         None => None,
     };
     let hard = t0 + cfg.duration_ns + cfg.drain_ns;
-    let mut now;
     let mut last_pub = 0u64;
     let mut idle = IdleYield::default();
     let mut done_marked = false;
-    // Idle polling is not work: the core's load counts turns that did some.
-    let mut load = crate::run::Busy::default();
     crate::run::wait_until(&clock, t0);
+    // Idle polling is not work: the core's load counts turns that did some.
+    let (mut load, mut now) = crate::run::Busy::start(&clock);
     loop {
-        now = clock.now_ns();
         let busy = c.iterate(now, tap.as_mut()) | s.iterate(now, None);
-        load.add(now, clock.now_ns(), busy);
         if !done_marked && c.is_idle() && s.is_idle() {
             done_marked = true;
             w.finished.fetch_add(1, Ordering::AcqRel);
@@ -349,7 +346,11 @@ fn run_dut_worker(
             ctl.publish_with(&ctl.client, now, |g| *g = Some(side_report(&c, cpu)));
             ctl.publish_with(&ctl.server, now, |g| *g = Some(side_report(&s, cpu)));
         }
-        idle.turn(busy, c.node.tx_waiting() + s.node.tx_waiting());
+        // The turn ends here: its clock reading starts the next (a sleep is no turn).
+        now = load.end_turn(&clock, now, busy);
+        if idle.turn(busy, c.node.tx_waiting() + s.node.tx_waiting()) {
+            now = load.sleep(&clock, IdleYield::SLEEP);
+        }
     }
     if !done_marked {
         w.finished.fetch_add(1, Ordering::AcqRel);

@@ -315,23 +315,28 @@ pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
 /// (50 us sleeps until work comes back). A turn with flows waiting for TX frames does not
 /// count: those wait on the peer draining a shared ring (memif), and a sleep there let
 /// both ends sleep on full rings and W1 at 120 K conn/s collapse (docs/BENCHMARKS.md,
-/// T-memif overload).
+/// T-memif overload). The loop sleeps through [`crate::run::Busy::sleep`], which keeps
+/// the sleeps' CPU out of the busy figure.
 #[derive(Default)]
 pub(crate) struct IdleYield {
     turns: u32,
 }
 
 impl IdleYield {
+    /// How long an idle loop sleeps between turns.
+    pub(crate) const SLEEP: Duration = Duration::from_micros(50);
+
     /// One turn of the loop: `worked` as the node's turn said, `tx_waiting` the flows
     /// waiting for TX frames ([`squall_stack::Node::tx_waiting`], summed over the nodes).
-    pub(crate) fn turn(&mut self, worked: bool, tx_waiting: usize) {
+    /// True when the loop should sleep [`IdleYield::SLEEP`] now.
+    #[must_use]
+    pub(crate) fn turn(&mut self, worked: bool, tx_waiting: usize) -> bool {
         if worked || tx_waiting > 0 {
             self.turns = 0;
+            false
         } else {
             self.turns = self.turns.saturating_add(1);
-            if self.turns > 1000 {
-                std::thread::sleep(Duration::from_micros(50));
-            }
+            self.turns > 1000
         }
     }
 }

@@ -400,14 +400,38 @@ pub(crate) fn wait_until(clock: &MonotonicClock, t: u64) {
     }
 }
 
-/// Wall time of loop iterations that did work vs all iterations.
+/// The time of a polling loop: the wall time of its turns and of those that did work,
+/// the thread CPU it has used, and the part of that its idle sleeps cost.
+///
+/// A loop reads the clock once per turn ([`Busy::end_turn`]): the reading that ends a
+/// turn starts the next, so every turn is timed from one reading to the next (nothing
+/// between two turns goes uncounted) and the loop pays one clock call per turn, not two
+/// (a vDSO `clock_gettime` is ~21 ns on this VM, and memif's W1 server turns ~9 million
+/// times a second, most of them idle). A sleep between turns ([`Busy::sleep`]) is no
+/// turn, and the thread CPU it costs (its system call, timer and wake-up: ~21 µs per
+/// 50 µs sleep on this VM) is left out of the loop's CPU: the busy figure
+/// ([`Busy::busy_cpu`]) is the loop's CPU scaled by the share of its turns' time that
+/// did work.
 #[derive(Default)]
 pub(crate) struct Busy {
     pub(crate) busy_ns: u64,
     pub(crate) all_ns: u64,
+    /// Thread CPU spent in the loop's sleeps.
+    pub(crate) sleep_cpu_ns: u64,
+    /// Thread CPU at the loop's start.
+    cpu0: u64,
 }
 
 impl Busy {
+    /// A loop starting now: its accounting and its first clock reading.
+    pub(crate) fn start(clock: &impl Clock) -> (Busy, u64) {
+        let b = Busy {
+            cpu0: thread_cpu_ns(),
+            ..Busy::default()
+        };
+        (b, clock.now_ns())
+    }
+
     #[inline]
     pub(crate) fn add(&mut self, start: u64, end: u64, work: bool) {
         let d = end.saturating_sub(start);
@@ -416,12 +440,45 @@ impl Busy {
             self.busy_ns += d;
         }
     }
-    /// `cpu` scaled by the busy share (sleeps excluded: only loop time counts).
+
+    /// Ends a turn that started at `start`, `work` as it said: the turn's one clock
+    /// reading, returned as the next turn's start.
+    #[inline]
+    pub(crate) fn end_turn(&mut self, clock: &impl Clock, start: u64, work: bool) -> u64 {
+        let t = clock.now_ns();
+        self.add(start, t, work);
+        t
+    }
+
+    /// Sleeps `d` between two turns; returns the clock reading after it (the next
+    /// turn's start). Its thread CPU is counted apart.
+    pub(crate) fn sleep(&mut self, clock: &impl Clock, d: Duration) -> u64 {
+        let c = thread_cpu_ns();
+        std::thread::sleep(d);
+        self.sleep_cpu_ns += thread_cpu_ns().saturating_sub(c);
+        clock.now_ns()
+    }
+
+    /// `cpu` scaled by the busy share of the turns' time.
     pub(crate) fn scale(&self, cpu: u64) -> u64 {
         if self.all_ns == 0 {
             return cpu;
         }
         (cpu as u128 * self.busy_ns as u128 / self.all_ns as u128) as u64
+    }
+
+    /// The thread CPU of the turns that did work so far: the loop's CPU since
+    /// [`Busy::start`], its sleeps left out, scaled by the busy share of its turns' time.
+    pub(crate) fn busy_cpu(&self) -> u64 {
+        self.busy_cpu_at(thread_cpu_ns())
+    }
+
+    /// [`Busy::busy_cpu`] with the thread's CPU clock reading `cpu_now`.
+    fn busy_cpu_at(&self, cpu_now: u64) -> u64 {
+        let cpu = cpu_now
+            .saturating_sub(self.cpu0)
+            .saturating_sub(self.sleep_cpu_ns);
+        self.scale(cpu)
     }
 }
 
@@ -606,15 +663,17 @@ pub(crate) fn run_single(
     let mut now = t0;
     let mut last_pub = 0u64;
     let mut same_time = 0u64;
-    let mut busy = Busy::default();
+    let mut busy = clock.map(|ck| Busy::start(ck).0).unwrap_or_default();
     let mut throttled = 0u64;
     let mut pressure = Pressure::new(cfg.impair.is_active(), pool_frames(cfg));
     if clock.is_some() {
         c.gen.pace = Some(START_BUDGET);
     }
+    // Real time: the reading that ended the last turn (None: read the clock).
+    let mut turn_end: Option<u64> = None;
     loop {
         if let Some(ck) = clock {
-            now = ck.now_ns();
+            now = turn_end.take().unwrap_or_else(|| ck.now_ns());
         }
         if clock.is_some() {
             c.gen.throttle = pressure.high(&c.node.port, &s.node.port);
@@ -626,7 +685,7 @@ pub(crate) fn run_single(
         let w1 = client_turn(&mut c, now, pcap.as_mut());
         let w2 = server_turn(now, &mut s, pcap.as_mut());
         if let Some(ck) = clock {
-            busy.add(now, ck.now_ns(), w1 || w2);
+            turn_end = Some(busy.end_turn(ck, now, w1 || w2));
         }
         if c.is_idle() && s.is_idle() {
             break;
@@ -672,13 +731,14 @@ pub(crate) fn run_single(
                         .flatten()
                         .min()
                         .unwrap_or(now + 1_000_000);
-                    if next > now + 1_000_000 {
-                        std::thread::sleep(Duration::from_micros(200));
+                    if let (Some(ck), true) = (clock, next > now + 1_000_000) {
+                        turn_end = Some(busy.sleep(ck, Duration::from_micros(200)));
                     }
                 }
             }
         }
     }
+    let busy_cpu = busy.busy_cpu();
     publish_client(live, &c);
     publish_server(live, &s);
     live.done.store(true, Ordering::Relaxed);
@@ -707,11 +767,7 @@ pub(crate) fn run_single(
         gen_ns: cfg.duration_ns,
         stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
-        busy_cpu_ns: if clock.is_some() {
-            busy.scale(cpu)
-        } else {
-            cpu
-        },
+        busy_cpu_ns: if clock.is_some() { busy_cpu } else { cpu },
         pcap,
         trace,
         wire_unimpaired: cfg.impair == Impairment::default(),
@@ -748,20 +804,18 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let (mut c, mut tap) = (c, ctap);
             let cpu0 = thread_cpu_ns();
             wait_until(&clock, t0);
-            let mut now;
             let mut last_pub = 0;
-            let mut busy = Busy::default();
             let mut throttled = 0u64;
             let mut pressure = Pressure::new(impaired, pool);
             let (mut hard, mut ctl_seen, drain) = (hard, 0u64, drain_ns);
             c.gen.pace = Some(START_BUDGET);
+            let (mut busy, mut now) = Busy::start(&clock);
             loop {
-                now = clock.now_ns();
                 c.gen.throttle = pressure.high_live(&c.node.port, &live_c);
                 throttled += u64::from(c.gen.throttle);
                 hard = live_c.ctl.apply(&mut ctl_seen, &mut c, now, hard, drain);
                 let w = c.iterate(now, tap.as_mut());
-                busy.add(now, clock.now_ns(), w);
+                let turn_end = busy.end_turn(&clock, now, w);
                 if c.is_idle() {
                     break;
                 }
@@ -774,13 +828,15 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                     publish_client(&live_c, &c);
                     live_c.ctl.publish(&live_c.ctl.client, &c, cpu0, now);
                 }
+                now = turn_end;
                 if !w && c.gen.app.live == 0 {
                     let next = c.next_event(now).unwrap_or(now + 1_000_000);
                     if next > now + 1_000_000 {
-                        std::thread::sleep(Duration::from_micros(200));
+                        now = busy.sleep(&clock, Duration::from_micros(200));
                     }
                 }
             }
+            let busy_cpu = busy.busy_cpu();
             publish_client(&live_c, &c);
             cd.store(true, Ordering::Release);
             c.release_frames();
@@ -788,7 +844,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut rep = report(&c, cpu);
             rep.throttled_turns = throttled;
             let trace = tap.map(|p| (p.records_all(), TraceRig::client_part(&mut c)));
-            (rep, now, busy.scale(cpu), trace)
+            (rep, now, busy_cpu, trace)
         })
         .map_err(|e| e.to_string())?;
     let live_s = live.clone();
@@ -801,11 +857,10 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let cpu0 = thread_cpu_ns();
             let mut last_pub = 0;
             let mut done_at = None;
-            let mut busy = Busy::default();
+            let (mut busy, mut now) = Busy::start(&clock);
             loop {
-                let now = clock.now_ns();
                 let w = s.iterate(now, tap.as_mut());
-                busy.add(now, clock.now_ns(), w);
+                let turn_end = busy.end_turn(&clock, now, w);
                 let ps = s.node.port.stats();
                 live_s
                     .server_tx_frames
@@ -835,15 +890,17 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                     publish_server(&live_s, &s);
                     live_s.ctl.publish(&live_s.ctl.server, &s, cpu0, now);
                 }
+                now = turn_end;
                 if !w && s.gen.app.live == 0 {
-                    std::thread::sleep(Duration::from_micros(50));
+                    now = busy.sleep(&clock, Duration::from_micros(50));
                 }
             }
+            let busy_cpu = busy.busy_cpu();
             publish_server(&live_s, &s);
             s.release_frames();
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
             let trace = tap.map(|p| (p.records_all(), s.node.tcp.take_tracer()));
-            (report(&s, cpu), busy.scale(cpu), trace)
+            (report(&s, cpu), busy_cpu, trace)
         })
         .map_err(|e| e.to_string())?;
     let (client, end, cbusy, ctrace) = ct.join().map_err(|_| "client thread panicked")?;
@@ -874,6 +931,70 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    /// A clock that moves `step` ns at each reading.
+    struct Steps {
+        t: Cell<u64>,
+        step: u64,
+    }
+
+    impl Clock for Steps {
+        fn now_ns(&self) -> u64 {
+            self.t.set(self.t.get() + self.step);
+            self.t.get()
+        }
+    }
+
+    #[test]
+    fn a_loop_is_timed_with_one_reading_per_turn_and_no_gap() {
+        let ck = Steps {
+            t: Cell::new(1_000),
+            step: 10,
+        };
+        let (mut b, mut now) = Busy::start(&ck);
+        assert_eq!(now, 1_010);
+        for work in [true, false, false, true, true] {
+            now = b.end_turn(&ck, now, work);
+        }
+        // Five readings for five turns, and the turns cover the loop from its first
+        // reading to its last.
+        assert_eq!(now, 1_060);
+        assert_eq!((b.all_ns, b.busy_ns), (50, 30));
+    }
+
+    #[test]
+    fn a_sleep_is_no_turn_and_its_cpu_is_not_the_loops() {
+        let ck = Steps {
+            t: Cell::new(0),
+            step: 7,
+        };
+        let (mut b, mut now) = Busy::start(&ck);
+        now = b.end_turn(&ck, now, true);
+        let before = now;
+        now = b.sleep(&ck, Duration::from_micros(50));
+        assert_eq!(
+            now,
+            before + 7,
+            "the reading after a sleep starts the next turn"
+        );
+        b.end_turn(&ck, now, false);
+        assert_eq!(
+            (b.all_ns, b.busy_ns),
+            (14, 7),
+            "the sleep's wall time is no turn's"
+        );
+        assert!(b.sleep_cpu_ns > 0, "a sleep's system call costs thread CPU");
+        // 1 ms of the loop's CPU, 400 us of it in sleeps, half of the turns' time busy:
+        // 300 us busy (the sleeps' 400 us counted would make it 500).
+        let b = Busy {
+            busy_ns: 50,
+            all_ns: 100,
+            sleep_cpu_ns: 400_000,
+            cpu0: 5_000_000,
+        };
+        assert_eq!(b.busy_cpu_at(6_000_000), 300_000);
+    }
 
     /// The TCP secrets (`TcpConfig::seed`) of the client and server hosts `sides` builds.
     fn secrets(cfg: &RunConfig) -> [u64; 2] {

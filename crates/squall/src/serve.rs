@@ -388,13 +388,10 @@ fn serve_on<P: Port>(
     let slot = &live.workers[w.index as usize];
     let mut publisher = Publisher::default();
     let mut drain_until: Option<u64> = None;
-    let mut busy = crate::run::Busy::default();
-    let mut now;
+    let (mut busy, mut now) = crate::run::Busy::start(&clock);
     loop {
-        now = clock.now_ns();
         let worked = node.turn(now, &mut app, tap.as_mut().map(|p| p as TapRef));
         publisher.turn(now, worked, slot, &app, &node);
-        busy.add(now, clock.now_ns(), worked);
         if drain_until.is_none() && (stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e))
         {
             // New connections are refused (RST) from here; idle ones close, the others
@@ -414,9 +411,14 @@ fn serve_on<P: Port>(
                 break;
             }
         }
-        idle.turn(worked, node.tx_waiting());
+        // The turn ends here: its clock reading starts the next (a sleep is no turn).
+        now = busy.end_turn(&clock, now, worked);
+        if idle.turn(worked, node.tx_waiting()) {
+            now = busy.sleep(&clock, IdleYield::SLEEP);
+        }
     }
     done.mark();
+    let busy_cpu = busy.busy_cpu();
     let mut cut = 0;
     if node.tcp.flow_count() > 0 {
         {
@@ -469,7 +471,7 @@ fn serve_on<P: Port>(
         redirected: redirect.map_or(0, |r| r.sent),
         cut,
         cpu_ns: cpu,
-        busy_cpu_ns: busy.scale(cpu),
+        busy_cpu_ns: busy_cpu,
         log_dropped: app.log_dropped(),
         notes: std::iter::once(note).chain(bound.err()).collect(),
         arp_answered: node.neigh.stats.requests_answered,

@@ -237,12 +237,9 @@ pub(crate) fn run_on<P: Port>(
     };
     let stop = t0 + cfg.duration_ns;
     let hard = stop + cfg.drain_ns;
-    let mut now;
     let mut last_pub = 0u64;
     let mut idle = IdleYield::default();
     let mut done_marked = false;
-    // Idle polling is not work: the busy figure counts iterations that did some.
-    let mut busy = crate::run::Busy::default();
     if live.ctl.snapshots.load(Ordering::Relaxed) {
         let (_, other) = snapshot_slots(&live, rc.mode);
         if let Ok(mut g) = other.report.lock() {
@@ -253,10 +250,10 @@ pub(crate) fn run_on<P: Port>(
         }
     }
     crate::run::wait_until(&clock, t0);
+    // Idle polling is not work: the busy figure counts iterations that did some.
+    let (mut busy, mut now) = crate::run::Busy::start(&clock);
     loop {
-        now = clock.now_ns();
         let worked = s.iterate(now, tap.as_mut());
-        busy.add(now, clock.now_ns(), worked);
         let done = if rc.mode == Mode::Client {
             s.is_idle()
         } else {
@@ -283,8 +280,13 @@ pub(crate) fn run_on<P: Port>(
             live.loop_ns.store(busy.all_ns, Ordering::Relaxed);
             publish_snapshot(&live, &s, rc.mode, cpu0, now);
         }
-        idle.turn(worked, s.node.tx_waiting());
+        // The turn ends here: its clock reading starts the next (a sleep is no turn).
+        now = busy.end_turn(&clock, now, worked);
+        if idle.turn(worked, s.node.tx_waiting()) {
+            now = busy.sleep(&clock, IdleYield::SLEEP);
+        }
     }
+    let busy_cpu = busy.busy_cpu();
     if !done_marked {
         w.finished.fetch_add(1, Ordering::AcqRel);
     }
@@ -349,7 +351,7 @@ pub(crate) fn run_on<P: Port>(
         gen_ns: cfg.duration_ns,
         stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
-        busy_cpu_ns: busy.scale(cpu),
+        busy_cpu_ns: busy_cpu,
         pcap: None,
         trace,
         wire_unimpaired: false,
