@@ -27,12 +27,15 @@ pub struct ServeOut {
     pub cpu_sec: f64,
     /// CPU of the loop turns that did work (idle polling left out).
     pub busy_cpu_sec: f64,
+    /// CPU of the loop's idle sleeps (0 from builds without `sleep_cpu_ns`).
+    pub sleep_cpu_sec: f64,
 }
 
 impl ServeOut {
-    /// CPU of the polling loop in turns that did no work, microseconds.
+    /// CPU of the polling loop in turns that did no work, microseconds (the sleeps'
+    /// CPU not included: `veth::SquallOut::idle_us`).
     pub fn idle_us(&self) -> f64 {
-        ((self.cpu_sec - self.busy_cpu_sec) * 1e6).max(0.0)
+        crate::veth::idle_turns_us(self.cpu_sec, self.busy_cpu_sec, self.sleep_cpu_sec)
     }
 }
 
@@ -62,6 +65,7 @@ pub fn parse_serve(text: &str) -> Result<ServeOut, String> {
         errors,
         cpu_sec: n("cpu_ns")? as f64 / 1e9,
         busy_cpu_sec: n("busy_cpu_ns")? as f64 / 1e9,
+        sleep_cpu_sec: v["sleep_cpu_ns"].as_u64().unwrap_or(0) as f64 / 1e9,
     })
 }
 
@@ -160,6 +164,13 @@ mod tests {
         assert_eq!((s.accepted, s.requests, s.status_2xx), (78, 9121, 9115));
         assert_eq!(s.errors, 3 + 1 + 1 + 2);
         assert_eq!(s.idle_us(), 1.5e6);
+        // The idle sleeps' CPU stays out of the idle turns' figure.
+        let slept = log.replace(
+            "\"access_log_dropped\"",
+            "\"sleep_cpu_ns\":400000000,\"access_log_dropped\"",
+        );
+        let s = parse_serve(&slept).unwrap();
+        assert_eq!((s.sleep_cpu_sec, s.idle_us()), (0.4, 1.1e6));
         assert!(parse_serve("nothing").is_err());
     }
 

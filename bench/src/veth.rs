@@ -326,6 +326,8 @@ pub struct SquallOut {
     pub clean: bool,
     pub cpu_sec: f64,
     pub busy_cpu_sec: f64,
+    /// Thread CPU of the loop's idle sleeps (`sleep_cpu_sec`; 0 from builds without it).
+    pub sleep_cpu_sec: f64,
     pub completed: u64,
     pub accepted: u64,
     /// Client flows opened, and those opened more than 10 ms after their schedule.
@@ -372,10 +374,19 @@ impl SquallOut {
             None
         }
     }
-    /// CPU of the polling loop in iterations that did no work, microseconds.
+    /// CPU of the polling loop in iterations that did no work, microseconds: what is
+    /// taken out of the core's `/proc/stat` time. The idle sleeps' thread CPU is not
+    /// (the kernel's tick-sampled core time need not see it as the thread's clock does;
+    /// whatever of it the core time holds stays in the figure).
     pub fn idle_us(&self) -> f64 {
-        ((self.cpu_sec - self.busy_cpu_sec) * 1e6).max(0.0)
+        idle_turns_us(self.cpu_sec, self.busy_cpu_sec, self.sleep_cpu_sec)
     }
+}
+
+/// CPU of a Squall loop's idle turns, µs: its CPU less the turns that did work and the
+/// sleeps.
+pub fn idle_turns_us(cpu_sec: f64, busy_cpu_sec: f64, sleep_cpu_sec: f64) -> f64 {
+    ((cpu_sec - busy_cpu_sec - sleep_cpu_sec) * 1e6).max(0.0)
 }
 
 /// Parses `squall run --json` for `side` (`client` or `server`).
@@ -407,6 +418,7 @@ pub fn parse_squall(text: &str, side: &str) -> Result<SquallOut, String> {
         clean: v["clean"].as_bool().unwrap_or(false),
         cpu_sec: num("cpu_sec")?,
         busy_cpu_sec: num("busy_cpu_sec")?,
+        sleep_cpu_sec: v["sleep_cpu_sec"].as_f64().unwrap_or(0.0),
         completed: f(&[side, "flows", "completed"]),
         accepted: f(&[side, "flows", "accepted"]),
         started: f(&[side, "flows", "started"]),
@@ -2101,6 +2113,11 @@ Requests/sec: 122469.00
         assert_eq!(s.completed, 10);
         assert_eq!(s.l7_rx_bytes, 327_680);
         assert!((s.idle_us() - 1.5e6).abs() < 1e-3);
+        // The idle sleeps' CPU is not taken out of the core's time with the idle turns.
+        let js = r#"{"errors":0,"clean":true,"cpu_sec":5.0,"busy_cpu_sec":3.5,
+            "sleep_cpu_sec":1.0}"#;
+        let s = parse_squall(js, "client").unwrap();
+        assert!((s.idle_us() - 0.5e6).abs() < 1e-3, "{}", s.idle_us());
         assert!(parse_squall("{}", "client").is_err());
         assert_eq!((s.http_responses, s.http_2xx), (0, 0));
         // HTTP counters of every group (the unnamed group 0 has none).

@@ -394,6 +394,7 @@ fn run_dut_worker(
         gen_ns: cfg.duration_ns,
         cpu_ns: cpu,
         busy_cpu_ns: cpu,
+        sleep_cpu_ns: load.sleep_cpu_ns,
         pcap: None,
         trace,
         stall_ns: cfg.stall_ns,

@@ -752,6 +752,7 @@ pub fn to_json(p: &Profile, info: &RunInfo, r: &RunResult, checks: &[Check]) -> 
         "cpu_sec": secs(r.cpu_ns),
         "cpu_us_per_flow": rt.cpu_us_per_flow,
         "busy_cpu_sec": secs(r.busy_cpu_ns),
+        "sleep_cpu_sec": secs(r.sleep_cpu_ns),
         "busy_cpu_us_per_flow": rt.busy_cpu_us_per_flow,
         "rates": {"cps": rt.cps, "l7_gbps": rt.l7_gbps, "wire_gbps": rt.wire_gbps, "mpps": rt.mpps},
         "target_cps": target,

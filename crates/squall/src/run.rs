@@ -119,9 +119,13 @@ pub struct RunResult {
     /// CPU time of every worker thread together.
     pub cpu_ns: u64,
     /// Share of `cpu_ns` spent in loop iterations that did work (real-time modes: idle
-    /// polling excluded by scaling with the busy share of the loop's wall time; the
-    /// simulation counts everything).
+    /// polling excluded by scaling with the busy share of the loop's wall time, the
+    /// CPU of the loop's idle sleeps left out, [`Busy`]; the simulation counts
+    /// everything).
     pub busy_cpu_ns: u64,
+    /// The part of `cpu_ns` the loops' idle sleeps cost (their system calls, timers and
+    /// wake-ups), which no turn spent.
+    pub sleep_cpu_ns: u64,
     /// The pcap file, if requested.
     pub pcap: Option<Vec<u8>>,
     /// The traced flows (`--trace`).
@@ -768,6 +772,7 @@ pub(crate) fn run_single(
         stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: if clock.is_some() { busy_cpu } else { cpu },
+        sleep_cpu_ns: busy.sleep_cpu_ns,
         pcap,
         trace,
         wire_unimpaired: cfg.impair == Impairment::default(),
@@ -844,7 +849,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut rep = report(&c, cpu);
             rep.throttled_turns = throttled;
             let trace = tap.map(|p| (p.records_all(), TraceRig::client_part(&mut c)));
-            (rep, now, busy_cpu, trace)
+            (rep, now, (busy_cpu, busy.sleep_cpu_ns), trace)
         })
         .map_err(|e| e.to_string())?;
     let live_s = live.clone();
@@ -900,7 +905,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             s.release_frames();
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
             let trace = tap.map(|p| (p.records_all(), s.node.tcp.take_tracer()));
-            (report(&s, cpu), busy_cpu, trace)
+            (report(&s, cpu), (busy_cpu, busy.sleep_cpu_ns), trace)
         })
         .map_err(|e| e.to_string())?;
     let (client, end, cbusy, ctrace) = ct.join().map_err(|_| "client thread panicked")?;
@@ -916,7 +921,8 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
     };
     Ok(RunResult {
         cpu_ns: client.cpu_ns + server.cpu_ns,
-        busy_cpu_ns: cbusy + sbusy,
+        busy_cpu_ns: cbusy.0 + sbusy.0,
+        sleep_cpu_ns: cbusy.1 + sbusy.1,
         client,
         server,
         elapsed_ns: end.saturating_sub(t0),

@@ -77,9 +77,12 @@ pub struct ServeReport {
     pub cut: u64,
     /// Thread CPU time, ns.
     pub cpu_ns: u64,
-    /// The part of `cpu_ns` spent in loop turns that did work (idle polling left out, as
-    /// `squall run`'s `busy_cpu_sec`): the benchmarks' server figure.
+    /// The part of `cpu_ns` spent in loop turns that did work (idle polling and the
+    /// CPU of idle sleeps left out, as `squall run`'s `busy_cpu_sec`): the benchmarks'
+    /// server figure.
     pub busy_cpu_ns: u64,
+    /// The part of `cpu_ns` the loops' idle sleeps cost.
+    pub sleep_cpu_ns: u64,
     /// Access-log buffers lost (writer behind).
     pub log_dropped: u64,
     /// Each worker's closing line (its port's counters), printed by the caller once the
@@ -251,6 +254,7 @@ impl PortJob for ServeJob<'_> {
                     total.cut += r.cut;
                     total.cpu_ns += r.cpu_ns;
                     total.busy_cpu_ns += r.busy_cpu_ns;
+                    total.sleep_cpu_ns += r.sleep_cpu_ns;
                     total.log_dropped += r.log_dropped;
                     total.notes.extend(r.notes);
                     total.arp_answered += r.arp_answered;
@@ -472,6 +476,7 @@ fn serve_on<P: Port>(
         cut,
         cpu_ns: cpu,
         busy_cpu_ns: busy_cpu,
+        sleep_cpu_ns: busy.sleep_cpu_ns,
         log_dropped: app.log_dropped(),
         notes: std::iter::once(note).chain(bound.err()).collect(),
         arp_answered: node.neigh.stats.requests_answered,

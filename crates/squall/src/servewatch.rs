@@ -131,6 +131,7 @@ pub fn results(info: &ServeInfo, r: &ServeReport, series: &ServeSeries) -> Value
         "cut_at_stop": r.cut,
         "cpu_ns": r.cpu_ns,
         "busy_cpu_ns": r.busy_cpu_ns,
+        "sleep_cpu_ns": r.sleep_cpu_ns,
         "cpu_us_per_request": if s.requests > 0 {
             round3(r.cpu_ns as f64 / 1e3 / s.requests as f64)
         } else {

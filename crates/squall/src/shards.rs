@@ -162,6 +162,7 @@ pub(crate) fn merge_result(a: &mut RunResult, b: &RunResult) {
     a.gen_ns = a.gen_ns.max(b.gen_ns);
     a.cpu_ns += b.cpu_ns;
     a.busy_cpu_ns += b.busy_cpu_ns;
+    a.sleep_cpu_ns += b.sleep_cpu_ns;
     a.stall_ns = a.stall_ns.max(b.stall_ns);
     a.wire_unimpaired &= b.wire_unimpaired;
     if let Some(t) = &b.trace {

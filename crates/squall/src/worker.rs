@@ -352,6 +352,7 @@ pub(crate) fn run_on<P: Port>(
         stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: busy_cpu,
+        sleep_cpu_ns: busy.sleep_cpu_ns,
         pcap: None,
         trace,
         wire_unimpaired: false,
