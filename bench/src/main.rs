@@ -594,6 +594,7 @@ fn run_memn(o: &Opts) -> Result<(), String> {
             return Err(format!("workload {w} is not run on T-memN (W1, W2)"));
         }
         for stack in &stacks {
+            let serve = stack == "squall-serve";
             for &c in &conns {
                 for &n in &o.cores {
                     let mut runs = Vec::new();
@@ -601,7 +602,6 @@ fn run_memn(o: &Opts) -> Result<(), String> {
                         let mut cfg = RunCfg::new(c, o.seconds);
                         cfg.max_ops = o.max_ops;
                         cfg.pool = o.pool;
-                        let serve = stack == "squall-serve";
                         let r = squall_bench::memn::run(w == "W2", serve, &cfg, o.offload, n)?;
                         progress(&r, i, o.runs);
                         runs.push(r);

@@ -347,10 +347,13 @@ fn run_dut_worker(
             ctl.publish_with(&ctl.server, now, |g| *g = Some(side_report(&s, cpu)));
         }
         // The turn ends here: its clock reading starts the next (a sleep is no turn).
-        now = load.end_turn(&clock, now, busy);
-        if idle.turn(busy, c.node.tx_waiting() + s.node.tx_waiting()) {
-            now = load.sleep(&clock, IdleYield::SLEEP);
-        }
+        now = idle.end_turn(
+            &mut load,
+            &clock,
+            now,
+            busy,
+            c.node.tx_waiting() + s.node.tx_waiting(),
+        );
     }
     if !done_marked {
         w.finished.fetch_add(1, Ordering::AcqRel);

@@ -324,13 +324,29 @@ pub(crate) struct IdleYield {
 
 impl IdleYield {
     /// How long an idle loop sleeps between turns.
-    pub(crate) const SLEEP: Duration = Duration::from_micros(50);
+    const SLEEP: Duration = Duration::from_micros(50);
 
-    /// One turn of the loop: `worked` as the node's turn said, `tx_waiting` the flows
-    /// waiting for TX frames ([`squall_stack::Node::tx_waiting`], summed over the nodes).
-    /// True when the loop should sleep [`IdleYield::SLEEP`] now.
-    #[must_use]
-    pub(crate) fn turn(&mut self, worked: bool, tx_waiting: usize) -> bool {
+    /// Ends a turn of the loop begun at `start`: `worked` as the node's turn said,
+    /// `tx_waiting` the flows waiting for TX frames ([`squall_stack::Node::tx_waiting`],
+    /// summed over the nodes). Times the turn in `busy` and sleeps if the loop has idled
+    /// long enough; returns the next turn's start.
+    pub(crate) fn end_turn(
+        &mut self,
+        busy: &mut crate::run::Busy,
+        clock: &impl squall_engine::Clock,
+        start: u64,
+        worked: bool,
+        tx_waiting: usize,
+    ) -> u64 {
+        let next = busy.end_turn(clock, start, worked);
+        if self.turn(worked, tx_waiting) {
+            return busy.sleep(clock, Self::SLEEP);
+        }
+        next
+    }
+
+    /// Counts a turn; true when the loop should sleep [`IdleYield::SLEEP`] now.
+    fn turn(&mut self, worked: bool, tx_waiting: usize) -> bool {
         if worked || tx_waiting > 0 {
             self.turns = 0;
             false

@@ -436,21 +436,16 @@ impl Busy {
         (b, clock.now_ns())
     }
 
-    #[inline]
-    pub(crate) fn add(&mut self, start: u64, end: u64, work: bool) {
-        let d = end.saturating_sub(start);
-        self.all_ns += d;
-        if work {
-            self.busy_ns += d;
-        }
-    }
-
     /// Ends a turn that started at `start`, `work` as it said: the turn's one clock
     /// reading, returned as the next turn's start.
     #[inline]
     pub(crate) fn end_turn(&mut self, clock: &impl Clock, start: u64, work: bool) -> u64 {
         let t = clock.now_ns();
-        self.add(start, t, work);
+        let d = t.saturating_sub(start);
+        self.all_ns += d;
+        if work {
+            self.busy_ns += d;
+        }
         t
     }
 
@@ -461,14 +456,6 @@ impl Busy {
         std::thread::sleep(d);
         self.sleep_cpu_ns += thread_cpu_ns().saturating_sub(c);
         clock.now_ns()
-    }
-
-    /// `cpu` scaled by the busy share of the turns' time.
-    pub(crate) fn scale(&self, cpu: u64) -> u64 {
-        if self.all_ns == 0 {
-            return cpu;
-        }
-        (cpu as u128 * self.busy_ns as u128 / self.all_ns as u128) as u64
     }
 
     /// The thread CPU of the turns that did work so far: the loop's CPU since
@@ -482,7 +469,10 @@ impl Busy {
         let cpu = cpu_now
             .saturating_sub(self.cpu0)
             .saturating_sub(self.sleep_cpu_ns);
-        self.scale(cpu)
+        if self.all_ns == 0 {
+            return cpu;
+        }
+        (cpu as u128 * self.busy_ns as u128 / self.all_ns as u128) as u64
     }
 }
 
@@ -945,6 +935,15 @@ mod tests {
         step: u64,
     }
 
+    impl Steps {
+        fn new(t: u64, step: u64) -> Self {
+            Steps {
+                t: Cell::new(t),
+                step,
+            }
+        }
+    }
+
     impl Clock for Steps {
         fn now_ns(&self) -> u64 {
             self.t.set(self.t.get() + self.step);
@@ -954,10 +953,7 @@ mod tests {
 
     #[test]
     fn a_loop_is_timed_with_one_reading_per_turn_and_no_gap() {
-        let ck = Steps {
-            t: Cell::new(1_000),
-            step: 10,
-        };
+        let ck = Steps::new(1_000, 10);
         let (mut b, mut now) = Busy::start(&ck);
         assert_eq!(now, 1_010);
         for work in [true, false, false, true, true] {
@@ -971,10 +967,7 @@ mod tests {
 
     #[test]
     fn a_sleep_is_no_turn_and_its_cpu_is_not_the_loops() {
-        let ck = Steps {
-            t: Cell::new(0),
-            step: 7,
-        };
+        let ck = Steps::new(0, 7);
         let (mut b, mut now) = Busy::start(&ck);
         now = b.end_turn(&ck, now, true);
         let before = now;

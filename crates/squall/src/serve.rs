@@ -416,10 +416,7 @@ fn serve_on<P: Port>(
             }
         }
         // The turn ends here: its clock reading starts the next (a sleep is no turn).
-        now = busy.end_turn(&clock, now, worked);
-        if idle.turn(worked, node.tx_waiting()) {
-            now = busy.sleep(&clock, IdleYield::SLEEP);
-        }
+        now = idle.end_turn(&mut busy, &clock, now, worked, node.tx_waiting());
     }
     done.mark();
     let busy_cpu = busy.busy_cpu();

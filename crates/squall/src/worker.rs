@@ -281,10 +281,7 @@ pub(crate) fn run_on<P: Port>(
             publish_snapshot(&live, &s, rc.mode, cpu0, now);
         }
         // The turn ends here: its clock reading starts the next (a sleep is no turn).
-        now = busy.end_turn(&clock, now, worked);
-        if idle.turn(worked, s.node.tx_waiting()) {
-            now = busy.sleep(&clock, IdleYield::SLEEP);
-        }
+        now = idle.end_turn(&mut busy, &clock, now, worked, s.node.tx_waiting());
     }
     let busy_cpu = busy.busy_cpu();
     if !done_marked {
