@@ -65,12 +65,14 @@ def test_global_info_same_object_goes_to_both_sides(validate) -> None:
     info.tcp.mss = 1460
     info.tcp.initwnd = 2
     info.tcp.delay_ack_msec = 100
+    info.tcp.burst_ack = False
     info.tcp.no_delay = 1
     info.ip.ttl = 32
     info.scheduler.rampup_sec = 3
     ir = profile_of(*http_programs(), default_c_glob_info=info, default_s_glob_info=info).to_json()
     validate(ir)
-    assert ir["global"] == {"tcp": {"mss": 1460, "initwnd": 2, "delay_ack_msec": 100, "no_delay": 1},
+    assert ir["global"] == {"tcp": {"mss": 1460, "initwnd": 2, "delay_ack_msec": 100, "burst_ack": False,
+                                    "no_delay": 1},
                             "ip": {"ttl": 32}, "scheduler": {"rampup_sec": 3}}
 
 
@@ -90,6 +92,7 @@ def test_global_info_per_side(validate) -> None:
     ("mss", 10, "out of range 64..=9000"),
     ("initwnd", 0, "out of range"),
     ("delay_ack_msec", 501, "out of range"),
+    ("burst_ack", 2, "must be a bool or 0/1"),
     ("mss", "1460", "must be an integer"),
     ("no_delay", 4, "out of range 0..=3"),
     ("keepinit", 0, "out of range 1..=65533"),

@@ -287,6 +287,8 @@ pub struct TcpTunables {
     pub mss: u16,
     pub initwnd: u8,
     pub delay_ack_msec: u16,
+    /// One ACK for the in-order segments of a receive burst (squall-tcp `burst_ack`).
+    pub burst_ack: bool,
     /// Nagle off (`no_delay` bit 0).
     pub no_delay: bool,
     /// TRex `no_delay` bit 1 (value 2 or 3): PUSH on every data segment. Carried, not
@@ -313,6 +315,7 @@ impl Default for TcpTunables {
             mss: 1460,
             initwnd: 10,
             delay_ack_msec: 40,
+            burst_ack: true,
             no_delay: false,
             no_delay_push: false,
             no_delay_counter: 0,

@@ -283,6 +283,7 @@ pub struct RawTcp {
     pub mss: Option<u64>,
     pub initwnd: Option<u64>,
     pub delay_ack_msec: Option<u64>,
+    pub burst_ack: Option<Flag>,
     /// A flag, or TRex's 0..=3 (bit 0: Nagle off, bit 1: PUSH on every segment).
     pub no_delay: Option<serde_json::Value>,
     pub no_delay_counter: Option<u64>,

@@ -38,6 +38,9 @@ pub(crate) fn apply_tcp(t: &mut TcpTunables, raw: &RawTcp, path: &str, errs: &mu
     if let Some(v) = ranged(raw.delay_ack_msec, 0, 500, path, "delay_ack_msec", errs) {
         t.delay_ack_msec = v as u16;
     }
+    if let Some(v) = raw.burst_ack {
+        t.burst_ack = v.0;
+    }
     if let Some(v) = &raw.no_delay {
         match (v.as_bool(), v.as_u64()) {
             (Some(b), _) => (t.no_delay, t.no_delay_push) = (b, false),

@@ -294,10 +294,15 @@ fn tunable_precedence() {
     let mut v = w1();
     v["global"]["ip"] = json!({"ttl": 100});
     v["global"]["server"] = json!({"tcp": {"initwnd": 4}});
-    v["templates"][0]["client_tunables"] = json!({"tcp": {"initwnd": 7, "no_delay": true}});
+    v["templates"][0]["client_tunables"] =
+        json!({"tcp": {"initwnd": 7, "no_delay": true, "burst_ack": 0}});
     let p = load_profile_value(v).unwrap();
     let t = &p.templates[0];
     assert_eq!((t.client.tcp.initwnd, t.server.tcp.initwnd), (7, 4));
+    assert_eq!(
+        (t.client.tcp.burst_ack, t.server.tcp.burst_ack),
+        (false, true)
+    );
     assert!(t.client.tcp.no_delay && !t.server.tcp.no_delay);
     assert_eq!((t.client.ip.ttl, t.server.ip.ttl), (100, 100));
     assert_eq!(t.client.tcp.mss, 1460);

@@ -38,6 +38,10 @@ pub struct FlowOpts {
     pub nagle: bool,
     /// Delayed-ACK timeout (RFC 9293 §3.8.6.3), ns; 0 = ACK every segment immediately.
     pub delack_ns: u64,
+    /// One ACK per receive burst: the in-order segments one burst brings are acknowledged
+    /// once, at the burst's end, when no data of ours carries the ACK (as Linux ACKs a GRO
+    /// super-packet once). Off: an ACK per second full-sized segment as each is processed.
+    pub burst_ack: bool,
     /// Duplicate ACKs that trigger fast retransmit (RFC 5681 §3.2: 3), 1..=10.
     pub rexmt_thresh: u8,
     /// IPv4 time to live of every segment of the flow.
@@ -66,7 +70,7 @@ impl Default for FlowOpts {
     /// MSS 1460, initial window 2, receive window 65,535, no RFC 7323 / SACK offers, Nagle
     /// off, 40 ms delayed ACK (Linux's minimum delayed-ACK timeout, well below the 200 ms
     /// minimum RTO: a delayed ACK must not race the peer's retransmission timer), fast
-    /// retransmit after 3 duplicate ACKs, TTL 64, TOS 0.
+    /// retransmit after 3 duplicate ACKs, one ACK per receive burst, TTL 64, TOS 0.
     fn default() -> Self {
         FlowOpts {
             mss: 1460,
@@ -77,6 +81,7 @@ impl Default for FlowOpts {
             sack: false,
             nagle: false,
             delack_ns: 40_000_000,
+            burst_ack: true,
             rexmt_thresh: 3,
             ttl: 64,
             tos: 0,

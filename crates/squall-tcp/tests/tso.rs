@@ -8,7 +8,7 @@
 
 mod common;
 use common::*;
-use squall_tcp::{OptsId, TcpConfig};
+use squall_tcp::TcpConfig;
 
 const TSO_MAX: usize = 65_535;
 
@@ -140,42 +140,19 @@ fn answer_to_first_acks(fam: Family, tso_max: usize, burst: bool) -> (u64, Vec<V
         },
         ..w1_config()
     };
+    let mut pair = w1_pair(cfg, 16, 9, now);
+    let mut cs = VecSink::default();
+    let mut ss = VecSink::default();
+    ss.tso_max = tso_max;
+    let data = |fr: &Vec<u8>| fr.len() > fam.tcp_at() + 20 + 100;
+    // Handshake and request, frame by frame, until the server's first flight is out.
+    let first_flight = pair.until_first_flight(fam, now, &mut cs, &mut ss);
     let W1Pair {
         mut ch,
         mut sh,
         mut capp,
         mut sapp,
-    } = w1_pair(cfg, 16, 9, now);
-    let mut cs = VecSink::default();
-    let mut ss = VecSink::default();
-    ss.tso_max = tso_max;
-    let local = (client_ip(0), client_port(0));
-    let f = fam
-        .connect(
-            &mut ch,
-            now,
-            &mut cs,
-            local,
-            (SERVER_IP, 80),
-            OptsId::DEFAULT,
-        )
-        .expect("connect");
-    capp.started(f, 0);
-    let data = |fr: &Vec<u8>| fr.len() > fam.tcp_at() + 20 + 100;
-    // Handshake and request, frame by frame, until the server's first flight is out.
-    let mut first_flight = Vec::new();
-    for _ in 0..20 {
-        for fr in cs.frames.drain(..) {
-            sh.rx(now, &fr, &mut sapp, &mut ss);
-        }
-        first_flight.append(&mut ss.frames);
-        if first_flight.iter().any(data) {
-            break;
-        }
-        for fr in first_flight.drain(..) {
-            ch.rx(now, &fr, &mut capp, &mut cs);
-        }
-    }
+    } = pair;
     assert_eq!(first_flight.iter().filter(|fr| data(fr)).count(), 10);
     let first_super = ss.tso_frames;
     // The client takes the first flight and acknowledges it.

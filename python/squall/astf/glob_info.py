@@ -29,6 +29,8 @@ _TCP: Dict[str, _Spec] = {
     "mss": _Spec("int", 64, 9000, doc="maximum segment size"),
     "initwnd": _Spec("int", 1, 20, doc="initial congestion window, segments"),
     "delay_ack_msec": _Spec("int", 0, 500, doc="delayed-ACK timeout"),
+    "burst_ack": _Spec("flag", doc="one ACK for the in-order segments of a receive burst, as Linux "
+                       "ACKs a GRO super-packet (Squall; default on)"),
     "no_delay": _Spec("flag_or_int", 0, 3, doc="disable Nagle (bit 0); bit 1: TRex's PUSH on every "
                       "segment, accepted and not applied"),
     "no_delay_counter": _Spec("int", 0, 65535, doc="bytes after which Nagle is bypassed"),
@@ -59,7 +61,7 @@ _SCHED: Dict[str, _Spec] = {
     "accurate": _Spec("flag", doc="accepted, no effect: Squall's scheduler is always exact"),
 }
 _PER_TEMPLATE_TCP = ("mss", "initwnd", "no_delay", "no_delay_counter", "rxbufsize", "txbufsize",
-                     "delay_ack_msec", "rexmtthresh", "do_rfc1323", "do_sack")
+                     "delay_ack_msec", "burst_ack", "rexmtthresh", "do_rfc1323", "do_sack")
 
 # Tunables TRex accepts (or that TRex users try) that Squall refuses, with the reason.
 _REFUSED = {

@@ -397,6 +397,11 @@ impl TcpHost {
             // same burst does not carry the flag (a new TCB starts without it).
             if t.has(F_OUT_DEFER) {
                 t.flags &= !F_OUT_DEFER;
+                // An ACK the burst's in-order segments made due (`deliver_in_order`) and
+                // no segment of ours has carried since.
+                if t.rcv_unacked >= 2 * u32::from(t.mss) {
+                    t.flags |= F_ACKNOW;
+                }
                 if t.state != State::Closed {
                     self.output(i, tx);
                 }
@@ -698,7 +703,7 @@ impl TcpHost {
     /// or already sent: SND.NXT is past it). [`output_now`](Self::output_now) then sends
     /// at most a pure ACK.
     #[inline(always)]
-    fn all_out(&self, i: u32) -> bool {
+    pub(super) fn all_out(&self, i: u32) -> bool {
         let t = &self.flows[i as usize];
         sends_data(t.state)
             && t.snd_nxt.wrapping_sub(t.snd_una) >= t.sq.len

@@ -528,6 +528,46 @@ pub fn w1_pair(cfg: TcpConfig, max_flows: u32, seed: u64, now: u64) -> W1Pair {
     W1Pair { ch, sh, capp, sapp }
 }
 
+impl W1Pair {
+    /// Opens one W1 flow (client port 0 to port 80) and runs the handshake and the
+    /// request frame by frame until the server's first flight of data is out; returns
+    /// the server's frames of that last step (the flight).
+    pub fn until_first_flight(
+        &mut self,
+        fam: Family,
+        now: u64,
+        cs: &mut VecSink,
+        ss: &mut VecSink,
+    ) -> Vec<Vec<u8>> {
+        let f = fam
+            .connect(
+                &mut self.ch,
+                now,
+                cs,
+                (client_ip(0), client_port(0)),
+                (SERVER_IP, 80),
+                squall_tcp::OptsId::DEFAULT,
+            )
+            .expect("connect");
+        self.capp.started(f, 0);
+        let data = |fr: &Vec<u8>| fr.len() > fam.tcp_at() + 20 + 100;
+        let mut flight = Vec::new();
+        for _ in 0..20 {
+            for fr in cs.frames.drain(..) {
+                self.sh.rx(now, &fr, &mut self.sapp, ss);
+            }
+            flight.append(&mut ss.frames);
+            if flight.iter().any(data) {
+                break;
+            }
+            for fr in flight.drain(..) {
+                self.ch.rx(now, &fr, &mut self.capp, cs);
+            }
+        }
+        flight
+    }
+}
+
 /// A client host (MAC ...:01) and a server host (MAC ...:02) addressed to each other;
 /// everything else from `ccfg` / `scfg`.
 pub fn host_pair(ccfg: TcpConfig, scfg: TcpConfig, now: u64) -> (TcpHost, TcpHost) {

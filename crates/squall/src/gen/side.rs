@@ -182,6 +182,7 @@ pub fn flow_opts(t: &SideTunables) -> FlowOpts {
         sack: t.tcp.do_sack,
         nagle: !t.tcp.no_delay,
         delack_ns: u64::from(t.tcp.delay_ack_msec) * 1_000_000,
+        burst_ack: t.tcp.burst_ack,
         rexmt_thresh: t.tcp.rexmtthresh,
         ttl: t.ip.ttl,
         tos: t.ip.tos,
@@ -286,7 +287,8 @@ fn pool_of<'a>(p: &'a Profile, t: &squall_astf::Template, client: bool) -> &'a I
 pub struct GenSide {
     pub app: GenApp,
     pub udp: UdpFlows,
-    pub client: Option<ClientGen>,
+    /// Boxed: `poll` takes it out and puts it back every turn.
+    pub client: Option<Box<ClientGen>>,
     /// Option set of each template's flows on this side (client tunables on a client
     /// side, server tunables on a server side).
     tpl_opts: Vec<OptsId>,
@@ -474,7 +476,7 @@ impl GenSide {
         GenSide {
             udp: UdpFlows::new(&profile, max_flows, !is_client, now),
             app: GenApp::new(profile, bufs, max_flows as usize, now, seed),
-            client,
+            client: client.map(Box::new),
             tpl_opts,
             trace: None,
             pace: None,
