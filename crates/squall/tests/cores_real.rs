@@ -18,6 +18,7 @@
 //! already holds it). Also the refusals that need no root: more workers than cores, more
 //! than the port's queues, `--no-steering` without `--cores`.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -162,7 +163,7 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
     let _lab = TwoQueueLab::up(Role::Client);
     let (_nginx, total) = nginx_w1(SRV, &dir);
     let prof = w1_client_profile(&dir, total);
-    let dir = dir.as_path();
+    let dir: &Path = &dir;
     let json = dir.join("run.json");
     let _ = std::fs::remove_file(&json);
     let mut args = vec![

@@ -369,5 +369,5 @@ fn serve_interop(iface: &str) {
             .find(|l| l.starts_with("finished in"))
             .unwrap_or("")
     );
-    let _ = std::fs::remove_dir_all(Path::new(&dir));
+    let _ = std::fs::remove_dir_all(&*dir);
 }

@@ -126,11 +126,36 @@ pub fn signal(p: &Proc, sig: &str) {
     assert!(ok, "kill {sig} {}", p.0.id());
 }
 
-pub fn tmpdir(tag: &str) -> PathBuf {
+/// A test's scratch directory under the system's temporary directory: removed when the
+/// test ends, kept (for its logs and captures) when the test fails.
+pub struct TmpDir(PathBuf);
+
+impl std::ops::Deref for TmpDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TmpDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+pub fn tmpdir(tag: &str) -> TmpDir {
     let d = std::env::temp_dir().join(format!("squall-lab-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TmpDir(d)
 }
 
 pub fn squall_bin() -> &'static str {
