@@ -1084,7 +1084,10 @@ pub fn w1_profile(resp_total: usize, clients: (&str, &str)) -> Value {
         ],
         vec![
             cmd("recv", serde_json::json!({"bytes": W1_REQ_BYTES})),
-            cmd("send", serde_json::json!({"buf": "resp"})),
+            // Without waiting for the answer's ACKs, as the W2 server: the program ends
+            // and its FIN leaves with the last segment (as nginx's and `squall serve`'s),
+            // not a round trip later.
+            cmd("send", serde_json::json!({"buf": "resp", "blocking": false})),
         ],
         clients,
         1,
@@ -2216,6 +2219,8 @@ Requests/sec: 122469.00
         assert_eq!(p["programs"][1]["commands"][2]["bytes"], W2_REQ_BYTES);
         let p = w1_profile(32_768, ("198.18.0.2", "198.18.0.2"));
         assert_eq!(p["programs"][0]["commands"][1]["bytes"], 32_768);
+        // The server's answer does not wait for its ACKs: the FIN goes with it.
+        assert_eq!(p["programs"][1]["commands"][1]["blocking"], false);
         assert_eq!(p["ip_gens"][0]["clients"]["range"][0], "198.18.0.2");
         assert_eq!(parse_pair("kernel/squall"), Ok((Who::Kernel, Who::Squall)));
         assert_eq!(
