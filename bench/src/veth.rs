@@ -1087,7 +1087,10 @@ pub fn w1_profile(resp_total: usize, clients: (&str, &str)) -> Value {
             // Without waiting for the answer's ACKs, as the W2 server: the program ends
             // and its FIN leaves with the last segment (as nginx's and `squall serve`'s),
             // not a round trip later.
-            cmd("send", serde_json::json!({"buf": "resp", "blocking": false})),
+            cmd(
+                "send",
+                serde_json::json!({"buf": "resp", "blocking": false}),
+            ),
         ],
         clients,
         1,
