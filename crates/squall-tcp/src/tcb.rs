@@ -144,6 +144,14 @@ impl Tcb {
     pub fn has(&self, f: u16) -> bool {
         self.flags & f != 0
     }
+    /// Bytes received after which an ACK is due: two full-sized segments (RFC 5681
+    /// §4.2). A full-sized segment from the peer is the connection's segment size (the
+    /// smaller of both MSS options, less the timestamp option), as Linux's initial
+    /// rcv_mss: the peer cannot send more, and may announce less than we do.
+    #[inline(always)]
+    pub fn ack_every(&self) -> u32 {
+        2 * u32::from(self.mss)
+    }
     /// Bytes in flight (sent, unacknowledged, excluding SYN/FIN accounting subtleties).
     #[inline(always)]
     pub fn flight(&self) -> u32 {

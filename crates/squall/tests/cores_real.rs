@@ -18,7 +18,6 @@
 //! already holds it). Also the refusals that need no root: more workers than cores, more
 //! than the port's queues, `--no-steering` without `--cores`.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -163,7 +162,6 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
     let _lab = TwoQueueLab::up(Role::Client);
     let (_nginx, total) = nginx_w1(SRV, &dir);
     let prof = w1_client_profile(&dir, total);
-    let dir: &Path = &dir;
     let json = dir.join("run.json");
     let _ = std::fs::remove_file(&json);
     let mut args = vec![
@@ -199,7 +197,7 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
         flows * total,
         "every response byte of every flow"
     );
-    assert_eq!(nginx_squall_requests(dir), flows, "nginx access log lines");
+    assert_eq!(nginx_squall_requests(&dir), flows, "nginx access log lines");
     lab::check_real_series(&r, 2);
     assert!(
         r["mode"].as_str().unwrap_or("").contains("2 workers"),
@@ -236,7 +234,6 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
         );
     }
     assert_eq!(num(&r, &["client", "port", "redirect_dropped"]), 0);
-    let _ = std::fs::remove_dir_all(dir);
     Outcome {
         flows,
         redirected: num(&r, &["client", "port", "rx_redirected"]),
@@ -410,7 +407,6 @@ fn server_run(iface: &str, extra: &[&str]) -> u64 {
         assert!(opened >= 100, "worker {k} accepted {opened} of 400");
     }
     assert_eq!(num(&r, &["server", "port", "redirect_dropped"]), 0);
-    let _ = std::fs::remove_dir_all(&dir);
     num(&r, &["server", "port", "rx_redirected"])
 }
 
@@ -583,7 +579,6 @@ fn serve_run(iface: &str, extra: &[&str]) -> u64 {
             .all(|l| l.starts_with("198.18.0.2 - - [") && l.ends_with('"')),
         "whole lines only"
     );
-    let _ = std::fs::remove_dir_all(&dir);
     get("rx_redirected")
 }
 

@@ -179,7 +179,6 @@ fn w1_over_memif(ipv6: bool) {
         c["cpu_sec"].as_f64().unwrap_or(0.0),
         s["cpu_sec"].as_f64().unwrap_or(0.0)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A network namespace of this test's own, deleted on drop.
@@ -328,7 +327,6 @@ fn squall_serve_over_dpdk_tap_answers_curl() {
     assert!(num(&r, &["status_2xx"]) >= 4, "{r}");
     assert!(num(&r, &["nd_answered"]) >= 1, "{r}");
     assert!(err.contains("(net_tap)"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -388,5 +386,4 @@ fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
         text.contains("TCP checksums on tx by the device, on rx by the device"),
         "{text}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

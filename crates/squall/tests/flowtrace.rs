@@ -856,7 +856,6 @@ fn afpacket_client_and_server_trace_their_flows_both_directions() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -941,7 +940,6 @@ fn squall_serve_traces_the_connections_its_filter_takes() {
         );
         assert_eq!(up[0].3 & 0x12, 0x02, "the SYN first");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The T-dut topology with names of this test's own: Squall's two ports in `trace-tg`
@@ -1136,5 +1134,4 @@ fn through_a_dut_both_sides_are_traced_and_the_pcap_is_the_client_port() {
         assert_eq!(back.len(), 1, "{ttls:?}");
         assert_eq!(back[0], sent[0] - 1, "routed once: {ttls:?}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -228,5 +228,4 @@ fn http_generator_against_nginx_keepalive_and_close() {
     let ka = json_codes(group(&r, "keepalive"));
     assert_eq!(ka["404"], flows * 2);
     assert_eq!(ka["200"], flows * 4);
-    let _ = std::fs::remove_dir_all(&dir);
 }

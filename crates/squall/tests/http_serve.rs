@@ -369,5 +369,4 @@ fn serve_interop(iface: &str) {
             .find(|l| l.starts_with("finished in"))
             .unwrap_or("")
     );
-    let _ = std::fs::remove_dir_all(&*dir);
 }

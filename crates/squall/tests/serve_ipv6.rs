@@ -485,7 +485,6 @@ fn dual_stack(kind: &str) {
         Some(client_rsts),
         "the client's RSTs on the wire are the ones Squall counted: {doc}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -557,6 +556,5 @@ fn two_workers(kind: &str, extra: &[&str]) -> u64 {
         .map(|v| v.as_u64().unwrap())
         .collect();
     assert!(per.iter().all(|&r| r > 100), "both workers answer: {per:?}");
-    let _ = std::fs::remove_dir_all(&dir);
     get(&doc, "rx_redirected")
 }

@@ -291,7 +291,6 @@ fn serve_live_view_metrics_json_and_assertions() {
         "{text}"
     );
     assert!(text.contains("\"clean\":false"), "{text}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Feeds `input` to a command's stdin; (status, stdout and stderr).

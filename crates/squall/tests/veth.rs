@@ -343,7 +343,6 @@ fn client_against_nginx(case: &ClientCase) {
         r["cpu_us_per_flow"].as_f64().unwrap_or(0.0),
         wire.unwrap_or_else(|| "no capture".into())
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The bytes of a profile buffer (`text` then `fill.text` repeated up to `size`).
@@ -468,7 +467,6 @@ fn server_answers(iface: &str, afxdp: bool) {
     // Phase 2: ab -n 200 -c 10, if installed.
     if !have("ab") {
         eprintln!("ab phase skipped: `ab` (apache2-utils) is not installed");
-        let _ = std::fs::remove_dir_all(&dir);
         return;
     }
     let (ok, abt, _, _) = tool_against_server(
@@ -500,7 +498,6 @@ fn server_answers(iface: &str, afxdp: bool) {
     if afxdp {
         wrk_phase(iface, &prof, &json, expect.len() as u64);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs Squall's server (`server_run`, result in `json`) and, once it is up, `tool` in
@@ -804,5 +801,4 @@ print(ok)
         "answers of 20 queries: {answered} ({})",
         String::from_utf8_lossy(&out.stderr)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

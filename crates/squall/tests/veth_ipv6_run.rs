@@ -195,7 +195,6 @@ fn client_vs_nginx(kind: &str, cores: u32) {
     eprintln!(
         "veth IPv6 client-only ({kind}, {cores} worker(s)) vs nginx: {flows} flows, {total} bytes each; {wire}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -284,7 +283,6 @@ fn squall_client_and_server_over_ipv6_on_a_veth() {
     assert_eq!(num(&c, &["client", "flows", "l7_rx_bytes"]), flows * 32_768);
     assert_eq!(num(&s, &["server", "flows", "l7_rx_bytes"]), flows * 100);
     assert_eq!(num(&s, &["server", "translated"]), 0);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Waits (70 s at most) for `p` to exit 0 and returns its stderr.
@@ -438,5 +436,4 @@ fn both_sides_through_an_ipv6_router() {
         0,
         "a router does not translate"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

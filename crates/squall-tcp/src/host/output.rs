@@ -374,15 +374,21 @@ impl TcpHost {
     /// super-frame where the port cuts them) instead of a few segments per ACK.
     #[inline]
     pub(super) fn output_acked<S: TxSink>(&mut self, i: u32, tx: &mut S) {
-        let t = &mut self.flows[i as usize];
-        if self.in_burst && !t.has(F_ACKNOW) {
-            if !t.has(F_OUT_DEFER) {
-                t.flags |= F_OUT_DEFER;
-                self.deferred.push(i);
-            }
+        if self.in_burst && !self.flows[i as usize].has(F_ACKNOW) {
+            self.defer_output(i);
             return;
         }
         self.output(i, tx);
+    }
+
+    /// Puts the flow's output off to the end of the receive burst (once on the list).
+    #[inline]
+    pub(super) fn defer_output(&mut self, i: u32) {
+        let t = &mut self.flows[i as usize];
+        if !t.has(F_OUT_DEFER) {
+            t.flags |= F_OUT_DEFER;
+            self.deferred.push(i);
+        }
     }
 
     /// Runs the output that waited for the end of the receive burst.
@@ -397,12 +403,12 @@ impl TcpHost {
             // same burst does not carry the flag (a new TCB starts without it).
             if t.has(F_OUT_DEFER) {
                 t.flags &= !F_OUT_DEFER;
-                // An ACK the burst's in-order segments made due (`deliver_in_order`) and
-                // no segment of ours has carried since.
-                if t.rcv_unacked >= 2 * u32::from(t.mss) {
-                    t.flags |= F_ACKNOW;
-                }
                 if t.state != State::Closed {
+                    // An ACK the burst's in-order segments made due (`deliver_in_order`)
+                    // and no segment of ours has carried since.
+                    if t.rcv_unacked >= t.ack_every() {
+                        t.flags |= F_ACKNOW;
+                    }
                     self.output(i, tx);
                 }
             }

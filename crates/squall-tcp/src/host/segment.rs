@@ -475,32 +475,27 @@ impl TcpHost {
         // (Nagle holds its next short segment, a blocking send its next step), so the ACK
         // goes at once, on the application's answer if the output sends one.
         let fo = self.fo(i);
-        let delack = fo.delack_ns;
-        // Nothing of ours to carry the ACK (everything sent): in a burst it may wait.
-        let wait = fo.burst_ack && self.in_burst && self.all_out(i);
-        let t = &mut self.flows[i as usize];
-        // A full-sized segment from the peer: the segment size of the connection (the
-        // smaller of both MSS options, less the timestamp option), as Linux's initial
-        // rcv_mss; the peer cannot send more, and may announce less than we do.
-        let rcv_mss = u32::from(t.mss);
-        if filled_gap || t.ooo != NO_SIDE || delack == 0 {
-            t.flags |= F_ACKNOW;
-        } else if t.rcv_unacked >= 2 * rcv_mss || push {
-            if wait {
-                // The ACK is due and no data of ours would carry it: in a receive burst
-                // it goes at the burst's end, one ACK for all the in-order segments the
-                // burst brought (`flush_deferred`), as Linux ACKs a GRO super-packet once.
-                // A PSH makes it due as two full segments do.
-                t.rcv_unacked = t.rcv_unacked.max(2 * rcv_mss);
-                if !t.has(F_OUT_DEFER) {
-                    t.flags |= F_OUT_DEFER;
-                    self.deferred.push(i);
-                }
-            } else {
+        let (delack, burst_ack) = (fo.delack_ns, fo.burst_ack);
+        let t = &self.flows[i as usize];
+        let every = t.ack_every();
+        let at_once = filled_gap || t.ooo != NO_SIDE || delack == 0;
+        let due = t.rcv_unacked >= every || push;
+        // Due, and no data of ours to carry it (everything sent): in a receive burst the
+        // ACK goes at the burst's end, one for all the in-order segments the burst brought
+        // (`flush_deferred`), as Linux ACKs a GRO super-packet once. A PSH makes it due as
+        // two full segments do.
+        let wait = !at_once && due && burst_ack && self.in_burst && self.all_out(i);
+        if wait {
+            let t = &mut self.flows[i as usize];
+            t.rcv_unacked = t.rcv_unacked.max(every);
+            self.defer_output(i);
+        } else {
+            let t = &mut self.flows[i as usize];
+            if at_once || due {
                 t.flags |= F_ACKNOW;
+            } else if t.delack_at == 0 {
+                t.delack_at = now + delack;
             }
-        } else if t.delack_at == 0 {
-            t.delack_at = now + delack;
         }
         false
     }

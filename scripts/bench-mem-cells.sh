@@ -1,5 +1,9 @@
 #!/bin/bash
-# make bench-mem's cells, --seconds 2 --runs 1, for the build in $1 (target dir)
+# Every command line of `make bench-mem` but the T-memN squall-serve one, shortened to
+# --seconds 2 --runs 1 (C=100,000: 3 s), for the build in the target directory $1: the
+# before/after rounds of a change that touches the data path (docs/BENCHMARKS.md), run
+# back to back for two builds. Prints the JSON lines.
+set -u
 T=$1; B=$T/release/squall-bench; X="--seconds 2 --runs 1"
 taskset -c 1 $T/release/examples/wire64 --seconds 2
 taskset -c 1 $B mem $X
