@@ -245,6 +245,13 @@ fn tunable_ranges() {
     let mut v = w1();
     v["global"]["tcp"]["no_delay"] = json!(4);
     has(&errors(v), "global.tcp.no_delay", "not a bool or 0..=3");
+    let mut v = w1();
+    v["global"]["tcp"]["burst_ack"] = json!(2);
+    has(
+        &errors(v),
+        "global.tcp.burst_ack",
+        "expected a boolean or 0/1",
+    );
 }
 
 /// TRex's tunables table (trex_astf.html): every tunable TRex accepts is supported,
