@@ -102,7 +102,8 @@ pub struct Request<'b, 'h> {
     pub body: BodyKind,
     /// The connection may carry another request after this one's response.
     pub keep_alive: bool,
-    /// `Expect: 100-continue` (RFC 9110 §10.1.1).
+    /// `Expect: 100-continue` (RFC 9110 §10.1.1) in an HTTP/1.1 request; a server MUST
+    /// ignore it in an HTTP/1.0 one, so it is never set there.
     pub expect_continue: bool,
     /// An `Expect` value other than 100-continue (a server answers 417).
     pub expect_other: bool,
@@ -222,7 +223,7 @@ pub fn parse_request_in<'b, 'h>(
         head_len,
         body,
         keep_alive: f.keep_alive(version),
-        expect_continue: f.expect_continue,
+        expect_continue: f.expect_continue && version == Version::Http11,
         expect_other: f.expect_other,
     }))
 }

@@ -76,6 +76,11 @@ fn expect_100_continue() {
         one("PUT /f HTTP/1.1\r\nHost: h\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\nok");
     assert!(m.expect_continue);
     assert_eq!(m.body, b"ok");
+    // RFC 9110 §10.1.1: a server MUST ignore a 100-continue expectation in an HTTP/1.0
+    // request (a 1.0 client may not understand an interim answer).
+    let m = one("PUT /f HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok");
+    assert!(!m.expect_continue);
+    assert_eq!(m.body, b"ok");
 }
 
 #[test]

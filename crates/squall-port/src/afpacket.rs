@@ -51,6 +51,10 @@ const TP_STATUS_COPY: u32 = 1 << 1;
 const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 /// The kernel (or the device before it) verified the transport checksum.
 const TP_STATUS_CSUM_VALID: u32 = 1 << 7;
+/// The frame came with an 802.1Q tag, which the kernel took out of its bytes and gives in
+/// the header's `tp_vlan_tci` (and `tp_vlan_tpid` when `TP_STATUS_VLAN_TPID_VALID`).
+const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
+const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
 
 /// `struct tpacket_req3`.
 #[repr(C)]
@@ -129,7 +133,16 @@ const FRING_HEAD: u32 = 96;
 const V2_LEN: usize = 4;
 const V2_SNAPLEN: usize = 8;
 const V2_MAC: usize = 12;
+/// `tp_vlan_tci` (low 16 bits) and `tp_vlan_tpid` (high 16 bits).
+const V2_VLAN: usize = 24;
+/// Bytes of `tpacket2_hdr` (aligned): a tag put back must not reach into them.
+const V2_HDR: usize = 32;
 const V2_PKTTYPE: usize = 32 + 10;
+/// In a TPACKET_V3 frame header: `tp_vlan_tci` (u32), `tp_vlan_tpid` (u16), and the
+/// header's aligned size.
+const V3_VLAN_TCI: usize = 32;
+const V3_VLAN_TPID: usize = 36;
+const V3_HDR: usize = 48;
 
 /// `struct tpacket_req` (TPACKET_V2 rings).
 #[repr(C)]
@@ -283,6 +296,9 @@ pub struct AfPacketStats {
     pub tx_refused: u64,
     /// Frames handed back that do not belong to this port (ignored).
     pub foreign: u64,
+    /// Received frames whose 802.1Q tag (taken out by the kernel) could not be put back:
+    /// no room before the frame (a headroom under 4 bytes) or a runt; dropped.
+    pub rx_vlan_no_room: u64,
 }
 
 /// A raw AF_PACKET socket bound to one interface (see the module comment).
@@ -301,6 +317,9 @@ pub struct AfPacketPort {
     msgs: Vec<libc::mmsghdr>,
     iovs: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_ll>,
+    /// Per message of the copy receive path: room for its `PACKET_AUXDATA` control
+    /// message (the VLAN tag the kernel took out of the frame).
+    ctrls: Vec<[u64; 8]>,
     idx: Vec<u32>,
     ring: Option<RxRing>,
     fring: Option<FrameRing>,
@@ -454,6 +473,11 @@ impl AfPacketPort {
         let one: libc::c_int = 1;
         let _ = setopt(s, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, &one);
         let _ = setopt(s, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+        // The copy receive path learns a frame's VLAN tag (which the kernel takes out of
+        // its bytes) from this control message; the rings carry it in their headers.
+        if cfg.rx == RxMode::Copy {
+            let _ = setopt(s, libc::SOL_PACKET, libc::PACKET_AUXDATA, &one);
+        }
         let buf = cfg.sockbuf as libc::c_int;
         let _ = setopt(s, libc::SOL_SOCKET, libc::SO_RCVBUF, &buf);
         let _ = setopt(s, libc::SOL_SOCKET, libc::SO_SNDBUF, &buf);
@@ -529,6 +553,7 @@ impl AfPacketPort {
             msgs: vec![unsafe { std::mem::zeroed() }; MAX_BURST],
             iovs: vec![unsafe { std::mem::zeroed() }; MAX_BURST],
             addrs: vec![unsafe { std::mem::zeroed() }; MAX_BURST],
+            ctrls: vec![[0; 8]; MAX_BURST],
             idx: Vec::with_capacity(MAX_BURST),
             ring,
             fring,
@@ -682,10 +707,25 @@ impl AfPacketPort {
             if !self.rx_check(pkttype, snap, snap < wire || st & TP_STATUS_COPY != 0) {
                 continue;
             }
-            r.held[b] += 1;
-            self.out += 1;
             // SAFETY: h < block_size: inside block b of the mapping.
             let slot = unsafe { r.block(b).add(h) };
+            let (mut mac, mut snap) = (mac, snap);
+            if st & TP_STATUS_VLAN_VALID != 0 {
+                let tci = r.u32_at(b, h + V3_VLAN_TCI) as u16;
+                let tpid = (st & TP_STATUS_VLAN_TPID_VALID != 0)
+                    .then(|| r.u32_at(b, h + V3_VLAN_TPID) as u16);
+                // SAFETY: `mac + snap` bytes from `slot` lie inside the block (checked).
+                match unsafe { vlan_put_back(slot, mac, snap, V3_HDR, tpid, tci) } {
+                    Some(m) => (mac, snap) = (m, snap + 4),
+                    None => {
+                        self.extra.rx_vlan_no_room += 1;
+                        self.stats.dropped += 1;
+                        continue;
+                    }
+                }
+            }
+            r.held[b] += 1;
+            self.out += 1;
             out.push(ring_frame(slot, RING_TAG | b as u32, mac, snap, st));
             got += 1;
         }
@@ -721,6 +761,21 @@ impl AfPacketPort {
             if !self.rx_check(pkttype, snap, snap < wire || st & TP_STATUS_COPY != 0) {
                 r.give(i);
                 continue;
+            }
+            let (mut mac, mut snap) = (mac, snap);
+            if st & TP_STATUS_VLAN_VALID != 0 {
+                let v = r.u32_at(i, V2_VLAN);
+                let tpid = (st & TP_STATUS_VLAN_TPID_VALID != 0).then_some((v >> 16) as u16);
+                // SAFETY: `mac + snap` bytes from the slot lie inside it (checked).
+                match unsafe { vlan_put_back(r.slot(i), mac, snap, V2_HDR, tpid, v as u16) } {
+                    Some(m) => (mac, snap) = (m, snap + 4),
+                    None => {
+                        self.extra.rx_vlan_no_room += 1;
+                        self.stats.dropped += 1;
+                        r.give(i);
+                        continue;
+                    }
+                }
             }
             self.out += 1;
             out.push(ring_frame(r.slot(i), FRING_TAG | i as u32, mac, snap, st));
@@ -763,6 +818,64 @@ fn ring_frame(slot: *mut u8, idx: u32, mac: usize, len: usize, status: u32) -> A
             ..Offload::default()
         },
     }
+}
+
+/// The VLAN tag `PACKET_AUXDATA` gives for a message `recvmmsg` filled: `(tpid if the
+/// kernel gave one, tci)`, or `None` for an untagged frame (or no control message).
+fn aux_vlan(m: &libc::msghdr) -> Option<(Option<u16>, u16)> {
+    // SAFETY: `m` was filled by recvmmsg: its control buffer and length are the kernel's
+    // (within the buffer we gave), which the CMSG macros walk.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(m);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_PACKET && (*c).cmsg_type == libc::PACKET_AUXDATA {
+                let a =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::tpacket_auxdata);
+                if a.tp_status & TP_STATUS_VLAN_VALID == 0 {
+                    return None;
+                }
+                let tpid = (a.tp_status & TP_STATUS_VLAN_TPID_VALID != 0).then_some(a.tp_vlan_tpid);
+                return Some((tpid, a.tp_vlan_tci));
+            }
+            c = libc::CMSG_NXTHDR(m, c);
+        }
+    }
+    None
+}
+
+/// Puts back the 802.1Q tag the kernel took out of a received frame: Linux moves a
+/// frame's VLAN tag into the packet's metadata before packet taps see it (and a veth
+/// peer's VLAN device hands it over there in the first place), and gives it back in the
+/// ring header (`tp_vlan_tci`) or `PACKET_AUXDATA`. The frame's 12 address bytes move 4
+/// bytes earlier and the tag (`tpid`, 0x8100 if the kernel gave none, then `tci`) goes
+/// between them and the EtherType, so the node sees the frame as it was on the wire.
+/// The frame is `len` bytes at `start` in `buf`; `floor`: the first byte the tag may use.
+/// Returns the frame's new start, or `None` when there is no room before it or the frame
+/// is too short to hold Ethernet addresses.
+///
+/// # Safety
+/// `buf[..start + len]` must be valid for reads and writes, and not borrowed elsewhere.
+unsafe fn vlan_put_back(
+    buf: *mut u8,
+    start: usize,
+    len: usize,
+    floor: usize,
+    tpid: Option<u16>,
+    tci: u16,
+) -> Option<usize> {
+    if start < floor + 4 || len < 14 {
+        return None;
+    }
+    let new = start - 4;
+    let tag = [tpid.unwrap_or(0x8100).to_be_bytes(), tci.to_be_bytes()];
+    // SAFETY: source `buf[start..start + 12]` and destination `buf[new..new + 12]` lie in
+    // the caller's range (new >= floor); `copy` allows the overlap; the 4 tag bytes at
+    // `new + 12..start + 12` are inside it too.
+    unsafe {
+        std::ptr::copy(buf.add(start), buf.add(new), 12);
+        std::ptr::copy_nonoverlapping(tag.as_ptr() as *const u8, buf.add(new + 12), 4);
+    }
+    Some(new)
 }
 
 /// The checksum verdict the kernel gives a received frame in its ring status: a frame
@@ -942,8 +1055,8 @@ impl Port for AfPacketPort {
                 m.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
                 m.msg_iov = &mut self.iovs[i];
                 m.msg_iovlen = 1;
-                m.msg_control = std::ptr::null_mut();
-                m.msg_controllen = 0;
+                m.msg_control = self.ctrls[i].as_mut_ptr() as *mut libc::c_void;
+                m.msg_controllen = std::mem::size_of::<[u64; 8]>();
                 m.msg_flags = 0;
                 self.msgs[i].msg_len = 0;
             }
@@ -968,13 +1081,26 @@ impl Port for AfPacketPort {
                 let len = self.msgs[i].msg_len as usize;
                 let flags = self.msgs[i].msg_hdr.msg_flags;
                 let trunc = flags & libc::MSG_TRUNC != 0 || len > fs - hr;
-                if self.rx_check(self.addrs[i].sll_pkttype, len, trunc) {
-                    let f = self.frame(idx, len as u32);
-                    out.push(f);
-                    got += 1;
-                } else {
+                if !self.rx_check(self.addrs[i].sll_pkttype, len, trunc) {
                     self.free.push(idx);
+                    continue;
                 }
+                let mut f = self.frame(idx, len as u32);
+                if let Some((tpid, tci)) = aux_vlan(&self.msgs[i].msg_hdr) {
+                    // SAFETY: the frame's slot holds `off + len` bytes (len <= fs - hr).
+                    match unsafe { vlan_put_back(f.slot, hr, len, 0, tpid, tci) } {
+                        Some(o) => (f.off, f.len) = (o as u32, f.len + 4),
+                        None => {
+                            self.extra.rx_vlan_no_room += 1;
+                            self.stats.dropped += 1;
+                            self.out -= 1;
+                            self.free.push(idx);
+                            continue;
+                        }
+                    }
+                }
+                out.push(f);
+                got += 1;
             }
             if r < n {
                 break;

@@ -23,15 +23,30 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Whether every lab test must run (`SQUALL_LAB_REQUIRED` set and not `0`, as `.ci/run`
+/// sets it): a test that cannot then fails with its reason instead of passing skipped.
+pub fn required() -> bool {
+    std::env::var_os("SQUALL_LAB_REQUIRED").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Why a lab test cannot run here (not root, one of `tools` missing), if it cannot.
+/// Panics with the reason instead when lab tests are [`required`].
 pub fn skip(tools: &[&str]) -> Option<String> {
-    if !is_root() {
-        return Some("needs root (network namespaces, AF_PACKET)".into());
+    let why = if is_root() {
+        tools
+            .iter()
+            .find(|t| !have(t))
+            .map(|t| format!("`{t}` is not installed"))
+    } else {
+        Some("needs root (network namespaces, AF_PACKET)".into())
+    };
+    if let Some(w) = &why {
+        assert!(
+            !required(),
+            "this lab test cannot run: {w} (SQUALL_LAB_REQUIRED is set: no lab test may be skipped)"
+        );
     }
-    tools
-        .iter()
-        .find(|t| !have(t))
-        .map(|t| format!("`{t}` is not installed"))
+    why
 }
 
 /// The lab lock, held while the returned file is open (`Some(None)` when the caller

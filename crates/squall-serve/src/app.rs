@@ -389,9 +389,15 @@ impl ServeApp {
                             self.conns[i].skip = None;
                         }
                     }
-                    Err(e) => {
+                    Err(_) => {
+                        // The request was answered before its body was read: a body
+                        // that breaks its framing (or the body limit) leaves no
+                        // request to answer, and a second answer would reach the
+                        // client as the response to a request it never sent. The
+                        // connection ends after the answer already queued.
                         self.stats.parse_errors += 1;
-                        self.fail(ctl, i, e.status());
+                        ctl.close();
+                        self.conns[i].closing = true;
                         return input.len();
                     }
                 }

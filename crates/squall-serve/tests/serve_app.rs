@@ -280,6 +280,56 @@ fn bad_requests_get_their_status_and_a_close() {
 }
 
 #[test]
+fn limits_are_answered_413_and_414_at_the_server() {
+    let long_target = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "a".repeat(9000));
+    let big_body = format!(
+        "GET /ping HTTP/1.1\r\nHost: a\r\nContent-Length: {}\r\n\r\n",
+        (1u64 << 20) + 1
+    );
+    let cases: [(&[u8], u16); 2] = [(long_target.as_bytes(), 414), (big_body.as_bytes(), 413)];
+    let scripts = cases.iter().map(|(r, _)| vec![(0, *r)]).collect();
+    let mut b = Bench::new(10, scripts);
+    b.run(200);
+    for (i, (_, code)) in cases.iter().enumerate() {
+        let g = b.got(i);
+        assert_eq!(codes(&g), [*code], "{g}");
+        assert!(g.contains("Connection: close\r\n"), "{g}");
+        assert!(b.client.conns[i].peer_closed, "case {i}");
+    }
+    assert_eq!(b.app.stats.parse_errors, 2);
+}
+
+#[test]
+fn a_bad_body_after_the_answer_ends_the_connection_without_a_second_answer() {
+    // A GET with a chunked body is answered at its head; its body then breaks the
+    // chunked coding (a size that is no hex). The client must see exactly one answer
+    // (a 400 after it would answer a request never sent), then the end of the stream.
+    let mut b = Bench::new(
+        10,
+        vec![vec![
+            (
+                0,
+                &b"GET /ping HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
+            ),
+            (
+                20 * MS_NS,
+                b"zz\r\nhello\r\n0\r\n\r\nGET /index.html HTTP/1.1\r\nHost: a\r\n\r\n",
+            ),
+        ]],
+    );
+    b.run(200);
+    let g = b.got(0);
+    assert_eq!(codes(&g), [200], "{g}");
+    assert!(g.ends_with("\r\n\r\npong"), "{g}");
+    assert!(b.client.conns[0].peer_closed);
+    assert_eq!(
+        (b.app.stats.requests, b.app.stats.parse_errors),
+        (1, 1),
+        "one request answered, one broken body counted"
+    );
+}
+
+#[test]
 fn header_and_idle_timeouts_close_connections() {
     let mut b = Bench::new(
         10,

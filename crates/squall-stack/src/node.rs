@@ -808,12 +808,17 @@ impl<P: Port> Node<P> {
                 return None;
             }
             let now = t0.elapsed().as_nanos() as u64;
-            let mut sink = PortSink::new(&mut self.port, &mut self.tx, None, now, self.offload);
             if last.map_or(true, |l: Instant| l.elapsed() >= Duration::from_millis(200)) {
+                let mut sink = PortSink::new(&mut self.port, &mut self.tx, None, now, self.offload);
                 ask(&mut self.neigh, &mut self.neigh6, &mut sink);
                 last = Some(Instant::now());
             }
-            let n = sink.port.rx_burst(&mut self.rxq, RX_BURST);
+            let n = self.port.rx_burst(&mut self.rxq, RX_BURST);
+            // With a VLAN, the answers come tagged, as every frame of the run.
+            if let Some(vid) = self.vlan {
+                self.untag_rx(vid);
+            }
+            let mut sink = PortSink::new(&mut self.port, &mut self.tx, None, now, self.offload);
             for f in self.rxq.iter() {
                 let d = f.data();
                 match ipv4::classify(d) {

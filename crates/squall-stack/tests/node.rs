@@ -462,15 +462,10 @@ fn arp_and_ping_are_answered_for_owned_addresses() {
     assert_eq!(a.counters.rx_arp, 2);
 }
 
-/// `resolve` on one node learns the other's MAC from its reply (the other node answers
-/// from its turns in another thread); an unanswered resolution times out with a clear
-/// error.
-#[test]
-fn resolve_learns_the_peer_mac_over_a_wire() {
-    let (pa, pb) = pair(MemConfig::default()).unwrap();
-    let mut a = node(pa, MA, [0; 6], IP_A);
-    let mut b = node(pb, MB, MA, IP_B);
-    let h = std::thread::spawn(move || {
+/// Turns `b` in a thread (a millisecond apart, at most 2,000) until it has answered an ARP
+/// request; the node comes back through the handle.
+fn answer_one_arp_request(mut b: Node<MemPort>) -> std::thread::JoinHandle<Node<MemPort>> {
+    std::thread::spawn(move || {
         for i in 0..2000u64 {
             b.turn(i * 1_000_000, &mut NoApp, None);
             if b.neigh.stats.requests_answered > 0 {
@@ -478,10 +473,21 @@ fn resolve_learns_the_peer_mac_over_a_wire() {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        b.neigh.stats
-    });
+        b
+    })
+}
+
+/// `resolve` on one node learns the other's MAC from its reply (the other node answers
+/// from its turns in another thread); an unanswered resolution times out with a clear
+/// error.
+#[test]
+fn resolve_learns_the_peer_mac_over_a_wire() {
+    let (pa, pb) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, [0; 6], IP_A);
+    let b = node(pb, MB, MA, IP_B);
+    let h = answer_one_arp_request(b);
     let got = a.resolve(IP_A, IP_B, Duration::from_secs(5));
-    let st = h.join().unwrap();
+    let st = h.join().unwrap().neigh.stats;
     assert_eq!(got, Ok(MB));
     assert_eq!(st.requests_answered, 1);
     a.set_next_hop(MB);
@@ -490,6 +496,24 @@ fn resolve_learns_the_peer_mac_over_a_wire() {
     let mut c = node(pc, MA, [0; 6], IP_A);
     let e = c.resolve(IP_A, IP_B, Duration::from_millis(300));
     assert!(e.unwrap_err().contains("no ARP reply from 198.18.0.2"));
+}
+
+/// With a VLAN id both ways, the ARP request and its reply carry the tag, and `resolve`
+/// takes the tagged reply (it is untagged as every received frame of the node is).
+#[test]
+fn resolve_takes_the_tagged_reply_on_a_vlan() {
+    let (pa, pb) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, [0; 6], IP_A);
+    let mut b = node(pb, MB, MA, IP_B);
+    a.set_vlan(Some(100));
+    b.set_vlan(Some(100));
+    let h = answer_one_arp_request(b);
+    let got = a.resolve(IP_A, IP_B, Duration::from_secs(5));
+    let b = h.join().unwrap();
+    let (st, other) = (b.neigh.stats, b.counters.rx_vlan_other);
+    assert_eq!(got, Ok(MB));
+    assert_eq!((st.requests_answered, other), (1, 0));
+    assert_eq!(a.counters.rx_vlan_other, 0);
 }
 
 /// Two workers of one port resolve together: a worker that does not ask sends nothing

@@ -30,7 +30,7 @@ use std::time::Duration;
 use squall_astf::Profile;
 use squall_engine::{Clock, MonotonicClock};
 use squall_port::afpacket::{AfPacketConfig, AfPacketPort, RxMode};
-use squall_port::afxdp::{AfXdpConfig, AfXdpPort};
+use squall_port::afxdp::{AfXdpConfig, AfXdpPort, XdpMode};
 use squall_port::fanout::{Fanout, FanoutBy};
 use squall_port::rss::RssSteer;
 use squall_port::Port;
@@ -194,35 +194,49 @@ pub fn with_ports<J: PortJob>(
             job.run(ports, steer, describe_afpacket)
         }
         PortKind::AfXdp { queue, mode } => {
-            if n > 1 {
-                if let Some(q) = rx_queues(&rc.ifname) {
-                    if queue + n > q {
-                        return Err(format!(
-                            "--cores {n}: afxdp:{} has {q} rx queue(s), workers need queues \
-                             {queue}..={} (ethtool -L {} combined {}; a veth: ip link add ... \
-                             numrxqueues {} numtxqueues {})",
-                            rc.ifname,
-                            queue + n - 1,
-                            rc.ifname,
-                            queue + n,
-                            queue + n,
-                            queue + n
-                        ));
-                    }
-                }
-            }
-            let mut ports = Vec::with_capacity(n as usize);
-            for k in 0..n {
-                let mut xc = AfXdpConfig::new(&rc.ifname, queue + k);
-                xc.mode = mode;
-                xc.owned = owned.0.clone();
-                xc.owned6 = owned.1.clone();
-                ports.push(AfXdpPort::open(xc)?);
-            }
+            let ports = open_afxdp(rc, queue, mode, n, &owned)?;
             job.run(ports, Steering::Redirect, describe_afxdp)
         }
         PortKind::Dpdk => with_dpdk(rc, n, job),
     }
+}
+
+/// `n` AF_XDP sockets on queues `queue..queue + n` of `rc`'s interface, each with its
+/// own UMEM, the XDP program steering the IPv4 and IPv6 ranges of `owned` to them; a
+/// clear error when the interface has fewer queues than the workers need.
+pub(crate) fn open_afxdp(
+    rc: &RealConfig,
+    queue: u32,
+    mode: XdpMode,
+    n: u32,
+    owned: &OwnedRanges,
+) -> Result<Vec<AfXdpPort>, String> {
+    if n > 1 {
+        if let Some(q) = rx_queues(&rc.ifname) {
+            if queue + n > q {
+                return Err(format!(
+                    "--cores {n}: afxdp:{} has {q} rx queue(s), workers need queues \
+                     {queue}..={} (ethtool -L {} combined {}; a veth: ip link add ... \
+                     numrxqueues {} numtxqueues {})",
+                    rc.ifname,
+                    queue + n - 1,
+                    rc.ifname,
+                    queue + n,
+                    queue + n,
+                    queue + n
+                ));
+            }
+        }
+    }
+    let mut ports = Vec::with_capacity(n as usize);
+    for k in 0..n {
+        let mut xc = AfXdpConfig::new(&rc.ifname, queue + k);
+        xc.mode = mode;
+        xc.owned = owned.0.clone();
+        xc.owned6 = owned.1.clone();
+        ports.push(AfXdpPort::open(xc)?);
+    }
+    Ok(ports)
 }
 
 /// `n` AF_PACKET sockets on `rc`'s interface, joined (if `n > 1`) in one fanout group
@@ -327,7 +341,7 @@ pub(crate) fn crew(
 fn describe_afpacket(p: &AfPacketPort, rc: &RealConfig) -> String {
     let x = p.extra_stats();
     format!(
-        "afpacket:{} (rx {}): own outgoing skipped {}, rx truncated {}, tx refused {}",
+        "afpacket:{} (rx {}): own outgoing skipped {}, rx truncated {}, tx refused {}{}",
         rc.ifname,
         match rc.rx {
             RxMode::Frames => "TPACKET_V2 frame ring",
@@ -336,7 +350,12 @@ fn describe_afpacket(p: &AfPacketPort, rc: &RealConfig) -> String {
         },
         x.rx_outgoing,
         x.rx_truncated,
-        x.tx_refused
+        x.tx_refused,
+        if x.rx_vlan_no_room > 0 {
+            format!(", VLAN tag not put back (no room) {}", x.rx_vlan_no_room)
+        } else {
+            String::new()
+        }
     )
 }
 

@@ -16,16 +16,15 @@ use squall_astf::sched::SchedConfig;
 use squall_astf::Profile;
 use squall_engine::clock::thread_cpu_ns;
 use squall_engine::Clock;
-use squall_port::afpacket::AfPacketPort;
 use squall_port::fanout::FanoutBy;
 use squall_port::Port;
 use squall_stack::{redirect, Redirect, SharedMac};
 use squall_wire::Ipv6Address;
 
-use crate::cores::{open_afpacket, REDIRECT_DEPTH};
+use crate::cores::{open_afpacket, open_afxdp, REDIRECT_DEPTH};
 use crate::flowtrace::TraceRig;
-use crate::gen::{tcp_config, ClientGen, Side};
-use crate::iface::{parse_ip, side_report, IdleYield, RealConfig};
+use crate::gen::{owned_ranges, owned_ranges6, tcp_config, ClientGen, Side};
+use crate::iface::{parse_ip, side_report, IdleYield, PortKind, RealConfig};
 use crate::run::{
     host_secret, publish_client, publish_server, Live, RunConfig, RunResult, START_LEAD_NS,
 };
@@ -130,8 +129,76 @@ pub fn run_dut(
     }
     let n = cfg.cores.max(1);
     crate::cores::check_cores(n)?;
-    let cports = open_afpacket(&dc.client, n, FanoutBy::DstPort, 1)?;
-    let sports = open_afpacket(&dc.server, n, FanoutBy::SrcPort, 2)?;
+    // Each port's own queues: AF_PACKET fanout members (steered by port number), or AF_XDP
+    // sockets on queues Q.. (the XDP program taking that side's addresses, the rest of the
+    // interface left to the kernel).
+    let afxdp = |rc: &RealConfig, client: bool| match rc.kind {
+        PortKind::AfXdp { queue, mode } => {
+            let owned = (
+                owned_ranges(&profile, client).0,
+                owned_ranges6(&profile, client).0,
+            );
+            open_afxdp(rc, queue, mode, n, &owned)
+        }
+        _ => Err(String::new()),
+    };
+    let (c, s) = (&dc.client, &dc.server);
+    match (c.kind, s.kind) {
+        (PortKind::Dpdk, _) | (_, PortKind::Dpdk) => Err(format!(
+            "--client-iface/--server-iface: the DUT topology runs on afpacket: and afxdp: \
+             ports; a DPDK port ({}) is not supported there yet",
+            if c.kind == PortKind::Dpdk {
+                "--client-iface"
+            } else {
+                "--server-iface"
+            }
+        )),
+        (PortKind::AfPacket, PortKind::AfPacket) => run_dut_on(
+            profile.clone(),
+            cfg,
+            dc,
+            live,
+            open_afpacket(c, n, FanoutBy::DstPort, 1)?,
+            open_afpacket(s, n, FanoutBy::SrcPort, 2)?,
+        ),
+        (PortKind::AfPacket, _) => run_dut_on(
+            profile.clone(),
+            cfg,
+            dc,
+            live,
+            open_afpacket(c, n, FanoutBy::DstPort, 1)?,
+            afxdp(s, false)?,
+        ),
+        (_, PortKind::AfPacket) => run_dut_on(
+            profile.clone(),
+            cfg,
+            dc,
+            live,
+            afxdp(c, true)?,
+            open_afpacket(s, n, FanoutBy::SrcPort, 2)?,
+        ),
+        _ => run_dut_on(
+            profile.clone(),
+            cfg,
+            dc,
+            live,
+            afxdp(c, true)?,
+            afxdp(s, false)?,
+        ),
+    }
+}
+
+/// [`run_dut`] on the open queues of the two ports (`cports[k]`, `sports[k]`: worker
+/// `k`'s).
+fn run_dut_on<C: Port + Send + 'static, S: Port + Send + 'static>(
+    profile: Arc<Profile>,
+    cfg: &RunConfig,
+    dc: &DutConfig,
+    live: Arc<Live>,
+    cports: Vec<C>,
+    sports: Vec<S>,
+) -> Result<RunResult, String> {
+    let n = cports.len() as u32;
     let mut w = Worker::single();
     w.count = n;
     w.t0 = w.clock.now_ns() + START_LEAD_NS * u64::from(n.min(8));
@@ -165,6 +232,24 @@ pub fn run_dut(
     join_workers(workers, &live, &lives, "worker")
 }
 
+/// The DUT's MAC on one port's link over IPv6: `(our address, the gateway given, the
+/// other side's address)`; without a gateway, the other side's address if on the link,
+/// else the router a router advertisement names.
+fn next_hop6<P: Port>(
+    n: &mut squall_stack::Node<P>,
+    (from, gw, peer): (Ipv6Address, Option<[u8; 16]>, Ipv6Address),
+    timeout: Duration,
+    ask: bool,
+    shared: &SharedMac,
+) -> Result<[u8; 6], String> {
+    match gw {
+        Some(g) => n.resolve6_shared(from, Ipv6Address(g), timeout, ask, shared),
+        None => n
+            .next_hop6_shared(from, Some(peer), timeout, ask, shared)
+            .map_err(|e| format!("{e} (give the DUT's address with --client-gw / --server-gw)")),
+    }
+}
+
 /// The ends of a redirect mesh of `n` workers (none for one worker).
 fn mesh_ends(n: u32) -> Vec<Option<Redirect>> {
     if n > 1 {
@@ -178,14 +263,14 @@ fn mesh_ends(n: u32) -> Vec<Option<Redirect>> {
 }
 
 /// One DUT worker: both nodes on its ports' queues.
-fn run_dut_worker(
+fn run_dut_worker<C: Port, S: Port>(
     profile: Arc<Profile>,
     cfg: &RunConfig,
     dc: &DutConfig,
     live: Arc<Live>,
     dw: DutWorker,
-    cport: AfPacketPort,
-    sport: AfPacketPort,
+    cport: C,
+    sport: S,
 ) -> Result<RunResult, String> {
     let w = dw.w;
     let t = &profile.templates[0];
@@ -242,41 +327,35 @@ fn run_dut_worker(
         Some(m) => {
             let (c6, s6) = (m.client_addr(client_ip), m.server_addr(server_ip));
             let (cgw, sgw) = (Ipv6Address(s6), Ipv6Address(c6));
-            let hop = |n: &mut squall_stack::Node<_>, from, gw: Option<[u8; 16]>, peer, shared| {
-                match gw {
-                    Some(g) => n.resolve6_shared(from, Ipv6Address(g), dc.arp_timeout, ask, shared),
-                    None => n
-                        .next_hop6_shared(from, Some(peer), dc.arp_timeout, ask, shared)
-                        .map_err(|e| {
-                            format!("{e} (give the DUT's address with --client-gw / --server-gw)")
-                        }),
-                }
-            };
-            let cmac = hop(
+            let cmac = next_hop6(
                 &mut c.node,
-                Ipv6Address(c6),
-                dc.client_gw6,
-                cgw,
+                (Ipv6Address(c6), dc.client_gw6, cgw),
+                dc.arp_timeout,
+                ask,
                 &w.next_hop,
             )
             .map_err(|e| format!("client port {}: {e}", dc.client.ifname))?;
-            let smac = hop(
+            let smac = next_hop6(
                 &mut s.node,
-                Ipv6Address(s6),
-                dc.server_gw6,
-                sgw,
+                (Ipv6Address(s6), dc.server_gw6, sgw),
+                dc.arp_timeout,
+                ask,
                 &dw.server_next_hop,
             )
             .map_err(|e| format!("server port {}: {e}", dc.server.ifname))?;
-            let name = |n: &squall_stack::Node<_>, gw: Option<[u8; 16]>, peer, mac| match gw {
-                Some(g) => Ipv6Address(g).to_string(),
-                None => crate::worker::router_name(&n.neigh6, peer, mac),
-            };
+            let name =
+                |gw: Option<[u8; 16]>, r: String| gw.map_or(r, |g| Ipv6Address(g).to_string());
             (
                 cmac,
                 smac,
-                name(&c.node, dc.client_gw6, cgw, cmac),
-                name(&s.node, dc.server_gw6, sgw, smac),
+                name(
+                    dc.client_gw6,
+                    crate::worker::router_name(&c.node.neigh6, cgw, cmac),
+                ),
+                name(
+                    dc.server_gw6,
+                    crate::worker::router_name(&s.node.neigh6, sgw, smac),
+                ),
             )
         }
     };
@@ -297,7 +376,7 @@ fn run_dut_worker(
     // and what reached it back through the DUT); the server side's timelines follow the
     // client's flows by their 4-tuple (not through a NAT).
     let mut tap = match &cfg.trace {
-        Some(spec) => Some(TraceRig::install(
+        Some(spec) => Some(TraceRig::install_sides(
             spec,
             &profile,
             Some(&mut c),
@@ -363,7 +442,8 @@ fn run_dut_worker(
     live.done.store(true, Ordering::Relaxed);
     c.release_frames();
     s.release_frames();
-    let trace = tap.map(|p| TraceRig::finish(p, &profile, w.index, Some(&mut c), Some(&mut s)));
+    let trace =
+        tap.map(|p| TraceRig::finish_sides(p, &profile, w.index, Some(&mut c), Some(&mut s)));
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
     let who = if w.count > 1 {
         format!(
@@ -379,10 +459,10 @@ fn run_dut_worker(
     eprintln!(
         "squall: {who}client port {} -> DUT {} ({}), server port {} -> DUT {} ({}); ARP \
          answered {} / {}; redirected in {} / {}",
-        dc.client.ifname,
+        dc.client.label(),
         cgw_name,
         crate::iface::fmt_mac(cmac),
-        dc.server.ifname,
+        dc.server.label(),
         sgw_name,
         crate::iface::fmt_mac(smac),
         c.node.neigh.stats.requests_answered,

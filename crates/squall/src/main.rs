@@ -128,7 +128,8 @@ struct RunArgs {
     #[arg(long, value_name = "IP")]
     peer_ip: Option<String>,
     /// Both sides on real ports, the device under test between them (TRex's topology):
-    /// the port of the client side (`afpacket:IFNAME`); needs --server-iface.
+    /// the port of the client side (`afpacket:IFNAME` or `afxdp:IFNAME[:QUEUE]`); needs
+    /// --server-iface.
     #[arg(long, value_name = "KIND:NAME")]
     client_iface: Option<String>,
     /// The port of the server side (with --client-iface).
@@ -956,11 +957,11 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     };
     let real_mode = match (&real, &dut) {
         (_, Some(dc)) => Some(format!(
-            "real time, afpacket:{} (client) and afpacket:{} (server), DUT between{}",
-            dc.client.ifname,
-            dc.server.ifname,
+            "real time, {} (client) and {} (server), DUT between{}",
+            dc.client.label(),
+            dc.server.label(),
             if cfg.cores > 1 {
-                format!(", {} workers (fanout steering)", cfg.cores)
+                format!(", {} workers", cfg.cores)
             } else {
                 String::new()
             }

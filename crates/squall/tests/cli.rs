@@ -183,6 +183,32 @@ fn failed_run_exits_1() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("result: CLEAN"));
 }
 
+/// The DUT topology runs on AF_PACKET and AF_XDP ports; a DPDK port there is refused with
+/// a message that says so (before any port is opened: no root needed).
+#[test]
+fn a_dut_run_on_a_dpdk_port_is_refused_clearly() {
+    let out = squall()
+        .args([
+            "run",
+            "tests/profiles/dut-w1.json",
+            "--client-iface",
+            "dpdk",
+            "--server-iface",
+            "afpacket:lo",
+            "--duration",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("the DUT topology runs on afpacket: and afxdp: ports")
+            && err.contains("(--client-iface)"),
+        "{err}"
+    );
+}
+
 /// A stand-in for the `squall` Python package: `squall.compile` prints the IR of a file
 /// named in the profile, or fails with a message, so the pass-through can be tested
 /// without the real compiler.

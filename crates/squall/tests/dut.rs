@@ -11,24 +11,30 @@ mod lab;
 use lab::{num, skip, squall_in, tmpdir, Lab, LAB};
 use serde_json::Value;
 
-/// W1 through the DUT for 3 s at 1,000 flows/s with `cores` workers; the run's JSON
-/// result.
+/// W1 through the DUT for 3 s at 1,000 flows/s with `cores` workers on AF_PACKET ports;
+/// the run's JSON result.
 fn w1_through_dut(topology: &str, cores: u32) -> Value {
+    w1_through_dut_on(topology, cores, "afpacket")
+}
+
+/// [`w1_through_dut`] on ports of `kind` (`afpacket`, `afxdp`) for both sides.
+fn w1_through_dut_on(topology: &str, cores: u32, kind: &str) -> Value {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let _lab = Lab::up(&[topology]);
     let dir = tmpdir(topology);
     let json = dir.join("run.json");
     let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
     let cores = cores.to_string();
+    let (cport, sport) = (format!("{kind}:sq-c0"), format!("{kind}:sq-s0"));
     let (code, out) = squall_in(
         "sq-tg",
         &[
             "run",
             profile.to_str().unwrap(),
             "--client-iface",
-            "afpacket:sq-c0",
+            &cport,
             "--server-iface",
-            "afpacket:sq-s0",
+            &sport,
             "--client-gw",
             "198.18.0.1",
             "--server-gw",
@@ -79,6 +85,24 @@ fn every_flow_completes_through_a_routing_dut() {
     let v = w1_through_dut("dut", 1);
     // Routed, not translated: the server saw the client pool's own addresses.
     assert_eq!(num(&v, &["server", "translated"]), 0);
+}
+
+/// The same NAT run with both ports over AF_XDP (copy mode on the veth): the XDP
+/// program of each port takes that side's addresses, and the run says so.
+#[test]
+fn every_flow_completes_through_a_nat_on_af_xdp_ports() {
+    if let Some(why) = skip(&["ip", "ethtool", "nft"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let v = w1_through_dut_on("dut-nat", 1, "afxdp");
+    assert_eq!(num(&v, &["server", "translated"]), 3000);
+    assert_eq!(v["server"]["translated_from"], "198.19.0.1");
+    let mode = v["mode"].as_str().unwrap();
+    assert!(
+        mode.contains("afxdp:sq-c0:0 (client) and afxdp:sq-s0:0 (server)"),
+        "{mode}"
+    );
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Interop tests of `squall serve` (the lab of `scripts/lab.sh --squall server`: Squall
 //! owns 198.18.48.1 on sq-srv0 over AF_PACKET or AF_XDP, real clients run in sq-cli):
 //! curl (GET, HEAD, ranges, 304, 404/405, keep-alive and `--next`), pipelined requests
-//! on one raw connection, ab, wrk and h2load's HTTP/1.1 mode, every body compared byte
-//! for byte with the files; then SIGTERM during a slow download, which must still finish
+//! on one raw connection, ab, wrk and h2load's HTTP/1.1 mode: curl's and wrk's bodies
+//! compared byte for byte with the files (wrk through a Lua hook), ab's by length and
+//! h2load's by status (neither hands its bodies over); then SIGTERM during a slow download, which must still finish
 //! (graceful stop), and the server's counters and access log must agree with what the
 //! clients did. Needs root, ip, ethtool, curl, ab, wrk and h2load (scripts/deps.sh
 //! test); skipped with the reason otherwise. Holds the machine-wide lab lock; the lab is
@@ -35,6 +36,31 @@ fn field<'a>(out: &'a str, key: &str) -> &'a str {
         .map(str::trim)
         .unwrap_or_else(|| panic!("no `{key}` in:\n{out}"))
 }
+
+/// A wrk script that compares every response body with the file named by its argument
+/// and prints `bodies checked N, differing M` at the end (the threads' counts summed).
+const WRK_SAME_BODY: &str = r#"
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args)
+  local f = assert(io.open(args[1], "rb"))
+  want = f:read("*a")
+  f:close()
+  checked, differing = 0, 0
+end
+function response(status, headers, body)
+  checked = checked + 1
+  if body ~= want then differing = differing + 1 end
+end
+function done(summary, latency, requests)
+  local c, d = 0, 0
+  for _, t in ipairs(threads) do
+    c = c + t:get("checked")
+    d = d + t:get("differing")
+  end
+  io.write(string.format("bodies checked %d, differing %d\n", c, d))
+end
+"#;
 
 fn run_tool(args: &[&str]) -> String {
     lab::tool_in("sq-cli", args)
@@ -287,7 +313,20 @@ fn serve_interop(iface: &str) {
     );
     assert!(!ab.contains("Non-2xx"), "{ab}");
     requests += 5000;
-    let wrk = run_tool(&["wrk", "-t1", "-c20", "-d2s", &format!("{URL}/big.bin")]);
+    // wrk compares every body it receives with the file (a Lua `response` hook).
+    let lua = dir.join("same_body.lua");
+    std::fs::write(&lua, WRK_SAME_BODY).unwrap();
+    let wrk = run_tool(&[
+        "wrk",
+        "-t1",
+        "-c20",
+        "-d2s",
+        "-s",
+        lua.to_str().unwrap(),
+        &format!("{URL}/big.bin"),
+        "--",
+        www.join("big.bin").to_str().unwrap(),
+    ]);
     assert!(
         !wrk.contains("Non-2xx") && !wrk.contains("Socket errors"),
         "{wrk}"
@@ -298,6 +337,18 @@ fn serve_interop(iface: &str) {
         .map(|(n, _)| n.parse().unwrap())
         .unwrap_or_else(|| panic!("{wrk}"));
     assert!(n > 0, "{wrk}");
+    let (checked, differing) = wrk
+        .lines()
+        .find_map(|l| l.strip_prefix("bodies checked "))
+        .and_then(|r| r.split_once(", differing "))
+        .map(|(c, d)| {
+            (
+                c.trim().parse::<u64>().unwrap(),
+                d.trim().parse::<u64>().unwrap(),
+            )
+        })
+        .unwrap_or_else(|| panic!("no body check in wrk's output: {wrk}"));
+    assert!(checked >= n && differing == 0, "{wrk}");
     let h2 = run_tool(&[
         "h2load",
         "--h1",

@@ -148,6 +148,18 @@ impl TraceRig {
         server: Option<&mut Side<P>>,
         rx: bool,
     ) -> Result<PcapCap, String> {
+        Self::install_sides(spec, profile, client, server, rx)
+    }
+
+    /// [`TraceRig::install`] for sides on ports of two types (the DUT's client and
+    /// server ports: AF_PACKET and AF_XDP in any mix).
+    pub fn install_sides<C: Port, S: Port>(
+        spec: &TraceSpec,
+        profile: &Profile,
+        client: Option<&mut Side<C>>,
+        server: Option<&mut Side<S>>,
+        rx: bool,
+    ) -> Result<PcapCap, String> {
         let templates = spec.filter.templates(profile)?;
         let watch = (client.is_some() && server.is_some()).then(TraceWatch::default);
         let mut pcap = None;
@@ -233,6 +245,17 @@ impl TraceRig {
         worker: u32,
         client: Option<&mut Side<P>>,
         server: Option<&mut Side<P>>,
+    ) -> TraceData {
+        Self::finish_sides(pcap, profile, worker, client, server)
+    }
+
+    /// [`TraceRig::finish`] for sides on ports of two types (see [`Self::install_sides`]).
+    pub fn finish_sides<C: Port, S: Port>(
+        pcap: PcapCap,
+        profile: &Profile,
+        worker: u32,
+        client: Option<&mut Side<C>>,
+        server: Option<&mut Side<S>>,
     ) -> TraceData {
         Self::finish_parts(
             pcap.records_all(),

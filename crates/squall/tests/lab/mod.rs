@@ -263,7 +263,8 @@ impl Drop for LabLock {
 
 /// The machine-wide lab lock (`/tmp/squall-lab.lock`, the file `flock` takes in the
 /// Makefile's lab targets), held while the returned guard lives; `None` if it stayed
-/// busy for `wait`. `SQUALL_LAB_LOCKED=1`: the caller holds it already.
+/// busy for `wait` (a panic instead when `SQUALL_LAB_REQUIRED` is set).
+/// `SQUALL_LAB_LOCKED=1`: the caller holds it already.
 pub fn machine_lock(wait: std::time::Duration) -> Option<Option<LabLock>> {
     use std::os::fd::AsRawFd;
     if std::env::var_os("SQUALL_LAB_LOCKED").is_some() {
@@ -278,6 +279,11 @@ pub fn machine_lock(wait: std::time::Duration) -> Option<Option<LabLock>> {
     // SAFETY: flock on a file descriptor this function owns.
     while unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         if t0.elapsed() > wait {
+            assert!(
+                !squall_port::lab::required(),
+                "the lab lock (/tmp/squall-lab.lock) stayed busy for {wait:?} \
+                 (SQUALL_LAB_REQUIRED is set: no lab test may be skipped)"
+            );
             return None;
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
