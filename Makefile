@@ -88,7 +88,9 @@ bench-mem:
 # between the lab's namespaces, client on core 0, server on
 # core 1, medians of 3 runs of 5 s. About 15 minutes. Holds the machine-wide lab lock for
 # the whole run; the lab is torn down (and the host's congestion-control list restored)
-# even if the harness dies, still under the lock. PORT=afxdp once that port lands;
+# even if the harness dies, still under the lock. PORT=afxdp runs Squall's sides over
+# AF_XDP (copy mode on the veth; no TCP super-frames, so its W1 server sends every segment
+# on its own: docs/BENCHMARKS.md "T-veth over AF_XDP"); AF_PACKET is the default.
 # VETH_ARGS="--workloads W2 --runs 1" etc. for a part of it.
 # Then T-memif: W1 and W2 (C = 100, 1000) between two Squall processes over DPDK's
 # net_memif (client core 0, server core 1, no kernel in the path; squall is built with the
