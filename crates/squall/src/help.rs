@@ -56,6 +56,19 @@ On a terminal a live view replaces the progress line (keys 1/2/3 switch screens,
 serving gracefully). The results line goes to stdout.
 Exit status: 0 served, 1 failed (port, site) or failed assertions, 2 bad options.";
 
+pub const BRIDGE: &str = "\
+Examples:
+  # 1 % loss, 5 ms +- 2 ms and a quarter of the frames reordered from eth1 to eth2; 1 % loss
+  # and 2 ms back (root; both interfaces without addresses, promiscuous while it runs):
+  squall bridge afpacket:eth1 afpacket:eth2 \\
+      --impair loss=0.01,delay_us=5000,jitter_us=2000,reorder=0.25 \\
+      --impair-back loss=0.01,delay_us=2000 --duration 60
+
+Frames are copied through the in-memory wire's impairment (docs/USAGE.md, --impair), each
+direction with its own settings and seed; addresses are left as they are. The counts of
+each direction go to stdout when it stops (SIGINT/SIGTERM or --duration).
+Exit status: 0 stopped, 1 a port failed, 2 bad options.";
+
 pub const VALIDATE: &str = "\
 Examples:
   squall validate examples/w1-astf-http.json

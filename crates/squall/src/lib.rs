@@ -46,6 +46,7 @@ macro_rules! out {
 }
 
 pub mod assertion;
+pub mod bridge;
 pub mod config;
 pub mod cores;
 pub mod dut;

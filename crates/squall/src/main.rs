@@ -47,6 +47,29 @@ enum Cmd {
     /// Serve static files and fixed routes over HTTP/1.1 on a real port (docs/HTTP.md).
     #[command(args_override_self = true, after_help = help::SERVE)]
     Serve(Box<ServeArgs>),
+    /// Join two interfaces at layer 2 through an impaired wire (loss, reordering, delay,
+    /// jitter, duplication, corruption, a rate limit; each direction its own): a software
+    /// netem box.
+    #[command(after_help = help::BRIDGE)]
+    Bridge {
+        /// The first interface (`afpacket:IF` or `IF`).
+        a: String,
+        /// The second interface.
+        b: String,
+        /// Impairment of frames from A to B: loss=P,dup=P,reorder=P,corrupt=P,
+        /// delay_us=N,jitter_us=N,rate_mbps=N (as `squall run --impair`).
+        #[arg(long, value_name = "SPEC")]
+        impair: Option<String>,
+        /// Impairment of frames from B to A (default: the same as A to B).
+        #[arg(long, value_name = "SPEC")]
+        impair_back: Option<String>,
+        /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
+        #[arg(short = 'd', long, value_name = "SECONDS")]
+        duration: Option<f64>,
+        /// Seed of the impairment's draws (each direction its own stream).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Draw `squall run --json` results: a self-contained HTML report with charts (two files:
     /// before/after side by side).
     #[command(after_help = help::REPORT)]
@@ -381,6 +404,21 @@ fn main() -> ExitCode {
         },
         Cmd::Run(a) => run_cmd(*a),
         Cmd::Serve(a) => serve_cmd(*a),
+        Cmd::Bridge {
+            a,
+            b,
+            impair,
+            impair_back,
+            duration,
+            seed,
+        } => bridge_cmd(
+            &a,
+            &b,
+            impair.as_deref(),
+            impair_back.as_deref(),
+            duration,
+            seed,
+        ),
         Cmd::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "squall", &mut std::io::stdout());
             ExitCode::SUCCESS
@@ -759,6 +797,74 @@ fn trace_spec(a: &RunArgs) -> Result<Option<squall::flowtrace::TraceSpec>, Strin
         ));
     }
     checked_trace(a.trace.as_ref(), a.trace_flows, &a.trace_filter, "flows")
+}
+
+fn bridge_cmd(
+    a: &str,
+    b: &str,
+    impair: Option<&str>,
+    back: Option<&str>,
+    duration: Option<f64>,
+    seed: u64,
+) -> ExitCode {
+    let spec = |s: Option<&str>, opt: &str| {
+        s.map(squall::impair::parse_impair)
+            .transpose()
+            .map_err(|e| format!("{opt}: {e}"))
+    };
+    let parsed = (|| -> Result<squall::bridge::BridgeConfig, String> {
+        let fwd = spec(impair, "--impair")?.unwrap_or_default();
+        let mut a_to_b = fwd.clone();
+        let mut b_to_a = spec(back, "--impair-back")?.unwrap_or(fwd);
+        a_to_b.seed = seed;
+        b_to_a.seed = seed ^ 0x5eed_b0c4;
+        let duration = match duration {
+            Some(d) if !(d > 0.0 && d.is_finite()) => {
+                return Err(format!("--duration {d}: a positive number of seconds"))
+            }
+            d => d.map(std::time::Duration::from_secs_f64),
+        };
+        let (a, b) = (
+            squall::bridge::parse_port(a)?,
+            squall::bridge::parse_port(b)?,
+        );
+        if a == b {
+            return Err(format!("bridge: {a} twice: two interfaces are needed"));
+        }
+        Ok(squall::bridge::BridgeConfig {
+            a,
+            b,
+            a_to_b,
+            b_to_a,
+            duration,
+        })
+    })();
+    let cfg = match parsed {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
+            return usage(&format!("signal handler: {e}"));
+        }
+    }
+    eprintln!("squall bridge: {} <-> {}", cfg.a, cfg.b);
+    match squall::bridge::run_bridge(&cfg, stop) {
+        Ok(r) => {
+            println!(
+                "squall bridge: {:.1} s; {}; {}",
+                r.elapsed.as_secs_f64(),
+                squall::bridge::describe(&format!("{} -> {}", cfg.a, cfg.b), &r.a_to_b),
+                squall::bridge::describe(&format!("{} -> {}", cfg.b, cfg.a), &r.b_to_a)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("squall bridge: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn usage(msg: &str) -> ExitCode {

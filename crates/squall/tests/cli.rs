@@ -209,6 +209,39 @@ fn a_dut_run_on_a_dpdk_port_is_refused_clearly() {
     );
 }
 
+/// `squall bridge` says what is wrong with its options (exit 2, before opening anything)
+/// and what failed when a port cannot be opened (exit 1).
+#[test]
+fn bridge_errors_say_what_is_wrong() {
+    let run = |args: &[&str]| {
+        let o = squall().arg("bridge").args(args).output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    for (args, want) in [
+        (&["afpacket:x0", "afpacket:x0"][..], "x0 twice"),
+        (
+            &["x0", "x1", "--impair", "loss=2"],
+            "--impair: impairment `loss`",
+        ),
+        (
+            &["x0", "x1", "--impair-back", "bogus=1"],
+            "--impair-back: unknown impairment",
+        ),
+        (&["afxdp:x0", "x1"], "the bridge runs on AF_PACKET"),
+        (&["x0", "x1", "--duration", "0"], "--duration 0"),
+    ] {
+        let (code, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let (code, err) = run(&["sq-no-such-if0", "sq-no-such-if1", "-d", "1"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("sq-no-such-if0"), "{err}");
+}
+
 /// A stand-in for the `squall` Python package: `squall.compile` prints the IR of a file
 /// named in the profile, or fails with a message, so the pass-through can be tested
 /// without the real compiler.

@@ -142,15 +142,14 @@ fn client_only_squall_over_afxdp_against_nginx_w1() {
     });
 }
 
-/// Impairs both directions of the lab's veth at sq-srv0 (see the netem test). Where the
-/// kernel has no netem qdisc (this CI machine's kernel is built without it), 1 % loss each
-/// way, no delay or reordering, and the test says so: Squall -> nginx dropped by nftables
-/// in sq-srv's input hook, nginx -> Squall by an XDP program on sq-cli0
-/// (`lab/lossy_wire.bpf.c`), both drops on the receiving side, unseen by the sender. (Not
-/// nftables' output hook: a drop there is a send error to nginx's kernel, which abandons a
-/// half-open connection when a SYN-ACK retransmission fails, as no lossy link makes it
-/// do; CI saw that reset a flow in 2,000.)
-fn netem_on_server_link(dir: &Path) {
+/// Impairs both directions of the lab's veth at sq-srv0 (see the netem test): with `tc
+/// netem` where the kernel has it; where it has not (this CI machine's kernel is built
+/// without netem), with `squall bridge` inside sq-srv, which applies the same settings:
+/// nginx's addresses move from sq-srv0 to a new veth pair's end sq-sb1, and the bridge
+/// joins sq-srv0 to the pair's other end sq-sb0 (the kernel of sq-srv kept out of both
+/// bridged interfaces), so every frame between Squall and nginx crosses its impairment.
+/// Returns the bridge's process (killed on drop) and the file of its report, if it runs.
+fn netem_on_server_link(dir: &Path) -> Option<(Proc, std::path::PathBuf)> {
     let ok = |args: &[&str]| {
         ns("sq-srv", args)
             .stderr(Stdio::null())
@@ -177,15 +176,39 @@ fn netem_on_server_link(dir: &Path) {
             "tc", "qdisc", "add", "dev", "sq-ifb0", "root", "netem", "loss", "1%", "delay", "2ms",
         ]);
         eprintln!("impairment: tc netem both ways (loss, delay, reordering)");
-        return;
+        return None;
     }
-    assert!(
-        have("nft") && have("clang"),
-        "neither tc netem nor nft and clang are available"
-    );
-    let rules = "table inet sq_loss {\n\
-        chain input { type filter hook input priority 0; policy accept;\n\
-          iifname \"sq-srv0\" tcp dport 80 numgen random mod 100 < 1 drop; }\n}\n";
+    assert!(have("nft"), "neither tc netem nor nft is available");
+    for a in [
+        &[
+            "ip", "link", "add", "sq-sb0", "type", "veth", "peer", "name", "sq-sb1",
+        ][..],
+        &["ip", "addr", "del", "198.18.0.1/24", "dev", "sq-srv0"],
+        &["ip", "addr", "del", "198.18.48.1/32", "dev", "sq-srv0"],
+    ] {
+        run(a);
+    }
+    // (The kernel drops the routes over sq-srv0 with its last address; said again if not.)
+    ok(&["ip", "route", "del", "198.18.16.0/24", "dev", "sq-srv0"]);
+    for i in ["sq-sb0", "sq-sb1"] {
+        run(&["ip", "link", "set", i, "mtu", "1500"]);
+        run(&[
+            "ethtool", "-K", i, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off",
+        ]);
+        run(&["ip", "link", "set", i, "up"]);
+    }
+    for a in [
+        &["ip", "addr", "add", "198.18.0.1/24", "dev", "sq-sb1"][..],
+        &["ip", "addr", "add", "198.18.48.1/32", "dev", "sq-sb1"],
+        &["ip", "route", "add", "198.18.16.0/24", "dev", "sq-sb1"],
+    ] {
+        run(a);
+    }
+    // The bridged interfaces are the bridge's: sq-srv's kernel drops what arrives on them
+    // after the packet taps (the bridge's sockets) have seen it.
+    let rules = "table netdev sq_bridge {\n\
+        chain a { type filter hook ingress device \"sq-srv0\" priority 0; policy drop; }\n\
+        chain b { type filter hook ingress device \"sq-sb0\" priority 0; policy drop; }\n}\n";
     let mut c = ns("sq-srv", &["nft", "-f", "-"])
         .stdin(Stdio::piped())
         .spawn()
@@ -193,46 +216,49 @@ fn netem_on_server_link(dir: &Path) {
     use std::io::Write as _;
     c.stdin.take().unwrap().write_all(rules.as_bytes()).unwrap();
     assert!(c.wait().unwrap().success(), "nft rules");
-    let src = lab::root().join("crates/squall/tests/lab/lossy_wire.bpf.c");
-    let obj = dir.join("lossy_wire.o");
-    let st = std::process::Command::new("clang")
-        .args(["-O2", "-g", "-Wall", "-target", "bpf"])
-        .arg(format!(
-            "-I/usr/include/{}-linux-gnu",
-            std::env::consts::ARCH
-        ))
-        .arg("-c")
-        .arg(&src)
-        .arg("-o")
-        .arg(&obj)
-        .status()
-        .expect("clang");
-    assert!(st.success(), "clang -target bpf {}", src.display());
-    let st = ns(
-        "sq-cli",
-        &[
-            "ip",
-            "link",
-            "set",
-            "dev",
-            "sq-cli0",
-            "xdp",
-            "obj",
-            obj.to_str().unwrap(),
-            "sec",
-            "xdp",
-        ],
-    )
-    .status()
-    .expect("ip link set xdp");
-    assert!(
-        st.success(),
-        "attaching the lossy-wire XDP program to sq-cli0"
+    // From Squall (sq-srv0) to nginx: 1 % loss, 2 ms; back: 1 % loss, 5 ms +- 2 ms, a
+    // quarter of the frames overtaken by later ones (netem's settings above).
+    let report = dir.join("bridge.out");
+    let bridge = Proc(
+        ns(
+            "sq-srv",
+            &[
+                squall_bin(),
+                "bridge",
+                "afpacket:sq-srv0",
+                "afpacket:sq-sb0",
+                "--impair",
+                "loss=0.01,delay_us=2000",
+                "--impair-back",
+                "loss=0.01,delay_us=5000,jitter_us=2000,reorder=0.25",
+                "--duration",
+                "120",
+            ],
+        )
+        .stdout(std::fs::File::create(&report).unwrap())
+        .spawn()
+        .expect("squall bridge"),
     );
+    // Up once the kernel's ping crosses it both ways.
+    let t0 = Instant::now();
+    while !ok(&[
+        "ping",
+        "-c",
+        "1",
+        "-W",
+        "1",
+        "-I",
+        "198.18.48.1",
+        "198.18.0.1",
+    ]) && t0.elapsed() < Duration::from_secs(1)
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     eprintln!(
-        "impairment: no netem in this kernel; 1 % loss each way (nftables input drop at \
-         nginx, XDP drop at sq-cli0)"
+        "impairment: no netem in this kernel; squall bridge in sq-srv: 1 % loss and 2 ms to \
+         nginx, 1 % loss, 5 +- 2 ms and 25 % reordering back"
     );
+    Some((bridge, report))
 }
 
 fn client_against_nginx(case: &ClientCase) {
@@ -258,9 +284,11 @@ fn client_against_nginx(case: &ClientCase) {
     } else {
         Lab::up(&["--squall", "client"])
     };
-    if case.netem {
-        netem_on_server_link(&dir);
-    }
+    let bridge = if case.netem {
+        netem_on_server_link(&dir)
+    } else {
+        None
+    };
     let (_nginx, total) = nginx_w1("sq-srv", &dir);
     let prof = w1_client_profile(&dir, total);
     let json = dir.join("client-run.json");
@@ -328,6 +356,30 @@ fn client_against_nginx(case: &ClientCase) {
         assert!(
             num(&r, &["retransmits"]) > 0,
             "a lossy link: retransmissions"
+        );
+    }
+    if let Some((mut b, report)) = bridge {
+        // The bridge's own count of what it did to the frames, both ways.
+        lab::signal(&b, "-TERM");
+        let _ = b.0.wait();
+        let out = std::fs::read_to_string(&report).unwrap();
+        eprintln!("{out}");
+        let count = |dir: &str, what: &str| -> u64 {
+            let d = out.split(dir).nth(1).unwrap_or_else(|| panic!("{out}"));
+            d.split(&format!("{what} "))
+                .nth(1)
+                .and_then(|x| x.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+                .unwrap_or_else(|| panic!("{what} in {out}"))
+        };
+        let (to_nginx, to_squall) = ("sq-srv0 -> sq-sb0", "sq-sb0 -> sq-srv0");
+        assert!(
+            count(to_nginx, "lost") > 0 && count(to_squall, "lost") > 0,
+            "{out}"
+        );
+        assert!(count(to_squall, "reordered") > 0, "{out}");
+        assert!(
+            count(to_squall, "delayed") > 0 && count(to_nginx, "delayed") > 0,
+            "{out}"
         );
     }
     let inv = r["invariants"].as_array().unwrap();
