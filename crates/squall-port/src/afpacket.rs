@@ -188,6 +188,9 @@ impl FrameRing {
     }
 }
 
+/// Largest frame slot of the pool (a 64 KiB MTU fits).
+const MAX_FRAME_SIZE: u32 = 1 << 17;
+
 /// Largest burst handled by one system call.
 const MAX_BURST: usize = 64;
 /// `PACKET_IGNORE_OUTGOING` (Linux 4.20); not in every libc version.
@@ -212,7 +215,9 @@ pub struct AfPacketConfig {
     pub ifname: String,
     /// Frames in the pool (rx and tx share it).
     pub frames: u32,
-    /// Bytes per frame slot (headroom included).
+    /// Bytes per frame slot (headroom included). An interface whose MTU does not fit
+    /// (jumbo frames) gets larger slots at open: the next power of two that holds its
+    /// frames, `frames` reduced to keep the pool's size in bytes (at least 512).
     pub frame_size: u32,
     /// Headroom of every frame.
     pub headroom: u16,
@@ -433,11 +438,11 @@ pub(crate) fn setopt<T>(fd: i32, level: i32, name: i32, v: &T) -> bool {
 impl AfPacketPort {
     /// Opens a port on `cfg.ifname`. Errors are readable messages (no such interface,
     /// not permitted, ...).
-    pub fn open(cfg: AfPacketConfig) -> Result<Self, String> {
+    pub fn open(mut cfg: AfPacketConfig) -> Result<Self, String> {
         let name = cfg.ifname.clone();
         if cfg.frames == 0
             || cfg.frame_size < 256
-            || cfg.frame_size > 1 << 17
+            || cfg.frame_size > MAX_FRAME_SIZE
             || u32::from(cfg.headroom) >= cfg.frame_size / 2
         {
             return Err(format!("afpacket:{name}: bad pool geometry"));
@@ -498,7 +503,16 @@ impl AfPacketPort {
             return Err(os_err("bind", &name));
         }
         let (mac, mtu) = crate::netif::mac_mtu(s, "afpacket", &name)?;
-        if u32::from(mtu) + 18 + u32::from(cfg.headroom) > cfg.frame_size {
+        let need = u32::from(mtu) + 18 + u32::from(cfg.headroom);
+        if need > cfg.frame_size && need <= MAX_FRAME_SIZE {
+            // A jumbo MTU: the pool's frames grow to fit it (the next power of two), the
+            // pool keeps its size in bytes (fewer frames, at least 512).
+            let size = need.next_power_of_two().min(MAX_FRAME_SIZE);
+            let bytes = u64::from(cfg.frames) * u64::from(cfg.frame_size);
+            cfg.frames = ((bytes / u64::from(size)) as u32).max(512);
+            cfg.frame_size = size;
+        }
+        if need > cfg.frame_size {
             return Err(format!(
                 "afpacket:{name}: MTU {mtu} does not fit frames of {} bytes",
                 cfg.frame_size

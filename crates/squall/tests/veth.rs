@@ -33,6 +33,8 @@ struct ClientCase {
     /// The server end keeps its transmit offloads (TSO/GSO): nginx's answers reach Squall
     /// as super-packets of up to 64 KiB.
     server_offloads: bool,
+    /// The veth's MTU on both ends (the lab's is 1500); Squall's MSS follows it.
+    mtu: u16,
 }
 
 /// W1 over AF_PACKET: 10,000 flows at 1,000 CPS, the wire captured and checked.
@@ -46,6 +48,7 @@ fn client_only_squall_against_nginx() {
         secs: 10,
         capture: true,
         server_offloads: false,
+        mtu: 1500,
     });
 }
 
@@ -63,6 +66,7 @@ fn client_only_squall_against_nginx_through_netem() {
         secs: 4,
         capture: false,
         server_offloads: false,
+        mtu: 1500,
     });
 }
 
@@ -82,6 +86,7 @@ fn client_only_squall_over_dpdk_against_nginx() {
         secs: 10,
         capture: true,
         server_offloads: false,
+        mtu: 1500,
     });
 }
 
@@ -96,6 +101,7 @@ fn client_only_squall_against_nginx_recvmmsg() {
         secs: 2,
         capture: false,
         server_offloads: false,
+        mtu: 1500,
     });
 }
 
@@ -110,6 +116,7 @@ fn client_only_squall_against_nginx_rx_ring() {
         secs: 2,
         capture: false,
         server_offloads: false,
+        mtu: 1500,
     });
 }
 
@@ -125,6 +132,23 @@ fn client_only_squall_takes_nginx_super_packets_whole() {
         secs: 4,
         capture: false,
         server_offloads: true,
+        mtu: 1500,
+    });
+}
+
+/// Jumbo frames: the veth at MTU 9000 on both ends, Squall's MSS 8960 (AF_PACKET's frames
+/// grow to fit the MTU): 1,000 flows, each answer in ~4 segments instead of ~23.
+#[test]
+fn client_only_squall_against_nginx_jumbo_mtu() {
+    client_against_nginx(&ClientCase {
+        iface: "afpacket:sq-cli0",
+        eal: None,
+        netem: false,
+        mult: 5,
+        secs: 2,
+        capture: true,
+        server_offloads: false,
+        mtu: 9000,
     });
 }
 
@@ -139,6 +163,7 @@ fn client_only_squall_over_afxdp_against_nginx_w1() {
         secs: 10,
         capture: true,
         server_offloads: false,
+        mtu: 1500,
     });
 }
 
@@ -289,8 +314,25 @@ fn client_against_nginx(case: &ClientCase) {
     } else {
         None
     };
+    if case.mtu != 1500 {
+        let m = case.mtu.to_string();
+        for (n, i) in [("sq-cli", "sq-cli0"), ("sq-srv", "sq-srv0")] {
+            assert!(
+                ns(n, &["ip", "link", "set", i, "mtu", &m])
+                    .status()
+                    .unwrap()
+                    .success(),
+                "mtu {m} on {i}"
+            );
+        }
+    }
     let (_nginx, total) = nginx_w1("sq-srv", &dir);
     let prof = w1_client_profile(&dir, total);
+    if case.mtu != 1500 {
+        let mut p: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
+        p["global"]["tcp"]["mss"] = (case.mtu - 40).into();
+        std::fs::write(&prof, p.to_string()).unwrap();
+    }
     let json = dir.join("client-run.json");
     // Whole frames of the flows of 16 client addresses (of 200), headers of all.
     let cap = case
@@ -350,6 +392,14 @@ fn client_against_nginx(case: &ClientCase) {
         assert!(
             segs < flows * 10,
             "super-packets taken whole: {segs} data segments for {flows} flows"
+        );
+    }
+    if case.mtu != 1500 {
+        // 32 KiB in segments of up to 8,960 bytes: 4 per flow (5 with the head's split).
+        let segs = num(&r, &["client", "tcp", "tcps_rcvpack"]);
+        assert!(
+            segs <= flows * 6,
+            "jumbo segments: {segs} data segments for {flows} flows"
         );
     }
     if case.netem {
