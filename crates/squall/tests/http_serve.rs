@@ -37,31 +37,6 @@ fn field<'a>(out: &'a str, key: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no `{key}` in:\n{out}"))
 }
 
-/// A wrk script that compares every response body with the file named by its argument
-/// and prints `bodies checked N, differing M` at the end (the threads' counts summed).
-const WRK_SAME_BODY: &str = r#"
-local threads = {}
-function setup(thread) table.insert(threads, thread) end
-function init(args)
-  local f = assert(io.open(args[1], "rb"))
-  want = f:read("*a")
-  f:close()
-  checked, differing = 0, 0
-end
-function response(status, headers, body)
-  checked = checked + 1
-  if body ~= want then differing = differing + 1 end
-end
-function done(summary, latency, requests)
-  local c, d = 0, 0
-  for _, t in ipairs(threads) do
-    c = c + t:get("checked")
-    d = d + t:get("differing")
-  end
-  io.write(string.format("bodies checked %d, differing %d\n", c, d))
-end
-"#;
-
 fn run_tool(args: &[&str]) -> String {
     lab::tool_in("sq-cli", args)
 }
@@ -315,7 +290,7 @@ fn serve_interop(iface: &str) {
     requests += 5000;
     // wrk compares every body it receives with the file (a Lua `response` hook).
     let lua = dir.join("same_body.lua");
-    std::fs::write(&lua, WRK_SAME_BODY).unwrap();
+    std::fs::write(&lua, lab::WRK_SAME_BODY).unwrap();
     let wrk = run_tool(&[
         "wrk",
         "-t1",
@@ -337,17 +312,7 @@ fn serve_interop(iface: &str) {
         .map(|(n, _)| n.parse().unwrap())
         .unwrap_or_else(|| panic!("{wrk}"));
     assert!(n > 0, "{wrk}");
-    let (checked, differing) = wrk
-        .lines()
-        .find_map(|l| l.strip_prefix("bodies checked "))
-        .and_then(|r| r.split_once(", differing "))
-        .map(|(c, d)| {
-            (
-                c.trim().parse::<u64>().unwrap(),
-                d.trim().parse::<u64>().unwrap(),
-            )
-        })
-        .unwrap_or_else(|| panic!("no body check in wrk's output: {wrk}"));
+    let (checked, differing) = lab::wrk_bodies_checked(&wrk);
     assert!(checked >= n && differing == 0, "{wrk}");
     let h2 = run_tool(&[
         "h2load",

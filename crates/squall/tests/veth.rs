@@ -467,8 +467,10 @@ fn buffer_bytes(p: &Value, name: &str) -> Vec<u8> {
     v
 }
 
+/// Squall's server over AF_PACKET answers curl (byte for byte, wire captured and
+/// checked), ab and wrk.
 #[test]
-fn server_only_squall_answers_curl_and_ab() {
+fn server_only_squall_answers_curl_ab_and_wrk() {
     server_answers("afpacket:sq-srv0", false);
 }
 
@@ -482,9 +484,9 @@ fn server_only_squall_over_afxdp_answers_curl_ab_and_wrk() {
 
 fn server_answers(iface: &str, afxdp: bool) {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
-    let mut tools = vec!["ip", "ethtool", "curl"];
+    let mut tools = vec!["ip", "ethtool", "curl", "dumpcap", "tshark"];
     if afxdp {
-        tools.extend_from_slice(&["dumpcap", "tshark", "ping"]);
+        tools.push("ping");
     }
     if let Some(r) = skip(&tools) {
         eprintln!("skipped: {r}");
@@ -517,7 +519,7 @@ fn server_answers(iface: &str, afxdp: bool) {
     }
     let json = dir.join("server-run.json");
     // Phase 1: curl, checked byte for byte; the run must be clean.
-    let cap = afxdp.then(|| Capture::start("sq-cli", "sq-cli0", &dir, "tcp port 80"));
+    let cap = Capture::start("sq-cli", "sq-cli0", &dir, "tcp port 80");
     let srv = server_thread("sq-srv", &prof, iface, &[], Some(&json));
     std::thread::sleep(Duration::from_millis(1200));
     const CURLS: u64 = 20;
@@ -544,7 +546,7 @@ fn server_answers(iface: &str, afxdp: bool) {
     });
     let (code, text) = srv.join().unwrap();
     eprintln!("{text}");
-    let wire = cap.map(Capture::stop_and_check);
+    let wire = cap.stop_and_check();
     if let Some(k) = kernel {
         let out = String::from_utf8_lossy(&k.stdout);
         assert!(
@@ -562,13 +564,10 @@ fn server_answers(iface: &str, afxdp: bool) {
         num(&r, &["server", "flows", "l7_tx_acked"]),
         CURLS * expect.len() as u64
     );
-    eprintln!(
-        "veth server-only ({iface}) vs curl: {CURLS} requests, byte-exact, 0 errors; {}",
-        wire.unwrap_or_else(|| "no capture".into())
-    );
+    eprintln!("veth server-only ({iface}) vs curl: {CURLS} requests, byte-exact, 0 errors; {wire}");
     // Phase 2: ab -n 200 -c 10, if installed.
-    if !have("ab") {
-        eprintln!("ab phase skipped: `ab` (apache2-utils) is not installed");
+    if let Some(r) = skip(&["ab"]) {
+        eprintln!("ab phase skipped: {r}");
         return;
     }
     let (ok, abt, _, _) = tool_against_server(
@@ -597,9 +596,8 @@ fn server_answers(iface: &str, afxdp: bool) {
             .next()
             .unwrap_or("?")
     );
-    if afxdp {
-        wrk_phase(iface, &prof, &json, expect.len() as u64);
-    }
+    let body = &expect[expect.len() - 4096..];
+    wrk_phase(iface, &prof, &json, body, expect.len() as u64);
 }
 
 /// Runs Squall's server (`server_run`, result in `json`) and, once it is up, `tool` in
@@ -625,17 +623,34 @@ fn tool_against_server(
 /// Phase 3: wrk (1 thread, 10 connections, 2 s) against the server; Squall answers every
 /// request wrk counts, with the whole response (the response says `Connection: close`,
 /// so wrk reconnects for each request).
-fn wrk_phase(iface: &str, prof: &str, json: &Path, resp_len: u64) {
-    if !have("wrk") {
-        eprintln!("wrk phase skipped: `wrk` is not installed");
+fn wrk_phase(iface: &str, prof: &str, json: &Path, body: &[u8], resp_len: u64) {
+    if let Some(r) = skip(&["wrk"]) {
+        eprintln!("wrk phase skipped: {r}");
         return;
     }
+    // wrk compares every body with the profile's (a Lua `response` hook).
+    let dir = tmpdir("wrk-body");
+    let (lua, want) = (dir.join("same_body.lua"), dir.join("body"));
+    std::fs::write(&lua, lab::WRK_SAME_BODY).unwrap();
+    std::fs::write(&want, body).unwrap();
     let (ok, wt, code, text) = tool_against_server(
         iface,
         prof,
         json,
-        &["wrk", "-t1", "-c10", "-d2s", "http://198.18.48.1/"],
+        &[
+            "wrk",
+            "-t1",
+            "-c10",
+            "-d2s",
+            "-s",
+            lua.to_str().unwrap(),
+            "http://198.18.48.1/",
+            "--",
+            want.to_str().unwrap(),
+        ],
     );
+    let (checked, differing) = lab::wrk_bodies_checked(&wt);
+    assert!(checked > 0 && differing == 0, "wrk's bodies: {wt}");
     assert!(ok, "wrk failed: {wt}");
     assert!(!wt.contains("Non-2xx"), "wrk saw non-2xx responses: {wt}");
     let requests: u64 = wt

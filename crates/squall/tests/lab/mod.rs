@@ -468,3 +468,37 @@ pub fn check_real_series(r: &serde_json::Value, cores: usize) {
         assert!(busy, "no load measured on any core");
     }
 }
+
+/// A wrk script that compares every response body with the file named by its argument
+/// and prints `bodies checked N, differing M` at the end (the threads' counts summed).
+pub const WRK_SAME_BODY: &str = r#"
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args)
+  local f = assert(io.open(args[1], "rb"))
+  want = f:read("*a")
+  f:close()
+  checked, differing = 0, 0
+end
+function response(status, headers, body)
+  checked = checked + 1
+  if body ~= want then differing = differing + 1 end
+end
+function done(summary, latency, requests)
+  local c, d = 0, 0
+  for _, t in ipairs(threads) do
+    c = c + t:get("checked")
+    d = d + t:get("differing")
+  end
+  io.write(string.format("bodies checked %d, differing %d\n", c, d))
+end
+"#;
+
+/// The `bodies checked N, differing M` line of a wrk run with [`WRK_SAME_BODY`].
+pub fn wrk_bodies_checked(out: &str) -> (u64, u64) {
+    out.lines()
+        .find_map(|l| l.strip_prefix("bodies checked "))
+        .and_then(|r| r.split_once(", differing "))
+        .and_then(|(c, d)| Some((c.trim().parse().ok()?, d.trim().parse().ok()?)))
+        .unwrap_or_else(|| panic!("no body check in wrk's output: {out}"))
+}
