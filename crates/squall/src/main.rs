@@ -300,6 +300,10 @@ struct ServeArgs {
     /// TCP initial congestion window, in segments (1 to 20; 10 as Linux, RFC 6928).
     #[arg(long, default_value_t = 10, value_name = "SEGMENTS")]
     initcwnd: u8,
+    /// 802.1Q VLAN id: every frame the server sends is tagged, only frames with the tag
+    /// are taken (the others are counted and dropped).
+    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(u16).range(1..=4094))]
+    vlan: Option<u16>,
     /// Seconds a keep-alive connection may wait for its next request.
     #[arg(long, default_value_t = 60.0)]
     idle_timeout: f64,
@@ -564,6 +568,7 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
         fixed_keys: a.fixed_keys,
         cores: a.cores,
         init_cwnd: a.initcwnd,
+        vlan: a.vlan,
         trace: serve_trace(a)?,
     };
     squall::serve::check_listen(&cfg)?;

@@ -61,6 +61,8 @@ pub struct ServeConfig {
     pub cores: u32,
     /// TCP initial congestion window, in segments (`--initcwnd`, 1 to 20, default 10).
     pub init_cwnd: u8,
+    /// 802.1Q VLAN id of every frame (`--vlan`).
+    pub vlan: Option<u16>,
     /// Flow tracing (`--trace`): connections to the listen port matching the filter.
     pub trace: Option<crate::flowtrace::TraceSpec>,
 }
@@ -318,6 +320,7 @@ fn serve_on<P: Port>(
     let ncfg = NodeConfig {
         owned,
         owned6,
+        vlan: cfg.vlan,
         ..NodeConfig::default()
     };
     let mut node = Node::new(port, tc, ncfg, clock.now_ns());

@@ -934,6 +934,97 @@ fn vlan_tagged_traffic_over_afpacket() {
     }
 }
 
+/// `squall serve --vlan 100` over AF_PACKET, a `squall run` client on the other end
+/// (also `--vlan 100`) fetching a file with `Connection: close` until the server closes:
+/// every answer whole through the tag, the server's count agreeing.
+#[test]
+fn squall_serve_answers_through_a_vlan() {
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = skip(&["ip", "ethtool"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let _lab = Lab::up(&["--squall", "both"]);
+    let dir = tmpdir("serve-vlan");
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(www.join("w1"), vec![b'v'; 20_000]).unwrap();
+    // dut-w1's client asks `GET /w1` with `Connection: close` and now reads until the
+    // server closes.
+    let src = root().join("crates/squall/tests/profiles/dut-w1.json");
+    let mut p: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    p["programs"][0]["commands"][1] = serde_json::json!({"op": "wait_for_peer_close"});
+    let prof = dir.join("client.json");
+    std::fs::write(&prof, p.to_string()).unwrap();
+    let out_json = dir.join("serve.json");
+    let mut srv = Proc(
+        ns(
+            "sq-srv",
+            &[
+                squall_bin(),
+                "serve",
+                "--root",
+                www.to_str().unwrap(),
+                "--listen",
+                "198.19.48.1:80",
+                "--iface",
+                "afpacket:sq-srv0",
+                "--peer-ip",
+                "198.18.16.1",
+                "--vlan",
+                "100",
+                "-q",
+            ],
+        )
+        .stdout(std::fs::File::create(&out_json).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("squall serve"),
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    let cj = dir.join("client.json.out");
+    let (code, out) = vlan_client(prof.to_str().unwrap(), "afpacket:sq-cli0", 100, &cj);
+    lab::signal(&srv, "-TERM");
+    let (doc, err) = lab::serve_report(&mut srv, &out_json);
+    assert_eq!(code, 0, "the client through VLAN 100 failed:\n{out}\n{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cj).unwrap()).unwrap();
+    let started = num(&c, &["client", "flows", "started"]);
+    assert_eq!(started, 100, "{out}");
+    assert_eq!(num(&c, &["client", "flows", "completed"]), started, "{out}");
+    let got = num(&c, &["client", "tcp", "tcps_rcvbyte"]);
+    assert!(got > started * 20_000, "{got} bytes for {started} answers");
+    assert_eq!(got % started, 0, "every answer the same size: {got}");
+    assert_eq!(doc["requests"].as_u64(), Some(started), "{doc}");
+    assert_eq!(doc["parse_errors"].as_u64(), Some(0), "{doc}");
+}
+
+/// `squall run PROF --iface IFACE --mode client --vlan 100` in sq-cli for 1 s at `flows`
+/// flows per second, its JSON to `json`: (exit code, output).
+fn vlan_client(prof: &str, iface: &str, flows: u32, json: &Path) -> (i32, String) {
+    let mult = flows.to_string();
+    squall_in(
+        "sq-cli",
+        &[
+            "run",
+            prof,
+            "--iface",
+            iface,
+            "--mode",
+            "client",
+            "--vlan",
+            "100",
+            "--duration",
+            "1",
+            "--mult",
+            &mult,
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        30,
+    )
+}
+
 fn vlan_through(rx: &str) {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = skip(&["ip", "ethtool"]) {
@@ -953,27 +1044,7 @@ fn vlan_through(rx: &str) {
         Some(&sj),
     );
     std::thread::sleep(Duration::from_millis(800));
-    let (code, out) = squall_in(
-        "sq-cli",
-        &[
-            "run",
-            &prof,
-            "--iface",
-            &format!("afpacket:sq-cli0,{rx}"),
-            "--mode",
-            "client",
-            "--vlan",
-            "100",
-            "--duration",
-            "1",
-            "--mult",
-            "200",
-            "-q",
-            "--json",
-            cj.to_str().unwrap(),
-        ],
-        30,
-    );
+    let (code, out) = vlan_client(&prof, &format!("afpacket:sq-cli0,{rx}"), 200, &cj);
     let (scode, text) = srv.join().unwrap();
     assert_eq!(
         code, 0,
