@@ -929,9 +929,20 @@ print(ok)
 /// so the kernel's own VLAN stack cannot be the peer.)
 #[test]
 fn vlan_tagged_traffic_over_afpacket() {
-    for rx in ["frames", "ring", "recvmmsg"] {
+    for rx in [
+        "afpacket:{},frames",
+        "afpacket:{},ring",
+        "afpacket:{},recvmmsg",
+    ] {
         vlan_through(rx);
     }
+}
+
+/// The same over AF_XDP: the tag is in the frames' bytes on the veth (Squall's own), and
+/// the XDP program steers tagged frames by their inner addresses.
+#[test]
+fn vlan_tagged_traffic_over_afxdp() {
+    vlan_through("afxdp:{}");
 }
 
 /// `squall serve --vlan 100` over AF_PACKET, a `squall run` client on the other end
@@ -1025,6 +1036,7 @@ fn vlan_client(prof: &str, iface: &str, flows: u32, json: &Path) -> (i32, String
     )
 }
 
+/// `rx`: the port spec with `{}` for the interface.
 fn vlan_through(rx: &str) {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = skip(&["ip", "ethtool"]) {
@@ -1039,12 +1051,12 @@ fn vlan_through(rx: &str) {
     let srv = server_thread(
         "sq-srv",
         &prof,
-        &format!("afpacket:sq-srv0,{rx}"),
+        &rx.replace("{}", "sq-srv0"),
         &["--vlan", "100"],
         Some(&sj),
     );
     std::thread::sleep(Duration::from_millis(800));
-    let (code, out) = vlan_client(&prof, &format!("afpacket:sq-cli0,{rx}"), 200, &cj);
+    let (code, out) = vlan_client(&prof, &rx.replace("{}", "sq-cli0"), 200, &cj);
     let (scode, text) = srv.join().unwrap();
     assert_eq!(
         code, 0,
