@@ -209,6 +209,39 @@ fn a_dut_run_on_a_dpdk_port_is_refused_clearly() {
     );
 }
 
+/// Without the privileges a raw port needs, the run stops with a message saying what it
+/// needs (root drops them with `setpriv`; skipped when not root).
+#[test]
+fn a_port_without_permission_says_what_it_needs() {
+    if !squall_port::lab::is_root() || Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: needs root and setpriv to drop privileges");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_squall");
+    let out = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", bin])
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--iface",
+            "afpacket:lo",
+            "--mode",
+            "client",
+            "-d",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "afpacket:lo: socket: permission denied (AF_PACKET needs root or CAP_NET_RAW)"
+        ),
+        "{err}"
+    );
+}
+
 /// `squall bridge` says what is wrong with its options (exit 2, before opening anything)
 /// and what failed when a port cannot be opened (exit 1).
 #[test]
