@@ -38,6 +38,9 @@ lint:
 
 test-rust:
 	$(CARGO) test --workspace --profile ci $(DPDK_FEATURES)
+	# squall's own unit tests built without DPDK too: the clear errors of that build
+	# (`--iface dpdk` / `--eal` without the feature) are tested there.
+	$(CARGO) test --profile ci -p squall --lib
 	# The full-size TCP scenarios: 100,000 W1 flows under each impairment (virtual clock).
 	$(CARGO) test --profile ci -p squall-tcp --test w1_scenarios -- --ignored
 

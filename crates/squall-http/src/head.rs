@@ -638,6 +638,8 @@ impl Semantics {
         let mut s = Semantics::default();
         let mut codings = 0u32;
         let mut chunked_at = None;
+        // A coding listed after chunked: chunked is then not the final coding.
+        let mut after_chunked = false;
         for h in headers {
             let n = h.name;
             // Dispatch on the length: only five names matter, each of its own length.
@@ -655,13 +657,16 @@ impl Semantics {
                     let mut any = false;
                     for c in list(h.value) {
                         any = true;
-                        if chunked_at.is_some() {
-                            return Err(Error::BadRequest("a transfer coding after chunked"));
-                        }
                         if c.eq_ignore_ascii_case(b"chunked") {
+                            // RFC 9112 §6.1: a sender MUST NOT apply chunked twice.
+                            if chunked_at.is_some() {
+                                return Err(Error::BadRequest("chunked applied twice"));
+                            }
                             chunked_at = Some(codings);
                         } else if !is_token(c.split(|&b| b == b';').next().unwrap_or(c)) {
                             return Err(Error::BadRequest("malformed Transfer-Encoding"));
+                        } else {
+                            after_chunked |= chunked_at.is_some();
                         }
                         codings += 1;
                     }
@@ -690,7 +695,10 @@ impl Semantics {
             }
         }
         if codings > 0 {
+            // Chunked not the final coding (none, or others after it): a response is read
+            // until the connection closes, a request refused (RFC 9112 §6.3 item 4).
             s.te = Some(match chunked_at {
+                _ if after_chunked => Coding::NotChunkedLast,
                 Some(0) => Coding::Chunked,
                 Some(_) => Coding::OtherThenChunked,
                 None => Coding::NotChunkedLast,
