@@ -290,6 +290,10 @@ fn framing(f: &Semantics, lim: &Limits, response: bool) -> Result<BodyKind, Erro
             ))
         }
         (Some(Coding::Chunked), None) => BodyKind::Chunked,
+        // RFC 9112 §6.3 item 4: chunked last frames the body whatever came before it; a
+        // client reads a response so (the other codings are the content's, undecoded), a
+        // server answers 501 to a request coding it does not implement (§6.1).
+        (Some(Coding::OtherThenChunked), None) if response => BodyKind::Chunked,
         (Some(Coding::OtherThenChunked), None) => {
             return Err(Error::NotImplemented("transfer coding other than chunked"))
         }

@@ -251,11 +251,27 @@ fn responses_and_their_framing() {
             (200, b"until close", false),
         ]
     );
-    // A final coding other than chunked: close-delimited (RFC 9112 §6.3 item 4).
-    let (v, _) = rsp("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxyz");
+    // A final coding other than chunked: close-delimited (RFC 9112 §6.3 item 4), also
+    // when chunked comes earlier in the list.
+    for te in ["gzip", "chunked, gzip"] {
+        let (v, _) = rsp(&format!(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: {te}\r\n\r\nxyz"
+        ));
+        assert_eq!(
+            (v[0].body.as_slice(), v[0].keep_alive),
+            (&b"xyz"[..], false),
+            "{te}"
+        );
+    }
+    // Chunked last frames the body whatever codings came before it (the content stays
+    // coded: a client counts it as it came); a request with such a coding is a 501.
+    let (v, e) =
+        rsp("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nxyz\r\n0\r\n\r\n");
+    assert_eq!(e, None);
+    assert_eq!((v[0].body.as_slice(), v[0].keep_alive), (&b"xyz"[..], true));
     assert_eq!(
-        (v[0].body.as_slice(), v[0].keep_alive),
-        (&b"xyz"[..], false)
+        status("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nxyz\r\n0\r\n\r\n"),
+        Some(501)
     );
     for bad in [
         "HTTP/1.1 20 OK\r\n\r\n",
