@@ -454,7 +454,7 @@ fn with_dpdk<J: PortJob>(rc: &RealConfig, n: u32, job: J) -> Result<J::Out, Stri
 
 /// `n` queue pairs of `d`'s device (the EAL is up), once its link is up.
 #[cfg(feature = "dpdk")]
-fn open_dpdk(
+pub(crate) fn open_dpdk(
     d: &crate::iface::DpdkSpec,
     n: u32,
 ) -> Result<Vec<squall_port::dpdk::DpdkPort>, String> {

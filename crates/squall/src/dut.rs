@@ -47,6 +47,30 @@ pub struct DutConfig {
     pub arp_timeout: Duration,
 }
 
+impl DutConfig {
+    /// `--eal "..."` for the DUT's DPDK ports (one EAL for both): an error when neither
+    /// port is a DPDK one, or when a DPDK port has none.
+    pub fn set_eal(&mut self, eal: Option<&str>) -> Result<(), String> {
+        let dpdk = [&self.client, &self.server]
+            .iter()
+            .any(|r| r.kind == PortKind::Dpdk);
+        match (eal, dpdk) {
+            (None, false) => Ok(()),
+            (Some(_), false) => Err("--eal is for DPDK ports (dpdk:NAME)".into()),
+            (None, true) => Err("a DPDK port (dpdk:NAME) needs --eal \"...\"".into()),
+            (Some(text), true) => {
+                let args = crate::iface::split_eal(text)?;
+                for r in [&mut self.client, &mut self.server] {
+                    if let Some(d) = r.dpdk.as_mut() {
+                        d.eal = args.clone();
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Parses `--client-iface`, `--server-iface`, `--client-gw`, `--server-gw`: `None` when
 /// neither interface is given.
 pub fn parse(
@@ -129,63 +153,145 @@ pub fn run_dut(
     }
     let n = cfg.cores.max(1);
     crate::cores::check_cores(n)?;
-    // Each port's own queues: AF_PACKET fanout members (steered by port number), or AF_XDP
+    // Each port's own queues: AF_PACKET fanout members (steered by port number), AF_XDP
     // sockets on queues Q.. (the XDP program taking that side's addresses, the rest of the
-    // interface left to the kernel).
-    let afxdp = |rc: &RealConfig, client: bool| match rc.kind {
+    // interface left to the kernel), or DPDK queue pairs (one EAL for both ports).
+    let dpdk = [&dc.client, &dc.server]
+        .iter()
+        .find_map(|r| (r.kind == PortKind::Dpdk).then(|| r.dpdk.clone().unwrap_or_default()));
+    if let Some(d) = &dpdk {
+        if dc.client.kind == PortKind::Dpdk
+            && dc.server.kind == PortKind::Dpdk
+            && dc.client.dpdk.as_ref().and_then(|x| x.device.as_ref())
+                == dc.server.dpdk.as_ref().and_then(|x| x.device.as_ref())
+        {
+            return Err(
+                "--client-iface/--server-iface: two DPDK ports need their names \
+                 (dpdk:NAME each, as --eal's devices are named)"
+                    .into(),
+            );
+        }
+        init_dpdk(&d.eal)?;
+    }
+    let r = open_side(
+        &dc.client,
+        true,
+        n,
+        &profile,
+        AfterClient {
+            profile: profile.clone(),
+            cfg,
+            dc,
+            live,
+        },
+    );
+    if dpdk.is_some() {
+        done_dpdk();
+    }
+    r
+}
+
+/// What runs on a side's open queues: the client side's opens the server side's, whose
+/// runs the DUT on both (a continuation for each port type, as a closure cannot be
+/// generic).
+trait OnPorts {
+    fn go<P: Port + Send + 'static>(self, ports: Vec<P>) -> Result<RunResult, String>;
+}
+
+struct AfterClient<'a> {
+    profile: Arc<Profile>,
+    cfg: &'a RunConfig,
+    dc: &'a DutConfig,
+    live: Arc<Live>,
+}
+
+impl OnPorts for AfterClient<'_> {
+    fn go<C: Port + Send + 'static>(self, cports: Vec<C>) -> Result<RunResult, String> {
+        let n = cports.len() as u32;
+        let (dc, profile) = (self.dc, self.profile.clone());
+        open_side(
+            &dc.server,
+            false,
+            n,
+            &profile,
+            AfterServer { up: self, cports },
+        )
+    }
+}
+
+struct AfterServer<'a, C> {
+    up: AfterClient<'a>,
+    cports: Vec<C>,
+}
+
+impl<C: Port + Send + 'static> OnPorts for AfterServer<'_, C> {
+    fn go<S: Port + Send + 'static>(self, sports: Vec<S>) -> Result<RunResult, String> {
+        let u = self.up;
+        run_dut_on(u.profile, u.cfg, u.dc, u.live, self.cports, sports)
+    }
+}
+
+/// Opens `n` queues of one DUT port (`client`: the client side's, which owns the client
+/// pools) and hands them to `next`.
+fn open_side<K: OnPorts>(
+    rc: &RealConfig,
+    client: bool,
+    n: u32,
+    profile: &Profile,
+    next: K,
+) -> Result<RunResult, String> {
+    match rc.kind {
+        PortKind::AfPacket => {
+            let (by, salt) = if client {
+                (FanoutBy::DstPort, 1)
+            } else {
+                (FanoutBy::SrcPort, 2)
+            };
+            next.go(open_afpacket(rc, n, by, salt)?)
+        }
         PortKind::AfXdp { queue, mode } => {
             let owned = (
-                owned_ranges(&profile, client).0,
-                owned_ranges6(&profile, client).0,
+                owned_ranges(profile, client).0,
+                owned_ranges6(profile, client).0,
             );
-            open_afxdp(rc, queue, mode, n, &owned)
+            next.go(open_afxdp(rc, queue, mode, n, &owned)?)
         }
-        _ => Err(String::new()),
-    };
-    let (c, s) = (&dc.client, &dc.server);
-    match (c.kind, s.kind) {
-        (PortKind::Dpdk, _) | (_, PortKind::Dpdk) => Err(format!(
-            "--client-iface/--server-iface: the DUT topology runs on afpacket: and afxdp: \
-             ports; a DPDK port ({}) is not supported there yet",
-            if c.kind == PortKind::Dpdk {
-                "--client-iface"
-            } else {
-                "--server-iface"
-            }
-        )),
-        (PortKind::AfPacket, PortKind::AfPacket) => run_dut_on(
-            profile.clone(),
-            cfg,
-            dc,
-            live,
-            open_afpacket(c, n, FanoutBy::DstPort, 1)?,
-            open_afpacket(s, n, FanoutBy::SrcPort, 2)?,
-        ),
-        (PortKind::AfPacket, _) => run_dut_on(
-            profile.clone(),
-            cfg,
-            dc,
-            live,
-            open_afpacket(c, n, FanoutBy::DstPort, 1)?,
-            afxdp(s, false)?,
-        ),
-        (_, PortKind::AfPacket) => run_dut_on(
-            profile.clone(),
-            cfg,
-            dc,
-            live,
-            afxdp(c, true)?,
-            open_afpacket(s, n, FanoutBy::SrcPort, 2)?,
-        ),
-        _ => run_dut_on(
-            profile.clone(),
-            cfg,
-            dc,
-            live,
-            afxdp(c, true)?,
-            afxdp(s, false)?,
-        ),
+        PortKind::Dpdk => open_dpdk_side(rc, n, next),
     }
+}
+
+#[cfg(feature = "dpdk")]
+fn init_dpdk(eal: &[String]) -> Result<(), String> {
+    squall_port::dpdk::init(eal)
+}
+
+/// The ports are closed: the EAL's runtime files of this process can go.
+#[cfg(feature = "dpdk")]
+fn done_dpdk() {
+    squall_port::dpdk::remove_own_runtime_dir();
+}
+
+#[cfg(feature = "dpdk")]
+fn open_dpdk_side<K: OnPorts>(rc: &RealConfig, n: u32, next: K) -> Result<RunResult, String> {
+    let d = rc.dpdk.clone().unwrap_or_default();
+    next.go(crate::cores::open_dpdk(&d, n)?)
+}
+
+#[cfg(not(feature = "dpdk"))]
+const NO_DPDK: &str =
+    "--client-iface/--server-iface dpdk: built without the dpdk feature (cargo build --features dpdk)";
+
+#[cfg(not(feature = "dpdk"))]
+fn init_dpdk(_eal: &[String]) -> Result<(), String> {
+    Err(NO_DPDK.into())
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn done_dpdk() {}
+
+#[cfg(not(feature = "dpdk"))]
+fn open_dpdk_side<K: OnPorts>(_rc: &RealConfig, _n: u32, _next: K) -> Result<RunResult, String> {
+    Err(NO_DPDK.into())
 }
 
 /// [`run_dut`] on the open queues of the two ports (`cports[k]`, `sports[k]`: worker

@@ -271,12 +271,12 @@ pub fn set_eal(real: &mut Option<RealConfig>, eal: Option<&str>) -> Result<(), S
 }
 
 #[cfg(feature = "dpdk")]
-fn split_eal(text: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split_eal(text: &str) -> Result<Vec<String>, String> {
     squall_port::dpdk::split_args(text)
 }
 
 #[cfg(not(feature = "dpdk"))]
-fn split_eal(_text: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split_eal(_text: &str) -> Result<Vec<String>, String> {
     Err("--eal: built without the dpdk feature (cargo build --features dpdk)".into())
 }
 

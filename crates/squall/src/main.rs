@@ -151,8 +151,8 @@ struct RunArgs {
     #[arg(long, value_name = "IP")]
     peer_ip: Option<String>,
     /// Both sides on real ports, the device under test between them (TRex's topology):
-    /// the port of the client side (`afpacket:IFNAME` or `afxdp:IFNAME[:QUEUE]`); needs
-    /// --server-iface.
+    /// the port of the client side (`afpacket:IFNAME`, `afxdp:IFNAME[:QUEUE]` or
+    /// `dpdk:NAME` with --eal naming both DPDK devices); needs --server-iface.
     #[arg(long, value_name = "KIND:NAME")]
     client_iface: Option<String>,
     /// The port of the server side (with --client-iface).
@@ -888,10 +888,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
-    if let Err(e) = squall::iface::set_eal(&mut real, a.eal.as_deref()) {
-        return usage(&e);
-    }
-    let dut = match squall::dut::parse(
+    let mut dut = match squall::dut::parse(
         a.client_iface.as_deref(),
         a.server_iface.as_deref(),
         a.client_gw.as_deref(),
@@ -900,6 +897,14 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => return usage(&e),
     };
+    let eal = match dut.as_mut() {
+        // The DUT's DPDK ports share the one EAL.
+        Some(d) => d.set_eal(a.eal.as_deref()),
+        None => squall::iface::set_eal(&mut real, a.eal.as_deref()),
+    };
+    if let Err(e) = eal {
+        return usage(&e);
+    }
     if dut.is_some() && (real.is_some() || a.mode.is_some()) {
         return usage("--client-iface/--server-iface play both sides: no --iface or --mode");
     }

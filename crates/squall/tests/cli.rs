@@ -183,10 +183,10 @@ fn failed_run_exits_1() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("result: CLEAN"));
 }
 
-/// The DUT topology runs on AF_PACKET and AF_XDP ports; a DPDK port there is refused with
-/// a message that says so (before any port is opened: no root needed).
+/// A DPDK port of the DUT topology needs `--eal`, and `--eal` needs a DPDK port: both
+/// said before any port is opened (no root needed).
 #[test]
-fn a_dut_run_on_a_dpdk_port_is_refused_clearly() {
+fn a_dut_run_on_a_dpdk_port_needs_eal() {
     let out = squall()
         .args([
             "run",
@@ -202,11 +202,23 @@ fn a_dut_run_on_a_dpdk_port_is_refused_clearly() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{err}");
-    assert!(
-        err.contains("the DUT topology runs on afpacket: and afxdp: ports")
-            && err.contains("(--client-iface)"),
-        "{err}"
-    );
+    assert!(err.contains("a DPDK port (dpdk:NAME) needs --eal"), "{err}");
+    let out = squall()
+        .args([
+            "run",
+            "tests/profiles/dut-w1.json",
+            "--client-iface",
+            "afpacket:x0",
+            "--server-iface",
+            "afpacket:x1",
+            "--eal",
+            "--no-huge",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--eal is for DPDK ports (dpdk:NAME)"), "{err}");
 }
 
 /// Without the privileges a raw port needs, the run stops with a message saying what it

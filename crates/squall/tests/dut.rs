@@ -19,38 +19,47 @@ fn w1_through_dut(topology: &str, cores: u32) -> Value {
 
 /// [`w1_through_dut`] on ports of `kind` (`afpacket`, `afxdp`) for both sides.
 fn w1_through_dut_on(topology: &str, cores: u32, kind: &str) -> Value {
+    let (cport, sport) = (format!("{kind}:sq-c0"), format!("{kind}:sq-s0"));
+    w1_through_dut_ports(topology, cores, &cport, &sport, &[])
+}
+
+/// [`w1_through_dut`] on the ports `cport` and `sport`, with `extra` arguments.
+fn w1_through_dut_ports(
+    topology: &str,
+    cores: u32,
+    cport: &str,
+    sport: &str,
+    extra: &[&str],
+) -> Value {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let _lab = Lab::up(&[topology]);
     let dir = tmpdir(topology);
     let json = dir.join("run.json");
     let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
     let cores = cores.to_string();
-    let (cport, sport) = (format!("{kind}:sq-c0"), format!("{kind}:sq-s0"));
-    let (code, out) = squall_in(
-        "sq-tg",
-        &[
-            "run",
-            profile.to_str().unwrap(),
-            "--client-iface",
-            &cport,
-            "--server-iface",
-            &sport,
-            "--client-gw",
-            "198.18.0.1",
-            "--server-gw",
-            "198.19.0.1",
-            "--duration",
-            "3",
-            "--mult",
-            "1000",
-            "--cores",
-            &cores,
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        60,
-    );
+    let mut args = vec![
+        "run",
+        profile.to_str().unwrap(),
+        "--client-iface",
+        cport,
+        "--server-iface",
+        sport,
+        "--client-gw",
+        "198.18.0.1",
+        "--server-gw",
+        "198.19.0.1",
+        "--duration",
+        "3",
+        "--mult",
+        "1000",
+        "--cores",
+        &cores,
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let (code, out) = squall_in("sq-tg", &args, 60);
     assert_eq!(
         code, 0,
         "squall through the DUT ({topology}) failed:\n{out}"
@@ -101,6 +110,34 @@ fn every_flow_completes_through_a_nat_on_af_xdp_ports() {
     let mode = v["mode"].as_str().unwrap();
     assert!(
         mode.contains("afxdp:sq-c0:0 (client) and afxdp:sq-s0:0 (server)"),
+        "{mode}"
+    );
+}
+
+/// TRex's own setup: both ports over DPDK (the `net_af_packet` PMD on each veth, one EAL,
+/// no hugepages), through the NAT.
+#[cfg(feature = "dpdk")]
+#[test]
+fn every_flow_completes_through_a_nat_on_dpdk_ports() {
+    if let Some(why) = skip(&["ip", "ethtool", "nft"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let eal = "--no-huge -m 512 --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
+               --vdev=net_af_packet0,iface=sq-c0,framecnt=4096,qdisc_bypass=1 \
+               --vdev=net_af_packet1,iface=sq-s0,framecnt=4096,qdisc_bypass=1";
+    let v = w1_through_dut_ports(
+        "dut-nat",
+        1,
+        "dpdk:net_af_packet0",
+        "dpdk:net_af_packet1",
+        &["--eal", eal],
+    );
+    assert_eq!(num(&v, &["server", "translated"]), 3000);
+    assert_eq!(v["server"]["translated_from"], "198.19.0.1");
+    let mode = v["mode"].as_str().unwrap();
+    assert!(
+        mode.contains("dpdk:net_af_packet0 (client) and dpdk:net_af_packet1 (server)"),
         "{mode}"
     );
 }
