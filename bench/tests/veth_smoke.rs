@@ -25,7 +25,7 @@ fn veth_tiny_run_is_clean() {
         return;
     }
     let Some(_lock) = lab_lock() else {
-        eprintln!("skipped: the lab lock was busy for 120 s");
+        squall_port::lab::skipped("the lab lock was busy for 120 s");
         return;
     };
     let exe = env!("CARGO_BIN_EXE_squall-bench");

@@ -724,16 +724,15 @@ impl AfPacketPort {
             // SAFETY: h < block_size: inside block b of the mapping.
             let slot = unsafe { r.block(b).add(h) };
             let (mut mac, mut snap) = (mac, snap);
-            if st & TP_STATUS_VLAN_VALID != 0 {
-                let tci = r.u32_at(b, h + V3_VLAN_TCI) as u16;
+            let tci = r.u32_at(b, h + V3_VLAN_TCI) as u16;
+            if st & TP_STATUS_VLAN_VALID != 0 && has_vid(tci) {
                 let tpid = (st & TP_STATUS_VLAN_TPID_VALID != 0)
                     .then(|| r.u32_at(b, h + V3_VLAN_TPID) as u16);
                 // SAFETY: `mac + snap` bytes from `slot` lie inside the block (checked).
                 match unsafe { vlan_put_back(slot, mac, snap, V3_HDR, tpid, tci) } {
-                    Some(m) => (mac, snap) = (m, snap + 4),
+                    Some(m) => (mac, snap) = (m, self.rx_tagged(snap)),
                     None => {
-                        self.extra.rx_vlan_no_room += 1;
-                        self.stats.dropped += 1;
+                        self.rx_tag_lost(snap);
                         continue;
                     }
                 }
@@ -777,15 +776,14 @@ impl AfPacketPort {
                 continue;
             }
             let (mut mac, mut snap) = (mac, snap);
-            if st & TP_STATUS_VLAN_VALID != 0 {
-                let v = r.u32_at(i, V2_VLAN);
+            let v = r.u32_at(i, V2_VLAN);
+            if st & TP_STATUS_VLAN_VALID != 0 && has_vid(v as u16) {
                 let tpid = (st & TP_STATUS_VLAN_TPID_VALID != 0).then_some((v >> 16) as u16);
                 // SAFETY: `mac + snap` bytes from the slot lie inside it (checked).
                 match unsafe { vlan_put_back(r.slot(i), mac, snap, V2_HDR, tpid, v as u16) } {
-                    Some(m) => (mac, snap) = (m, snap + 4),
+                    Some(m) => (mac, snap) = (m, self.rx_tagged(snap)),
                     None => {
-                        self.extra.rx_vlan_no_room += 1;
-                        self.stats.dropped += 1;
+                        self.rx_tag_lost(snap);
                         r.give(i);
                         continue;
                     }
@@ -797,6 +795,22 @@ impl AfPacketPort {
         }
         self.fring = Some(r);
         got
+    }
+
+    /// A received frame of `len` bytes got its VLAN tag back: 4 more bytes received;
+    /// returns its new length.
+    fn rx_tagged(&mut self, len: usize) -> usize {
+        self.stats.rx_bytes += 4;
+        len + 4
+    }
+
+    /// A received frame of `len` bytes, counted by `rx_check`, whose VLAN tag could not
+    /// be put back: dropped, and counted so instead.
+    fn rx_tag_lost(&mut self, len: usize) {
+        self.stats.rx_frames -= 1;
+        self.stats.rx_bytes -= len as u64;
+        self.stats.dropped += 1;
+        self.extra.rx_vlan_no_room += 1;
     }
 
     /// The checks of a received frame of `len` bytes: our own outgoing copies are
@@ -845,7 +859,7 @@ fn aux_vlan(m: &libc::msghdr) -> Option<(Option<u16>, u16)> {
             if (*c).cmsg_level == libc::SOL_PACKET && (*c).cmsg_type == libc::PACKET_AUXDATA {
                 let a =
                     std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::tpacket_auxdata);
-                if a.tp_status & TP_STATUS_VLAN_VALID == 0 {
+                if a.tp_status & TP_STATUS_VLAN_VALID == 0 || !has_vid(a.tp_vlan_tci) {
                     return None;
                 }
                 let tpid = (a.tp_status & TP_STATUS_VLAN_TPID_VALID != 0).then_some(a.tp_vlan_tpid);
@@ -855,6 +869,12 @@ fn aux_vlan(m: &libc::msghdr) -> Option<(Option<u16>, u16)> {
         }
     }
     None
+}
+
+/// Whether a tag's TCI names a VLAN: a priority tag (VID 0) is left out, as the kernel
+/// left it, so that a node without a VLAN takes such frames as untagged.
+fn has_vid(tci: u16) -> bool {
+    tci & 0x0fff != 0
 }
 
 /// Puts back the 802.1Q tag the kernel took out of a received frame: Linux moves a
@@ -1103,10 +1123,9 @@ impl Port for AfPacketPort {
                 if let Some((tpid, tci)) = aux_vlan(&self.msgs[i].msg_hdr) {
                     // SAFETY: the frame's slot holds `off + len` bytes (len <= fs - hr).
                     match unsafe { vlan_put_back(f.slot, hr, len, 0, tpid, tci) } {
-                        Some(o) => (f.off, f.len) = (o as u32, f.len + 4),
+                        Some(o) => (f.off, f.len) = (o as u32, self.rx_tagged(len) as u32),
                         None => {
-                            self.extra.rx_vlan_no_room += 1;
-                            self.stats.dropped += 1;
+                            self.rx_tag_lost(len);
                             self.out -= 1;
                             self.free.push(idx);
                             continue;
@@ -1271,6 +1290,35 @@ mod tests {
     }
 
     #[test]
+    fn a_vlan_tag_is_put_back_before_the_ethertype() {
+        let mut b = [0u8; 64];
+        // A 30-byte frame at 20: destination MAC 1s, source 2s, IPv4, payload 9s.
+        b[20..26].fill(1);
+        b[26..32].fill(2);
+        b[32..34].copy_from_slice(&[0x08, 0x00]);
+        b[34..50].fill(9);
+        // SAFETY: the frame and the 4 bytes before it lie inside `b`.
+        let new = unsafe { vlan_put_back(b.as_mut_ptr(), 20, 30, 8, None, 0x2064) };
+        assert_eq!(new, Some(16));
+        assert_eq!(&b[16..22], &[1; 6]);
+        assert_eq!(&b[22..28], &[2; 6]);
+        assert_eq!(&b[28..34], &[0x81, 0x00, 0x20, 0x64, 0x08, 0x00]);
+        assert_eq!(&b[34..50], &[9; 16]);
+        // A TPID the kernel gave (802.1ad) is kept.
+        // SAFETY: as above.
+        let new = unsafe { vlan_put_back(b.as_mut_ptr(), 40, 14, 8, Some(0x88a8), 7) };
+        assert_eq!((new, &b[48..52]), (Some(36), &[0x88, 0xa8, 0, 7][..]));
+        // No room before the frame (the header's bytes end at 8), and a runt.
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(vlan_put_back(b.as_mut_ptr(), 11, 30, 8, None, 1), None);
+            assert_eq!(vlan_put_back(b.as_mut_ptr(), 20, 13, 8, None, 1), None);
+        }
+        // A priority tag (VID 0) is no VLAN: left out, as the kernel left it.
+        assert!(has_vid(0x0064) && !has_vid(0xe000));
+    }
+
+    #[test]
     fn missing_interface_is_a_clear_error() {
         let e = AfPacketPort::open(AfPacketConfig::new("sq-nosuch9"))
             .err()
@@ -1359,7 +1407,7 @@ mod tests {
     #[test]
     fn frame_ring_geometry_is_checked() {
         if !is_root() {
-            eprintln!("skipped: needs root (AF_PACKET)");
+            crate::lab::skipped("needs root (AF_PACKET)");
             return;
         }
         let mut cfg = AfPacketConfig::new("lo");
@@ -1378,19 +1426,19 @@ mod tests {
     /// reason printed: the test is skipped) where that cannot be done (not root, ...).
     fn private_netns_with_lo() -> bool {
         if !is_root() {
-            eprintln!("skipped: needs root (unshare CLONE_NEWNET, AF_PACKET)");
+            crate::lab::skipped("needs root (unshare CLONE_NEWNET, AF_PACKET)");
             return false;
         }
         // SAFETY: unshare only affects this thread's network namespace.
         if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            eprintln!("skipped: unshare(CLONE_NEWNET) failed");
+            crate::lab::skipped("unshare(CLONE_NEWNET) failed");
             return false;
         }
         let up = std::process::Command::new("ip")
             .args(["link", "set", "lo", "up"])
             .status();
         if !up.map(|s| s.success()).unwrap_or(false) {
-            eprintln!("skipped: cannot bring lo up");
+            crate::lab::skipped("cannot bring lo up");
             return false;
         }
         true

@@ -29,6 +29,16 @@ pub fn required() -> bool {
     std::env::var_os("SQUALL_LAB_REQUIRED").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
+/// A lab test that cannot run says why and passes, or fails with the reason when lab
+/// tests are [`required`].
+pub fn skipped(why: &str) {
+    assert!(
+        !required(),
+        "this lab test cannot run: {why} (SQUALL_LAB_REQUIRED is set: no lab test may be skipped)"
+    );
+    eprintln!("skipped: {why}");
+}
+
 /// Why a lab test cannot run here (not root, one of `tools` missing), if it cannot.
 /// Panics with the reason instead when lab tests are [`required`].
 pub fn skip(tools: &[&str]) -> Option<String> {

@@ -32,7 +32,7 @@ pub mod fanout;
 pub mod frame;
 pub mod lab;
 pub mod mem;
-mod netif;
+pub mod netif;
 pub mod pcap;
 pub mod port;
 pub mod ring;

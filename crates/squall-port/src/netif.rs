@@ -51,3 +51,11 @@ pub(crate) fn mac_mtu(s: i32, kind: &str, ifname: &str) -> Result<([u8; 6], u16)
     let mtu = unsafe { ifr.ifr_ifru.ifru_mtu }.clamp(68, 65_535) as u16;
     Ok((mac, mtu))
 }
+
+/// Whether an interface named `ifname` exists in the caller's network namespace.
+pub fn exists(ifname: &str) -> bool {
+    std::ffi::CString::new(ifname).is_ok_and(|c| {
+        // SAFETY: `c` is a valid NUL-terminated string for the call.
+        unsafe { libc::if_nametoindex(c.as_ptr()) != 0 }
+    })
+}

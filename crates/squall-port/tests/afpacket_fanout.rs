@@ -91,11 +91,11 @@ fn steer(by: FanoutBy, frames: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
 fn each_worker_gets_the_frames_its_port_names() {
     let uid = Command::new("id").arg("-u").output().unwrap();
     if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        eprintln!("skipped: needs root (network namespace, AF_PACKET)");
+        squall_port::lab::skipped("needs root (network namespace, AF_PACKET)");
         return;
     }
     let Some(ns) = VethNs::up("sqp-fan", "fa0", "fa1", false) else {
-        eprintln!("skipped: cannot create a network namespace here");
+        squall_port::lab::skipped("cannot create a network namespace here");
         return;
     };
     let name = ns.name;

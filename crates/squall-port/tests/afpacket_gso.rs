@@ -81,11 +81,11 @@ fn tcp_frame(d: &mut [u8], seq: u32, payload: &[u8], partial: bool) -> usize {
 fn a_tcp_super_frame_leaves_as_segments_with_their_own_headers() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root (namespaces, AF_PACKET)");
+        squall_port::lab::skipped("needs root (namespaces, AF_PACKET)");
         return;
     }
     let Some(ns) = VethNs::up("sqp-gso", "g0", "g1", true) else {
-        eprintln!("skipped: cannot create the namespace and its veth (ip, ethtool)");
+        squall_port::lab::skipped("cannot create the namespace and its veth (ip, ethtool)");
         return;
     };
     ns.enter();

@@ -59,7 +59,7 @@ fn open(name: &str, queues: u16) -> Vec<DpdkPort> {
 #[test]
 fn memif_pair_in_one_process() {
     if !is_root() {
-        eprintln!("skipped: needs root (DPDK EAL, memif socket)");
+        squall_port::lab::skipped("needs root (DPDK EAL, memif socket)");
         return;
     }
     let dir = std::env::temp_dir().join(format!("squall-dpdk-memif-{}", std::process::id()));

@@ -71,7 +71,7 @@ fn checksums_ok(f: &[u8]) -> (bool, bool) {
 fn tap_checksum_offload_both_ways() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: needs root and /dev/net/tun");
+        squall_port::lab::skipped("needs root and /dev/net/tun");
         return;
     }
     // The EAL, its threads and the tap live in this thread's own network namespace.
@@ -81,7 +81,7 @@ fn tap_checksum_offload_both_ways() {
 fn run() {
     // SAFETY: unshare only affects this thread (and the threads and children it makes).
     if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-        eprintln!("skipped: unshare(CLONE_NEWNET) failed");
+        squall_port::lab::skipped("unshare(CLONE_NEWNET) failed");
         return;
     }
     let args = "--no-huge --in-memory --no-pci --no-telemetry -l 0 --log-level=*:warning \

@@ -40,9 +40,13 @@ pub struct DirStats {
     pub received: u64,
     /// Frames sent on the egress port.
     pub sent: u64,
-    /// Frames the ingress could not hand to the wire (its pool or ring full) or the egress
-    /// port refused: dropped, not by the impairment.
+    /// Frames that found no room on their way (the wire's pool or ring full, the egress
+    /// port's transmit queue full): dropped, not by the impairment.
     pub dropped: u64,
+    /// Frames the ingress port could not take whole (longer than the MTU: a super-frame of
+    /// a peer with TSO/GSO on) and frames the egress port's kernel refused.
+    pub truncated: u64,
+    pub refused: u64,
     /// What the impairment did.
     pub impair: ImpairStats,
 }
@@ -119,11 +123,20 @@ fn forward<P: Port, Q: Port>(
 pub fn run_bridge(cfg: &BridgeConfig, stop: Arc<AtomicBool>) -> Result<BridgeReport, String> {
     let mut pa = open(&cfg.a)?;
     let mut pb = open(&cfg.b)?;
+    // The wire's frames hold the larger MTU's (up to 16 KiB frames).
+    let mtu = u32::from(pa.caps().mtu.max(pb.caps().mtu));
+    let frame_size = (mtu + 18 + 128).next_power_of_two().clamp(2048, 16_384);
+    if mtu + 18 + 128 > frame_size {
+        return Err(format!(
+            "bridge: MTU {mtu} is over what the bridge's wire carries (16 KiB frames)"
+        ));
+    }
     // Room for what the impairment holds: 16,384 frames per side (a 5 ms delay at
     // 500,000 frames/s holds 2,500 of them).
     let mc = MemConfig {
         frames: 16_384,
         ring_size: 16_384,
+        frame_size,
         a_to_b: cfg.a_to_b.clone(),
         b_to_a: cfg.b_to_a.clone(),
         ..MemConfig::default()
@@ -138,8 +151,19 @@ pub fn run_bridge(cfg: &BridgeConfig, stop: Arc<AtomicBool>) -> Result<BridgeRep
         (Vec::with_capacity(BURST), Vec::with_capacity(BURST));
     let t0 = Instant::now();
     let mut idle = 0u32;
+    let mut checked = 0u64;
     while !stop.load(Ordering::Relaxed) && cfg.duration.is_none_or(|d| t0.elapsed() < d) {
         let now = t0.elapsed().as_nanos() as u64;
+        // Once a second: an interface removed under the bridge ends the run.
+        if now - checked >= 1_000_000_000 {
+            checked = now;
+            if let Some(gone) = [&cfg.a, &cfg.b]
+                .into_iter()
+                .find(|n| !squall_port::netif::exists(n))
+            {
+                return Err(format!("bridge: {gone} is gone"));
+            }
+        }
         wa.set_time(now);
         wb.set_time(now);
         let (sent_a, sent_b) = (pa.stats().tx_frames, pb.stats().tx_frames);
@@ -187,6 +211,9 @@ pub fn run_bridge(cfg: &BridgeConfig, stop: Arc<AtomicBool>) -> Result<BridgeRep
     }
     r.a_to_b.received = pa.stats().rx_frames;
     r.b_to_a.received = pb.stats().rx_frames;
+    let (xa, xb) = (pa.extra_stats(), pb.extra_stats());
+    (r.a_to_b.truncated, r.a_to_b.refused) = (xa.rx_truncated, xb.tx_refused);
+    (r.b_to_a.truncated, r.b_to_a.refused) = (xb.rx_truncated, xa.tx_refused);
     r.a_to_b.impair = wa.impair_stats();
     r.b_to_a.impair = wb.impair_stats();
     r.elapsed = t0.elapsed();
@@ -197,11 +224,14 @@ pub fn run_bridge(cfg: &BridgeConfig, stop: Arc<AtomicBool>) -> Result<BridgeRep
 pub fn describe(name: &str, d: &DirStats) -> String {
     let i = &d.impair;
     format!(
-        "{name}: received {}, sent {}, dropped {} (no room); impairment: lost {}, \
-         duplicated {}, reordered {}, corrupted {}, delayed {}, rate-dropped {}",
+        "{name}: received {}, sent {}, dropped {} (no room), truncated {} (over the MTU), \
+         refused {} (by the kernel); impairment: lost {}, duplicated {}, reordered {}, \
+         corrupted {}, delayed {}, rate-dropped {}",
         d.received,
         d.sent,
         d.dropped,
+        d.truncated,
+        d.refused,
         i.lost,
         i.duplicated,
         i.reordered,

@@ -160,10 +160,12 @@ pub fn run_dut(
         .iter()
         .find_map(|r| (r.kind == PortKind::Dpdk).then(|| r.dpdk.clone().unwrap_or_default()));
     if let Some(d) = &dpdk {
+        let dev = |r: &RealConfig| r.dpdk.as_ref().and_then(|x| x.device.clone());
         if dc.client.kind == PortKind::Dpdk
             && dc.server.kind == PortKind::Dpdk
-            && dc.client.dpdk.as_ref().and_then(|x| x.device.as_ref())
-                == dc.server.dpdk.as_ref().and_then(|x| x.device.as_ref())
+            && (dev(&dc.client).is_none()
+                || dev(&dc.server).is_none()
+                || dev(&dc.client) == dev(&dc.server))
         {
             return Err(
                 "--client-iface/--server-iface: two DPDK ports need their names \

@@ -91,7 +91,7 @@ pub fn render(series: &ServeSeries, running: bool) -> String {
     o.family(
         "squall_serve_errors_by_kind_total",
         "counter",
-        "Error counters by kind: parse_errors (4xx/5xx of the parser and its limits), refused_503 (connection limit), header_timeouts (408), send_errors, timeout_drops, syn_dropped, resets_received.",
+        "Error counters by kind: parse_errors (requests the parser or its limits refused, answered 4xx/5xx, and bodies that broke their framing after the answer, which end the connection), refused_503 (connection limit), header_timeouts (408), send_errors, timeout_drops, syn_dropped, resets_received.",
     );
     for (kind, v) in error_kinds(t) {
         o.value(

@@ -187,38 +187,43 @@ fn failed_run_exits_1() {
 /// said before any port is opened (no root needed).
 #[test]
 fn a_dut_run_on_a_dpdk_port_needs_eal() {
-    let out = squall()
-        .args([
+    for (ports, eal, want) in [
+        // A DPDK port without --eal.
+        (
+            ["dpdk", "afpacket:lo"],
+            None,
+            "a DPDK port (dpdk:NAME) needs --eal",
+        ),
+        // --eal without a DPDK port.
+        (
+            ["afpacket:x0", "afpacket:x1"],
+            Some("--no-huge"),
+            "--eal is for DPDK ports (dpdk:NAME)",
+        ),
+        // Two DPDK ports, each by its device name (an unnamed one is the first probed
+        // port, which the other may be).
+        (
+            ["dpdk", "dpdk:net_x1"],
+            Some("--no-huge"),
+            "two DPDK ports need their names",
+        ),
+    ] {
+        let mut c = squall();
+        c.args([
             "run",
             "tests/profiles/dut-w1.json",
             "--client-iface",
-            "dpdk",
-            "--server-iface",
-            "afpacket:lo",
-            "--duration",
-            "1",
+            ports[0],
         ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("a DPDK port (dpdk:NAME) needs --eal"), "{err}");
-    let out = squall()
-        .args([
-            "run",
-            "tests/profiles/dut-w1.json",
-            "--client-iface",
-            "afpacket:x0",
-            "--server-iface",
-            "afpacket:x1",
-            "--eal",
-            "--no-huge",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--eal is for DPDK ports (dpdk:NAME)"), "{err}");
+        .args(["--server-iface", ports[1], "-d", "1"]);
+        if let Some(e) = eal {
+            c.args(["--eal", e]);
+        }
+        let out = c.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{ports:?}: {err}");
+        assert!(err.contains(want), "{ports:?}: {err}");
+    }
 }
 
 /// Without the privileges a raw port needs, the run stops with a message saying what it
@@ -226,7 +231,7 @@ fn a_dut_run_on_a_dpdk_port_needs_eal() {
 #[test]
 fn a_port_without_permission_says_what_it_needs() {
     if !squall_port::lab::is_root() || Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: needs root and setpriv to drop privileges");
+        squall_port::lab::skipped("needs root and setpriv to drop privileges");
         return;
     }
     let bin = env!("CARGO_BIN_EXE_squall");

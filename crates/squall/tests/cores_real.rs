@@ -121,7 +121,7 @@ fn lab_access(
         return None;
     }
     if squall_engine_cores() < 2 {
-        eprintln!("skipped: needs 2 cores for 2 workers");
+        squall_port::lab::skipped("needs 2 cores for 2 workers");
         return None;
     }
     Some((g, machine_lock()))

@@ -228,7 +228,7 @@ fn squall_serve_over_dpdk_tap_answers_curl() {
         return;
     }
     if !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: no /dev/net/tun");
+        squall_port::lab::skipped("no /dev/net/tun");
         return;
     }
     let name = format!("dp-srv-{}", std::process::id());
@@ -370,7 +370,7 @@ fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
         return;
     }
     if !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: no /dev/net/tun");
+        squall_port::lab::skipped("no /dev/net/tun");
         return;
     }
     let name = format!("dp-tap-{}", std::process::id());

@@ -164,7 +164,7 @@ fn two_workers_through_a_nat_keep_every_flow_on_its_core() {
         return;
     }
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 cores for 2 workers");
+        squall_port::lab::skipped("needs 2 cores for 2 workers");
         return;
     }
     let v = w1_through_dut("dut-nat", 2);

@@ -740,7 +740,7 @@ fn afpacket_client_and_server_trace_their_flows_both_directions() {
         return;
     }
     let Some(_lock) = lab::machine_lock(std::time::Duration::from_secs(300)) else {
-        eprintln!("skipped: the lab lock stayed busy");
+        squall_port::lab::skipped("the lab lock stayed busy");
         return;
     };
     let dir = lab::tmpdir("trace");
@@ -865,7 +865,7 @@ fn squall_serve_traces_the_connections_its_filter_takes() {
         return;
     }
     let Some(_lock) = lab::machine_lock(std::time::Duration::from_secs(300)) else {
-        eprintln!("skipped: the lab lock stayed busy");
+        squall_port::lab::skipped("the lab lock stayed busy");
         return;
     };
     let dir = lab::tmpdir("trace-serve");
@@ -1071,7 +1071,7 @@ fn through_a_dut_both_sides_are_traced_and_the_pcap_is_the_client_port() {
         return;
     }
     let Some(_lock) = lab::machine_lock(std::time::Duration::from_secs(300)) else {
-        eprintln!("skipped: the lab lock stayed busy");
+        squall_port::lab::skipped("the lab lock stayed busy");
         return;
     };
     let dir = lab::tmpdir("trace-dut");

@@ -224,7 +224,7 @@ fn lab_ready(tools: &[&str]) -> Option<Option<lab::LabLock>> {
     }
     let lock = machine_lock(Duration::from_secs(300));
     if lock.is_none() {
-        eprintln!("skipped: the lab lock (/tmp/squall-lab.lock) stayed busy for 300 s");
+        squall_port::lab::skipped("the lab lock (/tmp/squall-lab.lock) stayed busy for 300 s");
     }
     lock
 }
@@ -491,7 +491,7 @@ fn dual_stack(kind: &str) {
 fn squall_serve_over_ipv6_on_two_workers_steers_by_the_peer_port() {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     if squall_engine::affinity::available_cores().len() < 2 {
-        eprintln!("skipped: needs 2 cores for 2 workers");
+        squall_port::lab::skipped("needs 2 cores for 2 workers");
         return;
     }
     let Some(_lock) = lab_ready(&["ip", "ethtool", "sysctl", "curl", "ab"]) else {

@@ -48,7 +48,7 @@ fn serve_live_view_metrics_json_and_assertions() {
         return;
     }
     let Some(_lock) = machine_lock(Duration::from_secs(300)) else {
-        eprintln!("skipped: the lab lock (/tmp/squall-lab.lock) stayed busy for 300 s");
+        squall_port::lab::skipped("the lab lock (/tmp/squall-lab.lock) stayed busy for 300 s");
         return;
     };
     let dir = tmpdir("serveops");

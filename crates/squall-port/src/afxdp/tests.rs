@@ -22,13 +22,13 @@ fn sh(args: &[&str]) -> bool {
 fn in_netns(f: impl FnOnce() + Send + 'static) -> bool {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root (unshare CLONE_NEWNET, AF_XDP)");
+        crate::lab::skipped("needs root (unshare CLONE_NEWNET, AF_XDP)");
         return false;
     }
     std::thread::spawn(move || {
         // SAFETY: unshare only affects this thread's network namespace.
         if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            eprintln!("skipped: unshare(CLONE_NEWNET) failed");
+            crate::lab::skipped("unshare(CLONE_NEWNET) failed");
             return false;
         }
         let ok = sh(&[
@@ -51,7 +51,7 @@ fn in_netns(f: impl FnOnce() + Send + 'static) -> bool {
             "up",
         ]);
         if !ok {
-            eprintln!("skipped: cannot create a veth pair");
+            crate::lab::skipped("cannot create a veth pair");
             return false;
         }
         f();
