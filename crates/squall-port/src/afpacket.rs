@@ -724,17 +724,14 @@ impl AfPacketPort {
             // SAFETY: h < block_size: inside block b of the mapping.
             let slot = unsafe { r.block(b).add(h) };
             let (mut mac, mut snap) = (mac, snap);
-            let tci = r.u32_at(b, h + V3_VLAN_TCI) as u16;
-            if st & TP_STATUS_VLAN_VALID != 0 && has_vid(tci) {
+            if st & TP_STATUS_VLAN_VALID != 0 {
+                let tci = r.u32_at(b, h + V3_VLAN_TCI) as u16;
                 let tpid = (st & TP_STATUS_VLAN_TPID_VALID != 0)
                     .then(|| r.u32_at(b, h + V3_VLAN_TPID) as u16);
                 // SAFETY: `mac + snap` bytes from `slot` lie inside the block (checked).
-                match unsafe { vlan_put_back(slot, mac, snap, V3_HDR, tpid, tci) } {
-                    Some(m) => (mac, snap) = (m, self.rx_tagged(snap)),
-                    None => {
-                        self.rx_tag_lost(snap);
-                        continue;
-                    }
+                match unsafe { self.retag(slot, mac, snap, V3_HDR, tpid, tci) } {
+                    Some(m) => (mac, snap) = m,
+                    None => continue,
                 }
             }
             r.held[b] += 1;
@@ -776,14 +773,13 @@ impl AfPacketPort {
                 continue;
             }
             let (mut mac, mut snap) = (mac, snap);
-            let v = r.u32_at(i, V2_VLAN);
-            if st & TP_STATUS_VLAN_VALID != 0 && has_vid(v as u16) {
+            if st & TP_STATUS_VLAN_VALID != 0 {
+                let v = r.u32_at(i, V2_VLAN);
                 let tpid = (st & TP_STATUS_VLAN_TPID_VALID != 0).then_some((v >> 16) as u16);
                 // SAFETY: `mac + snap` bytes from the slot lie inside it (checked).
-                match unsafe { vlan_put_back(r.slot(i), mac, snap, V2_HDR, tpid, v as u16) } {
-                    Some(m) => (mac, snap) = (m, self.rx_tagged(snap)),
+                match unsafe { self.retag(r.slot(i), mac, snap, V2_HDR, tpid, v as u16) } {
+                    Some(m) => (mac, snap) = m,
                     None => {
-                        self.rx_tag_lost(snap);
                         r.give(i);
                         continue;
                     }
@@ -797,20 +793,40 @@ impl AfPacketPort {
         got
     }
 
-    /// A received frame of `len` bytes got its VLAN tag back: 4 more bytes received;
-    /// returns its new length.
-    fn rx_tagged(&mut self, len: usize) -> usize {
-        self.stats.rx_bytes += 4;
-        len + 4
-    }
-
-    /// A received frame of `len` bytes, counted by `rx_check`, whose VLAN tag could not
-    /// be put back: dropped, and counted so instead.
-    fn rx_tag_lost(&mut self, len: usize) {
-        self.stats.rx_frames -= 1;
-        self.stats.rx_bytes -= len as u64;
-        self.stats.dropped += 1;
-        self.extra.rx_vlan_no_room += 1;
+    /// Puts back the tag (`tpid` if the kernel gave one, `tci`) the kernel took out of a
+    /// received frame of `len` bytes at `start` in `buf`, counted by `rx_check` (see
+    /// [`vlan_put_back`]; a priority tag, VID 0, is left out as the kernel left it): the
+    /// frame's new start and length, or `None` when it has to be dropped (counted as
+    /// dropped instead of received).
+    ///
+    /// # Safety
+    /// As [`vlan_put_back`].
+    unsafe fn retag(
+        &mut self,
+        buf: *mut u8,
+        start: usize,
+        len: usize,
+        floor: usize,
+        tpid: Option<u16>,
+        tci: u16,
+    ) -> Option<(usize, usize)> {
+        if !has_vid(tci) {
+            return Some((start, len));
+        }
+        // SAFETY: the caller's guarantee.
+        match unsafe { vlan_put_back(buf, start, len, floor, tpid, tci) } {
+            Some(new) => {
+                self.stats.rx_bytes += 4;
+                Some((new, len + 4))
+            }
+            None => {
+                self.stats.rx_frames -= 1;
+                self.stats.rx_bytes -= len as u64;
+                self.stats.dropped += 1;
+                self.extra.rx_vlan_no_room += 1;
+                None
+            }
+        }
     }
 
     /// The checks of a received frame of `len` bytes: our own outgoing copies are
@@ -859,7 +875,7 @@ fn aux_vlan(m: &libc::msghdr) -> Option<(Option<u16>, u16)> {
             if (*c).cmsg_level == libc::SOL_PACKET && (*c).cmsg_type == libc::PACKET_AUXDATA {
                 let a =
                     std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::tpacket_auxdata);
-                if a.tp_status & TP_STATUS_VLAN_VALID == 0 || !has_vid(a.tp_vlan_tci) {
+                if a.tp_status & TP_STATUS_VLAN_VALID == 0 {
                     return None;
                 }
                 let tpid = (a.tp_status & TP_STATUS_VLAN_TPID_VALID != 0).then_some(a.tp_vlan_tpid);
@@ -1122,10 +1138,9 @@ impl Port for AfPacketPort {
                 let mut f = self.frame(idx, len as u32);
                 if let Some((tpid, tci)) = aux_vlan(&self.msgs[i].msg_hdr) {
                     // SAFETY: the frame's slot holds `off + len` bytes (len <= fs - hr).
-                    match unsafe { vlan_put_back(f.slot, hr, len, 0, tpid, tci) } {
-                        Some(o) => (f.off, f.len) = (o as u32, self.rx_tagged(len) as u32),
+                    match unsafe { self.retag(f.slot, hr, len, 0, tpid, tci) } {
+                        Some((o, l)) => (f.off, f.len) = (o as u32, l as u32),
                         None => {
-                            self.rx_tag_lost(len);
                             self.out -= 1;
                             self.free.push(idx);
                             continue;

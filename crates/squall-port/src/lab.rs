@@ -32,11 +32,16 @@ pub fn required() -> bool {
 /// A lab test that cannot run says why and passes, or fails with the reason when lab
 /// tests are [`required`].
 pub fn skipped(why: &str) {
+    refuse_if_required(why);
+    eprintln!("skipped: {why}");
+}
+
+/// Fails with `why` when lab tests are [`required`].
+fn refuse_if_required(why: &str) {
     assert!(
         !required(),
         "this lab test cannot run: {why} (SQUALL_LAB_REQUIRED is set: no lab test may be skipped)"
     );
-    eprintln!("skipped: {why}");
 }
 
 /// Why a lab test cannot run here (not root, one of `tools` missing), if it cannot.
@@ -51,10 +56,7 @@ pub fn skip(tools: &[&str]) -> Option<String> {
         Some("needs root (network namespaces, AF_PACKET)".into())
     };
     if let Some(w) = &why {
-        assert!(
-            !required(),
-            "this lab test cannot run: {w} (SQUALL_LAB_REQUIRED is set: no lab test may be skipped)"
-        );
+        refuse_if_required(w);
     }
     why
 }

@@ -166,7 +166,6 @@ pub fn run_bridge(cfg: &BridgeConfig, stop: Arc<AtomicBool>) -> Result<BridgeRep
         }
         wa.set_time(now);
         wb.set_time(now);
-        let (sent_a, sent_b) = (pa.stats().tx_frames, pb.stats().tx_frames);
         let mut work = 0;
         // a -> wire (a side) ... wire (b side) -> b, and back.
         work += forward(
@@ -197,8 +196,6 @@ pub fn run_bridge(cfg: &BridgeConfig, stop: Arc<AtomicBool>) -> Result<BridgeRep
             &mut tx_a,
             &mut r.b_to_a.dropped,
         );
-        r.a_to_b.sent += pb.stats().tx_frames - sent_b;
-        r.b_to_a.sent += pa.stats().tx_frames - sent_a;
         if work == 0 {
             idle += 1;
             // Held frames are due at their time: sleep only while nothing is held.
@@ -209,8 +206,9 @@ pub fn run_bridge(cfg: &BridgeConfig, stop: Arc<AtomicBool>) -> Result<BridgeRep
             idle = 0;
         }
     }
-    r.a_to_b.received = pa.stats().rx_frames;
-    r.b_to_a.received = pb.stats().rx_frames;
+    // Each port receives one direction and sends the other.
+    (r.a_to_b.received, r.a_to_b.sent) = (pa.stats().rx_frames, pb.stats().tx_frames);
+    (r.b_to_a.received, r.b_to_a.sent) = (pb.stats().rx_frames, pa.stats().tx_frames);
     let (xa, xb) = (pa.extra_stats(), pb.extra_stats());
     (r.a_to_b.truncated, r.a_to_b.refused) = (xa.rx_truncated, xb.tx_refused);
     (r.b_to_a.truncated, r.b_to_a.refused) = (xb.rx_truncated, xa.tx_refused);

@@ -424,10 +424,9 @@ fn with_dpdk<J: PortJob>(rc: &RealConfig, n: u32, job: J) -> Result<J::Out, Stri
     let d = rc.dpdk.clone().unwrap_or_default();
     #[cfg(feature = "dpdk")]
     {
-        use squall_port::dpdk;
         use squall_port::rss::RssConfig;
-        dpdk::init(&d.eal)?;
-        let r = open_dpdk(&d, n).and_then(|ports| {
+        with_eal(&d.eal, || {
+            let ports = open_dpdk(&d, n)?;
             let info = ports[0].info();
             let steer = if n > 1 && rc.steering && info.rss_hf != 0 {
                 // The key the device was given (`dpdk::open`), its table size.
@@ -440,16 +439,26 @@ fn with_dpdk<J: PortJob>(rc: &RealConfig, n: u32, job: J) -> Result<J::Out, Stri
                 Steering::Redirect
             };
             job.run(ports, steer, describe_dpdk)
-        });
-        // The ports are closed: the EAL's runtime files of this process can go.
-        dpdk::remove_own_runtime_dir();
-        r
+        })
     }
     #[cfg(not(feature = "dpdk"))]
     {
         let _ = (rc, d, job, n, Duration::ZERO);
         Err("--iface dpdk: built without the dpdk feature (cargo build --features dpdk)".into())
     }
+}
+
+/// Runs `f` with the EAL initialised from `eal` (this thread its main lcore); once `f`
+/// has returned (its ports closed), the EAL's runtime files of this process go.
+#[cfg(feature = "dpdk")]
+pub(crate) fn with_eal<T>(
+    eal: &[String],
+    f: impl FnOnce() -> Result<T, String>,
+) -> Result<T, String> {
+    squall_port::dpdk::init(eal)?;
+    let r = f();
+    squall_port::dpdk::remove_own_runtime_dir();
+    r
 }
 
 /// `n` queue pairs of `d`'s device (the EAL is up), once its link is up.

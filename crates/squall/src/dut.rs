@@ -21,6 +21,8 @@ use squall_port::Port;
 use squall_stack::{redirect, Redirect, SharedMac};
 use squall_wire::Ipv6Address;
 
+#[cfg(feature = "dpdk")]
+use crate::cores::with_eal;
 use crate::cores::{open_afpacket, open_afxdp, REDIRECT_DEPTH};
 use crate::flowtrace::TraceRig;
 use crate::gen::{owned_ranges, owned_ranges6, tcp_config, ClientGen, Side};
@@ -159,7 +161,7 @@ pub fn run_dut(
     let dpdk = [&dc.client, &dc.server]
         .iter()
         .find_map(|r| (r.kind == PortKind::Dpdk).then(|| r.dpdk.clone().unwrap_or_default()));
-    if let Some(d) = &dpdk {
+    if dpdk.is_some() {
         let dev = |r: &RealConfig| r.dpdk.as_ref().and_then(|x| x.device.clone());
         if dc.client.kind == PortKind::Dpdk
             && dc.server.kind == PortKind::Dpdk
@@ -173,24 +175,20 @@ pub fn run_dut(
                     .into(),
             );
         }
-        init_dpdk(&d.eal)?;
     }
-    let r = open_side(
-        &dc.client,
-        true,
-        n,
-        &profile,
-        AfterClient {
+    let run = || {
+        let next = AfterClient {
             profile: profile.clone(),
             cfg,
             dc,
             live,
-        },
-    );
-    if dpdk.is_some() {
-        done_dpdk();
+        };
+        open_side(&dc.client, true, n, &profile, next)
+    };
+    match dpdk {
+        Some(d) => with_eal(&d.eal, run),
+        None => run(),
     }
-    r
 }
 
 /// What runs on a side's open queues: the client side's opens the server side's, whose
@@ -263,17 +261,6 @@ fn open_side<K: OnPorts>(
 }
 
 #[cfg(feature = "dpdk")]
-fn init_dpdk(eal: &[String]) -> Result<(), String> {
-    squall_port::dpdk::init(eal)
-}
-
-/// The ports are closed: the EAL's runtime files of this process can go.
-#[cfg(feature = "dpdk")]
-fn done_dpdk() {
-    squall_port::dpdk::remove_own_runtime_dir();
-}
-
-#[cfg(feature = "dpdk")]
 fn open_dpdk_side<K: OnPorts>(rc: &RealConfig, n: u32, next: K) -> Result<RunResult, String> {
     let d = rc.dpdk.clone().unwrap_or_default();
     next.go(crate::cores::open_dpdk(&d, n)?)
@@ -284,12 +271,9 @@ const NO_DPDK: &str =
     "--client-iface/--server-iface dpdk: built without the dpdk feature (cargo build --features dpdk)";
 
 #[cfg(not(feature = "dpdk"))]
-fn init_dpdk(_eal: &[String]) -> Result<(), String> {
+fn with_eal<T>(_eal: &[String], _f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     Err(NO_DPDK.into())
 }
-
-#[cfg(not(feature = "dpdk"))]
-fn done_dpdk() {}
 
 #[cfg(not(feature = "dpdk"))]
 fn open_dpdk_side<K: OnPorts>(_rc: &RealConfig, _n: u32, _next: K) -> Result<RunResult, String> {

@@ -322,23 +322,8 @@ fn squall_serve_over_dpdk_tap_answers_curl() {
     assert_eq!(ab_field(&ab, "Complete requests"), "200", "{ab}");
     assert_eq!(ab_field(&ab, "Failed requests"), "0", "{ab}");
     assert_eq!(ab_field(&ab, "Document Length"), "200000 bytes", "{ab}");
-    let lua = dir.join("same_body.lua");
-    std::fs::write(&lua, WRK_SAME_BODY).unwrap();
-    let body = www.join("f.bin");
-    let wrk = tool_in(
-        n,
-        &[
-            "wrk",
-            "-t1",
-            "-c10",
-            "-d2s",
-            "-s",
-            lua.to_str().unwrap(),
-            url,
-            "--",
-            body.to_str().unwrap(),
-        ],
-    );
+    let cmd = wrk_same_body_cmd(&dir, 10, url, &www.join("f.bin"));
+    let wrk = tool_in(n, &cmd.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
         !wrk.contains("Non-2xx") && !wrk.contains("Socket errors"),
         "{wrk}"

@@ -289,19 +289,8 @@ fn serve_interop(iface: &str) {
     assert!(!ab.contains("Non-2xx"), "{ab}");
     requests += 5000;
     // wrk compares every body it receives with the file (a Lua `response` hook).
-    let lua = dir.join("same_body.lua");
-    std::fs::write(&lua, lab::WRK_SAME_BODY).unwrap();
-    let wrk = run_tool(&[
-        "wrk",
-        "-t1",
-        "-c20",
-        "-d2s",
-        "-s",
-        lua.to_str().unwrap(),
-        &format!("{URL}/big.bin"),
-        "--",
-        www.join("big.bin").to_str().unwrap(),
-    ]);
+    let cmd = lab::wrk_same_body_cmd(&dir, 20, &format!("{URL}/big.bin"), &www.join("big.bin"));
+    let wrk = run_tool(&cmd.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
         !wrk.contains("Non-2xx") && !wrk.contains("Socket errors"),
         "{wrk}"

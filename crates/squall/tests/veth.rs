@@ -630,25 +630,11 @@ fn wrk_phase(iface: &str, prof: &str, json: &Path, body: &[u8], resp_len: u64) {
     }
     // wrk compares every body with the profile's (a Lua `response` hook).
     let dir = tmpdir("wrk-body");
-    let (lua, want) = (dir.join("same_body.lua"), dir.join("body"));
-    std::fs::write(&lua, lab::WRK_SAME_BODY).unwrap();
+    let want = dir.join("body");
     std::fs::write(&want, body).unwrap();
-    let (ok, wt, code, text) = tool_against_server(
-        iface,
-        prof,
-        json,
-        &[
-            "wrk",
-            "-t1",
-            "-c10",
-            "-d2s",
-            "-s",
-            lua.to_str().unwrap(),
-            "http://198.18.48.1/",
-            "--",
-            want.to_str().unwrap(),
-        ],
-    );
+    let cmd = lab::wrk_same_body_cmd(&dir, 10, "http://198.18.48.1/", &want);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let (ok, wt, code, text) = tool_against_server(iface, prof, json, &cmd);
     let (checked, differing) = lab::wrk_bodies_checked(&wt);
     assert!(checked > 0 && differing == 0, "wrk's bodies: {wt}");
     assert!(ok, "wrk failed: {wt}");
