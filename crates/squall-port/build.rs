@@ -3,6 +3,8 @@
 //!   embedded in the library by `afxdp::prog`) and the C shim over libxdp/libbpf
 //!   (`csrc/xsk_shim.c`, linked with `-lxdp -lbpf` as pkg-config gives them). Needs clang,
 //!   libxdp-dev and libbpf-dev (`scripts/deps.sh run` installs them on Debian 12).
+//! - The lab's RSS on a tap (always): the steering program `csrc/tap_rss.bpf.c` and its
+//!   loader shim `csrc/tap_rss_shim.c` (libbpf), used by `tap_rss`.
 //! - DPDK (cargo feature `dpdk`): the C shim `csrc/dpdk_shim.c` against Debian's
 //!   `libdpdk-dev` (flags from `pkg-config --cflags --libs libdpdk`), linked with DPDK's
 //!   shared libraries. The PMDs (net_memif, net_af_packet, ...) are not linked: the EAL
@@ -59,30 +61,16 @@ fn main() {
 fn afxdp() {
     const HINT: &str = "install libxdp-dev and libbpf-dev: scripts/deps.sh run";
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    let bpf_src = "csrc/squall_xdp.bpf.c";
     let shim_src = "csrc/xsk_shim.c";
-    println!("cargo:rerun-if-changed={bpf_src}");
+    let tap_src = "csrc/tap_rss_shim.c";
     println!("cargo:rerun-if-changed={shim_src}");
+    println!("cargo:rerun-if-changed={tap_src}");
 
-    // The XDP program. The multiarch include directory holds <asm/types.h> for the BPF
-    // target (linux-libc-dev).
-    let clang = std::env::var("BPF_CLANG").unwrap_or_else(|_| "clang".into());
-    let target = std::env::var("TARGET").unwrap_or_default();
-    let multiarch = match target.split('-').next() {
-        Some("aarch64") => "aarch64-linux-gnu",
-        _ => "x86_64-linux-gnu",
-    };
-    let obj = out.join("squall_xdp.o");
-    let st = Command::new(&clang)
-        .args(["-O2", "-g", "-Wall", "-target", "bpf"])
-        .arg(format!("-I/usr/include/{multiarch}"))
-        .args(["-c", bpf_src, "-o"])
-        .arg(&obj)
-        .status()
-        .unwrap_or_else(|e| panic!("{clang}: {e} (install clang: scripts/deps.sh run)"));
-    assert!(st.success(), "clang -target bpf {bpf_src} failed");
+    // The XDP program, and the tap steering program of the lab's RSS (`tap_rss`).
+    bpf_object(&out, "squall_xdp");
+    bpf_object(&out, "tap_rss");
 
-    // The shim.
+    // The shims.
     let mut b = cc::Build::new();
     b.file(shim_src)
         .warnings(true)
@@ -91,7 +79,37 @@ fn afxdp() {
         b.flag(&f);
     }
     b.compile("squall_xsk_shim");
+    let mut t = cc::Build::new();
+    t.file(tap_src)
+        .warnings(true)
+        .flag_if_supported("-Wno-unused-parameter");
+    for f in pkg_config(&["--cflags"], &["libbpf"], HINT) {
+        t.flag(&f);
+    }
+    t.compile("squall_tap_rss_shim");
     link(&pkg_config(&["--libs"], &["libxdp", "libbpf"], HINT), false);
+}
+
+/// Compiles `csrc/NAME.bpf.c` to `OUT_DIR/NAME.o` (clang -target bpf); the multiarch
+/// include directory holds <asm/types.h> for the BPF target (linux-libc-dev).
+fn bpf_object(out: &std::path::Path, name: &str) {
+    let src = format!("csrc/{name}.bpf.c");
+    println!("cargo:rerun-if-changed={src}");
+    let clang = std::env::var("BPF_CLANG").unwrap_or_else(|_| "clang".into());
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let multiarch = match target.split('-').next() {
+        Some("aarch64") => "aarch64-linux-gnu",
+        _ => "x86_64-linux-gnu",
+    };
+    let obj = out.join(format!("{name}.o"));
+    let st = Command::new(&clang)
+        .args(["-O2", "-g", "-Wall", "-target", "bpf"])
+        .arg(format!("-I/usr/include/{multiarch}"))
+        .args(["-c", &src, "-o"])
+        .arg(&obj)
+        .status()
+        .unwrap_or_else(|e| panic!("{clang}: {e} (install clang: scripts/deps.sh run)"));
+    assert!(st.success(), "clang -target bpf {src} failed");
 }
 
 #[cfg(feature = "dpdk")]

@@ -167,12 +167,38 @@ struct sq_dev_conf {
 };
 
 /*
+ * Fills the RSS redirection table of `port` round robin (entry i -> queue i % queues),
+ * the table Squall's RSS-aware port choice computes with, rather than trusting the driver
+ * to have done so. Returns 1 when programmed, 0 when the driver has no table to program
+ * (-ENOTSUP, or no reta_size), or a negative errno.
+ */
+static int program_reta(uint16_t port, uint16_t reta_size, uint16_t queues)
+{
+	struct rte_eth_rss_reta_entry64 reta[RTE_ETH_RSS_RETA_SIZE_512 / RTE_ETH_RETA_GROUP_SIZE];
+	uint16_t i;
+	int r;
+
+	if (reta_size == 0 || reta_size > RTE_ETH_RSS_RETA_SIZE_512 || queues == 0)
+		return 0;
+	memset(reta, 0, sizeof(reta));
+	for (i = 0; i < reta_size; i++) {
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ULL << (i % RTE_ETH_RETA_GROUP_SIZE);
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE] = i % queues;
+	}
+	r = rte_eth_dev_rss_reta_update(port, reta, reta_size);
+	if (r == -ENOTSUP)
+		return 0;
+	return r == 0 ? 1 : r;
+}
+
+/*
  * Configures port `port` with `c->queues` rx/tx queue pairs (rx queue q takes its mbufs
- * from pools[q]) and starts it. Returns 0, or a negative errno with *stage naming the
- * call that failed.
+ * from pools[q]) and starts it; with RSS, programs the redirection table round robin
+ * (*reta: 1 programmed, 0 the driver has none to program). Returns 0, or a negative
+ * errno with *stage naming the call that failed.
  */
 int sq_dev_start(uint16_t port, const struct sq_dev_conf *c, struct rte_mempool **pools,
-		 const char **stage)
+		 const char **stage, int *reta)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info di;
@@ -218,6 +244,14 @@ int sq_dev_start(uint16_t port, const struct sq_dev_conf *c, struct rte_mempool 
 	r = rte_eth_dev_start(port);
 	if (r != 0)
 		return r;
+	*reta = 0;
+	if (c->rss_hf != 0) {
+		*stage = "rte_eth_dev_rss_reta_update";
+		r = program_reta(port, di.reta_size, c->queues);
+		if (r < 0)
+			return r;
+		*reta = r;
+	}
 	if (c->promisc)
 		(void)rte_eth_promiscuous_enable(port);
 	return 0;

@@ -22,7 +22,8 @@
 //! and queue steering of receive-side scaling), [`afxdp`] (an AF_XDP socket on one queue of
 //! a real interface, with Squall's XDP program steering its traffic), `netif` (interface
 //! MAC/MTU for both), `dpdk` (a DPDK ethdev queue pair; cargo feature `dpdk`), [`lab`]
-//! (what veth lab tests share: tool checks, the machine-wide lab lock).
+//! (what veth lab tests share: tool checks, the machine-wide lab lock), [`tap_rss`] (RSS on
+//! a multi-queue tap, the lab's stand-in for a NIC that hashes with Toeplitz).
 
 pub mod afpacket;
 pub mod afxdp;
@@ -38,6 +39,7 @@ pub mod port;
 pub mod ring;
 pub mod rng;
 pub mod rss;
+pub mod tap_rss;
 
 pub use frame::{FrameBuf, FrameError, Offload, OffloadFlags, SlotFrame};
 pub use port::{Port, PortCaps, PortStats};

@@ -396,7 +396,7 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
     let x = p.device_stats();
     format!(
         "{} queue {} (lcore {}): device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, \
-         RSS hash types {:#x}, TCP checksums on tx by the {}, on rx by the {}; device missed {}, \
+         RSS hash types {:#x}{}, TCP checksums on tx by the {}, on rx by the {}; device missed {}, \
          rx errors {}, tx errors {}, no mbuf {}; chained rx {}",
         rc.label(),
         p.queue(),
@@ -408,6 +408,11 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
         i.rx_offload_capa,
         i.tx_offload_capa,
         i.rss_hf,
+        match (i.rss_hf, i.reta_programmed) {
+            (0, _) => "",
+            (_, true) => " (redirection table programmed round robin)",
+            (_, false) => " (the driver's redirection table, assumed round robin)",
+        },
         by(OffloadFlags::TX_TCP_CSUM),
         by(OffloadFlags::RX_L4_CSUM_GOOD),
         x.imissed,

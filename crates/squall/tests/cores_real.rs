@@ -7,7 +7,11 @@
 //! - AF_PACKET with the TPACKET_V3 rx ring in each fanout member: 0 redirected;
 //! - AF_XDP, one socket per queue (which veth queue a frame takes is the sender's choice,
 //!   so the redirect does the steering): every flow completes;
-//! - DPDK `net_af_packet` with `qpairs=2` (the PMD's own kernel fanout, no RSS): the same.
+//! - DPDK `net_af_packet` with `qpairs=2` (the PMD's own kernel fanout, no RSS): the same;
+//! - DPDK `net_tap` with 2 queues on a tap given RSS (`squall_port::tap_rss`: Toeplitz with
+//!   the key Squall's DPDK port configures, the drivers' default table): the client picks
+//!   source ports whose replies hash to their own queue, 0 redirected; with
+//!   `--no-steering` about half the replies are redirected, counted.
 //!
 //! Each run: both workers opened flows, every flow completed with every response byte,
 //! nginx's access log agrees on the count. The server side: Squall's server with 2
@@ -146,11 +150,17 @@ fn machine_lock() -> Option<std::fs::File> {
 struct Outcome {
     flows: u64,
     redirected: u64,
+    /// Frames the workers' queues received.
+    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
+    rx_frames: u64,
     /// Flows opened by worker 0 and worker 1 (from their report lines).
     per_worker: [u64; 2],
     /// Each worker's DPDK lcore, from its report line (`queue K (lcore N)`; DPDK only).
     #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
     lcores: [Option<String>; 2],
+    /// What the run printed.
+    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
+    text: String,
 }
 
 /// Squall's client with `--cores 2` and `extra` options over `iface` on a fresh lab (the
@@ -158,9 +168,14 @@ struct Outcome {
 /// (2,000 flows at 1,000 CPS) against a kernel nginx; checks that every flow completed
 /// with every byte, that nginx logged each, and that both workers carried half the flows.
 fn client_run(iface: &str, extra: &[&str]) -> Outcome {
-    let dir = tmpdir("cores");
     let _lab = TwoQueueLab::up(Role::Client);
-    let (_nginx, total) = nginx_w1(SRV, &dir);
+    client_run_on(CLI, SRV, iface, extra)
+}
+
+/// [`client_run`] on a lab already up: Squall in namespace `cli`, nginx in `srv`.
+fn client_run_on(cli: &str, srv: &str, iface: &str, extra: &[&str]) -> Outcome {
+    let dir = tmpdir("cores");
+    let (_nginx, total) = nginx_w1(srv, &dir);
     let prof = w1_client_profile(&dir, total);
     let json = dir.join("run.json");
     let _ = std::fs::remove_file(&json);
@@ -184,7 +199,7 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
         json.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let (code, text) = squall_in(CLI, &args, 90);
+    let (code, text) = squall_in(cli, &args, 90);
     eprintln!("{text}");
     assert_eq!(code, 0, "squall --cores 2 over {iface} not clean:\n{text}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -237,8 +252,10 @@ fn client_run(iface: &str, extra: &[&str]) -> Outcome {
     Outcome {
         flows,
         redirected: num(&r, &["client", "port", "rx_redirected"]),
+        rx_frames: num(&r, &["client", "port", "rx_frames"]),
         per_worker,
         lcores,
+        text,
     }
 }
 
@@ -320,6 +337,153 @@ fn every_reply_lands_on_its_owning_core_on_a_two_queue_port() {
     assert!(text.contains("has 2 rx queue(s)"), "{text}");
 }
 
+/// The one-namespace lab of the RSS tests: namespace `sqc-tap` holding the tap `sqt0` with
+/// 2 queues and RSS (`squall_port::tap_rss`: the symmetric key Squall's DPDK port gives
+/// the device, the drivers' default table). Squall's DPDK `net_tap` port joins the tap
+/// (its queues 0 and 1 are the tap's); the kernel side is addressed for `role` as on the
+/// 2-queue veth (Squall's client: nginx's 198.18.0.1 and 198.18.48.1, the client pool
+/// routed to the tap; Squall's server: the kernel client's 198.18.0.2, the server pool
+/// routed to the tap). Removed on drop.
+#[cfg(feature = "dpdk")]
+struct TapLab {
+    rss: squall_port::tap_rss::TapRss,
+}
+
+#[cfg(feature = "dpdk")]
+const TAP_NS: &str = "sqc-tap";
+
+#[cfg(feature = "dpdk")]
+impl TapLab {
+    fn up(role: Role) -> TapLab {
+        let _ = sh(&["ip", "netns", "del", TAP_NS]);
+        assert!(sh(&["ip", "netns", "add", TAP_NS]));
+        // The tap is made, and the program attached, from a thread inside the namespace.
+        let rss = std::thread::spawn(|| {
+            let f = std::fs::File::open(format!("/var/run/netns/{TAP_NS}")).unwrap();
+            // SAFETY: setns on a namespace file held open; only this thread moves.
+            let rc =
+                unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns {TAP_NS}");
+            let cfg = squall_port::rss::RssConfig::symmetric(2);
+            squall_port::tap_rss::TapRss::attach("sqt0", &cfg).unwrap_or_else(|e| panic!("{e}"))
+        })
+        .join()
+        .expect("tap thread");
+        let lab = TapLab { rss };
+        let addressing: &[&str] = match role {
+            Role::Client => &[
+                "ip addr add 198.18.0.1/24 dev sqt0",
+                "ip addr add 198.18.48.1/32 dev sqt0",
+                "ip route add 198.18.16.0/24 dev sqt0",
+            ],
+            Role::Server => &[
+                "ip addr add 198.18.0.2/24 dev sqt0",
+                "ip route add 198.18.48.0/24 dev sqt0",
+            ],
+        };
+        let setup = [
+            "sysctl -qw net.ipv6.conf.all.disable_ipv6=1",
+            "ip link set lo up",
+            "ip link set sqt0 up",
+        ];
+        for cmd in setup.iter().chain(addressing) {
+            let mut a = vec!["ip", "netns", "exec", TAP_NS];
+            a.extend(cmd.split_whitespace());
+            assert!(sh(&a), "{cmd} failed");
+        }
+        lab
+    }
+}
+
+#[cfg(feature = "dpdk")]
+impl Drop for TapLab {
+    fn drop(&mut self) {
+        let _ = sh(&["ip", "netns", "del", TAP_NS]);
+    }
+}
+
+/// `--cores 2` over a DPDK port whose device hashes with RSS (a 2-queue tap with the
+/// steering program, see [`TapLab`]): the client picks source ports whose replies hash to
+/// their own queue, so no frame is redirected; with `--no-steering` it does not, the
+/// device still spreads replies by hash, and about half of them are redirected (counted)
+/// while every flow completes.
+#[cfg(feature = "dpdk")]
+#[test]
+fn with_rss_every_reply_lands_on_its_owning_core() {
+    let Some(_locks) = lab_access(&["ip", "nginx", "curl"]) else {
+        return;
+    };
+    let eal = "--no-huge -m 256 --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
+               --vdev=net_tap0,iface=sqt0";
+    let (rss, rss_frames) = {
+        let lab = TapLab::up(Role::Client);
+        let o = client_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", eal]);
+        (o, lab.rss.stats())
+    };
+    eprintln!(
+        "DPDK net_tap, 2 queues with RSS: {} redirected (workers {:?}); tap program {rss_frames:?}",
+        rss.redirected, rss.per_worker
+    );
+    // The device says it hashes (so the workers took the RSS path), and it did.
+    for k in 0..2 {
+        let line = rss
+            .text
+            .lines()
+            .find(|l| l.contains(&format!("worker {k}/2 ")) && l.contains("RSS hash types"))
+            .unwrap_or_else(|| panic!("no device line of worker {k}:\n{}", rss.text));
+        assert!(!line.contains("RSS hash types 0x0,"), "{line}");
+    }
+    // At least the SYN-ACK, the answer (a super-frame per program run where the kernel
+    // segments after the queue is chosen) and the FIN of each flow.
+    assert!(
+        rss_frames.four_tuple >= 2000 * 3,
+        "the replies went through the tap's RSS: {rss_frames:?}"
+    );
+    assert_eq!(rss.redirected, 0, "with RSS every reply lands on its owner");
+
+    let (plain, plain_frames) = {
+        let lab = TapLab::up(Role::Client);
+        let o = client_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", eal, "--no-steering"]);
+        (o, lab.rss.stats())
+    };
+    eprintln!(
+        "the same without the RSS port choice (--no-steering): {} of {} received frames \
+         redirected (workers {:?}); tap program {plain_frames:?}",
+        plain.redirected, plain.rx_frames, plain.per_worker
+    );
+    // Ports chosen by `port % 2` alone: the hash sends about half the replies to the other
+    // worker's queue.
+    assert!(
+        plain.redirected * 4 > plain.rx_frames && plain.redirected * 4 < plain.rx_frames * 3,
+        "about half redirected: {} of {}",
+        plain.redirected,
+        plain.rx_frames
+    );
+}
+
+/// Squall's server with `--cores 2` over the same RSS device answers `ab -n 400 -c 10`
+/// from the kernel in full: each connection's frames hash to one queue, whose worker
+/// accepts and serves it (no redirect mesh on a server with RSS), both workers take a
+/// share.
+#[cfg(feature = "dpdk")]
+#[test]
+fn with_rss_a_two_worker_server_keeps_each_connection_on_one_queue() {
+    let Some(_locks) = lab_access(&["ip", "ab"]) else {
+        return;
+    };
+    let eal = "--no-huge -m 256 --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
+               --vdev=net_tap0,iface=sqt0";
+    let lab = TapLab::up(Role::Server);
+    let redirected = server_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", eal]);
+    let st = lab.rss.stats();
+    eprintln!("DPDK net_tap with RSS, Squall server --cores 2 vs ab: {redirected} redirected; tap program {st:?}");
+    assert_eq!(redirected, 0);
+    assert!(
+        st.four_tuple >= 400 * 3,
+        "ab's frames went through the tap's RSS: {st:?}"
+    );
+}
+
 /// Cores this process may use (the affinity mask), as Squall counts them.
 fn squall_engine_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -356,16 +520,21 @@ fn cores_on_a_real_port_are_checked_before_anything_opens() {
 /// 400 -c 10` from the kernel of sqc-cli: every request answered in full, both workers
 /// accepted connections; returns the frames redirected between the workers.
 fn server_run(iface: &str, extra: &[&str]) -> u64 {
-    let dir = tmpdir("cores-srv");
     let _lab = TwoQueueLab::up(Role::Server);
+    server_run_on(CLI, SRV, iface, extra)
+}
+
+/// [`server_run`] on a lab already up: ab in namespace `cli`, Squall in `srv`.
+fn server_run_on(cli: &str, srv_ns: &str, iface: &str, extra: &[&str]) -> u64 {
+    let dir = tmpdir("cores-srv");
     let prof = lab::root().join("crates/squall/tests/profiles/veth-server.json");
     let json = dir.join("server-run.json");
     let mut args = vec!["--cores", "2"];
     args.extend_from_slice(extra);
-    let srv = lab::server_thread(SRV, prof.to_str().unwrap(), iface, &args, Some(&json));
+    let srv = lab::server_thread(srv_ns, prof.to_str().unwrap(), iface, &args, Some(&json));
     std::thread::sleep(std::time::Duration::from_millis(1200));
     let out = lab::ns(
-        CLI,
+        cli,
         &[
             "timeout",
             "20",

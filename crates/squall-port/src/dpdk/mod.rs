@@ -25,7 +25,7 @@
 mod eal;
 mod ffi;
 
-use std::ffi::{c_char, c_uint, CStr, CString};
+use std::ffi::{c_char, c_int, c_uint, CStr, CString};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -364,9 +364,13 @@ pub struct DeviceInfo {
     pub tx_offload_capa: u64,
     /// RSS hash types enabled (0: a single queue or a device without RSS).
     pub rss_hf: u64,
-    /// Entries of the device's RSS redirection table (filled round robin over the queues
-    /// by the driver: entry `i` -> queue `i % queues`).
+    /// Entries of the device's RSS redirection table, filled round robin over the queues
+    /// (entry `i` -> queue `i % queues`): by Squall where the driver takes a table
+    /// (`reta_programmed`), else as drivers fill it by default.
     pub reta_size: u16,
+    /// Whether Squall programmed the redirection table (`rte_eth_dev_rss_reta_update`);
+    /// false where the driver has none to program (the default table is then assumed).
+    pub reta_programmed: bool,
 }
 
 /// The device shared by its queues' ports: stopped and closed when the last port goes.
@@ -590,9 +594,11 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
         rss_key: key.as_ptr(),
     };
     let mut stage: *const c_char = std::ptr::null();
+    let mut reta: c_int = 0;
     // SAFETY: `conf`, `key` and `pools` (the rx pools first, one per queue) outlive the
-    // call; `stage` is a valid out pointer the shim sets to a static string.
-    let r = unsafe { ffi::sq_dev_start(id, &conf, pools.as_ptr(), &mut stage) };
+    // call; `stage` is a valid out pointer the shim sets to a static string, `reta` one it
+    // sets to 0 or 1.
+    let r = unsafe { ffi::sq_dev_start(id, &conf, pools.as_ptr(), &mut stage, &mut reta) };
     if r != 0 {
         let st = if stage.is_null() {
             "start".into()
@@ -622,6 +628,7 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
         tx_offload_capa: di.tx_offload_capa,
         rss_hf,
         reta_size: di.reta_size,
+        reta_programmed: reta == 1,
     };
     let caps = PortCaps {
         mac: di.mac,
