@@ -116,7 +116,8 @@ void sq_tap_rss_close(struct sq_tap_rss *p)
 	free(p);
 }
 
-/* Counter i (0: 4-tuple hashes, 1: address-pair hashes, 2: queue 0 by default). */
+/* Counter i (0: 4-tuple hashes, 1: address-pair hashes, 2: queue 0 by default, 3: IPv6
+ * hashes). */
 int sq_tap_rss_stat(struct sq_tap_rss *p, unsigned i, unsigned long long *out)
 {
 	__u64 v = 0;

@@ -1,13 +1,13 @@
-//! Receive-side scaling as a NIC computes it: the Toeplitz hash of a frame's IPv4 4-tuple
-//! under a 40-byte key, and the indirection table (RETA) that maps the hash to a receive
+//! Receive-side scaling as a NIC computes it: the Toeplitz hash of a frame's IPv4 or IPv6
+//! 4-tuple under a 40-byte key, and the indirection table (RETA) that maps the hash to a receive
 //! queue. Ports that spread traffic over queues program the device with [`RssConfig`];
 //! the generator uses the same function to pick, for each new flow, a source port whose
 //! *reply* lands on the queue of the core that opened the flow (as TRex does), so no
 //! frame ever has to move between cores.
 //!
-//! The hash input for TCP/UDP over IPv4 is, in network byte order, source address,
-//! destination address, source port, destination port (12 bytes). Tables of 256 entries
-//! per input byte make a hash 12 lookups and XORs.
+//! The hash input for TCP/UDP is, in network byte order, source address, destination
+//! address, source port, destination port (12 bytes over IPv4, 36 over IPv6). Tables of
+//! 256 entries per input byte make a hash one lookup and XOR per byte.
 
 /// Length of a Toeplitz key (the common NIC size; DPDK's `rss_key_len` 40).
 pub const KEY_LEN: usize = 40;
@@ -33,12 +33,14 @@ pub const MICROSOFT_KEY: [u8; KEY_LEN] = [
 
 /// Bytes of the IPv4 4-tuple input.
 const V4_INPUT: usize = 12;
+/// Bytes of the IPv6 4-tuple input (the longest input a 40-byte key covers: 36 + 4).
+const V6_INPUT: usize = 36;
 
-/// The Toeplitz hash under one key, for the IPv4 4-tuple.
+/// The Toeplitz hash under one key, for the IPv4 and IPv6 4-tuples.
 #[derive(Clone)]
 pub struct Toeplitz {
     /// `table[i][b]`: the hash contribution of byte value `b` at input position `i`.
-    table: Box<[[u32; 256]; V4_INPUT]>,
+    table: Box<[[u32; 256]; V6_INPUT]>,
 }
 
 impl std::fmt::Debug for Toeplitz {
@@ -50,7 +52,7 @@ impl std::fmt::Debug for Toeplitz {
 impl Toeplitz {
     /// Precomputes the tables of `key`.
     pub fn new(key: &[u8; KEY_LEN]) -> Self {
-        let mut table = Box::new([[0u32; 256]; V4_INPUT]);
+        let mut table = Box::new([[0u32; 256]; V6_INPUT]);
         for (i, row) in table.iter_mut().enumerate() {
             // The 32-bit window of the key that input bit (8i + j) selects starts at key
             // bit 8i + j.
@@ -73,7 +75,8 @@ impl Toeplitz {
         Toeplitz { table }
     }
 
-    /// Hash of `input` (at most 12 bytes: the IPv4 address pair, then the port pair).
+    /// Hash of `input` (at most 36 bytes: an address pair, then the port pair; bytes past
+    /// 36 are not hashed).
     pub fn hash(&self, input: &[u8]) -> u32 {
         input
             .iter()
@@ -88,6 +91,17 @@ impl Toeplitz {
         input[4..8].copy_from_slice(&dst.to_be_bytes());
         input[8..10].copy_from_slice(&sport.to_be_bytes());
         input[10..12].copy_from_slice(&dport.to_be_bytes());
+        self.hash(&input)
+    }
+
+    /// Hash of an IPv6 TCP/UDP frame's 4-tuple (addresses in network order, ports in host
+    /// order).
+    pub fn hash_v6(&self, src: &[u8; 16], dst: &[u8; 16], sport: u16, dport: u16) -> u32 {
+        let mut input = [0u8; V6_INPUT];
+        input[0..16].copy_from_slice(src);
+        input[16..32].copy_from_slice(dst);
+        input[32..34].copy_from_slice(&sport.to_be_bytes());
+        input[34..36].copy_from_slice(&dport.to_be_bytes());
         self.hash(&input)
     }
 }
@@ -146,6 +160,29 @@ impl RssSteer {
     /// Whether `cport` is a source port whose reply lands on `queue`.
     pub fn port_fits(&self, queue: u32, client: u32, cport: u16, server: u32, sport: u16) -> bool {
         self.reply_queue(client, cport, server, sport) == queue
+    }
+
+    /// [`Self::reply_queue`] of an IPv6 flow.
+    pub fn reply_queue6(
+        &self,
+        client: &[u8; 16],
+        cport: u16,
+        server: &[u8; 16],
+        sport: u16,
+    ) -> u32 {
+        self.queue_of_hash(self.hash.hash_v6(server, client, sport, cport))
+    }
+
+    /// [`Self::port_fits`] of an IPv6 flow.
+    pub fn port_fits6(
+        &self,
+        queue: u32,
+        client: &[u8; 16],
+        cport: u16,
+        server: &[u8; 16],
+        sport: u16,
+    ) -> bool {
+        self.reply_queue6(client, cport, server, sport) == queue
     }
 }
 
@@ -215,6 +252,66 @@ mod tests {
             assert_eq!(t.hash(&two), h2, "2-tuple {d:?}");
             assert_eq!(t.hash_v4(src, dst, sp, dp), h4, "4-tuple {d:?}");
         }
+    }
+
+    /// Microsoft's IPv6 verification vectors: (destination, destination port, source,
+    /// source port, hash of the address pair, hash of the 4-tuple); DPDK's `rte_softrss`
+    /// (libdpdk-dev 22.11) gives the same.
+    const VECTORS6: [(&str, u16, &str, u16, u32, u32); 3] = [
+        (
+            "3ffe:2501:200:3::1",
+            1766,
+            "3ffe:2501:200:1fff::7",
+            2794,
+            0x2cc18cd5,
+            0x40207d3d,
+        ),
+        (
+            "ff02::1",
+            4739,
+            "3ffe:501:8::260:97ff:fe40:efab",
+            14230,
+            0x0f0c461c,
+            0xdde51bbf,
+        ),
+        (
+            "fe80::200:f8ff:fe21:67cf",
+            38024,
+            "3ffe:1900:4545:3:200:f8ff:fe21:67cf",
+            44251,
+            0x4b61e985,
+            0x02d1feef,
+        ),
+    ];
+
+    #[test]
+    fn microsoft_verification_vectors_ipv6() {
+        let t = Toeplitz::new(&MICROSOFT_KEY);
+        for (d, dp, s, sp, h2, h4) in VECTORS6 {
+            let dst = d.parse::<std::net::Ipv6Addr>().unwrap().octets();
+            let src = s.parse::<std::net::Ipv6Addr>().unwrap().octets();
+            let two: Vec<u8> = src.iter().chain(dst.iter()).copied().collect();
+            assert_eq!(t.hash(&two), h2, "address pair {d}");
+            assert_eq!(t.hash_v6(&src, &dst, sp, dp), h4, "4-tuple {d}");
+        }
+    }
+
+    #[test]
+    fn the_symmetric_key_hashes_both_directions_alike_over_ipv6() {
+        let t = Toeplitz::new(&SYMMETRIC_KEY);
+        let a: std::net::Ipv6Addr = "2001:db8:16::7".parse().unwrap();
+        let b: std::net::Ipv6Addr = "2001:db8:48::1".parse().unwrap();
+        for p in [1u16, 1024, 40_000, 65_535] {
+            assert_eq!(
+                t.hash_v6(&a.octets(), &b.octets(), p, 80),
+                t.hash_v6(&b.octets(), &a.octets(), 80, p)
+            );
+        }
+        let s = RssSteer::new(&RssConfig::symmetric(2));
+        let fit = (1024..2048)
+            .filter(|&p| s.port_fits6(1, &a.octets(), p, &b.octets(), 80))
+            .count();
+        assert!((400..=624).contains(&fit), "{fit} of 1024 ports on queue 1");
     }
 
     #[test]

@@ -45,12 +45,15 @@ extern "C" {
 /// What the steering program has done since it was attached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TapRssStats {
-    /// Frames hashed on their IPv4 4-tuple (TCP, UDP).
+    /// Frames hashed on their 4-tuple (TCP, UDP).
     pub four_tuple: u64,
-    /// Frames hashed on their address pair (other IPv4, fragments).
+    /// Frames hashed on their address pair (other IPv4, fragments, IPv6 with extension
+    /// headers).
     pub addr_pair: u64,
-    /// Frames sent to queue 0 unhashed (ARP, IPv6, runts).
+    /// Frames sent to queue 0 unhashed (ARP, runts, ...).
     pub default_queue: u64,
+    /// Of the hashed frames, those over IPv6.
+    pub ipv6: u64,
 }
 
 /// The steering program attached to one tap (its maps stay readable while this lives).
@@ -110,6 +113,7 @@ impl TapRss {
             four_tuple: read(0),
             addr_pair: read(1),
             default_queue: read(2),
+            ipv6: read(3),
         }
     }
 }

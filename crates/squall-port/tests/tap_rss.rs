@@ -1,13 +1,14 @@
 //! RSS on a multi-queue tap (`squall_port::tap_rss`), checked against `squall_port::rss`:
 //! in a private network namespace of the test thread, the steering program is attached
-//! to a 2-queue tap, the kernel sends UDP datagrams (many port pairs, several
-//! destinations), fragments of a large datagram and a TCP SYN into the tap, and each frame
-//! must come out of the queue `rss::RssSteer` names for its 4-tuple (address pair for the
-//! fragments); ARP goes to queue 0. Run with the symmetric key and with Microsoft's
-//! (asymmetric) one. Needs root and /dev/net/tun.
+//! to a 2-queue tap, the kernel sends UDP datagrams over IPv4 and IPv6 (many port pairs,
+//! several destinations), fragments of large datagrams and TCP SYNs into the tap, and each
+//! frame must come out of the queue `rss::RssSteer` names for its 4-tuple (the address
+//! pair for fragments, and for IPv6 without TCP/UDP right after the fixed header: ICMPv6,
+//! the fragment header); ARP goes to queue 0. Run with the symmetric key and with
+//! Microsoft's (asymmetric) one. Needs root and /dev/net/tun.
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -79,8 +80,15 @@ fn drain(q: &OwnedFd) -> Vec<Vec<u8>> {
     }
 }
 
-/// The queue a NIC with `cfg` puts `f` on, by `rss`'s reckoning (None: not IPv4).
+/// The queue a NIC with `cfg` puts `f` on, by `rss`'s reckoning (None: not IP).
 fn expected(steer: &RssSteer, hash: &Toeplitz, f: &[u8]) -> Option<u32> {
+    if f.len() >= 54 && f[12..14] == [0x86, 0xdd] {
+        let mut input = f[22..54].to_vec();
+        if f[20] == 6 || f[20] == 17 {
+            input.extend_from_slice(&f[54..58]);
+        }
+        return Some(steer.queue_of_hash(hash.hash(&input)));
+    }
     if f.len() < 34 || f[12..14] != [0x08, 0x00] {
         return None;
     }
@@ -121,14 +129,15 @@ fn run(key: [u8; 40]) {
     };
     let rss = TapRss::attach(TAP, &cfg).unwrap_or_else(|e| panic!("{e}"));
     let queues = [open_queue(TAP), open_queue(TAP)];
-    let _ = Command::new("sysctl")
-        .args(["-qw", "net.ipv6.conf.all.disable_ipv6=1"])
-        .status();
     ip(&format!("link set {TAP} up"));
     ip(&format!("addr add 198.18.0.1/24 dev {TAP}"));
+    ip(&format!("-6 addr add 2001:db8::1/64 dev {TAP} nodad"));
     for h in 2..6 {
         ip(&format!(
             "neigh replace 198.18.0.{h} lladdr 02:00:00:00:00:0{h} dev {TAP}"
+        ));
+        ip(&format!(
+            "-6 neigh replace 2001:db8::{h} lladdr 02:00:00:00:00:0{h} dev {TAP}"
         ));
     }
 
@@ -160,6 +169,33 @@ fn run(key: [u8; 40]) {
         );
     }
     big.send_to(&[7u8; 4000], "198.18.0.3:7001").unwrap();
+    // The same over IPv6 (the kernel fragments a datagram over the MTU by itself).
+    let mut sent6 = 0usize;
+    for sport in [20000u16, 33333, 50505, 61000] {
+        let s = UdpSocket::bind(SocketAddrV6::new(
+            "2001:db8::1".parse().unwrap(),
+            sport,
+            0,
+            0,
+        ))
+        .unwrap();
+        for h in 2..6u16 {
+            let dst: Ipv6Addr = format!("2001:db8::{h}").parse().unwrap();
+            for dport in [80u16, 443, 5001, 12345, 40001, 65000] {
+                s.send_to(b"rss6", SocketAddrV6::new(dst, dport, 0, 0))
+                    .unwrap();
+                sent6 += 1;
+            }
+        }
+    }
+    UdpSocket::bind("[2001:db8::1]:7000")
+        .unwrap()
+        .send_to(&[6u8; 4000], "[2001:db8::3]:7001")
+        .unwrap();
+    drop(std::net::TcpStream::connect_timeout(
+        &"[2001:db8::5]:443".parse().unwrap(),
+        Duration::from_millis(50),
+    ));
     // A TCP SYN (the connect never completes: nobody answers).
     let tcp = std::net::TcpStream::connect_timeout(
         &"198.18.0.4:80".parse().unwrap(),
@@ -181,6 +217,16 @@ fn run(key: [u8; 40]) {
             for f in drain(fd) {
                 per_queue[q] += 1;
                 match expected(&steer, &hash, &f) {
+                    Some(want) if f[12..14] == [0x86, 0xdd] => {
+                        let kind = match f[20] {
+                            44 => "fragment6",
+                            6 => "tcp6",
+                            17 => "udp6",
+                            _ => "other ipv6",
+                        };
+                        *kinds.entry(kind).or_default() += 1;
+                        assert_eq!(q as u32, want, "{kind} frame on queue {q}: {f:02x?}");
+                    }
                     Some(want) => {
                         let frag = u16::from_be_bytes([f[20], f[21]]) & 0x3fff != 0;
                         let kind = match (f[23], frag) {
@@ -215,11 +261,18 @@ fn run(key: [u8; 40]) {
     );
     assert!(kinds.get("tcp").copied().unwrap_or(0) >= 1, "{kinds:?}");
     assert!(kinds.get("arp").copied().unwrap_or(0) >= 1, "{kinds:?}");
+    assert_eq!(kinds.get("udp6").copied().unwrap_or(0), sent6, "{kinds:?}");
+    assert!(
+        kinds.get("fragment6").copied().unwrap_or(0) >= 3,
+        "{kinds:?}"
+    );
+    assert!(kinds.get("tcp6").copied().unwrap_or(0) >= 1, "{kinds:?}");
     assert!(
         per_queue.iter().all(|&n| n > sent / 4),
         "both queues take a share: {per_queue:?}"
     );
     let st = rss.stats();
-    assert!(st.four_tuple >= sent as u64, "{st:?}");
-    assert!(st.addr_pair >= 3 && st.default_queue >= 1, "{st:?}");
+    assert!(st.four_tuple >= (sent + sent6) as u64, "{st:?}");
+    assert!(st.addr_pair >= 6 && st.default_queue >= 1, "{st:?}");
+    assert!(st.ipv6 >= sent6 as u64 + 3, "{st:?}");
 }

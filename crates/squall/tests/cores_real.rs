@@ -10,8 +10,8 @@
 //! - DPDK `net_af_packet` with `qpairs=2` (the PMD's own kernel fanout, no RSS): the same;
 //! - DPDK `net_tap` with 2 queues on a tap given RSS (`squall_port::tap_rss`: Toeplitz with
 //!   the key Squall's DPDK port configures, the drivers' default table): the client picks
-//!   source ports whose replies hash to their own queue, 0 redirected; with
-//!   `--no-steering` about half the replies are redirected, counted.
+//!   source ports whose replies hash to their own queue, 0 redirected (IPv4 and IPv6);
+//!   with `--no-steering` about half the replies are redirected, counted.
 //!
 //! Each run: both workers opened flows, every flow completed with every response byte,
 //! nginx's access log agrees on the count. The server side: Squall's server with 2
@@ -48,6 +48,10 @@ fn sh(args: &[&str]) -> bool {
 /// Which side Squall plays on the 2-queue lab.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
+    /// Squall's client over IPv6 (the tap lab only): nginx at 2001:db8:62::1/64, the
+    /// client pool on-link.
+    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
+    ClientV6,
     /// Squall's client on sqc-c0 (no address); nginx's 198.18.48.1 and 198.18.0.1 on
     /// sqc-s0, the client pool on-link.
     Client,
@@ -169,14 +173,25 @@ struct Outcome {
 /// with every byte, that nginx logged each, and that both workers carried half the flows.
 fn client_run(iface: &str, extra: &[&str]) -> Outcome {
     let _lab = TwoQueueLab::up(Role::Client);
-    client_run_on(CLI, SRV, iface, extra)
+    client_run_on(CLI, SRV, iface, extra, None)
 }
 
-/// [`client_run`] on a lab already up: Squall in namespace `cli`, nginx in `srv`.
-fn client_run_on(cli: &str, srv: &str, iface: &str, extra: &[&str]) -> Outcome {
+/// [`client_run`] on a lab already up: Squall in namespace `cli`, nginx in `srv` (at
+/// `v6`, with the client pool 2001:db8:62::100:1-c8, when given; else at 198.18.48.1).
+fn client_run_on(cli: &str, srv: &str, iface: &str, extra: &[&str], v6: Option<&str>) -> Outcome {
     let dir = tmpdir("cores");
-    let (_nginx, total) = nginx_w1(srv, &dir);
+    let (_nginx, total) = match v6 {
+        None => nginx_w1(srv, &dir),
+        Some(a) => lab::nginx_w1_on(srv, &dir, &format!("[{a}]")),
+    };
     let prof = w1_client_profile(&dir, total);
+    if let Some(a) = v6 {
+        let mut p: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
+        p["ip_gens"][0]["clients"]["range"] =
+            serde_json::json!(["2001:db8:62::100:1", "2001:db8:62::100:c8"]);
+        p["ip_gens"][0]["servers"]["range"] = serde_json::json!([a, a]);
+        std::fs::write(&prof, p.to_string()).unwrap();
+    }
     let json = dir.join("run.json");
     let _ = std::fs::remove_file(&json);
     let mut args = vec![
@@ -343,7 +358,8 @@ fn every_reply_lands_on_its_owning_core_on_a_two_queue_port() {
 /// (its queues 0 and 1 are the tap's); the kernel side is addressed for `role` as on the
 /// 2-queue veth (Squall's client: nginx's 198.18.0.1 and 198.18.48.1, the client pool
 /// routed to the tap; Squall's server: the kernel client's 198.18.0.2, the server pool
-/// routed to the tap). Removed on drop.
+/// routed to the tap; Squall's IPv6 client: nginx's 2001:db8:62::1/64, the client pool
+/// on-link). Removed on drop.
 #[cfg(feature = "dpdk")]
 struct TapLab {
     rss: squall_port::tap_rss::TapRss,
@@ -351,6 +367,9 @@ struct TapLab {
 
 #[cfg(feature = "dpdk")]
 const TAP_NS: &str = "sqc-tap";
+/// nginx's address in the IPv6 tap lab.
+#[cfg(feature = "dpdk")]
+const TAP_V6_SRV: &str = "2001:db8:62::1";
 
 #[cfg(feature = "dpdk")]
 impl TapLab {
@@ -380,9 +399,11 @@ impl TapLab {
                 "ip addr add 198.18.0.2/24 dev sqt0",
                 "ip route add 198.18.48.0/24 dev sqt0",
             ],
+            Role::ClientV6 => &["ip -6 addr add 2001:db8:62::1/64 dev sqt0 nodad"],
         };
+        let v6 = u8::from(role != Role::ClientV6);
         let setup = [
-            "sysctl -qw net.ipv6.conf.all.disable_ipv6=1",
+            &*format!("sysctl -qw net.ipv6.conf.all.disable_ipv6={v6}"),
             "ip link set lo up",
             "ip link set sqt0 up",
         ];
@@ -417,7 +438,7 @@ fn with_rss_every_reply_lands_on_its_owning_core() {
                --vdev=net_tap0,iface=sqt0";
     let (rss, rss_frames) = {
         let lab = TapLab::up(Role::Client);
-        let o = client_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", eal]);
+        let o = client_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", eal], None);
         (o, lab.rss.stats())
     };
     eprintln!(
@@ -443,7 +464,13 @@ fn with_rss_every_reply_lands_on_its_owning_core() {
 
     let (plain, plain_frames) = {
         let lab = TapLab::up(Role::Client);
-        let o = client_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", eal, "--no-steering"]);
+        let o = client_run_on(
+            TAP_NS,
+            TAP_NS,
+            "dpdk",
+            &["--eal", eal, "--no-steering"],
+            None,
+        );
         (o, lab.rss.stats())
     };
     eprintln!(
@@ -458,6 +485,27 @@ fn with_rss_every_reply_lands_on_its_owning_core() {
         "about half redirected: {} of {}",
         plain.redirected,
         plain.rx_frames
+    );
+
+    // IPv6 flows: the client takes ports by the IPv6 tuple's hash (the device hashes the
+    // 36-byte IPv6 input); neighbour discovery lands where the device puts it and is
+    // answered there.
+    let (v6, v6_frames) = {
+        let lab = TapLab::up(Role::ClientV6);
+        let o = client_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", eal], Some(TAP_V6_SRV));
+        (o, lab.rss.stats())
+    };
+    eprintln!(
+        "IPv6 over the same device: {} redirected (workers {:?}); tap program {v6_frames:?}",
+        v6.redirected, v6.per_worker
+    );
+    assert!(
+        v6_frames.ipv6 >= 2000 * 3,
+        "the replies went through the tap's IPv6 RSS: {v6_frames:?}"
+    );
+    assert_eq!(
+        v6.redirected, 0,
+        "with RSS every IPv6 reply lands on its owner"
     );
 }
 

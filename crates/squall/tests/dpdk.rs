@@ -330,7 +330,9 @@ fn squall_serve_over_dpdk_tap_answers_curl() {
     );
     let (checked, differing) = wrk_bodies_checked(&wrk);
     assert!(checked > 0 && differing == 0, "{wrk}");
-    let wire = cap.stop_and_check();
+    // wrk stops after its 2 s with answers in flight: its kernel resets those connections
+    // (RSTs towards port 80, expected); any RST from Squall's side fails.
+    let wire = cap.stop_and_check_allowing("tcp.dstport == 80");
     eprintln!("squall serve over DPDK net_tap: ab 200/200, wrk {checked} bodies identical; {wire}");
     let status = srv.0.wait().unwrap();
     let mut err = String::new();

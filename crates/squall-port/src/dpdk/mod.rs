@@ -8,7 +8,7 @@
 //!   [`effective_args`]); PMDs are shared objects the EAL loads from its plugin directory.
 //! - **Device** ([`open`]): the port named in [`DpdkConfig::device`] (e.g. `net_memif0`)
 //!   or the first probed one, configured with one rx/tx queue pair per worker
-//!   ([`DpdkConfig::queues`]), each with an rx and a tx mbuf pool of its own; RSS over IPv4/TCP/UDP with a
+//!   ([`DpdkConfig::queues`]), each with an rx and a tx mbuf pool of its own; RSS over IPv4 and IPv6 (TCP, UDP) with a
 //!   known symmetric Toeplitz key ([`crate::rss::SYMMETRIC_KEY`]) when there is more than
 //!   one queue and the device hashes; checksum offloads enabled where `dev_info` offers them (and the
 //!   config allows). [`PortCaps`] come from the device (MAC, MTU, offloads).
@@ -76,6 +76,9 @@ mod capa {
     pub const RSS_IPV4: u64 = 1 << 2;
     pub const RSS_IPV4_TCP: u64 = 1 << 4;
     pub const RSS_IPV4_UDP: u64 = 1 << 5;
+    pub const RSS_IPV6: u64 = 1 << 8;
+    pub const RSS_IPV6_TCP: u64 = 1 << 10;
+    pub const RSS_IPV6_UDP: u64 = 1 << 11;
 }
 
 /// `RTE_PKTMBUF_HEADROOM` of Debian's build.
@@ -540,7 +543,13 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
         }
     }
     let rss_hf = if cfg.queues > 1 {
-        di.flow_type_rss_offloads & (capa::RSS_IPV4 | capa::RSS_IPV4_TCP | capa::RSS_IPV4_UDP)
+        di.flow_type_rss_offloads
+            & (capa::RSS_IPV4
+                | capa::RSS_IPV4_TCP
+                | capa::RSS_IPV4_UDP
+                | capa::RSS_IPV6
+                | capa::RSS_IPV6_TCP
+                | capa::RSS_IPV6_UDP)
     } else {
         0
     };

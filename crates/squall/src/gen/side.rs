@@ -42,6 +42,9 @@ pub struct ClientGen {
     pending: VecDeque<FlowStart>,
     /// With receive-side scaling: only source ports whose reply hashes to this queue.
     rss: Option<(RssSteer, u32)>,
+    /// Per template: its IPv6 addressing (pool values are the low 32 bits), if IPv6; the
+    /// RSS hash of its replies is then the IPv6 one.
+    v6: Vec<Option<Ipv6Map>>,
 }
 
 impl ClientGen {
@@ -92,6 +95,7 @@ impl ClientGen {
             starts: Vec::with_capacity(64),
             pending: VecDeque::new(),
             rss: None,
+            v6: profile.templates.iter().map(|t| t.ipv6).collect(),
         })
     }
 
@@ -130,10 +134,16 @@ impl ClientGen {
         mut busy: impl FnMut(u32, u16) -> bool,
     ) -> Result<ClientAddr, AllocError> {
         let a = &mut self.allocs[self.pool[tpl].0];
-        match &self.rss {
-            None => a.alloc(busy),
-            Some((steer, q)) => {
+        match (&self.rss, self.v6.get(tpl).copied().flatten()) {
+            (None, _) => a.alloc(busy),
+            (Some((steer, q)), None) => {
                 a.alloc(|ip, port| !steer.port_fits(*q, ip, port, server, sport) || busy(ip, port))
+            }
+            (Some((steer, q)), Some(m)) => {
+                let srv = m.server_addr(server);
+                a.alloc(|ip, port| {
+                    !steer.port_fits6(*q, &m.client_addr(ip), port, &srv, sport) || busy(ip, port)
+                })
             }
         }
     }
@@ -767,6 +777,38 @@ mod tests {
                 let a = cg.alloc(0, server, 80, |_, _| false).unwrap();
                 assert_eq!(steer.reply_queue(a.ip, a.port, server, 80), queue);
             }
+        }
+    }
+
+    #[test]
+    fn with_rss_an_ipv6_templates_replies_hash_with_its_ipv6_tuple() {
+        use squall_port::rss::{RssConfig, RssSteer};
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/profiles/mixed-ipv4-ipv6.json");
+        let p = crate::source::load(&path, &[]).unwrap();
+        let m = p.templates[1].ipv6.expect("template 1 is IPv6");
+        assert!(p.templates[0].ipv6.is_none());
+        let steer = RssSteer::new(&RssConfig::symmetric(2));
+        for queue in 0..2 {
+            let sc = SchedConfig::from_profile(&p, 1.0, Some(1_000_000_000), 0, 1);
+            let mut cg = ClientGen::new(&p, &sc).unwrap();
+            cg.set_rss(steer.clone(), queue);
+            let (mut v6_only, mut v4_only) = (0, 0);
+            for _ in 0..300 {
+                let server = cg.pick_server(1);
+                let a = cg.alloc(1, server, 80, |_, _| false).unwrap();
+                let (c, s) = (m.client_addr(a.ip), m.server_addr(server));
+                assert_eq!(steer.reply_queue6(&c, a.port, &s, 80), queue);
+                // The IPv4 hash of the pool values would not have told.
+                if steer.reply_queue(a.ip, a.port, server, 80) != queue {
+                    v6_only += 1;
+                }
+                let server4 = cg.pick_server(0);
+                let b = cg.alloc(0, server4, 80, |_, _| false).unwrap();
+                assert_eq!(steer.reply_queue(b.ip, b.port, server4, 80), queue);
+                v4_only += 1;
+            }
+            assert!(v6_only > 50 && v4_only == 300, "{v6_only}");
         }
     }
 

@@ -44,7 +44,14 @@ impl Capture {
 
     /// Stops the captures (SIGINT: dumpcap flushes) and checks them: frames seen, none
     /// malformed, no bad IPv4 or TCP checksum, no RST. Returns a summary line.
-    pub fn stop_and_check(mut self) -> String {
+    pub fn stop_and_check(self) -> String {
+        self.stop_and_check_allowing("")
+    }
+
+    /// [`Capture::stop_and_check`], except that RSTs matching the display filter
+    /// `allowed` (e.g. those a client's kernel sends when the client stops with answers in
+    /// flight: `tcp.dstport == 80`) are expected: counted in the summary, not failed on.
+    pub fn stop_and_check_allowing(mut self, allowed: &str) -> String {
         for p in &mut self.procs {
             let _ = Command::new("kill")
                 .args(["-INT", &p.0.id().to_string()])
@@ -61,10 +68,19 @@ impl Capture {
                 "tcp",
                 "_ws.malformed",
                 "ip.checksum.status == 0",
-                "tcp.flags.reset == 1",
+                &if allowed.is_empty() {
+                    "tcp.flags.reset == 1".to_string()
+                } else {
+                    format!("tcp.flags.reset == 1 && !({allowed})")
+                },
+                &if allowed.is_empty() {
+                    "frame.number == 0".to_string()
+                } else {
+                    format!("tcp.flags.reset == 1 && ({allowed})")
+                },
             ],
         );
-        let [frames, tcp, malformed, ip_bad, rst] = heads[..] else {
+        let [frames, tcp, malformed, ip_bad, rst, rst_allowed] = heads[..] else {
             panic!("tshark io,stat: {heads:?}")
         };
         let full = io_counts(
@@ -82,8 +98,13 @@ impl Capture {
         };
         let line = format!(
             "tshark: {frames} frames ({tcp} TCP), {malformed} malformed, {ip_bad} bad IPv4 \
-             checksums, {rst} RSTs; full-size subset: {full_tcp} TCP frames, {tcp_good} good \
-             and {tcp_bad} bad TCP checksums"
+             checksums, {rst} RSTs{}; full-size subset: {full_tcp} TCP frames, {tcp_good} \
+             good and {tcp_bad} bad TCP checksums",
+            if allowed.is_empty() {
+                String::new()
+            } else {
+                format!(" (and {rst_allowed} expected: {allowed})")
+            }
         );
         assert!(tcp > 0 && full_tcp > 0, "nothing captured: {line}");
         assert_eq!(malformed, 0, "{line}");
