@@ -11,6 +11,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_config.h>
@@ -169,23 +170,34 @@ struct sq_dev_conf {
 /*
  * Fills the RSS redirection table of `port` round robin (entry i -> queue i % queues),
  * the table Squall's RSS-aware port choice computes with, rather than trusting the driver
- * to have done so. Returns 1 when programmed, 0 when the driver has no table to program
- * (-ENOTSUP, or no reta_size), or a negative errno.
+ * to have done so. The table size is read after configure (some drivers size it by the
+ * queue count; *reta_size is set to it). Returns 1 when programmed, 0 when the driver has
+ * no table to program (-ENOTSUP, or no reta_size), or a negative errno.
  */
-static int program_reta(uint16_t port, uint16_t reta_size, uint16_t queues)
+static int program_reta(uint16_t port, uint16_t queues, uint16_t *reta_size)
 {
-	struct rte_eth_rss_reta_entry64 reta[RTE_ETH_RSS_RETA_SIZE_512 / RTE_ETH_RETA_GROUP_SIZE];
+	struct rte_eth_rss_reta_entry64 *reta;
+	struct rte_eth_dev_info di;
+	size_t groups;
 	uint16_t i;
 	int r;
 
-	if (reta_size == 0 || reta_size > RTE_ETH_RSS_RETA_SIZE_512 || queues == 0)
+	r = rte_eth_dev_info_get(port, &di);
+	if (r != 0)
+		return r;
+	*reta_size = di.reta_size;
+	if (di.reta_size == 0 || queues == 0)
 		return 0;
-	memset(reta, 0, sizeof(reta));
-	for (i = 0; i < reta_size; i++) {
+	groups = (di.reta_size + RTE_ETH_RETA_GROUP_SIZE - 1) / RTE_ETH_RETA_GROUP_SIZE;
+	reta = calloc(groups, sizeof(*reta));
+	if (!reta)
+		return -ENOMEM;
+	for (i = 0; i < di.reta_size; i++) {
 		reta[i / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ULL << (i % RTE_ETH_RETA_GROUP_SIZE);
 		reta[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE] = i % queues;
 	}
-	r = rte_eth_dev_rss_reta_update(port, reta, reta_size);
+	r = rte_eth_dev_rss_reta_update(port, reta, di.reta_size);
+	free(reta);
 	if (r == -ENOTSUP)
 		return 0;
 	return r == 0 ? 1 : r;
@@ -194,11 +206,13 @@ static int program_reta(uint16_t port, uint16_t reta_size, uint16_t queues)
 /*
  * Configures port `port` with `c->queues` rx/tx queue pairs (rx queue q takes its mbufs
  * from pools[q]) and starts it; with RSS, programs the redirection table round robin
- * (*reta: 1 programmed, 0 the driver has none to program). Returns 0, or a negative
+ * (*reta: 1 programmed, 0 the driver has none to program, a negative errno when the
+ * update failed: the port runs on with the driver's table, as without one; *reta_size:
+ * the table's entries as the configured device reports them). Returns 0, or a negative
  * errno with *stage naming the call that failed.
  */
 int sq_dev_start(uint16_t port, const struct sq_dev_conf *c, struct rte_mempool **pools,
-		 const char **stage, int *reta)
+		 const char **stage, int *reta, uint16_t *reta_size)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info di;
@@ -244,14 +258,8 @@ int sq_dev_start(uint16_t port, const struct sq_dev_conf *c, struct rte_mempool 
 	r = rte_eth_dev_start(port);
 	if (r != 0)
 		return r;
-	*reta = 0;
-	if (c->rss_hf != 0) {
-		*stage = "rte_eth_dev_rss_reta_update";
-		r = program_reta(port, di.reta_size, c->queues);
-		if (r < 0)
-			return r;
-		*reta = r;
-	}
+	*reta_size = di.reta_size;
+	*reta = c->rss_hf != 0 ? program_reta(port, c->queues, reta_size) : 0;
 	if (c->promisc)
 		(void)rte_eth_promiscuous_enable(port);
 	return 0;

@@ -89,7 +89,7 @@ int tap_rss(struct __sk_buff *skb)
 {
 	__u32 zero = 0;
 	struct tap_rss_cfg *c = bpf_map_lookup_elem(&cfg, &zero);
-	__u8 in[36];
+	__u8 in[36] = {};
 	__u16 proto;
 	__u8 vihl, ipproto;
 	__u16 frag;

@@ -115,15 +115,19 @@ pub struct RssConfig {
     /// Entries of the indirection table (a power of two, e.g. 128 or 512).
     pub reta_size: u32,
     pub queues: u32,
+    /// Whether the device hashes IPv6 TCP/UDP on the 4-tuple too (else IPv6 flows are
+    /// not steered by the hash: their replies land where the device puts them).
+    pub ipv6: bool,
 }
 
 impl RssConfig {
-    /// `queues` queues with the symmetric key and a 128-entry table.
+    /// `queues` queues with the symmetric key and a 128-entry table, IPv4 and IPv6.
     pub fn symmetric(queues: u32) -> Self {
         RssConfig {
             key: SYMMETRIC_KEY,
             reta_size: 128,
             queues: queues.max(1),
+            ipv6: true,
         }
     }
 }
@@ -134,6 +138,7 @@ pub struct RssSteer {
     hash: Toeplitz,
     mask: u32,
     queues: u32,
+    ipv6: bool,
 }
 
 impl RssSteer {
@@ -141,9 +146,15 @@ impl RssSteer {
     pub fn new(cfg: &RssConfig) -> Self {
         RssSteer {
             hash: Toeplitz::new(&cfg.key),
-            mask: cfg.reta_size.max(1).next_power_of_two() - 1,
+            mask: cfg.reta_size.clamp(1, 1 << 16).next_power_of_two() - 1,
             queues: cfg.queues.max(1),
+            ipv6: cfg.ipv6,
         }
+    }
+
+    /// Whether the device hashes IPv6 flows on their 4-tuple ([`RssConfig::ipv6`]).
+    pub fn hashes_ipv6(&self) -> bool {
+        self.ipv6
     }
 
     /// The receive queue of a frame with this hash.

@@ -14,7 +14,9 @@
 //! test over it checks Squall's choice against an independent implementation.
 //!
 //! The tap is created (persistent) when it does not exist, so the port can join it later
-//! with the program in place; the kernel keeps the program until the tap is deleted.
+//! with the program in place; the kernel keeps the program until the tap is deleted. A
+//! persistent tap outlives the process: the tests make theirs in a namespace they delete;
+//! one made elsewhere stays until `ip link del NAME`.
 
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_ulonglong, c_void, CString};
 
@@ -70,7 +72,7 @@ impl TapRss {
         if cfg.queues == 0 {
             return Err("tap RSS needs at least one queue".into());
         }
-        let reta = cfg.reta_size.max(1).next_power_of_two();
+        let reta = cfg.reta_size.clamp(1, 1 << 16).next_power_of_two();
         let mut p = std::ptr::null_mut();
         // SAFETY: OBJ is a live static slice; name and key outlive the call; `p` is
         // written only on success.
@@ -88,7 +90,7 @@ impl TapRss {
         if rc < 0 {
             let e = std::io::Error::from_raw_os_error(-rc);
             let hint = match -rc {
-                libc::EPERM | libc::EACCES => " (needs root, or CAP_NET_ADMIN and CAP_BPF)",
+                libc::EPERM | libc::EACCES => " (needs root: CAP_BPF and CAP_NET_ADMIN)",
                 libc::EINVAL => " (is it a tap with several queues? a tun, or a tap made without multi_queue, cannot take it)",
                 _ => "",
             };

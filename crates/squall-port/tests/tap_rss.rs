@@ -69,7 +69,7 @@ fn open_queue(name: &str) -> OwnedFd {
 /// Frames waiting on one queue.
 fn drain(q: &OwnedFd) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    let mut buf = [0u8; 2048];
+    let mut buf = [0u8; 9000];
     loop {
         // SAFETY: buf is writable for its length.
         let n = unsafe { libc::read(q.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -126,6 +126,7 @@ fn run(key: [u8; 40]) {
         key,
         reta_size: 128,
         queues: 2,
+        ipv6: true,
     };
     let rss = TapRss::attach(TAP, &cfg).unwrap_or_else(|e| panic!("{e}"));
     let queues = [open_queue(TAP), open_queue(TAP)];
@@ -196,6 +197,12 @@ fn run(key: [u8; 40]) {
         &"[2001:db8::5]:443".parse().unwrap(),
         Duration::from_millis(50),
     ));
+    // An ICMPv6 echo request: hashed on its address pair.
+    let mut ping = Command::new("ping")
+        .args(["-6", "-c", "1", "-W", "1", "2001:db8::4"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("ping");
     // A TCP SYN (the connect never completes: nobody answers).
     let tcp = std::net::TcpStream::connect_timeout(
         &"198.18.0.4:80".parse().unwrap(),
@@ -222,6 +229,7 @@ fn run(key: [u8; 40]) {
                             44 => "fragment6",
                             6 => "tcp6",
                             17 => "udp6",
+                            58 => "icmp6",
                             _ => "other ipv6",
                         };
                         *kinds.entry(kind).or_default() += 1;
@@ -249,6 +257,7 @@ fn run(key: [u8; 40]) {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    let _ = ping.wait();
     eprintln!(
         "key {:02x?}..: per queue {per_queue:?}, {kinds:?}, program {:?}",
         &key[..4],
@@ -267,6 +276,7 @@ fn run(key: [u8; 40]) {
         "{kinds:?}"
     );
     assert!(kinds.get("tcp6").copied().unwrap_or(0) >= 1, "{kinds:?}");
+    assert!(kinds.get("icmp6").copied().unwrap_or(0) >= 1, "{kinds:?}");
     assert!(
         per_queue.iter().all(|&n| n > sent / 4),
         "both queues take a share: {per_queue:?}"

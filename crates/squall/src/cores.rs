@@ -383,6 +383,7 @@ fn describe_afxdp(p: &AfXdpPort, rc: &RealConfig) -> String {
 
 #[cfg(feature = "dpdk")]
 fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
+    use squall_port::dpdk::Reta;
     use squall_port::OffloadFlags;
     let offloads = p.caps().offloads;
     let by = |f| {
@@ -408,10 +409,14 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
         i.rx_offload_capa,
         i.tx_offload_capa,
         i.rss_hf,
-        match (i.rss_hf, i.reta_programmed) {
-            (0, _) => "",
-            (_, true) => " (redirection table programmed round robin)",
-            (_, false) => " (the driver's redirection table, assumed round robin)",
+        match (i.rss_hf, &i.reta) {
+            (0, _) => String::new(),
+            (_, Reta::Programmed) => " (redirection table programmed round robin)".into(),
+            (_, Reta::DriverDefault) =>
+                " (the driver's redirection table, assumed round robin)".into(),
+            (_, Reta::Failed(e)) => format!(
+                " (programming the redirection table failed: {e}; the driver's, assumed round robin)"
+            ),
         },
         by(OffloadFlags::TX_TCP_CSUM),
         by(OffloadFlags::RX_L4_CSUM_GOOD),
@@ -439,6 +444,7 @@ fn with_dpdk<J: PortJob>(rc: &RealConfig, n: u32, job: J) -> Result<J::Out, Stri
                 if info.reta_size > 0 {
                     rss.reta_size = u32::from(info.reta_size);
                 }
+                rss.ipv6 = info.hashes_ipv6();
                 Steering::Rss(RssSteer::new(&rss))
             } else {
                 Steering::Redirect

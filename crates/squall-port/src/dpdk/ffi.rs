@@ -80,6 +80,7 @@ extern "C" {
         pools: *const *mut RteMempool,
         stage: *mut *const c_char,
         reta: *mut c_int,
+        reta_size: *mut u16,
     ) -> c_int;
     pub fn sq_dev_stop_close(port: u16);
     pub fn sq_link_up(port: u16) -> c_int;

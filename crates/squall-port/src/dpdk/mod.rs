@@ -367,13 +367,33 @@ pub struct DeviceInfo {
     pub tx_offload_capa: u64,
     /// RSS hash types enabled (0: a single queue or a device without RSS).
     pub rss_hf: u64,
-    /// Entries of the device's RSS redirection table, filled round robin over the queues
-    /// (entry `i` -> queue `i % queues`): by Squall where the driver takes a table
-    /// (`reta_programmed`), else as drivers fill it by default.
+    /// Entries of the device's RSS redirection table (as the configured device reports
+    /// them), filled round robin over the queues (entry `i` -> queue `i % queues`): by
+    /// Squall where the driver takes a table ([`Reta::Programmed`]), else as drivers fill
+    /// it by default.
     pub reta_size: u16,
-    /// Whether Squall programmed the redirection table (`rte_eth_dev_rss_reta_update`);
-    /// false where the driver has none to program (the default table is then assumed).
-    pub reta_programmed: bool,
+    /// What became of the redirection table.
+    pub reta: Reta,
+}
+
+impl DeviceInfo {
+    /// Whether the device was configured to hash IPv6 TCP and UDP on their 4-tuple.
+    pub fn hashes_ipv6(&self) -> bool {
+        self.rss_hf & (capa::RSS_IPV6_TCP | capa::RSS_IPV6_UDP)
+            == capa::RSS_IPV6_TCP | capa::RSS_IPV6_UDP
+    }
+}
+
+/// The RSS redirection table of a device with several queues and RSS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reta {
+    /// Squall filled it round robin (`rte_eth_dev_rss_reta_update`).
+    Programmed,
+    /// The driver has none to program (no RSS, or `-ENOTSUP`): its default, round robin
+    /// in Linux and DPDK drivers, is assumed.
+    DriverDefault,
+    /// The update failed (the reason): the port runs on with the driver's table.
+    Failed(String),
 }
 
 /// The device shared by its queues' ports: stopped and closed when the last port goes.
@@ -604,10 +624,20 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
     };
     let mut stage: *const c_char = std::ptr::null();
     let mut reta: c_int = 0;
+    let mut reta_size: u16 = di.reta_size;
     // SAFETY: `conf`, `key` and `pools` (the rx pools first, one per queue) outlive the
-    // call; `stage` is a valid out pointer the shim sets to a static string, `reta` one it
-    // sets to 0 or 1.
-    let r = unsafe { ffi::sq_dev_start(id, &conf, pools.as_ptr(), &mut stage, &mut reta) };
+    // call; `stage` is a valid out pointer the shim sets to a static string, `reta` and
+    // `reta_size` valid out pointers.
+    let r = unsafe {
+        ffi::sq_dev_start(
+            id,
+            &conf,
+            pools.as_ptr(),
+            &mut stage,
+            &mut reta,
+            &mut reta_size,
+        )
+    };
     if r != 0 {
         let st = if stage.is_null() {
             "start".into()
@@ -636,8 +666,12 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
         rx_offload_capa: di.rx_offload_capa,
         tx_offload_capa: di.tx_offload_capa,
         rss_hf,
-        reta_size: di.reta_size,
-        reta_programmed: reta == 1,
+        reta_size,
+        reta: match reta {
+            1 => Reta::Programmed,
+            0 => Reta::DriverDefault,
+            e => Reta::Failed(ffi::strerror(-e)),
+        },
     };
     let caps = PortCaps {
         mac: di.mac,

@@ -52,6 +52,8 @@ impl Capture {
     /// `allowed` (e.g. those a client's kernel sends when the client stops with answers in
     /// flight: `tcp.dstport == 80`) are expected: counted in the summary, not failed on.
     pub fn stop_and_check_allowing(mut self, allowed: &str) -> String {
+        // tshark's io,stat takes its filters comma-separated.
+        assert!(!allowed.contains(','), "{allowed}");
         for p in &mut self.procs {
             let _ = Command::new("kill")
                 .args(["-INT", &p.0.id().to_string()])
