@@ -1617,7 +1617,14 @@ impl Cell<'_> {
                 m.proc_us[0] = Some(sq.busy_cpu_sec * 1e6);
             }
         }
-        if let (Some(mut s), Who::SquallServe) = (srv.take(), self.s) {
+        // Only `squall serve` here: the generator's server (`squall run --mode server`) is
+        // read below from its JSON. (Matching on `(srv.take(), self.s)` took the
+        // generator's server out before the pattern failed, so its JSON was never read:
+        // its idle turns stayed in its core's figure and its errors went uncounted.)
+        if self.s == Who::SquallServe {
+            let Some(mut s) = srv.take() else {
+                return Err("squall serve was not started".into());
+            };
             let ok = s.wait();
             let sv: ServeOut =
                 serve_cmd::parse_serve(&std::fs::read_to_string(&srv_log).unwrap_or_default())?;
