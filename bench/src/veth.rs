@@ -576,6 +576,20 @@ pub struct Measured {
     pub p99_us: Option<f64>,
 }
 
+/// A Squall side's figure is its core's time less its idle turns, which only its own
+/// report gives: a run whose Squall side went unread is refused, not printed with the
+/// idle polling in it.
+pub fn squall_sides_read(client: Who, server: Who, m: &Measured) -> Result<(), String> {
+    for (who, i, side) in [(client, 0, "client"), (server, 1, "server")] {
+        if who.is_squall() && m.idle_us[i].is_none() {
+            return Err(format!(
+                "the Squall {side}'s report was not read: its idle turns cannot be taken out"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Fills the figures of `r` from one run.
 pub fn fill(r: &mut Record, m: &Measured, l7_bytes_per_op: Option<f64>) {
     r.errors = m.errors;
@@ -1669,6 +1683,7 @@ impl Cell<'_> {
         if let (Some(a), Some(b)) = (nginx_cpu0, self.nginx.and_then(Nginx::cpu_us)) {
             m.proc_us[1] = Some(b - a);
         }
+        squall_sides_read(self.c, self.s, &m)?;
         let s1 = snap()?;
         let (busy, frames) = delta(&s0, &s1);
         m.busy_us = busy;
@@ -2013,6 +2028,17 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_run_whose_squall_side_went_unread_is_refused() {
+        let mut m = Measured::default();
+        assert!(squall_sides_read(Who::Kernel, Who::Kernel, &m).is_ok());
+        let e = squall_sides_read(Who::Kernel, Who::Squall, &m).unwrap_err();
+        assert!(e.contains("server"), "{e}");
+        assert!(squall_sides_read(Who::SquallHttp, Who::Kernel, &m).is_err());
+        m.idle_us = [Some(0.0), Some(1.0)];
+        assert!(squall_sides_read(Who::Squall, Who::SquallServe, &m).is_ok());
+    }
+
     use super::*;
 
     #[test]
