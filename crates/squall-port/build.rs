@@ -70,23 +70,16 @@ fn afxdp() {
     bpf_object(&out, "squall_xdp");
     bpf_object(&out, "tap_rss");
 
-    // The shims.
+    // The shims, one library.
     let mut b = cc::Build::new();
     b.file(shim_src)
+        .file(tap_src)
         .warnings(true)
         .flag_if_supported("-Wno-unused-parameter");
     for f in pkg_config(&["--cflags"], &["libxdp", "libbpf"], HINT) {
         b.flag(&f);
     }
     b.compile("squall_xsk_shim");
-    let mut t = cc::Build::new();
-    t.file(tap_src)
-        .warnings(true)
-        .flag_if_supported("-Wno-unused-parameter");
-    for f in pkg_config(&["--cflags"], &["libbpf"], HINT) {
-        t.flag(&f);
-    }
-    t.compile("squall_tap_rss_shim");
     link(&pkg_config(&["--libs"], &["libxdp", "libbpf"], HINT), false);
 }
 

@@ -367,6 +367,26 @@ struct TapLab {
 
 #[cfg(feature = "dpdk")]
 const TAP_NS: &str = "sqc-tap";
+/// The EAL of Squall's DPDK port on the tap lab: `net_tap` joining the tap `sqt0`.
+#[cfg(feature = "dpdk")]
+const TAP_EAL: &str = "--no-huge -m 256 --in-memory -l 0 --no-pci --no-telemetry \
+                       --log-level=*:warning --vdev=net_tap0,iface=sqt0";
+
+/// [`client_run_on`] with the DPDK port on a fresh tap lab for `role` (and `extra`
+/// options); the outcome and what the tap's steering program did.
+#[cfg(feature = "dpdk")]
+fn tap_client_run(
+    role: Role,
+    extra: &[&str],
+    v6: Option<&str>,
+) -> (Outcome, squall_port::tap_rss::TapRssStats) {
+    let lab = TapLab::up(role);
+    let mut args = vec!["--eal", TAP_EAL];
+    args.extend_from_slice(extra);
+    let o = client_run_on(TAP_NS, TAP_NS, "dpdk", &args, v6);
+    (o, lab.rss.stats())
+}
+
 /// nginx's address in the IPv6 tap lab.
 #[cfg(feature = "dpdk")]
 const TAP_V6_SRV: &str = "2001:db8:62::1";
@@ -457,13 +477,7 @@ fn with_rss_every_reply_lands_on_its_owning_core() {
     let Some(_locks) = lab_access(&["ip", "nginx", "curl"]) else {
         return;
     };
-    let eal = "--no-huge -m 256 --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
-               --vdev=net_tap0,iface=sqt0";
-    let (rss, rss_frames) = {
-        let lab = TapLab::up(Role::Client);
-        let o = client_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", eal], None);
-        (o, lab.rss.stats())
-    };
+    let (rss, rss_frames) = tap_client_run(Role::Client, &[], None);
     eprintln!(
         "DPDK net_tap, 2 queues with RSS: {} redirected (workers {:?}); tap program {rss_frames:?}",
         rss.redirected, rss.per_worker
@@ -480,17 +494,7 @@ fn with_rss_every_reply_lands_on_its_owning_core() {
     );
     assert_eq!(rss.redirected, 0, "with RSS every reply lands on its owner");
 
-    let (plain, plain_frames) = {
-        let lab = TapLab::up(Role::Client);
-        let o = client_run_on(
-            TAP_NS,
-            TAP_NS,
-            "dpdk",
-            &["--eal", eal, "--no-steering"],
-            None,
-        );
-        (o, lab.rss.stats())
-    };
+    let (plain, plain_frames) = tap_client_run(Role::Client, &["--no-steering"], None);
     eprintln!(
         "the same without the RSS port choice (--no-steering): {} of {} received frames \
          redirected (workers {:?}); tap program {plain_frames:?}",
@@ -508,11 +512,7 @@ fn with_rss_every_reply_lands_on_its_owning_core() {
     // IPv6 flows: the client takes ports by the IPv6 tuple's hash (the device hashes the
     // 36-byte IPv6 input); neighbour discovery lands where the device puts it and is
     // answered there.
-    let (v6, v6_frames) = {
-        let lab = TapLab::up(Role::ClientV6);
-        let o = client_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", eal], Some(TAP_V6_SRV));
-        (o, lab.rss.stats())
-    };
+    let (v6, v6_frames) = tap_client_run(Role::ClientV6, &[], Some(TAP_V6_SRV));
     eprintln!(
         "IPv6 over the same device: {} redirected (workers {:?}); tap program {v6_frames:?}",
         v6.redirected, v6.per_worker
@@ -541,10 +541,8 @@ fn with_rss_a_two_worker_server_keeps_each_connection_on_one_queue() {
     let Some(_locks) = lab_access(&["ip", "ab"]) else {
         return;
     };
-    let eal = "--no-huge -m 256 --in-memory -l 0 --no-pci --no-telemetry --log-level=*:warning \
-               --vdev=net_tap0,iface=sqt0";
     let lab = TapLab::up(Role::Server);
-    server_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", eal]);
+    server_run_on(TAP_NS, TAP_NS, "dpdk", &["--eal", TAP_EAL]);
     let st = lab.rss.stats();
     eprintln!(
         "DPDK net_tap with RSS, Squall server --cores 2 vs ab: all answered; tap program {st:?}"
