@@ -440,6 +440,28 @@ impl ServeApp {
         pos
     }
 
+    /// Keeps the incomplete head `buf` left after a segment (or fails the connection
+    /// when no head can fit any more).
+    fn keep_rest(&mut self, ctl: &mut Ctl, i: usize, mut buf: Vec<u8>, now: u64) {
+        let c = &mut self.conns[i];
+        if c.closing {
+            buf = Vec::new();
+        } else if buf.len() > self.cfg.limits.max_head + 2 {
+            // The parser has judged every complete line; more bytes cannot fit a head.
+            buf = Vec::new();
+            self.stats.parse_errors += 1;
+            self.fail(ctl, i, 431);
+        } else if buf.is_empty() {
+            c.head_since = 0;
+            if buf.capacity() > 4096 {
+                buf = Vec::new();
+            }
+        } else if c.head_since == 0 {
+            c.head_since = now;
+        }
+        self.conns[i].buf = buf;
+    }
+
     /// Answers one request; returns whether the connection stays open.
     fn answer(&mut self, ctl: &mut Ctl, i: usize, req: &Request<'_, '_>) -> bool {
         self.stats.requests += 1;
@@ -638,32 +660,23 @@ impl TcpApp for ServeApp {
             return;
         }
         c.last_ns = now;
-        let mut buf = std::mem::take(&mut c.buf);
-        if buf.is_empty() {
+        if c.buf.is_empty() {
+            // The common case: the segment holds whole requests, nothing is kept.
             let used = self.process(ctl, i, data);
-            buf.extend_from_slice(&data[used..]);
-        } else {
-            buf.extend_from_slice(data);
-            let used = self.process(ctl, i, &buf);
-            buf.drain(..used);
-        }
-        let c = &mut self.conns[i];
-        if c.closing {
-            buf = Vec::new();
-        } else if buf.len() > self.cfg.limits.max_head + 2 {
-            // The parser has judged every complete line; more bytes cannot fit a head.
-            buf = Vec::new();
-            self.stats.parse_errors += 1;
-            self.fail(ctl, i, 431);
-        } else if buf.is_empty() {
-            c.head_since = 0;
-            if buf.capacity() > 4096 {
-                buf = Vec::new();
+            let c = &mut self.conns[i];
+            if used == data.len() && !c.closing && c.buf.is_empty() {
+                c.head_since = 0;
+                return;
             }
-        } else if c.head_since == 0 {
-            c.head_since = now;
+            let mut buf = std::mem::take(&mut c.buf);
+            buf.extend_from_slice(&data[used..]);
+            return self.keep_rest(ctl, i, buf, now);
         }
-        self.conns[i].buf = buf;
+        let mut buf = std::mem::take(&mut c.buf);
+        buf.extend_from_slice(data);
+        let used = self.process(ctl, i, &buf);
+        buf.drain(..used);
+        self.keep_rest(ctl, i, buf, now);
     }
 
     fn on_acked(&mut self, _ctl: &mut Ctl, f: FlowId, bytes: u32) {
