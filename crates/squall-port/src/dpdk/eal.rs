@@ -57,16 +57,27 @@ fn hugepages_total() -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// The message for an EAL initialisation that failed with errno `e`.
-fn init_error(args: &[String], e: i32) -> String {
+/// The message for an EAL initialisation that failed with errno `e`, for a process
+/// running as root or not, on a machine with `hugepages` hugepages configured.
+fn init_error(args: &[String], e: i32, root: bool, hugepages: u64) -> String {
     let no_huge = args.iter().any(|a| a == "--no-huge");
+    let missing_huge = !no_huge && hugepages == 0;
     let mut hint = String::new();
     if e == libc::EACCES || e == libc::EPERM {
-        hint.push_str(
-            "; permission denied: DPDK needs root (or CAP_SYS_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK)",
-        );
+        if !root {
+            hint.push_str(
+                "; permission denied: DPDK needs root (or CAP_SYS_ADMIN, CAP_NET_RAW, \
+                 CAP_IPC_LOCK)",
+            );
+        } else if !missing_huge {
+            // As root without the hugepage cause below: capabilities withheld.
+            hint.push_str(
+                "; permission denied although running as root: a container or sandbox may \
+                 withhold CAP_SYS_ADMIN, CAP_NET_RAW or CAP_IPC_LOCK",
+            );
+        }
     }
-    if !no_huge && hugepages_total().unwrap_or(0) == 0 {
+    if missing_huge {
         hint.push_str(
             "; this machine has no hugepages: add --no-huge --in-memory to --eal (or reserve \
              hugepages: echo 512 > /proc/sys/vm/nr_hugepages)",
@@ -169,7 +180,9 @@ fn init_once(args: &[String]) -> Result<(), String> {
     // leaked (valid for the rest of the process); INIT serialises the call.
     let r = unsafe { ffi::sq_eal_init(owned.len() as c_int, argv.as_mut_ptr()) };
     if r < 0 {
-        return Err(init_error(args, -r));
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        return Err(init_error(args, -r, root, hugepages_total().unwrap_or(0)));
     }
     Ok(())
 }
@@ -212,12 +225,22 @@ mod tests {
 
     #[test]
     fn init_errors_suggest_the_fix() {
-        let e = init_error(&["-l".into(), "0".into()], libc::EACCES);
-        assert!(e.contains("permission denied"), "{e}");
-        if hugepages_total().unwrap_or(0) == 0 {
-            assert!(e.contains("--no-huge --in-memory"), "{e}");
-        }
-        let e = init_error(&["--no-huge".into()], libc::ENOMEM);
+        let l0 = ["-l".to_string(), "0".to_string()];
+        // Not root: privileges; with no hugepages either, both hints.
+        let e = init_error(&l0, libc::EACCES, false, 0);
+        assert!(e.contains("DPDK needs root"), "{e}");
+        assert!(e.contains("--no-huge --in-memory"), "{e}");
+        // Root on a machine without hugepages: the EAL's EACCES is the hugepage
+        // information, not privileges.
+        let e = init_error(&l0, libc::EACCES, true, 0);
+        assert!(!e.contains("needs root"), "{e}");
+        assert!(!e.contains("although running as root"), "{e}");
+        assert!(e.contains("--no-huge --in-memory"), "{e}");
+        // Root with hugepages: capabilities withheld.
+        let e = init_error(&l0, libc::EPERM, true, 512);
+        assert!(e.contains("although running as root"), "{e}");
+        assert!(!e.contains("no hugepages"), "{e}");
+        let e = init_error(&["--no-huge".into()], libc::ENOMEM, true, 0);
         assert!(e.contains("raise -m"), "{e}");
         assert!(!e.contains("no hugepages"), "{e}");
     }
