@@ -86,6 +86,21 @@ pub fn check_cores(n: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// On the in-memory wire more shards than cores may run (they wrap around the cores this
+/// process may use): the note that says so, `None` when every shard has a core.
+pub fn shared_cores_note(n: u32) -> Option<String> {
+    shared_cores_note_for(n, squall_engine::affinity::available_cores().len())
+}
+
+fn shared_cores_note_for(n: u32, have: usize) -> Option<String> {
+    (n > 1 && have > 0 && n as usize > have).then(|| {
+        format!(
+            "--cores {n}: this process may use {have} core(s); the {n} shards share them, \
+             so their CPU figures are not per core"
+        )
+    })
+}
+
 /// Rx queues of interface `ifname` as the kernel lists them (`/sys/class/net/IF/queues`).
 fn rx_queues(ifname: &str) -> Option<u32> {
     let d = std::fs::read_dir(format!("/sys/class/net/{ifname}/queues")).ok()?;
@@ -500,6 +515,18 @@ pub(crate) fn open_dpdk(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn more_shards_than_cores_are_noted() {
+        assert_eq!(shared_cores_note_for(1, 2), None);
+        assert_eq!(shared_cores_note_for(2, 2), None);
+        assert_eq!(shared_cores_note_for(3, 0), None);
+        let n = shared_cores_note_for(3, 2).unwrap();
+        assert!(
+            n.contains("may use 2 core(s)") && n.contains("3 shards"),
+            "{n}"
+        );
+    }
 
     #[test]
     fn more_workers_than_cores_is_refused() {
