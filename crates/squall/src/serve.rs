@@ -166,6 +166,12 @@ pub fn check_listen(cfg: &ServeConfig) -> Result<(Owned, Owned6), String> {
                 "--listen {a}: give the address Squall owns (not a wildcard or a group)"
             ));
         }
+        if a.port() == 0 {
+            return Err(format!(
+                "--listen {a}: give the port to answer on (port 0 is not one a client can \
+                 connect to)"
+            ));
+        }
         match a.ip() {
             IpAddr::V4(ip) => {
                 let ip = u32::from(ip);

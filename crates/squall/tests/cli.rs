@@ -455,10 +455,22 @@ fn serve_usage_errors_say_what_is_wrong() {
     )
     .unwrap();
     let conf6 = conf6.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 15] = [
+    let cases: [(&[&str], &str); 16] = [
         (
             &["serve", "--iface", "afpacket:x", "--root", "."],
             "--listen ADDR:PORT",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:0",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+            ],
+            "port 0 is not one a client can connect to",
         ),
         (
             &[
