@@ -1430,7 +1430,8 @@ mod tests {
         let e = AfPacketPort::open(cfg).err().expect("bad geometry");
         assert!(e.contains("rx ring geometry"), "{e}");
         // lo's MTU (65,536) makes 128 KiB slots: as many as fit 64 MiB, not an error.
-        if std::fs::read_to_string("/sys/class/net/lo/mtu").map_or(false, |m| m.trim() == "65536") {
+        let lo_mtu = std::fs::read_to_string("/sys/class/net/lo/mtu");
+        if lo_mtu.is_ok_and(|m| m.trim() == "65536") {
             AfPacketPort::open(AfPacketConfig::new("lo")).expect("lo with its jumbo MTU");
         }
         let mut cfg = AfPacketConfig::new("lo");
