@@ -86,8 +86,9 @@ pub fn check_cores(n: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// On the in-memory wire more shards than cores may run (they wrap around the cores this
-/// process may use): the note that says so, `None` when every shard has a core.
+/// On the in-memory wire more worker threads (shards, or `--split`'s two) than cores may
+/// run (they wrap around the cores this process may use): the note that says so, `None`
+/// when every thread has a core.
 pub fn shared_cores_note(n: u32) -> Option<String> {
     shared_cores_note_for(n, squall_engine::affinity::available_cores().len())
 }
@@ -95,8 +96,8 @@ pub fn shared_cores_note(n: u32) -> Option<String> {
 fn shared_cores_note_for(n: u32, have: usize) -> Option<String> {
     (n > 1 && have > 0 && n as usize > have).then(|| {
         format!(
-            "--cores {n}: this process may use {have} core(s); the {n} shards share them, \
-             so their CPU figures are not per core"
+            "--cores {n}: this process may use {have} core(s); its {n} worker threads \
+             share them, so their CPU figures are not per core"
         )
     })
 }

@@ -918,11 +918,6 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             return usage(&e);
         }
     }
-    if real.is_none() && dut.is_none() && !a.sim {
-        if let Some(note) = squall::cores::shared_cores_note(a.cores) {
-            eprintln!("squall: note: {note}");
-        }
-    }
     if a.no_steering && (real.is_none() || a.cores < 2) {
         return usage("--no-steering is for --cores N (N > 1) on a real interface (--iface)");
     }
@@ -995,6 +990,11 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         }
         Some(Err(e)) => return usage(&e),
     };
+    if real.is_none() && dut.is_none() && !a.sim {
+        if let Some(note) = squall::cores::shared_cores_note(a.cores) {
+            eprintln!("squall: note: {note}");
+        }
+    }
     let pre = RunInfo {
         profile_path: "",
         mode: "",

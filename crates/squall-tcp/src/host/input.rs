@@ -469,6 +469,9 @@ impl TcpHost {
 /// host verifies checksums, the sum's loads are the first touch of each frame's bytes).
 const RX_PREFETCH_AHEAD: usize = 2;
 
+/// The bytes of a frame the burst prefetches at most.
+const RX_PREFETCH_MAX: usize = 4096;
+
 /// Prefetches the cache lines of `b` after the one it starts in (a hint; never faults).
 #[inline(always)]
 fn prefetch_bytes(b: &[u8]) {
@@ -476,8 +479,11 @@ fn prefetch_bytes(b: &[u8]) {
     {
         let p = b.as_ptr() as *const i8;
         // From the line after the first to the line of the last byte.
+        // At most the first 4 KiB: a super-frame's tail would only push this frame's
+        // lines out of L1 before its sum gets to them.
+        let end = b.len().min(RX_PREFETCH_MAX);
         let mut off = 64 - (p as usize & 63);
-        while off < b.len() {
+        while off < end {
             // SAFETY: prefetch is a hint that never faults; the address lies inside `b`.
             #[allow(unused_unsafe)]
             unsafe {
