@@ -524,7 +524,7 @@ mod tests {
         assert_eq!(shared_cores_note_for(3, 0), None);
         let n = shared_cores_note_for(3, 2).unwrap();
         assert!(
-            n.contains("may use 2 core(s)") && n.contains("3 shards"),
+            n.contains("may use 2 core(s)") && n.contains("3 worker threads"),
             "{n}"
         );
     }
