@@ -127,6 +127,10 @@ pub struct AfXdpStats {
 }
 
 /// An AF_XDP socket on one queue (see the module comment).
+/// How long a bind to a busy queue is retried (the kernel releases a closed socket's
+/// queue asynchronously, in a work item; a restart right after a kill meets it busy).
+const BIND_BUSY_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
+
 pub struct AfXdpPort {
     // Field order is drop order: the socket closes before the program detaches and the
     // UMEM is unmapped.
@@ -188,24 +192,34 @@ impl AfXdpPort {
         };
         let mut res = Err(libc::EINVAL);
         let mut zero_copy = false;
-        for &(flags, zc) in tries {
-            // SAFETY: the UMEM mapping lives in the port beside the socket and is dropped
-            // after it (field order), or leaked while frames are out.
-            res = unsafe {
-                sys::Xsk::open(
-                    &name,
-                    cfg.queue,
-                    umem.area(),
-                    umem.size() as u64,
-                    umem.chunk(),
-                    cfg.ring,
-                    flags | sys::XDP_USE_NEED_WAKEUP,
-                )
-            };
-            if res.is_ok() {
-                zero_copy = zc;
+        // A queue whose socket was just closed (or whose process was killed) stays busy
+        // until the kernel's deferred release of its buffer pool has run: EBUSY is
+        // retried for up to BIND_BUSY_WAIT before it is reported.
+        let t0 = std::time::Instant::now();
+        loop {
+            for &(flags, zc) in tries {
+                // SAFETY: the UMEM mapping lives in the port beside the socket and is
+                // dropped after it (field order), or leaked while frames are out.
+                res = unsafe {
+                    sys::Xsk::open(
+                        &name,
+                        cfg.queue,
+                        umem.area(),
+                        umem.size() as u64,
+                        umem.chunk(),
+                        cfg.ring,
+                        flags | sys::XDP_USE_NEED_WAKEUP,
+                    )
+                };
+                if res.is_ok() {
+                    zero_copy = zc;
+                    break;
+                }
+            }
+            if !matches!(res, Err(libc::EBUSY)) || t0.elapsed() >= BIND_BUSY_WAIT {
                 break;
             }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let xsk = res.map_err(|e| match e {
             libc::EINVAL | libc::ENODEV => format!(
