@@ -2028,6 +2028,8 @@ pub fn run(o: &VethOpts, emit: &mut dyn FnMut(&Record)) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_run_whose_squall_side_went_unread_is_refused() {
         let mut m = Measured::default();
@@ -2038,8 +2040,6 @@ mod tests {
         m.idle_us = [Some(0.0), Some(1.0)];
         assert!(squall_sides_read(Who::Squall, Who::SquallServe, &m).is_ok());
     }
-
-    use super::*;
 
     #[test]
     fn a_client_behind_its_schedule_is_told_apart() {

@@ -664,7 +664,7 @@ impl TcpApp for ServeApp {
             // The common case: the segment holds whole requests, nothing is kept.
             let used = self.process(ctl, i, data);
             let c = &mut self.conns[i];
-            if used == data.len() && !c.closing && c.buf.is_empty() {
+            if used == data.len() && !c.closing {
                 c.head_since = 0;
                 return;
             }

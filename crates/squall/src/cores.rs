@@ -76,7 +76,7 @@ pub fn plan(rc: &RealConfig, n: u32) -> String {
 /// Checks that `n` workers can each have a core of their own.
 pub fn check_cores(n: u32) -> Result<(), String> {
     let cores = squall_engine::affinity::available_cores();
-    if n > 1 && !cores.is_empty() && n as usize > cores.len() {
+    if more_than_cores(n, cores.len()) {
         return Err(format!(
             "--cores {n}: this process may use {} core(s) ({:?}); one worker per core",
             cores.len(),
@@ -93,8 +93,14 @@ pub fn shared_cores_note(n: u32) -> Option<String> {
     shared_cores_note_for(n, squall_engine::affinity::available_cores().len())
 }
 
+/// Whether `n` worker threads outnumber the `have` cores this process may use (0: the
+/// set could not be read, and nothing is said).
+fn more_than_cores(n: u32, have: usize) -> bool {
+    n > 1 && have > 0 && n as usize > have
+}
+
 fn shared_cores_note_for(n: u32, have: usize) -> Option<String> {
-    (n > 1 && have > 0 && n as usize > have).then(|| {
+    more_than_cores(n, have).then(|| {
         format!(
             "--cores {n}: this process may use {have} core(s); its {n} worker threads \
              share them, so their CPU figures are not per core"

@@ -126,11 +126,11 @@ pub struct AfXdpStats {
     pub kernel_fill_empty: u64,
 }
 
-/// An AF_XDP socket on one queue (see the module comment).
 /// How long a bind to a busy queue is retried (the kernel releases a closed socket's
 /// queue asynchronously, in a work item; a restart right after a kill meets it busy).
 const BIND_BUSY_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
 
+/// An AF_XDP socket on one queue (see the module comment).
 pub struct AfXdpPort {
     // Field order is drop order: the socket closes before the program detaches and the
     // UMEM is unmapped.
@@ -190,13 +190,9 @@ impl AfXdpPort {
             XdpMode::Auto | XdpMode::Copy => &[(sys::XDP_COPY, false)],
             XdpMode::ZeroCopy => &[(sys::XDP_ZEROCOPY, true)],
         };
-        let mut res = Err(libc::EINVAL);
-        let mut zero_copy = false;
-        // A queue whose socket was just closed (or whose process was killed) stays busy
-        // until the kernel's deferred release of its buffer pool has run: EBUSY is
-        // retried for up to BIND_BUSY_WAIT before it is reported.
-        let t0 = std::time::Instant::now();
-        loop {
+        // Each mode in turn; the first that binds, and whether it is zero-copy.
+        let bind = || {
+            let mut res = Err(libc::EINVAL);
             for &(flags, zc) in tries {
                 // SAFETY: the UMEM mapping lives in the port beside the socket and is
                 // dropped after it (field order), or leaked while frames are out.
@@ -210,18 +206,24 @@ impl AfXdpPort {
                         cfg.ring,
                         flags | sys::XDP_USE_NEED_WAKEUP,
                     )
-                };
+                }
+                .map(|x| (x, zc));
                 if res.is_ok() {
-                    zero_copy = zc;
                     break;
                 }
             }
-            if !matches!(res, Err(libc::EBUSY)) || t0.elapsed() >= BIND_BUSY_WAIT {
-                break;
-            }
+            res
+        };
+        // A queue whose socket was just closed (or whose process was killed) stays busy
+        // until the kernel's deferred release of its buffer pool has run: EBUSY is
+        // retried for up to BIND_BUSY_WAIT before it is reported.
+        let t0 = std::time::Instant::now();
+        let mut res = bind();
+        while matches!(res, Err(libc::EBUSY)) && t0.elapsed() < BIND_BUSY_WAIT {
             std::thread::sleep(std::time::Duration::from_millis(20));
+            res = bind();
         }
-        let xsk = res.map_err(|e| match e {
+        let (xsk, zero_copy) = res.map_err(|e| match e {
             libc::EINVAL | libc::ENODEV => format!(
                 "afxdp:{name}: queue {}: cannot bind ({}): no such queue, or the mode is not \
                  supported (veth has no zero-copy)",

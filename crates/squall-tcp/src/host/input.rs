@@ -472,23 +472,35 @@ const RX_PREFETCH_AHEAD: usize = 2;
 /// The bytes of a frame the burst prefetches at most.
 const RX_PREFETCH_MAX: usize = 4096;
 
-/// Prefetches the cache lines of `b` after the one it starts in (a hint; never faults).
+/// Prefetches the cache lines of `b` after the one it starts in, within its first
+/// [`RX_PREFETCH_MAX`] bytes (a super-frame's tail would only push this frame's lines out
+/// of L1 before its sum gets to them).
 #[inline(always)]
 fn prefetch_bytes(b: &[u8]) {
+    let first = 64 - (b.as_ptr() as usize & 63);
+    prefetch_span(b.as_ptr(), first, b.len().min(RX_PREFETCH_MAX));
+}
+
+/// Prefetches the cache lines of `v` (a hint; never faults).
+#[inline(always)]
+fn prefetch_lines<T>(v: &T) {
+    prefetch_span((v as *const T).cast(), 0, std::mem::size_of::<T>());
+}
+
+/// Prefetches the lines at `p + from`, `p + from + 64`, ... below `p + to` (a hint; never
+/// faults). The callers keep the span inside one object.
+#[inline(always)]
+fn prefetch_span(p: *const u8, from: usize, to: usize) {
     #[cfg(target_arch = "x86_64")]
     {
-        let p = b.as_ptr() as *const i8;
-        // From the line after the first to the line of the last byte.
-        // At most the first 4 KiB: a super-frame's tail would only push this frame's
-        // lines out of L1 before its sum gets to them.
-        let end = b.len().min(RX_PREFETCH_MAX);
-        let mut off = 64 - (p as usize & 63);
-        while off < end {
-            // SAFETY: prefetch is a hint that never faults; the address lies inside `b`.
+        let mut off = from;
+        while off < to {
+            // SAFETY: prefetch is a hint that never faults; the address lies inside the
+            // caller's object.
             #[allow(unused_unsafe)]
             unsafe {
                 std::arch::x86_64::_mm_prefetch(
-                    p.wrapping_add(off),
+                    p.wrapping_add(off).cast::<i8>(),
                     std::arch::x86_64::_MM_HINT_T0,
                 );
             }
@@ -496,27 +508,5 @@ fn prefetch_bytes(b: &[u8]) {
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = b;
-}
-
-/// Prefetches the cache lines of `v` (a hint; never faults).
-#[inline(always)]
-fn prefetch_lines<T>(v: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let p = v as *const T as *const i8;
-        let n = std::mem::size_of::<T>().div_ceil(64);
-        for k in 0..n {
-            // SAFETY: prefetch is a hint that never faults; the address lies inside `v`.
-            #[allow(unused_unsafe)]
-            unsafe {
-                std::arch::x86_64::_mm_prefetch(
-                    p.wrapping_add(k * 64),
-                    std::arch::x86_64::_MM_HINT_T0,
-                );
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = v;
+    let _ = (p, from, to);
 }
