@@ -197,9 +197,9 @@ pub struct TcpHost {
     trace: Option<Box<crate::trace::FlowTracer>>,
 }
 
-/// Bytes per token of `squall_engine::TimerWheel` (deadline u64, next/prev u32, slot u16,
-/// padded).
-pub const TIMER_NODE_BYTES: usize = 24;
+/// Bytes per token of `squall_engine::TimerWheel` (its node: deadline, backward link and
+/// slot; its forward link).
+pub const TIMER_NODE_BYTES: usize = TimerWheel::BYTES_PER_TOKEN;
 
 /// Out-of-order queues `cfg` lets a host hold at once (`TcpConfig::ooo_budget`), at
 /// least one.

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// How far ahead [`TcpHost::prefetch_flow`] runs on a list of flows.
+const FLOW_PREFETCH_AHEAD: usize = 4;
+
 /// Largest RTO backoff shift kept (the timeout is capped at `RtoConfig::max_us` long
 /// before).
 const MAX_BACKOFF: u8 = 20;
@@ -78,7 +81,10 @@ impl TcpHost {
         let mut exp = std::mem::take(&mut self.expired);
         exp.clear();
         self.wheel.advance(now, &mut exp);
-        for &i in &exp {
+        for (k, &i) in exp.iter().enumerate() {
+            if let Some(&n) = exp.get(k + FLOW_PREFETCH_AHEAD) {
+                self.prefetch_flow(n);
+            }
             let r = self.rexmit_events();
             self.on_timer(i, app, tx);
             self.report_rexmit(i, r, app);
@@ -127,6 +133,9 @@ impl TcpHost {
             let Some(i) = self.tx_blocked.pop_front() else {
                 break;
             };
+            if let Some(&n) = self.tx_blocked.get(FLOW_PREFETCH_AHEAD - 1) {
+                self.prefetch_flow(n);
+            }
             let t = &mut self.flows[i as usize];
             if !t.has(F_TX_BLOCKED) {
                 continue; // stale entry: flow closed (and maybe reused) meanwhile
@@ -140,6 +149,20 @@ impl TcpHost {
             }
             if self.flows[i as usize].has(F_TX_BLOCKED) {
                 break;
+            }
+        }
+    }
+
+    /// Prefetches flow `i`'s control block and its timer node: a list of flows known in
+    /// advance (the expired timers, the flows waiting for the TX sink) is walked with the
+    /// flow [`FLOW_PREFETCH_AHEAD`] places on in flight, so that with more flows than the
+    /// cache holds each one's lines are on their way while the one before is handled.
+    #[inline(always)]
+    fn prefetch_flow(&self, i: u32) {
+        if let Some(t) = self.flows.get(i as usize) {
+            input::prefetch_lines(t);
+            if self.active as usize > input::WHEEL_PREFETCH_MIN_FLOWS {
+                self.wheel.prefetch(i);
             }
         }
     }
