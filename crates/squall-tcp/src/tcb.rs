@@ -193,7 +193,7 @@ mod tests {
     fn per_flow_footprint_within_256_bytes() {
         let tcb = std::mem::size_of::<Tcb>();
         let slot = crate::flowtable::FlowTable::SLOT_BYTES * 2; // table is sized 2x
-        let timer_node = 24; // squall-engine TimerWheel node: deadline u64 + next/prev u32 + slot u16
+        let timer_node = crate::host::TIMER_NODE_BYTES; // squall-engine TimerWheel, per token
         eprintln!("TCB {tcb} bytes, footprint {}", tcb + slot + timer_node);
         // 152: SND.SML (Minshall's Nagle) and the per-flow invalid-ACK clock (RFC 5961
         // rate limit) took the last padding of the 144-byte layout and one more word.

@@ -81,6 +81,9 @@ impl TcpHost {
         let mut exp = std::mem::take(&mut self.expired);
         exp.clear();
         self.wheel.advance(now, &mut exp);
+        for &n in exp.iter().take(FLOW_PREFETCH_AHEAD) {
+            self.prefetch_flow(n);
+        }
         for (k, &i) in exp.iter().enumerate() {
             if let Some(&n) = exp.get(k + FLOW_PREFETCH_AHEAD) {
                 self.prefetch_flow(n);
@@ -129,6 +132,9 @@ impl TcpHost {
     fn resume_blocked_flows<S: TxSink>(&mut self, tx: &mut S) {
         // At most one pass over the entries present now: a flow that blocks again is
         // re-queued at the back and ends the pass (the sink is full).
+        for &n in self.tx_blocked.iter().take(FLOW_PREFETCH_AHEAD) {
+            self.prefetch_flow(n);
+        }
         for _ in 0..self.tx_blocked.len() {
             let Some(i) = self.tx_blocked.pop_front() else {
                 break;
