@@ -35,9 +35,9 @@ fn check(cfg: TcpConfig, sack: bool) {
         delay_ns: 200_000,
         ..Impair::default()
     };
-    let (plain, none, _) = run_w1_sinks(Family::V4, 200, 20, imp, 9, cfg.clone(), false, 0);
+    let (plain, none, _) = run_w1_sinks(Family::V4, 200, 20, imp, 9, cfg.clone(), false, 0, false);
     assert!(none.is_none());
-    let (traced, tr, _) = run_w1_sinks(Family::V4, 200, 20, imp, 9, cfg, true, 0);
+    let (traced, tr, _) = run_w1_sinks(Family::V4, 200, 20, imp, 9, cfg, true, 0, false);
     let (c, s) = tr.expect("tracers");
     // Tracing changes nothing the hosts do.
     assert_eq!(plain.client, traced.client);

@@ -57,6 +57,7 @@ fn w1_over_super_frames_on_a_clean_wire() {
             cfg.clone(),
             false,
             TSO_MAX,
+            false,
         );
         check(&r);
         let (frames, segs) = tso[1];
@@ -72,7 +73,8 @@ fn w1_over_super_frames_on_a_clean_wire() {
         );
         assert_eq!(r.server.tcps_sndrexmitpack, 0);
         // The same run without super-frames sends the same segments.
-        let (plain, _, none) = run_w1_sinks(fam, 2_000, 200, Impair::default(), 7, cfg, false, 0);
+        let (plain, _, none) =
+            run_w1_sinks(fam, 2_000, 200, Impair::default(), 7, cfg, false, 0, false);
         check(&plain);
         assert_eq!(none, [(0, 0), (0, 0)]);
         assert_eq!(plain.server.tcps_sndpack, r.server.tcps_sndpack);
@@ -83,8 +85,17 @@ fn w1_over_super_frames_on_a_clean_wire() {
 #[test]
 fn w1_over_super_frames_through_loss_and_reordering() {
     for fam in [Family::V4, Family::V6] {
-        let (r, _, tso) =
-            run_w1_sinks(fam, 3_000, 100, impaired(), 11, w1_config(), false, TSO_MAX);
+        let (r, _, tso) = run_w1_sinks(
+            fam,
+            3_000,
+            100,
+            impaired(),
+            11,
+            w1_config(),
+            false,
+            TSO_MAX,
+            false,
+        );
         check(&r);
         assert!(tso[1].0 > 0, "super-frames were sent");
         assert!(r.server.tcps_sndrexmitpack > 0, "losses were repaired");
@@ -117,6 +128,7 @@ fn timestamped_flights_send_no_runts() {
             cfg,
             false,
             tso,
+            false,
         );
         check(&r);
         assert_eq!(

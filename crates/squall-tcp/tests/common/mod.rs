@@ -610,7 +610,12 @@ pub fn run_w1_over(
     seed: u64,
     cfg: TcpConfig,
 ) -> W1Result {
-    run_w1_sinks(fam, n, conc, imp, seed, cfg, false, 0).0
+    run_w1_sinks(fam, n, conc, imp, seed, cfg, false, 0, false).0
+}
+
+/// The frames of `v` as the slices `rx_burst` takes.
+fn frame_refs(v: &[Vec<u8>]) -> Vec<&[u8]> {
+    v.iter().map(|f| &f[..]).collect()
 }
 
 /// Both hosts' tracers (client, server), when the run traced.
@@ -619,7 +624,9 @@ pub type Tracers = Option<(FlowTracer, FlowTracer)>;
 /// [`run_w1_over`], every flow traced when `trace` (both hosts' tracers returned:
 /// client, server), with both hosts' sinks taking TCP super-frames of up to `tso_max`
 /// bytes (0: none), cut into segments by the sink; also returns the (client, server)
-/// super-frame and segment counts.
+/// super-frame and segment counts. `bursts`: the frames due at each instant go to each
+/// host in `rx_burst` calls (as a node's receive loop hands them over), not one `rx`
+/// each.
 #[allow(clippy::too_many_arguments)]
 pub fn run_w1_sinks(
     fam: Family,
@@ -630,6 +637,7 @@ pub fn run_w1_sinks(
     cfg: TcpConfig,
     trace: bool,
     tso_max: usize,
+    bursts: bool,
 ) -> (W1Result, Tracers, [(u64, u64); 2]) {
     let mut now = 1_000_000_000u64;
     let W1Pair {
@@ -702,6 +710,16 @@ pub fn run_w1_sinks(
         }
         for f in ssink.frames.drain(..) {
             wire.send(now, 0, f);
+        }
+        if bursts {
+            // Index 0: frames to the client, 1: to the server.
+            let mut due: [Vec<Vec<u8>>; 2] = Default::default();
+            while let Some((to, f)) = wire.pop_due(now) {
+                due[usize::from(to)].push(f);
+            }
+            let [to_c, to_s] = due;
+            sh.rx_burst(now, &frame_refs(&to_s), &mut sapp, &mut ssink);
+            ch.rx_burst(now, &frame_refs(&to_c), &mut capp, &mut csink);
         }
         while let Some((to, f)) = wire.pop_due(now) {
             if to == 1 {
