@@ -8,23 +8,12 @@ mod common;
 use common::*;
 
 fn check(r: &W1Result) {
-    assert!(
-        r.hung.is_empty(),
-        "hung flows: {:?}",
-        &r.hung[..r.hung.len().min(5)]
-    );
-    assert!(
-        r.client_failed.is_empty(),
-        "{:?}",
-        &r.client_failed[..r.client_failed.len().min(5)]
-    );
+    assert_every_flow_done(r);
     assert!(
         r.server_failed.is_empty(),
         "{:?}",
         &r.server_failed[..r.server_failed.len().min(5)]
     );
-    assert_eq!(r.client_ok, u64::from(r.flows));
-    assert_eq!(r.server_ok, u64::from(r.flows));
 }
 
 per_family!(w1_in_bursts_above_the_node_prefetch_floor);

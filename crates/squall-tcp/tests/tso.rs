@@ -23,21 +23,6 @@ fn impaired() -> Impair {
     }
 }
 
-fn check(r: &W1Result) {
-    assert!(
-        r.hung.is_empty(),
-        "hung: {:?}",
-        &r.hung[..r.hung.len().min(5)]
-    );
-    assert!(r.client_failed.is_empty(), "{:?}", &r.client_failed[..1]);
-    assert_eq!(
-        r.client_ok,
-        u64::from(r.flows),
-        "every response byte verified"
-    );
-    assert_eq!(r.server_ok, u64::from(r.flows));
-}
-
 #[test]
 fn w1_over_super_frames_on_a_clean_wire() {
     for fam in [Family::V4, Family::V6] {
@@ -59,7 +44,7 @@ fn w1_over_super_frames_on_a_clean_wire() {
             TSO_MAX,
             false,
         );
-        check(&r);
+        assert_every_flow_done(&r);
         let (frames, segs) = tso[1];
         assert!(frames > 0, "the server sent super-frames");
         assert!(segs >= 2 * frames);
@@ -75,7 +60,7 @@ fn w1_over_super_frames_on_a_clean_wire() {
         // The same run without super-frames sends the same segments.
         let (plain, _, none) =
             run_w1_sinks(fam, 2_000, 200, Impair::default(), 7, cfg, false, 0, false);
-        check(&plain);
+        assert_every_flow_done(&plain);
         assert_eq!(none, [(0, 0), (0, 0)]);
         assert_eq!(plain.server.tcps_sndpack, r.server.tcps_sndpack);
         assert_eq!(plain.wire.sent, r.wire.sent, "{fam:?}: same wire frames");
@@ -96,7 +81,7 @@ fn w1_over_super_frames_through_loss_and_reordering() {
             TSO_MAX,
             false,
         );
-        check(&r);
+        assert_every_flow_done(&r);
         assert!(tso[1].0 > 0, "super-frames were sent");
         assert!(r.server.tcps_sndrexmitpack > 0, "losses were repaired");
     }
@@ -130,7 +115,7 @@ fn timestamped_flights_send_no_runts() {
             tso,
             false,
         );
-        check(&r);
+        assert_every_flow_done(&r);
         assert_eq!(
             r.server.tcps_sndpack,
             1_000 * RESP_LEN.div_ceil(1448) as u64,

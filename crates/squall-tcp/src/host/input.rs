@@ -52,15 +52,10 @@ impl TcpHost {
                     keys[k] = Some((key, h));
                 }
             }
-            // The timer nodes too where there are more flows than the cache keeps nodes
-            // of (below, the hint only costs: the nodes stay in L1/L2).
-            let nodes = self.active as usize > WHEEL_PREFETCH_MIN_FLOWS;
+            let nodes = self.node_hints();
             for (key, h) in keys[..chunk.len()].iter().flatten() {
                 if let Some(i) = self.table.find(key, *h) {
-                    prefetch_lines(&self.flows[i as usize]);
-                    if nodes {
-                        self.wheel.prefetch(i);
-                    }
+                    self.prefetch_flow(i, nodes);
                 }
             }
             let verify = self.cfg.rx_checksum;
@@ -85,6 +80,29 @@ impl TcpHost {
         }
         self.in_burst = false;
         self.flush_deferred(tx);
+    }
+
+    /// Whether prefetching flows should take their timer nodes too: where there are more
+    /// flows than the cache keeps nodes of (below, the hint only costs: the nodes stay
+    /// in L1/L2).
+    #[inline(always)]
+    pub(super) fn node_hints(&self) -> bool {
+        self.active as usize > WHEEL_PREFETCH_MIN_FLOWS
+    }
+
+    /// Prefetches flow `i`'s control block, and with `node` its timer node (a hint: an
+    /// index past the slab is ignored). Callers that know their flows a few places ahead
+    /// (the receive burst, the expired timers, the flows waiting for the TX sink) issue
+    /// it early, so that with more flows than the cache holds each one's lines are on
+    /// their way while the one before is handled.
+    #[inline(always)]
+    pub(super) fn prefetch_flow(&self, i: u32, node: bool) {
+        if let Some(t) = self.flows.get(i as usize) {
+            prefetch_lines(t);
+            if node {
+                self.wheel.prefetch(i);
+            }
+        }
     }
 
     #[inline]
@@ -477,7 +495,7 @@ const RX_PREFETCH_AHEAD: usize = 2;
 
 /// Flows above which a receive burst prefetches its flows' timer nodes (20 bytes each:
 /// 4,096 of them fill L1's 48 KiB about twice).
-pub(super) const WHEEL_PREFETCH_MIN_FLOWS: usize = 4096;
+const WHEEL_PREFETCH_MIN_FLOWS: usize = 4096;
 
 /// The bytes of a frame the burst prefetches at most.
 const RX_PREFETCH_MAX: usize = 4096;
@@ -493,7 +511,7 @@ fn prefetch_bytes(b: &[u8]) {
 
 /// Prefetches the cache lines of `v` (a hint; never faults).
 #[inline(always)]
-pub(super) fn prefetch_lines<T>(v: &T) {
+fn prefetch_lines<T>(v: &T) {
     prefetch_span((v as *const T).cast(), 0, std::mem::size_of::<T>());
 }
 

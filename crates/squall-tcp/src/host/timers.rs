@@ -3,7 +3,8 @@
 
 use super::*;
 
-/// How far ahead [`TcpHost::prefetch_flow`] runs on a list of flows.
+/// How far ahead a walk over a list of flows (the expired timers, the flows waiting for
+/// the TX sink) prefetches them (`TcpHost::prefetch_flow`).
 const FLOW_PREFETCH_AHEAD: usize = 4;
 
 /// Largest RTO backoff shift kept (the timeout is capped at `RtoConfig::max_us` long
@@ -81,12 +82,13 @@ impl TcpHost {
         let mut exp = std::mem::take(&mut self.expired);
         exp.clear();
         self.wheel.advance(now, &mut exp);
+        let nodes = self.node_hints();
         for &n in exp.iter().take(FLOW_PREFETCH_AHEAD) {
-            self.prefetch_flow(n);
+            self.prefetch_flow(n, nodes);
         }
         for (k, &i) in exp.iter().enumerate() {
             if let Some(&n) = exp.get(k + FLOW_PREFETCH_AHEAD) {
-                self.prefetch_flow(n);
+                self.prefetch_flow(n, nodes);
             }
             let r = self.rexmit_events();
             self.on_timer(i, app, tx);
@@ -132,15 +134,16 @@ impl TcpHost {
     fn resume_blocked_flows<S: TxSink>(&mut self, tx: &mut S) {
         // At most one pass over the entries present now: a flow that blocks again is
         // re-queued at the back and ends the pass (the sink is full).
+        let nodes = self.node_hints();
         for &n in self.tx_blocked.iter().take(FLOW_PREFETCH_AHEAD) {
-            self.prefetch_flow(n);
+            self.prefetch_flow(n, nodes);
         }
         for _ in 0..self.tx_blocked.len() {
             let Some(i) = self.tx_blocked.pop_front() else {
                 break;
             };
             if let Some(&n) = self.tx_blocked.get(FLOW_PREFETCH_AHEAD - 1) {
-                self.prefetch_flow(n);
+                self.prefetch_flow(n, nodes);
             }
             let t = &mut self.flows[i as usize];
             if !t.has(F_TX_BLOCKED) {
@@ -155,20 +158,6 @@ impl TcpHost {
             }
             if self.flows[i as usize].has(F_TX_BLOCKED) {
                 break;
-            }
-        }
-    }
-
-    /// Prefetches flow `i`'s control block and its timer node: a list of flows known in
-    /// advance (the expired timers, the flows waiting for the TX sink) is walked with the
-    /// flow [`FLOW_PREFETCH_AHEAD`] places on in flight, so that with more flows than the
-    /// cache holds each one's lines are on their way while the one before is handled.
-    #[inline(always)]
-    fn prefetch_flow(&self, i: u32) {
-        if let Some(t) = self.flows.get(i as usize) {
-            input::prefetch_lines(t);
-            if self.active as usize > input::WHEEL_PREFETCH_MIN_FLOWS {
-                self.wheel.prefetch(i);
             }
         }
     }

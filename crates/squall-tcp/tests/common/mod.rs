@@ -613,6 +613,23 @@ pub fn run_w1_over(
     run_w1_sinks(fam, n, conc, imp, seed, cfg, false, 0, false).0
 }
 
+/// Every flow of a W1 run completed on both ends, none hung or failed on the client,
+/// every response byte verified.
+pub fn assert_every_flow_done(r: &W1Result) {
+    assert!(
+        r.hung.is_empty(),
+        "hung: {:?}",
+        &r.hung[..r.hung.len().min(5)]
+    );
+    assert!(r.client_failed.is_empty(), "{:?}", &r.client_failed[..1]);
+    assert_eq!(
+        r.client_ok,
+        u64::from(r.flows),
+        "every response byte verified"
+    );
+    assert_eq!(r.server_ok, u64::from(r.flows));
+}
+
 /// The frames of `v` as the slices `rx_burst` takes.
 fn frame_refs(v: &[Vec<u8>]) -> Vec<&[u8]> {
     v.iter().map(|f| &f[..]).collect()
@@ -720,12 +737,13 @@ pub fn run_w1_sinks(
             let [to_c, to_s] = due;
             sh.rx_burst(now, &frame_refs(&to_s), &mut sapp, &mut ssink);
             ch.rx_burst(now, &frame_refs(&to_c), &mut capp, &mut csink);
-        }
-        while let Some((to, f)) = wire.pop_due(now) {
-            if to == 1 {
-                sh.rx(now, &f, &mut sapp, &mut ssink);
-            } else {
-                ch.rx(now, &f, &mut capp, &mut csink);
+        } else {
+            while let Some((to, f)) = wire.pop_due(now) {
+                if to == 1 {
+                    sh.rx(now, &f, &mut sapp, &mut ssink);
+                } else {
+                    ch.rx(now, &f, &mut capp, &mut csink);
+                }
             }
         }
         ch.poll(now, &mut capp, &mut csink);
