@@ -271,6 +271,33 @@ void sq_dev_stop_close(uint16_t port)
 	(void)rte_eth_dev_close(port);
 }
 
+/*
+ * Reads the RSS redirection table of `port` (`size` entries, the size the configured device
+ * reports): out[i] = the queue of entry i. Returns 0, or a negative errno (-ENOTSUP for a
+ * driver without a table to read).
+ */
+int sq_reta_query(uint16_t port, uint16_t *out, uint16_t size)
+{
+	struct rte_eth_rss_reta_entry64 *reta;
+	size_t groups = ((size_t)size + RTE_ETH_RETA_GROUP_SIZE - 1) / RTE_ETH_RETA_GROUP_SIZE;
+	uint16_t i;
+	int r;
+
+	if (size == 0)
+		return -ENOTSUP;
+	reta = calloc(groups, sizeof(*reta));
+	if (!reta)
+		return -ENOMEM;
+	for (i = 0; i < size; i++)
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ULL << (i % RTE_ETH_RETA_GROUP_SIZE);
+	r = rte_eth_dev_rss_reta_query(port, reta, size);
+	if (r == 0)
+		for (i = 0; i < size; i++)
+			out[i] = reta[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE];
+	free(reta);
+	return r;
+}
+
 /* Whether the link is up (1), down (0), or unknown (negative errno). */
 int sq_link_up(uint16_t port)
 {

@@ -417,3 +417,56 @@ fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
         "{text}"
     );
 }
+
+/// `squall serve --cores 2` over a device whose driver takes an RSS redirection table
+/// (DPDK's `net_null`, no traffic: `no-rx=1`): each worker's line says the table was
+/// programmed round robin, the table the workers' RSS port choice computes with
+/// (squall-port's `dpdk_reta` test reads it back from the driver).
+#[test]
+fn squall_serve_programs_the_redirection_table_of_a_two_queue_device() {
+    if let Some(r) = skip(&[]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        squall_port::lab::skipped("needs 2 cores for --cores 2");
+        return;
+    }
+    let dir = tmpdir("null-reta");
+    std::fs::write(dir.join("a.txt"), b"a").unwrap();
+    let eal = "--no-huge --in-memory -m 512 -l 0,1 --no-pci --no-telemetry \
+               --log-level=*:warning --vdev=net_null0,no-rx=1";
+    let (code, out) = squall_in(
+        "",
+        &[
+            "serve",
+            "--root",
+            dir.to_str().unwrap(),
+            "--listen",
+            "198.18.0.1:80",
+            "--peer-mac",
+            "02:00:00:00:00:09",
+            "--iface",
+            "dpdk",
+            "--eal",
+            eal,
+            "--cores",
+            "2",
+            "--duration",
+            "1",
+        ],
+        30,
+    );
+    assert_eq!(code, 0, "{out}");
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("device net_null0 (net_null)"))
+        .collect();
+    assert_eq!(lines.len(), 2, "one line per worker: {out}");
+    for l in lines {
+        assert!(
+            l.contains("(redirection table programmed round robin)"),
+            "{l}"
+        );
+    }
+}

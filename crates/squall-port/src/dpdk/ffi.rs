@@ -84,6 +84,7 @@ extern "C" {
     ) -> c_int;
     pub fn sq_dev_stop_close(port: u16);
     pub fn sq_link_up(port: u16) -> c_int;
+    pub fn sq_reta_query(port: u16, out: *mut u16, size: u16) -> c_int;
     pub fn sq_dev_stats(port: u16, out: *mut DevStats) -> c_int;
     pub fn sq_pool_create(
         name: *const c_char,

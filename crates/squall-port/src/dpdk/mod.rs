@@ -740,6 +740,23 @@ impl DpdkPort {
         let _ = unsafe { ffi::sq_dev_stats(self.port_id, &mut s) };
         s
     }
+    /// The device's RSS redirection table as the driver reports it
+    /// (`rte_eth_dev_rss_reta_query`): entry `i` -> its queue, [`DeviceInfo::reta_size`]
+    /// entries. An error for a device without a table to read.
+    pub fn reta(&self) -> Result<Vec<u16>, String> {
+        let n = self.info.reta_size;
+        let mut out = vec![0u16; usize::from(n)];
+        // SAFETY: `out` holds `n` entries, the number the shim writes; the port is started.
+        let r = unsafe { ffi::sq_reta_query(self.port_id, out.as_mut_ptr(), n) };
+        if r != 0 {
+            return Err(format!(
+                "dpdk: {}: reading the redirection table: {}",
+                self.info.name,
+                ffi::strerror(-r)
+            ));
+        }
+        Ok(out)
+    }
     /// Whether the link is up (a memif link is up once both ends are connected).
     pub fn link_up(&self) -> bool {
         // SAFETY: plain query of a started port.
