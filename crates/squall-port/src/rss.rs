@@ -108,7 +108,8 @@ impl Toeplitz {
 
 /// How a port spreads received flows over its queues: the key, the indirection table
 /// size and the number of queues, with the table filled round robin (entry `i` ->
-/// queue `i % queues`, the default of Linux and DPDK drivers).
+/// queue `i % queues`, the default of Linux and DPDK drivers) unless the device's own
+/// table was read back ([`RssConfig::table`]).
 #[derive(Clone, Debug)]
 pub struct RssConfig {
     pub key: [u8; KEY_LEN],
@@ -118,6 +119,12 @@ pub struct RssConfig {
     /// Whether the device hashes IPv6 TCP/UDP on the 4-tuple too (else IPv6 flows are
     /// not steered by the hash: their replies land where the device puts them).
     pub ipv6: bool,
+    /// The device's indirection table as its driver reports it (entry `i` -> queue),
+    /// where it could be read: the steering then follows it entry by entry instead of
+    /// assuming round robin. Used only if it has a power-of-two number of entries (the
+    /// hash's low bits index it) and names only queues below `queues` (see
+    /// [`RssSteer::follows_table`]).
+    pub table: Option<Vec<u16>>,
 }
 
 impl RssConfig {
@@ -128,8 +135,18 @@ impl RssConfig {
             reta_size: 128,
             queues: queues.max(1),
             ipv6: true,
+            table: None,
         }
     }
+}
+
+/// Whether a device's indirection table can be followed by [`RssSteer`] on a port of
+/// `queues` queues: a power-of-two number of entries (at most 65,536; the hash's low bits
+/// index it) naming only queues below `queues`.
+pub fn table_is_usable(table: &[u16], queues: u32) -> bool {
+    table.len().is_power_of_two()
+        && table.len() <= 1 << 16
+        && table.iter().all(|&q| u32::from(q) < queues)
 }
 
 /// The queue a hash lands on, and the source-port choice that follows from it.
@@ -139,17 +156,38 @@ pub struct RssSteer {
     mask: u32,
     queues: u32,
     ipv6: bool,
+    /// The device's table (`mask + 1` entries), if [`RssConfig::table`] was usable.
+    table: Option<std::sync::Arc<[u16]>>,
 }
 
 impl RssSteer {
-    /// Steering of `cfg` (`reta_size` rounded up to a power of two).
+    /// Steering of `cfg` (`reta_size` rounded up to a power of two; the device's table
+    /// instead where `cfg` has a usable one).
     pub fn new(cfg: &RssConfig) -> Self {
+        let queues = cfg.queues.max(1);
+        let table = cfg
+            .table
+            .as_deref()
+            .filter(|t| table_is_usable(t, queues))
+            .map(std::sync::Arc::<[u16]>::from);
+        let entries = table
+            .as_ref()
+            .map_or(cfg.reta_size.clamp(1, 1 << 16).next_power_of_two(), |t| {
+                t.len() as u32
+            });
         RssSteer {
             hash: Toeplitz::new(&cfg.key),
-            mask: cfg.reta_size.clamp(1, 1 << 16).next_power_of_two() - 1,
-            queues: cfg.queues.max(1),
+            mask: entries - 1,
+            queues,
             ipv6: cfg.ipv6,
+            table,
         }
+    }
+
+    /// Whether the steering follows the device's own table (else it assumes round
+    /// robin over the queues).
+    pub fn follows_table(&self) -> bool {
+        self.table.is_some()
     }
 
     /// Whether the device hashes IPv6 flows on their 4-tuple ([`RssConfig::ipv6`]).
@@ -158,8 +196,13 @@ impl RssSteer {
     }
 
     /// The receive queue of a frame with this hash.
+    #[inline]
     pub fn queue_of_hash(&self, h: u32) -> u32 {
-        (h & self.mask) % self.queues
+        let i = h & self.mask;
+        match &self.table {
+            Some(t) => t.get(i as usize).map_or(0, |&q| u32::from(q)),
+            None => i % self.queues,
+        }
     }
 
     /// The queue on which the reply of a flow opened from `client:cport` to
@@ -357,6 +400,48 @@ mod tests {
                 .unwrap();
             assert!(p < 1024 + 64, "queue {q}: first port {p}");
             assert_eq!(s.reply_queue(c, p, srv, 80), q);
+        }
+    }
+
+    #[test]
+    fn a_table_read_from_the_device_is_followed_entry_by_entry() {
+        // A device whose table is not round robin: the first half of the entries on
+        // queue 1, the second half on queue 0.
+        let table: Vec<u16> = (0..128).map(|i| u16::from(i < 64)).collect();
+        let mut cfg = RssConfig::symmetric(2);
+        cfg.table = Some(table.clone());
+        let s = RssSteer::new(&cfg);
+        assert!(s.follows_table());
+        let rr = RssSteer::new(&RssConfig::symmetric(2));
+        assert!(!rr.follows_table());
+        let mut differ = 0;
+        let mut h = 0x2545_f491u32;
+        for _ in 0..10_000 {
+            h ^= h << 13;
+            h ^= h >> 17;
+            h ^= h << 5;
+            assert_eq!(s.queue_of_hash(h), u32::from(table[(h & 127) as usize]));
+            differ += u32::from(s.queue_of_hash(h) != rr.queue_of_hash(h));
+        }
+        assert!(differ > 4_000, "{differ}");
+        // Source ports chosen by it reply on the queue the table names.
+        let (c, srv) = (ip(198, 18, 16, 1), ip(198, 18, 48, 1));
+        for q in 0..2 {
+            let p = (1024..=u16::MAX)
+                .find(|&p| s.port_fits(q, c, p, srv, 80))
+                .unwrap();
+            let hash = Toeplitz::new(&cfg.key).hash_v4(srv, c, 80, p);
+            assert_eq!(u32::from(table[(hash & 127) as usize]), q);
+        }
+        // Tables that cannot be followed: not a power of two, or naming a queue the
+        // port does not poll. The round-robin assumption stays.
+        for bad in [
+            vec![0u16; 100],
+            (0..128).map(|i| i % 3).collect::<Vec<u16>>(),
+        ] {
+            let mut cfg = RssConfig::symmetric(2);
+            cfg.table = Some(bad);
+            assert!(!RssSteer::new(&cfg).follows_table());
         }
     }
 }

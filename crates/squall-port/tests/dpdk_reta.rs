@@ -2,8 +2,10 @@
 //! vdev (no NIC, no hugepages, no traffic: `no-rx=1`) has a 128-entry table it stores
 //! and reads back through `rte_eth_dev_rss_reta_update` / `_query`, as a NIC's driver
 //! does. With several queues the port programs the table round robin and says so
-//! ([`Reta::Programmed`]); the table read back from the driver is exactly the one
-//! Squall's RSS-aware port choice (`rss::RssSteer`) computes with, for 2, 3 and 4 queues.
+//! ([`Reta::Programmed`]); the table read back from the driver (at the start, into
+//! `DeviceInfo::reta_table`, and again through `DpdkPort::reta`) is round robin, and
+//! Squall's RSS-aware port choice (`rss::RssSteer`), which follows it, puts every hash on
+//! the queue it names, for 2, 3 and 4 queues.
 //! One queue: no RSS, no table programmed. One EAL per process, so this is one test.
 //! Needs root and the `dpdk` feature.
 #![cfg(feature = "dpdk")]
@@ -48,8 +50,9 @@ fn the_redirection_table_is_programmed_round_robin_and_matches_the_steering() {
         assert_ne!(info.rss_hf, 0, "{dev}: RSS hash types configured: {info:?}");
         assert_eq!(info.reta, Reta::Programmed, "{dev}: {info:?}");
         assert_eq!(info.reta_size, 128, "{dev}: the driver's table size");
-        // Every queue's port reads the same device table.
+        // Every queue's port reads the same device table, the one read at the start.
         let table = ports[0].reta().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(info.reta_table.as_ref(), Some(&table));
         assert_eq!(ports[1].reta().unwrap(), table);
         assert_eq!(table.len(), 128);
         for (i, &q) in table.iter().enumerate() {
@@ -59,7 +62,10 @@ fn the_redirection_table_is_programmed_round_robin_and_matches_the_steering() {
         // size, puts each hash on the queue the table names.
         let mut rss = RssConfig::symmetric(u32::from(queues));
         rss.reta_size = u32::from(info.reta_size);
+        let assumed = RssSteer::new(&rss);
+        rss.table = info.reta_table.clone();
         let steer = RssSteer::new(&rss);
+        assert!(steer.follows_table() && !assumed.follows_table());
         let mut h = 0x9e37_79b9u32;
         for _ in 0..4096 {
             h ^= h << 13;
@@ -67,6 +73,7 @@ fn the_redirection_table_is_programmed_round_robin_and_matches_the_steering() {
             h ^= h << 5;
             let q = table[h as usize % table.len()];
             assert_eq!(steer.queue_of_hash(h), u32::from(q), "hash {h:#x}");
+            assert_eq!(assumed.queue_of_hash(h), u32::from(q), "hash {h:#x}");
         }
         // Queues spread evenly: the round robin over 128 entries.
         for q in 0..queues {
@@ -80,4 +87,5 @@ fn the_redirection_table_is_programmed_round_robin_and_matches_the_steering() {
     let info = one[0].info();
     assert_eq!(info.rss_hf, 0, "{info:?}");
     assert_eq!(info.reta, Reta::DriverDefault, "{info:?}");
+    assert_eq!(info.reta_table, None);
 }

@@ -127,6 +127,7 @@ fn run(key: [u8; 40]) {
         reta_size: 128,
         queues: 2,
         ipv6: true,
+        table: None,
     };
     let rss = TapRss::attach(TAP, &cfg).unwrap_or_else(|e| panic!("{e}"));
     let queues = [open_queue(TAP), open_queue(TAP)];

@@ -431,14 +431,25 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
         i.rx_offload_capa,
         i.tx_offload_capa,
         i.rss_hf,
-        match (i.rss_hf, &i.reta) {
-            (0, _) => String::new(),
-            (_, Reta::Programmed) => " (redirection table programmed round robin)".into(),
-            (_, Reta::DriverDefault) =>
-                " (the driver's redirection table, assumed round robin)".into(),
-            (_, Reta::Failed(e)) => format!(
-                " (programming the redirection table failed: {e}; the driver's, assumed round robin)"
-            ),
+        {
+            // Whether the workers' steering follows the table read back from the driver
+            // (`with_dpdk`), or assumes round robin.
+            let read = match &i.reta_table {
+                Some(t) if squall_port::rss::table_is_usable(t, u32::from(i.queues)) => {
+                    "read back: replies steered by it"
+                }
+                _ => "assumed round robin",
+            };
+            match (i.rss_hf, &i.reta) {
+                (0, _) => String::new(),
+                (_, Reta::Programmed) => {
+                    format!(" (redirection table programmed round robin, {read})")
+                }
+                (_, Reta::DriverDefault) => format!(" (the driver's redirection table, {read})"),
+                (_, Reta::Failed(e)) => format!(
+                    " (programming the redirection table failed: {e}; the driver's, {read})"
+                ),
+            }
         },
         by(OffloadFlags::TX_TCP_CSUM),
         by(OffloadFlags::RX_L4_CSUM_GOOD),
@@ -466,6 +477,7 @@ fn with_dpdk<J: PortJob>(rc: &RealConfig, n: u32, job: J) -> Result<J::Out, Stri
                 if info.reta_size > 0 {
                     rss.reta_size = u32::from(info.reta_size);
                 }
+                rss.table = info.reta_table.clone();
                 rss.ipv6 = info.hashes_ipv6();
                 Steering::Rss(RssSteer::new(&rss))
             } else {

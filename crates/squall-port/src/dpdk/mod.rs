@@ -374,6 +374,11 @@ pub struct DeviceInfo {
     pub reta_size: u16,
     /// What became of the redirection table.
     pub reta: Reta,
+    /// The redirection table as the driver reported it after the start (entry `i` ->
+    /// queue; `rte_eth_dev_rss_reta_query`), with RSS on several queues where the driver
+    /// lets it be read: the client's RSS port choice follows it
+    /// ([`crate::rss::RssConfig::table`]) rather than assume round robin.
+    pub reta_table: Option<Vec<u16>>,
 }
 
 impl DeviceInfo {
@@ -672,6 +677,11 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
             0 => Reta::DriverDefault,
             e => Reta::Failed(ffi::strerror(-e)),
         },
+        reta_table: if rss_hf != 0 {
+            query_reta(id, reta_size).ok()
+        } else {
+            None
+        },
     };
     let caps = PortCaps {
         mac: di.mac,
@@ -744,18 +754,12 @@ impl DpdkPort {
     /// (`rte_eth_dev_rss_reta_query`): entry `i` -> its queue, [`DeviceInfo::reta_size`]
     /// entries. An error for a device without a table to read.
     pub fn reta(&self) -> Result<Vec<u16>, String> {
-        let n = self.info.reta_size;
-        let mut out = vec![0u16; usize::from(n)];
-        // SAFETY: `out` holds `n` entries, the number the shim writes; the port is started.
-        let r = unsafe { ffi::sq_reta_query(self.port_id, out.as_mut_ptr(), n) };
-        if r != 0 {
-            return Err(format!(
-                "dpdk: {}: reading the redirection table: {}",
-                self.info.name,
-                ffi::strerror(-r)
-            ));
-        }
-        Ok(out)
+        query_reta(self.port_id, self.info.reta_size).map_err(|e| {
+            format!(
+                "dpdk: {}: reading the redirection table: {e}",
+                self.info.name
+            )
+        })
     }
     /// Whether the link is up (a memif link is up once both ends are connected).
     pub fn link_up(&self) -> bool {
@@ -788,6 +792,17 @@ impl Drop for DpdkPort {
             unsafe { ffi::sq_thread_unregister() };
         }
     }
+}
+
+/// The `n`-entry redirection table of started port `port`, or DPDK's reason.
+fn query_reta(port: u16, n: u16) -> Result<Vec<u16>, String> {
+    let mut out = vec![0u16; usize::from(n)];
+    // SAFETY: `out` holds `n` entries, the number the shim writes; the port is started.
+    let r = unsafe { ffi::sq_reta_query(port, out.as_mut_ptr(), n) };
+    if r != 0 {
+        return Err(ffi::strerror(-r));
+    }
+    Ok(out)
 }
 
 /// Views a frame slice as the `rte_mbuf*` array DPDK takes.
