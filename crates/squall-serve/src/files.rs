@@ -22,6 +22,22 @@ pub struct File {
     pub content_type: String,
 }
 
+impl File {
+    /// The file `name` (its Content-Type by extension) holding `data`, last modified at
+    /// `mtime` (seconds since the epoch): ETag and Last-Modified made from them.
+    pub fn new(name: &str, data: Arc<[u8]>, mtime: u64) -> File {
+        File {
+            etag: format!("\"{mtime:x}-{:x}\"", data.len()),
+            mtime,
+            last_modified: httpdate::fmt_http_date(
+                UNIX_EPOCH + std::time::Duration::from_secs(mtime),
+            ),
+            content_type: content_type(name),
+            data,
+        }
+    }
+}
+
 /// The files, and their index by URL path (`/dir/name`; `/dir/` maps to
 /// `/dir/index.html`).
 pub struct Files {
@@ -95,20 +111,42 @@ impl Files {
                     .ok()
                     .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                     .map_or(0, |d| d.as_secs());
-                let file = File {
-                    etag: format!("\"{mtime:x}-{:x}\"", data.len()),
-                    mtime,
-                    last_modified: httpdate::fmt_http_date(
-                        UNIX_EPOCH + std::time::Duration::from_secs(mtime),
-                    ),
-                    content_type: content_type(name),
-                    data: data.into(),
-                };
-                self.by_path.insert(u.into_bytes(), self.list.len());
-                self.list.push(file);
+                self.insert(&u, File::new(name, data.into(), mtime));
             }
         }
         Ok(())
+    }
+
+    /// Files held in memory from the start, by URL path (`/a.html`, `/dir/b.bin`), all
+    /// last modified at `mtime` (seconds since the epoch): for an application that embeds
+    /// the server without a directory, and for tests.
+    pub fn from_memory<'a>(
+        entries: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+        mtime: u64,
+    ) -> Files {
+        let mut f = Files {
+            list: Vec::new(),
+            by_path: HashMap::new(),
+            bytes: 0,
+        };
+        for (path, data) in entries {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            f.bytes += data.len() as u64;
+            f.insert(path, File::new(name, data.into(), mtime));
+        }
+        f
+    }
+
+    /// Adds `file` at URL path `path` (a later file at the same path replaces it).
+    fn insert(&mut self, path: &str, file: File) {
+        match self.by_path.get(path.as_bytes()) {
+            Some(&i) => self.list[i] = file,
+            None => {
+                self.by_path
+                    .insert(path.as_bytes().to_vec(), self.list.len());
+                self.list.push(file);
+            }
+        }
     }
 
     /// The file for a request path (percent-decoded, `..` refused): `None` if there is
@@ -187,6 +225,33 @@ mod tests {
         assert!(decode_path(b"a").is_none());
         assert_eq!(content_type("x.html"), "text/html");
         assert_eq!(content_type("x.unknownext"), "application/octet-stream");
+    }
+
+    #[test]
+    fn files_from_memory_are_indexed_as_loaded_ones() {
+        let f = Files::from_memory(
+            [
+                ("/a.html", &b"<p>a</p>"[..]),
+                ("/d/b.bin", &[1u8; 300][..]),
+                ("/a.html", &b"again"[..]),
+            ],
+            0x10,
+        );
+        assert_eq!(f.list.len(), 2, "the later /a.html replaced the first");
+        assert_eq!(f.bytes, 8 + 300 + 5);
+        let (_, a) = f.lookup(b"/a.html").unwrap();
+        assert_eq!(
+            (&*a.data, a.content_type.as_str()),
+            (&b"again"[..], "text/html")
+        );
+        assert_eq!(a.etag, "\"10-5\"");
+        assert_eq!(a.last_modified, "Thu, 01 Jan 1970 00:00:16 GMT");
+        let (_, b) = f.lookup(b"/d/b.bin").unwrap();
+        assert_eq!(
+            (b.data.len(), b.content_type.as_str()),
+            (300, "application/octet-stream")
+        );
+        assert!(f.lookup(b"/d/../a.html").is_none());
     }
 
     #[test]

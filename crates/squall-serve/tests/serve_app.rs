@@ -10,7 +10,7 @@ use squall_http::Limits;
 use squall_port::mem::{pair, MemConfig, MemPort};
 use squall_port::Port;
 use squall_serve::app::{AppConfig, ServeApp};
-use squall_serve::files::{File, Files};
+use squall_serve::files::Files;
 use squall_serve::respond::Route;
 use squall_stack::{Node, NodeApp, NodeConfig, NodeIo, Owned};
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
@@ -115,25 +115,13 @@ struct Bench {
 }
 
 fn files() -> Arc<Files> {
-    let mut f = Files {
-        list: Vec::new(),
-        by_path: HashMap::new(),
-        bytes: 0,
-    };
-    for (path, data) in [
-        ("/index.html", &b"<p>hi</p>\n"[..]),
-        ("/big.bin", &[7u8; 100_000][..]),
-    ] {
-        f.by_path.insert(path.as_bytes().to_vec(), f.list.len());
-        f.list.push(File {
-            data: data.into(),
-            etag: "\"1-2\"".into(),
-            mtime: 1_700_000_000,
-            last_modified: "Tue, 14 Nov 2023 22:13:20 GMT".into(),
-            content_type: "text/html".into(),
-        });
-    }
-    Arc::new(f)
+    Arc::new(Files::from_memory(
+        [
+            ("/index.html", &b"<p>hi</p>\n"[..]),
+            ("/big.bin", &[7u8; 100_000][..]),
+        ],
+        1_700_000_000,
+    ))
 }
 
 impl Bench {

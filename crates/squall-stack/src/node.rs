@@ -136,6 +136,16 @@ pub struct Node<P: Port> {
     progressed: bool,
 }
 
+impl<P: Port> Drop for Node<P> {
+    /// Every frame the node still holds goes back to its port before the port itself is
+    /// dropped: a port whose frames are still out must keep its memory (the mem wire's
+    /// pools, DPDK's mempools), which a long-lived process that drops nodes (the daemon,
+    /// one run after another) would otherwise never get back.
+    fn drop(&mut self) {
+        self.release_frames();
+    }
+}
+
 /// Hands received TCP frames to the host: a few one by one, more as a burst (prefetching
 /// pays off only when there are frames to overlap).
 #[inline]
@@ -625,6 +635,7 @@ impl<P: Port> Node<P> {
         if let Some(f) = self.tx.cur.take() {
             self.port.release(f);
         }
+        self.port.release_all(&mut self.rxq);
     }
 
     /// Sends a gratuitous ARP for the first address of every owned IPv4 range, and an

@@ -196,6 +196,12 @@ fn two_apps_on_one_node() {
     assert_eq!((on_b.b.accepted, on_b.b.requests), (1, 1));
     assert_eq!(a.counters.rx_not_ours + b.counters.rx_not_ours, 0);
     assert_eq!(a.tcp.counters().tcps_connects, 2);
+    // Dropped with frames in hand (spare TX frames at least), the nodes give every one
+    // back to their ports first: the wire's pools are freed, not kept for lost handles.
+    let watch = a.port.pools_watch();
+    assert!(a.port.free_frames() < MemConfig::default().frames as usize);
+    drop((a, b));
+    assert_eq!(watch.frames_out(), 0, "frames the nodes never gave back");
 }
 
 /// Sends its body on connect (active or passive), checks the peer's byte for byte and

@@ -3,7 +3,6 @@
 //! request per connection with `Connection: close`, a 100 KB body over many segments.
 //! The status counts of the generator must equal what the server answered.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -14,7 +13,7 @@ use squall_astf::Profile;
 use squall_http::Limits;
 use squall_port::mem::{pair, MemConfig, MemPort};
 use squall_serve::app::{AppConfig, ServeApp};
-use squall_serve::files::{File, Files};
+use squall_serve::files::Files;
 use squall_serve::respond::Route;
 use squall_stack::{Node, NodeConfig, Owned};
 use squall_tcp::TcpConfig;
@@ -25,25 +24,13 @@ const IP_S: u32 = 0x3000_0001; // 48.0.0.1
 const MS_NS: u64 = 1_000_000;
 
 fn files() -> Arc<Files> {
-    let mut f = Files {
-        list: Vec::new(),
-        by_path: HashMap::new(),
-        bytes: 0,
-    };
-    for (path, data) in [
-        ("/index.html", &b"<p>hi</p>\n"[..]),
-        ("/big.bin", &[7u8; 100_000][..]),
-    ] {
-        f.by_path.insert(path.as_bytes().to_vec(), f.list.len());
-        f.list.push(File {
-            data: data.into(),
-            etag: "\"1-2\"".into(),
-            mtime: 1_700_000_000,
-            last_modified: "Tue, 14 Nov 2023 22:13:20 GMT".into(),
-            content_type: "text/html".into(),
-        });
-    }
-    Arc::new(f)
+    Arc::new(Files::from_memory(
+        [
+            ("/index.html", &b"<p>hi</p>\n"[..]),
+            ("/big.bin", &[7u8; 100_000][..]),
+        ],
+        1_700_000_000,
+    ))
 }
 
 /// (The server side of the templates is `squall serve`: their association is unused.)

@@ -364,6 +364,13 @@ impl MemPort {
         self.free.len()
     }
 
+    /// A handle on the wire's two pools, to check once both ports are gone that every
+    /// frame was given back ([`PoolsWatch::frames_out`]): a pool with frames still out
+    /// is kept (leaked) rather than freed under them.
+    pub fn pools_watch(&self) -> PoolsWatch {
+        PoolsWatch(self.pools.clone())
+    }
+
     /// The time last given to `set_time`.
     pub fn now(&self) -> u64 {
         self.now
@@ -835,6 +842,18 @@ impl Port for MemPort {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+}
+
+/// The two pools of a wire, kept alive for a look after its ports are gone.
+pub struct PoolsWatch([Arc<PoolMem>; 2]);
+
+impl PoolsWatch {
+    /// Frames handed to the users of the wire's ports and never given back, counted when
+    /// the ports were dropped (0 once both are gone and every frame came back: the
+    /// pools are then freed with the last handle).
+    pub fn frames_out(&self) -> i64 {
+        self.0.iter().map(|p| p.held.load(Ordering::Acquire)).sum()
     }
 }
 
