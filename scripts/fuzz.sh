@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every fuzz target (squall-wire, squall-http, squall-tcp's host) for SECONDS each (default 10).
+# Run every fuzz target (squall-wire, squall-http, squall-tcp's host, squall serve's app) for SECONDS each (default 10).
 # Installs cargo-fuzz if missing. Uses the nightly toolchain if present,
 # otherwise stable with RUSTC_BOOTSTRAP=1 (cargo-fuzz needs -Z flags).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]

@@ -142,11 +142,20 @@ impl RssConfig {
 
 /// Whether a device's indirection table can be followed by [`RssSteer`] on a port of
 /// `queues` queues: a power-of-two number of entries (at most 65,536; the hash's low bits
-/// index it) naming only queues below `queues`.
+/// index it) naming only queues below `queues`, and each of them at least once (a queue
+/// the table never names would leave its worker no source port to choose).
 pub fn table_is_usable(table: &[u16], queues: u32) -> bool {
-    table.len().is_power_of_two()
-        && table.len() <= 1 << 16
-        && table.iter().all(|&q| u32::from(q) < queues)
+    if !table.len().is_power_of_two() || table.len() > 1 << 16 || queues > 1 << 16 {
+        return false;
+    }
+    let mut seen = vec![false; queues as usize];
+    for &q in table {
+        match seen.get_mut(usize::from(q)) {
+            Some(s) => *s = true,
+            None => return false,
+        }
+    }
+    seen.into_iter().all(|s| s)
 }
 
 /// The queue a hash lands on, and the source-port choice that follows from it.
@@ -433,11 +442,12 @@ mod tests {
             let hash = Toeplitz::new(&cfg.key).hash_v4(srv, c, 80, p);
             assert_eq!(u32::from(table[(hash & 127) as usize]), q);
         }
-        // Tables that cannot be followed: not a power of two, or naming a queue the
-        // port does not poll. The round-robin assumption stays.
+        // Tables that cannot be followed: not a power of two, naming a queue the port
+        // does not poll, or leaving one out. The round-robin assumption stays.
         for bad in [
             vec![0u16; 100],
             (0..128).map(|i| i % 3).collect::<Vec<u16>>(),
+            vec![1u16; 128],
         ] {
             let mut cfg = RssConfig::symmetric(2);
             cfg.table = Some(bad);

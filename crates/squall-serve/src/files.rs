@@ -99,8 +99,7 @@ impl Files {
                 self.walk(&path, &u)?;
             } else if meta.is_file() {
                 let data = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                self.bytes += data.len() as u64;
-                if self.bytes > MAX_TOTAL {
+                if self.bytes + data.len() as u64 > MAX_TOTAL {
                     return Err(format!(
                         "--root: more than {} GiB of files (all are held in memory)",
                         MAX_TOTAL >> 30
@@ -131,16 +130,20 @@ impl Files {
         };
         for (path, data) in entries {
             let name = path.rsplit('/').next().unwrap_or(path);
-            f.bytes += data.len() as u64;
             f.insert(path, File::new(name, data.into(), mtime));
         }
         f
     }
 
-    /// Adds `file` at URL path `path` (a later file at the same path replaces it).
+    /// Adds `file` at URL path `path` (a later file at the same path replaces it) and
+    /// counts its bytes in [`Files::bytes`].
     fn insert(&mut self, path: &str, file: File) {
+        self.bytes += file.data.len() as u64;
         match self.by_path.get(path.as_bytes()) {
-            Some(&i) => self.list[i] = file,
+            Some(&i) => {
+                let old = std::mem::replace(&mut self.list[i], file);
+                self.bytes -= old.data.len() as u64;
+            }
             None => {
                 self.by_path
                     .insert(path.as_bytes().to_vec(), self.list.len());
@@ -238,7 +241,7 @@ mod tests {
             0x10,
         );
         assert_eq!(f.list.len(), 2, "the later /a.html replaced the first");
-        assert_eq!(f.bytes, 8 + 300 + 5);
+        assert_eq!(f.bytes, 300 + 5, "the bytes held");
         let (_, a) = f.lookup(b"/a.html").unwrap();
         assert_eq!(
             (&*a.data, a.content_type.as_str()),

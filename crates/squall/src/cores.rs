@@ -432,13 +432,12 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
         i.tx_offload_capa,
         i.rss_hf,
         {
-            // Whether the workers' steering follows the table read back from the driver
-            // (`with_dpdk`), or assumes round robin.
+            // Whether the table was read back from the driver (a client's RSS steering
+            // then follows it, `with_dpdk`), or is assumed round robin.
             let read = match &i.reta_table {
-                Some(t) if squall_port::rss::table_is_usable(t, u32::from(i.queues)) => {
-                    "read back: replies steered by it"
-                }
-                _ => "assumed round robin",
+                Some(t) if squall_port::rss::table_is_usable(t, u32::from(i.queues)) => "read back",
+                Some(_) => "read back, not usable for steering: assumed round robin",
+                None => "assumed round robin",
             };
             match (i.rss_hf, &i.reta) {
                 (0, _) => String::new(),

@@ -368,9 +368,9 @@ pub struct DeviceInfo {
     /// RSS hash types enabled (0: a single queue or a device without RSS).
     pub rss_hf: u64,
     /// Entries of the device's RSS redirection table (as the configured device reports
-    /// them), filled round robin over the queues (entry `i` -> queue `i % queues`): by
-    /// Squall where the driver takes a table ([`Reta::Programmed`]), else as drivers fill
-    /// it by default.
+    /// them), filled round robin over the queues (entry `i` -> queue `i % queues`) by
+    /// Squall where the driver takes a table ([`Reta::Programmed`]), else as the driver
+    /// filled it ([`DeviceInfo::reta_table`] where it can be read).
     pub reta_size: u16,
     /// What became of the redirection table.
     pub reta: Reta,
