@@ -122,8 +122,8 @@ pub struct RssConfig {
     /// The device's indirection table as its driver reports it (entry `i` -> queue),
     /// where it could be read: the steering then follows it entry by entry instead of
     /// assuming round robin. Used only if it has a power-of-two number of entries (the
-    /// hash's low bits index it) and names only queues below `queues` (see
-    /// [`RssSteer::follows_table`]).
+    /// hash's low bits index it) and names every queue below `queues` and no other
+    /// ([`table_is_usable`], [`RssSteer::follows_table`]).
     pub table: Option<Vec<u16>>,
 }
 
@@ -162,41 +162,41 @@ pub fn table_is_usable(table: &[u16], queues: u32) -> bool {
 #[derive(Clone, Debug)]
 pub struct RssSteer {
     hash: Toeplitz,
+    /// The indirection table (a power-of-two number of entries, indexed by the hash's
+    /// low bits): the device's where [`RssConfig::table`] was usable, else round robin.
+    table: std::sync::Arc<[u16]>,
     mask: u32,
-    queues: u32,
+    /// Whether `table` is the device's.
+    from_device: bool,
     ipv6: bool,
-    /// The device's table (`mask + 1` entries), if [`RssConfig::table`] was usable.
-    table: Option<std::sync::Arc<[u16]>>,
 }
 
 impl RssSteer {
-    /// Steering of `cfg` (`reta_size` rounded up to a power of two; the device's table
-    /// instead where `cfg` has a usable one).
+    /// Steering of `cfg`: the device's table where `cfg` has a usable one, else round
+    /// robin over `reta_size` entries (rounded up to a power of two).
     pub fn new(cfg: &RssConfig) -> Self {
         let queues = cfg.queues.max(1);
-        let table = cfg
-            .table
-            .as_deref()
-            .filter(|t| table_is_usable(t, queues))
-            .map(std::sync::Arc::<[u16]>::from);
-        let entries = table
-            .as_ref()
-            .map_or(cfg.reta_size.clamp(1, 1 << 16).next_power_of_two(), |t| {
-                t.len() as u32
-            });
+        let device = cfg.table.as_deref().filter(|t| table_is_usable(t, queues));
+        let table: std::sync::Arc<[u16]> = match device {
+            Some(t) => t.into(),
+            None => {
+                let n = cfg.reta_size.clamp(1, 1 << 16).next_power_of_two();
+                (0..n).map(|i| (i % queues) as u16).collect()
+            }
+        };
         RssSteer {
             hash: Toeplitz::new(&cfg.key),
-            mask: entries - 1,
-            queues,
-            ipv6: cfg.ipv6,
+            mask: table.len() as u32 - 1,
             table,
+            from_device: device.is_some(),
+            ipv6: cfg.ipv6,
         }
     }
 
     /// Whether the steering follows the device's own table (else it assumes round
     /// robin over the queues).
     pub fn follows_table(&self) -> bool {
-        self.table.is_some()
+        self.from_device
     }
 
     /// Whether the device hashes IPv6 flows on their 4-tuple ([`RssConfig::ipv6`]).
@@ -207,11 +207,9 @@ impl RssSteer {
     /// The receive queue of a frame with this hash.
     #[inline]
     pub fn queue_of_hash(&self, h: u32) -> u32 {
-        let i = h & self.mask;
-        match &self.table {
-            Some(t) => t.get(i as usize).map_or(0, |&q| u32::from(q)),
-            None => i % self.queues,
-        }
+        self.table
+            .get((h & self.mask) as usize)
+            .map_or(0, |&q| u32::from(q))
     }
 
     /// The queue on which the reply of a flow opened from `client:cport` to

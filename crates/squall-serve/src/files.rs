@@ -40,6 +40,7 @@ impl File {
 
 /// The files, and their index by URL path (`/dir/name`; `/dir/` maps to
 /// `/dir/index.html`).
+#[derive(Default)]
 pub struct Files {
     pub list: Vec<File>,
     pub by_path: HashMap<Vec<u8>, usize>,
@@ -72,11 +73,7 @@ impl Files {
     /// starting with `.`, skipped).
     pub fn load(root: &Path) -> Result<Files, String> {
         check_root(root)?;
-        let mut f = Files {
-            list: Vec::new(),
-            by_path: HashMap::new(),
-            bytes: 0,
-        };
+        let mut f = Files::default();
         f.walk(root, "")?;
         Ok(f)
     }
@@ -123,11 +120,7 @@ impl Files {
         entries: impl IntoIterator<Item = (&'a str, &'a [u8])>,
         mtime: u64,
     ) -> Files {
-        let mut f = Files {
-            list: Vec::new(),
-            by_path: HashMap::new(),
-            bytes: 0,
-        };
+        let mut f = Files::default();
         for (path, data) in entries {
             let name = path.rsplit('/').next().unwrap_or(path);
             f.insert(path, File::new(name, data.into(), mtime));
