@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use squall_http::{parse_request_in, BodyDecoder, BodyKind, Header, Limits, Method, Request};
+use squall_http::{
+    parse_request_in, BodyDecoder, BodyKind, Header, Limits, Method, Request, Version,
+};
 use squall_port::Port;
 use squall_stack::{NodeApp, NodeIo};
 use squall_tcp::{BufId, BufRegistry, CloseReason, Ctl, FlowId, TcpApp, TcpHost};
@@ -125,10 +127,10 @@ pub struct ServeApp {
     file_bufs: Vec<FileBufs>,
     /// Routes by path (a handful: scanned in order).
     routes: Vec<(Vec<u8>, RouteBufs)>,
-    /// `HTTP/1.1 100 Continue` and the 503 / 408 answers (no Date: they close at once).
+    /// `HTTP/1.1 100 Continue` and the 503 answer (no Date, which a 5xx may leave out:
+    /// it closes at once, under load).
     cont: (BufId, u32),
     busy: (BufId, u32),
-    timeout: (BufId, u32),
     conns: Vec<Conn>,
     /// Peer addresses of IPv6 connections by slot (grown by the first IPv6 connection of
     /// a slot: an IPv4-only server keeps it empty), for the access log.
@@ -213,7 +215,6 @@ impl ServeApp {
             .into_bytes()
         };
         let busy = reg_bytes(reg, fixed(503));
-        let timeout = reg_bytes(reg, fixed(408));
         let mut app = ServeApp {
             cfg,
             files,
@@ -221,7 +222,6 @@ impl ServeApp {
             routes: rmap,
             cont,
             busy,
-            timeout,
             conns: Vec::new(),
             peers6: Vec::new(),
             live: 0,
@@ -365,7 +365,7 @@ impl ServeApp {
 
     /// Answers `code` with a small body and closes (parse errors, refused requests).
     fn fail(&mut self, ctl: &mut Ctl, i: usize, code: u16) {
-        let v = respond::error(code, false, &self.date, false);
+        let v = respond::error(code, false, &self.date, false, Version::Http11);
         self.send_owned(ctl, i, v);
         ctl.close();
         self.conns[i].closing = true;
@@ -443,6 +443,19 @@ impl ServeApp {
     /// Keeps the incomplete head `buf` left after a segment (or fails the connection
     /// when no head can fit any more).
     fn keep_rest(&mut self, ctl: &mut Ctl, i: usize, mut buf: Vec<u8>, now: u64) {
+        // Empty lines between requests are ignored (RFC 9112 §2.2): they start no head
+        // (and no header timeout); a lone CR waits for its LF as an idle connection.
+        if !buf.is_empty() && buf.chunks(2).all(|l| l == b"\r\n" || l == b"\r") {
+            let lone_cr = buf.len() % 2 == 1;
+            buf.clear();
+            if lone_cr {
+                buf.push(b'\r');
+            }
+            let c = &mut self.conns[i];
+            c.head_since = 0;
+            c.buf = buf;
+            return;
+        }
         let c = &mut self.conns[i];
         if c.closing {
             buf = Vec::new();
@@ -472,7 +485,7 @@ impl ServeApp {
             self.owned(
                 ctl,
                 i,
-                respond::error(417, head_only, &self.date, false),
+                respond::error(417, head_only, &self.date, false, req.version),
                 417,
             )
         } else if let Some(code) = respond::method_status(req.method) {
@@ -481,7 +494,7 @@ impl ServeApp {
             self.owned(
                 ctl,
                 i,
-                respond::error(code, head_only, &self.date, keep),
+                respond::error(code, head_only, &self.date, keep, req.version),
                 code,
             )
         } else {
@@ -523,16 +536,20 @@ impl ServeApp {
         head_only: bool,
         keep: bool,
     ) -> (u16, usize) {
-        let path = req.path();
-        let plain = keep && req.version == squall_http::Version::Http11;
+        let path = origin_path(req.path());
+        let plain = keep && req.version == Version::Http11;
         let tail = self.tails[match (keep, req.version) {
-            (true, squall_http::Version::Http11) => 0,
+            (true, Version::Http11) => 0,
             (false, _) => 1,
-            (true, squall_http::Version::Http10) => 2,
+            (true, Version::Http10) => 2,
         }];
-        if let Some(k) = self.routes.iter().position(|(p, _)| p == path) {
+        if let Some(k) = self.route_index(path) {
             let r = &self.routes[k].1;
             let (h, hl, b, bl, code) = (r.head, r.head_len, r.body, r.body_len, r.code);
+            if (200..300).contains(&code) && respond::route_precondition_fails(req) {
+                let v = respond::error(412, head_only, &self.date, keep, req.version);
+                return self.owned(ctl, i, v, 412);
+            }
             let n = if head_only { 0 } else { bl };
             if plain && !head_only {
                 // The whole answer in one buffer of this second.
@@ -551,7 +568,7 @@ impl ServeApp {
             return self.owned(
                 ctl,
                 i,
-                respond::error(404, head_only, &self.date, keep),
+                respond::error(404, head_only, &self.date, keep, req.version),
                 404,
             );
         };
@@ -582,8 +599,12 @@ impl ServeApp {
             }
             FileAnswer::Unsatisfiable => {
                 let extra = format!("Content-Range: bytes */{}\r\n", f.data.len());
-                let v = respond::small(416, &extra, "", head_only, &self.date, keep);
+                let v = respond::small(416, &extra, "", head_only, &self.date, keep, req.version);
                 self.owned(ctl, i, v, 416)
+            }
+            FileAnswer::PreconditionFailed => {
+                let v = respond::error(412, head_only, &self.date, keep, req.version);
+                self.owned(ctl, i, v, 412)
             }
         }
     }
@@ -607,6 +628,18 @@ impl ServeApp {
             };
             l.line(ip, &self.log_time, m, t, v, code, bytes, ua);
         }
+    }
+
+    /// The route at `path` (as received, else percent-decoded as files are).
+    fn route_index(&self, path: &[u8]) -> Option<usize> {
+        if let Some(k) = self.routes.iter().position(|(p, _)| p == path) {
+            return Some(k);
+        }
+        if !path.contains(&b'%') {
+            return None;
+        }
+        let key = crate::files::decode_path(path)?;
+        self.routes.iter().position(|(p, _)| *p == key)
     }
 
     fn conn(&mut self, f: FlowId) -> &mut Conn {
@@ -750,11 +783,14 @@ impl NodeApp for ServeApp {
             let reading = c.skip.is_some();
             let f = FlowId(i as u32);
             if pending && now.saturating_sub(c.head_since) >= self.cfg.header_timeout_ns {
-                let (b, n) = self.timeout;
-                if io.send(f, b, 0, n).is_err() {
+                // With a Date, as every 4xx answer of a server with a clock (RFC 9110
+                // §6.6.1).
+                let v = respond::error(408, false, &self.date, false, Version::Http11);
+                let n = v.len() as u64;
+                if io.send_owned(f, v.into_boxed_slice()).is_err() {
                     self.stats.send_errors += 1;
                 } else {
-                    self.conns[i].unacked += u64::from(n);
+                    self.conns[i].unacked += n;
                 }
                 self.stats.header_timeouts += 1;
                 self.count(408);
@@ -781,6 +817,30 @@ impl NodeApp for ServeApp {
 
     fn next_event(&self, now: u64) -> Option<u64> {
         (self.live > 0).then(|| (self.last_sweep + SWEEP_NS).max(now))
+    }
+}
+
+/// The origin-form path of a request target's path: as is when it starts with `/`; for
+/// the absolute form (`http://host/p`, which a server MUST accept, RFC 9112 §3.2.2) the
+/// part after the authority (`/` when there is none). Other forms are left as they are
+/// (no file or route matches them).
+fn origin_path(path: &[u8]) -> &[u8] {
+    if path.first() == Some(&b'/') {
+        return path;
+    }
+    let rest = match path.iter().position(|&c| c == b':') {
+        Some(k)
+            if (path[..k].eq_ignore_ascii_case(b"http")
+                || path[..k].eq_ignore_ascii_case(b"https"))
+                && path[k..].starts_with(b"://") =>
+        {
+            &path[k + 3..]
+        }
+        _ => return path,
+    };
+    match rest.iter().position(|&c| c == b'/') {
+        Some(k) => &rest[k..],
+        None => b"/",
     }
 }
 

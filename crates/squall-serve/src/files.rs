@@ -51,6 +51,9 @@ pub struct Files {
 /// Most bytes `--root` may hold (everything is kept in memory).
 pub const MAX_TOTAL: u64 = 4 << 30;
 
+/// Most bytes of one file (its answers' lengths and offsets are 32-bit).
+pub const MAX_FILE: u64 = u32::MAX as u64;
+
 /// Is `root` a directory whose files can be read? The error names the path and what to
 /// do (checked before the server opens its port).
 pub fn check_root(root: &Path) -> Result<(), String> {
@@ -95,18 +98,31 @@ impl Files {
             if meta.is_dir() {
                 self.walk(&path, &u)?;
             } else if meta.is_file() {
-                let data = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                if self.bytes + data.len() as u64 > MAX_TOTAL {
+                if meta.len() > MAX_FILE {
+                    return Err(format!(
+                        "{}: {} bytes; a file served must be smaller than 4 GiB (at most {MAX_FILE} bytes)",
+                        path.display(),
+                        meta.len()
+                    ));
+                }
+                if self.bytes + meta.len() > MAX_TOTAL {
                     return Err(format!(
                         "--root: more than {} GiB of files (all are held in memory)",
                         MAX_TOTAL >> 30
                     ));
                 }
+                let data = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                if data.len() as u64 > MAX_FILE || self.bytes + data.len() as u64 > MAX_TOTAL {
+                    return Err(format!("{}: grew while it was read", path.display()));
+                }
+                // A Last-Modified may not be later than the answer (RFC 9110 §8.8.2.1): a
+                // file dated in the future is taken as modified at the load.
                 let mtime = meta
                     .modified()
                     .ok()
                     .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                    .map_or(0, |d| d.as_secs());
+                    .map_or(0, |d| d.as_secs())
+                    .min(unix_now());
                 self.insert(&u, File::new(name, data.into(), mtime));
             }
         }
@@ -264,5 +280,26 @@ mod tests {
         assert_eq!(f.lookup(b"/sub/a.css").unwrap().1.content_type, "text/css");
         assert!(f.lookup(b"/.hidden").is_none());
         assert!(Files::load(&d).is_err());
+    }
+
+    /// A file of 4 GiB (sparse: nothing is read) is refused at the start, not served
+    /// with an empty body; a file dated in the future is taken as modified at the load.
+    #[test]
+    fn files_of_4_gib_are_refused_and_future_dates_clamped() {
+        let d = std::env::temp_dir().join(format!("squall-files-big-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let big = std::fs::File::create(d.join("big.bin")).unwrap();
+        big.set_len(MAX_FILE + 1).unwrap();
+        let err = Files::load(&d).err().unwrap();
+        assert!(err.contains("smaller than 4 GiB"), "{err}");
+        std::fs::remove_file(d.join("big.bin")).unwrap();
+        let later = std::fs::File::create(d.join("later.txt")).unwrap();
+        let future = SystemTime::now() + std::time::Duration::from_secs(86_400 * 365);
+        later.set_modified(future).unwrap();
+        let before = unix_now();
+        let f = Files::load(&d).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+        let m = f.lookup(b"/later.txt").unwrap().1.mtime;
+        assert!(m >= before && m <= unix_now(), "{m}");
     }
 }

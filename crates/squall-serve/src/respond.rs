@@ -1,6 +1,7 @@
 //! What `squall serve` answers a request with: the route or file it names, conditional
-//! requests (If-None-Match, If-Modified-Since: 304), byte ranges (206, 416), and the
-//! header blocks of every answer. Pure functions of the request: the app sends the parts.
+//! requests (If-Match, If-Unmodified-Since: 412; If-None-Match, If-Modified-Since: 304),
+//! byte ranges (206, 416), and the header blocks of every answer. Pure functions of the
+//! request: the app sends the parts.
 
 use std::ops::Range;
 
@@ -41,6 +42,10 @@ impl Route {
         if !(200..=599).contains(&code) || code == 204 || code == 304 {
             return Err(err("status code must be 200-599, not 204 or 304"));
         }
+        if code == 205 && !text.is_empty() {
+            // RFC 9110 §15.3.6: a 205 answer carries no content.
+            return Err(err("a 205 answer carries no text"));
+        }
         let text = if text.is_empty() {
             String::new()
         } else {
@@ -76,11 +81,17 @@ pub fn status_line(version: Version, code: u16) -> String {
     format!("{} {code} {}\r\n", version.as_str(), reason(code))
 }
 
-/// The header block of a route's answer, up to (not including) Date and the end.
+/// The header block of a route's answer, up to (not including) Date and the end (a 405
+/// route says which methods it takes, RFC 9110 §15.5.6).
 pub fn route_head(r: &Route) -> String {
     format!(
-        "{}Server: squall\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n",
+        "{}Server: squall\r\n{}Content-Type: text/plain\r\nContent-Length: {}\r\n",
         status_line(Version::Http11, r.code),
+        if r.code == 405 {
+            "Allow: GET, HEAD\r\n"
+        } else {
+            ""
+        },
         r.text.len()
     )
 }
@@ -107,7 +118,8 @@ pub fn tail(date: &str, keep_alive: bool, version: Version) -> Vec<u8> {
     format!("Date: {date}\r\n{conn}\r\n").into_bytes()
 }
 
-/// An answer with a small body of its own (errors, 304, 416), whole.
+/// An answer with a small body of its own (errors, 412, 416), whole; `v` is the
+/// request's version (an HTTP/1.0 client kept alive is told so).
 pub fn small(
     code: u16,
     extra: &str,
@@ -115,6 +127,7 @@ pub fn small(
     head_only: bool,
     date: &str,
     keep_alive: bool,
+    version: Version,
 ) -> Vec<u8> {
     let mut v = format!(
         "{}Server: squall\r\n{extra}Content-Length: {}\r\n",
@@ -125,15 +138,16 @@ pub fn small(
     if !body.is_empty() && code != 304 {
         v.extend_from_slice(b"Content-Type: text/plain\r\n");
     }
-    v.extend_from_slice(&tail(date, keep_alive, Version::Http11));
+    v.extend_from_slice(&tail(date, keep_alive, version));
     if !head_only {
         v.extend_from_slice(body.as_bytes());
     }
     v
 }
 
-/// The answer of an error status (`404 Not Found\n` as the body).
-pub fn error(code: u16, head_only: bool, date: &str, keep_alive: bool) -> Vec<u8> {
+/// The answer of an error status (`404 Not Found\n` as the body) to a request of version
+/// `v`.
+pub fn error(code: u16, head_only: bool, date: &str, keep_alive: bool, v: Version) -> Vec<u8> {
     let extra = if code == 405 {
         "Allow: GET, HEAD\r\n"
     } else {
@@ -146,6 +160,7 @@ pub fn error(code: u16, head_only: bool, date: &str, keep_alive: bool) -> Vec<u8
         head_only,
         date,
         keep_alive,
+        v,
     )
 }
 
@@ -160,26 +175,68 @@ pub enum FileAnswer {
     Partial(Range<usize>),
     /// 416: the range starts past the end.
     Unsatisfiable,
+    /// 412: If-Match or If-Unmodified-Since is false.
+    PreconditionFailed,
 }
 
-/// Decides a GET/HEAD of file `f` (RFC 9110 §13.2.2 order: If-None-Match, else
-/// If-Modified-Since; then Range, with If-Range).
+/// Decides a GET/HEAD of file `f`, in the order of RFC 9110 §13.2.2: If-Match, else
+/// If-Unmodified-Since (412 when false); If-None-Match, else If-Modified-Since (304 when
+/// false); then Range (GET only, §14.2), with If-Range. A field sent on several lines
+/// is one list (§5.3).
 pub fn decide(req: &Request<'_, '_>, f: &File) -> FileAnswer {
-    if let Some(inm) = req.header("if-none-match") {
-        if etag_matches(inm, &f.etag) {
-            return FileAnswer::NotModified;
+    let mut im = None;
+    let mut ius = None;
+    let mut inm = false;
+    let mut inm_match = false;
+    let mut ims = None;
+    let mut range = None;
+    let mut if_range = None;
+    for h in req.headers {
+        let n = h.name;
+        if n.len() < 5 || !n[..3].eq_ignore_ascii_case(b"if-") {
+            if n.eq_ignore_ascii_case(b"range") {
+                range.get_or_insert(h.value);
+            }
+            continue;
         }
-    } else if let Some(ims) = req.header("if-modified-since") {
-        if let Some(t) = parse_date(ims) {
-            if f.mtime <= t {
-                return FileAnswer::NotModified;
+        let rest = &n[3..];
+        if rest.eq_ignore_ascii_case(b"match") {
+            im = Some(im.unwrap_or(false) || strong_match(h.value, &f.etag));
+        } else if rest.eq_ignore_ascii_case(b"none-match") {
+            inm = true;
+            inm_match |= weak_match(h.value, &f.etag);
+        } else if rest.eq_ignore_ascii_case(b"unmodified-since") {
+            ius.get_or_insert(h.value);
+        } else if rest.eq_ignore_ascii_case(b"modified-since") {
+            ims.get_or_insert(h.value);
+        } else if rest.eq_ignore_ascii_case(b"range") {
+            if_range.get_or_insert(h.value);
+        }
+    }
+    // Step 1-2: a false If-Match, or (without one) a valid If-Unmodified-Since older
+    // than the file.
+    match im {
+        Some(false) => return FileAnswer::PreconditionFailed,
+        Some(true) => {}
+        None => {
+            if ius.and_then(parse_date).is_some_and(|t| f.mtime > t) {
+                return FileAnswer::PreconditionFailed;
             }
         }
     }
-    let Some(range) = req.header("range") else {
+    // Step 3-4 (GET and HEAD only come here).
+    if inm {
+        if inm_match {
+            return FileAnswer::NotModified;
+        }
+    } else if ims.and_then(parse_date).is_some_and(|t| f.mtime <= t) {
+        return FileAnswer::NotModified;
+    }
+    // Step 5: range handling is defined for GET only (a HEAD answer is the 200's head).
+    let Some(range) = range.filter(|_| req.method == Method::Get) else {
         return FileAnswer::Full;
     };
-    if let Some(ir) = req.header("if-range") {
+    if let Some(ir) = if_range {
         let fresh = if ir.starts_with(b"\"") {
             ir == f.etag.as_bytes()
         } else {
@@ -196,13 +253,39 @@ pub fn decide(req: &Request<'_, '_>, f: &File) -> FileAnswer {
     }
 }
 
+/// Whether an If-Match list holds `*` or `etag` by the strong comparison (a weak tag
+/// never matches, RFC 9110 §8.8.3.2).
+fn strong_match(list: &[u8], etag: &str) -> bool {
+    let tag = etag.as_bytes();
+    list.split(|&c| c == b',').any(|t| {
+        let t = t.trim_ascii();
+        t == b"*" || t == tag
+    })
+}
+
 /// Whether an If-None-Match list matches `etag` (weak comparison, `*` matches).
-fn etag_matches(list: &[u8], etag: &str) -> bool {
+fn weak_match(list: &[u8], etag: &str) -> bool {
     let tag = etag.as_bytes();
     list.split(|&c| c == b',').any(|t| {
         let t = t.trim_ascii();
         t == b"*" || t.strip_prefix(b"W/").unwrap_or(t) == tag
     })
+}
+
+/// Whether a 2xx route without validators (no ETag, no Last-Modified) fails its
+/// preconditions: an If-Match other than `*` (RFC 9110 §13.1.1; If-Unmodified-Since is
+/// ignored without a modification date, §13.1.4).
+pub fn route_precondition_fails(req: &Request<'_, '_>) -> bool {
+    let mut any = false;
+    for h in req.headers {
+        if h.name.len() == 8 && h.name.eq_ignore_ascii_case(b"if-match") {
+            if strong_match(h.value, "") {
+                return false;
+            }
+            any = true;
+        }
+    }
+    any
 }
 
 fn parse_date(v: &[u8]) -> Option<u64> {
@@ -263,11 +346,12 @@ pub fn partial_head(f: &File, r: &Range<usize>) -> String {
     )
 }
 
-/// The 304 answer for `f`.
+/// The 304 answer for `f` to a request of version `v` (the status line says HTTP/1.1 as
+/// every answer does, RFC 9110 §6.2; the tail keeps an HTTP/1.0 client alive).
 pub fn not_modified(f: &File, date: &str, keep_alive: bool, v: Version) -> Vec<u8> {
     let mut h = format!(
         "{}Server: squall\r\nLast-Modified: {}\r\nETag: {}\r\n",
-        status_line(v, 304),
+        status_line(Version::Http11, 304),
         f.last_modified,
         f.etag
     )
@@ -288,6 +372,8 @@ pub fn method_status(m: Method) -> Option<u16> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]
@@ -309,6 +395,7 @@ mod tests {
             "/x return 200 pong",
             "/x return 99",
             "/x return 304",
+            "/x return 205 \"text\"",
         ] {
             assert!(Route::parse(bad).is_err(), "{bad}");
         }
@@ -331,8 +418,107 @@ mod tests {
 
     #[test]
     fn etags() {
-        assert!(etag_matches(b"\"x\", W/\"abc\"", "\"abc\""));
-        assert!(etag_matches(b"*", "\"abc\""));
-        assert!(!etag_matches(b"\"abd\"", "\"abc\""));
+        assert!(weak_match(b"\"x\", W/\"abc\"", "\"abc\""));
+        assert!(weak_match(b"*", "\"abc\""));
+        assert!(!weak_match(b"\"abd\"", "\"abc\""));
+        assert!(strong_match(b"\"x\", \"abc\"", "\"abc\""));
+        assert!(strong_match(b"*", "\"abc\""));
+        assert!(!strong_match(b"W/\"abc\"", "\"abc\""));
+        assert!(!strong_match(b"\"abd\"", "\"abc\""));
+    }
+
+    /// The answer `decide` gives a request with `fields` for a 10-byte file last
+    /// modified at 1,700,000,000 (Tue, 14 Nov 2023 22:13:20 GMT).
+    fn answer(method: &str, fields: &str) -> FileAnswer {
+        let f = File::new("a.txt", Arc::from(&b"0123456789"[..]), 1_700_000_000);
+        let text = format!("{method} /a.txt HTTP/1.1\r\nHost: a\r\n{fields}\r\n");
+        let mut h = [squall_http::Header::EMPTY; 16];
+        let req = squall_http::parse_request(text.as_bytes(), &mut h, &Default::default())
+            .unwrap()
+            .unwrap();
+        decide(&req, &f)
+    }
+
+    #[test]
+    fn preconditions_in_the_order_of_rfc_9110() {
+        use FileAnswer::*;
+        let tag = "\"6553f100-a\"";
+        let older = "Mon, 13 Nov 2023 00:00:00 GMT";
+        let same = "Tue, 14 Nov 2023 22:13:20 GMT";
+        let later = "Wed, 15 Nov 2023 00:00:00 GMT";
+        let cases: Vec<(String, FileAnswer)> = vec![
+            (String::new(), Full),
+            // If-Match: strong comparison, `*`, a list over several lines.
+            ("If-Match: \"x\"\r\n".into(), PreconditionFailed),
+            (format!("If-Match: W/{tag}\r\n"), PreconditionFailed),
+            (format!("If-Match: \"x\", {tag}\r\n"), Full),
+            (format!("If-Match: \"x\"\r\nIf-Match: {tag}\r\n"), Full),
+            ("If-Match: *\r\n".into(), Full),
+            // If-Unmodified-Since, only without If-Match; invalid dates ignored.
+            (
+                format!("If-Unmodified-Since: {older}\r\n"),
+                PreconditionFailed,
+            ),
+            (format!("If-Unmodified-Since: {same}\r\n"), Full),
+            ("If-Unmodified-Since: yesterday\r\n".into(), Full),
+            (
+                format!("If-Match: {tag}\r\nIf-Unmodified-Since: {older}\r\n"),
+                Full,
+            ),
+            // A failed precondition wins over a range.
+            (
+                format!("If-Unmodified-Since: {older}\r\nRange: bytes=2-\r\n"),
+                PreconditionFailed,
+            ),
+            // If-None-Match over several lines; it overrides If-Modified-Since.
+            (
+                format!("If-None-Match: \"x\"\r\nIf-None-Match: {tag}\r\n"),
+                NotModified,
+            ),
+            (format!("If-None-Match: W/{tag}\r\n"), NotModified),
+            (
+                format!("If-None-Match: \"x\"\r\nIf-Modified-Since: {later}\r\n"),
+                Full,
+            ),
+            (format!("If-Modified-Since: {same}\r\n"), NotModified),
+            (format!("If-Modified-Since: {older}\r\n"), Full),
+            // Range, with If-Range.
+            ("Range: bytes=2-4\r\n".into(), Partial(2..5)),
+            ("Range: bytes=10-\r\n".into(), Unsatisfiable),
+            (
+                format!("Range: bytes=2-4\r\nIf-Range: {tag}\r\n"),
+                Partial(2..5),
+            ),
+            ("Range: bytes=2-4\r\nIf-Range: \"x\"\r\n".into(), Full),
+            (
+                format!("Range: bytes=2-4\r\nIf-Range: {same}\r\n"),
+                Partial(2..5),
+            ),
+        ];
+        for (fields, want) in cases {
+            assert_eq!(answer("GET", &fields), want, "{fields}");
+        }
+        // HEAD: no range handling (RFC 9110 §14.2), preconditions as for GET.
+        assert_eq!(answer("HEAD", "Range: bytes=2-4\r\n"), Full);
+        assert_eq!(answer("HEAD", "Range: bytes=10-\r\n"), Full);
+        assert_eq!(answer("HEAD", "If-Match: \"x\"\r\n"), PreconditionFailed);
+    }
+
+    #[test]
+    fn routes_fail_only_a_specific_if_match() {
+        let req = |fields: &str| {
+            let text = format!("GET /p HTTP/1.1\r\nHost: a\r\n{fields}\r\n");
+            let mut h = [squall_http::Header::EMPTY; 16];
+            let r = squall_http::parse_request(text.as_bytes(), &mut h, &Default::default())
+                .unwrap()
+                .unwrap();
+            route_precondition_fails(&r)
+        };
+        assert!(!req(""));
+        assert!(req("If-Match: \"x\"\r\n"));
+        assert!(!req("If-Match: \"x\", *\r\n"));
+        assert!(!req(
+            "If-Unmodified-Since: Mon, 13 Nov 2023 00:00:00 GMT\r\n"
+        ));
     }
 }

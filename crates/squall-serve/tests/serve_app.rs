@@ -332,6 +332,8 @@ fn header_and_idle_timeouts_close_connections() {
     assert!(!b.client.conns[0].peer_closed && !b.client.conns[1].peer_closed);
     b.run(300);
     assert_eq!(codes(&b.got(0)), [408]);
+    // A 4xx answer carries a Date (RFC 9110 §6.6.1).
+    assert!(b.got(0).contains("\r\nDate: "), "{}", b.got(0));
     assert!(b.client.conns[0].peer_closed);
     assert!(!b.client.conns[1].peer_closed, "not idle long enough yet");
     b.run(2_000);
@@ -431,4 +433,66 @@ fn many_header_fields_up_to_the_limit() {
     b.run(100);
     assert_eq!(codes(&b.got(0)), [200]);
     assert_eq!(codes(&b.got(1)), [431]);
+}
+
+/// What RFC 9110/9112 ask of a server beyond the plain GET: preconditions (412), HTTP/1.0
+/// keep-alive on every answer, absolute-form targets, HEAD without ranges, routes
+/// matched percent-decoded, and empty lines between requests ignored.
+#[test]
+fn preconditions_versions_and_target_forms() {
+    let mut b = Bench::new(
+        10,
+        vec![
+            // 0: If-Match false (412), then If-Unmodified-Since older than the file (412,
+            // even with a Range), then a true If-Match with a range (206).
+            vec![(
+                0,
+                &b"GET /index.html HTTP/1.1\r\nHost: a\r\nIf-Match: \"nope\"\r\n\r\n\
+GET /index.html HTTP/1.1\r\nHost: a\r\nRange: bytes=2-\r\nIf-Unmodified-Since: Thu, 01 Jan 1970 00:00:00 GMT\r\n\r\n\
+GET /index.html HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\nIf-Match: \"x\", *\r\n\r\n"[..],
+            )],
+            // 1: HTTP/1.0 keep-alive: a 404 and a 416 say keep-alive and keep the
+            // connection, then a 200.
+            vec![(
+                0,
+                b"GET /nope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n\
+GET /index.html HTTP/1.0\r\nConnection: keep-alive\r\nRange: bytes=100-\r\n\r\n\
+GET /ping HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+            )],
+            // 2: absolute-form targets, a route percent-encoded, HEAD with a Range.
+            vec![(
+                0,
+                b"GET http://a/index.html HTTP/1.1\r\nHost: a\r\n\r\n\
+GET HTTP://a:80/p%69ng?x=1 HTTP/1.1\r\nHost: a\r\n\r\n\
+HEAD /index.html HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\n\r\n",
+            )],
+            // 3: a request followed by an empty line, then nothing: idle, no 408.
+            vec![(0, b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n\r\n")],
+        ],
+    );
+    b.run(800);
+    let g = b.got(0);
+    assert_eq!(codes(&g), [412, 412, 206], "{g}");
+    assert!(g.contains("\r\nDate: "), "{g}");
+    assert!(g.ends_with("\r\n\r\n<p"), "{g}");
+    let g = b.got(1);
+    assert_eq!(codes(&g), [404, 416, 200], "{g}");
+    assert_eq!(g.matches("Connection: keep-alive\r\n").count(), 3, "{g}");
+    assert!(g.ends_with("pong"), "{g}");
+    assert!(!b.client.conns[1].peer_closed, "kept alive");
+    let g = b.got(2);
+    assert_eq!(codes(&g), [200, 200, 200], "{g}");
+    assert!(g.contains("\r\n\r\n<p>hi</p>\nHTTP/1.1 200 OK\r\n"), "{g}");
+    assert!(g.contains("\r\n\r\npongHTTP/1.1 200 OK\r\n"), "{g}");
+    assert!(
+        g.ends_with("\r\n\r\n") && g.contains("Content-Length: 10\r\n"),
+        "{g}"
+    );
+    assert_eq!(codes(&b.got(3)), [200]);
+    assert!(
+        !b.client.conns[3].peer_closed,
+        "an empty line starts no head"
+    );
+    assert_eq!(b.app.stats.header_timeouts, 0);
+    assert_eq!(b.app.stats.parse_errors, 0);
 }

@@ -155,6 +155,10 @@ impl<'a, P: Port> NodeIo<'a, P> {
     pub fn send(&mut self, f: FlowId, buf: BufId, off: u32, len: u32) -> Result<(), SendError> {
         self.tcp.send(self.now, &mut self.sink, f, buf, off, len)
     }
+    /// Queues owned bytes on flow `f` (freed once acknowledged).
+    pub fn send_owned(&mut self, f: FlowId, data: Box<[u8]>) -> Result<(), SendError> {
+        self.tcp.send_owned(self.now, &mut self.sink, f, data)
+    }
     /// Closes the send side of `f` (FIN after queued data); `app` gets the callbacks.
     pub fn close<A: TcpApp>(&mut self, app: &mut A, f: FlowId) {
         self.tcp.close(self.now, app, &mut self.sink, f)

@@ -310,7 +310,8 @@ struct ServeArgs {
     /// Seconds a request head may take to arrive once begun (else 408 and close).
     #[arg(long, default_value_t = 10.0)]
     header_timeout: f64,
-    /// Longest request line, bytes (else 414).
+    /// Longest request line, bytes (else 414); also the longest header field line (at
+    /// least 256, at most --max-head; else 431).
     #[arg(long, default_value_t = 8192)]
     max_line: usize,
     /// Most header fields in a request (else 431; at most 64).
