@@ -99,13 +99,15 @@ impl HttpReq {
         mut out: impl FnMut(BufIdx),
     ) {
         let mut combo = 0usize;
-        for p in &self.parts {
+        for (pos, p) in self.parts.iter().enumerate() {
             let r = if matches!(p.pick, Pick::Random | Pick::Weighted) {
                 rnd()
             } else {
                 0
             };
-            let k = p.choose_index(cursors, r, flow);
+            // Each part picks by its own mix of the flow number, so that the choices of
+            // two parts (a URL and a User-Agent, say) are independent of each other.
+            let k = p.choose_index(cursors, r, part_flow(flow, pos));
             if self.heads.is_some() {
                 combo = combo * p.bufs.len() + k;
             } else {
@@ -119,6 +121,22 @@ impl HttpReq {
             out(b);
         }
     }
+}
+
+/// The flow number part `pos` of a request picks by: the first part takes the flow's
+/// number as it is, the others a mix of it with their position (a 32-bit finalizer,
+/// MurmurHash3's), so that parts of equal length do not pair index i with index i.
+#[inline]
+fn part_flow(flow: u32, pos: usize) -> u32 {
+    if pos == 0 {
+        return flow;
+    }
+    let mut h = flow ^ (pos as u32).wrapping_mul(0x632B_E5AB);
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85EB_CA6B);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xC2B2_AE35);
+    h ^ (h >> 16)
 }
 
 #[cfg(test)]
@@ -171,6 +189,30 @@ mod tests {
             seen[b.0 as usize] += 1;
         }
         assert!(seen.iter().all(|&s| (60..=140).contains(&s)), "{seen:?}");
+    }
+
+    /// Three parts chosen by flow (3 URLs, 3 User-Agents, 4 languages): over many flows
+    /// every one of the 36 combinations comes, each about as often.
+    #[test]
+    fn parts_chosen_by_flow_are_independent() {
+        let r = HttpReq {
+            head: false,
+            method: "GET".into(),
+            parts: vec![
+                part(3, Pick::Flow, &[]),
+                part(3, Pick::Flow, &[]),
+                part(4, Pick::Flow, &[]),
+            ],
+            heads: Some((0..36).map(BufIdx).collect()),
+            body: None,
+        };
+        let mut seen = [0u32; 36];
+        for k in 0..36_000u32 {
+            // Flow numbers as the generator makes them: a hash of address and port.
+            let flow = (0x1000_0001 + k % 200).wrapping_mul(0x0101_0101) ^ (1024 + k / 200);
+            r.pieces(&mut [], || 0, flow, |b| seen[b.0 as usize] += 1);
+        }
+        assert!(seen.iter().all(|&n| (800..=1200).contains(&n)), "{seen:?}");
     }
 
     #[test]

@@ -24,15 +24,17 @@ enum State {
     Length(u64),
     /// A close-delimited body.
     Close,
-    /// In the chunk-size digits: value so far, digits seen.
-    Size(u64, u8),
+    /// In the chunk-size digits: value so far, whether a digit was seen.
+    Size(u64, bool),
     /// After the digits: BWS before `;`.
     SizeWs(u64),
     /// Chunk extensions (RFC 9112 §7.1.1): after `;` (BWS, then a name), in a name,
     /// after `=` (BWS, then a token or a quoted string), in a token value, in a quoted
-    /// string, after a backslash in it, after a value (BWS, then `;` or CR).
+    /// string, after a backslash in it, after a value (BWS, then `;` or CR); after a
+    /// name, BWS then `=`, `;` or CR.
     ExtStart(u64),
     ExtName(u64),
+    ExtNameWs(u64),
     ExtValStart(u64),
     ExtToken(u64),
     ExtQuoted(u64),
@@ -85,7 +87,7 @@ impl BodyDecoder {
         let state = match kind {
             BodyKind::None | BodyKind::Length(0) => State::Done,
             BodyKind::Length(n) => State::Length(n),
-            BodyKind::Chunked => State::Size(0, 0),
+            BodyKind::Chunked => State::Size(0, false),
             BodyKind::Close => State::Close,
         };
         BodyDecoder {
@@ -148,12 +150,14 @@ impl BodyDecoder {
                     let end = i + n as usize;
                     return Ok(self.out(end, &input[i..end]));
                 }
-                State::Size(v, digits) => {
+                State::Size(v, digit) => {
                     self.size_line()?;
                     match hex(c) {
-                        Some(d) if digits < 15 => self.state = State::Size(v << 4 | d, digits + 1),
+                        // At most 15 significant hex digits (leading zeros do not count;
+                        // the size line's limit bounds them).
+                        Some(d) if v >> 56 == 0 => self.state = State::Size(v << 4 | d, true),
                         Some(_) => return Err(Error::BadRequest("chunk size too large")),
-                        None if digits == 0 => return Err(Error::BadRequest("bad chunk size")),
+                        None if !digit => return Err(Error::BadRequest("bad chunk size")),
                         None => self.after_size(v, c)?,
                     }
                 }
@@ -167,6 +171,7 @@ impl BodyDecoder {
                 }
                 State::ExtStart(_)
                 | State::ExtName(_)
+                | State::ExtNameWs(_)
                 | State::ExtValStart(_)
                 | State::ExtToken(_)
                 | State::ExtQuoted(_)
@@ -200,7 +205,7 @@ impl BodyDecoder {
                     if c != b'\n' {
                         return Err(Error::BadRequest("chunk data not followed by CRLF"));
                     }
-                    self.state = State::Size(0, 0);
+                    self.state = State::Size(0, false);
                 }
                 State::TrailerStart => {
                     self.trailer_byte()?;
@@ -292,7 +297,9 @@ fn ext(s: State, c: u8) -> Result<State, Error> {
         State::ExtStart(v) if ws => State::ExtStart(v),
         State::ExtStart(v) if is_tchar(c) => State::ExtName(v),
         State::ExtName(v) if is_tchar(c) => State::ExtName(v),
-        State::ExtName(v) if c == b'=' => State::ExtValStart(v),
+        State::ExtName(v) | State::ExtNameWs(v) if c == b'=' => State::ExtValStart(v),
+        // BWS between a name and `=` (RFC 9112 §7.1.1).
+        State::ExtName(v) | State::ExtNameWs(v) if ws => State::ExtNameWs(v),
         State::ExtValStart(v) if ws => State::ExtValStart(v),
         State::ExtValStart(v) if c == b'"' => State::ExtQuoted(v),
         State::ExtValStart(v) | State::ExtToken(v) if is_tchar(c) => State::ExtToken(v),
@@ -300,11 +307,17 @@ fn ext(s: State, c: u8) -> Result<State, Error> {
         State::ExtQuoted(v) if c == b'"' => State::ExtEnd(v),
         State::ExtQuoted(v) if c != 0x7f && (c == b'\t' || c >= 0x20) => State::ExtQuoted(v),
         State::ExtEscape(v) if c != 0x7f && (c == b'\t' || c >= 0x20) => State::ExtQuoted(v),
-        State::ExtName(v) | State::ExtToken(v) | State::ExtEnd(v) if ws => State::ExtEnd(v),
-        State::ExtName(v) | State::ExtToken(v) | State::ExtEnd(v) if c == b';' => {
+        State::ExtToken(v) | State::ExtEnd(v) if ws => State::ExtEnd(v),
+        State::ExtName(v) | State::ExtNameWs(v) | State::ExtToken(v) | State::ExtEnd(v)
+            if c == b';' =>
+        {
             State::ExtStart(v)
         }
-        State::ExtName(v) | State::ExtToken(v) | State::ExtEnd(v) if c == b'\r' => State::SizeLf(v),
+        State::ExtName(v) | State::ExtNameWs(v) | State::ExtToken(v) | State::ExtEnd(v)
+            if c == b'\r' =>
+        {
+            State::SizeLf(v)
+        }
         _ => return Err(BAD),
     })
 }
@@ -349,6 +362,49 @@ mod tests {
             assert!(done);
             assert_eq!(used, msg.len() - 4);
         }
+    }
+
+    /// RFC 9112 §7.1.1's chunk-ext allows BWS around `=` and `;`; a size may carry any
+    /// leading zeros (at most 15 significant digits).
+    #[test]
+    fn chunk_lines_with_whitespace_and_leading_zeros() {
+        for line in [
+            "5;a = b",
+            "5;a =b",
+            "5;a= b",
+            "5 ; a ; b = \"q\" ",
+            "5;a ",
+            "5;a \t;b",
+            "0000000000000000000005",
+            "00000000000000000000000000000000005;x",
+        ] {
+            let msg = format!("{line}\r\nhello\r\n0\r\n\r\n");
+            for step in [1, 3, msg.len()] {
+                let r = feed(BodyKind::Chunked, msg.as_bytes(), step);
+                assert_eq!(
+                    r,
+                    Ok((b"hello".to_vec(), msg.len(), true)),
+                    "{line:?} step {step}"
+                );
+            }
+        }
+        for (line, why) in [
+            ("5;a b", "bad chunk extension"),
+            ("5;a = b c", "bad chunk extension"),
+            ("5;=b", "bad chunk extension"),
+            ("1000000000000000", "chunk size too large"),
+            ("0001000000000000000", "chunk size too large"),
+        ] {
+            let msg = format!("{line}\r\nhello\r\n0\r\n\r\n");
+            assert_eq!(
+                feed(BodyKind::Chunked, msg.as_bytes(), 1),
+                Err(Error::BadRequest(why)),
+                "{line:?}"
+            );
+        }
+        // Fifteen significant digits are taken (the body limit then decides).
+        let mut d = BodyDecoder::new(BodyKind::Chunked, &Limits::default());
+        assert_eq!(d.decode(b"0fffffffffffffff\r\n"), Err(Error::BodyTooLarge));
     }
 
     #[test]

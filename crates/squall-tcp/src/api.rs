@@ -91,6 +91,10 @@ pub struct Ctl {
 }
 
 impl Ctl {
+    /// The app asked to reset the flow in this callback.
+    pub(crate) fn aborting(&self) -> bool {
+        self.ops.iter().any(|o| matches!(o, Op::Abort))
+    }
     /// The flow this event is about.
     pub fn flow(&self) -> FlowId {
         self.flow

@@ -389,8 +389,16 @@ fn run_dut_worker<C: Port, S: Port>(
     sc.start_ns = t0;
     sc.seed = seed;
     let cg = ClientGen::new(&profile, &sc)?;
-    let mut c = Side::new(profile.clone(), cport, ccfg, Some(cg), t0, seed ^ 0x1);
-    let mut s = Side::new(profile.clone(), sport, scfg, None, t0, seed ^ 0x2);
+    // Each worker's own random sequence (URL and header picks, random delays).
+    let mut c = Side::new(
+        profile.clone(),
+        cport,
+        ccfg,
+        Some(cg),
+        t0,
+        seed ^ salt ^ 0x1,
+    );
+    let mut s = Side::new(profile.clone(), sport, scfg, None, t0, seed ^ salt ^ 0x2);
     c.node.set_vlan(cfg.vlan);
     s.node.set_vlan(cfg.vlan);
     c.gen.app.stall_ns = cfg.stall_ns;

@@ -143,6 +143,15 @@ pub fn invariants(r: &RunResult) -> Vec<Check> {
     v
 }
 
+/// HTTP errors of template group `g` (both sides), part of its errors column.
+fn http_errors(r: &RunResult, g: usize) -> u64 {
+    [&r.client.app, &r.server.app]
+        .iter()
+        .filter_map(|a| a.tg.get(g))
+        .map(|t| t.http.errors())
+        .sum()
+}
+
 /// Total error count of a run (error counters of both sides).
 pub fn error_count(r: &RunResult) -> u64 {
     r.client.app.errors() + r.server.app.errors()
@@ -383,7 +392,7 @@ pub fn summary(
             .get(g)
             .map(|t| t.c.clone())
             .unwrap_or_default();
-        if c.started == 0 && s.accepted == 0 && c.errors() + s.errors() == 0 {
+        if c.started == 0 && s.accepted == 0 && c.errors() + s.errors() + http_errors(r, g) == 0 {
             continue;
         }
         let (cps, l7) = match wgroups {
@@ -402,7 +411,7 @@ pub fn summary(
             group_name(p, g),
             c.started,
             c.completed,
-            c.errors() + s.errors(),
+            c.errors() + s.errors() + http_errors(r, g),
             cps,
             l7
         );
@@ -606,7 +615,7 @@ fn http_line(h: &HttpStats) -> String {
     codes.sort_unstable();
     let codes: Vec<String> = codes.iter().map(|(c, n)| format!("{c}:{n}")).collect();
     format!(
-        "requests {} responses {} (1xx {} 2xx {} 3xx {} 4xx {} 5xx {}; codes {}{}) body bytes {} parse errors {} incomplete {} not sent {}",
+        "requests {} responses {} (1xx {} 2xx {} 3xx {} 4xx {} 5xx {}; codes {}{}) body bytes {} parse errors {} incomplete {} not sent {} cut {}",
         h.requests,
         h.responses,
         h.class[0],
@@ -623,7 +632,8 @@ fn http_line(h: &HttpStats) -> String {
         h.body_bytes,
         h.parse_errors,
         h.incomplete,
-        h.not_sent
+        h.not_sent,
+        h.cut
     )
 }
 
@@ -644,6 +654,7 @@ fn http_json(h: &HttpStats) -> Value {
         "parse_errors": h.parse_errors,
         "incomplete": h.incomplete,
         "not_sent": h.not_sent,
+        "cut": h.cut,
         "errors": h.errors(),
     })
 }

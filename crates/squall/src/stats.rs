@@ -249,7 +249,8 @@ pub struct HttpStats {
     pub requests: u64,
     /// Responses received to their end (interim 1xx answers not counted).
     pub responses: u64,
-    /// Responses by status class: 1xx (final 101 only), 2xx, 3xx, 4xx, 5xx.
+    /// Responses by status class (counted when the response ends): 1xx (final 101
+    /// only), 2xx, 3xx, 4xx, 5xx.
     pub class: [u64; 5],
     /// Responses by status code, first [`MAX_HTTP_CODES`] codes seen, in order seen.
     pub codes: Vec<(u16, u64)>,
@@ -261,6 +262,9 @@ pub struct HttpStats {
     pub parse_errors: u64,
     /// Requests whose response had not ended when the flow ended.
     pub incomplete: u64,
+    /// Requests whose response had not ended when the run cut their flow at its end (not
+    /// an error: a flow may outlast the run; a stalled flow's are `incomplete`).
+    pub cut: u64,
     /// Requests not sent: more than [`crate::gen::http::MAX_PENDING`] pending on a flow.
     pub not_sent: u64,
 }
@@ -304,6 +308,7 @@ impl HttpStats {
         self.body_bytes += o.body_bytes;
         self.parse_errors += o.parse_errors;
         self.incomplete += o.incomplete;
+        self.cut += o.cut;
         self.not_sent += o.not_sent;
     }
 }

@@ -164,7 +164,10 @@ pub(crate) fn run_on<P: Port>(
     } else {
         None
     };
-    let mut s = Side::new(profile.clone(), port, tc, cg, t0, seed ^ 0x1);
+    // Each worker's own random sequence (URL and header picks, random delays), as the
+    // memory wire's shards have.
+    let salt = u64::from(w.index) << 40;
+    let mut s = Side::new(profile.clone(), port, tc, cg, t0, seed ^ salt ^ 0x1);
     s.node.set_vlan(cfg.vlan);
     s.gen.app.stall_ns = cfg.stall_ns;
     // The node answers ARP for its pools from here on; worker 0 asks for the peer unless

@@ -30,35 +30,53 @@ fn invalid_profile_exits_2_with_every_json_path() {
     }
 }
 
-#[test]
-fn udp_profile_runs_clean_with_udp_counters_in_json() {
-    let json = std::env::temp_dir().join(format!("squall-udp-{}.json", std::process::id()));
+/// `squall run PROFILE --sim --duration 1 --json FILE`: its exit status (0 asserted),
+/// its output and the JSON document.
+fn sim_run_json(profile: &str) -> (String, serde_json::Value) {
+    let name = profile.rsplit('/').next().unwrap_or(profile);
+    let json = std::env::temp_dir().join(format!("squall-{}-{name}", std::process::id()));
     let out = squall()
-        .args([
-            "run",
-            "tests/profiles/udp.json",
-            "--sim",
-            "--duration",
-            "1",
-            "--json",
-        ])
+        .args(["run", profile, "--sim", "--duration", "1", "--json"])
         .arg(&json)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("udps_sndpkt"), "{stdout}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);
+    (stdout, v)
+}
+
+#[test]
+fn udp_profile_runs_clean_with_udp_counters_in_json() {
+    let (stdout, v) = sim_run_json("tests/profiles/udp.json");
+    assert!(stdout.contains("udps_sndpkt"), "{stdout}");
     let sent = v["client"]["udp"]["udps_sndpkt"].as_u64().unwrap();
     assert!(sent > 0);
     assert_eq!(v["server"]["udp"]["udps_rcvpkt"].as_u64(), Some(sent));
     assert_eq!(v["client"]["udp"]["errors"].as_u64(), Some(0));
+}
+
+/// Keep-alive HTTP flows that outlast the run (1,000 requests each, 100 ms per answer)
+/// are cut at its end: their pending requests are `cut`, not errors, and the run passes.
+#[test]
+fn http_flows_cut_at_the_end_are_not_errors() {
+    let (_, v) = sim_run_json("tests/profiles/http_cut.json");
+    let g = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "ka")
+        .unwrap();
+    let h = &g["http"];
+    assert!(h["cut"].as_u64().unwrap() > 0, "{h}");
+    assert_eq!(
+        (h["incomplete"].as_u64(), h["errors"].as_u64()),
+        (Some(0), Some(0)),
+        "{h}"
+    );
+    assert!(h["responses"].as_u64().unwrap() > 0, "{h}");
+    assert_eq!(h["status_class"]["2xx"], h["responses"], "{h}");
 }
 
 #[test]

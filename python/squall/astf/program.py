@@ -323,7 +323,7 @@ class ASTFProgram:
         value may be a list, chosen per flow unless `header_pick[name]` says otherwise.
         `body` adds `Content-Length`. The request is sent as shared immutable pieces."""
         site = user_site()
-        if not isinstance(method, str) or not _HTTP_TOKEN_RE.match(method):
+        if not isinstance(method, str) or not _HTTP_TOKEN_RE.fullmatch(method):
             raise ProfileError(f"http_request: {method!r} is not an HTTP method", site, "method")
         if version not in ("1.1", "1.0"):
             raise ProfileError(f"http_request: version must be \"1.1\" or \"1.0\", got {version!r}",
@@ -345,6 +345,9 @@ class ASTFProgram:
                                    site, "pick")
             if isinstance(url, str):
                 raise ProfileError("http_request: pick and weights choose among a list of urls", site, "pick")
+            if weights is not None and p != "weighted":
+                raise ProfileError(f"http_request: weights go with pick=\"weighted\", not {p!r}", site,
+                                   "weights")
             args["pick"] = p
             if weights is not None:
                 w = [check_int("weights", x, 0, U32_MAX, site) for x in weights]
@@ -357,14 +360,16 @@ class ASTFProgram:
         hdrs: List[Dict[str, Any]] = []
         picks = dict(header_pick or {})
         for name, val in (headers or {}).items():
-            if not isinstance(name, str) or not _HTTP_TOKEN_RE.match(name):
+            if not isinstance(name, str) or not _HTTP_TOKEN_RE.fullmatch(name):
                 raise ProfileError(f"http_request: {name!r} is not a header name", site, "headers")
             if name.lower() in ("content-length", "transfer-encoding"):
                 raise ProfileError(f"http_request: {name} is set from the body", site, "headers")
             vals = [val] if isinstance(val, str) else list(val)
-            if not vals or not all(isinstance(v, str) and "\r" not in v and "\n" not in v for v in vals):
+            if not vals or not all(isinstance(v, str) and all(c == "\t" or 0x20 <= ord(c) <= 0x7e for c in v)
+                                   for v in vals):
                 raise ProfileError(f"http_request: header {name}: a value or a non-empty list of values "
-                                   f"without line breaks, got {val!r}", site, "headers")
+                                   f"of visible ASCII, spaces and tabs (no line breaks or other control "
+                                   f"characters), got {val!r}", site, "headers")
             h: Dict[str, Any] = {"name": name}
             if isinstance(val, str):
                 h["value"] = val
@@ -545,7 +550,7 @@ class ASTFProgram:
         """The IR `program` object; `intern(Buffer) -> str` names buffers."""
         label_names: Dict[str, str] = {}
         for lab in self.labels:
-            label_names[lab] = lab if _NAME_RE.match(lab) else f"label{len(label_names)}"
+            label_names[lab] = lab if _NAME_RE.fullmatch(lab) else f"label{len(label_names)}"
         cmds: List[Dict[str, Any]] = []
         for ins in self.instrs:
             c: Dict[str, Any] = {"op": ins.op}

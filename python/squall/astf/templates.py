@@ -27,7 +27,7 @@ def _check_type(cls: str, what: str, val: object, t: Any, site: Optional[Site], 
 def check_tg_name(cls: str, tg_name: Optional[str], site: Optional[Site]) -> None:
     if tg_name is None:
         return
-    if not isinstance(tg_name, str) or not _NAME_RE.match(tg_name):
+    if not isinstance(tg_name, str) or not _NAME_RE.fullmatch(tg_name):
         raise ProfileError(f"{cls}: tg_name {tg_name!r} must be 1-64 characters from "
                            "A-Z a-z 0-9 _ . : / -", site, "tg_name")
 

@@ -462,7 +462,9 @@ impl TcpHost {
             let (a, b) = q.slices(start, l);
             self.ctl.flow = FlowId(i);
             app.on_data(&mut self.ctl, FlowId(i), a);
-            if !b.is_empty() {
+            // The queue wrapped: its second slice, unless the app reset the flow on the
+            // first (nothing more is delivered to a flow being aborted).
+            if !b.is_empty() && !self.ctl.aborting() {
                 app.on_data(&mut self.ctl, FlowId(i), b);
             }
             if self.apply_ops(i, app, tx) {

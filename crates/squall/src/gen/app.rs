@@ -717,6 +717,10 @@ impl TcpApp for GenApp {
                 .lat
                 .connect
                 .record_ns(self.now.saturating_sub(sched));
+            if let Some(h) = self.http.as_deref_mut() {
+                // Requests queued with the SYN leave now: their latencies start here.
+                h.established(i, self.now);
+            }
             self.step(f.0, Event::Established);
             if self.ops.contains(&IoOp::Reset) {
                 // The RST leaves in this callback, before the handshake's ACK: the server
@@ -758,11 +762,13 @@ impl TcpApp for GenApp {
         if let Some(h) = self.http.as_deref_mut() {
             if h.is_http(self.progs[i].program().0) {
                 let t = &mut self.stats.tg[g];
-                if let Err(RxError::Parse(_) | RxError::Unsolicited) =
-                    h.rx(i, data, now, &mut t.http, &mut t.lat)
-                {
-                    // The responses cannot be followed any more: count and reset.
+                if let Err(e) = h.rx(i, data, now, &mut t.http, &mut t.lat) {
+                    // The responses cannot be followed any more: count and reset (the
+                    // broken response is a parse error, not also an incomplete one).
                     t.http.parse_errors += 1;
+                    if let RxError::Parse(_) = e {
+                        h.failed(i);
+                    }
                     ctl.abort();
                     return;
                 }
@@ -844,7 +850,8 @@ impl TcpApp for GenApp {
         let g = self.tg(slot.tpl);
         if let Some(h) = self.http.as_deref_mut() {
             if h.is_http(self.progs[i].program().0) {
-                h.closed(i, &mut self.stats.tg[g].http);
+                let cut = slot.has(F_CUT) && !slot.has(F_STALLED);
+                h.closed(i, &mut self.stats.tg[g].http, cut);
             }
         }
         self.flows[i].flags &= !F_LIVE;

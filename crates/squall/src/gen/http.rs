@@ -15,11 +15,11 @@ use crate::stats::{HttpStats, Latency};
 
 /// Most requests pending on one flow (pipelined without waiting).
 pub const MAX_PENDING: u16 = 32;
-/// Most header fields of a response.
-const MAX_HEADERS: usize = 64;
 /// Header fields tried first (a smaller array to fill per response; a head with more is
-/// parsed again with [`MAX_HEADERS`]).
+/// parsed again with room for as many as the head limit can hold).
 const FEW_HEADERS: usize = 24;
+/// Largest response head (its start line, fields and empty line).
+const MAX_HEAD: usize = 16 * 1024;
 
 /// What the generator needs of a response head: status, framing, head length.
 type Head = (u16, BodyKind, usize);
@@ -32,8 +32,9 @@ fn parse_head(
 ) -> Result<Option<Head>, squall_http::Error> {
     let mut few = [Header::SLOT; FEW_HEADERS];
     match parse_response_in(buf, &mut few, lim, head_req) {
-        Err(squall_http::Error::HeadersTooLarge) => {
-            let mut all = [Header::SLOT; MAX_HEADERS];
+        Err(squall_http::Error::HeadersTooLarge) if lim.max_headers > FEW_HEADERS => {
+            // Many fields (a long run of Set-Cookie, say): as many as the head can hold.
+            let mut all = vec![Header::SLOT; lim.max_headers];
             parse_response_in(buf, &mut all, lim, head_req)
                 .map(|r| r.map(|r| (r.code, r.body, r.head_len)))
         }
@@ -58,11 +59,14 @@ enum Phase {
 #[derive(Clone, Debug)]
 pub struct HttpFlow {
     dec: BodyDecoder,
-    /// When the oldest pending request was queued (or the previous response ended).
+    /// When the oldest pending request was queued (or the previous response ended, or
+    /// the connection was established when it was queued before).
     req_ns: u64,
     /// Bit k: the k-th pending request is HEAD (its response has no body).
     head_bits: u32,
     pending: u16,
+    /// The status of the response being read (counted when it ends).
+    code: u16,
     phase: Phase,
 }
 
@@ -73,6 +77,7 @@ impl HttpFlow {
             req_ns: 0,
             head_bits: 0,
             pending: 0,
+            code: 0,
             phase: Phase::Idle,
         }
     }
@@ -117,6 +122,9 @@ impl HttpSide {
             lim: Limits {
                 max_body: u64::MAX,
                 require_host: false,
+                max_head: MAX_HEAD,
+                // Every field a head of MAX_HEAD can hold (the shortest is `a:` CRLF).
+                max_headers: MAX_HEAD / 4,
                 ..Limits::default()
             },
         }))
@@ -134,6 +142,26 @@ impl HttpSide {
             self.flows.resize(i + 1, HttpFlow::new(&self.lim));
         }
         self.flows[i] = HttpFlow::new(&self.lim);
+        self.heads.remove(&(i as u32));
+    }
+
+    /// Flow `i` is established at `now`: requests queued before (with the SYN) left
+    /// now, so their time to first and last byte runs from here, not from the connect.
+    pub fn established(&mut self, i: usize, now: u64) {
+        if let Some(f) = self.flows.get_mut(i) {
+            if f.pending > 0 && f.phase == Phase::Idle {
+                f.req_ns = now;
+            }
+        }
+    }
+
+    /// The response being read on flow `i` broke HTTP's rules (a parse error, counted by
+    /// the caller, which resets the flow): its request is not also counted incomplete.
+    pub fn failed(&mut self, i: usize) {
+        if let Some(f) = self.flows.get_mut(i) {
+            f.pending = f.pending.saturating_sub(1);
+            f.head_bits >>= 1;
+        }
         self.heads.remove(&(i as u32));
     }
 
@@ -222,7 +250,7 @@ impl HttpSide {
                     if (100..200).contains(&code) && code != 101 {
                         continue; // interim answer: the final head follows
                     }
-                    st.count_code(code);
+                    f.code = code;
                     f.dec = BodyDecoder::new(body, &self.lim);
                     f.phase = match body {
                         BodyKind::Close => Phase::BodyClose,
@@ -265,19 +293,26 @@ impl HttpSide {
         }
     }
 
-    /// Flow `i` ended: counts the requests left without their full response.
-    pub fn closed(&mut self, i: usize, st: &mut HttpStats) {
+    /// Flow `i` ended: counts the requests left without their full response, as
+    /// `incomplete` (an error), or as `cut` when the run cut the flow at its end and it
+    /// was not stalled (a flow may outlast the run).
+    pub fn closed(&mut self, i: usize, st: &mut HttpStats, cut: bool) {
         if let Some(f) = self.flows.get_mut(i) {
-            st.incomplete += u64::from(f.pending);
+            if cut {
+                st.cut += u64::from(f.pending);
+            } else {
+                st.incomplete += u64::from(f.pending);
+            }
             f.pending = 0;
         }
         self.heads.remove(&(i as u32));
     }
 }
 
-/// The response to the oldest pending request ended at `now`.
+/// The response to the oldest pending request ended at `now`: counted, with its status.
 fn end(f: &mut HttpFlow, now: u64, st: &mut HttpStats, lat: &mut Latency) {
     st.responses += 1;
+    st.count_code(f.code);
     lat.req_last_byte.record_ns(now.saturating_sub(f.req_ns));
     f.pending -= 1;
     f.head_bits >>= 1;
@@ -383,8 +418,60 @@ HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
         assert!(!s.sent(3, false, 0));
         assert_eq!(s.pending(3), u32::from(MAX_PENDING));
         let mut st = HttpStats::default();
-        s.closed(3, &mut st);
+        s.closed(3, &mut st, false);
         assert_eq!((st.incomplete, s.pending(3)), (u64::from(MAX_PENDING), 0));
+        // A flow the run cut at its end: its pending requests are `cut`, not errors.
+        s.start(3);
+        assert!(s.sent(3, false, 0) && s.sent(3, false, 0));
+        s.closed(3, &mut st, true);
+        assert_eq!((st.cut, st.incomplete), (2, u64::from(MAX_PENDING)));
+        assert_eq!(st.errors(), u64::from(MAX_PENDING));
+    }
+
+    /// Status classes and codes count responses that ended (a truncated 200 is only
+    /// `incomplete`); a broken response is one parse error, not also incomplete.
+    #[test]
+    fn codes_count_ended_responses_and_a_broken_one_counts_once() {
+        let mut s = side();
+        let (mut st, mut lat) = (HttpStats::default(), Latency::default());
+        assert!(s.sent(3, false, 0));
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n123456789";
+        assert_eq!(s.rx(3, head, 10, &mut st, &mut lat), Ok(0));
+        s.closed(3, &mut st, false);
+        assert_eq!((st.class, st.code(200), st.responses), ([0; 5], 0, 0));
+        assert_eq!(st.incomplete, 1);
+        // Two pipelined requests; the first answer's chunk size is bad.
+        s.start(3);
+        let mut st = HttpStats::default();
+        assert!(s.sent(3, false, 0) && s.sent(3, false, 0));
+        let bad = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+        assert!(matches!(
+            s.rx(3, bad, 10, &mut st, &mut lat),
+            Err(RxError::Parse(_))
+        ));
+        st.parse_errors += 1; // as the app counts it
+        s.failed(3);
+        s.closed(3, &mut st, false);
+        assert_eq!((st.parse_errors, st.incomplete, st.errors()), (1, 1, 2));
+    }
+
+    /// A request queued with the SYN is timed from the connection's establishment.
+    #[test]
+    fn latency_of_a_request_queued_before_the_handshake_starts_at_it() {
+        let mut s = side();
+        let (mut st, mut lat) = (HttpStats::default(), Latency::default());
+        assert!(s.sent(3, false, 1_000));
+        s.established(3, 21_000);
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        assert_eq!(s.rx(3, r, 41_000, &mut st, &mut lat), Ok(1));
+        assert_eq!(lat.req_first_byte.summary()[4], 20, "us");
+        assert_eq!(lat.req_last_byte.summary()[4], 20, "us");
+        // Established before the request: nothing pending, nothing moved.
+        s.start(3);
+        s.established(3, 50_000);
+        assert!(s.sent(3, false, 60_000));
+        assert_eq!(s.rx(3, r, 70_000, &mut st, &mut lat), Ok(1));
+        assert_eq!(lat.req_first_byte.count(), 2);
     }
 
     #[test]
@@ -401,6 +488,19 @@ HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
             parse_head(&r, &lim, false).unwrap(),
             Some((200, BodyKind::Length(2), r.len() - 2))
         );
+    }
+
+    /// More fields than the first array holds, up to what the head limit allows (70
+    /// Set-Cookie lines, as a login page may send).
+    #[test]
+    fn heads_with_very_many_fields_are_taken() {
+        let mut r = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for k in 0..70 {
+            r.extend(format!("Set-Cookie: c{k}=v; Path=/\r\n").into_bytes());
+        }
+        r.extend(b"Content-Length: 2\r\n\r\nok");
+        let (n, st, _) = feed(&r, &[false], 500).unwrap();
+        assert_eq!((n, st.code(200), st.parse_errors), (1, 1, 0));
     }
 
     #[test]
