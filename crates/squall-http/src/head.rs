@@ -107,6 +107,9 @@ pub struct Request<'b, 'h> {
     pub expect_continue: bool,
     /// An `Expect` value other than 100-continue (a server answers 417).
     pub expect_other: bool,
+    /// A precondition field is present (If-Match, If-None-Match, If-Modified-Since,
+    /// If-Unmodified-Since: RFC 9110 §13.1), for a server to evaluate.
+    pub conditional: bool,
 }
 
 /// A parsed response head.
@@ -225,6 +228,7 @@ pub fn parse_request_in<'b, 'h>(
         keep_alive: f.keep_alive(version),
         expect_continue: f.expect_continue && version == Version::Http11,
         expect_other: f.expect_other,
+        conditional: f.conditional,
     }))
 }
 
@@ -633,6 +637,7 @@ struct Semantics {
     keep_alive: bool,
     expect_continue: bool,
     expect_other: bool,
+    conditional: bool,
     hosts: u32,
 }
 
@@ -646,7 +651,8 @@ impl Semantics {
         let mut after_chunked = false;
         for h in headers {
             let n = h.name;
-            // Dispatch on the length: only five names matter, each of its own length.
+            // Dispatch on the length: only nine names matter, each found by its length
+            // first.
             match n.len() {
                 14 if name_is(n, b"content-length") => {
                     if s.cl.is_some() {
@@ -695,6 +701,10 @@ impl Semantics {
                     }
                 }
                 4 if name_is(n, b"host") => s.hosts += 1,
+                8 if name_is(n, b"if-match") => s.conditional = true,
+                13 if name_is(n, b"if-none-match") => s.conditional = true,
+                17 if name_is(n, b"if-modified-since") => s.conditional = true,
+                19 if name_is(n, b"if-unmodified-since") => s.conditional = true,
                 _ => {}
             }
         }
@@ -971,6 +981,30 @@ mod tests {
                 s.len()
             )
         );
+    }
+
+    #[test]
+    fn precondition_fields_are_flagged() {
+        let cond = |fields: &str| {
+            let s = format!("GET / HTTP/1.1\r\nHost: x\r\n{fields}\r\n");
+            let mut h = [Header::SLOT; 8];
+            parse_request_in(s.as_bytes(), &mut h, &Limits::default())
+                .unwrap()
+                .unwrap()
+                .conditional
+        };
+        assert!(!cond(""));
+        assert!(!cond(
+            "Range: bytes=0-1\r\nIf-Range: \"x\"\r\nLast-Modify: x\r\n"
+        ));
+        for f in [
+            "If-Match: *",
+            "if-none-match: \"a\"",
+            "IF-MODIFIED-SINCE: x",
+            "If-Unmodified-Since: x",
+        ] {
+            assert!(cond(&format!("{f}\r\n")), "{f}");
+        }
     }
 
     #[test]

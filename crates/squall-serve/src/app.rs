@@ -546,7 +546,10 @@ impl ServeApp {
         if let Some(k) = self.route_index(path) {
             let r = &self.routes[k].1;
             let (h, hl, b, bl, code) = (r.head, r.head_len, r.body, r.body_len, r.code);
-            if (200..300).contains(&code) && respond::route_precondition_fails(req) {
+            if req.conditional
+                && (200..300).contains(&code)
+                && respond::route_precondition_fails(req)
+            {
                 let v = respond::error(412, head_only, &self.date, keep, req.version);
                 return self.owned(ctl, i, v, 412);
             }

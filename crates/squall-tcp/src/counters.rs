@@ -38,15 +38,15 @@ counters! {
     tcps_delack,
     /// total packets sent
     tcps_sndtotal,
-    /// data packets sent
+    /// data packets sent (first transmissions; window probes are `tcps_sndprobe`)
     tcps_sndpack,
-    /// data bytes sent (first transmissions)
+    /// data bytes sent (first transmissions: each byte once)
     tcps_sndbyte,
-    /// data packets retransmitted
+    /// data packets retransmitted (a segment resending any byte below SND.MAX)
     tcps_sndrexmitpack,
-    /// data bytes retransmitted
+    /// data bytes retransmitted (the bytes below SND.MAX of those segments)
     tcps_sndrexmitbyte,
-    /// window probes sent
+    /// window probes sent (not counted as data or retransmissions)
     tcps_sndprobe,
     /// control (SYN|FIN|RST) packets sent
     tcps_sndctrl,

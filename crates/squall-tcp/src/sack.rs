@@ -14,11 +14,18 @@ pub struct Scoreboard {
     n: u8,
     /// RFC 6675 HighRxt: highest sequence retransmitted in this recovery.
     pub high_rxt: u32,
+    /// RFC 6675 RescueRxt: the recovery point of the last rescue retransmission (one per
+    /// recovery: another only once SND.UNA has passed it).
+    pub rescue_rxt: Option<u32>,
 }
 
 impl Scoreboard {
     pub fn clear(&mut self) {
         self.n = 0;
+    }
+    /// The end of the highest SACKed range (`una` without one).
+    pub fn top(&self, una: u32) -> u32 {
+        self.ranges().last().map_or(una, |r| seq::max(r.1, una))
     }
     pub fn is_empty(&self) -> bool {
         self.n == 0
@@ -28,11 +35,19 @@ impl Scoreboard {
     }
 
     /// Adds a block reported by the peer, ignoring blocks outside (una, max] (RFC 2018 §3).
-    pub fn add(&mut self, una: u32, max: u32, s: u32, e: u32) {
+    /// Returns whether it told something new (bytes not SACKed before).
+    pub fn add(&mut self, una: u32, max: u32, s: u32, e: u32) -> bool {
         if !seq::lt(s, e) || !seq::lt(una, e) || seq::gt(e, max) {
-            return;
+            return false;
         }
         let s = seq::max(s, una);
+        if self
+            .ranges()
+            .iter()
+            .any(|&(a, b)| seq::le(a, s) && seq::ge(b, e))
+        {
+            return false;
+        }
         let (os, oe) = (s.wrapping_sub(una), e.wrapping_sub(una));
         let n = self.n as usize;
         let mut out = [(0u32, 0u32); MAX_BLOCKS + 1];
@@ -70,6 +85,7 @@ impl Scoreboard {
             self.ranges[k] = (una.wrapping_add(r.0), una.wrapping_add(r.1));
         }
         self.n = m as u8;
+        true
     }
 
     /// Length of the segment at `una` up to the first SACKed byte, at most `mss`.

@@ -216,6 +216,30 @@ fn rfc9293_3_5_active_open_with_mss_option(fam: Family) {
 }
 
 // RFC 7323 §2.3: after the handshake the peer's window is scaled by its shift.
+// RFC 9293 §3.7.1: without the peer's MSS option, the send MSS is 536 over IPv4 and
+// 1220 over IPv6 (both ends, active and passive).
+per_family!(rfc9293_3_7_1_default_mss_of_the_family);
+fn rfc9293_3_7_1_default_mss_of_the_family(fam: Family) {
+    let want = match fam {
+        Family::V4 => 536,
+        Family::V6 => 1220,
+    };
+    let mut t = T::new(cfg()).over(fam);
+    t.established(&[]);
+    let f = t.flow.unwrap();
+    assert_eq!(t.host.flow_info(f).unwrap().mss, want, "active open");
+    let mut t = T::new(cfg()).over(fam);
+    t.host.listen(HP);
+    t.feed(7000, 0, SYN, 65535, &[], &[]);
+    let sa = t.one();
+    t.feed(7001, sa.seq.wrapping_add(1), ACK, 65535, &[], &[]);
+    assert_eq!(
+        t.host.flow_info(FlowId(0)).unwrap().mss,
+        want,
+        "passive open"
+    );
+}
+
 per_family!(rfc7323_2_3_window_scaling_applied);
 fn rfc7323_2_3_window_scaling_applied(fam: Family) {
     let mut t = T::new(TcpConfig {
@@ -887,6 +911,113 @@ fn rfc1122_4_2_2_17_unanswered_zero_window_probes_drop_the_flow(fam: Family) {
     );
 }
 
+/// Established with the peer's MSS 1000 and `len` bytes queued on connect; returns
+/// (SND.UNA at the start, bytes of the first flight).
+fn flight_sent(t: &mut T, len: u32, peer_wnd: u16, peer_opts: &[u8]) -> (u32, u32) {
+    let (b, l) = with_data(t, len);
+    t.app.send_on_connect = Some((b, l));
+    let syn = t.connect();
+    t.feed(
+        t.pseq,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        peer_wnd,
+        peer_opts,
+        &[],
+    );
+    t.pseq += 1;
+    let sent = t.take().iter().map(|s| s.payload.len() as u32).sum();
+    (syn.seq.wrapping_add(1), sent)
+}
+
+// RFC 1122 §4.2.2.17: the first zero-window probe goes after one RTO, keep-alive or not:
+// (a) the ACK of the whole flight closes the window with data still queued; (b) the app
+// sends on an idle flow (its keep-alive timer running) whose window is closed.
+per_family!(rfc1122_4_2_2_17_persist_timer_not_replaced_by_keepalive);
+fn rfc1122_4_2_2_17_persist_timer_not_replaced_by_keepalive(fam: Family) {
+    let ka = TcpConfig {
+        keepalive: Some((7_200_000 * MS, 75_000 * MS, 9)),
+        ..cfg()
+    };
+    let mut t = T::new(ka.clone()).over(fam);
+    let (u, sent) = flight_sent(&mut t, 5000, 65535, &MSS_1000);
+    assert!(sent > 0 && sent < 5000, "{sent}");
+    t.now += 10 * MS;
+    t.feed(t.pseq, u.wrapping_add(sent), ACK, 0, &[], &[]);
+    assert!(t.take().is_empty());
+    let p = first_segment_within(&mut t, 3_000 * MS);
+    assert_eq!((p.seq, p.payload.len()), (u.wrapping_add(sent), 1), "{p:?}");
+    assert_eq!(t.host.counters().tcps_sndprobe, 1);
+    // (b)
+    let mut t = T::new(ka).over(fam);
+    let (u, sent) = flight_sent(&mut t, 1000, 65535, &MSS_1000);
+    assert_eq!(sent, 1000);
+    t.now += 10 * MS;
+    t.feed(t.pseq, u.wrapping_add(1000), ACK, 0, &[], &[]);
+    let (b, _) = with_data(&mut t, 500);
+    t.now += 10 * MS;
+    let f = t.flow.unwrap();
+    t.host.send(t.now, &mut t.sink, f, b, 0, 500).unwrap();
+    assert!(t.take().is_empty(), "nothing into a closed window");
+    assert_eq!(first_segment_within(&mut t, 3_000 * MS).payload.len(), 1);
+}
+
+// Data queued while the SYN is out (a client sends its request at once) leaves the SYN's
+// retransmission timer alone: a lost SYN is sent again.
+per_family!(rfc6298_syn_retransmitted_with_data_queued);
+fn rfc6298_syn_retransmitted_with_data_queued(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
+    let syn = t.connect();
+    let (b, _) = with_data(&mut t, 100);
+    let f = t.flow.unwrap();
+    t.host.send(t.now, &mut t.sink, f, b, 0, 100).unwrap();
+    assert!(t.take().is_empty());
+    let again = first_segment_within(&mut t, 5_000 * MS);
+    assert_eq!((again.flags, again.seq), (SYN, syn.seq));
+}
+
+/// Runs the host's timers until it sends; the segment, which must come within `ns`.
+fn first_segment_within(t: &mut T, ns: u64) -> Out {
+    let start = t.now;
+    loop {
+        let n = t.host.next_timer().expect("a timer runs");
+        assert!(n - start <= ns, "nothing sent in {} ms", (n - start) / MS);
+        t.advance(n);
+        let v = t.take();
+        if let Some(o) = v.first() {
+            assert_eq!(v.len(), 1, "{v:?}");
+            return o.clone();
+        }
+    }
+}
+
+// Counters of a closed window (BSD's): probes are `sndprobe` only, not retransmissions;
+// every byte of data counts once in `sndbyte` (the probe byte the first time it leaves),
+// a segment resending bytes below SND.MAX counts as a retransmission with those bytes.
+per_family!(zero_window_probes_are_counted_as_probes);
+fn zero_window_probes_are_counted_as_probes(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
+    let una = zero_window_flow(&mut t, 100);
+    for _ in 0..5 {
+        let n = t.host.next_timer().unwrap();
+        t.advance(n);
+        assert_eq!(t.one().payload.len(), 1, "a probe");
+        t.feed(t.pseq, una, ACK, 0, &[], &[]);
+        t.take();
+    }
+    t.feed(t.pseq, una, ACK, 65535, &[], &[]);
+    let s = t.one();
+    assert_eq!((s.seq, s.payload.len()), (una, 100));
+    t.feed(t.pseq, una.wrapping_add(100), ACK, 65535, &[], &[]);
+    let c = t.host.counters();
+    assert_eq!(
+        (c.tcps_sndprobe, c.tcps_sndpack, c.tcps_sndbyte),
+        (5, 0, 100),
+        "probes, data packets, data bytes"
+    );
+    assert_eq!((c.tcps_sndrexmitpack, c.tcps_sndrexmitbyte), (1, 1));
+}
+
 // RFC 9293 §3.6: orderly close by us (active close) -> FIN_WAIT_1 -> FIN_WAIT_2 ->
 // TIME_WAIT; half-close: data from the peer still arrives after our FIN.
 per_family!(rfc9293_3_6_half_close_and_time_wait);
@@ -1039,6 +1170,22 @@ fn rfc9293_3_10_5_abort_sends_rst(fam: Family) {
     t.host.abort(t.now, &mut t.app, &mut t.sink, f);
     assert_eq!(t.one().flags & RST, RST);
     assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Aborted)));
+    // After a retransmission timeout (which rolls our send point back to SND.UNA) the
+    // RST still carries the highest sequence number sent: the peer may hold all of it.
+    let opts = squall_tcp::FlowOpts {
+        init_cwnd: 4,
+        ..squall_tcp::FlowOpts::default()
+    };
+    let mut t = host_with(fam, opts);
+    let (u, sent) = flight_sent(&mut t, 4000, 65535, &MSS_1000);
+    assert_eq!(sent, 4000);
+    let n = t.host.next_timer().unwrap();
+    t.advance(n);
+    assert_eq!(t.one().seq, u, "the RTO's retransmission");
+    let f = t.flow.unwrap();
+    t.host.abort(t.now, &mut t.app, &mut t.sink, f);
+    let rst = t.one();
+    assert_eq!((rst.flags & RST, rst.seq), (RST, u.wrapping_add(4000)));
 }
 
 // RFC 9293 §3.7.4: Nagle holds a small segment while data is unacknowledged.
@@ -1344,6 +1491,39 @@ fn rfc7323_3_2_timestamps_negotiated_and_echoed(fam: Family) {
 }
 
 // RFC 7323 §3.2: no timestamps unless both sides offer them.
+// RFC 7323 §4.3 (A): a delayed ACK of two segments echoes the TSval of the earlier one
+// (TS.Recent is recorded only for a segment starting at Last.ACK.sent), so the peer's
+// RTT sample includes the delay it caused.
+per_family!(rfc7323_4_3_delayed_ack_echoes_the_earliest_tsval);
+fn rfc7323_4_3_delayed_ack_echoes_the_earliest_tsval(fam: Family) {
+    let mut t = T::new(TcpConfig {
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            burst_ack: false,
+            ..squall_tcp::FlowOpts::default()
+        },
+        ..cfg()
+    })
+    .over(fam);
+    let mut o = MSS_1460.to_vec();
+    o.extend(ts_opt(1000, 1));
+    let iss1 = t.established(&o);
+    t.take();
+    for tsval in [1100u32, 1200] {
+        t.feed(t.pseq, iss1, ACK, 65535, &ts_opt(tsval, 1), &[7u8; 500]);
+        t.pseq += 500;
+    }
+    assert!(t.take().is_empty(), "the ACK is delayed");
+    let n = t.host.next_timer().unwrap();
+    t.advance(n);
+    let a = t.one();
+    assert_eq!((a.ack, a.opts.ts.map(|x| x.1)), (t.pseq, Some(1100)));
+    // Acknowledged: the next segment's TSval is recorded.
+    t.feed(t.pseq, iss1, ACK | PSH, 65535, &ts_opt(1300, 1), &[7u8; 10]);
+    t.pseq += 10;
+    assert_eq!(t.one().opts.ts.map(|x| x.1), Some(1300));
+}
+
 per_family!(rfc7323_3_2_no_timestamps_without_peer_offer);
 fn rfc7323_3_2_no_timestamps_without_peer_offer(fam: Family) {
     let mut t = T::new(TcpConfig {
@@ -1464,30 +1644,9 @@ fn rfc2018_4_receiver_sends_sack_blocks(fam: Family) {
 // per round trip as NewReno does).
 per_family!(rfc6675_5_sack_recovery_retransmits_holes);
 fn rfc6675_5_sack_recovery_retransmits_holes(fam: Family) {
-    let mut t = T::new(TcpConfig {
-        opts: squall_tcp::FlowOpts {
-            sack: true,
-            init_cwnd: 10,
-            ..squall_tcp::FlowOpts::default()
-        },
-        ..cfg()
-    })
-    .over(fam);
-    let (b, l) = with_data(&mut t, 10 * 1000);
-    t.app.send_on_connect = Some((b, l));
-    let syn = t.connect();
-    t.feed(
-        t.pseq,
-        syn.seq.wrapping_add(1),
-        SYN | ACK,
-        65535,
-        &[2, 4, 0x03, 0xe8, 4, 2, 1, 1],
-        &[],
-    );
-    t.pseq += 1;
-    let segs = t.take();
-    assert_eq!(segs.len(), 10);
-    let u = syn.seq.wrapping_add(1);
+    let mut t = sack_host(fam);
+    let (u, sent) = flight_sent(&mut t, 10 * 1000, 65535, &MSS_1000_SACK);
+    assert_eq!(sent, 10 * 1000, "ten segments");
     // Segments 0 and 3 lost; the peer SACKs 1-2 and 4-9 with three duplicate ACKs.
     let sack = sack_opt;
     t.feed(t.pseq, u, ACK, 65535, &sack(&[(u + 1000, u + 3000)]), &[]);
@@ -1522,6 +1681,111 @@ fn rfc6675_5_sack_recovery_retransmits_holes(fam: Family) {
     assert!(!t.host.flow_info(t.flow.unwrap()).unwrap().in_recovery);
 }
 
+// RFC 6675 §5 NextSeg rule 2: new data in SACK recovery only as the receiver's window
+// allows — never past its right edge (a stateful firewall drops such a segment).
+per_family!(rfc6675_5_new_data_in_recovery_stays_in_the_window);
+fn rfc6675_5_new_data_in_recovery_stays_in_the_window(fam: Family) {
+    let mut t = sack_host(fam);
+    let w: u16 = 10_500;
+    let (u, sent) = flight_sent(&mut t, 20_000, w, &MSS_1000_SACK);
+    assert_eq!(sent, 10_000);
+    // Segment 0 lost: three duplicate ACKs, then one SACKing [1000, 9000).
+    for k in 1..=3u32 {
+        let s = sack_opt(&[(u + 1000, u + 1000 + 1000 * k)]);
+        t.feed(t.pseq, u, ACK, w, &s, &[]);
+    }
+    t.feed(t.pseq, u, ACK, w, &sack_opt(&[(u + 1000, u + 9000)]), &[]);
+    let r = t.take();
+    assert!(r.iter().any(|s| s.seq == u), "fast retransmit: {r:?}");
+    for s in &r {
+        let end = s.seq.wrapping_sub(u) + s.payload.len() as u32;
+        assert!(
+            end <= u32::from(w),
+            "[{}, {end}) past the window's right edge {w}",
+            s.seq.wrapping_sub(u)
+        );
+    }
+}
+
+// RFC 6675 §2: with SACK, an ACK that reports new SACKed data is a duplicate ACK even when
+// its window changed (a receiver autotuning its buffer opens the window while it reports
+// the loss): three of them start fast retransmit, no timeout needed.
+per_family!(rfc6675_2_sack_dupacks_with_a_growing_window);
+fn rfc6675_2_sack_dupacks_with_a_growing_window(fam: Family) {
+    let mut t = sack_host(fam);
+    let (u, sent) = flight_sent(&mut t, 10_000, 30_000, &MSS_1000_SACK);
+    assert_eq!(sent, 10_000);
+    for k in 1..=3u32 {
+        let s = sack_opt(&[(u + 1000, u + 1000 + 1000 * k)]);
+        t.feed(t.pseq, u, ACK, 30_000 + 2000 * k as u16, &s, &[]);
+    }
+    let r = t.take();
+    assert_eq!(r.first().map(|s| s.seq), Some(u), "fast retransmit: {r:?}");
+    let c = t.host.counters();
+    assert_eq!((c.tcps_rcvdupack, c.tcps_fastrexmt), (3, 1));
+    // The same block again with yet another window: no new information, a window update.
+    t.feed(
+        t.pseq,
+        u,
+        ACK,
+        40_000,
+        &sack_opt(&[(u + 1000, u + 4000)]),
+        &[],
+    );
+    assert_eq!(t.host.counters().tcps_rcvdupack, 3);
+}
+
+// RFC 6675 §5 NextSeg rule 4: segments 0 and 9 lost; fast retransmit resends 0; the
+// partial ACK then leaves 9 outstanding with nothing SACKed above it: one rescue
+// retransmission sends it at once (without SACK, NewReno's partial ACK does the same),
+// rather than waiting for a timeout that collapses the window.
+per_family!(rfc6675_5_rescue_retransmission_of_a_lost_tail);
+fn rfc6675_5_rescue_retransmission_of_a_lost_tail(fam: Family) {
+    let mut t = sack_host(fam);
+    let (u, sent) = flight_sent(&mut t, 10_000, 65535, &MSS_1000_SACK);
+    assert_eq!(sent, 10_000);
+    t.now += 50 * MS;
+    for k in 1..=8u32 {
+        let s = sack_opt(&[(u + 1000, u + 1000 + 1000 * k)]);
+        t.feed(t.pseq, u, ACK, 65535, &s, &[]);
+    }
+    let r = t.take();
+    assert_eq!(r.first().map(|s| s.seq), Some(u), "fast retransmit: {r:?}");
+    t.now += 50 * MS;
+    t.feed(t.pseq, u + 9000, ACK, 65535, &[], &[]);
+    let r = t.take();
+    assert_eq!(
+        r.iter()
+            .map(|s| (s.seq.wrapping_sub(u), s.payload.len()))
+            .collect::<Vec<_>>(),
+        [(9000, 1000)],
+        "the tail resent on the partial ACK"
+    );
+    // Once per recovery: a duplicate of the partial ACK sends nothing more.
+    t.feed(t.pseq, u + 9000, ACK, 65535, &[], &[]);
+    assert!(t.take().is_empty());
+    t.feed(t.pseq, u + 10_000, ACK, 65535, &[], &[]);
+    assert_eq!(t.host.counters().tcps_rexmttimeo, 0);
+}
+
+/// A host with flow options `opts` (the rest of `cfg()`), over `fam`.
+fn host_with(fam: Family, opts: squall_tcp::FlowOpts) -> T {
+    T::new(TcpConfig { opts, ..cfg() }).over(fam)
+}
+
+/// A host with SACK and an initial window of 10 segments, over `fam`.
+fn sack_host(fam: Family) -> T {
+    let opts = squall_tcp::FlowOpts {
+        sack: true,
+        init_cwnd: 10,
+        ..squall_tcp::FlowOpts::default()
+    };
+    host_with(fam, opts)
+}
+
+/// The peer's SYN options: MSS 1000 and SACK permitted.
+const MSS_1000_SACK: [u8; 8] = [2, 4, 0x03, 0xe8, 4, 2, 1, 1];
+
 /// SACK option bytes with `blocks`.
 fn sack_opt(blocks: &[(u32, u32)]) -> Vec<u8> {
     let mut o = vec![1, 1, 5, 2 + 8 * blocks.len() as u8];
@@ -1537,16 +1801,8 @@ fn sack_opt(blocks: &[(u32, u32)]) -> Vec<u8> {
 // above it (a flow of small segments).
 per_family!(rfc6675_5_4_3_recovery_retransmits_first_segment_of_small_segments);
 fn rfc6675_5_4_3_recovery_retransmits_first_segment_of_small_segments(fam: Family) {
-    let mut t = T::new(TcpConfig {
-        opts: squall_tcp::FlowOpts {
-            sack: true,
-            init_cwnd: 10,
-            ..squall_tcp::FlowOpts::default()
-        },
-        ..cfg()
-    })
-    .over(fam);
-    let u = t.established(&[2, 4, 0x03, 0xe8, 4, 2, 1, 1]);
+    let mut t = sack_host(fam);
+    let u = t.established(&MSS_1000_SACK);
     t.take();
     let (b, _) = with_data(&mut t, 1000);
     let f = t.flow.unwrap();
@@ -1895,4 +2151,57 @@ fn rfc9293_3_6_1_time_wait_reused_by_new_syn(fam: Family) {
     assert_eq!((sa2.flags, sa2.ack), (SYN | ACK, 9001));
     assert_eq!(t.host.counters().tcps_twrecycled, 1);
     // An old SYN (below RCV.NXT) would not have been accepted: it is answered as a duplicate.
+}
+
+// RFC 6191 §2: with timestamps on the old incarnation, a SYN whose TSval is newer than
+// TS.Recent reopens the 4-tuple from TIME_WAIT whatever its sequence number (a client's
+// random ISN is below RCV.NXT half the time); one with an older TSval does not.
+per_family!(rfc6191_2_time_wait_reused_by_a_syn_with_a_newer_timestamp);
+fn rfc6191_2_time_wait_reused_by_a_syn_with_a_newer_timestamp(fam: Family) {
+    let mut t = T::new(TcpConfig {
+        opts: squall_tcp::FlowOpts {
+            timestamps: true,
+            ..squall_tcp::FlowOpts::default()
+        },
+        time_wait_ns: 60_000 * MS,
+        ..cfg()
+    })
+    .over(fam);
+    t.host.listen(HP);
+    let syn_opts = |tsval: u32| [&MSS_1460[..], &ts_opt(tsval, 0)[..]].concat();
+    t.feed(7000, 0, SYN, 65535, &syn_opts(100), &[]);
+    let sa = t.one();
+    let ts0 = sa.opts.ts.unwrap().0;
+    t.feed(
+        7001,
+        sa.seq.wrapping_add(1),
+        ACK,
+        65535,
+        &ts_opt(101, ts0),
+        &[],
+    );
+    let f = FlowId(0);
+    assert_eq!(t.host.state(f), State::Established);
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    t.take();
+    t.feed(
+        7001,
+        sa.seq.wrapping_add(2),
+        FIN | ACK,
+        65535,
+        &ts_opt(102, ts0),
+        &[],
+    );
+    assert_eq!(t.host.state(f), State::TimeWait);
+    t.take();
+    t.now += 1000 * MS;
+    // A lower ISN with an older TSval: stays in TIME_WAIT (answered with an ACK).
+    t.feed(3000, 0, SYN, 65535, &syn_opts(50), &[]);
+    assert_eq!(t.one().flags, ACK);
+    assert_eq!(t.host.counters().tcps_twrecycled, 0);
+    // A lower ISN with a newer TSval: a new connection.
+    t.feed(3000, 0, SYN, 65535, &syn_opts(2000), &[]);
+    let sa2 = t.one();
+    assert_eq!((sa2.flags, sa2.ack), (SYN | ACK, 3001));
+    assert_eq!(t.host.counters().tcps_twrecycled, 1);
 }

@@ -39,6 +39,7 @@ impl TcpHost {
         // to lie in [SND.UNA - MAX.SND.WND, SND.MAX]: blocks are kept within
         // (max(SND.UNA, SEG.ACK), SND.MAX], so the scoreboard never spans more than the
         // data in flight (an ACK beyond SND.MAX would have let them wrap).
+        let mut new_sack = false;
         if opts.sack_n > 0 && self.flows[i as usize].has(F_SACK) {
             if self.flows[i as usize].sb == NO_SIDE {
                 let b = self.get_sb();
@@ -50,7 +51,7 @@ impl TcpHost {
             let (una, max) = (seq::max(t.snd_una, ack), t.snd_max);
             let sb = &mut self.sboards[t.sb as usize];
             for &(a, b) in &opts.sack[..opts.sack_n as usize] {
-                sb.add(una, max, a, b);
+                new_sack |= sb.add(una, max, a, b);
             }
         }
         let t = &mut self.flows[i as usize];
@@ -61,11 +62,13 @@ impl TcpHost {
                 // §4.2.2.17), not a duplicate ACK. The peer is alive: keep probing.
                 t.retries = 0;
             }
-            // Duplicate ACK per RFC 5681 §2: no data, no window change, outstanding data.
+            // Duplicate ACK per RFC 5681 §2: no data, no window change, outstanding data;
+            // with SACK, an ACK that SACKs new data is one whatever its window says (RFC
+            // 6675 §2: a receiver may open its window while it reports losses).
             else if ack == t.snd_una
                 && seg.payload.is_empty()
                 && seg.flags & FIN == 0
-                && wnd == t.snd_wnd
+                && (wnd == t.snd_wnd || new_sack)
                 && t.snd_una != t.snd_max
             {
                 self.counters.tcps_rcvdupack += 1;
@@ -171,6 +174,14 @@ impl TcpHost {
                 }
             }
             let t = &mut self.flows[i as usize];
+            // Window update before the timers (a window closed with data queued keeps the
+            // timer free for the persist timer, not the keep-alive's) and before the
+            // callbacks (app sends see the new window).
+            if seq::lt(t.snd_wl1, seg.seq) || (t.snd_wl1 == seg.seq && seq::le(t.snd_wl2, ack)) {
+                t.snd_wnd = wnd;
+                t.snd_wl1 = seg.seq;
+                t.snd_wl2 = ack;
+            }
             // RFC 6298 §5.2/5.3: stop or restart the retransmission timer.
             if t.snd_una == t.snd_max {
                 t.rexmt_at = 0;
@@ -184,17 +195,14 @@ impl TcpHost {
                     self.trace_cause(i, crate::trace::RexmitCause::PartialAck);
                 }
                 if self.flows[i as usize].sb != NO_SIDE {
+                    let before = self.counters.tcps_sndtotal;
                     self.sack_output(i, tx);
+                    if self.counters.tcps_sndtotal == before {
+                        self.rescue_rxt(i, tx);
+                    }
                 } else {
                     self.retransmit_one(i, tx);
                 }
-            }
-            let t = &mut self.flows[i as usize];
-            // Window update before callbacks so app sends see the new window.
-            if seq::lt(t.snd_wl1, seg.seq) || (t.snd_wl1 == seg.seq && seq::le(t.snd_wl2, ack)) {
-                t.snd_wnd = wnd;
-                t.snd_wl1 = seg.seq;
-                t.snd_wl2 = ack;
             }
             if data_acked > 0 {
                 // The app runs after the whole segment, as it would over a kernel: a FIN

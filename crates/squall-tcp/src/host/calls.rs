@@ -162,9 +162,22 @@ impl TcpHost {
             return Err(SendError::BadRange);
         }
         let t = &mut self.flows[i as usize];
+        let idle = t.sq.len == 0;
         self.chunks
             .push(&mut t.sq, buf, off, len)
-            .map_err(|_| SendError::QueueFull)
+            .map_err(|_| SendError::QueueFull)?;
+        if idle
+            && t.snd_wnd == 0
+            && t.snd_una == t.snd_max
+            && matches!(t.state, State::Established | State::CloseWait)
+        {
+            // Data for a closed window on an idle established flow (nothing in flight,
+            // so no retransmission timer: a SYN's is left alone): the timer held the
+            // keep-alive's deadline; output arms the persist timer instead (RFC 1122
+            // §4.2.2.17: the first probe after one RTO, not the keep-alive's idle time).
+            t.rexmt_at = 0;
+        }
+        Ok(())
     }
 
     /// Queues `len` bytes of registered buffer `buf` at `off` and sends what the windows allow.

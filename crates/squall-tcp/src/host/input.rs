@@ -343,7 +343,7 @@ impl TcpHost {
         let cfg_ws = fo.wscale;
         let cfg_ts = fo.timestamps;
         let ts_now = self.ts_now();
-        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo_mss).max(64);
+        let mss = peer_mss(o.mss, &key).min(fo_mss).max(64);
         let init = fo.init_cwnd;
         let now = self.now;
         let t = &mut self.flows[i as usize];
@@ -419,7 +419,7 @@ impl TcpHost {
             return;
         }
         let o = pkt::parse_opts(seg.opts);
-        let mss = if o.mss == 0 { 536 } else { o.mss }.min(fo_mss).max(64);
+        let mss = peer_mss(o.mss, &t.key).min(fo_mss).max(64);
         t.rcv_nxt = seg.seq.wrapping_add(1);
         t.mss = mss;
         if let (Some(peer), Some(ours)) = (o.wscale, fo.wscale) {
@@ -537,4 +537,14 @@ fn prefetch_span(p: *const u8, from: usize, to: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (p, from, to);
+}
+
+/// The peer's MSS: its option's, else the default of the flow's family (RFC 9293
+/// §3.7.1: 536 over IPv4, 1220 over IPv6, RFC 8200 §5's 1280 less 60 bytes of headers).
+fn peer_mss(opt: u16, key: &FlowKey) -> u16 {
+    match opt {
+        0 if crate::addr6::is_id(key.local_ip) => 1220,
+        0 => 536,
+        m => m,
+    }
 }

@@ -346,7 +346,10 @@ impl TcpHost {
         if matches!(t.state, State::SynSent | State::TimeWait | State::Closed) {
             return;
         }
-        let (key, seq, ack, o) = (t.key, t.snd_nxt, t.rcv_nxt, t.opt);
+        // RFC 9293 §3.10.5: <SEQ=SND.NXT>, the RFC's SND.NXT being our SND.MAX (ours
+        // rolls back on a timeout): a RST below what the peer has received would be
+        // dropped by an RFC 5961 peer, leaving its end open.
+        let (key, seq, ack, o) = (t.key, t.snd_max, t.rcv_nxt, t.opt);
         if self.traced(i) {
             self.trace_ev(i, crate::trace::TraceKind::RstSent);
         }
@@ -596,17 +599,18 @@ impl TcpHost {
             }
             if len > 0 {
                 if rexmit {
-                    self.counters.tcps_sndrexmitpack += 1;
-                    self.counters.tcps_sndrexmitbyte += len as u64;
-                    if self.traced(i) {
-                        self.trace_rexmit(i, seqno, len, false);
-                    }
+                    self.count_resent(i, seqno, len);
                 } else {
-                    self.counters.tcps_sndpack += if len > mss {
-                        u64::from(len.div_ceil(mss))
-                    } else {
-                        1
-                    };
+                    // A forced one-byte segment is a window probe, counted by the persist
+                    // timer (`tcps_sndprobe`), not as a data packet (BSD `tcp_output`);
+                    // its byte is sent for the first time.
+                    if len != 1 || !self.flows[i as usize].has(F_FORCE) {
+                        self.counters.tcps_sndpack += if len > mss {
+                            u64::from(len.div_ceil(mss))
+                        } else {
+                            1
+                        };
+                    }
                     self.counters.tcps_sndbyte += len as u64;
                 }
             } else {
@@ -764,16 +768,18 @@ impl TcpHost {
                 let hr = &mut self.sboards[b].high_rxt;
                 *hr = seq::max(*hr, x.wrapping_add(sent));
             } else {
-                // New data, if the receive window allows.
+                // New data, if the receive window allows (RFC 6675 §5 NextSeg rule 2):
+                // never past its right edge, and no runt while data is in flight (sender
+                // silly-window avoidance, as in `output_rounds`).
                 let t = &mut self.flows[i as usize];
-                let una = t.snd_una;
-                if t.snd_max.wrapping_sub(una) >= t.snd_wnd
-                    || t.snd_max.wrapping_sub(una) >= t.sq.len + t.fin_pending() as u32
-                {
+                let out = t.snd_max.wrapping_sub(t.snd_una);
+                let left = (t.sq.len + t.fin_pending() as u32).saturating_sub(out);
+                let room = t.snd_wnd.saturating_sub(out);
+                if left == 0 || room == 0 || (room < mss && room < left) {
                     break;
                 }
                 let x = t.snd_max;
-                let sent = self.send_at(i, x, mss, tx);
+                let sent = self.send_at(i, x, mss.min(room), tx);
                 if sent == 0 {
                     break;
                 }
@@ -783,6 +789,57 @@ impl TcpHost {
             }
         }
         self.schedule(i);
+    }
+
+    /// Counts a data segment at `seqno` below SND.MAX (not yet moved past it): a
+    /// retransmission of its bytes below SND.MAX, and a first transmission of the rest
+    /// (the segment crossing SND.MAX after a timeout or a probe: each byte counted once
+    /// as sent); a window probe (forced, one byte) is the persist timer's `tcps_sndprobe`
+    /// only.
+    #[cold]
+    #[inline(never)]
+    fn count_resent(&mut self, i: u32, seqno: u32, len: u32) {
+        let t = &self.flows[i as usize];
+        let old = t.snd_max.wrapping_sub(seqno).min(len);
+        let probe = len == 1 && t.has(F_FORCE);
+        if !probe {
+            self.counters.tcps_sndrexmitpack += 1;
+            self.counters.tcps_sndrexmitbyte += u64::from(old);
+        }
+        self.counters.tcps_sndbyte += u64::from(len - old);
+        if self.traced(i) {
+            self.trace_rexmit(i, seqno, len, false);
+        }
+    }
+
+    /// RFC 6675 §5 NextSeg rule 4 on a partial ACK (RFC 6582 §3.2 step 5 retransmits
+    /// there too), after [`sack_output`](Self::sack_output) sent nothing: one "rescue"
+    /// retransmission per recovery of the segment holding the highest outstanding
+    /// un-SACKed byte — a lost tail with nothing SACKed above it, which otherwise waits
+    /// for a timeout that collapses the window. HighRxt is left as it is. (Not at the
+    /// entry into recovery, where it would resend the tail of every window.)
+    pub(super) fn rescue_rxt<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+        let t = &self.flows[i as usize];
+        let (una, max, mss) = (t.snd_una, t.snd_max, t.mss as u32);
+        if !t.cc.in_recovery || t.sb == NO_SIDE {
+            return;
+        }
+        let thresh = self.fo(i).rexmt_thresh;
+        let sb = &self.sboards[t.sb as usize];
+        if sb.pipe(una, max, mss, thresh).saturating_add(mss) > t.cc.cwnd {
+            return;
+        }
+        let recover = t.cc.recover;
+        let sb = &mut self.sboards[t.sb as usize];
+        let top = sb.top(una);
+        if !seq::lt(top, max) || sb.rescue_rxt.is_some_and(|r| !seq::gt(una, r)) {
+            return;
+        }
+        let start = seq::max(top, max.wrapping_sub(mss));
+        if self.send_at(i, start, max.wrapping_sub(start), tx) > 0 {
+            let t = &self.flows[i as usize];
+            self.sboards[t.sb as usize].rescue_rxt = Some(recover);
+        }
     }
 
     /// Sends one segment at `seqno` (at most `max_len` bytes, plus FIN if it ends there)

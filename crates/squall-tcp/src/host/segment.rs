@@ -5,15 +5,19 @@ use super::*;
 
 impl TcpHost {
     /// TS.Recent update of the header-prediction path (RFC 7323 §4.3 / §5.3): the segment
-    /// is in order (SEG.SEQ = RCV.NXT) and its TSval >= TS.Recent, so the slow path would
-    /// record it; nothing to do without a timestamp.
+    /// is in order (SEG.SEQ = RCV.NXT) and its TSval >= TS.Recent; it is recorded if it
+    /// starts at Last.ACK.sent, i.e. nothing received is waiting for our ACK (a delayed
+    /// ACK echoes the earliest unacknowledged segment's TSval, rule 4.3 (A), so that the
+    /// peer's RTT includes the delay); nothing to do without a timestamp.
     #[inline]
     pub(super) fn fast_ts_recent(&mut self, i: u32, o: &pkt::TcpOpts) {
         if let Some((tsval, _)) = o.ts {
             let now_ms = (self.now / 1_000_000) as u32;
             let t = &mut self.flows[i as usize];
-            t.ts_recent = tsval;
-            t.ts_recent_age = now_ms;
+            if t.rcv_unacked == 0 {
+                t.ts_recent = tsval;
+                t.ts_recent_age = now_ms;
+            }
         }
     }
 
@@ -112,11 +116,17 @@ impl TcpHost {
         }
         let listening = self.listening(seg.dst_port);
         let t = &mut self.flows[i as usize];
-        // TIME_WAIT reuse: a new SYN above RCV.NXT may reopen the 4-tuple (RFC 9293 §3.6.1 / RFC 6191 spirit).
+        // TIME_WAIT reuse (RFC 9293 §3.6.1, RFC 6191 §2): a new SYN may reopen the
+        // 4-tuple when its TSval is newer than TS.Recent (the old incarnation used
+        // timestamps and the SYN has one: its sequence number may lie anywhere, as a
+        // client's random ISN does), else when it is above RCV.NXT.
         if state == State::TimeWait
             && flags & (SYN | ACK | RST) == SYN
-            && seq::gt(seg.seq, t.rcv_nxt)
             && listening
+            && match pkt::parse_opts(seg.opts).ts {
+                Some((tsval, _)) if t.has(F_TS) => seq::gt(tsval, t.ts_recent),
+                _ => seq::gt(seg.seq, t.rcv_nxt),
+            }
         {
             self.counters.tcps_twrecycled += 1;
             let key = t.key;
@@ -242,10 +252,10 @@ impl TcpHost {
         }
 
         // RFC 7323 §5.3 R3: the segment is acceptable; record its TSval if it covers
-        // Last.ACK.sent (RCV.NXT here).
+        // Last.ACK.sent (RCV.NXT less what arrived since our last ACK).
         let t = &mut self.flows[i as usize];
         if let Some((tsval, now_ms)) = new_ts_recent {
-            if seq::le(seg.seq, t.rcv_nxt) {
+            if seq::le(seg.seq, t.rcv_nxt.wrapping_sub(t.rcv_unacked)) {
                 t.ts_recent = tsval;
                 t.ts_recent_age = now_ms;
             }
