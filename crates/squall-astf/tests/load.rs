@@ -400,7 +400,7 @@ fn pools() {
         "invalid IPv4 or IPv6 address \"48.0.0.300\"",
     );
     let mut v = w1();
-    v["ip_gens"][0]["clients"]["range"] = json!(["0.0.0.0", "255.255.255.255"]);
+    v["ip_gens"][0]["clients"]["range"] = json!(["1.0.0.0", "2.255.255.255"]);
     has(&errors(v), "ip_gens[0].clients.range", "larger than");
     let mut v = w1();
     let g2 = json!({"name": "g2", "clients": {"range": ["16.0.0.100", "16.0.1.0"]}, "servers": {"range": ["48.0.0.2", "48.0.0.2"]}});
@@ -794,4 +794,42 @@ fn l7_map_association() {
         "templates[0].assoc[0].l7_map",
         "TCP server templates only",
     );
+}
+
+/// Addresses no host may use (this network, loopback, multicast, broadcast; IPv6's
+/// unspecified, loopback and multicast) are refused in a pool, with its path.
+#[test]
+fn pools_of_unusable_addresses_are_refused() {
+    for (range, why) in [
+        (["0.0.0.0", "0.0.0.0"], "this network"),
+        (["0.255.255.250", "1.0.0.5"], "this network"),
+        (["127.0.0.1", "127.0.0.9"], "loopback"),
+        (["224.0.0.1", "224.0.0.1"], "multicast"),
+        (["200.0.0.1", "255.255.255.255"], "broadcast"),
+        (["::", "::3"], "unspecified"),
+        (["ff02::1", "ff02::2"], "multicast"),
+    ] {
+        let mut v = w1();
+        v["ip_gens"][0]["servers"]["range"] = json!(range);
+        v["ip_gens"][0]["clients"]["range"] = json!(range);
+        let e = errors(v);
+        has(&e, "ip_gens[0].servers.range", why);
+        has(&e, "ip_gens[0].clients.range", why);
+    }
+}
+
+/// Numbers at the ends of their types give errors, never an arithmetic overflow: a jump
+/// offset of i64::MAX, buffers whose declared sizes add up past u64::MAX.
+#[test]
+fn extreme_numbers_are_errors_not_overflows() {
+    let mut v = w1();
+    v["programs"][0]["commands"] = json!([{"op": "jmp_nz", "id": 0, "offset": i64::MAX}]);
+    has(
+        &errors(v),
+        "programs[0].commands[0].offset",
+        "outside the program",
+    );
+    let mut v = w1();
+    v["buffers"] = json!([{"name": "b1", "size": u64::MAX}, {"name": "b2", "size": u64::MAX}]);
+    has(&errors(v), "buffers", "bytes in all");
 }

@@ -3,7 +3,8 @@
 //! network namespace of the test thread: a TCP frame sent with `TX_IP_CSUM | TX_TCP_CSUM`
 //! (pseudo-header sum in the TCP field, IP checksum zero) reaches the kernel side of the
 //! tap with both checksums right; frames the kernel side sends arrive flagged
-//! `RX_L4_CSUM_GOOD`, or `RX_CSUM_BAD` when their TCP checksum is wrong. The kernel side
+//! `RX_L4_CSUM_GOOD`, or `RX_CSUM_BAD` when their TCP checksum is wrong (the port's caps
+//! say `RX_CSUM_PER_FRAME`: the verdict is per frame). The kernel side
 //! is read and written through the AF_PACKET port. Needs root and the `dpdk` feature.
 #![cfg(feature = "dpdk")]
 
@@ -98,7 +99,8 @@ fn run() {
     .unwrap();
     assert_eq!(d.info().driver, "net_tap");
     let caps = d.caps();
-    let want = OffloadFlags::TX_TCP_CSUM | OffloadFlags::TX_IP_CSUM | OffloadFlags::RX_L4_CSUM_GOOD;
+    let want =
+        OffloadFlags::TX_TCP_CSUM | OffloadFlags::TX_IP_CSUM | OffloadFlags::RX_CSUM_PER_FRAME;
     assert!(caps.offloads.contains(want), "{:?}", caps.offloads);
     let up = std::process::Command::new("ip")
         .args(["link", "set", "dp-tap0", "up"])

@@ -24,6 +24,9 @@ pub struct IcmpStats {
     pub bad: u64,
     /// Replies that could not be sent (no TX frame).
     pub tx_failed: u64,
+    /// Echo requests from an invalid source or sent to the link's broadcast address
+    /// (dropped unanswered).
+    pub invalid_src: u64,
 }
 
 /// Answers the echo request in frame `d` (IPv4 already checked: `ip`) with `mac` as the
@@ -41,6 +44,13 @@ pub fn on_icmp<S: TxSink>(d: &[u8], ip: &Ipv4In, mac: [u8; 6], st: &mut IcmpStat
     }
     if msg[0] != ECHO_REQUEST || msg[1] != 0 {
         st.other += 1;
+        return;
+    }
+    // RFC 1122 §3.2.1.3: an invalid source (this network, loopback, multicast, broadcast,
+    // class E) is discarded; §3.3.6: so is a link-layer broadcast to a unicast address.
+    let invalid_src = matches!(ip.src >> 24, 0 | 127) || ip.src >= 0xe000_0000;
+    if invalid_src || d[..6] == [0xff; 6] {
+        st.invalid_src += 1;
         return;
     }
     // The reply: Ethernet and IPv4 (options dropped) rebuilt, the ICMP message copied.

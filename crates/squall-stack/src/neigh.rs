@@ -79,6 +79,8 @@ pub struct ArpStats {
     pub ignored: u64,
     /// Frames that could not be sent (no TX frame).
     pub tx_failed: u64,
+    /// Requests whose sender claimed one of our addresses (not answered, not learned).
+    pub conflicts: u64,
 }
 
 /// What an ARP frame asks of the node.
@@ -200,6 +202,12 @@ impl Neighbours {
     /// sender of requests for us, of entries we hold and of addresses being resolved.
     pub fn on_arp<S: TxSink>(&mut self, d: &[u8], tx: &mut S) {
         match classify(d, self.mac, &self.owned) {
+            Verdict::Answer(r) if self.owned.contains(u32::from_be_bytes(r.target_ip.0)) => {
+                // A request whose sender claims one of our addresses (a gratuitous ARP or
+                // a probe of a host about to take it, RFC 5227 §2.4): a conflict, neither
+                // answered nor learned (a cache entry for our own address would misroute).
+                self.stats.conflicts += 1;
+            }
             Verdict::Answer(r) => {
                 // The asker wants to talk to us: it is a neighbour (RFC 826's merge).
                 self.learn(u32::from_be_bytes(r.target_ip.0), r.target_mac.0);

@@ -279,7 +279,13 @@ impl Neighbours6 {
                     return;
                 }
                 let k = target.to_u128();
+                // RFC 4861 §7.2.5: an advertisement without the Override flag does not
+                // replace a known, different link-layer address (it fills a pending one).
+                let keeps = |mac: &MacAddress, e: Option<&Entry>| {
+                    !flags.override_ && e.is_some_and(|e| e.mac != mac.0)
+                };
                 match target_mac {
+                    Some(mac) if keeps(&mac, self.cache.get(&k)) => self.stats.ignored += 1,
                     Some(mac) if self.cache.contains_key(&k) || self.wanted.contains(&k) => {
                         self.learn(target, mac)
                     }

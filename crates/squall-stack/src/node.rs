@@ -180,6 +180,9 @@ impl<P: Port> Node<P> {
         let offload = (!tcp.tx_checksum).then(tcp_offload);
         let rx_verify = tcp.rx_checksum;
         let (mac, next_hop) = (tcp.mac, tcp.gateway_mac);
+        let mut host = TcpHost::new(tcp, now);
+        // A segment for no connection is answered only on our addresses.
+        host.set_owned(&cfg.owned.0, &cfg.owned6.0);
         let mut neigh = Neighbours::new(mac, cfg.owned);
         for &(ip, m) in &cfg.neighbours {
             neigh.add_static(ip, m);
@@ -190,7 +193,7 @@ impl<P: Port> Node<P> {
         }
         Node {
             port,
-            tcp: TcpHost::new(tcp, now),
+            tcp: host,
             udp: UdpLayer::new(cfg.max_udp_flows, cfg.udp_prealloc, UdpTx { mac, next_hop }),
             neigh,
             neigh6,
@@ -203,7 +206,8 @@ impl<P: Port> Node<P> {
             rxq: Vec::with_capacity(RX_BURST),
             opened: Vec::with_capacity(64),
             offload,
-            rx_csum: caps.contains(OffloadFlags::RX_L4_CSUM_GOOD),
+            rx_csum: caps.contains(OffloadFlags::RX_L4_CSUM_GOOD)
+                || caps.contains(OffloadFlags::RX_CSUM_PER_FRAME),
             // (only where the host verifies at all: not where the port verifies every
             // frame, nor where the configuration turned verification off)
             rx_per_frame: rx_verify && caps.contains(OffloadFlags::RX_CSUM_PER_FRAME),

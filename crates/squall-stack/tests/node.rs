@@ -1136,3 +1136,170 @@ fn next_hop6_is_the_peer_on_the_link_or_a_clear_error() {
     assert_eq!(n.neigh6.stats.ra_seen, 1, "read, but not a default router");
     assert_eq!(n.neigh6.router(), None);
 }
+
+/// A SYN test case: what it is, the Ethernet address it goes to, IPv4 (source,
+/// destination) or IPv6 (source, destination).
+type SynCase = (
+    &'static str,
+    [u8; 6],
+    Option<(u32, u32)>,
+    Option<([u8; 16], [u8; 16])>,
+);
+
+/// A SYN to port 80 from `src` to `dst` (IPv4, host order) or between two IPv6
+/// addresses, sent to Ethernet address `to`.
+fn syn_frame(to: [u8; 6], v4: Option<(u32, u32)>, v6: Option<([u8; 16], [u8; 16])>) -> Vec<u8> {
+    use squall_wire::segment::{self, TxHdr, SYN};
+    let h = TxHdr {
+        src_mac: MB,
+        dst_mac: to,
+        src_ip: v4.map_or(0, |a| a.0),
+        dst_ip: v4.map_or(0, |a| a.1),
+        ip_id: 1,
+        src_port: 40_000,
+        dst_port: 80,
+        seq: 1000,
+        ack: 0,
+        flags: SYN,
+        wnd: 65535,
+        ttl: 64,
+        tos: 0,
+    };
+    let mut f = vec![0u8; 14 + 40 + 20];
+    match v6 {
+        Some((src, dst)) => {
+            let (n, sum) = segment::write_headers6_sum(&mut f, &h, &src, &dst, &[], 0);
+            f.truncate(n);
+            segment::store_tcp6_checksum(&mut f, sum, 0);
+        }
+        None => {
+            let n = segment::write_headers(&mut f, &h, &[], 0);
+            f.truncate(n);
+            segment::finish_tcp_checksum(&mut f, h.src_ip, h.dst_ip, n);
+        }
+    }
+    f
+}
+
+/// A segment for no connection is answered (SYN-ACK from a listener, RST) only on an
+/// owned address and from a unicast one: a SYN to another host's address, to a broadcast
+/// or multicast address, or from one, gets nothing (RFC 1122 §4.2.3.10, §3.2.1.3).
+#[test]
+fn syns_to_addresses_not_ours_get_no_answer() {
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, MB, IP_A);
+    a.tcp.listen(80);
+    let a6 = ip6(IP6_A).0;
+    let b6 = ip6(IP6_B).0;
+    let cases: [SynCase; 7] = [
+        ("not owned", MA, Some((IP_B, 0xc612_0077)), None),
+        ("broadcast", [0xff; 6], Some((IP_B, 0xffff_ffff)), None),
+        ("multicast", MA, Some((IP_B, 0xe000_0001)), None),
+        ("from broadcast", MA, Some((0xffff_ffff, IP_A)), None),
+        ("from loopback", MA, Some((0x7f00_0001, IP_A)), None),
+        ("IPv6 multicast", MA, None, Some((b6, ip6("ff02::1").0))),
+        (
+            "IPv6 not owned",
+            MA,
+            None,
+            Some((b6, ip6("2001:db8::99").0)),
+        ),
+    ];
+    for (k, (what, to, v4, v6)) in cases.into_iter().enumerate() {
+        raw_frame(&mut raw, &syn_frame(to, v4, v6));
+        a.turn(1_000 * (k as u64 + 1), &mut NoApp, None);
+        assert!(raw_rx(&mut raw).is_empty(), "{what}: answered");
+    }
+    assert_eq!(a.tcp.counters().tcps_rcvnotours, 7);
+    assert_eq!(a.tcp.flow_count(), 0);
+    // Our own addresses are answered with a SYN-ACK.
+    for (v4, v6) in [(Some((IP_B, IP_A)), None), (None, Some((b6, a6)))] {
+        raw_frame(&mut raw, &syn_frame(MA, v4, v6));
+        a.turn(10_000, &mut NoApp, None);
+        let got = raw_rx(&mut raw);
+        assert_eq!(got.len(), 1, "{v4:?} {v6:?}");
+    }
+    assert_eq!(a.tcp.flow_count(), 2);
+}
+
+/// RFC 4861 §7.2.5: an unsolicited advertisement without the Override flag does not move
+/// a known neighbour to another link-layer address; one with it does.
+#[test]
+fn an_advertisement_without_override_keeps_the_cached_address() {
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, MB, IP6_A);
+    let b = ip6(IP6_B);
+    // Learn B at MB: B solicits our address (its source link-layer option is learned).
+    let ns = Icmpv6Repr::NeighborSolicit {
+        target: ip6(IP6_A),
+        source_mac: Some(MacAddress(MB)),
+    };
+    raw_frame(&mut raw, &icmp6_frame(MA, b, ip6(IP6_A), 255, &ns));
+    a.turn(1_000, &mut NoApp, None);
+    raw_rx(&mut raw);
+    assert_eq!(a.neigh6.lookup(&b), Some(MB));
+    let na = |override_| Icmpv6Repr::NeighborAdvert {
+        flags: NaFlags {
+            router: false,
+            solicited: false,
+            override_,
+        },
+        target: b,
+        target_mac: Some(MacAddress([2, 0, 0, 0, 0, 0xc])),
+    };
+    let all = ip6("ff02::1");
+    raw_frame(
+        &mut raw,
+        &icmp6_frame([0x33, 0x33, 0, 0, 0, 1], b, all, 255, &na(false)),
+    );
+    a.turn(2_000, &mut NoApp, None);
+    assert_eq!(a.neigh6.lookup(&b), Some(MB), "O=0 keeps the entry");
+    raw_frame(
+        &mut raw,
+        &icmp6_frame([0x33, 0x33, 0, 0, 0, 1], b, all, 255, &na(true)),
+    );
+    a.turn(3_000, &mut NoApp, None);
+    assert_eq!(
+        a.neigh6.lookup(&b),
+        Some([2, 0, 0, 0, 0, 0xc]),
+        "O=1 moves it"
+    );
+}
+
+/// RFC 1122 §3.2.1.3 / §3.3.6: echo requests from invalid sources, or sent to the link's
+/// broadcast address with our unicast address, are not answered; RFC 5227 §2.4: an ARP
+/// request whose sender claims our address is a conflict, neither answered nor learned.
+#[test]
+fn invalid_sources_and_address_conflicts_are_not_answered() {
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, MB, IP_A);
+    let data = [0x55u8; 16];
+    for (to, src) in [
+        (MA, 0u32),
+        (MA, 0xffff_ffff),
+        (MA, 0xe000_0005),
+        (MA, 0x7f00_0001),
+        ([0xff; 6], IP_B),
+    ] {
+        raw_frame(&mut raw, &echo_request(to, src, IP_A, 1, &data));
+    }
+    a.turn(1_000, &mut NoApp, None);
+    assert!(raw_rx(&mut raw).is_empty());
+    assert_eq!((a.icmp.invalid_src, a.icmp.echo_answered), (5, 0));
+    raw_frame(&mut raw, &echo_request(MA, IP_B, IP_A, 2, &data));
+    a.turn(2_000, &mut NoApp, None);
+    assert_eq!(raw_rx(&mut raw).len(), 1, "a valid one is");
+    // A gratuitous request from another MAC claiming 198.18.0.1 (ours).
+    let g = ArpRepr::request(
+        MacAddress([2, 0, 0, 0, 0, 0xc]),
+        Ipv4Address(IP_A.to_be_bytes()),
+        Ipv4Address(IP_A.to_be_bytes()),
+    );
+    let mut buf = [0u8; 60];
+    squall_stack::neigh::emit_frame(&g, [2, 0, 0, 0, 0, 0xc], &mut buf).unwrap();
+    raw_frame(&mut raw, &buf);
+    a.turn(3_000, &mut NoApp, None);
+    assert!(raw_rx(&mut raw).is_empty(), "not answered");
+    assert_eq!(a.neigh.lookup(IP_A), None, "our own address is not cached");
+    assert_eq!(a.neigh.stats.conflicts, 1);
+}

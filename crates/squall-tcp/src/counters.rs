@@ -128,6 +128,9 @@ counters! {
     tcps_rcvrst,
     /// segments for no connection (answered with RST)
     tcps_noconn,
+    /// segments for no connection to an address this host does not own, or from or to a
+    /// broadcast, multicast or loopback address (dropped without an answer)
+    tcps_rcvnotours,
     /// SYNs dropped (half-open table full, no cookie)
     tcps_synfull,
     /// SYN cookies sent

@@ -120,7 +120,7 @@ struct RunArgs {
     /// Seconds during which new flows are started.
     #[arg(short = 'd', long, default_value_t = 10.0)]
     duration: f64,
-    /// Rate multiplier: every template runs at cps x M.
+    /// Rate multiplier: every template runs at cps x M (above 0, at most 1,000,000).
     #[arg(short = 'm', long, default_value_t = 1.0)]
     mult: f64,
     /// Worker cores. 1: both sides in one thread (T-mem1); N: N shards, each core running
@@ -222,8 +222,9 @@ struct RunArgs {
     /// taken (the others are counted and dropped).
     #[arg(long, value_name = "ID", value_parser = clap::value_parser!(u16).range(1..=4094))]
     vlan: Option<u16>,
-    /// Flow table size of each TCP host.
-    #[arg(long, default_value_t = 262_144)]
+    /// Flow table size of each TCP host (16 to 67,108,864; ~220 bytes a flow).
+    #[arg(long, default_value_t = 262_144,
+          value_parser = clap::value_parser!(u32).range(16..=(1 << 26)))]
     max_flows: u32,
     /// Profile tunable for `.py` profiles (repeatable).
     #[arg(short = 't', value_name = "KEY=VALUE")]
@@ -294,8 +295,9 @@ struct ServeArgs {
     /// --route '/ping return 200 "pong"'.
     #[arg(long, value_name = "ROUTE")]
     route: Vec<String>,
-    /// Most open connections; more are answered 503 and closed.
-    #[arg(long, default_value_t = 10_000)]
+    /// Most open connections (1 to 16,777,216); more are answered 503 and closed.
+    #[arg(long, default_value_t = 10_000,
+          value_parser = clap::value_parser!(u32).range(1..=(1 << 24)))]
     max_conns: u32,
     /// TCP initial congestion window, in segments (1 to 20; 10 as Linux, RFC 6928).
     #[arg(long, default_value_t = 10, value_name = "SEGMENTS")]
@@ -931,8 +933,8 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 1e6) {
         return usage("--duration must be a positive number of seconds");
     }
-    if !(a.mult.is_finite() && a.mult > 0.0) {
-        return usage("--mult must be positive");
+    if !(a.mult.is_finite() && a.mult > 0.0 && a.mult <= 1e6) {
+        return usage("--mult must be in (0, 1000000]");
     }
     if !(a.drain_sec.is_finite() && a.drain_sec >= 0.0 && a.drain_sec <= 1e5) {
         return usage("--drain-sec must be >= 0");

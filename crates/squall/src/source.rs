@@ -16,6 +16,8 @@ pub enum SourceError {
     Unsupported(Vec<ProfileError>),
     /// The Python compiler failed (its stderr) or could not be started.
     Compile(String),
+    /// Tunables given for a profile that takes none (JSON).
+    Tunables,
 }
 
 impl std::fmt::Display for SourceError {
@@ -35,6 +37,10 @@ impl std::fmt::Display for SourceError {
                 Ok(())
             }
             SourceError::Compile(s) => write!(f, "profile compilation failed:\n{}", s.trim_end()),
+            SourceError::Tunables => write!(
+                f,
+                "tunables (-t KEY=VALUE) apply to Python (.py) profiles only; a JSON profile takes none (edit its values instead)"
+            ),
         }
     }
 }
@@ -102,6 +108,27 @@ pub fn unsupported(p: &Profile) -> Vec<ProfileError> {
             "at least one template is needed to run",
         ));
     }
+    // Each side's TCP host holds at most MAX_OPTS distinct option sets (the tunables of
+    // the templates): one more would silently run with another template's settings.
+    for (side, client) in [("client", true), ("server", false)] {
+        let mut sets: Vec<squall_tcp::FlowOpts> = Vec::new();
+        for (i, t) in p.templates.iter().enumerate() {
+            let o = crate::gen::flow_opts(if client { &t.client } else { &t.server }).sanitised();
+            if !sets.contains(&o) {
+                if sets.len() == squall_tcp::MAX_OPTS {
+                    v.push(ProfileError::new(
+                        format!("templates[{i}].{side}_tunables"),
+                        format!(
+                            "more than {} distinct {side} TCP tunable sets (this template's would be the next): templates must share their tunables",
+                            squall_tcp::MAX_OPTS
+                        ),
+                    ));
+                    break;
+                }
+                sets.push(o);
+            }
+        }
+    }
     v
 }
 
@@ -110,6 +137,8 @@ pub fn load(path: &Path, tunables: &[String]) -> Result<Profile, SourceError> {
     let p = if path.extension().is_some_and(|e| e == "py") {
         let text = compile_py(path, tunables)?;
         load_profile_str(&text).map_err(SourceError::Load)?
+    } else if !tunables.is_empty() {
+        return Err(SourceError::Tunables);
     } else {
         load_profile_file(path).map_err(SourceError::Load)?
     };

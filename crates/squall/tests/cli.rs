@@ -98,6 +98,23 @@ fn missing_file_and_bad_options_exit_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // Out of range, or meaningless for the profile: a usage error naming the bound,
+    // never an allocation abort or a silently ignored option.
+    for (args, says) in [
+        (&["--mult", "1e7"][..], "--mult must be in"),
+        (&["--max-flows", "4294967295"], "16..=67108864"),
+        (&["--max-flows", "0"], "16..=67108864"),
+        (&["-t", "initwnd=10"], "apply to Python (.py) profiles only"),
+    ] {
+        let out = squall()
+            .args(["run", "tests/profiles/loop.json", "--sim"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }
 
 #[test]
@@ -1164,6 +1181,35 @@ fn help_completions_and_man_pages() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         err.contains("--duration must be") && err.contains("squall help COMMAND"),
+        "{err}"
+    );
+}
+
+/// More templates with distinct TCP tunables than a host holds option sets: refused at
+/// validation, naming the first template that would not get its own settings.
+#[test]
+fn more_distinct_tunable_sets_than_a_host_holds_are_refused() {
+    let text = std::fs::read_to_string("../../examples/w1-astf-http.json").unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let t0 = v["templates"][0].clone();
+    let tpls: Vec<serde_json::Value> = (0..300)
+        .map(|i| {
+            let mut t = t0.clone();
+            t["port"] = (1000 + i).into();
+            t["assoc"] = serde_json::json!([{"port": 1000 + i}]);
+            t["client_tunables"] = serde_json::json!({"tcp": {"mss": 500 + i}});
+            t
+        })
+        .collect();
+    v["templates"] = tpls.into();
+    let f = std::env::temp_dir().join(format!("squall-t300-{}.json", std::process::id()));
+    std::fs::write(&f, v.to_string()).unwrap();
+    let out = squall().arg("validate").arg(&f).output().unwrap();
+    let _ = std::fs::remove_file(&f);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("templates[256].client_tunables: more than 256"),
         "{err}"
     );
 }

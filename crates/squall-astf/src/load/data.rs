@@ -143,6 +143,13 @@ pub(super) fn compile_pool(d: &RawDist, p: &str, errs: &mut Errors) -> Option<Ip
         );
         return None;
     }
+    if let Some(why) = unusable(v6.as_ref(), first, last) {
+        errs.push(
+            format!("{p}.range"),
+            format!("holds {why}: not a host's address (RFC 1122 §3.2.1.3, RFC 4291)"),
+        );
+        return None;
+    }
     let len = u64::from(last - first) + 1;
     if len > MAX_POOL {
         errs.push(
@@ -164,4 +171,18 @@ pub(super) fn compile_pool(d: &RawDist, p: &str, errs: &mut Errors) -> Option<Ip
         },
         v6,
     })
+}
+
+/// What a pool `first..=last` (IPv4, or the low 32 bits under `v6`'s 96) holds that no
+/// host may use as its address, if anything.
+fn unusable(v6: Option<&Msb>, first: u32, last: u32) -> Option<&'static str> {
+    let hits = |lo: u32, hi: u32| first <= hi && lo <= last;
+    match v6 {
+        None if hits(0, 0x00ff_ffff) => Some("0.0.0.0/8 (this network)"),
+        None if hits(0x7f00_0000, 0x7fff_ffff) => Some("127.0.0.0/8 (loopback)"),
+        None if last >= 0xe000_0000 => Some("224.0.0.0 or above (multicast, reserved, broadcast)"),
+        Some(m) if m[0] == 0xff => Some("ff00::/8 (multicast)"),
+        Some(m) if *m == [0; 12] && first <= 1 => Some(":: or ::1 (unspecified, loopback)"),
+        _ => None,
+    }
 }

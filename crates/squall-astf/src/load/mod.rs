@@ -127,7 +127,7 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
                 + b.base64.as_ref().map_or(0, |t| t.len() / 4 * 3);
             b.size.unwrap_or(0).max(lead as u64)
         })
-        .sum();
+        .fold(0u64, u64::saturating_add);
     let over_cap = declared > MAX_BUFFERS_TOTAL;
     if over_cap {
         errs.push(

@@ -220,7 +220,7 @@ pub(super) fn compile_program(
                     None => errs.push(format!("{cp}.label"), format!("undefined label {l:?}")),
                 },
                 (None, Some(off)) => {
-                    let t = ci as i64 + off;
+                    let t = (ci as i64).saturating_add(off);
                     if (0..=cmds.len() as i64).contains(&t) {
                         return pc_of[t as usize] as u16;
                     }

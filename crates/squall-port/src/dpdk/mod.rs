@@ -562,7 +562,9 @@ pub fn open(cfg: &DpdkConfig) -> Result<Vec<DpdkPort>, String> {
     }
     if cfg.rx_csum && di.rx_offload_capa & capa::TCP_CKSUM != 0 {
         rx_off |= capa::TCP_CKSUM | (di.rx_offload_capa & (capa::UDP_CKSUM | capa::IPV4_CKSUM));
-        offloads = offloads | OffloadFlags::RX_L4_CSUM_GOOD;
+        // Frame by frame: a NIC says "unknown" for what it cannot parse (IPv6 with
+        // extension headers, IPv4 with options), and those the stack verifies itself.
+        offloads = offloads | OffloadFlags::RX_CSUM_PER_FRAME;
         if di.rx_offload_capa & capa::IPV4_CKSUM != 0 {
             offloads = offloads | OffloadFlags::RX_IP_CSUM_GOOD;
         }

@@ -147,6 +147,29 @@ impl TcpHost {
         self.demux(&seg, key, h, app, tx);
     }
 
+    /// Whether a segment for no connection from `remote` to `local` (IPv4) may be
+    /// answered: both unicast and not loopback (a SYN to a broadcast or multicast
+    /// address is discarded, RFC 1122 §4.2.3.10; such sources are invalid, §3.2.1.3),
+    /// and `local` owned when the host was told its addresses.
+    #[cold]
+    fn v4_answerable(&self, local: u32, remote: u32) -> bool {
+        let unicast = |a: u32| a >> 24 != 127 && a < 0xe000_0000;
+        unicast(local)
+            && unicast(remote)
+            && (self.owned4.is_empty()
+                || self.owned4.iter().any(|&(a, b)| a <= local && local <= b))
+    }
+
+    /// [`v4_answerable`](Self::v4_answerable) over IPv6: no multicast, unspecified or
+    /// loopback address (RFC 4291 §2.7: never a source), `local` owned when known.
+    fn v6_answerable(&self, local: &[u8; 16], remote: &[u8; 16]) -> bool {
+        let (l, r) = (u128::from_be_bytes(*local), u128::from_be_bytes(*remote));
+        let unicast = |a: u128| a >> 120 != 0xff && a > 1;
+        unicast(l)
+            && unicast(r)
+            && (self.owned6.is_empty() || self.owned6.iter().any(|&(a, b)| a <= l && l <= b))
+    }
+
     fn count_rx_error(&mut self, e: pkt::RxError) {
         match e {
             pkt::RxError::BadSum => self.counters.tcps_rcvbadsum += 1,
@@ -211,6 +234,11 @@ impl TcpHost {
                 return self.demux(&seg, k, h, app, tx);
             }
         }
+        if !self.v6_answerable(&dst, &src) {
+            // (no flow has such an address: none is ever made with one)
+            self.counters.tcps_rcvnotours += 1;
+            return;
+        }
         let (Some((local, new_l)), Some((remote, new_r))) =
             (self.addr6.lookup(&dst), self.addr6.lookup(&src))
         else {
@@ -264,6 +292,10 @@ impl TcpHost {
                 if !key.is_ipv6() && addr6::is_id(key.remote_ip) {
                     // an IPv4 peer in 0.0.0.0/8: no flow, no answer
                     self.counters.tcps_rcvnottcp += 1;
+                    return;
+                }
+                if !key.is_ipv6() && !self.v4_answerable(key.local_ip, key.remote_ip) {
+                    self.counters.tcps_rcvnotours += 1;
                     return;
                 }
                 if seg.flags & (SYN | RST | ACK) == ACK

@@ -195,6 +195,10 @@ pub struct TcpHost {
     hint_frees: u64,
     /// Flow tracing (None: off); fed only for flows with `F_TRACED`.
     trace: Option<Box<crate::trace::FlowTracer>>,
+    /// The local addresses a segment for no connection may be answered on (a listener's
+    /// SYN-ACK, a RST), IPv4 and IPv6 inclusive ranges; empty: any (unicast) address.
+    owned4: Vec<(u32, u32)>,
+    owned6: Vec<(u128, u128)>,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (its node: deadline, backward link and
@@ -259,6 +263,8 @@ impl TcpHost {
             addr6: Addr6Table::default(),
             hint_frees: 0,
             trace: None,
+            owned4: Vec::new(),
+            owned6: Vec::new(),
             cfg,
         }
     }
@@ -271,6 +277,14 @@ impl TcpHost {
     #[inline]
     pub fn set_rx_checksum(&mut self, verify: bool) {
         self.cfg.rx_checksum = verify;
+    }
+    /// The addresses this host owns (inclusive ranges; an empty list: any): a segment for
+    /// no connection addressed elsewhere gets no answer (no SYN-ACK from a listener, no
+    /// RST) and counts as `tcps_rcvnotours`, as one from or to a broadcast, multicast or
+    /// loopback address always does (RFC 1122 §4.2.3.10, §3.2.1.3).
+    pub fn set_owned(&mut self, v4: &[(u32, u32)], v6: &[(u128, u128)]) {
+        self.owned4 = v4.to_vec();
+        self.owned6 = v6.to_vec();
     }
     /// Sets the MAC every frame is sent to (the next hop, once resolved).
     pub fn set_gateway_mac(&mut self, mac: [u8; 6]) {

@@ -126,6 +126,8 @@ fn profile_error(e: SourceError) -> RpcError {
         }
         SourceError::Compile(m) => RpcError::new(rpc::INVALID_PROFILE, "profile compilation failed")
             .with_data(json!({"errors": [{"path": ".", "message": m}], "compiler_output": m})),
+        e @ SourceError::Tunables => RpcError::new(rpc::INVALID_PARAMS, e.to_string())
+            .with_data(json!({"errors": [{"path": "tunables", "message": e.to_string()}]})),
     }
 }
 
@@ -370,6 +372,9 @@ impl Service {
     fn load_profile(&self, p: &Map<String, Value>) -> Result<Value, RpcError> {
         let (profile, source) = match (p.get("profile"), p.get("path")) {
             (Some(v @ Value::Object(_)), None) => {
+                if !tunables(p)?.is_empty() {
+                    return Err(profile_error(SourceError::Tunables));
+                }
                 let prof = load_profile_value(v.clone())
                     .map_err(|e| profile_error(SourceError::Load(e)))?;
                 let u = source::unsupported(&prof);
