@@ -112,6 +112,13 @@ pub fn options(text: &str, run: &clap::Command) -> Result<Vec<String>, String> {
                 }
             }
             (_, false) => return Err(format!("[{t}] {key}: a switch, expected true or false")),
+            (toml::Value::Array(_), true)
+                if !matches!(arg.get_action(), clap::ArgAction::Append) =>
+            {
+                return Err(format!(
+                    "[{t}] {key}: a single value expected (a list is for the repeatable options, such as `tunables` or `route`)"
+                ));
+            }
             (toml::Value::Array(items), true) => {
                 for v in items {
                     out.push(format!("{flag}={}", scalar(v)?));
@@ -179,6 +186,7 @@ mod tests {
         assert!(e("[run]\nprofile = \"x.json\"\n").contains("command line"));
         assert!(e("[run]\nquiet = 1\n").contains("true or false"));
         assert!(e("[run]\niface = true\n").contains("string or a number"));
+        assert!(e("[run]\ncores = [1, 2]\n").contains("a single value expected"));
         assert!(e("[other]\n").contains("[run]"));
         assert!(e("run = 3\n").contains("table"));
         assert!(e("serve = 3\n").contains("table"));

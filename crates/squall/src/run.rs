@@ -502,7 +502,20 @@ fn mem_config(p: &Profile, cfg: &RunConfig) -> MemConfig {
         .flat_map(|t| [t.client.tcp.mss, t.server.tcp.mss])
         .max()
         .unwrap_or(1460);
-    let mtu = (u32::from(mss) + 40).clamp(1500, 9000) as u16;
+    // The largest UDP datagram a program sends (with IPv6 and UDP headers: 48 bytes) needs an
+    // MTU of its own, as the largest TCP segment does.
+    let udp = p
+        .programs
+        .iter()
+        .flat_map(|pr| pr.insns.iter())
+        .filter_map(|i| match i {
+            squall_astf::Insn::SendMsg { buf } => p.buffers.get(buf.0 as usize),
+            _ => None,
+        })
+        .map(|b| b.data.len() as u32 + 48)
+        .max()
+        .unwrap_or(0);
+    let mtu = (u32::from(mss) + 40).max(udp).clamp(1500, 9000) as u16;
     let headroom = 128u16;
     let frame_size = (u32::from(mtu) + 18 + u32::from(headroom)).next_power_of_two();
     let seed = seed_of(p, cfg);

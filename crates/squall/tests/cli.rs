@@ -1213,3 +1213,22 @@ fn more_distinct_tunable_sets_than_a_host_holds_are_refused() {
         "{err}"
     );
 }
+
+/// UDP datagrams larger than a 1500-byte MTU holds (2,000 bytes) run on the in-memory
+/// wire: its MTU is sized for the largest datagram a program sends, as for TCP's MSS.
+#[test]
+fn large_udp_datagrams_fit_the_memory_wire() {
+    let text = std::fs::read_to_string("../../examples/udp-dns.json").unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for b in v["buffers"].as_array_mut().unwrap() {
+        if b["name"] == "answer" {
+            *b = serde_json::json!({"name": "answer", "size": 2000});
+        }
+    }
+    let f = std::env::temp_dir().join(format!("squall-udp2000-{}.json", std::process::id()));
+    std::fs::write(&f, v.to_string()).unwrap();
+    let (stdout, doc) = sim_run_json(f.to_str().unwrap());
+    let _ = std::fs::remove_file(&f);
+    assert!(stdout.contains("result: CLEAN"), "{stdout}");
+    assert_eq!(doc["server"]["udp"]["udps_nombuf"].as_u64(), Some(0));
+}

@@ -337,6 +337,42 @@ impl RunSlot {
 impl Service {
     /// Dispatches one method call.
     pub fn call(self: &Arc<Self>, method: &str, p: &Map<String, Value>) -> Result<Value, RpcError> {
+        // Unknown parameters are errors (as unknown profile fields are): a misspelt
+        // `duration` must not start a run that never ends.
+        let known: &[&str] = match method {
+            "load_profile" => &["profile", "path", "tunables"],
+            "start" => &[
+                "mult",
+                "duration",
+                "cores",
+                "sim",
+                "impair",
+                "drain_sec",
+                "seed",
+                "fixed_keys",
+            ],
+            "update" => &["mult"],
+            "stop" => &["drain"],
+            "wait_on_traffic" => &["timeout"],
+            "api_version" | "get_status" | "get_stats" | "clear_stats" | "get_warnings"
+            | "shutdown" => &[],
+            _ => {
+                return Err(RpcError::new(
+                    rpc::METHOD_NOT_FOUND,
+                    format!("method not found: {method}"),
+                ))
+            }
+        };
+        if let Some(k) = p.keys().find(|k| !known.contains(&k.as_str())) {
+            let expected = if known.is_empty() {
+                "it takes none".to_string()
+            } else {
+                format!("expected: {}", known.join(", "))
+            };
+            return Err(RpcError::params(format!(
+                "{method}: unknown parameter {k:?} ({expected})"
+            )));
+        }
         match method {
             "api_version" => Ok(
                 json!({"api_version": API_VERSION, "server": "squall", "version": env!("CARGO_PKG_VERSION")}),
@@ -765,5 +801,17 @@ mod tests {
             .as_array()
             .is_some_and(|a| !a.is_empty()));
         assert_eq!(s.call("get_status", &Map::new()).unwrap()["state"], "idle");
+        // A misspelt parameter is an error, not a default.
+        for (m, k) in [
+            ("start", "duration_sec"),
+            ("update", "multiplier"),
+            ("get_status", "x"),
+        ] {
+            let mut p = Map::new();
+            p.insert(k.into(), json!(1));
+            let e = s.call(m, &p).unwrap_err();
+            assert_eq!(e.code, rpc::INVALID_PARAMS, "{m}");
+            assert!(e.message.contains(k), "{}", e.message);
+        }
     }
 }
