@@ -241,6 +241,8 @@ def test_undefined_variable_and_too_many_variables() -> None:
 @pytest.mark.parametrize("call,field", [
     (lambda p: p.delay(-1), "usec"),
     (lambda p: p.delay("5"), "usec"),
+    (lambda p: p.delay(float("nan")), "usec"),
+    (lambda p: p.delay(float("inf")), "usec"),
     (lambda p: p.delay_rand(10, 5), "min_usec"),
     (lambda p: p.recv(-3), "bytes"),
     (lambda p: p.set_var("v", 2**32), "val"),

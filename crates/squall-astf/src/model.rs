@@ -113,14 +113,15 @@ pub enum Insn {
 }
 
 impl Insn {
-    /// May this instruction wait for an event (so a loop containing it cannot spin)?
+    /// May this instruction wait for an event (so a loop containing it cannot spin)? A
+    /// delay of zero does not.
     pub fn may_wait(&self) -> bool {
         matches!(
             self,
             Insn::Send { .. }
                 | Insn::Recv { .. }
-                | Insn::Delay { .. }
-                | Insn::DelayRand { .. }
+                | Insn::Delay { usec: 1.. }
+                | Insn::DelayRand { max_usec: 1.., .. }
                 | Insn::RecvMsg { .. }
                 | Insn::Connect
                 | Insn::Accept

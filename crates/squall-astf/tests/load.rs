@@ -833,3 +833,18 @@ fn extreme_numbers_are_errors_not_overflows() {
     v["buffers"] = json!([{"name": "b1", "size": u64::MAX}, {"name": "b2", "size": u64::MAX}]);
     has(&errors(v), "buffers", "bytes in all");
 }
+
+/// A loop whose only wait is a delay of zero spins at one instant: refused like a loop
+/// without any wait.
+#[test]
+fn a_loop_waiting_only_zero_microseconds_is_refused() {
+    let mut v = w1();
+    v["programs"][0]["commands"] = json!([
+        {"op": "set_var", "id": 0, "val": 5},
+        {"op": "set_label", "label": "a"},
+        {"op": "delay", "usec": 0},
+        {"op": "jmp_nz", "id": 0, "label": "a"},
+        {"op": "send", "buf": "http_req"}
+    ]);
+    has(&errors(v), "programs[0].commands[3]", "never waits");
+}

@@ -6,10 +6,16 @@ use squall_port::mem::Impairment;
 /// Parses e.g. `loss=0.01,delay_us=50,jitter_us=10,dup=0.001,reorder=0.01,corrupt=0.001`.
 pub fn parse_impair(s: &str) -> Result<Impairment, String> {
     let mut imp = Impairment::default();
+    let mut seen: Vec<&str> = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = part
             .split_once('=')
             .ok_or_else(|| format!("impairment `{part}`: expected key=value"))?;
+        let key = if k == "duplicate" { "dup" } else { k };
+        if seen.contains(&key) {
+            return Err(format!("impairment `{k}` given twice"));
+        }
+        seen.push(key);
         let prob = |v: &str| -> Result<f64, String> {
             let x: f64 = v
                 .parse()
@@ -60,5 +66,11 @@ mod tests {
         assert!(parse_impair("loss").is_err());
         assert!(parse_impair("delay_us=-1").is_err());
         assert!(!parse_impair("").unwrap().is_active());
+        assert!(parse_impair("loss=0.5,loss=0.1")
+            .unwrap_err()
+            .contains("twice"));
+        assert!(parse_impair("dup=0.5,duplicate=0.1")
+            .unwrap_err()
+            .contains("twice"));
     }
 }

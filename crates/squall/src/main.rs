@@ -300,7 +300,8 @@ struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..=(1 << 24)))]
     max_conns: u32,
     /// TCP initial congestion window, in segments (1 to 20; 10 as Linux, RFC 6928).
-    #[arg(long, default_value_t = 10, value_name = "SEGMENTS")]
+    #[arg(long, default_value_t = 10, value_name = "SEGMENTS",
+          value_parser = clap::value_parser!(u8).range(1..=20))]
     initcwnd: u8,
     /// 802.1Q VLAN id: every frame the server sends is tagged, only frames with the tag
     /// are taken (the others are counted and dropped).
@@ -527,9 +528,17 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     let secs = |name: &str, v: f64| -> Result<std::time::Duration, String> {
         std::time::Duration::try_from_secs_f64(v)
             .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| format!("--{name} {v}: expected a positive number of seconds"))
+            .filter(|d| !d.is_zero() && d.as_secs() <= 10_000_000)
+            .ok_or_else(|| {
+                format!("--{name} {v}: expected a positive number of seconds, at most 10,000,000")
+            })
     };
+    if !(16..=(1 << 20)).contains(&a.max_line) || !(32..=(1 << 20)).contains(&a.max_head) {
+        return Err(format!(
+            "--max-line {} / --max-head {}: expected 16 to 1,048,576 and 32 to 1,048,576 bytes (the shortest request line, `GET / HTTP/1.1`, is 14)",
+            a.max_line, a.max_head
+        ));
+    }
     if a.max_headers == 0 || a.max_headers > squall::serve::app::MAX_HEADERS {
         return Err(format!(
             "--max-headers {}: expected 1 to {}",
@@ -539,12 +548,6 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     }
     if a.max_conns == 0 {
         return Err("--max-conns 0: expected at least 1".into());
-    }
-    if !(1..=20).contains(&a.initcwnd) {
-        return Err(format!(
-            "--initcwnd {}: expected 1 to 20 segments (10 is Linux's default)",
-            a.initcwnd
-        ));
     }
     let cfg = ServeConfig {
         root: a.root.clone(),

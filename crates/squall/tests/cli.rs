@@ -490,7 +490,7 @@ fn serve_usage_errors_say_what_is_wrong() {
     )
     .unwrap();
     let conf6 = conf6.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 16] = [
+    let cases: [(&[&str], &str); 18] = [
         (
             &["serve", "--iface", "afpacket:x", "--root", "."],
             "--listen ADDR:PORT",
@@ -519,7 +519,35 @@ fn serve_usage_errors_say_what_is_wrong() {
                 "--initcwnd",
                 "0",
             ],
-            "--initcwnd 0: expected 1 to 20 segments",
+            "0 is not in 1..=20",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--max-line",
+                "0",
+            ],
+            "--max-line 0 / --max-head 16384: expected 16",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--idle-timeout",
+                "18446744074",
+            ],
+            "at most 10,000,000",
         ),
         // Assertions are checked before the server starts: an unknown figure names the
         // short names, a malformed expression says what was expected.
