@@ -451,7 +451,11 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
             }
         },
         by(OffloadFlags::TX_TCP_CSUM),
-        by(OffloadFlags::RX_L4_CSUM_GOOD),
+        if offloads.contains(OffloadFlags::RX_CSUM_PER_FRAME) {
+            "device, frame by frame (the stack verifies what it leaves unknown)"
+        } else {
+            by(OffloadFlags::RX_L4_CSUM_GOOD)
+        },
         x.imissed,
         x.ierrors,
         x.oerrors,

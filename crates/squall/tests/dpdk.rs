@@ -413,7 +413,7 @@ fn server_over_dpdk_tap_with_checksum_offload_answers_curl() {
     // The node used the device's checksum offloads both ways.
     assert!(text.contains("(net_tap)"), "{text}");
     assert!(
-        text.contains("TCP checksums on tx by the device, on rx by the device"),
+        text.contains("TCP checksums on tx by the device, on rx by the device, frame by frame"),
         "{text}"
     );
 }
