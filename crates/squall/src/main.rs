@@ -118,10 +118,20 @@ struct RunArgs {
     /// Profile: `.json` IR or `.py` (compiled with `python3 -m squall.compile`).
     profile: PathBuf,
     /// Seconds during which new flows are started.
-    #[arg(short = 'd', long, default_value_t = 10.0)]
+    #[arg(
+        short = 'd',
+        long,
+        default_value_t = 10.0,
+        allow_negative_numbers = true
+    )]
     duration: f64,
     /// Rate multiplier: every template runs at cps x M (above 0, at most 1,000,000).
-    #[arg(short = 'm', long, default_value_t = 1.0)]
+    #[arg(
+        short = 'm',
+        long,
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     mult: f64,
     /// Worker cores. 1: both sides in one thread (T-mem1); N: N shards, each core running
     /// both sides of its own share of the flows over its own wire (T-memN). On a real
@@ -1000,6 +1010,14 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         if let Some(note) = squall::cores::shared_cores_note(a.cores) {
             eprintln!("squall: note: {note}");
         }
+    }
+    if a.sim && (a.cores > 1 || a.split) {
+        // The simulation is one thread on a virtual clock: say so rather than drop it.
+        eprintln!(
+            "squall: note: --sim runs one thread on a virtual clock; --cores {}{} ignored",
+            a.cores,
+            if a.split { " --split" } else { "" }
+        );
     }
     let pre = RunInfo {
         profile_path: "",

@@ -89,7 +89,7 @@ impl TraceFilter {
                     "client" => f.client = Some(prefix(k, v)?),
                     "server" => f.server = Some(prefix(k, v)?),
                     "port" => {
-                        f.port = Some(v.parse().map_err(|_| {
+                        f.port = Some(v.parse().ok().filter(|&p: &u16| p != 0).ok_or_else(|| {
                             format!("--trace-filter port={v}: not a port number (1-65535)")
                         })?)
                     }
@@ -220,6 +220,7 @@ mod tests {
             ("server=2001:db8::zz", "or server=2001:db8::/64"),
             ("client=16.0.0", "not an IPv4 or IPv6 address"),
             ("port=70000", "port number"),
+            ("port=0", "port number"),
             ("template=", "unknown or empty"),
         ] {
             let e = TraceFilter::parse(&[spec.to_string()]).unwrap_err();
