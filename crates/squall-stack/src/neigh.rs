@@ -81,6 +81,8 @@ pub struct ArpStats {
     pub tx_failed: u64,
     /// Requests whose sender claimed one of our addresses (not answered, not learned).
     pub conflicts: u64,
+    /// Times the followed next hop announced another MAC, which frames then went to.
+    pub next_hop_moved: u64,
 }
 
 /// What an ARP frame asks of the node.

@@ -134,6 +134,8 @@ pub struct Node<P: Port> {
     redirect: Option<Redirect>,
     /// The last turn did something.
     progressed: bool,
+    /// The IPv4 next hop whose ARP entry the next-hop MAC follows (`follow_next_hop`).
+    next_hop4: Option<u32>,
 }
 
 impl<P: Port> Drop for Node<P> {
@@ -216,6 +218,7 @@ impl<P: Port> Node<P> {
             vlan: cfg.vlan.map(|v| v & 0x0fff),
             redirect: None,
             progressed: false,
+            next_hop4: None,
         }
     }
 
@@ -447,6 +450,7 @@ impl<P: Port> Node<P> {
             rx_per_frame,
             mac,
             tx_waiting,
+            next_hop4,
             ..
         } = self;
         // A sink for one call (the borrows end with the call).
@@ -531,6 +535,15 @@ impl<P: Port> Node<P> {
                 Class::Arp => {
                     counters.rx_arp += 1;
                     neigh.on_arp(d, &mut sink!());
+                    // A next hop that announced a new MAC (a failover's gratuitous ARP):
+                    // every frame goes there from now on.
+                    if let Some(m) = next_hop4.and_then(|ip| neigh.lookup(ip)) {
+                        if m != udp.tx.next_hop {
+                            udp.tx.next_hop = m;
+                            tcp.set_gateway_mac(m);
+                            neigh.stats.next_hop_moved += 1;
+                        }
+                    }
                 }
                 Class::Tcp | Class::Udp | Class::Icmp | Class::OtherIp
                     if !ipv4::for_mac(d, mac) =>
@@ -869,5 +882,11 @@ impl<P: Port> Node<P> {
     pub fn set_next_hop(&mut self, mac: [u8; 6]) {
         self.udp.tx.next_hop = mac;
         self.tcp.set_gateway_mac(mac);
+    }
+    /// Makes the next-hop MAC follow IPv4 neighbour `ip`'s ARP entry: when the next hop
+    /// announces another MAC (the gratuitous ARP of a failover, RFC 5227 §3), frames go
+    /// there from then on (`ArpStats::next_hop_moved`). A static entry never moves.
+    pub fn follow_next_hop(&mut self, ip: u32) {
+        self.next_hop4 = Some(ip);
     }
 }

@@ -1303,3 +1303,38 @@ fn invalid_sources_and_address_conflicts_are_not_answered() {
     assert_eq!(a.neigh.lookup(IP_A), None, "our own address is not cached");
     assert_eq!(a.neigh.stats.conflicts, 1);
 }
+
+/// A next hop resolved by ARP that announces another MAC (a failover's gratuitous ARP,
+/// RFC 5227 §3) is followed: the next SYN-ACK goes to the new MAC.
+#[test]
+fn the_next_hop_follows_a_gratuitous_arp() {
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, MB, IP_A);
+    a.tcp.listen(80);
+    raw_frame(&mut raw, &arp_request(IP_A));
+    a.turn(1_000, &mut NoApp, None);
+    raw_rx(&mut raw);
+    assert_eq!(a.neigh.lookup(IP_B), Some(MB));
+    a.set_next_hop(MB);
+    a.follow_next_hop(IP_B);
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let g = ArpRepr::request(
+        MacAddress(mc),
+        Ipv4Address(IP_B.to_be_bytes()),
+        Ipv4Address(IP_B.to_be_bytes()),
+    );
+    let mut buf = [0u8; 60];
+    squall_stack::neigh::emit_frame(&g, mc, &mut buf).unwrap();
+    raw_frame(&mut raw, &buf);
+    a.turn(2_000, &mut NoApp, None);
+    assert!(
+        raw_rx(&mut raw).is_empty(),
+        "a gratuitous ARP is not answered"
+    );
+    assert_eq!(a.neigh.stats.next_hop_moved, 1);
+    raw_frame(&mut raw, &syn_frame(MA, Some((IP_B, IP_A)), None));
+    a.turn(3_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 1);
+    assert_eq!(&got[0][0..6], &mc[..], "the SYN-ACK goes to the new MAC");
+}

@@ -419,6 +419,9 @@ fn run_dut_worker<C: Port, S: Port>(
                 .resolve_shared(server_ip, sgw, dc.arp_timeout, ask, &dw.server_next_hop)
                 .map_err(|e| format!("server port {}: {e}", dc.server.ifname))?;
             let name = |a: u32| std::net::Ipv4Addr::from(a).to_string();
+            // A failover of the device to another MAC (gratuitous ARP) is followed.
+            c.node.follow_next_hop(cgw);
+            s.node.follow_next_hop(sgw);
             (cmac, smac, name(cgw), name(sgw))
         }
         // Template 0 over IPv6: its addresses under its high bits, neighbour discovery;

@@ -378,6 +378,10 @@ fn serve_on<P: Port>(
         _ => return Err(NEEDS_PEER.into()),
     };
     node.set_next_hop(peer_mac);
+    if let (None, Some(p), Some(_)) = (rc.peer_mac, rc.peer_ip, from4) {
+        // Resolved by ARP: a failover to another MAC (gratuitous ARP) is followed.
+        node.follow_next_hop(u32::from_be_bytes(p));
+    }
     if w.index == 0 {
         node.announce(clock.now_ns());
     }

@@ -221,6 +221,10 @@ pub(crate) fn run_on<P: Port>(
         None => std::net::Ipv4Addr::from(peer_ip).to_string(),
     };
     s.node.set_next_hop(peer_mac);
+    if rc.peer_mac.is_none() && v6.is_none() {
+        // Resolved by ARP: a failover to another MAC (gratuitous ARP) is followed.
+        s.node.follow_next_hop(u32::from_be_bytes(peer_ip));
+    }
     if w.index == 0 {
         s.node.announce(clock.now_ns());
     }
