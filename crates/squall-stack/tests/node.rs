@@ -299,9 +299,13 @@ fn bulk_through_an_mtu(v6: bool) {
         },
         ..TcpConfig::default()
     };
-    let ncfg = |ip| NodeConfig {
-        owned: Owned(vec![(ip, ip)]),
-        ..NodeConfig::default()
+    let ncfg = |ip| {
+        let a6 = u128::from_be_bytes(v6_of(ip));
+        NodeConfig {
+            owned: Owned(vec![(ip, ip)]),
+            owned6: Owned6(vec![(a6, a6)]),
+            ..NodeConfig::default()
+        }
     };
     let mut a = Node::new(pa, tcp(MA, MB), ncfg(IP_A), 0);
     let mut b = Node::new(pb, tcp(MB, MA), ncfg(IP_B), 0);

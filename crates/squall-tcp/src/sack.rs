@@ -20,8 +20,10 @@ pub struct Scoreboard {
 }
 
 impl Scoreboard {
+    /// Forgets everything (the scoreboard goes back to the pool for another flow).
     pub fn clear(&mut self) {
         self.n = 0;
+        self.rescue_rxt = None;
     }
     /// The end of the highest SACKed range (`una` without one).
     pub fn top(&self, una: u32) -> u32 {
@@ -173,6 +175,17 @@ impl Scoreboard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scoreboard back from the pool carries nothing of its last flow: no ranges, no
+    /// rescue point (another flow's sequence number would deny its rescue).
+    #[test]
+    fn a_cleared_scoreboard_forgets_its_rescue() {
+        let mut b = Scoreboard::default();
+        b.add(100, 1000, 300, 400);
+        b.rescue_rxt = Some(900);
+        b.clear();
+        assert!(b.is_empty() && b.rescue_rxt.is_none());
+    }
 
     // RFC 2018 §3: blocks merge, out-of-window blocks are ignored.
     #[test]

@@ -976,6 +976,56 @@ fn rfc6298_syn_retransmitted_with_data_queued(fam: Family) {
     assert_eq!((again.flags, again.seq), (SYN, syn.seq));
 }
 
+// RFC 1122 §4.2.3.10 / §3.2.1.3: a segment for no connection is answered only on an
+// owned address, whichever receive path takes it (one frame, or a burst whose prefetch
+// pass already knows both addresses, as here: the peer's own address, which has an id
+// while the peer's flow lives).
+per_family!(segments_for_no_connection_are_answered_on_owned_addresses_only);
+fn segments_for_no_connection_are_answered_on_owned_addresses_only(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
+    t.host.listen(81);
+    t.established(&[]);
+    t.take();
+    let own = |a: u32| -> u128 { u128::from_be_bytes(wire::ip6_of(a)) };
+    match fam {
+        Family::V4 => t.host.set_owned(&[(HOST_IP, HOST_IP)], &[]),
+        Family::V6 => t.host.set_owned(&[], &[(own(HOST_IP), own(HOST_IP))]),
+    }
+    let to_peer = wire::peer_frame(
+        fam,
+        (PEER_IP, 1000),
+        (PEER_IP, 81),
+        7,
+        0,
+        SYN,
+        65535,
+        &[],
+        &[],
+    );
+    t.host.rx(t.now, &to_peer, &mut t.app, &mut t.sink);
+    let burst: Vec<&[u8]> = vec![&to_peer; 4];
+    t.host.rx_burst(t.now, &burst, &mut t.app, &mut t.sink);
+    assert!(
+        t.take().is_empty(),
+        "no SYN-ACK or RST from an address not ours"
+    );
+    assert_eq!(t.host.counters().tcps_rcvnotours, 5);
+    // Our own address is answered (a SYN-ACK from the listener).
+    let to_us = wire::peer_frame(
+        fam,
+        (PEER_IP, 1001),
+        (HOST_IP, 81),
+        7,
+        0,
+        SYN,
+        65535,
+        &[],
+        &[],
+    );
+    t.host.rx_burst(t.now, &[&to_us], &mut t.app, &mut t.sink);
+    assert_eq!(t.one().flags, SYN | ACK);
+}
+
 /// Runs the host's timers until it sends; the segment, which must come within `ns`.
 fn first_segment_within(t: &mut T, ns: u64) -> Out {
     let start = t.now;

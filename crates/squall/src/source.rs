@@ -108,19 +108,20 @@ pub fn unsupported(p: &Profile) -> Vec<ProfileError> {
             "at least one template is needed to run",
         ));
     }
-    // Each side's TCP host holds at most MAX_OPTS distinct option sets (the tunables of
-    // the templates): one more would silently run with another template's settings.
+    // Each side's TCP host holds at most MAX_OPTS option sets, its own default (template
+    // 0's TCP values with the default TTL and TOS) among them: beyond MAX_OPTS - 1 the
+    // templates' sets could silently run with another template's settings.
     for (side, client) in [("client", true), ("server", false)] {
         let mut sets: Vec<squall_tcp::FlowOpts> = Vec::new();
         for (i, t) in p.templates.iter().enumerate() {
             let o = crate::gen::flow_opts(if client { &t.client } else { &t.server }).sanitised();
             if !sets.contains(&o) {
-                if sets.len() == squall_tcp::MAX_OPTS {
+                if sets.len() == squall_tcp::MAX_OPTS - 1 {
                     v.push(ProfileError::new(
                         format!("templates[{i}].{side}_tunables"),
                         format!(
                             "more than {} distinct {side} TCP tunable sets (this template's would be the next): templates must share their tunables",
-                            squall_tcp::MAX_OPTS
+                            squall_tcp::MAX_OPTS - 1
                         ),
                     ));
                     break;

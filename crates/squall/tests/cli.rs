@@ -1237,7 +1237,7 @@ fn more_distinct_tunable_sets_than_a_host_holds_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("templates[256].client_tunables: more than 256"),
+        err.contains("templates[255].client_tunables: more than 255"),
         "{err}"
     );
 }
@@ -1259,4 +1259,21 @@ fn large_udp_datagrams_fit_the_memory_wire() {
     let _ = std::fs::remove_file(&f);
     assert!(stdout.contains("result: CLEAN"), "{stdout}");
     assert_eq!(doc["server"]["udp"]["udps_nombuf"].as_u64(), Some(0));
+}
+
+/// TRex's own IPv6 example maps flows under `ff02::` and `ff03::`: those addresses are
+/// the pools' (owned), and the flows complete.
+#[test]
+fn trex_ipv6_prefixes_under_ff02_run_clean() {
+    let text = std::fs::read_to_string("../../examples/w1-astf-http.json").unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["global"]["client"]["ipv6"] =
+        serde_json::json!({"enable": 1, "src_msb": "ff02::", "dst_msb": "ff03::"});
+    let f = std::env::temp_dir().join(format!("squall-v6msb-{}.json", std::process::id()));
+    std::fs::write(&f, v.to_string()).unwrap();
+    let (stdout, doc) = sim_run_json(f.to_str().unwrap());
+    let _ = std::fs::remove_file(&f);
+    assert!(stdout.contains("result: CLEAN"), "{stdout}");
+    assert_eq!(doc["server"]["tcp"]["tcps_rcvnotours"].as_u64(), Some(0));
+    assert!(doc["server"]["tcp"]["tcps_accepts"].as_u64().unwrap() > 0);
 }

@@ -174,14 +174,14 @@ pub(super) fn compile_pool(d: &RawDist, p: &str, errs: &mut Errors) -> Option<Ip
 }
 
 /// What a pool `first..=last` (IPv4, or the low 32 bits under `v6`'s 96) holds that no
-/// host may use as its address, if anything.
+/// host may use as its address, if anything. (IPv6 prefixes of ff00::/8 are taken: TRex's
+/// own IPv6 examples map flows under `ff02::` and `ff03::`.)
 fn unusable(v6: Option<&Msb>, first: u32, last: u32) -> Option<&'static str> {
     let hits = |lo: u32, hi: u32| first <= hi && lo <= last;
     match v6 {
         None if hits(0, 0x00ff_ffff) => Some("0.0.0.0/8 (this network)"),
         None if hits(0x7f00_0000, 0x7fff_ffff) => Some("127.0.0.0/8 (loopback)"),
         None if last >= 0xe000_0000 => Some("224.0.0.0 or above (multicast, reserved, broadcast)"),
-        Some(m) if m[0] == 0xff => Some("ff00::/8 (multicast)"),
         Some(m) if *m == [0; 12] && first <= 1 => Some(":: or ::1 (unspecified, loopback)"),
         _ => None,
     }

@@ -156,18 +156,24 @@ impl TcpHost {
         let unicast = |a: u32| a >> 24 != 127 && a < 0xe000_0000;
         unicast(local)
             && unicast(remote)
-            && (self.owned4.is_empty()
-                || self.owned4.iter().any(|&(a, b)| a <= local && local <= b))
+            && (!self.owned_set || self.owned4.iter().any(|&(a, b)| a <= local && local <= b))
     }
 
-    /// [`v4_answerable`](Self::v4_answerable) over IPv6: no multicast, unspecified or
-    /// loopback address (RFC 4291 §2.7: never a source), `local` owned when known.
+    /// [`v4_answerable`](Self::v4_answerable) over IPv6: neither address unspecified or
+    /// loopback, `local` owned when the host knows its addresses, else not multicast
+    /// (TRex's IPv6 profiles map flows under `ff02::`-style prefixes: such addresses are
+    /// answered where they are owned).
+    #[cold]
     fn v6_answerable(&self, local: &[u8; 16], remote: &[u8; 16]) -> bool {
         let (l, r) = (u128::from_be_bytes(*local), u128::from_be_bytes(*remote));
-        let unicast = |a: u128| a >> 120 != 0xff && a > 1;
-        unicast(l)
-            && unicast(r)
-            && (self.owned6.is_empty() || self.owned6.iter().any(|&(a, b)| a <= l && l <= b))
+        let usable = |a: u128| a > 1;
+        usable(l)
+            && usable(r)
+            && if self.owned_set {
+                self.owned6.iter().any(|&(a, b)| a <= l && l <= b)
+            } else {
+                l >> 120 != 0xff && r >> 120 != 0xff
+            }
     }
 
     fn count_rx_error(&mut self, e: pkt::RxError) {
@@ -234,11 +240,6 @@ impl TcpHost {
                 return self.demux(&seg, k, h, app, tx);
             }
         }
-        if !self.v6_answerable(&dst, &src) {
-            // (no flow has such an address: none is ever made with one)
-            self.counters.tcps_rcvnotours += 1;
-            return;
-        }
         let (Some((local, new_l)), Some((remote, new_r))) =
             (self.addr6.lookup(&dst), self.addr6.lookup(&src))
         else {
@@ -294,7 +295,14 @@ impl TcpHost {
                     self.counters.tcps_rcvnottcp += 1;
                     return;
                 }
-                if !key.is_ipv6() && !self.v4_answerable(key.local_ip, key.remote_ip) {
+                let answerable = if key.is_ipv6() {
+                    let l = *self.addr6.addr(key.local_ip);
+                    let r = *self.addr6.addr(key.remote_ip);
+                    self.v6_answerable(&l, &r)
+                } else {
+                    self.v4_answerable(key.local_ip, key.remote_ip)
+                };
+                if !answerable {
                     self.counters.tcps_rcvnotours += 1;
                     return;
                 }

@@ -196,9 +196,12 @@ pub struct TcpHost {
     /// Flow tracing (None: off); fed only for flows with `F_TRACED`.
     trace: Option<Box<crate::trace::FlowTracer>>,
     /// The local addresses a segment for no connection may be answered on (a listener's
-    /// SYN-ACK, a RST), IPv4 and IPv6 inclusive ranges; empty: any (unicast) address.
+    /// SYN-ACK, a RST), IPv4 and IPv6 inclusive ranges.
     owned4: Vec<(u32, u32)>,
     owned6: Vec<(u128, u128)>,
+    /// `set_owned` gave some address: the lists above are the host's (an empty one: none
+    /// of that family); else any unicast address is answered on.
+    owned_set: bool,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (its node: deadline, backward link and
@@ -265,6 +268,7 @@ impl TcpHost {
             trace: None,
             owned4: Vec::new(),
             owned6: Vec::new(),
+            owned_set: false,
             cfg,
         }
     }
@@ -278,13 +282,16 @@ impl TcpHost {
     pub fn set_rx_checksum(&mut self, verify: bool) {
         self.cfg.rx_checksum = verify;
     }
-    /// The addresses this host owns (inclusive ranges; an empty list: any): a segment for
-    /// no connection addressed elsewhere gets no answer (no SYN-ACK from a listener, no
-    /// RST) and counts as `tcps_rcvnotours`, as one from or to a broadcast, multicast or
-    /// loopback address always does (RFC 1122 §4.2.3.10, §3.2.1.3).
+    /// The addresses this host owns, IPv4 and IPv6 inclusive ranges (both empty: any; a
+    /// family left empty beside the other's: none of it): a segment for no connection
+    /// addressed elsewhere gets no answer (no SYN-ACK from a listener, no RST) and counts
+    /// as `tcps_rcvnotours`, as one from or to an IPv4 broadcast, multicast or loopback
+    /// address, or the IPv6 unspecified or loopback address, always does (RFC 1122
+    /// §4.2.3.10, §3.2.1.3).
     pub fn set_owned(&mut self, v4: &[(u32, u32)], v6: &[(u128, u128)]) {
         self.owned4 = v4.to_vec();
         self.owned6 = v6.to_vec();
+        self.owned_set = !(v4.is_empty() && v6.is_empty());
     }
     /// Sets the MAC every frame is sent to (the next hop, once resolved).
     pub fn set_gateway_mac(&mut self, mac: [u8; 6]) {

@@ -771,15 +771,17 @@ impl TcpHost {
                 // New data, if the receive window allows (RFC 6675 §5 NextSeg rule 2):
                 // never past its right edge, and no runt while data is in flight (sender
                 // silly-window avoidance, as in `output_rounds`).
+                // (A segment's room: the MSS less the options it carries.)
+                let seg = self.seg_room(i);
                 let t = &mut self.flows[i as usize];
                 let out = t.snd_max.wrapping_sub(t.snd_una);
                 let left = (t.sq.len + t.fin_pending() as u32).saturating_sub(out);
                 let room = t.snd_wnd.saturating_sub(out);
-                if left == 0 || room == 0 || (room < mss && room < left) {
+                if left == 0 || room == 0 || (room < seg && room < left) {
                     break;
                 }
                 let x = t.snd_max;
-                let sent = self.send_at(i, x, mss.min(room), tx);
+                let sent = self.send_at(i, x, seg.min(room), tx);
                 if sent == 0 {
                     break;
                 }

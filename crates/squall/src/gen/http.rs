@@ -18,6 +18,8 @@ pub const MAX_PENDING: u16 = 32;
 /// Header fields tried first (a smaller array to fill per response; a head with more is
 /// parsed again with room for as many as the head limit can hold).
 const FEW_HEADERS: usize = 24;
+/// The second try's array (on the stack: no allocation below this many fields).
+const MANY_HEADERS: usize = 256;
 /// Largest response head (its start line, fields and empty line).
 const MAX_HEAD: usize = 16 * 1024;
 
@@ -31,15 +33,21 @@ fn parse_head(
     head_req: bool,
 ) -> Result<Option<Head>, squall_http::Error> {
     let mut few = [Header::SLOT; FEW_HEADERS];
-    match parse_response_in(buf, &mut few, lim, head_req) {
-        Err(squall_http::Error::HeadersTooLarge) if lim.max_headers > FEW_HEADERS => {
-            // Many fields (a long run of Set-Cookie, say): as many as the head can hold.
-            let mut all = vec![Header::SLOT; lim.max_headers];
-            parse_response_in(buf, &mut all, lim, head_req)
-                .map(|r| r.map(|r| (r.code, r.body, r.head_len)))
-        }
-        r => r.map(|r| r.map(|r| (r.code, r.body, r.head_len))),
+    let too_many =
+        |r: &Result<_, squall_http::Error>| matches!(r, Err(squall_http::Error::HeadersTooLarge));
+    let r = parse_response_in(buf, &mut few, lim, head_req);
+    if !too_many(&r) || lim.max_headers <= FEW_HEADERS {
+        return r.map(|r| r.map(|r| (r.code, r.body, r.head_len)));
     }
+    // Many fields (a long run of Set-Cookie, say): a larger array on the stack, then, only
+    // beyond it, as many as the head can hold.
+    let mut many = [Header::SLOT; MANY_HEADERS];
+    let r = parse_response_in(buf, &mut many, lim, head_req);
+    if !too_many(&r) || lim.max_headers <= MANY_HEADERS {
+        return r.map(|r| r.map(|r| (r.code, r.body, r.head_len)));
+    }
+    let mut all = vec![Header::SLOT; lim.max_headers];
+    parse_response_in(buf, &mut all, lim, head_req).map(|r| r.map(|r| (r.code, r.body, r.head_len)))
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
