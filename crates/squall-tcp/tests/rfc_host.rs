@@ -2180,6 +2180,32 @@ fn rfc1122_4_2_3_6_received_data_defers_keepalive(fam: Family) {
     assert_eq!(t.one().seq, iss1.wrapping_sub(1));
 }
 
+// Only acceptable segments show the peer alive: a segment outside the receive window (a
+// stale duplicate, or the peer's own keep-alive probe at RCV.NXT - 1) is answered with an
+// ACK but does not put our keep-alive off (as Linux: its probe clock runs from the last
+// acceptable segment).
+per_family!(rfc1122_4_2_3_6_out_of_window_segments_do_not_defer_keepalive);
+fn rfc1122_4_2_3_6_out_of_window_segments_do_not_defer_keepalive(fam: Family) {
+    let mut t = T::new(TcpConfig {
+        keepalive: Some((10_000 * MS, 1_000 * MS, 3)),
+        ..cfg()
+    })
+    .over(fam);
+    let iss1 = t.established(&[]);
+    t.take();
+    for k in 1..=3u64 {
+        t.advance(k * 3_000 * MS);
+        // The peer's keep-alive probe: one old byte below RCV.NXT.
+        t.feed(t.pseq.wrapping_sub(1), iss1, ACK, 65535, &[], b"x");
+        assert_eq!(t.one().ack, t.pseq, "answered with an ACK");
+    }
+    // Our first probe still comes 10 s after the handshake.
+    t.advance(9_999 * MS);
+    assert!(t.take().is_empty());
+    t.advance(10_000 * MS);
+    assert_eq!(t.one().seq, iss1.wrapping_sub(1), "our keep-alive probe");
+}
+
 // TIME_WAIT on the passive side: a new SYN above RCV.NXT on the same 4-tuple recycles the
 // old flow and is accepted (safe port reuse).
 per_family!(rfc9293_3_6_1_time_wait_reused_by_new_syn);

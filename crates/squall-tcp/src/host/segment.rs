@@ -37,7 +37,12 @@ impl TcpHost {
             return;
         }
         let flags = seg.flags;
-        if self.cfg.keepalive.is_some() && state == State::Established {
+        // Keep-alive: an acceptable segment shows the peer alive (checked where the
+        // segment is known acceptable: here for the in-order one of header prediction
+        // and of the common slow path, after the checks below for the others; a segment
+        // out of the window, a peer's own keep-alive probe among them, is not).
+        let keepalive = self.cfg.keepalive.is_some() && state == State::Established;
+        if keepalive && seg.seq == self.flows[i as usize].rcv_nxt {
             self.keepalive_heard(i, seg);
         }
         // Header prediction (RFC 9293 §3.10.7.4 common case, BSD tcp_input): in-order pure
@@ -249,6 +254,9 @@ impl TcpHost {
         if flags & SYN != 0 {
             self.challenge_ack(i, tx);
             return;
+        }
+        if keepalive && seg.seq != self.flows[i as usize].rcv_nxt {
+            self.keepalive_heard(i, seg);
         }
 
         // RFC 7323 §5.3 R3: the segment is acceptable; record its TSval if it covers
