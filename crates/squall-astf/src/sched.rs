@@ -252,15 +252,18 @@ impl Scheduler {
     /// so counted open nothing more.
     pub fn drain_due(&mut self, now_ns: u64, exact: usize) -> Vec<u64> {
         let mut counts = vec![0u64; self.tpl.len()];
-        let mut out = Vec::new();
-        while out.len() < exact {
-            let before = out.len();
-            if self.poll_max(now_ns, &mut out, (exact - before).min(4096)) == 0 {
+        // One by one through a batch buffer (nothing held beyond a batch).
+        let (mut out, mut taken) = (Vec::new(), 0);
+        while taken < exact {
+            out.clear();
+            let n = self.poll_max(now_ns, &mut out, (exact - taken).min(4096));
+            if n == 0 {
                 break;
             }
-        }
-        for f in &out {
-            counts[f.template.0 as usize] += 1;
+            taken += n;
+            for f in &out {
+                counts[f.template.0 as usize] += 1;
+            }
         }
         let now = now_ns.min(self.stop_ns.saturating_sub(1));
         let a_now = self.a_of(now.saturating_sub(self.start_ns) as f64);

@@ -254,21 +254,23 @@ pub fn decide(req: &Request<'_, '_>, f: &File) -> FileAnswer {
 }
 
 /// Whether an If-Match list holds `*` or `etag` by the strong comparison (a weak tag
-/// never matches, RFC 9110 §8.8.3.2).
+/// never matches, RFC 9110 §8.8.3.2); `etag` empty: whether it holds `*`.
 fn strong_match(list: &[u8], etag: &str) -> bool {
-    let tag = etag.as_bytes();
-    list.split(|&c| c == b',').any(|t| {
-        let t = t.trim_ascii();
-        t == b"*" || t == tag
-    })
+    tag_listed(list, etag, |t| t)
 }
 
 /// Whether an If-None-Match list matches `etag` (weak comparison, `*` matches).
 fn weak_match(list: &[u8], etag: &str) -> bool {
+    tag_listed(list, etag, |t| t.strip_prefix(b"W/").unwrap_or(t))
+}
+
+/// Whether a comma-separated entity-tag list holds `*`, or `etag` once each listed tag
+/// went through `cmp` (the comparison's view of a tag).
+fn tag_listed(list: &[u8], etag: &str, cmp: impl Fn(&[u8]) -> &[u8]) -> bool {
     let tag = etag.as_bytes();
     list.split(|&c| c == b',').any(|t| {
         let t = t.trim_ascii();
-        t == b"*" || t.strip_prefix(b"W/").unwrap_or(t) == tag
+        t == b"*" || (!tag.is_empty() && cmp(t) == tag)
     })
 }
 

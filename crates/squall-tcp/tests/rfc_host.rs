@@ -2106,11 +2106,9 @@ fn fin_wait_2_timeout_counts_idleness_not_age(fam: Family) {
     assert_eq!(t.host.counters().tcps_finwait2_drops, 1);
 }
 
-// RFC 9293 §3.8.4 / RFC 1122 §4.2.3.6: keepalive probes after idle (SEG.SEQ = SND.NXT-1);
-// an answer restarts the idle period and the probe count; the connection is dropped after
-// the configured number of unanswered probes.
-per_family!(rfc9293_3_8_4_keepalive_probes_and_drop);
-fn rfc9293_3_8_4_keepalive_probes_and_drop(fam: Family) {
+/// Established with keep-alive after 10 s idle, probes 1 s apart, 3 of them; returns
+/// the host and SND.NXT.
+fn keepalive_flow(fam: Family) -> (T, u32) {
     let mut t = T::new(TcpConfig {
         keepalive: Some((10_000 * MS, 1_000 * MS, 3)),
         ..cfg()
@@ -2118,6 +2116,15 @@ fn rfc9293_3_8_4_keepalive_probes_and_drop(fam: Family) {
     .over(fam);
     let iss1 = t.established(&[]);
     t.take();
+    (t, iss1)
+}
+
+// RFC 9293 §3.8.4 / RFC 1122 §4.2.3.6: keepalive probes after idle (SEG.SEQ = SND.NXT-1);
+// an answer restarts the idle period and the probe count; the connection is dropped after
+// the configured number of unanswered probes.
+per_family!(rfc9293_3_8_4_keepalive_probes_and_drop);
+fn rfc9293_3_8_4_keepalive_probes_and_drop(fam: Family) {
+    let (mut t, iss1) = keepalive_flow(fam);
     t.advance(10_000 * MS);
     let p = t.one();
     assert_eq!(
@@ -2186,13 +2193,7 @@ fn rfc1122_4_2_3_6_received_data_defers_keepalive(fam: Family) {
 // acceptable segment).
 per_family!(rfc1122_4_2_3_6_out_of_window_segments_do_not_defer_keepalive);
 fn rfc1122_4_2_3_6_out_of_window_segments_do_not_defer_keepalive(fam: Family) {
-    let mut t = T::new(TcpConfig {
-        keepalive: Some((10_000 * MS, 1_000 * MS, 3)),
-        ..cfg()
-    })
-    .over(fam);
-    let iss1 = t.established(&[]);
-    t.take();
+    let (mut t, iss1) = keepalive_flow(fam);
     for k in 1..=3u64 {
         t.advance(k * 3_000 * MS);
         // The peer's keep-alive probe: one old byte below RCV.NXT.

@@ -30,6 +30,27 @@ fn invalid_profile_exits_2_with_every_json_path() {
     }
 }
 
+/// Template group `name` of a run's JSON document.
+fn group<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    let groups = v["groups"].as_array().unwrap();
+    groups.iter().find(|g| g["name"] == name).unwrap()
+}
+
+/// Shipped example `name` changed by `edit`, written to a temporary file (`tag` names
+/// it); the caller removes it.
+fn edited_example(
+    name: &str,
+    tag: &str,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(format!("../../examples/{name}")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    edit(&mut v);
+    let f = std::env::temp_dir().join(format!("squall-{tag}-{}.json", std::process::id()));
+    std::fs::write(&f, v.to_string()).unwrap();
+    f
+}
+
 /// `squall run PROFILE --sim --duration 1 --json FILE`: its exit status (0 asserted),
 /// its output and the JSON document.
 fn sim_run_json(profile: &str) -> (String, serde_json::Value) {
@@ -62,13 +83,7 @@ fn udp_profile_runs_clean_with_udp_counters_in_json() {
 #[test]
 fn http_flows_cut_at_the_end_are_not_errors() {
     let (_, v) = sim_run_json("tests/profiles/http_cut.json");
-    let g = v["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["name"] == "ka")
-        .unwrap();
-    let h = &g["http"];
+    let h = &group(&v, "ka")["http"];
     assert!(h["cut"].as_u64().unwrap() > 0, "{h}");
     assert_eq!(
         (h["incomplete"].as_u64(), h["errors"].as_u64()),
@@ -146,12 +161,7 @@ fn sim_run_writes_json_and_pcap_and_exits_0() {
     assert_eq!(v["client"]["tcp"]["tcps_connattempt"], 20);
     assert_eq!(v["client"]["flows"]["completed"], 20);
     assert_eq!(v["server"]["tcp"]["tcps_rcvbyte"], 20 * 100);
-    let g = v["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["name"] == "http")
-        .unwrap();
+    let g = group(&v, "http");
     assert_eq!(g["latency_us"]["connect"]["count"], 20);
     assert!(v["invariants"]
         .as_array()
@@ -1217,21 +1227,19 @@ fn help_completions_and_man_pages() {
 /// validation, naming the first template that would not get its own settings.
 #[test]
 fn more_distinct_tunable_sets_than_a_host_holds_are_refused() {
-    let text = std::fs::read_to_string("../../examples/w1-astf-http.json").unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let t0 = v["templates"][0].clone();
-    let tpls: Vec<serde_json::Value> = (0..300)
-        .map(|i| {
-            let mut t = t0.clone();
-            t["port"] = (1000 + i).into();
-            t["assoc"] = serde_json::json!([{"port": 1000 + i}]);
-            t["client_tunables"] = serde_json::json!({"tcp": {"mss": 500 + i}});
-            t
-        })
-        .collect();
-    v["templates"] = tpls.into();
-    let f = std::env::temp_dir().join(format!("squall-t300-{}.json", std::process::id()));
-    std::fs::write(&f, v.to_string()).unwrap();
+    let f = edited_example("w1-astf-http.json", "t300", |v| {
+        let t0 = v["templates"][0].clone();
+        let tpls: Vec<serde_json::Value> = (0..300)
+            .map(|i| {
+                let mut t = t0.clone();
+                t["port"] = (1000 + i).into();
+                t["assoc"] = serde_json::json!([{"port": 1000 + i}]);
+                t["client_tunables"] = serde_json::json!({"tcp": {"mss": 500 + i}});
+                t
+            })
+            .collect();
+        v["templates"] = tpls.into();
+    });
     let out = squall().arg("validate").arg(&f).output().unwrap();
     let _ = std::fs::remove_file(&f);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -1246,15 +1254,13 @@ fn more_distinct_tunable_sets_than_a_host_holds_are_refused() {
 /// wire: its MTU is sized for the largest datagram a program sends, as for TCP's MSS.
 #[test]
 fn large_udp_datagrams_fit_the_memory_wire() {
-    let text = std::fs::read_to_string("../../examples/udp-dns.json").unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    for b in v["buffers"].as_array_mut().unwrap() {
-        if b["name"] == "answer" {
-            *b = serde_json::json!({"name": "answer", "size": 2000});
+    let f = edited_example("udp-dns.json", "udp2000", |v| {
+        for b in v["buffers"].as_array_mut().unwrap() {
+            if b["name"] == "answer" {
+                *b = serde_json::json!({"name": "answer", "size": 2000});
+            }
         }
-    }
-    let f = std::env::temp_dir().join(format!("squall-udp2000-{}.json", std::process::id()));
-    std::fs::write(&f, v.to_string()).unwrap();
+    });
     let (stdout, doc) = sim_run_json(f.to_str().unwrap());
     let _ = std::fs::remove_file(&f);
     assert!(stdout.contains("result: CLEAN"), "{stdout}");
@@ -1265,12 +1271,10 @@ fn large_udp_datagrams_fit_the_memory_wire() {
 /// the pools' (owned), and the flows complete.
 #[test]
 fn trex_ipv6_prefixes_under_ff02_run_clean() {
-    let text = std::fs::read_to_string("../../examples/w1-astf-http.json").unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    v["global"]["client"]["ipv6"] =
-        serde_json::json!({"enable": 1, "src_msb": "ff02::", "dst_msb": "ff03::"});
-    let f = std::env::temp_dir().join(format!("squall-v6msb-{}.json", std::process::id()));
-    std::fs::write(&f, v.to_string()).unwrap();
+    let f = edited_example("w1-astf-http.json", "v6msb", |v| {
+        v["global"]["client"]["ipv6"] =
+            serde_json::json!({"enable": 1, "src_msb": "ff02::", "dst_msb": "ff03::"});
+    });
     let (stdout, doc) = sim_run_json(f.to_str().unwrap());
     let _ = std::fs::remove_file(&f);
     assert!(stdout.contains("result: CLEAN"), "{stdout}");

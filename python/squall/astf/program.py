@@ -8,6 +8,7 @@ program, ...) still point at the call that caused them. `to_ir()` emits the JSON
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -57,8 +58,7 @@ def check_int(what: str, val: object, lo: int, hi: int, site: Optional[Site]) ->
 
 def check_usec(what: str, val: object, site: Optional[Site]) -> int:
     """A microsecond count (int or float, TRex accepts both) as a u32."""
-    if isinstance(val, bool) or not isinstance(val, (int, float)) or val != val or val in (
-            float("inf"), float("-inf")):
+    if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
         raise ProfileError(f"{what} must be a number of microseconds, got {val!r}", site, what)
     v = int(round(val))
     if not 0 <= v <= U32_MAX:

@@ -195,9 +195,7 @@ impl TcpHost {
                     self.trace_cause(i, crate::trace::RexmitCause::PartialAck);
                 }
                 if self.flows[i as usize].sb != NO_SIDE {
-                    let before = self.counters.tcps_sndtotal;
-                    self.sack_output(i, tx);
-                    if self.counters.tcps_sndtotal == before {
+                    if !self.sack_output(i, tx) {
                         self.rescue_rxt(i, tx);
                     }
                 } else {

@@ -741,12 +741,13 @@ impl TcpHost {
     }
 
     /// RFC 6675 §5 loss recovery transmission: while `cwnd - pipe >= SMSS`, send the next
-    /// hole (NextSeg rule 1) or new data (rule 2).
-    pub(super) fn sack_output<S: TxSink>(&mut self, i: u32, tx: &mut S) {
+    /// hole (NextSeg rule 1) or new data (rule 2). Returns whether it sent anything.
+    pub(super) fn sack_output<S: TxSink>(&mut self, i: u32, tx: &mut S) -> bool {
         if self.traced(i) {
             self.trace_cause(i, crate::trace::RexmitCause::Sack);
         }
         let thresh = self.fo(i).rexmt_thresh;
+        let mut sent_any = false;
         for _ in 0..64 {
             let t = &self.flows[i as usize];
             if t.sb == NO_SIDE {
@@ -763,6 +764,7 @@ impl TcpHost {
                 if sent == 0 {
                     break;
                 }
+                sent_any = true;
                 let t = &self.flows[i as usize];
                 let b = t.sb as usize;
                 let hr = &mut self.sboards[b].high_rxt;
@@ -785,12 +787,14 @@ impl TcpHost {
                 if sent == 0 {
                     break;
                 }
+                sent_any = true;
                 let t = &mut self.flows[i as usize];
                 t.snd_max = x.wrapping_add(sent);
                 t.snd_nxt = t.snd_max;
             }
         }
         self.schedule(i);
+        sent_any
     }
 
     /// Counts a data segment at `seqno` below SND.MAX (not yet moved past it): a

@@ -32,22 +32,30 @@ fn parse_head(
     lim: &Limits,
     head_req: bool,
 ) -> Result<Option<Head>, squall_http::Error> {
-    let mut few = [Header::SLOT; FEW_HEADERS];
-    let too_many =
-        |r: &Result<_, squall_http::Error>| matches!(r, Err(squall_http::Error::HeadersTooLarge));
-    let r = parse_response_in(buf, &mut few, lim, head_req);
-    if !too_many(&r) || lim.max_headers <= FEW_HEADERS {
-        return r.map(|r| r.map(|r| (r.code, r.body, r.head_len)));
+    // A small array first; many fields (a long run of Set-Cookie, say) are parsed again
+    // into a larger one on the stack, and only beyond it into as many as the head holds.
+    let retry = |r: &Result<Option<Head>, squall_http::Error>, room: usize| {
+        matches!(r, Err(squall_http::Error::HeadersTooLarge)) && lim.max_headers > room
+    };
+    let r = parse_into(buf, &mut [Header::SLOT; FEW_HEADERS], lim, head_req);
+    if !retry(&r, FEW_HEADERS) {
+        return r;
     }
-    // Many fields (a long run of Set-Cookie, say): a larger array on the stack, then, only
-    // beyond it, as many as the head can hold.
-    let mut many = [Header::SLOT; MANY_HEADERS];
-    let r = parse_response_in(buf, &mut many, lim, head_req);
-    if !too_many(&r) || lim.max_headers <= MANY_HEADERS {
-        return r.map(|r| r.map(|r| (r.code, r.body, r.head_len)));
+    let r = parse_into(buf, &mut [Header::SLOT; MANY_HEADERS], lim, head_req);
+    if !retry(&r, MANY_HEADERS) {
+        return r;
     }
-    let mut all = vec![Header::SLOT; lim.max_headers];
-    parse_response_in(buf, &mut all, lim, head_req).map(|r| r.map(|r| (r.code, r.body, r.head_len)))
+    parse_into(buf, &mut vec![Header::SLOT; lim.max_headers], lim, head_req)
+}
+
+/// [`parse_head`] into `slots`.
+fn parse_into<'b>(
+    buf: &'b [u8],
+    slots: &mut [std::mem::MaybeUninit<Header<'b>>],
+    lim: &Limits,
+    head_req: bool,
+) -> Result<Option<Head>, squall_http::Error> {
+    parse_response_in(buf, slots, lim, head_req).map(|r| r.map(|r| (r.code, r.body, r.head_len)))
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
