@@ -4,7 +4,8 @@
 //! four peer ports over IPv4 or IPv6 (control bits, window, raw option bytes, payload length, sequence and
 //! acknowledgment numbers either arbitrary or near the ones the host's own frames carry,
 //! so that most land in its window), clock steps, timer polls, and the application
-//! sending, closing or aborting. It must never panic (fuzz builds check arithmetic
+//! sending, closing or aborting, and ICMP errors quoting the host's last frame (cut
+//! short, a byte changed, any MTU) or arbitrary bytes. It must never panic (fuzz builds check arithmetic
 //! overflow), every frame it sends must parse with a valid checksum, and once the
 //! clock runs far ahead every flow must have ended and been reported closed once.
 #![no_main]
@@ -12,7 +13,9 @@
 use std::collections::HashSet;
 
 use libfuzzer_sys::fuzz_target;
-use squall_tcp::{CloseReason, Ctl, FlowId, FlowOpts, TcpApp, TcpConfig, TcpHost, TxSink};
+use squall_tcp::{
+    CloseReason, Ctl, FlowId, FlowOpts, IcmpError, TcpApp, TcpConfig, TcpHost, TxSink,
+};
 use squall_wire::segment::{self, TxHdr, ACK};
 
 const HOST_IP: u32 = 0x3000_0001;
@@ -193,10 +196,11 @@ fuzz_target!(|data: &[u8]| {
     let mut sink = Sink::default();
     let mut now = 1_000_000u64;
     let mut seen = [Seen::default(); PORTS as usize];
+    let mut last_sent: Vec<u8> = Vec::new();
     let mut steps = 0;
     while !inp.0.is_empty() && steps < 2000 {
         steps += 1;
-        match inp.u8() % 8 {
+        match inp.u8() % 9 {
             0..=3 => {
                 let f = segment(&mut inp, &seen, v6);
                 host.rx(now, &f, &mut app, &mut sink);
@@ -204,6 +208,28 @@ fuzz_target!(|data: &[u8]| {
             4 => now += u64::from(inp.u16()) * 1000,
             5 => now += u64::from(inp.u8()) << 24,
             6 => host.poll(now, &mut app, &mut sink),
+            7 => {
+                let err = match inp.u8() % 4 {
+                    0 => IcmpError::PacketTooBig {
+                        mtu: u32::from(inp.u16()),
+                    },
+                    1 => IcmpError::Unreachable { hard: true },
+                    2 => IcmpError::Unreachable { hard: false },
+                    _ => IcmpError::Other,
+                };
+                let n = usize::from(inp.u8());
+                let mut q = if inp.u8() & 1 == 0 {
+                    last_sent.get(14..).unwrap_or(&[]).to_vec()
+                } else {
+                    inp.take(n).to_vec()
+                };
+                q.truncate(n.max(8));
+                if inp.u8() == 0xff && !q.is_empty() {
+                    let i = usize::from(inp.u8()) % q.len();
+                    q[i] = inp.u8();
+                }
+                host.icmp_error(now, v6, &q, err, &mut app, &mut sink);
+            }
             _ => {
                 let f = FlowId(u32::from(inp.u8() % 8));
                 match inp.u8() % 3 {
@@ -214,6 +240,9 @@ fuzz_target!(|data: &[u8]| {
                     _ => host.abort(now, &mut app, &mut sink, f),
                 }
             }
+        }
+        if let Some(f) = sink.frames.last() {
+            last_sent.clone_from(f);
         }
         for out in sink.frames.drain(..) {
             let s = if v6 {

@@ -1,8 +1,12 @@
-//! ICMP echo: requests to an owned address are answered with a reply carrying the same
-//! identifier, sequence number and data (RFC 792); everything else ICMP is counted and
-//! dropped.
+//! ICMP in: echo requests to an owned address are answered with a reply carrying the
+//! same identifier, sequence number and data (RFC 792); errors quoting a TCP segment
+//! (destination unreachable, fragmentation needed, time exceeded, parameter problem) are
+//! handed to the TCP host ([`squall_tcp::TcpHost::icmp_error`]); everything else is
+//! counted and dropped.
 
-use squall_tcp::TxSink;
+use std::ops::Range;
+
+use squall_tcp::{IcmpError, TxSink};
 use squall_wire::checksum;
 
 use crate::ipv4::{Ipv4In, IP_PROTO_ICMP};
@@ -10,6 +14,11 @@ use crate::neigh::ETH_HLEN;
 
 const ECHO_REQUEST: u8 = 8;
 const ECHO_REPLY: u8 = 0;
+const DEST_UNREACHABLE: u8 = 3;
+const TIME_EXCEEDED: u8 = 11;
+const PARAMETER_PROBLEM: u8 = 12;
+/// Destination unreachable: fragmentation needed and DF set (RFC 1191).
+const FRAG_NEEDED: u8 = 4;
 /// TTL of replies.
 const REPLY_TTL: u8 = 64;
 
@@ -27,37 +36,91 @@ pub struct IcmpStats {
     /// Echo requests from an invalid source or sent to the link's broadcast address
     /// (dropped unanswered).
     pub invalid_src: u64,
+    /// Errors quoting a TCP segment, handed to the TCP host (its `tcps_icmp_*` counters
+    /// say what it made of them).
+    pub errors_to_tcp: u64,
 }
 
-/// Answers the echo request in frame `d` (IPv4 already checked: `ip`) with `mac` as the
-/// source MAC.
-pub fn on_icmp<S: TxSink>(d: &[u8], ip: &Ipv4In, mac: [u8; 6], st: &mut IcmpStats, tx: &mut S) {
+/// What an IPv4 "destination unreachable" code means for a connection: hard errors
+/// (protocol or port unreachable, unknown or isolated host or network, administratively
+/// prohibited, precedence: RFC 1122 §4.2.3.9, the codes Linux takes as fatal) or soft
+/// (network or host unreachable, source route failed, for a type of service).
+fn unreachable(code: u8) -> IcmpError {
+    match code {
+        FRAG_NEEDED => IcmpError::PacketTooBig { mtu: 0 },
+        2 | 3 | 6..=10 | 13..=15 => IcmpError::Unreachable { hard: true },
+        _ => IcmpError::Unreachable { hard: false },
+    }
+}
+
+/// The error an ICMP message `msg` (checksum verified) reports about a TCP segment it
+/// quotes, and where the quoted packet lies in `msg`; None for anything else.
+pub fn tcp_error(msg: &[u8]) -> Option<(Range<usize>, IcmpError)> {
+    let [typ, code, _, _, _, _, m0, m1] = *msg.get(..8)? else {
+        return None;
+    };
+    let err = match typ {
+        DEST_UNREACHABLE if code == FRAG_NEEDED => IcmpError::PacketTooBig {
+            mtu: u32::from(u16::from_be_bytes([m0, m1])),
+        },
+        DEST_UNREACHABLE => unreachable(code),
+        TIME_EXCEEDED => IcmpError::Unreachable { hard: false },
+        PARAMETER_PROBLEM => IcmpError::Other,
+        _ => return None,
+    };
+    // The quoted IPv4 header and at least 8 bytes of what followed it (RFC 792).
+    let q = msg.get(8..)?;
+    let ihl = usize::from(*q.first()? & 0x0f) * 4;
+    if q[0] >> 4 != 4 || ihl < 20 || q.len() < ihl + 8 || q[9] != 6 {
+        return None;
+    }
+    Some((8..msg.len(), err))
+}
+
+/// Handles the ICMP message of frame `d` (IPv4 already checked: `ip`): answers an echo
+/// request with `mac` as the source MAC; for an error quoting a TCP segment, returns
+/// where the quoted packet lies in `d` and what the error says, for the TCP host.
+pub fn on_icmp<S: TxSink>(
+    d: &[u8],
+    ip: &Ipv4In,
+    mac: [u8; 6],
+    st: &mut IcmpStats,
+    tx: &mut S,
+) -> Option<(Range<usize>, IcmpError)> {
     debug_assert_eq!(ip.proto, IP_PROTO_ICMP);
     let (l4, end) = (ETH_HLEN + ip.ihl, ETH_HLEN + ip.total);
     let Some(msg) = d.get(l4..end) else {
         st.bad += 1;
-        return;
+        return None;
     };
     if msg.len() < 8 || checksum::sum(msg) != 0xffff {
         st.bad += 1;
-        return;
+        return None;
     }
     if msg[0] != ECHO_REQUEST || msg[1] != 0 {
-        st.other += 1;
-        return;
+        return match tcp_error(msg) {
+            Some((q, e)) => {
+                st.errors_to_tcp += 1;
+                Some((l4 + q.start..l4 + q.end, e))
+            }
+            None => {
+                st.other += 1;
+                None
+            }
+        };
     }
     // RFC 1122 §3.2.1.3: an invalid source (this network, loopback, multicast, broadcast,
     // class E) is discarded; §3.3.6: so is a link-layer broadcast to a unicast address.
     let invalid_src = matches!(ip.src >> 24, 0 | 127) || ip.src >= 0xe000_0000;
     if invalid_src || d[..6] == [0xff; 6] {
         st.invalid_src += 1;
-        return;
+        return None;
     }
     // The reply: Ethernet and IPv4 (options dropped) rebuilt, the ICMP message copied.
     let len = ETH_HLEN + 20 + msg.len();
     let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
         st.tx_failed += 1;
-        return;
+        return None;
     };
     f[0..6].copy_from_slice(&d[6..12]);
     f[6..12].copy_from_slice(&mac);
@@ -83,4 +146,5 @@ pub fn on_icmp<S: TxSink>(d: &[u8], ip: &Ipv4In, mac: [u8; 6], st: &mut IcmpStat
     m[2..4].copy_from_slice(&c.to_be_bytes());
     tx.commit(len);
     st.echo_answered += 1;
+    None
 }

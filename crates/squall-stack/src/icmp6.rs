@@ -1,8 +1,12 @@
 //! ICMPv6 in: echo requests to an owned address answered (RFC 4443 §4.2: same
 //! identifier, sequence number and data), neighbour discovery handed to
-//! [`crate::neigh6`], packet-too-big counted, everything else counted and dropped.
+//! [`crate::neigh6`], errors quoting a TCP segment (destination unreachable, packet too
+//! big, time exceeded, parameter problem) returned for the TCP host
+//! ([`squall_tcp::TcpHost::icmp_error`]), everything else counted and dropped.
 
-use squall_tcp::TxSink;
+use std::ops::Range;
+
+use squall_tcp::{IcmpError, TxSink};
 use squall_wire::{Icmpv6Packet, Icmpv6Repr};
 
 use crate::ipv6::Ipv6In;
@@ -20,6 +24,8 @@ pub struct Icmp6Stats {
     pub ndp: u64,
     /// Packet-too-big messages received.
     pub packet_too_big: u64,
+    /// Errors quoting a TCP segment, handed to the TCP host (packet-too-big included).
+    pub errors_to_tcp: u64,
     /// Other messages, and echo requests to a group (counted, dropped).
     pub other: u64,
     /// Messages with a bad checksum, length or fields.
@@ -28,8 +34,35 @@ pub struct Icmp6Stats {
     pub tx_failed: u64,
 }
 
+/// What an ICMPv6 error `msg` (checksum verified) reports about a TCP segment it
+/// quotes, and where the quoted packet lies in `msg`; None for any other message.
+/// Destination unreachable codes (RFC 4443 §3.1): no route, beyond the source's scope
+/// and address unreachable are soft, administratively prohibited, port unreachable,
+/// failed policy and reject route hard (as Linux takes them).
+pub fn tcp_error6(msg: &[u8]) -> Option<(Range<usize>, IcmpError)> {
+    let err = match *msg.first()? {
+        1 => IcmpError::Unreachable {
+            hard: matches!(msg.get(1)?, 1 | 4 | 5 | 6),
+        },
+        2 => IcmpError::PacketTooBig {
+            mtu: u32::from_be_bytes(msg.get(4..8)?.try_into().ok()?),
+        },
+        3 => IcmpError::Unreachable { hard: false },
+        4 => IcmpError::Other,
+        _ => return None,
+    };
+    // The invoking packet as far as it fits (RFC 4443 §2.4 c): the fixed header and
+    // TCP's first 8 bytes at least, TCP right after the header.
+    let q = msg.get(8..)?;
+    if q.len() < 48 || q[0] >> 4 != 6 || q[6] != 6 {
+        return None;
+    }
+    Some((8..msg.len(), err))
+}
+
 /// Handles the ICMPv6 message of frame `d` (IPv6 checked and addressed to the node:
-/// `ip`), with `mac` as the node's MAC.
+/// `ip`), with `mac` as the node's MAC; for an error quoting a TCP segment, returns
+/// where the quoted packet lies in `d` and what the error says, for the TCP host.
 pub fn on_icmpv6<S: TxSink>(
     d: &[u8],
     ip: &Ipv6In,
@@ -37,30 +70,37 @@ pub fn on_icmpv6<S: TxSink>(
     st: &mut Icmp6Stats,
     neigh: &mut Neighbours6,
     tx: &mut S,
-) {
+) -> Option<(Range<usize>, IcmpError)> {
     let Some(p) = d
         .get(ip.l4.0..ip.l4.1)
         .and_then(|m| Icmpv6Packet::new_checked(m).ok())
     else {
         st.bad += 1;
-        return;
+        return None;
     };
     if !p.verify_checksum(&ip.src, &ip.dst) {
         st.bad += 1;
-        return;
+        return None;
+    }
+    if p.msg_type() == 2 {
+        st.packet_too_big += 1;
+    }
+    if let Some((q, e)) = tcp_error6(&d[ip.l4.0..ip.l4.1]) {
+        st.errors_to_tcp += 1;
+        return Some((ip.l4.0 + q.start..ip.l4.0 + q.end, e));
     }
     let m = match Icmpv6Repr::parse(&p) {
         Ok(m) => m,
         Err(squall_wire::Error::Unsupported) => {
             st.other += 1;
-            return;
+            return None;
         }
         Err(_) => {
             st.bad += 1;
             if (133..=137).contains(&p.msg_type()) {
                 neigh.stats.invalid += 1;
             }
-            return;
+            return None;
         }
     };
     match m {
@@ -90,7 +130,9 @@ pub fn on_icmpv6<S: TxSink>(
             st.ndp += 1;
             neigh.on_ndp(d, ip, &m, tx);
         }
-        Icmpv6Repr::PacketTooBig { .. } => st.packet_too_big += 1,
+        // Counted above; one quoting no TCP segment goes no further.
+        Icmpv6Repr::PacketTooBig { .. } => {}
         Icmpv6Repr::Echo { .. } | Icmpv6Repr::RouterSolicit { .. } => st.other += 1,
     }
+    None
 }

@@ -71,6 +71,9 @@ pub struct NdpStats {
     pub invalid: u64,
     /// Frames that could not be sent (no TX frame).
     pub tx_failed: u64,
+    /// Times the followed IPv6 next hop advertised another MAC (an advertisement with the
+    /// Override flag, a router's new advertisement), which frames then went to.
+    pub next_hop_moved: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

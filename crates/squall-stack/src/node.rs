@@ -136,6 +136,9 @@ pub struct Node<P: Port> {
     progressed: bool,
     /// The IPv4 next hop whose ARP entry the next-hop MAC follows (`follow_next_hop`).
     next_hop4: Option<u32>,
+    /// The IPv6 next hop whose neighbour entry the next-hop MAC follows
+    /// (`follow_next_hop6`).
+    next_hop6: Option<Ipv6Address>,
 }
 
 impl<P: Port> Drop for Node<P> {
@@ -219,6 +222,7 @@ impl<P: Port> Node<P> {
             redirect: None,
             progressed: false,
             next_hop4: None,
+            next_hop6: None,
         }
     }
 
@@ -451,6 +455,7 @@ impl<P: Port> Node<P> {
             mac,
             tx_waiting,
             next_hop4,
+            next_hop6,
             ..
         } = self;
         // A sink for one call (the borrows end with the call).
@@ -558,7 +563,9 @@ impl<P: Port> Node<P> {
                     counters.rx_icmp += 1;
                     match ipv4::check(d) {
                         Ok(ip) if neigh.owns(ip.dst) => {
-                            on_icmp(d, &ip, *mac, icmp, &mut sink!());
+                            if let Some((q, e)) = on_icmp(d, &ip, *mac, icmp, &mut sink!()) {
+                                tcp.icmp_error(now, false, &d[q], e, app, &mut sink!());
+                            }
                         }
                         Ok(_) => counters.rx_not_ours += 1,
                         Err(_) => icmp.bad += 1,
@@ -577,7 +584,21 @@ impl<P: Port> Node<P> {
                     match checked {
                         Ok((true, i)) if i.proto == IpProtocol::ICMPV6 => {
                             counters.rx_icmpv6 += 1;
-                            on_icmpv6(d, &i, *mac, icmp6, neigh6, &mut sink!());
+                            if let Some((q, e)) =
+                                on_icmpv6(d, &i, *mac, icmp6, neigh6, &mut sink!())
+                            {
+                                tcp.icmp_error(now, true, &d[q], e, app, &mut sink!());
+                            }
+                            // The next hop advertised another MAC (a failover's
+                            // unsolicited advertisement with Override, RFC 4861 §7.2.6):
+                            // every frame goes there from now on.
+                            if let Some(m) = next_hop6.and_then(|ip| neigh6.lookup(&ip)) {
+                                if m != udp.tx.next_hop {
+                                    udp.tx.next_hop = m;
+                                    tcp.set_gateway_mac(m);
+                                    neigh6.stats.next_hop_moved += 1;
+                                }
+                            }
                         }
                         Ok((true, i)) if i.proto == IpProtocol::UDP => {
                             counters.rx_udp += 1;
@@ -888,5 +909,25 @@ impl<P: Port> Node<P> {
     /// there from then on (`ArpStats::next_hop_moved`). A static entry never moves.
     pub fn follow_next_hop(&mut self, ip: u32) {
         self.next_hop4 = Some(ip);
+    }
+    /// Makes the next-hop MAC follow IPv6 neighbour `ip`'s entry (the gateway, or the
+    /// default router's link-local address): when it advertises another MAC (an
+    /// unsolicited advertisement with the Override flag, RFC 4861 §7.2.6, or a router
+    /// advertisement from another MAC), frames go there from then on
+    /// (`NdpStats::next_hop_moved`). A static entry never moves.
+    pub fn follow_next_hop6(&mut self, ip: Ipv6Address) {
+        self.next_hop6 = Some(ip);
+    }
+    /// [`follow_next_hop6`](Self::follow_next_hop6) of whichever neighbour resolution
+    /// gave `mac`: `target` if its entry holds it, else the default router if its
+    /// advertisement did (nothing is followed if neither does: a static MAC).
+    pub fn follow_resolved_next_hop6(&mut self, target: Option<Ipv6Address>, mac: [u8; 6]) {
+        let hop = match target {
+            Some(t) if self.neigh6.lookup(&t) == Some(mac) => Some(t),
+            _ => self.neigh6.router().filter(|r| r.1 == mac).map(|r| r.0),
+        };
+        if let Some(h) = hop {
+            self.follow_next_hop6(h);
+        }
     }
 }

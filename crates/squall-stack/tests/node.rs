@@ -1226,31 +1226,42 @@ fn syns_to_addresses_not_ours_get_no_answer() {
     assert_eq!(a.tcp.flow_count(), 2);
 }
 
+/// Node `a` learns B (2001:db8::2) at MB: B solicits A's address (its source link-layer
+/// option is learned). B's address.
+fn learn_b6(a: &mut Node<MemPort>, raw: &mut MemPort) -> Ipv6Address {
+    let b = ip6(IP6_B);
+    let ns = Icmpv6Repr::NeighborSolicit {
+        target: ip6(IP6_A),
+        source_mac: Some(MacAddress(MB)),
+    };
+    raw_frame(raw, &icmp6_frame(MA, b, ip6(IP6_A), 255, &ns));
+    a.turn(1_000, &mut NoApp, None);
+    raw_rx(raw);
+    b
+}
+
+/// An unsolicited advertisement of `target` at `mac`, with or without Override.
+fn unsolicited_na(target: Ipv6Address, mac: [u8; 6], override_: bool) -> Icmpv6Repr<'static> {
+    Icmpv6Repr::NeighborAdvert {
+        flags: NaFlags {
+            router: false,
+            solicited: false,
+            override_,
+        },
+        target,
+        target_mac: Some(MacAddress(mac)),
+    }
+}
+
 /// RFC 4861 §7.2.5: an unsolicited advertisement without the Override flag does not move
 /// a known neighbour to another link-layer address; one with it does.
 #[test]
 fn an_advertisement_without_override_keeps_the_cached_address() {
     let (pa, mut raw) = pair(MemConfig::default()).unwrap();
     let mut a = node6(pa, MA, MB, IP6_A);
-    let b = ip6(IP6_B);
-    // Learn B at MB: B solicits our address (its source link-layer option is learned).
-    let ns = Icmpv6Repr::NeighborSolicit {
-        target: ip6(IP6_A),
-        source_mac: Some(MacAddress(MB)),
-    };
-    raw_frame(&mut raw, &icmp6_frame(MA, b, ip6(IP6_A), 255, &ns));
-    a.turn(1_000, &mut NoApp, None);
-    raw_rx(&mut raw);
+    let b = learn_b6(&mut a, &mut raw);
     assert_eq!(a.neigh6.lookup(&b), Some(MB));
-    let na = |override_| Icmpv6Repr::NeighborAdvert {
-        flags: NaFlags {
-            router: false,
-            solicited: false,
-            override_,
-        },
-        target: b,
-        target_mac: Some(MacAddress([2, 0, 0, 0, 0, 0xc])),
-    };
+    let na = |o| unsolicited_na(b, [2, 0, 0, 0, 0, 0xc], o);
     let all = ip6("ff02::1");
     raw_frame(
         &mut raw,
@@ -1338,6 +1349,163 @@ fn the_next_hop_follows_a_gratuitous_arp() {
     assert_eq!(a.neigh.stats.next_hop_moved, 1);
     raw_frame(&mut raw, &syn_frame(MA, Some((IP_B, IP_A)), None));
     a.turn(3_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 1);
+    assert_eq!(&got[0][0..6], &mc[..], "the SYN-ACK goes to the new MAC");
+}
+
+/// An ICMP (IPv4) or ICMPv6 error from the raw peer (B) to A: `typ`, `code`, the four
+/// bytes after the checksum (`rest`: an MTU, or zero) and the quoted packet.
+fn icmp_error_frame(v6: bool, typ: u8, code: u8, rest: [u8; 4], quoted: &[u8]) -> Vec<u8> {
+    use squall_wire::checksum;
+    let mut msg = vec![typ, code, 0, 0];
+    msg.extend_from_slice(&rest);
+    msg.extend_from_slice(quoted);
+    let mut f = Vec::new();
+    f.extend_from_slice(&MA);
+    f.extend_from_slice(&MB);
+    if v6 {
+        let (src, dst) = (ip6(IP6_B).0, ip6(IP6_A).0);
+        let acc = checksum::pseudo_header_ipv6_acc(&src, &dst, 58, msg.len());
+        let c = !checksum::fold(checksum::accumulate(acc, &msg));
+        msg[2..4].copy_from_slice(&c.to_be_bytes());
+        f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+        f.extend_from_slice(&(msg.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[58, 64]);
+        f.extend_from_slice(&src);
+        f.extend_from_slice(&dst);
+    } else {
+        let c = checksum::checksum(&msg);
+        msg[2..4].copy_from_slice(&c.to_be_bytes());
+        let mut ip = [0u8; 20];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&((20 + msg.len()) as u16).to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 1;
+        ip[12..16].copy_from_slice(&IP_B.to_be_bytes());
+        ip[16..20].copy_from_slice(&IP_A.to_be_bytes());
+        let c = checksum::checksum(&ip);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        f.extend_from_slice(&[0x08, 0x00]);
+        f.extend_from_slice(&ip);
+    }
+    f.extend_from_slice(&msg);
+    f
+}
+
+/// ICMP and ICMPv6 errors quoting one of the node's segments reach its TCP host
+/// (RFC 1122 §4.2.3.9, RFC 5927): a port unreachable about a SYN-ACK ends the half-open
+/// connection (a hard error), a packet too big is checked against the flight, an error
+/// about a segment we never sent is ignored, a non-TCP quote counts as other ICMP.
+#[test]
+fn icmp_errors_reach_the_tcp_host() {
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, MB, IP_A);
+    a.tcp.listen(80);
+    let (a6, b6) = (ip6(IP6_A).0, ip6(IP6_B).0);
+    let mut now = 1_000;
+    for (k, (v4, v6)) in [(Some((IP_B, IP_A)), None), (None, Some((b6, a6)))]
+        .into_iter()
+        .enumerate()
+    {
+        let is6 = v6.is_some();
+        raw_frame(&mut raw, &syn_frame(MA, v4, v6));
+        now += 1_000;
+        a.turn(now, &mut NoApp, None);
+        let got = raw_rx(&mut raw);
+        assert_eq!(got.len(), 1, "SYN-ACK");
+        assert_eq!(a.tcp.flow_count(), 1);
+        let quoted = &got[0][14..];
+        // A packet too big about the SYN-ACK: within the flight, counted, nothing else
+        // (the flow's MSS is already below what 1280 bytes carry).
+        let ptb = if is6 { (2, 0) } else { (3, 4) };
+        raw_frame(
+            &mut raw,
+            &icmp_error_frame(is6, ptb.0, ptb.1, [0, 0, 0x05, 0x00], quoted),
+        );
+        // About a segment of another connection (another port): ignored.
+        let mut other = quoted.to_vec();
+        other[if is6 { 40 } else { 20 }] ^= 1;
+        let unreach = if is6 { (1, 4) } else { (3, 3) };
+        raw_frame(
+            &mut raw,
+            &icmp_error_frame(is6, unreach.0, unreach.1, [0; 4], &other),
+        );
+        now += 1_000;
+        a.turn(now, &mut NoApp, None);
+        assert_eq!(a.tcp.flow_count(), 1);
+        let c = a.tcp.counters().clone();
+        assert_eq!(
+            (c.tcps_icmp_rcvd, c.tcps_icmp_oow),
+            (2 * k as u64 + 1, k as u64 + 1)
+        );
+        // Port unreachable about the SYN-ACK: the half-open flow ends, quietly.
+        raw_frame(
+            &mut raw,
+            &icmp_error_frame(is6, unreach.0, unreach.1, [0; 4], quoted),
+        );
+        now += 1_000;
+        a.turn(now, &mut NoApp, None);
+        assert_eq!(a.tcp.flow_count(), 0, "{k}");
+        assert_eq!(a.tcp.counters().tcps_icmp_drops, k as u64 + 1);
+        assert!(raw_rx(&mut raw).is_empty());
+    }
+    assert_eq!(a.icmp.errors_to_tcp, 3);
+    assert_eq!(a.icmp6.errors_to_tcp, 3);
+    assert_eq!(a.icmp6.packet_too_big, 1);
+    // A quoted UDP datagram is not the TCP host's: other ICMP.
+    let mut udp = vec![0x45, 0, 0, 28, 0, 0, 0x40, 0, 64, 17, 0, 0];
+    udp.extend_from_slice(&IP_A.to_be_bytes());
+    udp.extend_from_slice(&IP_B.to_be_bytes());
+    udp.extend_from_slice(&[0x9c, 0x40, 0, 53, 0, 8, 0, 0]);
+    let other_before = a.icmp.other;
+    raw_frame(&mut raw, &icmp_error_frame(false, 3, 3, [0; 4], &udp));
+    a.turn(now + 1_000, &mut NoApp, None);
+    assert_eq!(a.icmp.other, other_before + 1);
+    assert_eq!(a.icmp.errors_to_tcp, 3);
+}
+
+/// An IPv6 next hop learnt by neighbour discovery that advertises another MAC with the
+/// Override flag (a failover's unsolicited advertisement, RFC 4861 §7.2.6) is followed:
+/// the next SYN-ACK goes to the new MAC; one without Override changes nothing.
+#[test]
+fn the_ipv6_next_hop_follows_an_overriding_advertisement() {
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, MB, IP6_A);
+    a.tcp.listen(80);
+    let b = learn_b6(&mut a, &mut raw);
+    a.set_next_hop(MB);
+    a.follow_resolved_next_hop6(Some(b), MB);
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let na = |o| unsolicited_na(b, mc, o);
+    let all = ip6("ff02::1");
+    let syn_to_a = || syn_frame(MA, None, Some((ip6(IP6_B).0, ip6(IP6_A).0)));
+    raw_frame(
+        &mut raw,
+        &icmp6_frame([0x33, 0x33, 0, 0, 0, 1], b, all, 255, &na(false)),
+    );
+    raw_frame(&mut raw, &syn_to_a());
+    a.turn(2_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 1);
+    assert_eq!(&got[0][0..6], &MB[..], "O=0: the next hop stays");
+    assert_eq!(a.neigh6.stats.next_hop_moved, 0);
+    raw_frame(
+        &mut raw,
+        &icmp6_frame([0x33, 0x33, 0, 0, 0, 1], b, all, 255, &na(true)),
+    );
+    a.turn(3_000, &mut NoApp, None);
+    assert_eq!(a.neigh6.stats.next_hop_moved, 1);
+    // A SYN of another connection: its SYN-ACK goes to the new MAC.
+    let mut syn = syn_to_a();
+    syn[14 + 40 + 1] ^= 1; // another source port
+    let (src, dst) = (ip6(IP6_B).0, ip6(IP6_A).0);
+    let sum = squall_wire::checksum::pseudo_header_ipv6_acc(&src, &dst, 6, 20);
+    syn[14 + 40 + 16..14 + 40 + 18].copy_from_slice(&[0, 0]);
+    let c = !squall_wire::checksum::fold(squall_wire::checksum::accumulate(sum, &syn[54..]));
+    syn[14 + 40 + 16..14 + 40 + 18].copy_from_slice(&c.to_be_bytes());
+    raw_frame(&mut raw, &syn);
+    a.turn(4_000, &mut NoApp, None);
     let got = raw_rx(&mut raw);
     assert_eq!(got.len(), 1);
     assert_eq!(&got[0][0..6], &mc[..], "the SYN-ACK goes to the new MAC");

@@ -24,6 +24,10 @@ pub enum CloseReason {
     Timeout,
     /// Aborted locally (`abort`, or `close` before the handshake completed).
     Aborted,
+    /// The connection attempt was answered by an ICMP or ICMPv6 destination unreachable
+    /// or time exceeded (a firewall's REJECT, a host or network with no route): RFC 1122
+    /// §4.2.3.9, as Linux reports it (`TcpHost::icmp_error`).
+    Unreachable,
 }
 
 /// Errors of `connect`.
@@ -187,4 +191,7 @@ pub struct FlowInfo {
     pub rttvar_us: u32,
     /// Base RTO (before backoff), us.
     pub rto_us: u32,
+    /// Congestion window and slow-start threshold, bytes (RFC 5681).
+    pub cwnd: u32,
+    pub ssthresh: u32,
 }

@@ -131,6 +131,18 @@ counters! {
     /// segments for no connection to an address this host does not own, or from or to a
     /// broadcast, multicast or loopback address (dropped without an answer)
     tcps_rcvnotours,
+    /// ICMP / ICMPv6 errors about a connection, its quoted sequence number in
+    /// SND.UNA..SND.MAX (RFC 5927 §4.1)
+    tcps_icmp_rcvd,
+    /// ICMP / ICMPv6 errors ignored: quoting no connection of ours, or a sequence number
+    /// outside SND.UNA..SND.MAX
+    tcps_icmp_oow,
+    /// send MSS lowered by "fragmentation needed" / "packet too big" (path MTU
+    /// discovery, RFC 1191, RFC 8201); the flight was sent again in smaller segments
+    tcps_pmtu_lowered,
+    /// connection attempts ended by an ICMP destination unreachable or time exceeded
+    /// (also in `tcps_conndrops`)
+    tcps_icmp_drops,
     /// SYNs dropped (half-open table full, no cookie)
     tcps_synfull,
     /// SYN cookies sent

@@ -160,7 +160,7 @@ pub use addr6::{is_id as is_ipv6_id, Addr6Table};
 pub use api::{CloseReason, ConnectError, Ctl, FlowId, FlowInfo, SendError, TcpApp, TxSink};
 pub use counters::TcpCounters;
 pub use flowtable::FlowKey;
-pub use host::{TcpConfig, TcpHost};
+pub use host::{IcmpError, TcpConfig, TcpHost};
 pub use opts::{FlowOpts, OptsId, MAX_OPTS};
 pub use rtt::RtoConfig;
 pub use sendq::{BufId, BufRegistry};

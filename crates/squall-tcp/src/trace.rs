@@ -27,6 +27,9 @@ pub enum RexmitCause {
     Sack,
     /// The peer's SYN came again in SYN-RECEIVED: our SYN-ACK is sent again in reply.
     DupSyn,
+    /// An ICMP error said the path's MTU is smaller than our segments: the flight goes
+    /// again from SND.UNA in segments that fit (RFC 1191 §6.5, RFC 8201).
+    PathMtu,
 }
 
 impl RexmitCause {
@@ -38,6 +41,7 @@ impl RexmitCause {
             RexmitCause::PartialAck => "partial_ack",
             RexmitCause::Sack => "sack",
             RexmitCause::DupSyn => "dup_syn",
+            RexmitCause::PathMtu => "path_mtu",
         }
     }
 }

@@ -2282,3 +2282,266 @@ fn rfc6191_2_time_wait_reused_by_a_syn_with_a_newer_timestamp(fam: Family) {
     assert_eq!((sa2.flags, sa2.ack), (SYN | ACK, 3001));
     assert_eq!(t.host.counters().tcps_twrecycled, 1);
 }
+
+/// The host's next frames as sent (raw), and parsed.
+fn take_raw(t: &mut T) -> Vec<(Vec<u8>, Out)> {
+    t.sink
+        .out
+        .drain(..)
+        .map(|f| (f.clone(), Out::of(&f)))
+        .collect()
+}
+
+/// An ICMP / ICMPv6 error about the frame `f` the host sent: what a router quotes (the IP
+/// header and the start of TCP, 8 bytes of it at least, `quote` bytes of the packet).
+fn icmp_about(t: &mut T, f: &[u8], quote: usize, err: squall_tcp::IcmpError) {
+    let ip = &f[14..];
+    let q = &ip[..quote.min(ip.len())];
+    let v6 = t.fam == Family::V6;
+    t.host
+        .icmp_error(t.now, v6, q, err, &mut t.app, &mut t.sink);
+}
+
+/// Established with the peer's MSS option of 1460 and no timestamps; `len` bytes queued
+/// and the first flight sent: the flight's frames.
+fn pmtu_flow(fam: Family, len: u32) -> (T, Vec<(Vec<u8>, Out)>) {
+    let mut t = T::new(cfg()).over(fam);
+    let (b, l) = with_data(&mut t, len);
+    t.app.send_on_connect = Some((b, l));
+    t.established(&MSS_1460);
+    let flight = take_raw(&mut t);
+    assert!(flight.len() >= 2, "{flight:?}");
+    (t, flight)
+}
+
+// RFC 1191 §6.4-6.5 / RFC 8201 §4: "fragmentation needed" / "packet too big" quoting a
+// segment in flight lowers the send MSS at once; the flight goes again from SND.UNA in
+// segments that fit the path, without a congestion response; the path's MTU is kept for
+// the destination's next connections.
+per_family!(rfc1191_packet_too_big_lowers_the_mss_and_resends);
+fn rfc1191_packet_too_big_lowers_the_mss_and_resends(fam: Family) {
+    use squall_tcp::IcmpError;
+    let (mut t, flight) = pmtu_flow(fam, 6000);
+    let full = fam.mss(1460).min(1460) as usize;
+    assert_eq!(flight[0].1.payload.len(), full);
+    let una = flight[0].1.seq;
+    let cwnd_before = t.host.flow_info(t.flow.unwrap()).unwrap().cwnd;
+    let mtu = match fam {
+        Family::V4 => 1400,
+        Family::V6 => 1300,
+    };
+    let new_mss = mtu - fam.ip_len() - 20;
+    icmp_about(
+        &mut t,
+        &flight[0].0,
+        576,
+        IcmpError::PacketTooBig { mtu: mtu as u32 },
+    );
+    let c = t.host.counters().clone();
+    assert_eq!(
+        (c.tcps_icmp_rcvd, c.tcps_pmtu_lowered, c.tcps_icmp_oow),
+        (1, 1, 0)
+    );
+    let info = t.host.flow_info(t.flow.unwrap()).unwrap();
+    assert_eq!(info.mss as usize, new_mss);
+    assert_eq!(info.cwnd, cwnd_before, "not a congestion signal");
+    assert_eq!(info.state, State::Established);
+    let again = t.take();
+    assert!(!again.is_empty());
+    assert_eq!(again[0].seq, una, "from SND.UNA");
+    assert!(
+        again.iter().all(|o| o.payload.len() <= new_mss),
+        "{again:?}"
+    );
+    // Every byte of the old flight goes again, contiguous.
+    let mut next = una;
+    for o in &again {
+        assert_eq!(o.seq, next);
+        next = next.wrapping_add(o.payload.len() as u32);
+    }
+    let sent: usize = flight.iter().map(|(_, o)| o.payload.len()).sum();
+    assert!(next.wrapping_sub(una) as usize >= sent.min(again.len() * new_mss));
+    // A second error for the same size changes nothing.
+    icmp_about(
+        &mut t,
+        &flight[1].0,
+        576,
+        IcmpError::PacketTooBig { mtu: mtu as u32 },
+    );
+    assert_eq!(t.host.counters().tcps_pmtu_lowered, 1);
+    assert!(t.take().is_empty());
+    assert_eq!(t.host.pmtu_entries(), 1);
+    // A new connection to the same destination starts with the path's MSS (we still
+    // advertise our own).
+    let (f2, syn2) = open_from(&mut t, HP + 1);
+    assert_eq!(syn2.opts.mss, fam.mss(1460));
+    assert_eq!(t.host.flow_info(f2).unwrap().mss as usize, new_mss);
+    // Ten minutes later the destination's entry has expired.
+    t.now += 601_000 * MS;
+    let (f3, _) = open_from(&mut t, HP + 2);
+    assert_eq!(t.host.flow_info(f3).unwrap().mss as usize, full);
+}
+
+/// Another connection from local port `port` to the peer, its handshake completed by a
+/// SYN-ACK carrying MSS 1460: the flow and our SYN.
+fn open_from(t: &mut T, port: u16) -> (FlowId, Out) {
+    let fam = t.fam;
+    let f = fam
+        .connect(
+            &mut t.host,
+            t.now,
+            &mut t.sink,
+            (HOST_IP, port),
+            (PEER_IP, PP),
+            OptsId::DEFAULT,
+        )
+        .unwrap();
+    let syn = Out::of(t.sink.out.last().unwrap());
+    t.sink.out.clear();
+    let buf = wire::peer_frame(
+        fam,
+        (PEER_IP, PP),
+        (HOST_IP, port),
+        9000,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        65535,
+        &MSS_1460,
+        &[],
+    );
+    t.host.rx(t.now, &buf, &mut t.app, &mut t.sink);
+    (f, syn)
+}
+
+// RFC 5927 §4.1: an error quoting a sequence number outside SND.UNA..SND.MAX (an
+// acknowledged segment, or a guess), or no connection of ours, is ignored.
+per_family!(rfc5927_4_1_errors_outside_the_flight_are_ignored);
+fn rfc5927_4_1_errors_outside_the_flight_are_ignored(fam: Family) {
+    use squall_tcp::IcmpError;
+    let (mut t, flight) = pmtu_flow(fam, 3000);
+    let mss = t.host.flow_info(t.flow.unwrap()).unwrap().mss;
+    // The first segment acknowledged: an error about it comes too late.
+    let first = &flight[0].1;
+    t.feed(
+        t.pseq,
+        first.seq.wrapping_add(first.payload.len() as u32),
+        ACK,
+        65535,
+        &[],
+        &[],
+    );
+    t.take();
+    icmp_about(
+        &mut t,
+        &flight[0].0.clone(),
+        576,
+        IcmpError::PacketTooBig { mtu: 1300 },
+    );
+    // Another port: no connection.
+    let mut other = flight[1].0.clone();
+    let tcp = fam.tcp_at();
+    other[tcp] ^= 0x40;
+    icmp_about(&mut t, &other, 576, IcmpError::Unreachable { hard: true });
+    // Too short to hold the ports and the sequence number.
+    icmp_about(
+        &mut t,
+        &flight[1].0.clone(),
+        fam.ip_len() + 4,
+        IcmpError::Other,
+    );
+    let c = t.host.counters().clone();
+    assert_eq!(
+        (c.tcps_icmp_oow, c.tcps_icmp_rcvd, c.tcps_pmtu_lowered),
+        (3, 0, 0)
+    );
+    assert_eq!(t.host.flow_info(t.flow.unwrap()).unwrap().mss, mss);
+    assert!(t.take().is_empty());
+    assert_eq!(t.state(), State::Established);
+}
+
+// RFC 1191 §3 / RFC 8201 §4: a reported MTU below the minimum is taken as the minimum
+// (IPv4: 552, Linux's floor; IPv6: 1280); an IPv4 error without an MTU (an RFC 792
+// router) means the next plateau below the packet's size (RFC 1191 §7).
+per_family!(rfc1191_reported_mtu_bounded_and_plateaus);
+fn rfc1191_reported_mtu_bounded_and_plateaus(fam: Family) {
+    use squall_tcp::IcmpError;
+    let (mut t, flight) = pmtu_flow(fam, 6000);
+    let (floor, hdrs) = match fam {
+        Family::V4 => (552, 40),
+        Family::V6 => (1280, 60),
+    };
+    if fam == Family::V4 {
+        // 1500 bytes sent: the plateau below is 1492.
+        icmp_about(
+            &mut t,
+            &flight[0].0,
+            576,
+            IcmpError::PacketTooBig { mtu: 0 },
+        );
+        assert_eq!(t.host.flow_info(t.flow.unwrap()).unwrap().mss, 1492 - 40);
+        t.take();
+    }
+    icmp_about(
+        &mut t,
+        &flight[0].0,
+        576,
+        IcmpError::PacketTooBig { mtu: 100 },
+    );
+    assert_eq!(t.host.flow_info(t.flow.unwrap()).unwrap().mss, floor - hdrs);
+    let again = t.take();
+    assert!(again
+        .iter()
+        .all(|o| o.payload.len() <= (floor - hdrs) as usize));
+}
+
+// RFC 1122 §4.2.3.9 (as Linux acts): a destination unreachable ends a connection attempt
+// (SYN-SENT), reported as `Unreachable`; a synchronized connection only counts it (RFC
+// 5927 §5.2: hard errors are soft there).
+per_family!(rfc1122_4_2_3_9_unreachable_ends_a_connection_attempt);
+fn rfc1122_4_2_3_9_unreachable_ends_a_connection_attempt(fam: Family) {
+    use squall_tcp::IcmpError;
+    let mut t = T::new(cfg()).over(fam);
+    t.flow = Some(
+        fam.connect(
+            &mut t.host,
+            0,
+            &mut t.sink,
+            (HOST_IP, HP),
+            (PEER_IP, PP),
+            OptsId::DEFAULT,
+        )
+        .unwrap(),
+    );
+    let (raw, syn) = take_raw(&mut t).remove(0);
+    // Soft (no route) ends an attempt too, as Linux does.
+    icmp_about(
+        &mut t,
+        &raw,
+        28 + 40,
+        IcmpError::Unreachable { hard: false },
+    );
+    assert_eq!(t.app.ev, vec![Ev::Closed(CloseReason::Unreachable)]);
+    let c = t.host.counters().clone();
+    assert_eq!(
+        (c.tcps_icmp_rcvd, c.tcps_icmp_drops, c.tcps_conndrops),
+        (1, 1, 1)
+    );
+    assert_eq!(t.host.flow_count(), 0);
+    assert!(
+        t.take().is_empty(),
+        "no RST for an attempt the network refused"
+    );
+    assert_eq!(syn.flags, SYN);
+    // Established: counted, nothing else.
+    let (mut t, flight) = pmtu_flow(fam, 3000);
+    icmp_about(
+        &mut t,
+        &flight[0].0,
+        576,
+        IcmpError::Unreachable { hard: true },
+    );
+    assert_eq!(t.state(), State::Established);
+    assert_eq!(t.host.counters().tcps_icmp_rcvd, 1);
+    assert_eq!(t.host.counters().tcps_icmp_drops, 0);
+    assert!(t.app.ev.iter().all(|e| !matches!(e, Ev::Closed(_))));
+}

@@ -464,6 +464,17 @@ fn run_dut_worker<C: Port, S: Port>(
     };
     c.node.set_next_hop(cmac);
     s.node.set_next_hop(smac);
+    if let Some(m) = t.ipv6 {
+        // Learnt by neighbour discovery: a failover of the device (an advertisement with
+        // Override, a router's) is followed, as ARP's is.
+        let (c6, s6) = (m.client_addr(client_ip), m.server_addr(server_ip));
+        let cgw = dc.client_gw6.unwrap_or(s6);
+        let sgw = dc.server_gw6.unwrap_or(c6);
+        c.node
+            .follow_resolved_next_hop6(Some(Ipv6Address(cgw)), cmac);
+        s.node
+            .follow_resolved_next_hop6(Some(Ipv6Address(sgw)), smac);
+    }
     if ask {
         c.node.announce(clock.now_ns());
         s.node.announce(clock.now_ns());

@@ -381,6 +381,10 @@ fn serve_on<P: Port>(
     if let (None, Some(p), Some(_)) = (rc.peer_mac, rc.peer_ip, from4) {
         // Resolved by ARP: a failover to another MAC (gratuitous ARP) is followed.
         node.follow_next_hop(u32::from_be_bytes(p));
+    } else if rc.peer_mac.is_none() && rc.peer_ip.is_none() && from6.is_some() {
+        // By neighbour discovery (the peer, or the router): the same for an
+        // advertisement with Override.
+        node.follow_resolved_next_hop6(cfg.peer_ip6, peer_mac);
     }
     if w.index == 0 {
         node.announce(clock.now_ns());
@@ -462,13 +466,14 @@ fn serve_on<P: Port>(
     };
     let note = format!(
         "squall serve: {who}{} peer {}: ARP requests answered {}, ICMP echo answered {}, \
-         neighbour solicitations answered {}, ICMPv6 echo answered {}{}",
+         neighbour solicitations answered {}, ICMPv6 echo answered {}{}{}",
         describe(&node.port, rc),
         fmt_mac(peer_mac),
         node.neigh.stats.requests_answered,
         node.icmp.echo_answered,
         node.neigh6.stats.ns_answered,
         node.icmp6.echo_answered,
+        crate::worker::icmp_errors_note(node.icmp.errors_to_tcp + node.icmp6.errors_to_tcp),
         match redirect {
             Some(r) => format!(
                 "; redirect: handed to other workers {}, taken in {}, dropped {}",

@@ -54,6 +54,9 @@ counters! {
     refused: false,
     /// of `aborted`: reset by the peer
     reset_by_peer: false,
+    /// of `aborted`: the connection attempt was answered by an ICMP destination
+    /// unreachable or time exceeded (a firewall's REJECT, no route to the host)
+    unreachable: false,
     /// flows whose program closed but whose connection did not end cleanly
     bad_close: true,
     /// flows whose `recv` could not be satisfied because the peer closed first

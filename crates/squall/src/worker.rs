@@ -221,9 +221,14 @@ pub(crate) fn run_on<P: Port>(
         None => std::net::Ipv4Addr::from(peer_ip).to_string(),
     };
     s.node.set_next_hop(peer_mac);
-    if rc.peer_mac.is_none() && v6.is_none() {
+    match v6 {
         // Resolved by ARP: a failover to another MAC (gratuitous ARP) is followed.
-        s.node.follow_next_hop(u32::from_be_bytes(peer_ip));
+        None if rc.peer_mac.is_none() => s.node.follow_next_hop(u32::from_be_bytes(peer_ip)),
+        // By neighbour discovery: the same for an advertisement with Override.
+        Some((_, p)) if rc.peer_mac.is_none() => s
+            .node
+            .follow_resolved_next_hop6(Some(Ipv6Address(p)), peer_mac),
+        _ => {}
     }
     if w.index == 0 {
         s.node.announce(clock.now_ns());
@@ -316,7 +321,7 @@ pub(crate) fn run_on<P: Port>(
     };
     eprintln!(
         "squall: {who}{} mac {} peer {} at {}: ARP requests answered {}, ARP ignored {}, \
-         ICMP echo requests answered {}, unrelated frames dropped {}{}",
+         ICMP echo requests answered {}{}, unrelated frames dropped {}{}",
         describe(&s.node.port, rc),
         fmt_mac(caps.mac),
         peer_name,
@@ -324,6 +329,7 @@ pub(crate) fn run_on<P: Port>(
         a.requests_answered,
         a.ignored,
         s.node.icmp.echo_answered,
+        icmp_errors_note(s.node.icmp.errors_to_tcp + s.node.icmp6.errors_to_tcp),
         n.rx_not_ours + n.rx_other_ip + n.rx_other_ether + n.rx_bad,
         match s.node.redirect_stats() {
             Some(r) => format!(
@@ -361,6 +367,16 @@ pub(crate) fn run_on<P: Port>(
         trace,
         wire_unimpaired: false,
     })
+}
+
+/// The worker line's note of ICMP errors handed to the TCP host (path MTU, unreachable
+/// destinations), when there were any.
+pub(crate) fn icmp_errors_note(n: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(", ICMP errors about TCP segments {n} (see the tcps_icmp_* counters)")
+    }
 }
 
 /// How a report names the IPv6 next hop `peer_mac`: `peer`, or the router whose

@@ -31,8 +31,25 @@ fn w1_through_dut_ports(
     sport: &str,
     extra: &[&str],
 ) -> Value {
+    w1_through_prepared_dut(topology, cores, cport, sport, extra, &[])
+}
+
+/// [`w1_through_dut_ports`] with commands run in the DUT's namespace once the lab is up
+/// (`prep`: each an argument list, e.g. `ip link set ...`).
+fn w1_through_prepared_dut(
+    topology: &str,
+    cores: u32,
+    cport: &str,
+    sport: &str,
+    extra: &[&str],
+    prep: &[&[&str]],
+) -> Value {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let _lab = Lab::up(&[topology]);
+    for args in prep {
+        let st = lab::ns("sq-dut", args).status().unwrap();
+        assert!(st.success(), "in sq-dut: {args:?}");
+    }
     let dir = tmpdir(topology);
     let json = dir.join("run.json");
     let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
@@ -94,6 +111,43 @@ fn every_flow_completes_through_a_routing_dut() {
     let v = w1_through_dut("dut", 1);
     // Routed, not translated: the server saw the client pool's own addresses.
     assert_eq!(num(&v, &["server", "translated"]), 0);
+}
+
+/// Path MTU discovery through the DUT (RFC 1191): its link toward the clients carries
+/// 1,400-byte packets while every other link carries 1,500, so the server's full-sized
+/// segments (DF set) are refused by the DUT with ICMP "fragmentation needed"; the server
+/// lowers its MSS, sends the flight again in segments that fit, and every flow completes.
+/// The DUT sends as many errors as it is asked to (its ICMP rate limits off): one per
+/// client address at least, the server learning each destination's path.
+#[test]
+fn every_flow_completes_through_a_dut_with_a_smaller_mtu() {
+    if let Some(why) = skip(&["ip", "ethtool"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let v = w1_through_prepared_dut(
+        "dut",
+        1,
+        "afpacket:sq-c0",
+        "afpacket:sq-s0",
+        &[],
+        &[
+            &["ip", "link", "set", "sq-dc0", "mtu", "1400"],
+            &["sysctl", "-qw", "net.ipv4.icmp_ratelimit=0"],
+            &["sysctl", "-qw", "net.ipv4.icmp_msgs_per_sec=1000000"],
+        ],
+    );
+    let lowered = num(&v, &["server", "tcp", "tcps_pmtu_lowered"]);
+    eprintln!(
+        "server: pmtu_lowered {lowered}, icmp_rcvd {}, icmp_oow {}, sndrexmitpack {}",
+        num(&v, &["server", "tcp", "tcps_icmp_rcvd"]),
+        num(&v, &["server", "tcp", "tcps_icmp_oow"]),
+        num(&v, &["server", "tcp", "tcps_sndrexmitpack"])
+    );
+    assert!(lowered >= 200, "MSS lowered {lowered} times");
+    assert!(num(&v, &["server", "tcp", "tcps_icmp_rcvd"]) >= lowered);
+    // The client's segments are small: nothing to learn on its side.
+    assert_eq!(num(&v, &["client", "tcp", "tcps_pmtu_lowered"]), 0);
 }
 
 /// The same NAT run with both ports over AF_XDP (copy mode on the veth): the XDP
@@ -172,4 +226,68 @@ fn two_workers_through_a_nat_keep_every_flow_on_its_core() {
     assert!(v["mode"].as_str().unwrap().contains("2 workers"));
     assert_eq!(num(&v, &["client", "port", "rx_redirected"]), 0);
     assert_eq!(num(&v, &["server", "port", "rx_redirected"]), 0);
+}
+
+/// A firewall's REJECT (RFC 1122 §4.2.3.9): the DUT answers every SYN to port 80 with
+/// ICMP port unreachable; each connection attempt ends at once as `unreachable` (not
+/// after its SYN retransmissions as a timeout), none reaches the server, and the run
+/// reports the errors.
+#[test]
+fn connection_attempts_rejected_by_the_dut_end_as_unreachable() {
+    if let Some(why) = skip(&["ip", "ethtool", "nft"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let _lab = Lab::up(&["dut"]);
+    let mut nft = lab::ns("sq-dut", &["nft", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    nft.stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"table inet sq_fw {\n chain forward {\n  type filter hook forward priority 0; \
+              policy accept;\n  tcp dport 80 reject with icmpx type port-unreachable\n }\n}\n",
+        )
+        .unwrap();
+    assert!(nft.wait().unwrap().success());
+    let dir = tmpdir("dut-reject");
+    let json = dir.join("run.json");
+    let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
+    let (code, out) = squall_in(
+        "sq-tg",
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--client-iface",
+            "afpacket:sq-c0",
+            "--server-iface",
+            "afpacket:sq-s0",
+            "--client-gw",
+            "198.18.0.1",
+            "--server-gw",
+            "198.19.0.1",
+            "--duration",
+            "2",
+            "--mult",
+            "200",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        60,
+    );
+    assert_ne!(code, 0, "a run whose every flow failed passed:\n{out}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let started = num(&v, &["client", "flows", "started"]);
+    assert_eq!(started, 400, "{out}");
+    assert_eq!(num(&v, &["client", "flows", "aborted"]), started);
+    assert_eq!(num(&v, &["client", "flows", "unreachable"]), started);
+    assert_eq!(num(&v, &["client", "flows", "timeouts"]), 0);
+    assert_eq!(num(&v, &["client", "tcp", "tcps_icmp_drops"]), started);
+    assert_eq!(num(&v, &["client", "tcp", "tcps_rexmttimeo"]), 0);
+    assert_eq!(num(&v, &["server", "flows", "accepted"]), 0);
 }

@@ -132,7 +132,9 @@ impl TcpHost {
         let i = self.alloc_flow(key, h, opt)?;
         self.counters.tcps_sc_recvcookie += 1;
         let now_ms = (self.now / 1_000_000) as u32;
-        let mss = COOKIE_MSS[idx as usize].min(self.fo_mss(opt, &key));
+        let mss = COOKIE_MSS[idx as usize]
+            .min(self.fo_mss(opt, &key))
+            .min(self.pmtu_mss(&key));
         let init = fo.init_cwnd;
         let t = &mut self.flows[i as usize];
         t.state = State::SynReceived;

@@ -383,7 +383,10 @@ impl TcpHost {
         let cfg_ws = fo.wscale;
         let cfg_ts = fo.timestamps;
         let ts_now = self.ts_now();
-        let mss = peer_mss(o.mss, &key).min(fo_mss).max(64);
+        let mss = peer_mss(o.mss, &key)
+            .min(fo_mss)
+            .min(self.pmtu_mss(&key))
+            .max(64);
         let init = fo.init_cwnd;
         let now = self.now;
         let t = &mut self.flows[i as usize];
@@ -433,7 +436,9 @@ impl TcpHost {
     ) {
         let now = self.now;
         let fo = *self.fo(i);
-        let fo_mss = self.fo_mss(self.flows[i as usize].opt, &self.flows[i as usize].key);
+        let fo_mss = self
+            .fo_mss(self.flows[i as usize].opt, &self.flows[i as usize].key)
+            .min(self.pmtu_mss(&self.flows[i as usize].key));
         let t = &mut self.flows[i as usize];
         let iss = t.snd_una;
         let has_ack = seg.flags & ACK != 0;

@@ -4,7 +4,8 @@
 //! ([`TxSink`]). Timers live in one `squall_engine::TimerWheel` (token = slab index).
 //!
 //! Parts: `slab` (flow allocation, side tables), `timers`, `output`, `calls` (application
-//! calls), `input` (rx, LISTEN, SYN-SENT), `cookies`, `segment`, `ack`. This file holds the
+//! calls), `input` (rx, LISTEN, SYN-SENT), `cookies`, `segment`, `ack`, `icmp` (ICMP
+//! errors: path MTU, unreachable destinations). This file holds the
 //! configuration, the host structure, its constructor and accessors.
 
 use squall_engine::TimerWheel;
@@ -29,12 +30,15 @@ use std::collections::VecDeque;
 mod ack;
 mod calls;
 mod cookies;
+mod icmp;
 mod input;
 mod output;
 mod segment;
 mod slab;
 mod timers;
 mod tracing;
+
+pub use icmp::IcmpError;
 
 /// Host and TCP configuration.
 #[derive(Clone, Debug)]
@@ -202,6 +206,8 @@ pub struct TcpHost {
     /// `set_owned` gave some address: the lists above are the host's (an empty one: none
     /// of that family); else any unicast address is answered on.
     owned_set: bool,
+    /// Path MTUs learnt from ICMP errors, by destination (`icmp`).
+    pmtu: icmp::PmtuCache,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (its node: deadline, backward link and
@@ -269,6 +275,7 @@ impl TcpHost {
             owned4: Vec::new(),
             owned6: Vec::new(),
             owned_set: false,
+            pmtu: icmp::PmtuCache::default(),
             cfg,
         }
     }
@@ -340,6 +347,8 @@ impl TcpHost {
             srtt_us: t.rtt.srtt_us(),
             rttvar_us: t.rtt.rttvar_us(),
             rto_us: t.rtt.rto_us(),
+            cwnd: t.cc.cwnd,
+            ssthresh: t.cc.ssthresh,
         })
     }
     /// Heap bytes held by this host's flow structures: TCB slab (capacity), flow table,

@@ -44,6 +44,7 @@ fn reason_name(r: CloseReason) -> &'static str {
         CloseReason::Normal => "normal",
         CloseReason::Reset => "reset",
         CloseReason::Refused => "refused",
+        CloseReason::Unreachable => "unreachable",
         CloseReason::Timeout => "timeout",
         CloseReason::Aborted => "aborted",
     }

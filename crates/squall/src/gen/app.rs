@@ -889,6 +889,7 @@ impl TcpApp for GenApp {
                         CloseReason::Timeout => c.timeouts += 1,
                         CloseReason::Refused => c.refused += 1,
                         CloseReason::Reset => c.reset_by_peer += 1,
+                        CloseReason::Unreachable => c.unreachable += 1,
                         _ => {}
                     }
                 }
