@@ -53,6 +53,10 @@ fn unreachable(code: u8) -> IcmpError {
     }
 }
 
+/// The highest destination-unreachable code defined (RFC 1812 §5.2.7.1); Linux ignores
+/// errors with a higher one.
+const MAX_UNREACHABLE_CODE: u8 = 15;
+
 /// The error an ICMP message `msg` (checksum verified) reports about a TCP segment it
 /// quotes, and where the quoted packet lies in `msg`; None for anything else.
 pub fn tcp_error(msg: &[u8]) -> Option<(Range<usize>, IcmpError)> {
@@ -63,7 +67,7 @@ pub fn tcp_error(msg: &[u8]) -> Option<(Range<usize>, IcmpError)> {
         DEST_UNREACHABLE if code == FRAG_NEEDED => IcmpError::PacketTooBig {
             mtu: u32::from(u16::from_be_bytes([m0, m1])),
         },
-        DEST_UNREACHABLE => unreachable(code),
+        DEST_UNREACHABLE if code <= MAX_UNREACHABLE_CODE => unreachable(code),
         TIME_EXCEEDED => IcmpError::Unreachable { hard: false },
         PARAMETER_PROBLEM => IcmpError::Other,
         _ => return None,
@@ -98,7 +102,9 @@ pub fn on_icmp<S: TxSink>(
         return None;
     }
     if msg[0] != ECHO_REQUEST || msg[1] != 0 {
-        return match tcp_error(msg) {
+        // An error sent to the link's broadcast address is nobody's (RFC 1122 §3.2.2).
+        let unicast = d[..6] != [0xff; 6];
+        return match tcp_error(msg).filter(|_| unicast) {
             Some((q, e)) => {
                 st.errors_to_tcp += 1;
                 Some((l4 + q.start..l4 + q.end, e))

@@ -1463,6 +1463,16 @@ fn icmp_errors_reach_the_tcp_host() {
     a.turn(now + 1_000, &mut NoApp, None);
     assert_eq!(a.icmp.other, other_before + 1);
     assert_eq!(a.icmp.errors_to_tcp, 3);
+    // An error sent to the link's broadcast address (RFC 1122 §3.2.2), or with a
+    // destination-unreachable code above 15 (as Linux): not handed over.
+    let quoted = syn_frame(MA, Some((IP_A, IP_B)), None)[14..].to_vec();
+    let mut bcast = icmp_error_frame(false, 3, 3, [0; 4], &quoted);
+    bcast[..6].copy_from_slice(&[0xff; 6]);
+    raw_frame(&mut raw, &bcast);
+    raw_frame(&mut raw, &icmp_error_frame(false, 3, 16, [0; 4], &quoted));
+    a.turn(now + 2_000, &mut NoApp, None);
+    assert_eq!(a.icmp.other, other_before + 3);
+    assert_eq!(a.icmp.errors_to_tcp, 3);
 }
 
 /// An IPv6 next hop learnt by neighbour discovery that advertises another MAC with the

@@ -140,6 +140,9 @@ counters! {
     /// send MSS lowered by "fragmentation needed" / "packet too big" (path MTU
     /// discovery, RFC 1191, RFC 8201); the flight was sent again in smaller segments
     tcps_pmtu_lowered,
+    /// of `tcps_pmtu_lowered`: the destination's MTU could not be kept (the cache of
+    /// 65,536 destinations full of valid entries): its new connections start full-sized
+    tcps_pmtu_nocache,
     /// connection attempts ended by an ICMP destination unreachable or time exceeded
     /// (also in `tcps_conndrops`)
     tcps_icmp_drops,

@@ -2545,3 +2545,62 @@ fn rfc1122_4_2_3_9_unreachable_ends_a_connection_attempt(fam: Family) {
     assert_eq!(t.host.counters().tcps_icmp_drops, 0);
     assert!(t.app.ev.iter().all(|e| !matches!(e, Ev::Closed(_))));
 }
+
+// RFC 1191 §6.5 during fast recovery (FreeBSD's tcp_mtudisc): the go-back ends the
+// recovery, so the partial ACKs that follow retransmit nothing the go-back already sent
+// again, and the window is the recovery's ssthresh, not its inflated value.
+per_family!(rfc1191_packet_too_big_during_recovery_resends_once);
+fn rfc1191_packet_too_big_during_recovery_resends_once(fam: Family) {
+    use squall_tcp::IcmpError;
+    let mut t = T::new(TcpConfig {
+        opts: squall_tcp::FlowOpts {
+            init_cwnd: 10,
+            ..squall_tcp::FlowOpts::default()
+        },
+        ..cfg()
+    })
+    .over(fam);
+    let (b, l) = with_data(&mut t, 8000);
+    t.app.send_on_connect = Some((b, l));
+    let iss1 = t.established(&MSS_1460);
+    let segs = take_raw(&mut t);
+    for _ in 0..3 {
+        t.feed(t.pseq, iss1, ACK, 65535, &[], &[]);
+    }
+    assert_eq!(t.one().seq, iss1, "fast retransmit");
+    let f = t.flow.unwrap();
+    assert!(t.host.flow_info(f).unwrap().in_recovery);
+    icmp_about(
+        &mut t,
+        &segs[0].0,
+        576,
+        IcmpError::PacketTooBig { mtu: 1000 },
+    );
+    let info = t.host.flow_info(f).unwrap();
+    assert!(!info.in_recovery);
+    assert!(info.cwnd <= info.ssthresh, "{info:?}");
+    let mss = u32::from(info.mss);
+    let again = t.take();
+    assert_eq!(again[0].seq, iss1);
+    // From here every byte goes once, in order, as the ACKs of the go-back open the
+    // window: a recovery still running would send the holes its partial ACKs name again.
+    let mut next = iss1;
+    let mut sent = again;
+    for _ in 0..6 {
+        for o in sent.iter().filter(|o| !o.payload.is_empty()) {
+            let seqs: Vec<_> = sent.iter().map(|o| (o.seq, o.payload.len())).collect();
+            assert_eq!(o.seq, next, "sent twice, or out of order: {seqs:?}");
+            assert!(o.payload.len() <= mss as usize);
+            next = o.seq.wrapping_add(o.payload.len() as u32);
+        }
+        let ack = sent
+            .iter()
+            .find(|o| !o.payload.is_empty())
+            .map(|o| o.seq.wrapping_add(o.payload.len() as u32));
+        let Some(ack) = ack else { break };
+        t.feed(t.pseq, ack, ACK, 65535, &[], &[]);
+        sent = t.take();
+    }
+    assert_eq!(next.wrapping_sub(iss1), 8000, "everything went again, once");
+    assert_eq!(t.host.counters().tcps_fastrexmt, 1);
+}

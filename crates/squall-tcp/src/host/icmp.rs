@@ -42,37 +42,53 @@ const PLATEAUS: [u32; 10] = [
     32_000, 17_914, 8_166, 4_352, 2_002, 1_492, 1_006, 508, 296, 68,
 ];
 
-/// Learnt path MTUs by destination address (IPv4 as `::ffff:a.b.c.d`): MTU and expiry.
+/// A destination as the cache keys it: the family (IPv6?) and the address.
+type Dst = (bool, u128);
+
+/// Learnt path MTUs by destination: MTU and expiry.
 #[derive(Default)]
 pub(super) struct PmtuCache {
-    map: HashMap<u128, (u32, u64)>,
+    map: HashMap<Dst, (u32, u64)>,
+    /// The latest expiry of any entry: past it the cache holds nothing valid, and new
+    /// connections skip the lookup.
+    until_max: u64,
+    /// No sweep of a full cache before this time (one per second at most).
+    next_sweep: u64,
 }
 
 impl PmtuCache {
     /// The MTU learnt for `dst`, if still valid at `now`.
-    fn get(&self, dst: u128, now: u64) -> Option<u32> {
+    fn get(&self, dst: Dst, now: u64) -> Option<u32> {
         self.map
             .get(&dst)
             .filter(|&&(_, until)| until > now)
             .map(|&(m, _)| m)
     }
-    fn put(&mut self, dst: u128, mtu: u32, now: u64) {
+    /// Keeps `mtu` for `dst` from `now`; false if the cache is full of valid entries.
+    fn put(&mut self, dst: Dst, mtu: u32, now: u64) -> bool {
         if self.map.len() >= PMTU_CACHE_MAX && !self.map.contains_key(&dst) {
+            if now < self.next_sweep {
+                return false;
+            }
+            self.next_sweep = now + 1_000_000_000;
             self.map.retain(|_, &mut (_, until)| until > now);
             if self.map.len() >= PMTU_CACHE_MAX {
-                return;
+                return false;
             }
         }
-        self.map.insert(dst, (mtu, now + PMTU_EXPIRES_NS));
+        let until = now + PMTU_EXPIRES_NS;
+        self.map.insert(dst, (mtu, until));
+        self.until_max = self.until_max.max(until);
+        true
+    }
+    /// Whether an entry may still be valid at `now`.
+    #[inline(always)]
+    fn live(&self, now: u64) -> bool {
+        now < self.until_max
     }
     pub(super) fn len(&self) -> usize {
         self.map.len()
     }
-}
-
-/// An IPv4 address as the cache keys it.
-fn v4_key(a: u32) -> u128 {
-    0xffff_u128 << 32 | u128::from(a)
 }
 
 impl TcpHost {
@@ -127,7 +143,7 @@ impl TcpHost {
     /// The connection a quoted packet belongs to (our address and port its source), the
     /// destination address as the path-MTU cache keys it, the quoted sequence number
     /// and the quoted packet's IP length.
-    fn quoted_key(&mut self, v6: bool, q: &[u8]) -> Option<(FlowKey, u128, u32, u32)> {
+    fn quoted_key(&mut self, v6: bool, q: &[u8]) -> Option<(FlowKey, Dst, u32, u32)> {
         let (key, dst, tcp, len) = if v6 {
             let h = q.get(..40)?;
             // TCP right after the fixed header: every segment we send is so.
@@ -143,7 +159,7 @@ impl TcpHost {
                 remote_port: 0,
             };
             let len = 40 + u32::from(u16::from_be_bytes([h[4], h[5]]));
-            (key, u128::from_be_bytes(*dst), 40, len)
+            (key, (true, u128::from_be_bytes(*dst)), 40, len)
         } else {
             let h = q.get(..20)?;
             let ihl = usize::from(h[0] & 0x0f) * 4;
@@ -163,7 +179,7 @@ impl TcpHost {
                 remote_port: 0,
             };
             let len = u32::from(u16::from_be_bytes([h[2], h[3]]));
-            (key, v4_key(dst), ihl, len)
+            (key, (false, u128::from(dst)), ihl, len)
         };
         let t = q.get(tcp..tcp + 8)?;
         Some((
@@ -187,7 +203,7 @@ impl TcpHost {
         &mut self,
         i: u32,
         v6: bool,
-        dst: u128,
+        dst: Dst,
         mtu: u32,
         sent_len: u32,
         tx: &mut S,
@@ -210,8 +226,8 @@ impl TcpHost {
             return;
         }
         let now = self.now;
-        if self.pmtu.get(dst, now).is_none_or(|m| m > mtu) {
-            self.pmtu.put(dst, mtu, now);
+        if self.pmtu.get(dst, now).is_none_or(|m| m > mtu) && !self.pmtu.put(dst, mtu, now) {
+            self.counters.tcps_pmtu_nocache += 1;
         }
         self.counters.tcps_pmtu_lowered += 1;
         let t = &mut self.flows[i as usize];
@@ -219,16 +235,29 @@ impl TcpHost {
         if t.state == State::SynSent || t.state == State::SynReceived {
             return;
         }
-        // Go back to SND.UNA (as after a timeout, RFC 1191 §6.5), leaving the congestion
-        // window, the backoff and the timer alone; the segments cut before are re-cut.
+        // Go back to SND.UNA (as after a timeout, RFC 1191 §6.5; the segments cut before
+        // are cut again), with no congestion response: the window stays, but a recovery
+        // in progress ends, as FreeBSD's tcp_mtudisc ends it (its retransmissions would
+        // repeat the go-back's), and the duplicate ACKs the resent segments may cause
+        // start none (RFC 6582's `recover` moves to SND.MAX).
         let sb = t.sb;
         t.sb = NO_SIDE;
         t.snd_nxt = t.snd_una;
         t.flags &= !F_TIMING; // Karn: the next ACK may be for either copy
+        let cc = &mut t.cc;
+        if cc.in_recovery {
+            cc.in_recovery = false;
+            cc.cwnd = cc.cwnd.min(cc.ssthresh);
+        }
+        cc.dupacks = 0;
+        cc.recover = t.snd_max;
         self.release_sb(sb);
         if self.traced(i) {
             self.trace_cause(i, crate::trace::RexmitCause::PathMtu);
         }
+        // The timer runs from the resent head, as after any retransmission of it.
+        let rto = self.rto_ns(&self.flows[i as usize]);
+        self.flows[i as usize].rexmt_at = now + rto;
         self.output(i, tx);
         self.schedule(i);
     }
@@ -238,7 +267,7 @@ impl TcpHost {
     /// share is taken off.
     #[inline]
     pub(super) fn pmtu_mss(&self, key: &FlowKey) -> u16 {
-        if self.pmtu.len() == 0 {
+        if !self.pmtu.live(self.now) {
             return u16::MAX;
         }
         self.pmtu_mss_slow(key)
@@ -247,9 +276,10 @@ impl TcpHost {
     #[cold]
     fn pmtu_mss_slow(&self, key: &FlowKey) -> u16 {
         let (dst, hdrs) = if key.is_ipv6() {
-            (u128::from_be_bytes(*self.addr6.addr(key.remote_ip)), 60)
+            let a = u128::from_be_bytes(*self.addr6.addr(key.remote_ip));
+            ((true, a), 60)
         } else {
-            (v4_key(key.remote_ip), 40)
+            ((false, u128::from(key.remote_ip)), 40)
         };
         match self.pmtu.get(dst, self.now) {
             Some(m) => m.saturating_sub(hdrs).clamp(64, u32::from(u16::MAX)) as u16,
