@@ -764,17 +764,7 @@ fn rfc9293_3_8_3_give_up_after_max_retries(fam: Family) {
 // RFC 6582 §3.2 / RFC 5681 §3.2: three duplicate ACKs trigger fast retransmit.
 per_family!(rfc6582_3_2_fast_retransmit_on_three_dupacks);
 fn rfc6582_3_2_fast_retransmit_on_three_dupacks(fam: Family) {
-    let mut t = T::new(TcpConfig {
-        opts: squall_tcp::FlowOpts {
-            init_cwnd: 10,
-            ..squall_tcp::FlowOpts::default()
-        },
-        ..cfg()
-    })
-    .over(fam);
-    let (b, l) = with_data(&mut t, 8000);
-    t.app.send_on_connect = Some((b, l));
-    let iss1 = t.established(&[2, 4, 0x05, 0xb4]);
+    let (mut t, iss1) = eight_kb_in_flight(fam);
     let segs = t.take();
     assert_eq!(segs.iter().map(|s| s.payload.len()).sum::<usize>(), 8000);
     for _ in 0..2 {
@@ -790,6 +780,23 @@ fn rfc6582_3_2_fast_retransmit_on_three_dupacks(fam: Family) {
     t.feed(t.pseq, iss1.wrapping_add(m.into()), ACK, 65535, &[], &[]);
     let r = t.take();
     assert_eq!(r[0].seq, iss1.wrapping_add(m.into()));
+}
+
+/// Established (the peer's MSS 1460, no SACK, no timestamps) with an initial window of
+/// ten segments and 8,000 bytes queued on connect, all in flight: our ISS + 1.
+fn eight_kb_in_flight(fam: Family) -> (T, u32) {
+    let mut t = T::new(TcpConfig {
+        opts: squall_tcp::FlowOpts {
+            init_cwnd: 10,
+            ..squall_tcp::FlowOpts::default()
+        },
+        ..cfg()
+    })
+    .over(fam);
+    let (b, l) = with_data(&mut t, 8000);
+    t.app.send_on_connect = Some((b, l));
+    let iss1 = t.established(&MSS_1460);
+    (t, iss1)
 }
 
 // RFC 9293 §3.8.6.1: zero window -> persist probes.
@@ -2552,17 +2559,7 @@ fn rfc1122_4_2_3_9_unreachable_ends_a_connection_attempt(fam: Family) {
 per_family!(rfc1191_packet_too_big_during_recovery_resends_once);
 fn rfc1191_packet_too_big_during_recovery_resends_once(fam: Family) {
     use squall_tcp::IcmpError;
-    let mut t = T::new(TcpConfig {
-        opts: squall_tcp::FlowOpts {
-            init_cwnd: 10,
-            ..squall_tcp::FlowOpts::default()
-        },
-        ..cfg()
-    })
-    .over(fam);
-    let (b, l) = with_data(&mut t, 8000);
-    t.app.send_on_connect = Some((b, l));
-    let iss1 = t.established(&MSS_1460);
+    let (mut t, iss1) = eight_kb_in_flight(fam);
     let segs = take_raw(&mut t);
     for _ in 0..3 {
         t.feed(t.pseq, iss1, ACK, 65535, &[], &[]);
