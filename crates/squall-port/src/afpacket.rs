@@ -1054,20 +1054,35 @@ fn setup_ring(s: i32, cfg: &AfPacketConfig) -> Result<RxRing, String> {
 impl Drop for AfPacketPort {
     fn drop(&mut self) {
         if self.out > 0 {
-            // Frames still point into the pool or the ring: keep them alive rather than
-            // let the frames dangle.
+            // Frames still point into the pool, the super-frame buffer or the ring: keep
+            // them alive rather than let the frames dangle.
             std::mem::forget(std::mem::take(&mut self.pool));
-        } else {
-            if let Some(r) = self.ring.take() {
-                // SAFETY: no frame points into the mapping any more; it was mapped with
-                // this address and size.
-                unsafe { libc::munmap(r.map as *mut libc::c_void, r.size) };
+            if let Some(g) = self.gso.as_mut() {
+                std::mem::forget(std::mem::take(&mut g.big));
             }
-            if let Some(r) = self.fring.take() {
-                // SAFETY: as above.
-                unsafe { libc::munmap(r.map as *mut libc::c_void, r.size) };
-            }
+            std::mem::forget(self.ring.take());
+            std::mem::forget(self.fring.take());
         }
+        // Otherwise the rings unmap themselves as they drop.
+    }
+}
+
+/// Unmaps a receive ring of `size` bytes at `map` (no frame points into it any more).
+fn unmap(map: *mut u8, size: usize) {
+    // SAFETY: the caller's ring was mapped with this address and size, and nothing
+    // refers to it any more (the port forgets its rings while frames are out).
+    unsafe { libc::munmap(map as *mut libc::c_void, size) };
+}
+
+impl Drop for RxRing {
+    fn drop(&mut self) {
+        unmap(self.map, self.size);
+    }
+}
+
+impl Drop for FrameRing {
+    fn drop(&mut self) {
+        unmap(self.map, self.size);
     }
 }
 

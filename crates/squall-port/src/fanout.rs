@@ -137,8 +137,19 @@ pub fn join(fd: libc::c_int, f: &Fanout) -> Result<(), String> {
     } else {
         libc::PACKET_FANOUT_CBPF
     };
-    let arg: libc::c_int = (u32::from(f.group) | (kind << 16)) as libc::c_int;
-    if !setopt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg) {
+    // A group's hook replaces its members' own, so their PACKET_IGNORE_OUTGOING no longer
+    // applies: without the group's flag, every frame sent by a socket outside the group
+    // (the port's super-frame socket) comes back into some member's ring. Kernels before
+    // the flag refuse it (EINVAL): the group is then joined without it.
+    let arg = |flags: u32| (u32::from(f.group) | ((kind | flags) << 16)) as libc::c_int;
+    let joined = setopt(
+        fd,
+        libc::SOL_PACKET,
+        libc::PACKET_FANOUT,
+        &arg(libc::PACKET_FANOUT_FLAG_IGNORE_OUTGOING),
+    ) || (std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
+        && setopt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg(0)));
+    if !joined {
         return Err(format!(
             "PACKET_FANOUT (group {}): {}",
             f.group,

@@ -262,9 +262,10 @@ impl<P: Port, W: Write> Port for Tap<P, W> {
                 w.record(now, f.data());
             }
         }
-        let before = frames.len();
         let sent = self.inner.tx_burst(frames);
-        self.recorded_pending = before - sent;
+        // What the port kept (a full ring) was recorded and goes again; what it refused
+        // is gone from the vector, so count what is left, not what was not sent.
+        self.recorded_pending = frames.len();
         sent
     }
 
@@ -388,5 +389,62 @@ mod tests {
         assert_eq!(firsts, vec![0, 1, 2, 3, 4, 5, 5]);
         assert_eq!(ra[4].ts_ns, 5_000);
         assert_eq!(rb.len(), 6);
+    }
+
+    /// A port that refuses (drops, without sending) the first frame of every burst, as
+    /// the kernel ports do with frames it rejects.
+    struct Refusing(crate::mem::MemPort);
+
+    impl Port for Refusing {
+        type Frame = <crate::mem::MemPort as Port>::Frame;
+        fn rx_burst(&mut self, out: &mut Vec<Self::Frame>, max: usize) -> usize {
+            self.0.rx_burst(out, max)
+        }
+        fn alloc_tx(&mut self, out: &mut Vec<Self::Frame>, n: usize) -> usize {
+            self.0.alloc_tx(out, n)
+        }
+        fn tx_burst(&mut self, frames: &mut Vec<Self::Frame>) -> usize {
+            if !frames.is_empty() {
+                let f = frames.remove(0);
+                self.0.release(f);
+            }
+            self.0.tx_burst(frames)
+        }
+        fn release(&mut self, frame: Self::Frame) {
+            self.0.release(frame)
+        }
+        fn caps(&self) -> PortCaps {
+            self.0.caps()
+        }
+        fn stats(&self) -> PortStats {
+            self.0.stats()
+        }
+    }
+
+    /// Frames a port refuses leave the burst: the frames the caller adds next are still
+    /// recorded (each once).
+    #[test]
+    fn tap_records_frames_after_refused_ones() {
+        let cfg = MemConfig {
+            frames: 64,
+            ring_size: 4,
+            ..MemConfig::default()
+        };
+        let (a, _b) = pair(cfg).unwrap();
+        let mut a = Tap::both(Refusing(a), PcapWriter::new(Vec::new()).unwrap());
+        let mut v = Vec::new();
+        for round in 0..3u8 {
+            a.alloc_tx(&mut v, 2);
+            let n = v.len();
+            for (k, f) in v.iter_mut().enumerate().skip(n - 2) {
+                f.fill(&[round * 10 + k as u8; 60]).unwrap();
+            }
+            a.tx_burst(&mut v);
+            assert!(v.is_empty(), "{round}");
+        }
+        let (_, w, _) = a.into_parts();
+        let (_, r) = read_pcap(&w.unwrap().into_inner().unwrap()).unwrap();
+        let firsts: Vec<u8> = r.iter().map(|r| r.data[0]).collect();
+        assert_eq!(firsts, vec![0, 1, 10, 11, 20, 21]);
     }
 }

@@ -124,3 +124,53 @@ fn each_worker_gets_the_frames_its_port_names() {
     });
     h.join().expect("fanout checks");
 }
+
+/// Frames a worker sends leave through its super-frame socket, which is not in the
+/// fanout group: the group ignores outgoing frames (`PACKET_FANOUT_FLAG_IGNORE_OUTGOING`),
+/// so none comes back into a worker's ring (each would be a copy, then a drop).
+#[test]
+fn a_fanout_group_does_not_take_back_what_its_workers_send() {
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        squall_port::lab::skipped("needs root (network namespace, AF_PACKET)");
+        return;
+    }
+    let Some(ns) = VethNs::up("sqp-fano", "fo0", "fo1", false) else {
+        squall_port::lab::skipped("cannot create a network namespace here");
+        return;
+    };
+    let name = ns.name;
+    let h = std::thread::spawn(move || {
+        common::enter(name);
+        let group = Fanout::group_for_process(7);
+        let mut workers: Vec<AfPacketPort> = (0..2)
+            .map(|_| {
+                let mut c = AfPacketConfig::new("fo1");
+                c.frames = 256;
+                c.fanout = Some(Fanout {
+                    group,
+                    members: 2,
+                    by: FanoutBy::DstPort,
+                });
+                AfPacketPort::open(c).expect("worker socket")
+            })
+            .collect();
+        let mut out = Vec::new();
+        workers[0].alloc_tx(&mut out, 10);
+        for (k, f) in out.iter_mut().enumerate() {
+            f.fill(&tcp_frame(1000 + k as u16, 80)).unwrap();
+        }
+        assert_eq!(workers[0].tx_burst(&mut out), 10);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(300);
+        while std::time::Instant::now() < deadline {
+            for w in workers.iter_mut() {
+                let mut rx = Vec::new();
+                w.rx_burst(&mut rx, 64);
+                w.release_all(&mut rx);
+            }
+        }
+        let back: u64 = workers.iter().map(|w| w.extra_stats().rx_outgoing).sum();
+        assert_eq!(back, 0, "sent frames came back into the group");
+    });
+    h.join().expect("fanout checks");
+}

@@ -38,6 +38,9 @@ use umem::Umem;
 
 /// Descriptors moved per ring call.
 const BURST: usize = 64;
+/// Queues the XDP program's socket map holds (`xsks_map`'s `max_entries` in
+/// `csrc/squall_xdp.bpf.c`).
+const MAX_QUEUES: u32 = 64;
 
 /// How the socket binds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,6 +170,13 @@ impl AfXdpPort {
         }
         if u32::from(cfg.headroom) >= cfg.chunk / 2 || cfg.tx_reserve >= cfg.frames {
             return Err(format!("afxdp:{name}: bad headroom or tx reserve"));
+        }
+        if cfg.queue >= MAX_QUEUES {
+            return Err(format!(
+                "afxdp:{name}: queue {} out of range (the XDP program serves queues 0 to {})",
+                cfg.queue,
+                MAX_QUEUES - 1
+            ));
         }
         let cname = CString::new(name.clone()).map_err(|_| format!("afxdp:{name}: bad name"))?;
         // SAFETY: `cname` is a valid NUL-terminated string.

@@ -54,6 +54,10 @@ pub(crate) fn errmsg(ifname: &str, what: &str, e: i32) -> String {
         }
         libc::EOPNOTSUPP => " (not supported by this interface or kernel)",
         libc::EBUSY => " (busy: another socket is bound to this queue)",
+        libc::ENOBUFS => {
+            " (the UMEM could not be locked in memory: raise the locked-memory limit, \
+             `ulimit -l unlimited`, or run with CAP_IPC_LOCK)"
+        }
         _ => "",
     };
     format!("afxdp:{ifname}: {what}: {s}{hint}")
