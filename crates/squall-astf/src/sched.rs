@@ -297,6 +297,12 @@ impl Scheduler {
         self.rebuild();
     }
 
+    /// When opening stops (`u64::MAX`: never): the end of the duration, or an earlier
+    /// [`stop_at`](Self::stop_at).
+    pub fn stop_ns(&self) -> u64 {
+        self.stop_ns
+    }
+
     /// Changes the rate multiplier from `now_ns` on (flows already handed out are not
     /// affected; the next ones follow the new rate). A multiplier <= 0 pauses opening.
     pub fn set_mult(&mut self, now_ns: u64, mult: f64) {

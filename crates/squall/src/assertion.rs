@@ -346,13 +346,38 @@ impl Assertion {
     /// shape); the error names the figure and what to write instead.
     pub fn check_names(&self, doc: &Value) -> Result<(), String> {
         for n in self.names() {
-            lookup(doc, n).map_err(|e| format!("--assert '{}': {e}", self.text))?;
+            let checked = match find(doc, n) {
+                // A figure with nothing measured yet (a latency's percentiles) is named
+                // right: only the run decides whether it gets a value.
+                Ok(Value::Null) => Ok(()),
+                Ok(v) => number(v, n).map(|_| ()),
+                Err(e) => Err(e),
+            };
+            checked.map_err(|e| format!("--assert '{}': {e}", self.text))?;
         }
         Ok(())
     }
 
     /// Evaluates the assertion on a results document.
     pub fn eval(&self, doc: &Value) -> Result<Outcome, String> {
+        // A figure the run gave no value (a latency with nothing measured) fails the
+        // assertion: it is the run's outcome, not a mistake in the expression.
+        if let Some(n) = self
+            .names()
+            .into_iter()
+            .find(|n| matches!(find(doc, n), Ok(Value::Null)))
+        {
+            return Ok(Outcome {
+                text: self.text.clone(),
+                ok: false,
+                left: f64::NAN,
+                right: f64::NAN,
+                message: format!(
+                    "FAILED: {}: '{n}' has no value in this run (nothing measured)",
+                    self.text
+                ),
+            });
+        }
         let l = eval(&self.left, doc).map_err(|e| format!("--assert '{}': {e}", self.text))?;
         let r = eval(&self.right, doc).map_err(|e| format!("--assert '{}': {e}", self.text))?;
         let ok = self.cmp.holds(l, r);
@@ -453,6 +478,11 @@ fn resolve(doc: &Value, name: &str) -> String {
 
 /// Reads figure `name` (an alias or a dotted path; array elements by index or `name`).
 pub fn lookup(doc: &Value, name: &str) -> Result<f64, String> {
+    number(find(doc, name)?, name)
+}
+
+/// The value at figure `name` (see [`lookup`]): a missing name is an error.
+fn find<'d>(doc: &'d Value, name: &str) -> Result<&'d Value, String> {
     let path = resolve(doc, name);
     let mut v = doc;
     for part in path.split('.') {
@@ -483,6 +513,11 @@ pub fn lookup(doc: &Value, name: &str) -> Result<f64, String> {
             }
         };
     }
+    Ok(v)
+}
+
+/// Figure `name`'s value `v` as a number (a boolean as 0 or 1).
+fn number(v: &Value, name: &str) -> Result<f64, String> {
     match v {
         Value::Number(n) => n
             .as_f64()
@@ -621,11 +656,12 @@ mod tests {
             err.contains("unknown figure 'cpss'") && err.contains("short names"),
             "{err}"
         );
-        let err = Assertion::parse("connect.p99 < 1")
+        // A figure with no value in the run fails the assertion (not an error).
+        let o = Assertion::parse("connect.p99 < 1")
             .unwrap()
             .eval(&doc())
-            .unwrap_err();
-        assert!(err.contains("no value"), "{err}");
+            .unwrap();
+        assert!(!o.ok && o.message.contains("no value"), "{}", o.message);
         let err = Assertion::parse("rates > 1")
             .unwrap()
             .eval(&doc())

@@ -401,8 +401,9 @@ fn run_dut_worker<C: Port, S: Port>(
     let mut s = Side::new(profile.clone(), sport, scfg, None, t0, seed ^ salt ^ 0x2);
     c.node.set_vlan(cfg.vlan);
     s.node.set_vlan(cfg.vlan);
-    c.gen.app.stall_ns = cfg.stall_ns;
-    s.gen.app.stall_ns = cfg.stall_ns;
+    let stall = crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns);
+    c.gen.app.stall_ns = stall;
+    s.gen.app.stall_ns = stall;
     // Each node answers ARP for its side's addresses from here on and learns the DUT's
     // MAC on its link (worker 0 asks; any worker may get the reply).
     let ask = w.index == 0;
@@ -588,13 +589,13 @@ fn run_dut_worker<C: Port, S: Port>(
         client: side_report(&c, cpu),
         server: side_report(&s, cpu),
         elapsed_ns: now.saturating_sub(t0),
-        gen_ns: cfg.duration_ns,
+        gen_ns: c.gen.generation_ns(t0, cfg.duration_ns),
         cpu_ns: cpu,
         busy_cpu_ns: cpu,
         sleep_cpu_ns: load.sleep_cpu_ns,
         pcap: None,
         trace,
-        stall_ns: cfg.stall_ns,
+        stall_ns: crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns),
         wire_unimpaired: false,
     })
 }

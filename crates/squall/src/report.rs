@@ -70,15 +70,20 @@ pub fn invariants(r: &RunResult) -> Vec<Check> {
     );
     let (cu, su) = (&c.app.udp, &s.app.udp);
     if cu.udps_connects + su.udps_accepts > 0 {
-        // Datagrams are not retransmitted: a lossy wire legitimately breaks these.
+        // Datagrams are not retransmitted, nor deduplicated: a wire that loses or
+        // duplicates frames legitimately breaks these.
         let lost = c.impair.lost + s.impair.lost;
+        let dup = c.impair.duplicated + s.impair.duplicated;
         let mut udp_eq = |name, a: u64, b: u64, what: &str| {
-            let skip = cut > 0 || lost > 0;
+            let skip = cut > 0 || lost > 0 || dup > 0;
             v.push(Check {
                 name,
                 ok: a == b || skip,
                 detail: if skip && a != b {
-                    format!("{what}: {a} vs {b} (not checked: {cut} flows cut, {lost} frames lost)")
+                    format!(
+                        "{what}: {a} vs {b} (not checked: {cut} flows cut, {lost} frames lost, \
+                         {dup} duplicated)"
+                    )
                 } else {
                     format!("{what}: {a} vs {b}")
                 },
@@ -599,14 +604,15 @@ pub const HIST_BOUNDS_US: &[u64] = &[
 ];
 
 fn lat_json(h: &LatHist) -> Value {
-    let s = h.summary();
     let (counts, _) = h.buckets(HIST_BOUNDS_US);
     let hist: Vec<Value> = counts
         .iter()
         .enumerate()
         .map(|(i, c)| json!({"le_us": HIST_BOUNDS_US.get(i), "count": c}))
         .collect();
-    json!({"count": h.count(), "p50": s[0], "p90": s[1], "p99": s[2], "p99_9": s[3], "max": s[4], "histogram": hist})
+    let mut v = crate::series::LatSummary::of(h).to_json();
+    v["histogram"] = Value::Array(hist);
+    v
 }
 
 /// One line of HTTP counters: requests, responses by class and code, body bytes, errors.

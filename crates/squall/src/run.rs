@@ -584,8 +584,9 @@ fn sides(
     let mut s = Side::new(profile.clone(), pb, scfg, None, t0, hs ^ 0x2);
     c.node.set_vlan(cfg.vlan);
     s.node.set_vlan(cfg.vlan);
-    c.gen.app.stall_ns = cfg.stall_ns;
-    s.gen.app.stall_ns = cfg.stall_ns;
+    let stall = crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns);
+    c.gen.app.stall_ns = stall;
+    s.gen.app.stall_ns = stall;
     Ok((c, s))
 }
 
@@ -685,10 +686,12 @@ pub(crate) fn run_single(
         if clock.is_some() {
             c.gen.throttle = pressure.high(&c.node.port, &s.node.port);
             throttled += u64::from(c.gen.throttle);
-            hard = live
-                .ctl
-                .apply(&mut ctl_seen, &mut c, now, hard, cfg.drain_ns);
         }
+        // A stop or a rate change from the daemon: in a simulation too (its clock is
+        // virtual, the request is not).
+        hard = live
+            .ctl
+            .apply(&mut ctl_seen, &mut c, now, hard, cfg.drain_ns);
         let w1 = client_turn(&mut c, now, pcap.as_mut());
         let w2 = server_turn(now, &mut s, pcap.as_mut());
         if let Some(ck) = clock {
@@ -771,8 +774,8 @@ pub(crate) fn run_single(
         client,
         server: report(&s, cpu),
         elapsed_ns: now - t0,
-        gen_ns: cfg.duration_ns,
-        stall_ns: cfg.stall_ns,
+        gen_ns: c.gen.generation_ns(t0, cfg.duration_ns),
+        stall_ns: crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns),
         cpu_ns: cpu,
         busy_cpu_ns: if clock.is_some() { busy_cpu } else { cpu },
         sleep_cpu_ns: busy.sleep_cpu_ns,
@@ -801,7 +804,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
     let hard = stop + cfg.drain_ns;
     let impaired = cfg.impair.is_active();
     let pool = pool_frames(cfg);
-    let drain_ns = cfg.drain_ns;
+    let (drain_ns, duration_ns) = (cfg.drain_ns, cfg.duration_ns);
     let client_done = Arc::new(AtomicBool::new(false));
     let cd = client_done.clone();
     let live_c = live.clone();
@@ -852,7 +855,8 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut rep = report(&c, cpu);
             rep.throttled_turns = throttled;
             let trace = tap.map(|p| (p.records_all(), TraceRig::client_part(&mut c)));
-            (rep, now, (busy_cpu, busy.sleep_cpu_ns), trace)
+            let gen_ns = c.gen.generation_ns(t0, duration_ns);
+            (rep, now, (busy_cpu, busy.sleep_cpu_ns), trace, gen_ns)
         })
         .map_err(|e| e.to_string())?;
     let live_s = live.clone();
@@ -911,7 +915,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             (report(&s, cpu), (busy_cpu, busy.sleep_cpu_ns), trace)
         })
         .map_err(|e| e.to_string())?;
-    let (client, end, cbusy, ctrace) = ct.join().map_err(|_| "client thread panicked")?;
+    let (client, end, cbusy, ctrace, gen_ns) = ct.join().map_err(|_| "client thread panicked")?;
     let (server, sbusy, strace) = st.join().map_err(|_| "server thread panicked")?;
     live.done.store(true, Ordering::Relaxed);
     let trace = match (ctrace, strace) {
@@ -929,8 +933,8 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         client,
         server,
         elapsed_ns: end.saturating_sub(t0),
-        gen_ns: cfg.duration_ns,
-        stall_ns: cfg.stall_ns,
+        gen_ns,
+        stall_ns: crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns),
         pcap: None,
         trace,
         wire_unimpaired: cfg.impair == Impairment::default(),
@@ -1022,6 +1026,30 @@ mod tests {
     // Issue #10 item 6: real-time runs take their hosts' secrets (ISN and SYN-cookie key,
     // flow-table hash seed) from the OS random source; --sim and --fixed-keys derive them
     // from the seed, so two such runs have equal keys.
+    /// A stop request reaches a simulation too (the daemon's `stop` of a `sim` run), and
+    /// the rates then divide by the time flows were opened, not the asked duration.
+    #[test]
+    fn a_simulation_stops_on_request_and_rates_use_the_time_it_generated() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/w1-astf-http.json"
+        );
+        let profile = Arc::new(squall_astf::load_profile_file(std::path::Path::new(path)).unwrap());
+        let cfg = RunConfig {
+            sim: true,
+            duration_ns: 100_000_000_000,
+            mult: 0.01,
+            drain_ns: 1_000_000_000,
+            ..RunConfig::default()
+        };
+        let live = Arc::new(Live::default());
+        live.ctl.stop.store(true, Ordering::Relaxed);
+        live.ctl.cut.store(true, Ordering::Relaxed);
+        let r = run(profile, &cfg, live).unwrap();
+        assert!(r.elapsed_ns < 1_000_000_000, "ran {} ns", r.elapsed_ns);
+        assert!(r.gen_ns < 1_000_000_000, "generated {} ns", r.gen_ns);
+    }
+
     #[test]
     fn host_secrets_random_unless_sim_or_fixed_keys() {
         let real = RunConfig::default();

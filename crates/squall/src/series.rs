@@ -148,8 +148,17 @@ impl LatSummary {
             max: s[4],
         }
     }
+    /// The figures as JSON; with nothing measured the percentiles are `null` (not 0,
+    /// which an assertion such as `ttfb.p99 < 2ms` would take as a pass).
     pub fn to_json(&self) -> Value {
-        json!({"count": self.count, "p50": self.p50, "p90": self.p90, "p99": self.p99, "p99_9": self.p99_9, "max": self.max})
+        let v = |x: u64| {
+            if self.count == 0 {
+                Value::Null
+            } else {
+                x.into()
+            }
+        };
+        json!({"count": self.count, "p50": v(self.p50), "p90": v(self.p90), "p99": v(self.p99), "p99_9": v(self.p99_9), "max": v(self.max)})
     }
 }
 
@@ -226,6 +235,11 @@ pub fn error_kinds(s: &SideReport) -> Vec<(&'static str, u64)> {
     v.push(("no_template", s.app.no_template));
     v.push(("l7_no_match", s.app.l7_no_match));
     v.push(("send_errors", s.app.send_errors));
+    // The HTTP-aware programs' errors (counted in `errors` too).
+    let http = |f: fn(&crate::stats::HttpStats) -> u64| s.app.tg.iter().map(|g| f(&g.http)).sum();
+    v.push(("http_parse_errors", http(|h| h.parse_errors)));
+    v.push(("http_incomplete", http(|h| h.incomplete)));
+    v.push(("http_not_sent", http(|h| h.not_sent)));
     v.extend(
         s.app
             .udp
@@ -312,8 +326,8 @@ pub fn sample(prev: &Reading, cur: &Reading, groups: &[String]) -> Sample {
                 cps: per_s(d(ctg.c.started, pctg.c.started), dt),
                 completed: d(ctg.c.completed, pctg.c.completed),
                 errors: d(
-                    ctg.c.errors() + stg.c.errors(),
-                    pctg.c.errors() + pstg.c.errors(),
+                    ctg.c.errors() + stg.c.errors() + ctg.http.errors() + stg.http.errors(),
+                    pctg.c.errors() + pstg.c.errors() + pctg.http.errors() + pstg.http.errors(),
                 ),
                 first_byte: (fb.count() > 0).then(|| LatSummary::of(&fb)),
             });

@@ -112,6 +112,10 @@ impl ClientGen {
     pub fn stop_at(&mut self, at: u64) {
         self.sched.stop_at(at);
     }
+    /// When opening stops (see `Scheduler::stop_ns`).
+    pub fn stop_ns(&self) -> u64 {
+        self.sched.stop_ns()
+    }
     /// Changes the rate multiplier from `now` on (live rate control: `squall daemon`).
     pub fn set_mult(&mut self, now: u64, mult: f64) {
         self.sched.set_mult(now, mult);
@@ -438,6 +442,13 @@ impl NodeApp for GenSide {
 }
 
 impl GenSide {
+    /// How long flows were opened from `t0`: `duration_ns`, or less when a stop came
+    /// first (the daemon's `stop`, the live view's `q`); the rates divide by it.
+    pub fn generation_ns(&self, t0: u64, duration_ns: u64) -> u64 {
+        self.client.as_ref().map_or(duration_ns, |c| {
+            c.stop_ns().saturating_sub(t0).min(duration_ns)
+        })
+    }
     /// A server side with a `transport` template on (or associated with) local `port`.
     fn serves(&self, transport: Transport, port: u16) -> bool {
         self.client.is_none()
