@@ -15,12 +15,16 @@ protocol. Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import json
 import os
 import socket
+import sys
 import time
-from typing import Any, Dict, List, Mapping, Optional, Union
+import traceback
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Union
 
 __all__ = ["Client", "ClientError", "ProfileLoadError"]
 
@@ -35,6 +39,10 @@ ALREADY_RUNNING = -32001
 INVALID_PROFILE = -32002
 NOT_RUNNING = -32003
 RUN_FAILED = -32004
+
+# The longest request line the daemon reads (bytes, without the newline); a longer one
+# gets a -32700 error and the connection is closed.
+MAX_REQUEST = 16 << 20
 
 # The longest a single `wait_on_traffic` request blocks the daemon-side (seconds); longer
 # waits are made of several requests.
@@ -70,25 +78,80 @@ class ProfileLoadError(ClientError):
         return "\n".join(lines)
 
 
+def _load_error(message: str, detail: str) -> NoReturn:
+    """A profile refused here (as the daemon refuses one): `ProfileLoadError` with code
+    -32002 and one error at path `.` (the whole profile)."""
+    raise ProfileLoadError(message, INVALID_PROFILE,
+                           {"errors": [{"path": ".", "message": detail}]})
+
+
+def _compile_py(path: str, tunables: Mapping[str, str]) -> Dict[str, Any]:
+    """Compile a `.py` profile in this process, as `python3 -m squall.compile` does: any
+    failure of the profile (a `ProfileError`, its argparse rejecting the tunables, an
+    exception in its code) becomes a `ProfileLoadError`."""
+    from .compile import _user_frame
+    from .errors import ProfileError
+    from .loader import compile_profile
+
+    if not os.path.isfile(path):
+        _load_error(f"cannot read {path}", f"{path}: no such file")
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            return compile_profile(path, tunables)
+    except ProfileError as e:
+        _load_error("profile compilation failed", str(e))
+    except SystemExit as e:  # the profile's argparse: --help (0) or a rejected tunable
+        said = [ln for ln in err.getvalue().splitlines() if ln.strip()]
+        if e.code in (0, None):
+            _load_error("profile compilation failed",
+                        f"{path}: the profile printed its help and produced no profile")
+        why = f": {said[-1].strip()}" if said else ""
+        _load_error("profile compilation failed",
+                    f"{path}: the profile rejected its tunables {dict(tunables)} "
+                    f"(exit status {e.code}){why}")
+    except Exception as e:  # noqa: BLE001 - any bug in the profile's own code
+        fs = _user_frame(traceback.extract_tb(e.__traceback__), path)
+        where = f"{fs.filename}:{fs.lineno}" if fs is not None else path
+        _load_error("profile compilation failed", f"{where}: {type(e).__name__}: {e}")
+    finally:
+        sys.stderr.write(err.getvalue())  # what the profile wrote is not lost
+
+
 def _profile_ir(profile: Any, tunables: Tunables) -> Dict[str, Any]:
     """The JSON IR dict of an `ASTFProfile`, a `.py`/`.json` path or a dict."""
+    from .errors import ProfileError
+
+    is_path = isinstance(profile, (str, os.PathLike))
+    path = os.fspath(profile) if is_path else ""
+    if tunables and not (is_path and path.endswith(".py")):
+        what = "a JSON profile" if is_path else f"a profile given as {type(profile).__name__}"
+        raise ValueError(f"tunables apply to a .py profile path only (compiled here); {what} "
+                         "takes none: edit its values instead")
     if isinstance(profile, dict):
         return profile
-    if isinstance(profile, (str, os.PathLike)):
-        path = os.fspath(profile)
+    if is_path:
         if path.endswith(".py"):
-            from .loader import compile_profile
-
             tun = {str(k): str(v) for k, v in (tunables or {}).items()}
-            return compile_profile(path, tun)
-        with open(path, encoding="utf-8") as f:
-            ir = json.load(f)
+            return _compile_py(path, tun)
+        try:
+            with open(path, encoding="utf-8") as f:
+                ir = json.load(f)
+        except OSError as e:
+            _load_error(f"cannot read {path}: {e.strerror}", f"{path}: {e.strerror}")
+        except ValueError as e:  # json.JSONDecodeError, or not UTF-8
+            pos = (f"line {e.lineno} column {e.colno}: {e.msg}"
+                   if isinstance(e, json.JSONDecodeError) else str(e))
+            _load_error("profile is not valid JSON", pos)
         if not isinstance(ir, dict):
-            raise ValueError(f"{path}: the profile must be a JSON object")
+            _load_error("profile is not a JSON object", f"{path}: the profile must be a JSON object")
         return ir
     to_json = getattr(profile, "to_json", None)
     if callable(to_json):
-        ir = to_json()
+        try:
+            ir = to_json()
+        except ProfileError as e:
+            _load_error("invalid profile", str(e))
         if isinstance(ir, dict):
             return ir
     raise TypeError("profile must be an ASTFProfile, a .py/.json path or an IR dict")
@@ -144,7 +207,11 @@ class Client:
             raise ClientError(f"cannot connect to the squall daemon at {where}: {e}") from e
         self._sock = s
         self._rfile = s.makefile("rb")
-        v = self.api_version()
+        try:
+            v = self.api_version()
+        except ClientError:  # e.g. "too many connections" (the daemon then closes)
+            self.disconnect()
+            raise
         if not str(v.get("api_version", "")).startswith("1."):
             self.disconnect()
             raise ClientError(f"unsupported daemon API version {v.get('api_version')!r}")
@@ -171,12 +238,23 @@ class Client:
     def call(self, method: str, params: Optional[Mapping[str, Any]] = None,
              timeout: Optional[float] = None) -> Any:
         """Send one request (named `params`) and return its `result`; raises `ClientError`
-        on an error response. `timeout`: socket timeout for this call (seconds)."""
+        on an error response. `timeout`: socket timeout for this call (seconds). Raises
+        `ValueError` for a NaN or infinite number in `params` (JSON has none), and
+        `ClientError` (code `None`, nothing sent) for a request over the daemon's 16 MiB."""
         if self._sock is None:
             raise ClientError("not connected (call connect() first)")
         self._id += 1
         req = {"jsonrpc": "2.0", "id": self._id, "method": method, "params": dict(params or {})}
-        line = (json.dumps(req, separators=(",", ":")) + "\n").encode()
+        try:
+            text = json.dumps(req, separators=(",", ":"), allow_nan=False)
+        except ValueError as e:
+            raise ValueError(f"{method}: a parameter is NaN or infinite, which JSON cannot "
+                             f"carry ({e})") from e
+        line = (text + "\n").encode()
+        if len(line) - 1 > MAX_REQUEST:
+            raise ClientError(f"{method}: the request is {len(line) - 1} bytes, over the "
+                              f"daemon's limit of {MAX_REQUEST} bytes (16 MiB) per request; "
+                              "not sent")
         try:
             self._sock.settimeout(timeout if timeout is not None else self.timeout)
             self._sock.sendall(line)
@@ -187,10 +265,16 @@ class Client:
         if not raw:
             self.disconnect()
             raise ClientError(f"{method}: the daemon closed the connection")
-        resp = json.loads(raw)
-        if not isinstance(resp, dict) or resp.get("id") != self._id:
+        try:
+            resp = json.loads(raw)
+        except ValueError:
+            resp = None
+        err = resp.get("error") if isinstance(resp, dict) else None
+        # An error with a null id answers the request the daemon could not read (parse
+        # error, line too long, too many connections).
+        null_id_error = isinstance(resp, dict) and resp.get("id") is None and isinstance(err, dict)
+        if not isinstance(resp, dict) or (resp.get("id") != self._id and not null_id_error):
             raise ClientError(f"{method}: unexpected response {raw[:200]!r}")
-        err = resp.get("error")
         if isinstance(err, dict):
             code = err.get("code")
             cls = ProfileLoadError if code == INVALID_PROFILE else ClientError
@@ -213,7 +297,9 @@ class Client:
     def load_profile(self, profile: Any, tunables: Tunables = None) -> Dict[str, Any]:
         """Load a profile: an `ASTFProfile`, a path to a `.py` (compiled here, with
         `tunables` passed to `get_profile`) or `.json` file, or an IR dict. Raises
-        `ProfileLoadError` (with `.errors`, each a JSON path and a message) if invalid."""
+        `ProfileLoadError` (with `.errors`, each a JSON path and a message) if invalid or
+        if the `.py` profile fails to compile here, and `ValueError` for `tunables` with
+        anything but a `.py` path."""
         ir = _profile_ir(profile, tunables)
         r = self._dict("load_profile", {"profile": ir})
         self._ir, self._loaded_ipv6 = ir, False

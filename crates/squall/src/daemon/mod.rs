@@ -11,12 +11,19 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use service::Service;
 
-/// Longest request line accepted (bytes); a profile IR object travels in one line.
+/// Longest request line accepted (bytes, not counting its `\n`); a profile IR object
+/// travels in one line.
 pub const MAX_LINE: u64 = 16 << 20;
+/// After a too-long line, how much more of it is read and dropped (bytes), for how long
+/// at most, and how long the client may pause, before the error is sent: the client gets
+/// the error instead of a broken pipe while it is still sending.
+const DISCARD_MAX: u64 = 1 << 30;
+const DISCARD_TIME: Duration = Duration::from_secs(30);
+const DISCARD_IDLE: Duration = Duration::from_secs(1);
 /// Most connections served at once.
 const MAX_CONNS: usize = 32;
 
@@ -29,17 +36,24 @@ pub enum Listen {
 
 trait Conn: Read + Write + Send + 'static {
     fn split(&self) -> io::Result<Box<dyn Write + Send>>;
+    fn read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
 }
 
 impl Conn for std::net::TcpStream {
     fn split(&self) -> io::Result<Box<dyn Write + Send>> {
         Ok(Box::new(self.try_clone()?))
     }
+    fn read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(t)
+    }
 }
 
 impl Conn for UnixStream {
     fn split(&self) -> io::Result<Box<dyn Write + Send>> {
         Ok(Box::new(self.try_clone()?))
+    }
+    fn read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(t)
     }
 }
 
@@ -57,6 +71,28 @@ fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<Option<Resu
     Ok(Some(Ok(())))
 }
 
+/// Reads and drops the rest of a too-long line, up to its `\n`, the end of the stream,
+/// a read error, or a pause of the client longer than `idle` (it then waits for the
+/// answer); at most `max` bytes and `limit` time.
+fn discard_line<R: BufRead>(r: &mut R, max: u64, limit: Duration) {
+    let t0 = Instant::now();
+    let mut left = max;
+    while left > 0 && t0.elapsed() < limit {
+        let (n, done) = match r.fill_buf() {
+            Ok([]) | Err(_) => return,
+            Ok(b) => match b.iter().position(|&c| c == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (b.len(), false),
+            },
+        };
+        r.consume(n);
+        if done {
+            return;
+        }
+        left = left.saturating_sub(n as u64);
+    }
+}
+
 fn serve_conn<C: Conn>(svc: Arc<Service>, conn: C, on_shutdown: &(dyn Fn() + Sync)) {
     let Ok(mut out) = conn.split() else { return };
     let mut rd = BufReader::new(conn);
@@ -65,8 +101,14 @@ fn serve_conn<C: Conn>(svc: Arc<Service>, conn: C, on_shutdown: &(dyn Fn() + Syn
         let resp = match read_line(&mut rd, &mut buf) {
             Ok(None) | Err(_) => return,
             Ok(Some(Err(()))) => {
-                let e = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"request line too long"}}"#;
+                if rd.get_ref().read_timeout(Some(DISCARD_IDLE)).is_ok() {
+                    discard_line(&mut rd, DISCARD_MAX, DISCARD_TIME);
+                }
+                let e = format!(
+                    r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32700,"message":"request line too long (over {MAX_LINE} bytes)"}}}}"#
+                );
                 let _ = out.write_all(format!("{e}\n").as_bytes());
+                let _ = out.flush();
                 return;
             }
             Ok(Some(Ok(()))) => {
@@ -78,17 +120,17 @@ fn serve_conn<C: Conn>(svc: Arc<Service>, conn: C, on_shutdown: &(dyn Fn() + Syn
                 rpc::handle_line(line, &mut |req| svc.call(&req.method, &req.params))
             }
         };
-        if let Some(r) = resp {
-            if out
-                .write_all(format!("{r}\n").as_bytes())
+        let sent = resp.is_none_or(|r| {
+            out.write_all(format!("{r}\n").as_bytes())
                 .and_then(|_| out.flush())
-                .is_err()
-            {
-                return;
-            }
-        }
+                .is_ok()
+        });
+        // Even when the client has gone (it may close right after sending `shutdown`).
         if svc.shutdown.load(Ordering::SeqCst) {
             on_shutdown();
+        }
+        if !sent {
+            return;
         }
     }
 }

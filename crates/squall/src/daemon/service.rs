@@ -56,6 +56,8 @@ struct RunSlot {
     started: Instant,
     /// When `stop` was called (ends the generation time of the statistics).
     stopped: Option<Instant>,
+    /// When the run ended (`elapsed_sec` stops there).
+    ended: Option<Instant>,
     phase: Phase,
     /// Interval rates from the monitor: (cps, wire Gbit/s).
     cps: f64,
@@ -131,16 +133,35 @@ fn profile_error(e: SourceError) -> RpcError {
     }
 }
 
+/// The `tunables` parameter as `-t KEY=VALUE` arguments of `python3 -m squall.compile`.
+/// That command splits each argument at commas (several tunables in one `-t`), so a key or
+/// value of the object form holding a comma cannot pass through: it is refused here rather
+/// than split into a wrong tunable.
 fn tunables(p: &Map<String, Value>) -> Result<Vec<String>, RpcError> {
     match p.get("tunables") {
         None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Object(m)) => Ok(m
+        Some(Value::Object(m)) => m
             .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => format!("{k}={s}"),
-                v => format!("{k}={v}"),
+            .map(|(k, v)| {
+                let v = match v {
+                    Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                if k.is_empty() || k.contains(['=', ',']) {
+                    return Err(RpcError::params(format!(
+                        "tunables: bad key {k:?} (it may not be empty or hold '=' or ',')"
+                    )));
+                }
+                if v.contains(',') {
+                    return Err(RpcError::params(format!(
+                        "tunables: the value of {k:?} holds a ',', which the profile compiler \
+                         reads as a separator between tunables (not supported by the daemon; \
+                         compile the profile on the client side, e.g. squall.Client)"
+                    )));
+                }
+                Ok(format!("{k}={v}"))
             })
-            .collect()),
+            .collect(),
         Some(Value::Array(a)) => a
             .iter()
             .map(|v| {
@@ -238,6 +259,14 @@ fn apply_baseline(doc: &mut Value, base: &Value) {
 }
 
 impl RunSlot {
+    /// Seconds since the start, up to the end of the run.
+    fn elapsed_sec(&self) -> f64 {
+        self.ended
+            .unwrap_or_else(Instant::now)
+            .saturating_duration_since(self.started)
+            .as_secs_f64()
+    }
+
     fn mode(&self) -> &'static str {
         if self.cfg.sim {
             "simulation (virtual clock)"
@@ -294,7 +323,7 @@ impl RunSlot {
             "started": l.started.load(Ordering::Relaxed),
             "completed": l.completed.load(Ordering::Relaxed),
             "errors": l.errors.load(Ordering::Relaxed) + l.server_errors.load(Ordering::Relaxed),
-            "elapsed_sec": self.started.elapsed().as_secs_f64(),
+            "elapsed_sec": self.elapsed_sec(),
         });
         if self.result.is_none() {
             doc["clean"] = Value::Null;
@@ -539,6 +568,7 @@ impl Service {
             mult,
             started: Instant::now(),
             stopped: None,
+            ended: None,
             phase: Phase::Running,
             cps: 0.0,
             gbps: 0.0,
@@ -625,6 +655,7 @@ impl Service {
                 Err(e) => slot.failure = Some(e),
             }
             slot.phase = Phase::Done;
+            slot.ended.get_or_insert_with(Instant::now);
             slot.cps = 0.0;
             slot.gbps = 0.0;
         }
@@ -663,7 +694,10 @@ impl Service {
         let mut st = lock(&self.st);
         match st.run.as_mut() {
             Some(r) if r.phase != Phase::Done => {
-                r.live.ctl.cut.store(!drain, Ordering::Relaxed);
+                // A drain after a cut leaves the cut in place (it cannot be undone).
+                if !drain {
+                    r.live.ctl.cut.store(true, Ordering::Relaxed);
+                }
                 r.live.ctl.stop.store(true, Ordering::Relaxed);
                 r.phase = Phase::Stopping;
                 r.stopped.get_or_insert_with(Instant::now);
@@ -684,7 +718,7 @@ impl Service {
             v["run_id"] = r.id.into();
             v["mult"] = r.mult.into();
             v["duration_sec"] = r.duration_s.into();
-            v["elapsed_sec"] = r.started.elapsed().as_secs_f64().into();
+            v["elapsed_sec"] = r.elapsed_sec().into();
         }
         v
     }
@@ -813,5 +847,102 @@ mod tests {
             assert_eq!(e.code, rpc::INVALID_PARAMS, "{m}");
             assert!(e.message.contains(k), "{}", e.message);
         }
+    }
+
+    /// A run slot with no engine behind it (the test plays the monitor thread).
+    fn fake_run(s: &Service) -> (u64, Arc<Live>) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/w1-astf-http.json");
+        let profile = Arc::new(squall_astf::load_profile_file(&path).unwrap());
+        let live = Arc::new(Live::default());
+        let mut st = lock(&s.st);
+        st.next_id += 1;
+        let id = st.next_id;
+        st.run = Some(RunSlot {
+            id,
+            live: live.clone(),
+            profile,
+            source: "w1".into(),
+            cfg: RunConfig::default(),
+            duration_s: -1.0,
+            mult: 1.0,
+            started: Instant::now(),
+            stopped: None,
+            ended: None,
+            phase: Phase::Running,
+            cps: 0.0,
+            gbps: 0.0,
+            result: None,
+            checks: Vec::new(),
+            failure: None,
+        });
+        (id, live)
+    }
+
+    #[test]
+    fn a_drain_does_not_undo_a_cut() {
+        let s = Arc::new(Service::default());
+        let (_, live) = fake_run(&s);
+        let stop = |drain: bool| {
+            let mut p = Map::new();
+            p.insert("drain".into(), drain.into());
+            s.call("stop", &p).unwrap();
+            live.ctl.cut.load(Ordering::Relaxed)
+        };
+        assert!(!stop(true), "a drain cuts");
+        assert!(stop(false), "no cut");
+        // Before the worker has seen the cut: a drain must not take it back.
+        assert!(stop(true), "a drain undid the cut");
+    }
+
+    #[test]
+    fn elapsed_stops_at_the_end_of_the_run() {
+        let s = Arc::new(Service::default());
+        let (id, _) = fake_run(&s);
+        std::thread::sleep(Duration::from_millis(30));
+        s.finish(id, Ok(RunResult::default()));
+        let read = || {
+            let st = s.call("get_status", &Map::new()).unwrap();
+            let live = s.call("get_stats", &Map::new()).unwrap()["live"].clone();
+            (
+                st["elapsed_sec"].as_f64().unwrap(),
+                live["elapsed_sec"].as_f64().unwrap(),
+            )
+        };
+        let (a, la) = read();
+        assert!(a >= 0.03 && la >= 0.03, "{a} {la}");
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(
+            read(),
+            (a, la),
+            "elapsed_sec still grows after the run ended"
+        );
+        assert_eq!(s.call("get_status", &Map::new()).unwrap()["state"], "done");
+    }
+
+    #[test]
+    fn tunables_with_commas_are_refused() {
+        let s = Arc::new(Service::default());
+        for t in [
+            json!({"http_cps": "10,5"}),
+            json!({"a,b": 1}),
+            json!({"a=b": 1}),
+            json!({"list": [1, 2]}),
+        ] {
+            let mut p = Map::new();
+            p.insert("path".into(), json!("/nonexistent/p.py"));
+            p.insert("tunables".into(), t.clone());
+            let e = s.call("load_profile", &p).unwrap_err();
+            assert_eq!(e.code, rpc::INVALID_PARAMS, "{t}: {e:?}");
+        }
+        let mut p = Map::new();
+        p.insert(
+            "tunables".into(),
+            json!({"size": 10, "name": "x y", "f": 1.5}),
+        );
+        assert_eq!(
+            tunables(&p).unwrap(),
+            vec!["f=1.5".to_string(), "name=x y".into(), "size=10".into()]
+        );
     }
 }
