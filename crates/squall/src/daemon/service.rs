@@ -259,6 +259,36 @@ fn apply_baseline(doc: &mut Value, base: &Value) {
 }
 
 impl RunSlot {
+    /// A run starting now.
+    fn running(
+        id: u64,
+        live: Arc<Live>,
+        profile: Arc<Profile>,
+        source: String,
+        cfg: RunConfig,
+        duration_s: f64,
+        mult: f64,
+    ) -> RunSlot {
+        RunSlot {
+            id,
+            live,
+            profile,
+            source,
+            cfg,
+            duration_s,
+            mult,
+            started: Instant::now(),
+            stopped: None,
+            ended: None,
+            phase: Phase::Running,
+            cps: 0.0,
+            gbps: 0.0,
+            result: None,
+            checks: Vec::new(),
+            failure: None,
+        }
+    }
+
     /// Seconds since the start, up to the end of the run.
     fn elapsed_sec(&self) -> f64 {
         self.ended
@@ -558,24 +588,16 @@ impl Service {
         live.ctl.snapshots.store(true, Ordering::Relaxed);
         st.next_id += 1;
         let id = st.next_id;
-        let slot = RunSlot {
+        let duration_s = if unbounded { -1.0 } else { dur };
+        let slot = RunSlot::running(
             id,
-            live: live.clone(),
-            profile: lprof.clone(),
-            source: lsrc,
-            cfg: cfg.clone(),
-            duration_s: if unbounded { -1.0 } else { dur },
+            live.clone(),
+            lprof.clone(),
+            lsrc,
+            cfg.clone(),
+            duration_s,
             mult,
-            started: Instant::now(),
-            stopped: None,
-            ended: None,
-            phase: Phase::Running,
-            cps: 0.0,
-            gbps: 0.0,
-            result: None,
-            checks: Vec::new(),
-            failure: None,
-        };
+        );
         let prof = lprof;
         let me = self.clone();
         std::thread::Builder::new()
@@ -858,24 +880,15 @@ mod tests {
         let mut st = lock(&s.st);
         st.next_id += 1;
         let id = st.next_id;
-        st.run = Some(RunSlot {
+        st.run = Some(RunSlot::running(
             id,
-            live: live.clone(),
+            live.clone(),
             profile,
-            source: "w1".into(),
-            cfg: RunConfig::default(),
-            duration_s: -1.0,
-            mult: 1.0,
-            started: Instant::now(),
-            stopped: None,
-            ended: None,
-            phase: Phase::Running,
-            cps: 0.0,
-            gbps: 0.0,
-            result: None,
-            checks: Vec::new(),
-            failure: None,
-        });
+            "w1".into(),
+            RunConfig::default(),
+            -1.0,
+            1.0,
+        ));
         (id, live)
     }
 
