@@ -45,6 +45,9 @@ const TPACKET_V3: libc::c_int = 2;
 /// Block status bits (linux/if_packet.h).
 const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;
+/// Our mark of a TPACKET_V2 slot handed to the user (no kernel status bit of an rx slot;
+/// the kernel only asks whether a slot is KERNEL).
+const TP_STATUS_HELD: u32 = 1 << 31;
 const TP_STATUS_COPY: u32 = 1 << 1;
 /// The frame's transport checksum is not filled in yet (`CHECKSUM_PARTIAL`: a local
 /// sender left it to an offload; the field holds the pseudo-header sum).
@@ -689,7 +692,9 @@ impl AfPacketPort {
         while got < max {
             let b = r.cur;
             if !r.open {
-                if r.status(b) & TP_STATUS_USER == 0 {
+                // A walked block still holds frames the user has not released: its status
+                // still says USER, but it was handed out already.
+                if r.walked[b] || r.status(b) & TP_STATUS_USER == 0 {
                     break;
                 }
                 r.open = true;
@@ -785,6 +790,11 @@ impl AfPacketPort {
                     }
                 }
             }
+            // Held by the user from here on: a status the kernel reads as busy (not
+            // KERNEL) and this loop as not ready (not USER), so a held slot the ring wraps
+            // around to is not handed out twice; `give` makes it KERNEL again.
+            r.status(i)
+                .store(TP_STATUS_HELD, std::sync::atomic::Ordering::Relaxed);
             self.out += 1;
             out.push(ring_frame(r.slot(i), FRING_TAG | i as u32, mac, snap, st));
             got += 1;
