@@ -46,6 +46,8 @@ _Static_assert(RTE_MBUF_F_TX_UDP_CKSUM == (3ULL << 52), "TX_UDP_CKSUM");
 _Static_assert(RTE_MBUF_F_TX_IP_CKSUM == (1ULL << 54), "TX_IP_CKSUM");
 _Static_assert(RTE_MBUF_F_TX_IPV4 == (1ULL << 55), "TX_IPV4");
 _Static_assert(RTE_MBUF_F_TX_IPV6 == (1ULL << 56), "TX_IPV6");
+_Static_assert(RTE_MBUF_F_EXTERNAL == (1ULL << 61), "EXTERNAL");
+_Static_assert(RTE_MBUF_F_INDIRECT == (1ULL << 62), "INDIRECT");
 _Static_assert(RTE_ETH_TX_OFFLOAD_IPV4_CKSUM == (1ULL << 1), "TX_OFFLOAD_IPV4_CKSUM");
 _Static_assert(RTE_ETH_TX_OFFLOAD_UDP_CKSUM == (1ULL << 2), "TX_OFFLOAD_UDP_CKSUM");
 _Static_assert(RTE_ETH_TX_OFFLOAD_TCP_CKSUM == (1ULL << 3), "TX_OFFLOAD_TCP_CKSUM");
@@ -236,10 +238,12 @@ int sq_dev_start(uint16_t port, const struct sq_dev_conf *c, struct rte_mempool 
 	r = rte_eth_dev_configure(port, c->queues, c->queues, &conf);
 	if (r != 0)
 		return r;
+	/* From here a failure leaves a configured device: it is closed (not started, so
+	 * nothing to stop) before the error goes back. */
 	*stage = "rte_eth_dev_adjust_nb_rx_tx_desc";
 	r = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nrx, &ntx);
 	if (r != 0)
-		return r;
+		goto fail;
 	for (q = 0; q < c->queues; q++) {
 		struct rte_eth_rxconf rxc = di.default_rxconf;
 		struct rte_eth_txconf txc = di.default_txconf;
@@ -248,21 +252,24 @@ int sq_dev_start(uint16_t port, const struct sq_dev_conf *c, struct rte_mempool 
 		*stage = "rte_eth_rx_queue_setup";
 		r = rte_eth_rx_queue_setup(port, q, nrx, rte_eth_dev_socket_id(port), &rxc, pools[q]);
 		if (r != 0)
-			return r;
+			goto fail;
 		*stage = "rte_eth_tx_queue_setup";
 		r = rte_eth_tx_queue_setup(port, q, ntx, rte_eth_dev_socket_id(port), &txc);
 		if (r != 0)
-			return r;
+			goto fail;
 	}
 	*stage = "rte_eth_dev_start";
 	r = rte_eth_dev_start(port);
 	if (r != 0)
-		return r;
+		goto fail;
 	*reta_size = di.reta_size;
 	*reta = c->rss_hf != 0 ? program_reta(port, c->queues, reta_size) : 0;
 	if (c->promisc)
 		(void)rte_eth_promiscuous_enable(port);
 	return 0;
+fail:
+	(void)rte_eth_dev_close(port);
+	return r;
 }
 
 void sq_dev_stop_close(uint16_t port)

@@ -66,6 +66,10 @@ mod olf {
     pub const TX_IP: u64 = 1 << 54;
     pub const TX_IPV4: u64 = 1 << 55;
     pub const TX_IPV6: u64 = 1 << 56;
+    /// The mbuf's data lives in an external buffer or another mbuf: the free path needs
+    /// to know (never ours to clear).
+    pub const EXTERNAL: u64 = 1 << 61;
+    pub const INDIRECT: u64 = 1 << 62;
 }
 
 /// `RTE_ETH_{RX,TX}_OFFLOAD_*` and `RTE_ETH_RSS_*` bits (pinned by the shim).
@@ -318,8 +322,10 @@ impl FrameBuf for DpdkFrame {
                 _ => olf::TX_IPV4,
             };
         }
-        // Rx results of a received frame sent back are dropped with the old flags.
-        self.put(mbuf::OL_FLAGS, ol);
+        // Rx results of a received frame sent back are dropped with the old flags; how its
+        // data is attached (a driver's external buffer, an indirect mbuf) is kept.
+        let attached: u64 = self.get::<u64>(mbuf::OL_FLAGS) & (olf::EXTERNAL | olf::INDIRECT);
+        self.put(mbuf::OL_FLAGS, ol | attached);
         self.put(
             mbuf::TX_OFFLOAD,
             u64::from(o.l2_len & 0x7f) | (u64::from(o.l3_len) << 7),
