@@ -401,9 +401,8 @@ fn run_dut_worker<C: Port, S: Port>(
     let mut s = Side::new(profile.clone(), sport, scfg, None, t0, seed ^ salt ^ 0x2);
     c.node.set_vlan(cfg.vlan);
     s.node.set_vlan(cfg.vlan);
-    let stall = crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns);
-    c.gen.app.stall_ns = stall;
-    s.gen.app.stall_ns = stall;
+    c.gen.app.stall_ns = cfg.stall_ns;
+    s.gen.app.stall_ns = cfg.stall_ns;
     // Each node answers ARP for its side's addresses from here on and learns the DUT's
     // MAC on its link (worker 0 asks; any worker may get the reply).
     let ask = w.index == 0;
@@ -595,7 +594,7 @@ fn run_dut_worker<C: Port, S: Port>(
         sleep_cpu_ns: load.sleep_cpu_ns,
         pcap: None,
         trace,
-        stall_ns: crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns),
+        stall_ns: cfg.stall_ns,
         wire_unimpaired: false,
     })
 }

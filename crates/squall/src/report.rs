@@ -230,7 +230,8 @@ pub struct TemplateRexmits {
 /// daemon's `get_warnings`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
-    /// `over_capacity`, `behind_schedule` or `retransmissions_unimpaired`.
+    /// `over_capacity`, `behind_schedule`, `retransmissions_unimpaired` or
+    /// `stall_unchecked`.
     pub kind: &'static str,
     pub message: String,
     /// The templates whose flows retransmitted (`retransmissions_unimpaired`).
@@ -264,6 +265,20 @@ pub fn warnings(p: &Profile, r: &RunResult) -> Vec<Warning> {
             message: format!(
                 "the generator fell behind its schedule: {} of {} client flows opened more than {} ms after their scheduled start (the offered rate was not delivered on time; their latency counts from the schedule)",
                 t.started_late, t.started, crate::gen::LATE_START_NS / 1_000_000
+            ),
+            templates: Vec::new(),
+        });
+    }
+    let (ct, st) = (t, r.server.app.total());
+    if ct.cut + st.cut > 0 && r.elapsed_ns < r.stall_ns {
+        w.push(Warning {
+            kind: "stall_unchecked",
+            message: format!(
+                "{} client and {} server flows were cut at the end, and none could be found stalled: the run lasted {:.1} s, less than the stall time {:.1} s (a flow that never got an answer passes unnoticed: lower --stall-sec or lengthen --drain-sec)",
+                ct.cut,
+                st.cut,
+                r.elapsed_ns as f64 / 1e9,
+                r.stall_ns as f64 / 1e9
             ),
             templates: Vec::new(),
         });

@@ -584,9 +584,8 @@ fn sides(
     let mut s = Side::new(profile.clone(), pb, scfg, None, t0, hs ^ 0x2);
     c.node.set_vlan(cfg.vlan);
     s.node.set_vlan(cfg.vlan);
-    let stall = crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns);
-    c.gen.app.stall_ns = stall;
-    s.gen.app.stall_ns = stall;
+    c.gen.app.stall_ns = cfg.stall_ns;
+    s.gen.app.stall_ns = cfg.stall_ns;
     Ok((c, s))
 }
 
@@ -775,7 +774,7 @@ pub(crate) fn run_single(
         server: report(&s, cpu),
         elapsed_ns: now - t0,
         gen_ns: c.gen.generation_ns(t0, cfg.duration_ns),
-        stall_ns: crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns),
+        stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: if clock.is_some() { busy_cpu } else { cpu },
         sleep_cpu_ns: busy.sleep_cpu_ns,
@@ -934,7 +933,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
         server,
         elapsed_ns: end.saturating_sub(t0),
         gen_ns,
-        stall_ns: crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns),
+        stall_ns: cfg.stall_ns,
         pcap: None,
         trace,
         wire_unimpaired: cfg.impair == Impairment::default(),

@@ -169,7 +169,7 @@ pub(crate) fn run_on<P: Port>(
     let salt = u64::from(w.index) << 40;
     let mut s = Side::new(profile.clone(), port, tc, cg, t0, seed ^ salt ^ 0x1);
     s.node.set_vlan(cfg.vlan);
-    s.gen.app.stall_ns = crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns);
+    s.gen.app.stall_ns = cfg.stall_ns;
     // The node answers ARP for its pools from here on; worker 0 asks for the peer unless
     // told, every worker learns the reply from whichever queue it reaches.
     // Over IPv6 (template 0's family, or an IPv6 --peer-ip) neighbour discovery finds it;
@@ -359,7 +359,7 @@ pub(crate) fn run_on<P: Port>(
         server,
         elapsed_ns: now.saturating_sub(t0),
         gen_ns: s.gen.generation_ns(t0, cfg.duration_ns),
-        stall_ns: crate::gen::stall_threshold(cfg.stall_ns, cfg.drain_ns),
+        stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: busy_cpu,
         sleep_cpu_ns: busy.sleep_cpu_ns,

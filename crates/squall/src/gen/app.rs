@@ -40,15 +40,6 @@ const F_STALLED: u8 = 128;
 /// byte moving (and not sleeping on its own program timer) counts as `stalled`.
 pub const DEFAULT_STALL_NS: u64 = 5_000_000_000;
 
-/// The idle time after which a cut flow counts as stalled: `--stall-sec`, or the drain
-/// period if shorter (but at least 1 s, an initial retransmission timeout): a flow that
-/// moved no payload byte for the whole drain while it waited on the network is hung as
-/// far as the run can tell, and a short drain must not hide a device that answers
-/// nothing.
-pub fn stall_threshold(stall_ns: u64, drain_ns: u64) -> u64 {
-    stall_ns.min(drain_ns.max(1_000_000_000))
-}
-
 /// Per-flow engine state beside the program state.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FlowSlot {

@@ -8,7 +8,7 @@ pub mod http;
 pub mod side;
 pub mod udp;
 
-pub use app::{stall_threshold, GenApp, DEFAULT_STALL_NS};
+pub use app::{GenApp, DEFAULT_STALL_NS};
 pub use side::{
     flow_opts, owned_ranges, owned_ranges6, tcp_config, ClientGen, GenSide, Side, LATE_START_NS,
 };
