@@ -540,8 +540,10 @@ impl AfPacketPort {
         } else {
             None
         };
-        if let Some(f) = &cfg.fanout {
-            crate::fanout::join(s, f).map_err(|e| format!("afpacket:{name}: {e}"))?;
+        let mut cfg = cfg;
+        if let Some(f) = cfg.fanout.as_mut() {
+            let g = crate::fanout::join(s, f).map_err(|e| format!("afpacket:{name}: {e}"))?;
+            f.group = Some(g);
         }
         let n = cfg.frames as usize;
         let gso = if cfg.gso {
@@ -583,6 +585,12 @@ impl AfPacketPort {
     /// Interface index.
     pub fn ifindex(&self) -> i32 {
         self.ifindex
+    }
+
+    /// The fanout group this socket joined, with the id it has (the kernel's pick for a
+    /// new group: the next members join that id).
+    pub fn fanout(&self) -> Option<crate::fanout::Fanout> {
+        self.cfg.fanout
     }
 
     /// Backend-specific counters.

@@ -34,20 +34,14 @@ pub enum FanoutBy {
 /// Membership in a fanout group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fanout {
-    /// Group id (unique per interface among the processes using fanout on it).
-    pub group: u16,
+    /// Group id (unique per interface among the processes using fanout on it); `None`:
+    /// a new group whose id the kernel picks, unique in the network namespace
+    /// (`PACKET_FANOUT_FLAG_UNIQUEID`) — the first member's, which the others then join
+    /// ([`crate::afpacket::AfPacketPort::fanout`] reads it back).
+    pub group: Option<u16>,
     /// Workers in the group (N).
     pub members: u16,
     pub by: FanoutBy,
-}
-
-impl Fanout {
-    /// A group id derived from the process id and a salt (one per port of the process).
-    pub fn group_for_process(salt: u16) -> u16 {
-        (std::process::id() as u16)
-            .wrapping_mul(31)
-            .wrapping_add(salt)
-    }
 }
 
 /// Multiplier of the peer-port hash (Knuth's golden-ratio constant).
@@ -129,8 +123,9 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
     p
 }
 
-/// Joins socket `fd` to the group of `f` and sets its program. Errors name the step.
-pub fn join(fd: libc::c_int, f: &Fanout) -> Result<(), String> {
+/// Joins socket `fd` to the group of `f` (a new one with a kernel-picked id for
+/// [`NEW_GROUP`]) and sets its program: the group's id. Errors name the step.
+pub fn join(fd: libc::c_int, f: &Fanout) -> Result<u16, String> {
     use crate::afpacket::setopt;
     let kind = if f.by == FanoutBy::KernelHash {
         libc::PACKET_FANOUT_HASH
@@ -141,7 +136,11 @@ pub fn join(fd: libc::c_int, f: &Fanout) -> Result<(), String> {
     // applies: without the group's flag, every frame sent by a socket outside the group
     // (the port's super-frame socket) comes back into some member's ring. Kernels before
     // the flag refuse it (EINVAL): the group is then joined without it.
-    let arg = |flags: u32| (u32::from(f.group) | ((kind | flags) << 16)) as libc::c_int;
+    let (id, unique) = match f.group {
+        Some(g) => (g, 0),
+        None => (0, libc::PACKET_FANOUT_FLAG_UNIQUEID),
+    };
+    let arg = |flags: u32| (u32::from(id) | ((kind | flags | unique) << 16)) as libc::c_int;
     let joined = setopt(
         fd,
         libc::SOL_PACKET,
@@ -152,12 +151,32 @@ pub fn join(fd: libc::c_int, f: &Fanout) -> Result<(), String> {
     if !joined {
         return Err(format!(
             "PACKET_FANOUT (group {}): {}",
-            f.group,
+            f.group.map_or("new".into(), |g| g.to_string()),
             std::io::Error::last_os_error()
         ));
     }
+    // The id the group got (the kernel's pick for a new one): id | type << 16 | flags << 24.
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid for writes of an int and its length.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_FANOUT,
+            &mut v as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(format!(
+            "PACKET_FANOUT (reading the group id): {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let group = (v as u32 & 0xffff) as u16;
     if f.by == FanoutBy::KernelHash {
-        return Ok(());
+        return Ok(group);
     }
     let mut prog = program(f);
     // The kernel copies the program during the call; `prog` outlives it.
@@ -171,7 +190,7 @@ pub fn join(fd: libc::c_int, f: &Fanout) -> Result<(), String> {
             std::io::Error::last_os_error()
         ));
     }
-    Ok(())
+    Ok(group)
 }
 
 #[cfg(test)]
@@ -182,7 +201,7 @@ mod tests {
     fn the_program_jumps_stay_inside_it() {
         for by in [FanoutBy::DstPort, FanoutBy::SrcPort] {
             let p = program(&Fanout {
-                group: 1,
+                group: Some(1),
                 members: 3,
                 by,
             });
@@ -251,7 +270,7 @@ mod tests {
         v6[42..44].copy_from_slice(&dport.to_be_bytes());
         for n in [2u16, 3, 4] {
             let f = |by| Fanout {
-                group: 1,
+                group: Some(1),
                 members: n,
                 by,
             };

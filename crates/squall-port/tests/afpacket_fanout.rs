@@ -42,21 +42,30 @@ fn arp_frame() -> Vec<u8> {
     f
 }
 
+/// Two worker sockets on `ifname` in a new fanout group steering `by`: the first makes
+/// the group (the kernel picks its id), the second joins that id.
+fn two_workers(ifname: &str, by: FanoutBy) -> Vec<AfPacketPort> {
+    let mut group = None;
+    let mut v = Vec::new();
+    for _ in 0..2 {
+        let mut c = AfPacketConfig::new(ifname);
+        c.frames = 256;
+        c.fanout = Some(Fanout {
+            group,
+            members: 2,
+            by,
+        });
+        let p = AfPacketPort::open(c).expect("worker socket");
+        group = p.fanout().expect("in a group").group;
+        v.push(p);
+    }
+    assert_eq!(v[0].fanout(), v[1].fanout(), "both members of one group");
+    v
+}
+
 /// Sends `frames` on fa0 and returns, per worker socket on fa1, the frames it got.
 fn steer(by: FanoutBy, frames: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
-    let group = Fanout::group_for_process(by as u16);
-    let mut workers: Vec<AfPacketPort> = (0..2)
-        .map(|_| {
-            let mut c = AfPacketConfig::new("fa1");
-            c.frames = 256;
-            c.fanout = Some(Fanout {
-                group,
-                members: 2,
-                by,
-            });
-            AfPacketPort::open(c).expect("worker socket")
-        })
-        .collect();
+    let mut workers = two_workers("fa1", by);
     let mut c = AfPacketConfig::new("fa0");
     c.frames = 256;
     let mut tx = AfPacketPort::open(c).expect("sender");
@@ -142,19 +151,13 @@ fn a_fanout_group_does_not_take_back_what_its_workers_send() {
     let name = ns.name;
     let h = std::thread::spawn(move || {
         common::enter(name);
-        let group = Fanout::group_for_process(7);
-        let mut workers: Vec<AfPacketPort> = (0..2)
-            .map(|_| {
-                let mut c = AfPacketConfig::new("fo1");
-                c.frames = 256;
-                c.fanout = Some(Fanout {
-                    group,
-                    members: 2,
-                    by: FanoutBy::DstPort,
-                });
-                AfPacketPort::open(c).expect("worker socket")
-            })
-            .collect();
+        let mut workers = two_workers("fo1", FanoutBy::DstPort);
+        // A second group on the interface gets another id (no pid-derived collision).
+        let other = two_workers("fo1", FanoutBy::SrcPort);
+        assert_ne!(
+            other[0].fanout().unwrap().group,
+            workers[0].fanout().unwrap().group
+        );
         let mut out = Vec::new();
         workers[0].alloc_tx(&mut out, 10);
         for (k, f) in out.iter_mut().enumerate() {

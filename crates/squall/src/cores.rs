@@ -207,7 +207,7 @@ pub fn with_ports<J: PortJob>(
                 (true, Mode::Server) => FanoutBy::SrcPort,
                 (true, _) => FanoutBy::DstPort,
             };
-            let ports = open_afpacket(rc, n, by, 0)?;
+            let ports = open_afpacket(rc, n, by)?;
             let steer = if rc.steering {
                 Steering::PortRule
             } else {
@@ -262,30 +262,34 @@ pub(crate) fn open_afxdp(
 }
 
 /// `n` AF_PACKET sockets on `rc`'s interface, joined (if `n > 1`) in one fanout group
-/// (`salt`: one per port of the process) that steers `by`; socket `k` is the group's
-/// `k`-th member (opened in order).
+/// that steers `by`, with an id the kernel picks for the first (unique in the network
+/// namespace: another process's group on the interface cannot be joined by mistake);
+/// socket `k` is the group's `k`-th member (opened in order).
 pub(crate) fn open_afpacket(
     rc: &RealConfig,
     n: u32,
     by: FanoutBy,
-    salt: u16,
 ) -> Result<Vec<AfPacketPort>, String> {
-    let group = Fanout::group_for_process(salt);
-    (0..n)
-        .map(|_| {
-            let mut pc = AfPacketConfig::new(&rc.ifname);
-            pc.rx = rc.rx;
-            pc.gso = rc.gso;
-            pc.rx_superframes = rc.superframes;
-            pc.fanout = (n > 1).then_some(Fanout {
-                group,
-                members: n as u16,
-                by,
-            });
-            // The port's errors name the interface already (`afpacket:IF: ...`).
-            AfPacketPort::open(pc)
-        })
-        .collect()
+    let mut group = None;
+    let mut ports = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let mut pc = AfPacketConfig::new(&rc.ifname);
+        pc.rx = rc.rx;
+        pc.gso = rc.gso;
+        pc.rx_superframes = rc.superframes;
+        pc.fanout = (n > 1).then_some(Fanout {
+            group,
+            members: n as u16,
+            by,
+        });
+        // The port's errors name the interface already (`afpacket:IF: ...`).
+        let p = AfPacketPort::open(pc)?;
+        if let Some(f) = p.fanout() {
+            group = f.group;
+        }
+        ports.push(p);
+    }
+    Ok(ports)
 }
 
 /// Starts the workers, one per port in `ports` (worker `k` on `ports[k]`), and merges

@@ -242,12 +242,12 @@ fn open_side<K: OnPorts>(
 ) -> Result<RunResult, String> {
     match rc.kind {
         PortKind::AfPacket => {
-            let (by, salt) = if client {
-                (FanoutBy::DstPort, 1)
+            let by = if client {
+                FanoutBy::DstPort
             } else {
-                (FanoutBy::SrcPort, 2)
+                FanoutBy::SrcPort
             };
-            next.go(open_afpacket(rc, n, by, salt)?)
+            next.go(open_afpacket(rc, n, by)?)
         }
         PortKind::AfXdp { queue, mode } => {
             let owned = (
