@@ -707,6 +707,19 @@ pub(crate) fn run_single(
             c.iterate(now, pcap.as_mut());
             break;
         }
+        // Live figures and the daemon's snapshots every 10 ms (of virtual time in a
+        // simulation: `get_stats` follows a simulated run too).
+        if now.saturating_sub(last_pub) >= 10_000_000 {
+            last_pub = now;
+            publish_client(live, &c);
+            publish_server(live, &s);
+            if clock.is_some() {
+                live.busy_ns.store(busy.busy_ns, Ordering::Relaxed);
+                live.loop_ns.store(busy.all_ns, Ordering::Relaxed);
+            }
+            live.ctl.publish(&live.ctl.client, &c, cpu0, now);
+            live.ctl.publish(&live.ctl.server, &s, cpu0, now);
+        }
         match clock {
             None => {
                 let next = [c.next_event(now), s.next_event(now), Some(hard)]
@@ -725,15 +738,6 @@ pub(crate) fn run_single(
                 }
             }
             Some(_) => {
-                if now.saturating_sub(last_pub) >= 10_000_000 {
-                    last_pub = now;
-                    publish_client(live, &c);
-                    publish_server(live, &s);
-                    live.busy_ns.store(busy.busy_ns, Ordering::Relaxed);
-                    live.loop_ns.store(busy.all_ns, Ordering::Relaxed);
-                    live.ctl.publish(&live.ctl.client, &c, cpu0, now);
-                    live.ctl.publish(&live.ctl.server, &s, cpu0, now);
-                }
                 if !w1 && !w2 && c.gen.app.live == 0 && s.gen.app.live == 0 {
                     let next = [c.next_event(now), s.next_event(now)]
                         .into_iter()
