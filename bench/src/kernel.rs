@@ -129,7 +129,10 @@ fn set_int_opt(fd: i32, level: i32, name: i32, v: i32) {
     }
 }
 
-/// A non-blocking TCP socket.
+/// A non-blocking TCP socket with cubic congestion control (../shared/BENCHMARKS.md: bbr,
+/// this kind of machine's default, paces every socket with timers and cut nginx's W2 by
+/// 2.3x; connections accepted on a listener inherit its choice). The run fails when cubic
+/// cannot be set (`run_kernel` allows it first).
 fn tcp_socket() -> io::Result<i32> {
     // SAFETY: plain syscall.
     let fd = unsafe {
@@ -141,6 +144,24 @@ fn tcp_socket() -> io::Result<i32> {
     };
     if fd < 0 {
         return Err(io::Error::last_os_error());
+    }
+    let cc = b"cubic";
+    // SAFETY: `cc` is valid for its length; `fd` is the socket just opened.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr() as *const libc::c_void,
+            cc.len() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        let e = io::Error::last_os_error();
+        close_fd(fd);
+        return Err(io::Error::other(format!(
+            "TCP_CONGESTION cubic: {e} (cubic must be in net.ipv4.tcp_allowed_congestion_control: run as root)"
+        )));
     }
     Ok(fd)
 }
@@ -624,8 +645,9 @@ pub fn run_loop(cfg: &LoopCfg) -> io::Result<Record> {
         None
     };
     let note = match (kinds, load_note) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
+        (Some(a), Some(b)) => Some(format!("cubic; {a}; {b}")),
+        (Some(a), None) | (None, Some(a)) => Some(format!("cubic; {a}")),
+        (None, None) => Some("cubic".into()),
     };
     Ok(Record {
         workload: if w2 { "W2" } else { "W1" }.into(),

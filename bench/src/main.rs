@@ -10,7 +10,7 @@ use squall_bench::kernel::{self, LoopCfg, LoopWorkload};
 use squall_bench::mem2::{self, Mem2Cfg, Placement};
 use squall_bench::memif;
 use squall_bench::pair as workload_pair;
-use squall_bench::report::{median_record, Record};
+use squall_bench::report::{median_line, Record};
 use squall_bench::smol::{SmolConfig, SmolPair};
 #[cfg(feature = "squall")]
 use squall_bench::squall;
@@ -215,7 +215,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
 }
 
 fn emit(runs: &[Record]) {
-    if let Some(r) = median_record(runs) {
+    if let Some(r) = median_line(runs) {
         println!("{}", r.to_json());
     }
 }
@@ -620,6 +620,9 @@ fn run_memn(_o: &Opts) -> Result<(), String> {
 }
 
 fn run_kernel(o: &Opts) -> Result<(), String> {
+    // The kernel runs with cubic, as on T-veth (the host's allowed list gets it for the
+    // run, restored after).
+    let _cc = squall_bench::veth::CcGuard::allow_cubic()?;
     for w in &o.workloads {
         let wl = match w.as_str() {
             "W1" => LoopWorkload::W1,

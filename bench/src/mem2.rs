@@ -110,10 +110,10 @@ fn build(cfg: &Mem2Cfg) -> Result<(ClientSide, ServerSide), String> {
     let frames = (cfg.conns * 24 + 64).next_power_of_two().clamp(128, 32_768) as u32;
     let base = TcpConfig {
         max_flows,
-        opts: squall_tcp::FlowOpts {
+        opts: crate::squall::w1_opts(squall_tcp::FlowOpts {
             init_cwnd: cfg.init_cwnd,
             ..squall_tcp::FlowOpts::default()
-        },
+        }),
         ..TcpConfig::default()
     };
     let (mut client, server) = squall_apps::build(

@@ -227,6 +227,30 @@ pub fn median_record(runs: &[Record]) -> Option<Record> {
     })
 }
 
+/// The median line of a cell; a line with errors keeps its counts but no figure
+/// (../shared/BENCHMARKS.md: a run with errors has no figure), on every topology.
+pub fn median_line(runs: &[Record]) -> Option<Record> {
+    let mut r = median_record(runs)?;
+    if r.errors > 0 {
+        r.cps = None;
+        r.rps = None;
+        r.gbps = None;
+        r.cpu_us_per_op = None;
+        r.client_us_per_op = None;
+        r.server_us_per_op = None;
+        r.client_raw_us_per_op = None;
+        r.server_raw_us_per_op = None;
+        r.thread_us_per_op = None;
+        r.client_thread_us_per_op = None;
+        r.server_thread_us_per_op = None;
+        r.bytes_per_flow = None;
+        r.bytes_per_endpoint = None;
+        let n = r.note.take().unwrap_or_default();
+        r.note = Some(format!("errors: no figure; {n}"));
+    }
+    Some(r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,6 +62,7 @@ impl Rig {
     ) -> Result<Rig, String> {
         let base = TcpConfig {
             max_flows,
+            opts: w1_opts(squall_tcp::FlowOpts::default()),
             ..TcpConfig::default()
         };
         // With `offload` the ports offer checksum offload and the nodes turn the hosts'
@@ -485,6 +486,15 @@ impl crate::workload::IdleFlows for SquallIdle {
             self.rig = Some(rig);
             Ok(got)
         }
+    }
+}
+
+/// The TCP options of the workloads' definition (../shared/BENCHMARKS.md, W1: MSS 1460,
+/// initial window 2, delayed ACK 100 ms) over `o`.
+pub fn w1_opts(o: squall_tcp::FlowOpts) -> squall_tcp::FlowOpts {
+    squall_tcp::FlowOpts {
+        delack_ns: 100_000_000,
+        ..o
     }
 }
 

@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::measure::core_busy_us;
-use crate::report::{median_record, Record};
+pub use crate::report::median_line;
+use crate::report::Record;
 use crate::serve_cmd::{self, AnswerSizes, ServeOut};
 use crate::site::{Site, W4_PATH};
 
@@ -623,27 +624,6 @@ pub fn fill(r: &mut Record, m: &Measured, l7_bytes_per_op: Option<f64>) {
     r.p50_us = m.p50_us;
     r.p99_us = m.p99_us;
     r.errors = m.errors;
-}
-
-/// The median line of a cell; a line with errors keeps its counts but no figure.
-pub fn median_line(runs: &[Record]) -> Option<Record> {
-    let mut r = median_record(runs)?;
-    if r.errors > 0 {
-        r.cps = None;
-        r.rps = None;
-        r.gbps = None;
-        r.cpu_us_per_op = None;
-        r.client_us_per_op = None;
-        r.server_us_per_op = None;
-        r.client_raw_us_per_op = None;
-        r.server_raw_us_per_op = None;
-        r.thread_us_per_op = None;
-        r.client_thread_us_per_op = None;
-        r.server_thread_us_per_op = None;
-        let n = r.note.take().unwrap_or_default();
-        r.note = Some(format!("errors: no figure; {n}"));
-    }
-    Some(r)
 }
 
 // ---------------------------------------------------------------------------------------

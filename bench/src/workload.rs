@@ -419,6 +419,7 @@ fn w2_client<P: MemPair>(
             if c.bad {
                 tally.errors += 1;
                 pair.close(Side::Client, id);
+                c.closed = true;
                 return true;
             }
             if c.got == resp.len() {
@@ -438,9 +439,15 @@ fn w2_client<P: MemPair>(
             // The server never closes in W2.
             tally.errors += 1;
             pair.close(Side::Client, id);
+            c.closed = true;
             true
         }
         SockState::Done | SockState::Failed => {
+            // A connection that ended without our close (reset, timed out) is an error,
+            // as Squall's W2 client counts it; one we closed was counted then.
+            if !c.closed {
+                tally.errors += 1;
+            }
             pair.release(Side::Client, id);
             *c = ClientApp::default();
             true

@@ -292,6 +292,21 @@ def test_one_dist_in_several_generators_is_one_shared_pool(validate) -> None:
         ASTFProfile(default_ip_gen=g1, templates=ts + [t3]).to_json()
 
 
+def test_equal_dists_in_several_generators_are_one_shared_pool(validate) -> None:
+    """TRex compares distributions by value: two equal ASTFIPGenDist objects are one pool."""
+    def gen(server: str) -> ASTFIPGen:
+        return ASTFIPGen(dist_client=ASTFIPGenDist(["16.0.0.1", "16.0.0.255"]),
+                         dist_server=ASTFIPGenDist([server, server]))
+    c, s = http_programs()
+    ts = [ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c, port=p),
+                       server_template=ASTFTCPServerTemplate(program=s, assoc=ASTFAssociationRule(port=p)))
+          for g, p in ((gen("48.0.0.1"), 80), (gen("49.0.0.1"), 81))]
+    ir = ASTFProfile(default_ip_gen=ts[0].client_template.ip_gen, templates=ts).to_json()
+    validate(ir)
+    assert len(ir["ip_gens"]) == 2
+    assert ir["ip_gens"][0]["clients"] == ir["ip_gens"][1]["clients"]
+
+
 def test_l7_map_association(validate) -> None:
     """TRex: ASTFAssociationRule(port=80, l7_map=[0, 1, 2, 3]) or a dict with masks/values."""
     g = ip_gen()

@@ -230,6 +230,10 @@ class ASTFProfile:
                                        f"ip_offset differs ({other.glob.ip_offset} at {other.site}): "
                                        "a shared client pool has one ip_offset", g.site, "glob")
                 continue
+            if g.dist_client.key() == other.dist_client.key() and g.glob.ip_offset == other.glob.ip_offset:
+                # Equal pools, two objects: TRex compares distributions by value
+                # (ASTFIPGenDistCache), so they are one shared pool too.
+                continue
             if g.dist_client.overlaps(other.dist_client):
                 raise ProfileError(f"client pool {g.dist_client.ip_start}-{g.dist_client.ip_end} overlaps "
                                    f"{other.dist_client.ip_start}-{other.dist_client.ip_end} of another "
