@@ -847,3 +847,33 @@ fn a_loop_waiting_only_zero_microseconds_is_refused() {
     ]);
     has(&errors(v), "programs[0].commands[3]", "never waits");
 }
+
+/// TRex sends a counted loop of datagrams as a burst: a `send_msg` loop bounded by
+/// `jmp_nz` is accepted; bounded by a duration (`jmp_dp`) it would spin, and is refused.
+#[test]
+fn a_counted_loop_of_datagrams_is_a_burst() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/udp-dns.json"
+    ))
+    .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["programs"][0]["commands"] = json!([
+        {"op": "set_var", "id": 0, "val": 10},
+        {"op": "set_label", "label": "a"},
+        {"op": "send_msg", "buf": "query"},
+        {"op": "jmp_nz", "id": 0, "label": "a"},
+        {"op": "recv_msg", "count": 1}
+    ]);
+    let e = squall_astf::load_profile_str(&v.to_string()).err();
+    let never = |e: &Option<squall_astf::LoadError>| format!("{e:?}").contains("never waits");
+    assert!(e.is_none() && !never(&e), "{e:?}");
+    v["programs"][0]["commands"] = json!([
+        {"op": "set_tick_var", "id": 0},
+        {"op": "set_label", "label": "a"},
+        {"op": "send_msg", "buf": "query"},
+        {"op": "jmp_dp", "id": 0, "label": "a", "duration_usec": 1000},
+        {"op": "recv_msg", "count": 1}
+    ]);
+    has(&errors(v), "programs[0].commands[3]", "never waits");
+}

@@ -433,7 +433,11 @@ pub(super) fn check_flow(insns: &[Insn], src: &[usize], p: &str, errs: &mut Erro
         }
         let body = &insns[target..=pc];
         let cp = format!("{p}.commands[{}]", src[pc]);
-        if !body.iter().any(Insn::may_wait) {
+        // A counted loop of datagrams is a burst (TRex sends it so): each round sends,
+        // and the count ends it. A loop on a duration must wait.
+        let counted = matches!(insn, Insn::JmpNz { .. });
+        let progresses = |i: &Insn| i.may_wait() || (counted && matches!(i, Insn::SendMsg { .. }));
+        if !body.iter().any(progresses) {
             errs.push(
                 cp.clone(),
                 format!(
