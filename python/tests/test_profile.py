@@ -89,7 +89,7 @@ def test_global_info_per_side(validate) -> None:
 
 
 @pytest.mark.parametrize("field,value,msg", [
-    ("mss", 10, "out of range 64..=9000"),
+    ("mss", 10, "out of range 64..=9216"),
     ("initwnd", 0, "out of range"),
     ("delay_ack_msec", 501, "out of range"),
     ("burst_ack", 2, "must be a bool or 0/1"),

@@ -27,9 +27,15 @@ fn ranged(
     }
 }
 
+/// The largest MSS (TRex's: a 9,216-byte jumbo frame's payload).
+const MAX_MSS: u64 = 9216;
+/// The largest receive buffer / send watermark: the largest window RFC 7323 can
+/// advertise (65,535 << 14 bytes, about 1 GiB, as TRex allows).
+const MAX_BUF: u64 = 65_535 << 14;
+
 /// Applies the tunables present in `raw` onto `t`, checking ranges (path e.g. `global.tcp`).
 pub(crate) fn apply_tcp(t: &mut TcpTunables, raw: &RawTcp, path: &str, errs: &mut Errors) {
-    if let Some(v) = ranged(raw.mss, 64, 9000, path, "mss", errs) {
+    if let Some(v) = ranged(raw.mss, 64, MAX_MSS, path, "mss", errs) {
         t.mss = v as u16;
     }
     if let Some(v) = ranged(raw.initwnd, 1, 20, path, "initwnd", errs) {
@@ -61,10 +67,10 @@ pub(crate) fn apply_tcp(t: &mut TcpTunables, raw: &RawTcp, path: &str, errs: &mu
     ) {
         t.no_delay_counter = v as u16;
     }
-    if let Some(v) = ranged(raw.rxbufsize, 1024, 16 << 20, path, "rxbufsize", errs) {
+    if let Some(v) = ranged(raw.rxbufsize, 1024, MAX_BUF, path, "rxbufsize", errs) {
         t.rxbufsize = v as u32;
     }
-    if let Some(v) = ranged(raw.txbufsize, 1024, 16 << 20, path, "txbufsize", errs) {
+    if let Some(v) = ranged(raw.txbufsize, 1024, MAX_BUF, path, "txbufsize", errs) {
         t.txbufsize = v as u32;
     }
     if let Some(v) = ranged(raw.rexmtthresh, 1, 10, path, "rexmtthresh", errs) {
@@ -170,7 +176,7 @@ pub(crate) fn scheduler(raw: Option<&RawScheduler>, errs: &mut Errors) -> Schedu
     if let Some(v) = ranged(
         raw.rampup_sec,
         0,
-        3600,
+        60_000,
         "global.scheduler",
         "rampup_sec",
         errs,

@@ -229,9 +229,9 @@ fn tunable_ranges() {
     v["templates"][0]["server_tunables"] =
         json!({"tcp": {"rxbufsize": 10, "no_delay": 1}, "ip": {"tos": 256}});
     let e = errors(v);
-    has(&e, "global.client.tcp.mss", "10 out of range 64..=9000");
+    has(&e, "global.client.tcp.mss", "10 out of range 64..=9216");
     has(&e, "global.client.ip.ttl", "0 out of range 1..=255");
-    has(&e, "global.scheduler.rampup_sec", "out of range 0..=3600");
+    has(&e, "global.scheduler.rampup_sec", "out of range 0..=60000");
     has(
         &e,
         "templates[0].server_tunables.tcp.rxbufsize",

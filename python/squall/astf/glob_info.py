@@ -26,7 +26,7 @@ class _Spec:
 
 
 _TCP: Dict[str, _Spec] = {
-    "mss": _Spec("int", 64, 9000, doc="maximum segment size"),
+    "mss": _Spec("int", 64, 9216, doc="maximum segment size"),
     "initwnd": _Spec("int", 1, 20, doc="initial congestion window, segments"),
     "delay_ack_msec": _Spec("int", 0, 500, doc="delayed-ACK timeout"),
     "burst_ack": _Spec("flag", doc="one ACK for the in-order segments of a receive burst, as Linux "
@@ -34,8 +34,8 @@ _TCP: Dict[str, _Spec] = {
     "no_delay": _Spec("flag_or_int", 0, 3, doc="disable Nagle (bit 0); bit 1: TRex's PUSH on every "
                       "segment, accepted and not applied"),
     "no_delay_counter": _Spec("int", 0, 65535, doc="bytes after which Nagle is bypassed"),
-    "rxbufsize": _Spec("int", 1024, 16777216, doc="receive buffer"),
-    "txbufsize": _Spec("int", 1024, 16777216, doc="send buffer"),
+    "rxbufsize": _Spec("int", 1024, 1073725440, doc="receive buffer"),
+    "txbufsize": _Spec("int", 1024, 1073725440, doc="send buffer"),
     "rexmtthresh": _Spec("int", 1, 10, doc="duplicate ACKs before fast retransmit"),
     "do_rfc1323": _Spec("flag", doc="window scaling and timestamps"),
     "do_sack": _Spec("flag", doc="selective acknowledgements (Squall)"),
@@ -55,7 +55,7 @@ _IPV6: Dict[str, _Spec] = {
     "dst_msb": _Spec("ipv6", doc="high 96 bits of server addresses (default ::)"),
 }
 _SCHED: Dict[str, _Spec] = {
-    "rampup_sec": _Spec("int", 0, 3600, doc="linear ramp-up"),
+    "rampup_sec": _Spec("int", 0, 60000, doc="linear ramp-up"),
     "spacing": _Spec("enum", choices=("even", "poisson"), doc="flow start spacing (Squall)"),
     "seed": _Spec("int", 0, 2**64 - 1, doc="seed of pseudo-random choices (Squall)"),
     "accurate": _Spec("flag", doc="accepted, no effect: Squall's scheduler is always exact"),

@@ -874,6 +874,11 @@ mod tests {
         t.tcp.rxbufsize = 262_144;
         let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
         assert_eq!((c.opts.wscale, c.opts.rcv_wnd), (Some(3), 262_144));
+        // The largest buffer a profile may give (TRex allows about 1 GiB): the largest
+        // window RFC 7323 advertises.
+        t.tcp.rxbufsize = 65_535 << 14;
+        let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
+        assert_eq!((c.opts.wscale, c.opts.rcv_wnd), (Some(14), 65_535 << 14));
         t.tcp.do_rfc1323 = false;
         let c = tcp_config(&t, [0; 6], [0; 6], 16, 1);
         assert_eq!((c.opts.wscale, c.opts.rcv_wnd), (None, 65_535));
