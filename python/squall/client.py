@@ -23,7 +23,6 @@ import os
 import socket
 import sys
 import time
-import traceback
 from typing import Any, Dict, List, Mapping, NoReturn, Optional, Union
 
 __all__ = ["Client", "ClientError", "ProfileLoadError"]
@@ -89,8 +88,7 @@ def _compile_py(path: str, tunables: Mapping[str, str]) -> Dict[str, Any]:
     """Compile a `.py` profile in this process, as `python3 -m squall.compile` does: any
     failure of the profile (a `ProfileError`, its argparse rejecting the tunables, an
     exception in its code) becomes a `ProfileLoadError`."""
-    from .compile import _user_frame
-    from .errors import ProfileError
+    from .compile import failure
     from .loader import compile_profile
 
     if not os.path.isfile(path):
@@ -99,21 +97,11 @@ def _compile_py(path: str, tunables: Mapping[str, str]) -> Dict[str, Any]:
     try:
         with contextlib.redirect_stderr(err):
             return compile_profile(path, tunables)
-    except ProfileError as e:
-        _load_error("profile compilation failed", str(e))
-    except SystemExit as e:  # the profile's argparse: --help (0) or a rejected tunable
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - ProfileError, argparse, bugs
         said = [ln for ln in err.getvalue().splitlines() if ln.strip()]
-        if e.code in (0, None):
-            _load_error("profile compilation failed",
-                        f"{path}: the profile printed its help and produced no profile")
-        why = f": {said[-1].strip()}" if said else ""
-        _load_error("profile compilation failed",
-                    f"{path}: the profile rejected its tunables {dict(tunables)} "
-                    f"(exit status {e.code}){why}")
-    except Exception as e:  # noqa: BLE001 - any bug in the profile's own code
-        fs = _user_frame(traceback.extract_tb(e.__traceback__), path)
-        where = f"{fs.filename}:{fs.lineno}" if fs is not None else path
-        _load_error("profile compilation failed", f"{where}: {type(e).__name__}: {e}")
+        rejected = isinstance(e, SystemExit) and e.code not in (0, None)
+        why = f": {said[-1].strip()}" if rejected and said else ""
+        _load_error("profile compilation failed", failure(e, path, dict(tunables)) + why)
     finally:
         sys.stderr.write(err.getvalue())  # what the profile wrote is not lost
 

@@ -88,6 +88,22 @@ def _user_frame(tb: Optional[traceback.StackSummary], profile: str) -> Optional[
     return None
 
 
+def failure(e: BaseException, path: str, tunables: object) -> str:
+    """What a failed compile of profile `path` says: a `ProfileError`'s message, the
+    profile's argparse rejecting `tunables` (`SystemExit` with a non-zero code; a zero or
+    empty code is its `--help`), or any other exception at the innermost frame of the
+    profile's own files."""
+    if isinstance(e, ProfileError):
+        return str(e)
+    if isinstance(e, SystemExit):
+        if e.code in (0, None):
+            return f"{path}: the profile printed its help and produced no profile"
+        return f"{path}: the profile rejected its tunables {tunables} (exit status {e.code})"
+    fs = _user_frame(traceback.extract_tb(e.__traceback__), path)
+    where = f"{fs.filename}:{fs.lineno}: " if fs is not None else f"{path}: "
+    return f"{where}{type(e).__name__}: {e}"
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     extra: List[str] = []
@@ -123,20 +139,17 @@ def main(argv: Optional[List[str]] = None) -> int:
             ir = compile_profile(path, tunables, extra)
     except ProfileError as e:
         sys.stderr.write(captured.getvalue())
-        _err(str(e))
+        _err(failure(e, path, tunables or extra))
         return EXIT_PROFILE
     except SystemExit as e:  # the profile's argparse: --help (0) or a rejected tunable (2)
         sys.stderr.write(captured.getvalue())
         if e.code in (0, None):
             return EXIT_HELP
-        _err(f"{path}: the profile rejected its tunables {tunables or extra} (exit status {e.code})")
+        _err(failure(e, path, tunables or extra))
         return EXIT_PROFILE
     except Exception as e:  # noqa: BLE001 - any bug in the profile's own code
         sys.stderr.write(captured.getvalue())
-        tb = traceback.extract_tb(e.__traceback__)
-        fs = _user_frame(tb, path)
-        where = f"{fs.filename}:{fs.lineno}: " if fs is not None else f"{path}: "
-        _err(f"{where}{type(e).__name__}: {e}")
+        _err(failure(e, path, tunables or extra))
         for line in traceback.format_exception(type(e), e, e.__traceback__):
             for sub in line.rstrip("\n").split("\n"):
                 sys.stderr.write(f"  {sub}\n")

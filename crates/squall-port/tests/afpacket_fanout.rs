@@ -4,10 +4,7 @@
 //! source port on the server side (`peer_port_owner`); ARP goes to worker 0. The veth lives in a private namespace (`sqp-fan`, 198.18.0.0/15
 //! addresses only) that the test creates and always removes.
 
-use std::process::Command;
-
 mod common;
-use common::VethNs;
 
 use squall_port::afpacket::{AfPacketConfig, AfPacketPort};
 use squall_port::fanout::{peer_port_owner, Fanout, FanoutBy};
@@ -98,18 +95,7 @@ fn steer(by: FanoutBy, frames: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
 
 #[test]
 fn each_worker_gets_the_frames_its_port_names() {
-    let uid = Command::new("id").arg("-u").output().unwrap();
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        squall_port::lab::skipped("needs root (network namespace, AF_PACKET)");
-        return;
-    }
-    let Some(ns) = VethNs::up("sqp-fan", "fa0", "fa1", false) else {
-        squall_port::lab::skipped("cannot create a network namespace here");
-        return;
-    };
-    let name = ns.name;
-    let h = std::thread::spawn(move || {
-        common::enter(name);
+    common::in_veth_ns("sqp-fan", "fa0", "fa1", || {
         let port = |f: &[u8], at: usize| u16::from_be_bytes([f[at], f[at + 1]]);
         // Client side: replies 198.19.48.1:80 -> our source ports 1000..1010.
         let frames: Vec<Vec<u8>> = (1000..1010).map(|p| tcp_frame(80, p)).collect();
@@ -131,7 +117,6 @@ fn each_worker_gets_the_frames_its_port_names() {
         assert!(got[1].iter().all(|f| peer_port_owner(port(f, 34), 2) == 1));
         assert!(got[0].iter().any(|f| f[12..14] == [0x08, 0x06]));
     });
-    h.join().expect("fanout checks");
 }
 
 /// Frames a worker sends leave through its super-frame socket, which is not in the
@@ -139,18 +124,7 @@ fn each_worker_gets_the_frames_its_port_names() {
 /// so none comes back into a worker's ring (each would be a copy, then a drop).
 #[test]
 fn a_fanout_group_does_not_take_back_what_its_workers_send() {
-    let uid = Command::new("id").arg("-u").output().unwrap();
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        squall_port::lab::skipped("needs root (network namespace, AF_PACKET)");
-        return;
-    }
-    let Some(ns) = VethNs::up("sqp-fano", "fo0", "fo1", false) else {
-        squall_port::lab::skipped("cannot create a network namespace here");
-        return;
-    };
-    let name = ns.name;
-    let h = std::thread::spawn(move || {
-        common::enter(name);
+    common::in_veth_ns("sqp-fano", "fo0", "fo1", || {
         let mut workers = two_workers("fo1", FanoutBy::DstPort);
         // A second group on the interface gets another id (no pid-derived collision).
         let other = two_workers("fo1", FanoutBy::SrcPort);
@@ -175,5 +149,4 @@ fn a_fanout_group_does_not_take_back_what_its_workers_send() {
         let back: u64 = workers.iter().map(|w| w.extra_stats().rx_outgoing).sum();
         assert_eq!(back, 0, "sent frames came back into the group");
     });
-    h.join().expect("fanout checks");
 }

@@ -8,7 +8,6 @@
 use std::time::{Duration, Instant};
 
 mod common;
-use common::VethNs;
 
 use squall_port::afpacket::{AfPacketConfig, AfPacketPort, RxMode};
 use squall_port::{FrameBuf, Port};
@@ -131,22 +130,10 @@ fn held_frame_is_not_handed_out_twice(mode: RxMode, fill: u32) {
 
 #[test]
 fn a_held_frame_is_not_handed_out_twice() {
-    let uid = std::process::Command::new("id").arg("-u").output().unwrap();
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        squall_port::lab::skipped("needs root (network namespace, AF_PACKET)");
-        return;
-    }
-    let Some(ns) = VethNs::up("sqp-held", "hd0", "hd1", false) else {
-        squall_port::lab::skipped("cannot create a network namespace here");
-        return;
-    };
-    let name = ns.name;
-    let h = std::thread::spawn(move || {
-        common::enter(name);
+    common::in_veth_ns("sqp-held", "hd0", "hd1", || {
         // 32 slots of 2 KiB: 31 frames fill the rest of the ring.
         held_frame_is_not_handed_out_twice(RxMode::Frames, 31);
         // 4 blocks of 64 KiB: a few hundred 60-byte frames fill a block.
         held_frame_is_not_handed_out_twice(RxMode::Blocks, 700);
     });
-    h.join().expect("held-frame checks");
 }

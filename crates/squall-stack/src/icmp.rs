@@ -47,7 +47,6 @@ pub struct IcmpStats {
 /// (network or host unreachable, source route failed, for a type of service).
 fn unreachable(code: u8) -> IcmpError {
     match code {
-        FRAG_NEEDED => IcmpError::PacketTooBig { mtu: 0 },
         2 | 3 | 6..=10 | 13..=15 => IcmpError::Unreachable { hard: true },
         _ => IcmpError::Unreachable { hard: false },
     }
@@ -57,9 +56,13 @@ fn unreachable(code: u8) -> IcmpError {
 /// errors with a higher one.
 const MAX_UNREACHABLE_CODE: u8 = 15;
 
+/// Where an ICMP or ICMPv6 error message quotes the packet it is about (RFC 792, RFC 4443
+/// §2.1: after the type, code, checksum and four bytes).
+pub const QUOTED_AT: usize = 8;
+
 /// The error an ICMP message `msg` (checksum verified) reports about a TCP segment it
-/// quotes, and where the quoted packet lies in `msg`; None for anything else.
-pub fn tcp_error(msg: &[u8]) -> Option<(Range<usize>, IcmpError)> {
+/// quotes (at [`QUOTED_AT`]); None for anything else.
+pub fn tcp_error(msg: &[u8]) -> Option<IcmpError> {
     let [typ, code, _, _, _, _, m0, m1] = *msg.get(..8)? else {
         return None;
     };
@@ -73,12 +76,12 @@ pub fn tcp_error(msg: &[u8]) -> Option<(Range<usize>, IcmpError)> {
         _ => return None,
     };
     // The quoted IPv4 header and at least 8 bytes of what followed it (RFC 792).
-    let q = msg.get(8..)?;
+    let q = msg.get(QUOTED_AT..)?;
     let ihl = usize::from(*q.first()? & 0x0f) * 4;
     if q[0] >> 4 != 4 || ihl < 20 || q.len() < ihl + 8 || q[9] != 6 {
         return None;
     }
-    Some((8..msg.len(), err))
+    Some(err)
 }
 
 /// Handles the ICMP message of frame `d` (IPv4 already checked: `ip`): answers an echo
@@ -105,9 +108,9 @@ pub fn on_icmp<S: TxSink>(
         // An error sent to the link's broadcast address is nobody's (RFC 1122 §3.2.2).
         let unicast = d[..6] != [0xff; 6];
         return match tcp_error(msg).filter(|_| unicast) {
-            Some((q, e)) => {
+            Some(e) => {
                 st.errors_to_tcp += 1;
-                Some((l4 + q.start..l4 + q.end, e))
+                Some((l4 + QUOTED_AT..end, e))
             }
             None => {
                 st.other += 1;

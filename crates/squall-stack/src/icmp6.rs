@@ -9,6 +9,7 @@ use std::ops::Range;
 use squall_tcp::{IcmpError, TxSink};
 use squall_wire::{Icmpv6Packet, Icmpv6Repr};
 
+use crate::icmp::QUOTED_AT;
 use crate::ipv6::Ipv6In;
 use crate::neigh6::{send_icmpv6, Neighbours6};
 
@@ -35,11 +36,11 @@ pub struct Icmp6Stats {
 }
 
 /// What an ICMPv6 error `msg` (checksum verified) reports about a TCP segment it
-/// quotes, and where the quoted packet lies in `msg`; None for any other message.
+/// quotes (at [`QUOTED_AT`]); None for any other message.
 /// Destination unreachable codes (RFC 4443 §3.1): no route, beyond the source's scope
 /// and address unreachable are soft, administratively prohibited, port unreachable,
 /// failed policy and reject route hard (as Linux takes them).
-pub fn tcp_error6(msg: &[u8]) -> Option<(Range<usize>, IcmpError)> {
+pub fn tcp_error6(msg: &[u8]) -> Option<IcmpError> {
     let err = match *msg.first()? {
         1 => IcmpError::Unreachable {
             hard: matches!(msg.get(1)?, 1 | 4 | 5 | 6),
@@ -53,11 +54,11 @@ pub fn tcp_error6(msg: &[u8]) -> Option<(Range<usize>, IcmpError)> {
     };
     // The invoking packet as far as it fits (RFC 4443 §2.4 c): the fixed header and
     // TCP's first 8 bytes at least, TCP right after the header.
-    let q = msg.get(8..)?;
+    let q = msg.get(QUOTED_AT..)?;
     if q.len() < 48 || q[0] >> 4 != 6 || q[6] != 6 {
         return None;
     }
-    Some((8..msg.len(), err))
+    Some(err)
 }
 
 /// Handles the ICMPv6 message of frame `d` (IPv6 checked and addressed to the node:
@@ -85,9 +86,9 @@ pub fn on_icmpv6<S: TxSink>(
     if p.msg_type() == 2 {
         st.packet_too_big += 1;
     }
-    if let Some((q, e)) = tcp_error6(&d[ip.l4.0..ip.l4.1]) {
+    if let Some(e) = tcp_error6(&d[ip.l4.0..ip.l4.1]) {
         st.errors_to_tcp += 1;
-        return Some((ip.l4.0 + q.start..ip.l4.0 + q.end, e));
+        return Some((ip.l4.0 + QUOTED_AT..ip.l4.1, e));
     }
     let m = match Icmpv6Repr::parse(&p) {
         Ok(m) => m,

@@ -151,6 +151,19 @@ impl<P: Port> Drop for Node<P> {
     }
 }
 
+/// Sends every frame to `mac` from now on if it is another MAC than the next hop's
+/// (the followed next hop moved); whether it did.
+fn move_next_hop(mac: Option<[u8; 6]>, udp: &mut UdpLayer, tcp: &mut TcpHost) -> bool {
+    match mac {
+        Some(m) if m != udp.tx.next_hop => {
+            udp.tx.next_hop = m;
+            tcp.set_gateway_mac(m);
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Hands received TCP frames to the host: a few one by one, more as a burst (prefetching
 /// pays off only when there are frames to overlap).
 #[inline]
@@ -542,12 +555,9 @@ impl<P: Port> Node<P> {
                     neigh.on_arp(d, &mut sink!());
                     // A next hop that announced a new MAC (a failover's gratuitous ARP):
                     // every frame goes there from now on.
-                    if let Some(m) = next_hop4.and_then(|ip| neigh.lookup(ip)) {
-                        if m != udp.tx.next_hop {
-                            udp.tx.next_hop = m;
-                            tcp.set_gateway_mac(m);
-                            neigh.stats.next_hop_moved += 1;
-                        }
+                    let mac = next_hop4.and_then(|ip| neigh.lookup(ip));
+                    if move_next_hop(mac, udp, tcp) {
+                        neigh.stats.next_hop_moved += 1;
                     }
                 }
                 Class::Tcp | Class::Udp | Class::Icmp | Class::OtherIp
@@ -592,12 +602,9 @@ impl<P: Port> Node<P> {
                             // The next hop advertised another MAC (a failover's
                             // unsolicited advertisement with Override, RFC 4861 §7.2.6):
                             // every frame goes there from now on.
-                            if let Some(m) = next_hop6.and_then(|ip| neigh6.lookup(&ip)) {
-                                if m != udp.tx.next_hop {
-                                    udp.tx.next_hop = m;
-                                    tcp.set_gateway_mac(m);
-                                    neigh6.stats.next_hop_moved += 1;
-                                }
+                            let mac = next_hop6.and_then(|ip| neigh6.lookup(&ip));
+                            if move_next_hop(mac, udp, tcp) {
+                                neigh6.stats.next_hop_moved += 1;
                             }
                         }
                         Ok((true, i)) if i.proto == IpProtocol::UDP => {

@@ -62,3 +62,27 @@ impl Drop for VethNs {
         let _ = sh(&["ip", "netns", "del", self.name]);
     }
 }
+
+/// Runs `f` on a thread inside namespace `name` holding the veth pair `a` <-> `b` (removed
+/// afterwards); skipped, with the reason printed, without root or when the namespace
+/// cannot be made. A failure inside `f` fails the caller.
+pub fn in_veth_ns(name: &'static str, a: &str, b: &str, f: impl FnOnce() + Send + 'static) {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        squall_port::lab::skipped("needs root (network namespace, AF_PACKET)");
+        return;
+    }
+    let Some(ns) = VethNs::up(name, a, b, false) else {
+        squall_port::lab::skipped("cannot create a network namespace here");
+        return;
+    };
+    let h = std::thread::spawn(move || {
+        enter(name);
+        f()
+    });
+    let r = h.join();
+    drop(ns);
+    if let Err(e) = r {
+        std::panic::resume_unwind(e);
+    }
+}

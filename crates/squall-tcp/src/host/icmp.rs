@@ -144,7 +144,8 @@ impl TcpHost {
     /// destination address as the path-MTU cache keys it, the quoted sequence number
     /// and the quoted packet's IP length.
     fn quoted_key(&mut self, v6: bool, q: &[u8]) -> Option<(FlowKey, Dst, u32, u32)> {
-        let (key, dst, tcp, len) = if v6 {
+        // (our address, the peer's, the cache's key, where TCP starts, the IP length)
+        let (local_ip, remote_ip, dst, tcp, len) = if v6 {
             let h = q.get(..40)?;
             // TCP right after the fixed header: every segment we send is so.
             if h[0] >> 4 != 6 || h[6] != 6 {
@@ -152,14 +153,9 @@ impl TcpHost {
             }
             let src: &[u8; 16] = h[8..24].try_into().ok()?;
             let dst: &[u8; 16] = h[24..40].try_into().ok()?;
-            let key = FlowKey {
-                local_ip: self.addr6.get(src)?,
-                remote_ip: self.addr6.get(dst)?,
-                local_port: 0,
-                remote_port: 0,
-            };
             let len = 40 + u32::from(u16::from_be_bytes([h[4], h[5]]));
-            (key, (true, u128::from_be_bytes(*dst)), 40, len)
+            let (l, r) = (self.addr6.get(src)?, self.addr6.get(dst)?);
+            (l, r, (true, u128::from_be_bytes(*dst)), 40, len)
         } else {
             let h = q.get(..20)?;
             let ihl = usize::from(h[0] & 0x0f) * 4;
@@ -172,26 +168,17 @@ impl TcpHost {
             if addr6::is_id(src) || addr6::is_id(dst) {
                 return None;
             }
-            let key = FlowKey {
-                local_ip: src,
-                remote_ip: dst,
-                local_port: 0,
-                remote_port: 0,
-            };
             let len = u32::from(u16::from_be_bytes([h[2], h[3]]));
-            (key, (false, u128::from(dst)), ihl, len)
+            (src, dst, (false, u128::from(dst)), ihl, len)
         };
         let t = q.get(tcp..tcp + 8)?;
-        Some((
-            FlowKey {
-                local_port: u16::from_be_bytes([t[0], t[1]]),
-                remote_port: u16::from_be_bytes([t[2], t[3]]),
-                ..key
-            },
-            dst,
-            u32::from_be_bytes([t[4], t[5], t[6], t[7]]),
-            len,
-        ))
+        let key = FlowKey {
+            local_ip,
+            remote_ip,
+            local_port: u16::from_be_bytes([t[0], t[1]]),
+            remote_port: u16::from_be_bytes([t[2], t[3]]),
+        };
+        Some((key, dst, u32::from_be_bytes([t[4], t[5], t[6], t[7]]), len))
     }
 
     /// RFC 1191 §6.4 / RFC 8201 §4: the path to flow `i`'s peer carries at most `mtu`
