@@ -89,6 +89,10 @@ pub struct Tcb {
     /// Low 16 bits of SND.SML, the end of the last short segment sent (Minshall's Nagle,
     /// Linux `snd_sml`); see [`Tcb::short_unacked`].
     pub snd_sml: u16,
+    /// The largest send window the peer has offered, in bytes, at most 65,535 (sender
+    /// silly-window avoidance compares sub-segment windows with half of it; a window of
+    /// 64 KiB or more leaves every such window below the half).
+    pub snd_maxwnd: u16,
     pub snd_una: u32,
     pub snd_nxt: u32,
     pub snd_max: u32,
@@ -138,6 +142,24 @@ impl Tcb {
     #[inline]
     pub fn set_wscales(&mut self, snd: u8, rcv: u8) {
         self.wscales = snd.min(14) | (rcv.min(14) << 4);
+    }
+
+    /// Sets SND.WND (and the largest window offered).
+    #[inline(always)]
+    pub fn set_snd_wnd(&mut self, w: u32) {
+        self.snd_wnd = w;
+        self.snd_maxwnd = self.snd_maxwnd.max(w.min(65_535) as u16);
+    }
+
+    /// Sender silly-window avoidance with nothing in flight (RFC 9293 §3.8.6.2.1, as BSD
+    /// and Linux): the peer's window holds less than a segment and less than half the
+    /// largest window it has offered, and more data than fits is queued. The data then
+    /// waits for a larger window or the persist timer (the rule's override timeout),
+    /// which sends what fits.
+    #[inline]
+    pub fn window_too_small(&self) -> bool {
+        let w = self.snd_wnd;
+        w < u32::from(self.mss) && w < self.sq.len && 2 * w < u32::from(self.snd_maxwnd)
     }
 
     #[inline(always)]

@@ -375,6 +375,53 @@ fn rfc9293_3_5_simultaneous_open(fam: Family) {
     assert_eq!(t.state(), State::Established);
 }
 
+// RFC 9293 §3.10.4: CLOSE in SYN-RECEIVED (after a simultaneous open) queues the FIN
+// until the handshake completes, after the data already queued; sends are refused after
+// the close.
+per_family!(rfc9293_3_10_4_close_in_syn_received);
+fn rfc9293_3_10_4_close_in_syn_received(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
+    let (data, _) = with_data(&mut t, 5);
+    let syn = t.connect();
+    let f = t.flow.unwrap();
+    t.feed(9000, 0, SYN, 65535, &MSS_1000, &[]);
+    assert_eq!(t.state(), State::SynReceived);
+    let sa = t.one();
+    assert_eq!(sa.flags, SYN | ACK);
+    t.host.send(t.now, &mut t.sink, f, data, 0, 5).unwrap();
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    assert!(
+        t.take().is_empty(),
+        "nothing before our SYN is acknowledged"
+    );
+    assert_eq!(t.state(), State::SynReceived);
+    assert!(
+        t.host.send(t.now, &mut t.sink, f, data, 0, 5).is_err(),
+        "send after close"
+    );
+    // The peer acknowledges our SYN: the data and the FIN go, FIN-WAIT-1.
+    let iss1 = syn.seq.wrapping_add(1);
+    t.feed(9001, iss1, ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::FinWait1);
+    let out = t.take();
+    let (last, first) = (out.last().unwrap(), &out[0]);
+    assert_eq!(first.seq, iss1);
+    assert_eq!(
+        out.iter().map(|o| o.payload.len()).sum::<usize>(),
+        5,
+        "{out:?}"
+    );
+    assert_ne!(last.flags & FIN, 0, "{out:?}");
+    assert_eq!(
+        last.seq.wrapping_add(last.payload.len() as u32),
+        iss1.wrapping_add(5)
+    );
+    assert_eq!(t.app.ev, vec![Ev::Connected(false)]);
+    // Its ACK of the FIN: FIN-WAIT-2.
+    t.feed(9001, iss1.wrapping_add(6), ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::FinWait2);
+}
+
 // RFC 5961 §3.2: RST with in-window but not exact sequence -> challenge ACK; exact -> reset.
 per_family!(rfc5961_3_2_rst_challenge_then_exact_reset);
 fn rfc5961_3_2_rst_challenge_then_exact_reset(fam: Family) {
@@ -889,6 +936,101 @@ fn rfc1122_4_2_2_17_zero_window_probed_while_peer_answers(fam: Family) {
     let rest = t.take();
     assert_eq!(rest.iter().map(|s| s.payload.len()).sum::<usize>(), 100);
     assert_eq!(rest[0].seq, una);
+}
+
+/// An established flow (peer MSS 1,000, window 65,535) with the keep-alive's 2 h idle
+/// timer running: (test, SND.UNA, flow).
+fn idle_with_keepalive(fam: Family) -> (T, u32, FlowId) {
+    let mut t = T::new(TcpConfig {
+        keepalive: Some((7_200_000 * MS, 75_000 * MS, 9)),
+        ..cfg()
+    })
+    .over(fam);
+    let una = t.established(&MSS_1000);
+    let f = t.flow.unwrap();
+    t.take();
+    (t, una, f)
+}
+
+/// Runs the timers until the host sends something, failing if that takes longer than
+/// `limit` from now.
+fn until_sent_within(t: &mut T, limit: u64) {
+    let from = t.now;
+    while t.sink.out.is_empty() {
+        let n = t.host.next_timer().expect("a timer runs");
+        assert!(n - from <= limit, "{} ms", (n - from) / MS);
+        t.advance(n);
+    }
+}
+
+// RFC 9293 §3.8.6.1: data queued into a window that closed while the flow was idle is
+// probed by the persist timer, which replaces the keep-alive's idle timer (2 h here).
+per_family!(rfc9293_3_8_6_1_window_closed_while_idle_is_probed);
+fn rfc9293_3_8_6_1_window_closed_while_idle_is_probed(fam: Family) {
+    let (mut t, una, f) = idle_with_keepalive(fam);
+    // The peer closes its window (a window update; nothing of ours outstanding).
+    t.feed(t.pseq, una, ACK, 0, &[], &[]);
+    let (b, _) = with_data(&mut t, 100);
+    t.host.send(t.now, &mut t.sink, f, b, 0, 100).unwrap();
+    assert!(t.take().is_empty(), "nothing sent into a zero window");
+    until_sent_within(&mut t, 1_000 * MS);
+    let p = t.one();
+    assert_eq!((p.seq, p.payload.len()), (una, 1), "a one-byte probe");
+    assert_eq!(t.host.counters().tcps_sndprobe, 1);
+}
+
+// RFC 9293 §3.8.6.2.1 (sender silly-window avoidance), with nothing in flight: a window
+// below a segment and below half the largest the peer offered holds the data until the
+// override timeout (the persist timer, not the keep-alive's), which sends what fits; a
+// full segment's window, or half the largest, is used at once.
+per_family!(rfc9293_3_8_6_2_1_small_window_waits_for_the_override_timeout);
+fn rfc9293_3_8_6_2_1_small_window_waits_for_the_override_timeout(fam: Family) {
+    let (mut t, una, f) = idle_with_keepalive(fam);
+    let (b, _) = with_data(&mut t, 3000);
+    t.host.send(t.now, &mut t.sink, f, b, 0, 1000).unwrap();
+    assert_eq!(t.one().payload.len(), 1000);
+    // All acknowledged; the peer's window drops to 400 (its largest was 65,535).
+    t.now += 10 * MS;
+    t.feed(t.pseq, una.wrapping_add(1000), ACK, 400, &[], &[]);
+    t.host.send(t.now, &mut t.sink, f, b, 1000, 2000).unwrap();
+    assert!(t.take().is_empty(), "400 bytes of 2,000 wait");
+    // The override timeout: the persist timer, one RTO later (not the 2 h keep-alive).
+    until_sent_within(&mut t, 1_000 * MS);
+    let o = t.one();
+    assert_eq!((o.seq, o.payload.len()), (una.wrapping_add(1000), 400));
+    assert_eq!(t.host.counters().tcps_persisttimeo, 1);
+    assert_eq!(t.host.counters().tcps_sndprobe, 0, "data, not a probe");
+    // Acknowledged with a full segment's window: sent at once.
+    t.feed(t.pseq, una.wrapping_add(1400), ACK, 1000, &[], &[]);
+    let o = t.one();
+    assert_eq!((o.seq, o.payload.len()), (una.wrapping_add(1400), 1000));
+    // Then a window of 600 with 600 bytes left: all that is queued fits, sent at once.
+    t.feed(t.pseq, una.wrapping_add(2400), ACK, 600, &[], &[]);
+    let o = t.one();
+    assert_eq!((o.seq, o.payload.len()), (una.wrapping_add(2400), 600));
+
+    // A peer whose largest window is 700: 400 is more than half of it, used at once.
+    let mut t = T::new(cfg()).over(fam);
+    let syn = t.connect();
+    let f = t.flow.unwrap();
+    t.feed(
+        t.pseq,
+        syn.seq.wrapping_add(1),
+        SYN | ACK,
+        700,
+        &MSS_1000,
+        &[],
+    );
+    t.pseq += 1;
+    t.take();
+    let una = syn.seq.wrapping_add(1);
+    let (b, _) = with_data(&mut t, 2000);
+    t.host.send(t.now, &mut t.sink, f, b, 0, 700).unwrap();
+    assert_eq!(t.one().payload.len(), 700);
+    t.feed(t.pseq, una.wrapping_add(700), ACK, 400, &[], &[]);
+    t.host.send(t.now, &mut t.sink, f, b, 700, 1300).unwrap();
+    let o = t.one();
+    assert_eq!((o.seq, o.payload.len()), (una.wrapping_add(700), 400));
 }
 
 // RFC 1122 §4.2.2.17 allows closing a zero-window connection whose peer stops answering:

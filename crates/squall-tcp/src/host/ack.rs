@@ -178,7 +178,7 @@ impl TcpHost {
             // timer free for the persist timer, not the keep-alive's) and before the
             // callbacks (app sends see the new window).
             if seq::lt(t.snd_wl1, seg.seq) || (t.snd_wl1 == seg.seq && seq::le(t.snd_wl2, ack)) {
-                t.snd_wnd = wnd;
+                t.set_snd_wnd(wnd);
                 t.snd_wl1 = seg.seq;
                 t.snd_wl2 = ack;
             }
@@ -264,7 +264,7 @@ impl TcpHost {
         if seq::lt(t.snd_wl1, seg.seq) || (t.snd_wl1 == seg.seq && seq::le(t.snd_wl2, ack)) {
             let opened = wnd > t.snd_wnd;
             let was_closed = t.snd_wnd == 0;
-            t.snd_wnd = wnd;
+            t.set_snd_wnd(wnd);
             t.snd_wl1 = seg.seq;
             t.snd_wl2 = ack;
             if opened && t.sq.len > t.snd_nxt.wrapping_sub(t.snd_una) {

@@ -227,10 +227,12 @@ impl TcpHost {
             State::CloseWait => State::LastAck,
             _ => return false,
         };
-        if t.state == State::SynReceived {
-            return false; // FIN after the handshake completes: unsupported edge, ignored
-        }
         t.flags |= F_FIN_QUEUED;
+        if t.state == State::SynReceived {
+            // RFC 9293 §3.10.4 (CLOSE in SYN-RECEIVED, after a simultaneous open): the FIN
+            // waits for the handshake; the ACK of our SYN moves the flow to FIN-WAIT-1.
+            return false;
+        }
         t.state = next;
         true
     }

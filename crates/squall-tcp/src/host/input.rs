@@ -399,7 +399,7 @@ impl TcpHost {
         t.cc = NewReno::new(init, mss as u32, iss);
         t.snd_sml = iss as u16;
         t.mss = mss;
-        t.snd_wnd = seg.wnd as u32;
+        t.set_snd_wnd(seg.wnd as u32);
         t.snd_wl1 = seg.seq;
         t.snd_wl2 = iss;
         if let (Some(peer), Some(ours)) = (o.wscale, cfg_ws) {
@@ -482,7 +482,7 @@ impl TcpHost {
         }
         let mss = t.mss;
         t.cc.set_initial(fo.init_cwnd, mss as u32);
-        t.snd_wnd = seg.wnd as u32; // never scaled in a SYN
+        t.set_snd_wnd(seg.wnd as u32); // never scaled in a SYN
         t.snd_wl1 = seg.seq;
         t.snd_wl2 = seg.ack;
         if has_ack {

@@ -437,12 +437,17 @@ impl TcpHost {
         } else {
             self.output_rounds(i, now, tx);
         }
-        // Persist timer: data queued, window closed, nothing in flight (the RTO is only
-        // computed then).
+        // Persist timer: data queued, window closed (or too small to use), nothing in
+        // flight (the RTO is only computed then). With nothing in flight the timer can
+        // only be the persist timer or the keep-alive's idle timer, which is later than
+        // one RTO and is replaced (data queued into a window that closed while the flow
+        // was idle would otherwise wait for the keep-alive).
         let t = &self.flows[i as usize];
-        if t.snd_wnd == 0 && t.snd_una == t.snd_max && t.sq.len > 0 && t.rexmt_at == 0 {
+        if (t.snd_wnd == 0 || t.window_too_small()) && t.snd_una == t.snd_max && t.sq.len > 0 {
             let rto = self.rto_ns(t);
-            self.flows[i as usize].rexmt_at = now + rto;
+            if t.rexmt_at == 0 || t.rexmt_at > now + rto {
+                self.flows[i as usize].rexmt_at = now + rto;
+            }
         }
         self.schedule(i);
     }
@@ -498,8 +503,13 @@ impl TcpHost {
             // Linux apply it with or without Nagle): a segment cut short by the windows
             // waits while data is in flight (the next ACK opens them). Without it a
             // congestion window counted in bytes of the negotiated MSS sends a runt after
-            // each flight of timestamped segments (10 x 1,460 = 10 x 1,448 + 120).
-            if len < mss && len < avail.max(1) && in_flight > 0 {
+            // each flight of timestamped segments (10 x 1,460 = 10 x 1,448 + 120). With
+            // nothing in flight, a peer window below a segment and below half its largest
+            // waits for the persist timer (`Tcb::window_too_small`).
+            if len < mss
+                && len < avail.max(1)
+                && (in_flight > 0 || (!t.has(F_FORCE) && t.window_too_small()))
+            {
                 len = 0;
             }
             // Nagle (RFC 9293 §3.7.4) in Minshall's variant, as Linux applies it

@@ -279,8 +279,13 @@ impl TcpHost {
                 self.send_rst_reply(seg, &key, o, tx);
                 return;
             }
-            // SYN acked: ESTABLISHED.
-            t.state = State::Established;
+            // SYN acked: ESTABLISHED, or FIN-WAIT-1 if the app closed meanwhile (RFC 9293
+            // §3.10.4: the FIN queued in SYN-RECEIVED goes now).
+            t.state = if t.has(F_FIN_QUEUED) {
+                State::FinWait1
+            } else {
+                State::Established
+            };
             if t.has(F_HALF_OPEN) {
                 t.flags &= !F_HALF_OPEN;
                 self.half_open -= 1;
@@ -299,7 +304,7 @@ impl TcpHost {
             t.retries = 0;
             t.snd_una = t.snd_una.wrapping_add(1);
             t.rexmt_at = 0;
-            t.snd_wnd = (seg.wnd as u32) << t.snd_wscale();
+            t.set_snd_wnd((seg.wnd as u32) << t.snd_wscale());
             t.snd_wl1 = seg.seq;
             t.snd_wl2 = seg.ack;
             if t.has(F_PASSIVE) {

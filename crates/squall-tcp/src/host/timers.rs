@@ -44,7 +44,8 @@ impl TcpHost {
         };
         let now = self.now;
         let t = &mut self.flows[i as usize];
-        let idle_flow = t.snd_una == t.snd_max && !(t.sq.len > 0 && t.snd_wnd == 0);
+        let idle_flow =
+            t.snd_una == t.snd_max && !(t.sq.len > 0 && t.snd_wnd == 0) && !t.window_too_small();
         if idle_flow
             && seg.flags & (ACK | RST | SYN) == ACK
             && seq::ge(seg.ack, t.snd_una)
@@ -62,7 +63,7 @@ impl TcpHost {
         if t.snd_una != t.snd_max {
             return;
         }
-        if t.sq.len > 0 && t.snd_wnd == 0 && !t.fin_pending() {
+        if (t.sq.len > 0 && t.snd_wnd == 0 && !t.fin_pending()) || t.window_too_small() {
             return; // persist timer stays
         }
         t.rexmt_at = match (ka, t.state) {
@@ -264,6 +265,14 @@ impl TcpHost {
                 self.output(i, tx);
                 let rto = self.rto_ns(&self.flows[i as usize]);
                 self.flows[i as usize].rexmt_at = now + rto;
+            }
+            _ if t.snd_una == t.snd_max && t.window_too_small() => {
+                // The silly-window rule's override timeout (RFC 9293 §3.8.6.2.1): what the
+                // small window holds goes now (output then times it as data in flight).
+                // Data, not a probe: no backoff, no retry counted.
+                self.counters.tcps_persisttimeo += 1;
+                t.flags |= F_FORCE;
+                self.output(i, tx);
             }
             _ if t.snd_una != t.snd_max => {
                 // RFC 6298 §5.4-5.6: retransmit, back off, restart.
