@@ -180,6 +180,79 @@ fn missing_field() {
     has(&errors(v), "templates[0]", "missing field `server_program`");
 }
 
+/// Type errors are all reported: one per list element (each decoded on its own), with the
+/// path serde gives it, in document order; `compile` does not run.
+#[test]
+fn type_errors_in_different_sections_all_reported() {
+    let mut v = w1();
+    v["buffers"][1]["sise"] = json!(10);
+    v["ip_gens"][0]["ip_offset"] = json!(16777216);
+    v["templates"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("client_program");
+    // A semantic error too: not reported, since the type errors stop before `compile`.
+    v["programs"][0]["commands"][0]["buf"] = json!("nope");
+    let e = load_profile_value(v).unwrap_err();
+    let paths: Vec<&str> = e.errors().iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["buffers[1].sise", "ip_gens[0].ip_offset", "templates[0]"]
+    );
+    let e: Vec<String> = e.errors().iter().map(|e| e.to_string()).collect();
+    has(&e, "buffers[1].sise", "unknown field `sise`");
+    has(
+        &e,
+        "ip_gens[0].ip_offset",
+        "invalid type: integer `16777216`, expected a string",
+    );
+    has(&e, "templates[0]", "missing field `client_program`");
+}
+
+#[test]
+fn top_level_type_errors_all_reported() {
+    let mut v = w1();
+    let obj = v.as_object_mut().unwrap();
+    obj.remove("ip_gens");
+    obj.insert("templatse".into(), json!([]));
+    v["global"]["tcp"]["mss"] = json!("big");
+    v["buffers"][0]["name"] = json!(7);
+    v["buffers"][1]["name"] = json!(8);
+    let e = load_profile_value(v).unwrap_err();
+    let got: Vec<String> = e.errors().iter().map(|e| e.to_string()).collect();
+    assert_eq!(got.len(), 5, "{got:#?}");
+    assert!(
+        got[0].starts_with(
+            "templatse: unknown field `templatse`, expected one of `version`, `meta`, `buffers`"
+        ),
+        "{got:#?}"
+    );
+    assert!(
+        got[1].starts_with("buffers[0].name: invalid type: integer `7`"),
+        "{got:#?}"
+    );
+    assert!(
+        got[2].starts_with("buffers[1].name: invalid type: integer `8`"),
+        "{got:#?}"
+    );
+    assert_eq!(got[3], ".: missing field `ip_gens`");
+    assert!(
+        got[4].starts_with("global.tcp.mss: invalid type: string \"big\""),
+        "{got:#?}"
+    );
+}
+
+#[test]
+fn a_list_that_is_not_an_array_is_one_error() {
+    let mut v = w1();
+    v["programs"] = json!({"name": "p"});
+    v["templates"][0]["port"] = json!("http");
+    let e = errors(v);
+    assert_eq!(e.len(), 2, "{e:#?}");
+    has(&e, "programs", "invalid type: map, expected a sequence");
+    has(&e, "templates[0].port", "invalid type: string \"http\"");
+}
+
 #[test]
 fn unknown_instruction_and_all_bad_commands_reported() {
     let mut v = w1();
