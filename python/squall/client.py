@@ -298,8 +298,10 @@ class Client:
               drain_sec: Optional[float] = None, seed: Optional[int] = None,
               ipv6: bool = False) -> Dict[str, Any]:
         """Start generating: every template at `cps * mult`, for `duration` seconds
-        (-1: until `stop`). `cores` 1 or 2, `sim` for the virtual-clock simulation,
-        `impair` as `squall run --impair`. `ipv6` (TRex's "convert traffic to IPv6"):
+        (-1: until `stop`). `cores`: on the in-memory wire 1 or 2 (client and server
+        threads), on a daemon started with real ports the number of workers; `sim` for
+        the virtual-clock simulation and `impair` as `squall run --impair` (both the
+        in-memory wire's). `ipv6` (TRex's "convert traffic to IPv6"):
         this run's flows all go over IPv6, as if the profile set `ipv6.enable` 1 for every
         template; the client loads that variant of the profile it loaded before starting
         (and the profile itself again at the next `start` without `ipv6`)."""

@@ -298,7 +298,13 @@ fn run_dut_on<C: Port + Send + 'static, S: Port + Send + 'static>(
     let mut cmesh = mesh_ends(n);
     let mut smesh = mesh_ends(n);
     let ncpu = squall_engine::affinity::available_cores();
-    let lives = crate::shards::shard_lives(&live, n);
+    // One worker publishes into the run's own figures and reads its control; several
+    // into shards that the join sums and forwards the control to.
+    let lives = if n == 1 {
+        vec![live.clone()]
+    } else {
+        crate::shards::shard_lives(&live, n)
+    };
     let mut workers = Vec::with_capacity(n as usize);
     for (k, (cport, sport)) in cports.into_iter().zip(sports).enumerate() {
         let dw = DutWorker {
@@ -499,7 +505,8 @@ fn run_dut_worker<C: Port, S: Port>(
         )?),
         None => None,
     };
-    let hard = t0 + cfg.duration_ns + cfg.drain_ns;
+    let mut hard = t0 + cfg.duration_ns + cfg.drain_ns;
+    let mut ctl_seen = crate::run::CtlSeen::default();
     let mut last_pub = 0u64;
     let mut idle = IdleYield::default();
     let mut done_marked = false;
@@ -507,6 +514,10 @@ fn run_dut_worker<C: Port, S: Port>(
     // Idle polling is not work: the core's load counts turns that did some.
     let (mut load, mut now) = crate::run::Busy::start(&clock);
     loop {
+        // A stop (Ctrl-C, `q`): no new flows; the drain runs from the request.
+        hard = live
+            .ctl
+            .apply(&mut ctl_seen, &mut c, now, hard, cfg.drain_ns);
         let busy = c.iterate(now, tap.as_mut()) | s.iterate(now, None);
         if !done_marked && c.is_idle() && s.is_idle() {
             done_marked = true;

@@ -100,6 +100,8 @@ pub const DAEMON: &str = "\
 Examples:
   squall daemon                                     # JSON-RPC on 127.0.0.1:4501
   squall daemon --unix /run/squall.sock --metrics 127.0.0.1:9464
+  squall daemon --client-iface afpacket:eth1 --server-iface afpacket:eth2 \
+                --client-gw 198.18.0.1 --server-gw 198.19.0.1   # runs through a DUT
   # From Python: squall.Client(\"127.0.0.1:4501\") (docs/API.md, docs/PYTHON.md)";
 
 /// Writes the manual: the main page on stdout, or one page per command into `dir`.

@@ -58,6 +58,7 @@ pub mod impair;
 pub mod liveview;
 pub mod metrics;
 pub mod outputs;
+pub mod ports;
 pub mod report;
 pub mod run;
 pub mod series;

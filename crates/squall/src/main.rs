@@ -15,7 +15,7 @@ mod daemon;
 mod help;
 use squall::assertion::{self, Assertion};
 use squall::report::{self, RunInfo};
-use squall::run::{self, Live, RunConfig};
+use squall::run::{Live, RunConfig};
 use squall::source;
 
 #[derive(Parser)]
@@ -110,38 +110,16 @@ enum Cmd {
         /// Serve Prometheus metrics of the current (or last) run at http://ADDR/metrics.
         #[arg(long, value_name = "ADDR")]
         metrics: Option<String>,
+        /// The ports every run plays on (as `squall run`'s; default: the in-memory wire).
+        #[command(flatten)]
+        ports: Box<PortArgs>,
     },
 }
 
-#[derive(clap::Args)]
-struct RunArgs {
-    /// Profile: `.json` IR or `.py` (compiled with `python3 -m squall.compile`).
-    profile: PathBuf,
-    /// Seconds during which new flows are started.
-    #[arg(
-        short = 'd',
-        long,
-        default_value_t = 10.0,
-        allow_negative_numbers = true
-    )]
-    duration: f64,
-    /// Rate multiplier: every template runs at cps x M (above 0, at most 1,000,000).
-    #[arg(
-        short = 'm',
-        long,
-        default_value_t = 1.0,
-        allow_negative_numbers = true
-    )]
-    mult: f64,
-    /// Worker cores. 1: both sides in one thread (T-mem1); N: N shards, each core running
-    /// both sides of its own share of the flows over its own wire (T-memN). On a real
-    /// interface: N workers, each owning one queue of the port (docs/SCALING.md).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
-    cores: u32,
-    /// With --cores 2: the client side on core 0 and the server side on core 1 over one
-    /// wire (T-mem2) instead of two shards.
-    #[arg(long)]
-    split: bool,
+/// The ports a run plays on (`squall run`, `squall daemon`): the in-memory wire, one side
+/// on a real interface, or both sides on two with the device under test between.
+#[derive(clap::Args, Clone, Debug)]
+struct PortArgs {
     /// Interface: `mem` (the in-memory wire, both sides), `afpacket:IFNAME[,recvmmsg|,ring][,nogso][,superframes]`,
     /// `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or `dpdk[:PORTNAME]` (a real interface, one
     /// side: needs --mode client|server and root; dpdk needs the `dpdk` cargo feature and
@@ -176,14 +154,65 @@ struct RunArgs {
     /// client address).
     #[arg(long, value_name = "IP")]
     server_gw: Option<String>,
+    /// Real interface: the peer's MAC (skips ARP resolution).
+    #[arg(long, value_name = "MAC")]
+    peer_mac: Option<String>,
+}
+
+impl PortArgs {
+    /// The ports these options name (checked: interfaces, EAL, exclusive options).
+    fn ports(&self) -> Result<squall::ports::Ports, String> {
+        squall::ports::Ports::parse(&squall::ports::PortSpec {
+            iface: &self.iface,
+            mode: self.mode.as_deref(),
+            peer_ip: self.peer_ip.as_deref(),
+            peer_mac: self.peer_mac.as_deref(),
+            client_iface: self.client_iface.as_deref(),
+            server_iface: self.server_iface.as_deref(),
+            client_gw: self.client_gw.as_deref(),
+            server_gw: self.server_gw.as_deref(),
+            eal: self.eal.as_deref(),
+        })
+    }
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Profile: `.json` IR or `.py` (compiled with `python3 -m squall.compile`).
+    profile: PathBuf,
+    /// Seconds during which new flows are started (Ctrl-C/SIGTERM stops earlier: in-flight
+    /// flows drain, the summary follows; a second signal cuts them, a third exits).
+    #[arg(
+        short = 'd',
+        long,
+        default_value_t = 10.0,
+        allow_negative_numbers = true
+    )]
+    duration: f64,
+    /// Rate multiplier: every template runs at cps x M (above 0, at most 1,000,000).
+    #[arg(
+        short = 'm',
+        long,
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    mult: f64,
+    /// Worker cores. 1: both sides in one thread (T-mem1); N: N shards, each core running
+    /// both sides of its own share of the flows over its own wire (T-memN). On a real
+    /// interface: N workers, each owning one queue of the port (docs/SCALING.md).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    cores: u32,
+    /// With --cores 2: the client side on core 0 and the server side on core 1 over one
+    /// wire (T-mem2) instead of two shards.
+    #[arg(long)]
+    split: bool,
+    #[command(flatten)]
+    ports: PortArgs,
     /// With --cores N on a real interface: do not steer replies to the worker owning their
     /// flow (AF_PACKET fanout by the kernel's flow hash, DPDK source ports not chosen by
     /// RSS); the software redirect forwards them instead, counted (rx_redirected).
     #[arg(long)]
     no_steering: bool,
-    /// Real interface: the peer's MAC (skips ARP resolution).
-    #[arg(long, value_name = "MAC")]
-    peer_mac: Option<String>,
     /// Write every counter and histogram summary to this JSON file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -469,7 +498,12 @@ fn main() -> ExitCode {
             listen,
             unix,
             metrics,
+            ports,
         } => {
+            let ports = match ports.ports() {
+                Ok(p) => p,
+                Err(e) => return usage(&format!("daemon: {e}")),
+            };
             let l = match unix {
                 Some(p) => daemon::Listen::Unix(p),
                 None => daemon::Listen::Tcp(listen),
@@ -482,7 +516,7 @@ fn main() -> ExitCode {
                 }
                 Some(Err(e)) => return usage(&e),
             };
-            match daemon::serve(l, metrics) {
+            match daemon::serve(l, metrics, ports) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => usage(&format!("daemon: {e}")),
             }
@@ -895,53 +929,21 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 fn run_cmd(a: RunArgs) -> ExitCode {
-    let mut real = match squall::iface::parse(
-        &a.iface,
-        a.mode.as_deref(),
-        a.peer_ip.as_deref(),
-        a.peer_mac.as_deref(),
-    ) {
-        Ok(r) => r,
+    let mut ports = match a.ports.ports() {
+        Ok(p) => p,
         Err(e) => return usage(&e),
     };
-    let mut dut = match squall::dut::parse(
-        a.client_iface.as_deref(),
-        a.server_iface.as_deref(),
-        a.client_gw.as_deref(),
-        a.server_gw.as_deref(),
-    ) {
-        Ok(d) => d,
-        Err(e) => return usage(&e),
-    };
-    let eal = match dut.as_mut() {
-        // The DUT's DPDK ports share the one EAL.
-        Some(d) => d.set_eal(a.eal.as_deref()),
-        None => squall::iface::set_eal(&mut real, a.eal.as_deref()),
-    };
-    if let Err(e) = eal {
-        return usage(&e);
-    }
-    if dut.is_some() && (real.is_some() || a.mode.is_some()) {
-        return usage("--client-iface/--server-iface play both sides: no --iface or --mode");
-    }
-    if (real.is_some() || dut.is_some())
-        && (a.sim || a.split || a.pcap.is_some() || a.impair.is_some())
-    {
+    if !ports.is_mem() && (a.sim || a.split || a.pcap.is_some() || a.impair.is_some()) {
         return usage("real interfaces: no --sim, --split, --pcap or --impair");
     }
-    if dut.is_some() {
-        if let Err(e) = squall::cores::check_cores(a.cores) {
-            return usage(&e);
-        }
+    if let Err(e) = ports.check_cores(a.cores) {
+        return usage(&e);
     }
-    if a.no_steering && (real.is_none() || a.cores < 2) {
+    if a.no_steering && (ports.real.is_none() || a.cores < 2) {
         return usage("--no-steering is for --cores N (N > 1) on a real interface (--iface)");
     }
-    if let Some(rc) = real.as_mut() {
+    if let Some(rc) = ports.real.as_mut() {
         rc.steering = !a.no_steering;
-        if let Err(e) = squall::cores::check_cores(a.cores) {
-            return usage(&e);
-        }
     }
     if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 1e6) {
         return usage("--duration must be a positive number of seconds");
@@ -1006,7 +1008,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         }
         Some(Err(e)) => return usage(&e),
     };
-    if real.is_none() && dut.is_none() && !a.sim {
+    if ports.is_mem() && !a.sim {
         if let Some(note) = squall::cores::shared_cores_note(a.cores) {
             eprintln!("squall: note: {note}");
         }
@@ -1057,18 +1059,16 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     live.ctl
         .snapshots
         .store(!a.sim && snapshots, Ordering::Relaxed);
+    if let Err(e) = squall::watch::stop_on_signals(live.clone(), a.drain_sec) {
+        return usage(&e);
+    }
     let (p2, c2, l2) = (profile.clone(), cfg.clone(), live.clone());
-    let (r2, d2) = (real.clone(), dut.clone());
-    let h = std::thread::spawn(move || match (r2, d2) {
-        (_, Some(dc)) => squall::dut::run_dut(p2, &c2, &dc, l2),
-        (Some(rc), None) => squall::iface::run_real(p2, &c2, &rc, l2),
-        (None, None) => run::run(p2, &c2, l2),
-    });
+    let p3 = ports.clone();
+    let h = std::thread::spawn(move || p3.run(p2, &c2, l2));
     let mut series = (!a.sim).then(|| {
         let o = squall::watch::WatchOptions {
             quiet: a.quiet,
             metrics,
-            stoppable: real.is_none() && dut.is_none(),
             live_view: show_view.then(|| squall::liveview::Header {
                 profile: a.profile.display().to_string(),
                 mode: format!("{} core(s), mult {}", cfg.cores, a.mult),
@@ -1096,44 +1096,12 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if let Some(s) = series.as_mut() {
         s.finish(&result.client, &result.server);
     }
-    let checks = match &real {
-        None => report::invariants(&result),
-        Some(rc) => squall::iface::single_side_checks(&result, rc.mode),
-    };
-    let real_mode = match (&real, &dut) {
-        (_, Some(dc)) => Some(format!(
-            "real time, {} (client) and {} (server), DUT between{}",
-            dc.client.label(),
-            dc.server.label(),
-            if cfg.cores > 1 {
-                format!(", {} workers", cfg.cores)
-            } else {
-                String::new()
-            }
-        )),
-        (Some(rc), None) => Some(format!(
-            "real time, {}, {} only{}",
-            rc.label(),
-            rc.mode.name(),
-            squall::cores::plan(rc, cfg.cores)
-        )),
-        (None, None) => None,
-    };
+    let checks = ports.checks(&result);
     let path = a.profile.display().to_string();
-    let shards_mode = format!("real time, {} shards (T-memN)", cfg.cores);
+    let mode = ports.mode(&cfg);
     let info = RunInfo {
         profile_path: &path,
-        mode: if let Some(m) = &real_mode {
-            m
-        } else if a.sim {
-            "simulation (virtual clock)"
-        } else if cfg.split {
-            "real time, 2 threads (T-mem2)"
-        } else if cfg.cores > 1 {
-            &shards_mode
-        } else {
-            "real time, 1 thread (T-mem1)"
-        },
+        mode: &mode,
         duration_s: a.duration,
         mult: a.mult,
         cores: cfg.cores,

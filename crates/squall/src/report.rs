@@ -366,9 +366,15 @@ pub fn summary(
     );
     let _ = writeln!(
         o,
-        "elapsed {:.3} s (generation {:.3} s); CPU {:.3} s = {:.2} us per completed flow ({:.2} us in busy iterations)",
+        "elapsed {:.3} s (generation {:.3} s{}); CPU {:.3} s = {:.2} us per completed flow ({:.2} us in busy iterations)",
         secs(r.elapsed_ns),
         secs(r.gen_ns),
+        // A stop (Ctrl-C, `q`, the daemon) ended the opening of flows before the duration.
+        if secs(r.gen_ns) + 1e-3 < info.duration_s {
+            ", stopped early"
+        } else {
+            ""
+        },
         secs(r.cpu_ns),
         rt.cpu_us_per_flow,
         rt.busy_cpu_us_per_flow

@@ -187,6 +187,18 @@ pub struct Control {
     pub server: Snapshot,
 }
 
+/// What one worker has applied of its run's [`Control`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CtlSeen {
+    /// The rate change last applied (`Control`'s sequence number).
+    mult: u64,
+    /// A stop was applied (at `at`: no new flows; the drain runs from there).
+    pub(crate) stopped: bool,
+    pub(crate) at: u64,
+    /// A cut was applied (the hard end is now).
+    cut: bool,
+}
+
 /// The latest published report of one side.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -211,26 +223,51 @@ impl Control {
         self.mult_bits.store(mult.to_bits(), Ordering::Relaxed);
         self.mult_seq.fetch_add(1, Ordering::Release);
     }
-    /// Applies pending requests to the client side; returns the (maybe earlier) hard end.
-    fn apply(&self, seen: &mut u64, c: &mut Side<MemPort>, now: u64, hard: u64, drain: u64) -> u64 {
+    /// Passes a rate change requested here on to `to` (a shard's or a worker's control),
+    /// once: `seen` is the last one passed.
+    pub(crate) fn forward_mult(&self, to: &Control, seen: &mut u64) {
         let seq = self.mult_seq.load(Ordering::Acquire);
         if seq != *seen {
             *seen = seq;
+            to.set_mult(f64::from_bits(self.mult_bits.load(Ordering::Relaxed)));
+        }
+    }
+
+    /// Applies pending requests to `c` (the client side: a rate change, a stop of new
+    /// flows; a server side only takes the end): returns the (maybe earlier) hard end.
+    /// The flags are read, not cleared, so every worker of a run sees them; `seen` keeps
+    /// what this one has applied already. The common turn is two loads.
+    pub(crate) fn apply<P: Port>(
+        &self,
+        seen: &mut CtlSeen,
+        c: &mut Side<P>,
+        now: u64,
+        hard: u64,
+        drain: u64,
+    ) -> u64 {
+        let seq = self.mult_seq.load(Ordering::Acquire);
+        if seq != seen.mult {
+            seen.mult = seq;
             let m = f64::from_bits(self.mult_bits.load(Ordering::Relaxed));
             if let Some(g) = c.gen.client.as_mut() {
                 g.set_mult(now, m);
             }
         }
-        // A plain load every turn; the flag is cleared (one store) only when set.
-        if !self.stop.load(Ordering::Relaxed) {
+        if seen.cut || !self.stop.load(Ordering::Relaxed) {
             return hard;
         }
-        self.stop.store(false, Ordering::Relaxed);
-        if let Some(g) = c.gen.client.as_mut() {
-            g.stop_at(now);
+        if !seen.stopped {
+            seen.stopped = true;
+            seen.at = now;
+            if let Some(g) = c.gen.client.as_mut() {
+                g.stop_at(now);
+            }
         }
-        let cut = self.cut.load(Ordering::Relaxed);
-        hard.min(if cut { now } else { now.saturating_add(drain) })
+        if self.cut.load(Ordering::Relaxed) {
+            seen.cut = true;
+            return hard.min(now);
+        }
+        hard.min(seen.at.saturating_add(drain))
     }
     /// Publishes `s`'s report into `slot` if snapshots are on and one is due.
     fn publish(&self, slot: &Snapshot, s: &Side<MemPort>, cpu0: u64, now: u64) {
@@ -666,7 +703,7 @@ pub(crate) fn run_single(
     }
     let stop = t0 + cfg.duration_ns;
     let mut hard = stop + cfg.drain_ns;
-    let mut ctl_seen = 0u64;
+    let mut ctl_seen = CtlSeen::default();
     let mut now = t0;
     let mut last_pub = 0u64;
     let mut same_time = 0u64;
@@ -821,7 +858,7 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut last_pub = 0;
             let mut throttled = 0u64;
             let mut pressure = Pressure::new(impaired, pool);
-            let (mut hard, mut ctl_seen, drain) = (hard, 0u64, drain_ns);
+            let (mut hard, mut ctl_seen, drain) = (hard, CtlSeen::default(), drain_ns);
             c.gen.pace = Some(START_BUDGET);
             let (mut busy, mut now) = Busy::start(&clock);
             loop {

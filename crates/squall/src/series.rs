@@ -64,8 +64,8 @@ fn snapshot(s: &Snapshot) -> Option<SideReport> {
     s.report.lock().ok().and_then(|g| g.clone())
 }
 
-/// The latest published reports of a run (summed over its shards).
-fn sides(live: &Live) -> Option<(SideReport, SideReport)> {
+/// The latest published reports of a run (summed over its shards or workers).
+pub fn sides(live: &Live) -> Option<(SideReport, SideReport)> {
     let lives: Vec<&Live> = match live.shards.get() {
         Some(v) => v.iter().map(Arc::as_ref).collect(),
         None => vec![live],

@@ -95,9 +95,10 @@ pub(crate) fn join_workers(
     lives: &[Arc<Live>],
     what: &str,
 ) -> Result<RunResult, String> {
+    let mut mult_seen = 0;
     while !workers.iter().all(|h| h.is_finished()) {
         std::thread::sleep(Duration::from_millis(10));
-        forward_control(live, lives);
+        forward_control(live, lives, &mut mult_seen);
         sum_live(live, lives);
     }
     let mut merged: Option<RunResult> = None;
@@ -120,8 +121,14 @@ pub(crate) fn join_workers(
     merged.ok_or_else(|| format!("no {what} ran"))
 }
 
-/// A stop (or cut) requested on the run's control goes to every shard.
-fn forward_control(live: &Live, lives: &[Arc<Live>]) {
+/// A stop (or cut) or a rate change requested on the run's control goes to every shard
+/// (`mult_seen`: the last rate change passed on).
+fn forward_control(live: &Live, lives: &[Arc<Live>], mult_seen: &mut u64) {
+    let before = *mult_seen;
+    for l in lives {
+        *mult_seen = before;
+        live.ctl.forward_mult(&l.ctl, mult_seen);
+    }
     if live.ctl.stop.swap(false, Ordering::Relaxed) {
         let cut = live.ctl.cut.load(Ordering::Relaxed);
         for l in lives {

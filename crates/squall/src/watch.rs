@@ -2,6 +2,7 @@
 //! the workers' published figures once a second into the time series
 //! ([`crate::series`]), and showing them: the live view on a terminal
 //! ([`crate::liveview`]), else the progress line on stderr; the metrics endpoint too.
+//! And the run's stop on SIGINT / SIGTERM ([`stop_on_signals`]), as the live view's keys.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -12,6 +13,38 @@ use crate::report;
 use crate::run::Live;
 use crate::series::{Reading, Series};
 
+/// Stops the run on SIGINT or SIGTERM as the live view's keys do: the first signal stops
+/// new flows and lets those in flight drain (at most `drain_sec`), the second cuts them
+/// (the report follows either way), the third ends the process at once (exit 130).
+pub fn stop_on_signals(live: std::sync::Arc<Live>, drain_sec: f64) -> Result<(), String> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| format!("signal handler: {e}"))?;
+    std::thread::Builder::new()
+        .name("squall-signals".into())
+        .spawn(move || {
+            for (k, _) in signals.forever().enumerate() {
+                match k {
+                    0 => {
+                        eprintln!(
+                            "squall: stopping: no new flows, those in flight drain (at most \
+                             {drain_sec} s); again to cut them now"
+                        );
+                        live.ctl.stop.store(true, Ordering::Relaxed);
+                    }
+                    1 => {
+                        eprintln!("squall: cutting the flows in flight; again to exit at once");
+                        live.ctl.cut.store(true, Ordering::Relaxed);
+                        live.ctl.stop.store(true, Ordering::Relaxed);
+                    }
+                    _ => std::process::exit(130),
+                }
+            }
+        })
+        .map_err(|e| format!("signal thread: {e}"))?;
+    Ok(())
+}
+
 /// What the watcher does besides sampling.
 #[derive(Clone, Debug, Default)]
 pub struct WatchOptions {
@@ -21,9 +54,6 @@ pub struct WatchOptions {
     pub metrics: Option<crate::metrics::Exporter>,
     /// Show the live view (a terminal) instead of the progress line.
     pub live_view: Option<crate::liveview::Header>,
-    /// The run obeys `q` (stop/cut through [`crate::run::Control`]: the memory-wire
-    /// runs); otherwise `q` closes the live view and the progress line takes over.
-    pub stoppable: bool,
 }
 
 /// Samples `live` into `series` once a second until `finished()`, then once more (the
@@ -44,13 +74,11 @@ pub fn watch(
     let mut view = ViewState::default();
     let mut requested = false;
     while !finished() {
-        let mut close = false;
         match screen.as_mut() {
             None => std::thread::sleep(Duration::from_millis(20)),
             Some(sc) => {
                 if let Some((code, mods)) = sc.key(Duration::from_millis(20)) {
                     match view.key(code, mods) {
-                        Action::Stop | Action::Cut if !o.stoppable => close = true,
                         Action::Stop => live.ctl.stop.store(true, Ordering::Relaxed),
                         Action::Cut => {
                             live.ctl.cut.store(true, Ordering::Relaxed);
@@ -61,10 +89,6 @@ pub fn watch(
                     sc.draw(&header, &view, &series);
                 }
             }
-        }
-        if close {
-            screen = None;
-            eprintln!("squall: live view closed (this run cannot be stopped from the keyboard: Ctrl-C ends it); progress lines follow");
         }
         let now = Instant::now();
         // Fresh side reports for the sample: asked a little ahead (workers publish

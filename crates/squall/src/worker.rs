@@ -247,8 +247,9 @@ pub(crate) fn run_on<P: Port>(
         }
         Some(spec) => Some(TraceRig::install(spec, &profile, None, Some(&mut s), true)?),
     };
-    let stop = t0 + cfg.duration_ns;
-    let hard = stop + cfg.drain_ns;
+    let mut stop = t0 + cfg.duration_ns;
+    let mut hard = stop + cfg.drain_ns;
+    let mut ctl_seen = crate::run::CtlSeen::default();
     let mut last_pub = 0u64;
     let mut idle = IdleYield::default();
     let mut done_marked = false;
@@ -265,6 +266,14 @@ pub(crate) fn run_on<P: Port>(
     // Idle polling is not work: the busy figure counts iterations that did some.
     let (mut busy, mut now) = crate::run::Busy::start(&clock);
     loop {
+        // A stop (Ctrl-C, `q`, the daemon): a client opens no more flows; a server ends
+        // when idle from then on; the drain runs from the request.
+        hard = live
+            .ctl
+            .apply(&mut ctl_seen, &mut s, now, hard, cfg.drain_ns);
+        if ctl_seen.stopped {
+            stop = stop.min(ctl_seen.at);
+        }
         let worked = s.iterate(now, tap.as_mut());
         let done = if rc.mode == Mode::Client {
             s.is_idle()

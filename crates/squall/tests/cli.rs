@@ -1330,3 +1330,90 @@ fn trex_ipv6_prefixes_under_ff02_run_clean() {
     assert_eq!(doc["server"]["tcp"]["tcps_rcvnotours"].as_u64(), Some(0));
     assert!(doc["server"]["tcp"]["tcps_accepts"].as_u64().unwrap() > 0);
 }
+
+/// Starts `squall run PROFILE --duration 60 ... --json FILE` on the memory wire, sends it
+/// SIGINT `signals` times (1.5 s in, then a second apart) and waits for it: (exit status,
+/// seconds from start to exit, the JSON document).
+fn interrupted_run(profile: &str, extra: &[&str], signals: u32) -> (i32, f64, serde_json::Value) {
+    let json = std::env::temp_dir().join(format!(
+        "squall-sigint-{signals}-{}.json",
+        std::process::id()
+    ));
+    let t0 = std::time::Instant::now();
+    let mut child = squall()
+        .args([
+            "run",
+            profile,
+            "--duration",
+            "60",
+            "-q",
+            "--plain",
+            "--json",
+        ])
+        .arg(&json)
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for k in 0..signals {
+        std::thread::sleep(std::time::Duration::from_millis(if k == 0 {
+            1500
+        } else {
+            1000
+        }));
+        let st = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    // Bounded: a run that ignored the signal is killed after 30 s (and fails below).
+    while t0.elapsed().as_secs() < 30 && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let stopped = child.try_wait().unwrap().is_some();
+    if !stopped {
+        child.kill().unwrap();
+    }
+    let code = child.wait().unwrap().code();
+    assert!(stopped, "squall run did not stop after SIGINT");
+    let secs = t0.elapsed().as_secs_f64();
+    let v = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    (code.unwrap_or(-1), secs, v)
+}
+
+/// SIGINT stops a run as the live view's `q` does: no new flows, those in flight finish,
+/// the report and JSON follow (exit 0 on a clean run), the rates over the time flows
+/// were opened.
+#[test]
+fn sigint_stops_a_run_and_reports() {
+    let (code, secs, v) =
+        interrupted_run("../../examples/w1-astf-http.json", &["--mult", "200"], 1);
+    assert_eq!(code, 0, "{v}");
+    assert!(secs < 10.0, "took {secs} s");
+    let gen = v["generation_sec"].as_f64().unwrap();
+    assert!((1.0..5.0).contains(&gen), "generation {gen} s");
+    assert_eq!(v["duration_sec"].as_f64(), Some(60.0));
+    let started = v["client"]["flows"]["started"].as_u64().unwrap();
+    assert!(started > 100, "{started} flows");
+    assert_eq!(v["client"]["flows"]["completed"].as_u64(), Some(started));
+    assert_eq!(v["clean"], serde_json::Value::Bool(true));
+}
+
+/// A second SIGINT cuts the flows in flight instead of waiting for the drain (30 s here,
+/// and each flow of the profile runs far longer).
+#[test]
+fn a_second_sigint_cuts_the_flows_in_flight() {
+    // 10 million rounds of 64 KiB per flow: none ends by itself in this test.
+    let long = edited_example("loop-elephant.json", "sigint-cut", |v| {
+        for p in v["programs"].as_array_mut().unwrap() {
+            p["commands"][0]["val"] = 10_000_000.into();
+        }
+    });
+    let (_, secs, v) = interrupted_run(long.to_str().unwrap(), &["--drain-sec", "30"], 2);
+    std::fs::remove_file(&long).unwrap();
+    assert!(secs < 15.0, "took {secs} s: the drain was not cut");
+    let cut = v["client"]["flows"]["cut"].as_u64().unwrap();
+    assert!(cut > 0, "{}", v["client"]["flows"]);
+}

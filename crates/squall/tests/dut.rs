@@ -9,6 +9,18 @@
 mod lab;
 
 use lab::{num, skip, squall_in, tmpdir, Lab, LAB};
+
+/// Both ports of the T-dut lab (AF_PACKET) and the DUT's address on each link.
+const DUT_PORTS: &[&str] = &[
+    "--client-iface",
+    "afpacket:sq-c0",
+    "--server-iface",
+    "afpacket:sq-s0",
+    "--client-gw",
+    "198.18.0.1",
+    "--server-gw",
+    "198.19.0.1",
+];
 use serde_json::Value;
 
 /// W1 through the DUT for 3 s at 1,000 flows/s with `cores` workers on AF_PACKET ports;
@@ -260,24 +272,19 @@ fn connection_attempts_rejected_by_the_dut_end_as_unreachable() {
     let (code, out) = squall_in(
         "sq-tg",
         &[
-            "run",
-            profile.to_str().unwrap(),
-            "--client-iface",
-            "afpacket:sq-c0",
-            "--server-iface",
-            "afpacket:sq-s0",
-            "--client-gw",
-            "198.18.0.1",
-            "--server-gw",
-            "198.19.0.1",
-            "--duration",
-            "2",
-            "--mult",
-            "200",
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ],
+            &["run", profile.to_str().unwrap()][..],
+            DUT_PORTS,
+            &[
+                "--duration",
+                "2",
+                "--mult",
+                "200",
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
         60,
     );
     assert_ne!(code, 0, "a run whose every flow failed passed:\n{out}");
@@ -290,4 +297,189 @@ fn connection_attempts_rejected_by_the_dut_end_as_unreachable() {
     assert_eq!(num(&v, &["client", "tcp", "tcps_icmp_drops"]), started);
     assert_eq!(num(&v, &["client", "tcp", "tcps_rexmttimeo"]), 0);
     assert_eq!(num(&v, &["server", "flows", "accepted"]), 0);
+}
+
+/// SIGINT stops a run on real ports as on the memory wire: the run asked for 60 s is
+/// interrupted after 3 s (GNU timeout sends the signal), opens no more flows, lets those
+/// in flight complete through the DUT, and reports (exit 0, every flow complete); its
+/// progress lines show the flows as they complete.
+#[test]
+fn sigint_stops_a_run_on_real_ports_and_reports() {
+    if let Some(why) = skip(&["ip", "ethtool", "timeout"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let _lab = Lab::up(&["dut"]);
+    let dir = tmpdir("dut-sigint");
+    let json = dir.join("run.json");
+    let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
+    let t0 = std::time::Instant::now();
+    let out = lab::squall_interrupted(
+        "sq-tg",
+        3,
+        &[
+            &["run", profile.to_str().unwrap()][..],
+            DUT_PORTS,
+            &[
+                "--duration",
+                "60",
+                "--mult",
+                "500",
+                "--plain",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    )
+    .output()
+    .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        t0.elapsed().as_secs() < 20,
+        "took {:?}: {text}",
+        t0.elapsed()
+    );
+    assert!(text.contains("stopped early"), "{text}");
+    // The progress lines read the worker's figures (a single DUT worker published them
+    // where nothing read them: "0 done" throughout).
+    let done_max = text
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let k = w.iter().position(|&x| x == "done")?;
+            w.get(k.checked_sub(1)?)?.parse::<u64>().ok()
+        })
+        .max();
+    assert!(done_max.is_some_and(|d| d > 0), "{text}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let gen = v["generation_sec"].as_f64().unwrap();
+    assert!(gen < 5.0, "generation {gen} s");
+    let started = num(&v, &["client", "flows", "started"]);
+    assert!(started >= 500, "{started} flows: {text}");
+    assert_eq!(num(&v, &["client", "flows", "completed"]), started);
+    assert_eq!(num(&v, &["server", "flows", "completed"]), started);
+    assert_eq!(v["clean"], Value::Bool(true), "{text}");
+}
+
+/// `squall daemon` on the DUT's two real ports (TRex's workflow: its control API drives
+/// the ports): a run until stopped shows live figures, takes a rate change, stops with a
+/// drain and ends clean, every flow complete on both sides; a second run on two workers;
+/// what only the in-memory wire can do (simulation, impairment) is refused.
+#[test]
+fn the_daemon_runs_on_the_dut_ports() {
+    use std::io::{BufRead, BufReader, Write};
+    if let Some(why) = skip(&["ip", "ethtool"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let _lab = Lab::up(&["dut"]);
+    let dir = tmpdir("dut-daemon");
+    let sock = dir.join("d.sock");
+    let mut child = lab::ns(
+        "sq-tg",
+        &[
+            &[
+                lab::squall_bin(),
+                "daemon",
+                "--unix",
+                sock.to_str().unwrap(),
+            ][..],
+            DUT_PORTS,
+            &[],
+        ]
+        .concat(),
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _child = Kill(child);
+    assert!(line.starts_with("listening "), "{line:?}");
+    let s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut rd = BufReader::new(s.try_clone().unwrap());
+    let mut wr = s;
+    let mut id = 0;
+    let mut call = |method: &str, params: Value| -> Value {
+        id += 1;
+        let req =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(wr, "{req}").unwrap();
+        let mut l = String::new();
+        rd.read_line(&mut l).unwrap();
+        serde_json::from_str(&l).unwrap()
+    };
+    let ok = |r: Value| -> Value {
+        assert!(r.get("error").is_none(), "{r}");
+        r["result"].clone()
+    };
+    let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
+    ok(call("load_profile", serde_json::json!({"path": profile})));
+    for bad in [
+        serde_json::json!({"sim": true, "duration": 1}),
+        serde_json::json!({"impair": "loss=0.01"}),
+    ] {
+        let r = call("start", bad.clone());
+        assert_eq!(r["error"]["code"], -32602, "{bad}: {r}");
+    }
+    let r = ok(call(
+        "start",
+        serde_json::json!({"mult": 300, "duration": -1}),
+    ));
+    assert_eq!(r["state"], "running");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let st = ok(call("get_stats", serde_json::json!({})));
+    let a = num(&st, &["client", "flows", "started"]);
+    assert!(a > 0, "no live figures: {st}");
+    assert!(
+        st["mode"]
+            .as_str()
+            .is_some_and(|m| m.contains("DUT between")),
+        "{}",
+        st["mode"]
+    );
+    ok(call("update", serde_json::json!({"mult": 600})));
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert_eq!(
+        ok(call("stop", serde_json::json!({"drain": true})))["state"],
+        "stopping"
+    );
+    let w = ok(call("wait_on_traffic", serde_json::json!({"timeout": 30})));
+    assert_eq!(w["finished"], true, "{w}");
+    let st = ok(call("get_stats", serde_json::json!({})));
+    let started = num(&st, &["client", "flows", "started"]);
+    assert!(started > a, "{st}");
+    assert_eq!(num(&st, &["client", "flows", "completed"]), started);
+    assert_eq!(num(&st, &["server", "flows", "completed"]), started);
+    assert_eq!(st["clean"], Value::Bool(true), "{st}");
+    // Two workers, each a fanout member of both ports.
+    ok(call(
+        "start",
+        serde_json::json!({"mult": 500, "duration": 1, "cores": 2}),
+    ));
+    let w = ok(call("wait_on_traffic", serde_json::json!({"timeout": 30})));
+    assert_eq!(w["finished"], true, "{w}");
+    let st = ok(call("get_stats", serde_json::json!({})));
+    assert_eq!(num(&st, &["client", "flows", "started"]), 500, "{st}");
+    assert_eq!(num(&st, &["server", "flows", "completed"]), 500, "{st}");
+    assert_eq!(st["clean"], Value::Bool(true), "{st}");
+    ok(call("shutdown", serde_json::json!({})));
 }

@@ -1068,3 +1068,55 @@ fn vlan_through(rx: &str) {
         "{rx}: every response byte through the tag"
     );
 }
+
+/// SIGINT ends a server-only run (AF_PACKET) asked for 60 s: the server stops when idle
+/// from the signal on and reports what it served (curl's 3 requests here).
+#[test]
+fn sigint_ends_a_server_only_run_with_its_report() {
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = skip(&["ip", "ethtool", "curl", "timeout"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let dir = tmpdir("srv-sigint");
+    let json = dir.join("run.json");
+    let prof = root().join("crates/squall/tests/profiles/veth-server.json");
+    let _lab = Lab::up(&["--squall", "server"]);
+    let t0 = std::time::Instant::now();
+    let (j, p) = (json.clone(), prof.clone());
+    let srv = std::thread::spawn(move || {
+        lab::squall_interrupted(
+            "sq-srv",
+            3,
+            &[
+                "run",
+                p.to_str().unwrap(),
+                "--iface",
+                "afpacket:sq-srv0",
+                "--mode",
+                "server",
+                "--duration",
+                "60",
+                "--drain-sec",
+                "1",
+                "-q",
+                "--json",
+                j.to_str().unwrap(),
+            ],
+        )
+        .output()
+        .unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(1200));
+    for _ in 0..3 {
+        let (_, code) = lab::curl_in("sq-cli", &["http://198.18.48.1/"]);
+        assert_eq!(code, 0);
+    }
+    let out = srv.join().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.code().is_some(), "killed, not stopped: {text}");
+    assert!(t0.elapsed().as_secs() < 15, "took {:?}", t0.elapsed());
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(num(&r, &["server", "flows", "completed"]), 3, "{text}");
+    assert!(r["elapsed_sec"].as_f64().unwrap() < 10.0, "{r}");
+}

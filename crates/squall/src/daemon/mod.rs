@@ -173,8 +173,12 @@ fn exit_after_shutdown(svc: &Service, sock: Option<&Path>) -> ! {
 
 /// Binds and serves until a `shutdown` request. Prints `listening tcp ADDR` or
 /// `listening unix PATH` on stdout once ready (with the actual port for port 0).
-pub fn serve(listen: Listen, metrics: Option<squall::metrics::Exporter>) -> io::Result<()> {
-    let svc = Arc::new(Service::with_metrics(metrics));
+pub fn serve(
+    listen: Listen,
+    metrics: Option<squall::metrics::Exporter>,
+    ports: squall::ports::Ports,
+) -> io::Result<()> {
+    let svc = Arc::new(Service::new(metrics, ports));
     let active = Arc::new(AtomicUsize::new(0));
     match listen {
         Listen::Tcp(addr) => {

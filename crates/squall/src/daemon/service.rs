@@ -10,8 +10,9 @@ use serde_json::{json, Map, Value};
 use squall_astf::{load_profile_value, LoadError, Profile, ProfileError};
 
 use super::rpc::{self, RpcError};
+use squall::ports::Ports;
 use squall::report::{self, Check, RunInfo};
-use squall::run::{self, Live, RunConfig, RunResult};
+use squall::run::{Live, RunConfig, RunResult};
 use squall::source::{self, SourceError};
 
 /// Version of the control API (methods and result shapes).
@@ -58,6 +59,8 @@ struct RunSlot {
     stopped: Option<Instant>,
     /// When the run ended (`elapsed_sec` stops there).
     ended: Option<Instant>,
+    /// The run's mode line (ports, threads).
+    mode: String,
     phase: Phase,
     /// Interval rates from the monitor: (cps, wire Gbit/s).
     cps: f64,
@@ -85,13 +88,17 @@ pub struct Service {
     /// The Prometheus endpoint (`squall daemon --metrics`): the current (or last) run's
     /// figures, updated once a second by its monitor thread.
     pub metrics: Option<squall::metrics::Exporter>,
+    /// The ports every run plays on (`squall daemon --iface ...`; default: the in-memory
+    /// wire).
+    pub ports: Ports,
 }
 
 impl Service {
-    /// A service whose runs also feed this Prometheus endpoint.
-    pub fn with_metrics(metrics: Option<squall::metrics::Exporter>) -> Self {
+    /// A service whose runs play on `ports` and also feed this Prometheus endpoint.
+    pub fn new(metrics: Option<squall::metrics::Exporter>, ports: Ports) -> Self {
         Service {
             metrics,
+            ports,
             ..Service::default()
         }
     }
@@ -270,6 +277,7 @@ impl RunSlot {
         mult: f64,
     ) -> RunSlot {
         RunSlot {
+            mode: Ports::default().mode(&cfg),
             id,
             live,
             profile,
@@ -297,33 +305,19 @@ impl RunSlot {
             .as_secs_f64()
     }
 
-    fn mode(&self) -> &'static str {
-        if self.cfg.sim {
-            "simulation (virtual clock)"
-        } else if self.cfg.split {
-            "real time, 2 threads (T-mem2)"
-        } else {
-            "real time, 1 thread (T-mem1)"
-        }
-    }
-
     /// The run's statistics document (`squall run --json` shape plus `state` and `live`).
     fn stats(&self) -> Value {
         let snap;
         let (r, checks): (&RunResult, &[Check]) = match &self.result {
             Some(r) => (r, &self.checks),
             None => {
-                let ctl = &self.live.ctl;
-                let take = |s: &run::Snapshot| {
-                    s.report
-                        .lock()
-                        .map(|g| g.clone().unwrap_or_default())
-                        .unwrap_or_default()
-                };
+                // The workers' latest reports (summed over the workers of a run on real
+                // ports).
+                let (client, server) = squall::series::sides(&self.live).unwrap_or_default();
                 let el = self.started.elapsed().as_nanos() as u64;
                 snap = RunResult {
-                    client: take(&ctl.client),
-                    server: take(&ctl.server),
+                    client,
+                    server,
                     elapsed_ns: el,
                     gen_ns: self
                         .stopped
@@ -337,7 +331,7 @@ impl RunSlot {
         };
         let info = RunInfo {
             profile_path: &self.source,
-            mode: self.mode(),
+            mode: &self.mode,
             duration_s: self.duration_s,
             mult: self.mult,
             cores: self.cfg.cores,
@@ -530,24 +524,42 @@ impl Service {
                 "a simulation (sim) needs a finite duration",
             ));
         }
+        let mem = self.ports.is_mem();
         let cores = match num(p, "cores", 1.0)? {
             c if c == 1.0 || c == 2.0 => c as u32,
-            _ => return Err(RpcError::params("cores must be 1 or 2")),
+            // Real ports: one worker per core (each a queue of every port).
+            c if !mem && c.fract() == 0.0 && (1.0..=1024.0).contains(&c) => c as u32,
+            _ if mem => return Err(RpcError::params("cores must be 1 or 2")),
+            _ => return Err(RpcError::params("cores must be a whole number of workers")),
         };
+        if !mem {
+            self.ports
+                .check_cores(cores)
+                .map_err(|e| RpcError::params(format!("cores: {e}")))?;
+            if sim {
+                return Err(RpcError::params(
+                    "sim: the daemon runs on real ports (a simulation needs the in-memory wire)",
+                ));
+            }
+        }
         let drain = num(p, "drain_sec", 5.0)?;
         if !(0.0..=1e5).contains(&drain) {
             return Err(RpcError::params("drain_sec must be in [0, 1e5]"));
         }
-        let impair = match p.get("impair") {
-            None | Some(Value::Null) => Default::default(),
-            Some(Value::String(s)) => squall::impair::parse_impair(s)
-                .map_err(|e| RpcError::params(format!("impair: {e}")))?,
-            Some(_) => {
-                return Err(RpcError::params(
-                    "impair must be a string such as \"loss=0.01\"",
-                ))
-            }
-        };
+        let impair =
+            match p.get("impair") {
+                None | Some(Value::Null) => Default::default(),
+                Some(_) if !mem => return Err(RpcError::params(
+                    "impair: the daemon runs on real ports (impairment is the in-memory wire's)",
+                )),
+                Some(Value::String(s)) => squall::impair::parse_impair(s)
+                    .map_err(|e| RpcError::params(format!("impair: {e}")))?,
+                Some(_) => {
+                    return Err(RpcError::params(
+                        "impair must be a string such as \"loss=0.01\"",
+                    ))
+                }
+            };
         let seed = match p.get("seed") {
             None | Some(Value::Null) => None,
             Some(v) => Some(
@@ -573,8 +585,9 @@ impl Service {
             duration_ns: ((if unbounded { MAX_DURATION_S } else { dur }) * 1e9) as u64,
             mult,
             cores: if sim { 1 } else { cores },
-            // The API's `cores: 2` is the two-thread layout (client core, server core).
-            split: !sim && cores == 2,
+            // On the in-memory wire the API's `cores: 2` is the two-thread layout (client
+            // core, server core); on real ports, workers.
+            split: mem && !sim && cores == 2,
             sim,
             seed,
             drain_ns: (drain * 1e9) as u64,
@@ -589,7 +602,7 @@ impl Service {
         st.next_id += 1;
         let id = st.next_id;
         let duration_s = if unbounded { -1.0 } else { dur };
-        let slot = RunSlot::running(
+        let mut slot = RunSlot::running(
             id,
             live.clone(),
             lprof.clone(),
@@ -598,6 +611,7 @@ impl Service {
             duration_s,
             mult,
         );
+        slot.mode = self.ports.mode(&cfg);
         let prof = lprof;
         let me = self.clone();
         std::thread::Builder::new()
@@ -612,10 +626,10 @@ impl Service {
     /// Runs the engine, samples interval rates until it ends, then stores the result.
     fn monitor(self: Arc<Self>, id: u64, prof: Arc<Profile>, cfg: RunConfig, live: Arc<Live>) {
         let prof_names = prof.tg_names.clone();
-        let (p2, c2, l2) = (prof, cfg, live.clone());
+        let (p2, c2, l2, ports) = (prof, cfg, live.clone(), self.ports.clone());
         let h = std::thread::Builder::new()
             .name("squall-run".into())
-            .spawn(move || run::run(p2, &c2, l2));
+            .spawn(move || ports.run(p2, &c2, l2));
         let h = match h {
             Ok(h) => h,
             Err(e) => return self.finish(id, Err(format!("cannot start the engine thread: {e}"))),
@@ -671,7 +685,7 @@ impl Service {
                     // Stopped early: rates over the time flows were actually opened.
                     let gen = slot.stopped.unwrap_or_else(Instant::now) - slot.started;
                     res.gen_ns = res.gen_ns.min(gen.as_nanos() as u64).max(1);
-                    slot.checks = report::invariants(&res);
+                    slot.checks = self.ports.checks(&res);
                     slot.result = Some(res);
                 }
                 Err(e) => slot.failure = Some(e),

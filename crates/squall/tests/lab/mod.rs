@@ -162,6 +162,24 @@ pub fn squall_bin() -> &'static str {
     env!("CARGO_BIN_EXE_squall")
 }
 
+/// `squall ARGS` in namespace `n`, sent SIGINT after `after_s` seconds by GNU timeout
+/// (killed 30 s later if still running; its exit status is squall's).
+pub fn squall_interrupted(n: &str, after_s: u32, args: &[&str]) -> Command {
+    let after = after_s.to_string();
+    let mut a = vec![
+        "timeout",
+        "--preserve-status",
+        "-k",
+        "30",
+        "-s",
+        "INT",
+        &after,
+        squall_bin(),
+    ];
+    a.extend_from_slice(args);
+    ns(n, &a)
+}
+
 /// Runs squall in namespace `n`, or here if `n` is empty (bounded by `limit_s`); returns
 /// (exit code, stdout+stderr).
 pub fn squall_in(n: &str, args: &[&str], limit_s: u32) -> (i32, String) {

@@ -1,0 +1,124 @@
+//! What a run plays on: the in-memory wire (both sides), one side on a real interface
+//! (`--iface KIND:NAME --mode client|server`), or both sides on two real ports with the
+//! device under test between them (`--client-iface`/`--server-iface`). The one place
+//! `squall run` and `squall daemon` read those options, start a run on them, choose its
+//! invariants and name its mode.
+
+use std::sync::Arc;
+
+use squall_astf::Profile;
+
+use crate::dut::DutConfig;
+use crate::iface::RealConfig;
+use crate::report::Check;
+use crate::run::{Live, RunConfig, RunResult};
+
+/// The port options as given (`squall run` / `squall daemon` command lines).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PortSpec<'a> {
+    pub iface: &'a str,
+    pub mode: Option<&'a str>,
+    pub peer_ip: Option<&'a str>,
+    pub peer_mac: Option<&'a str>,
+    pub client_iface: Option<&'a str>,
+    pub server_iface: Option<&'a str>,
+    pub client_gw: Option<&'a str>,
+    pub server_gw: Option<&'a str>,
+    pub eal: Option<&'a str>,
+}
+
+/// The ports of a run: neither (the in-memory wire), one real port, or the DUT's two.
+#[derive(Clone, Debug, Default)]
+pub struct Ports {
+    pub real: Option<RealConfig>,
+    pub dut: Option<DutConfig>,
+}
+
+impl Ports {
+    /// The ports `spec` names, checked (interface kinds and names, addresses, the EAL's
+    /// arguments, options that exclude each other).
+    pub fn parse(spec: &PortSpec) -> Result<Ports, String> {
+        let mut real = crate::iface::parse(spec.iface, spec.mode, spec.peer_ip, spec.peer_mac)?;
+        let mut dut = crate::dut::parse(
+            spec.client_iface,
+            spec.server_iface,
+            spec.client_gw,
+            spec.server_gw,
+        )?;
+        match dut.as_mut() {
+            // The DUT's DPDK ports share the one EAL.
+            Some(d) => d.set_eal(spec.eal)?,
+            None => crate::iface::set_eal(&mut real, spec.eal)?,
+        }
+        if dut.is_some() && (real.is_some() || spec.mode.is_some()) {
+            return Err(
+                "--client-iface/--server-iface play both sides: no --iface or --mode".into(),
+            );
+        }
+        Ok(Ports { real, dut })
+    }
+
+    /// The in-memory wire (no real port).
+    pub fn is_mem(&self) -> bool {
+        self.real.is_none() && self.dut.is_none()
+    }
+
+    /// Checks `cores` workers against the ports (one per core this process may use on
+    /// real ports; the in-memory wire's own rules are its callers').
+    pub fn check_cores(&self, cores: u32) -> Result<(), String> {
+        if self.is_mem() {
+            return Ok(());
+        }
+        crate::cores::check_cores(cores)
+    }
+
+    /// Runs `profile` on these ports (blocking; `live` carries the figures and the
+    /// control: stop, cut, rate).
+    pub fn run(
+        &self,
+        profile: Arc<Profile>,
+        cfg: &RunConfig,
+        live: Arc<Live>,
+    ) -> Result<RunResult, String> {
+        match (&self.real, &self.dut) {
+            (_, Some(dc)) => crate::dut::run_dut(profile, cfg, dc, live),
+            (Some(rc), None) => crate::iface::run_real(profile, cfg, rc, live),
+            (None, None) => crate::run::run(profile, cfg, live),
+        }
+    }
+
+    /// The invariants of a run on these ports: both sides' when Squall plays both (the
+    /// in-memory wire, the DUT), one side's otherwise.
+    pub fn checks(&self, r: &RunResult) -> Vec<Check> {
+        match &self.real {
+            Some(rc) if self.dut.is_none() => crate::iface::single_side_checks(r, rc.mode),
+            _ => crate::report::invariants(r),
+        }
+    }
+
+    /// The mode line of a run with `cfg` on these ports.
+    pub fn mode(&self, cfg: &RunConfig) -> String {
+        match (&self.real, &self.dut) {
+            (_, Some(dc)) => format!(
+                "real time, {} (client) and {} (server), DUT between{}",
+                dc.client.label(),
+                dc.server.label(),
+                if cfg.cores > 1 {
+                    format!(", {} workers", cfg.cores)
+                } else {
+                    String::new()
+                }
+            ),
+            (Some(rc), None) => format!(
+                "real time, {}, {} only{}",
+                rc.label(),
+                rc.mode.name(),
+                crate::cores::plan(rc, cfg.cores)
+            ),
+            (None, None) if cfg.sim => "simulation (virtual clock)".into(),
+            (None, None) if cfg.split => "real time, 2 threads (T-mem2)".into(),
+            (None, None) if cfg.cores > 1 => format!("real time, {} shards (T-memN)", cfg.cores),
+            (None, None) => "real time, 1 thread (T-mem1)".into(),
+        }
+    }
+}
