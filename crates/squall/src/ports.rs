@@ -96,23 +96,29 @@ impl Ports {
         }
     }
 
+    /// The ports in a few words (`squall daemon`'s `get_status`).
+    pub fn label(&self) -> String {
+        match (&self.real, &self.dut) {
+            (_, Some(dc)) => format!(
+                "{} (client) and {} (server), DUT between",
+                dc.client.label(),
+                dc.server.label()
+            ),
+            (Some(rc), None) => format!("{}, {} only", rc.label(), rc.mode.name()),
+            (None, None) => "in-memory wire".into(),
+        }
+    }
+
     /// The mode line of a run with `cfg` on these ports.
     pub fn mode(&self, cfg: &RunConfig) -> String {
         match (&self.real, &self.dut) {
-            (_, Some(dc)) => format!(
-                "real time, {} (client) and {} (server), DUT between{}",
-                dc.client.label(),
-                dc.server.label(),
-                if cfg.cores > 1 {
-                    format!(", {} workers", cfg.cores)
-                } else {
-                    String::new()
-                }
-            ),
+            (_, Some(_)) if cfg.cores > 1 => {
+                format!("real time, {}, {} workers", self.label(), cfg.cores)
+            }
+            (_, Some(_)) => format!("real time, {}", self.label()),
             (Some(rc), None) => format!(
-                "real time, {}, {} only{}",
-                rc.label(),
-                rc.mode.name(),
+                "real time, {}{}",
+                self.label(),
                 crate::cores::plan(rc, cfg.cores)
             ),
             (None, None) if cfg.sim => "simulation (virtual clock)".into(),

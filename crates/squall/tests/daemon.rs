@@ -498,3 +498,37 @@ fn too_long_line_answered_while_the_client_still_sends() {
     assert_eq!(r["result"]["ok"], true, "{r}");
     assert!(exits_within(&mut d, Duration::from_secs(20)));
 }
+
+/// A daemon on a real port that cannot be opened (no such interface): the command line
+/// is accepted (ports open at each run), `get_status` names the port, and a run fails
+/// with the reason in `get_warnings`; the daemon keeps serving.
+#[test]
+fn a_run_on_a_port_that_cannot_open_fails_with_the_reason() {
+    let mut d = spawn(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--iface",
+        "afpacket:sq-no-such-if",
+        "--mode",
+        "client",
+    ]);
+    let mut r = tcp(&d);
+    let st = r.ok("get_status", json!({}));
+    assert_eq!(st["ports"], "afpacket:sq-no-such-if, client only", "{st}");
+    r.ok("load_profile", json!({"path": w1()}));
+    assert_eq!(
+        r.err("start", json!({"sim": true, "duration": 1})).0,
+        -32602
+    );
+    r.ok("start", json!({"duration": 1}));
+    let w = r.ok("wait_on_traffic", json!({"timeout": 30}));
+    assert_eq!(w["finished"], true, "{w}");
+    let warn = r.ok("get_warnings", json!({}));
+    let text = warn.to_string();
+    assert!(
+        text.contains("run failed") && text.contains("sq-no-such-if"),
+        "{text}"
+    );
+    assert_eq!(r.ok("get_status", json!({}))["state"], "done");
+    shutdown(&mut d, &mut r);
+}

@@ -431,6 +431,11 @@ fn the_daemon_runs_on_the_dut_ports() {
         assert!(r.get("error").is_none(), "{r}");
         r["result"].clone()
     };
+    let st = ok(call("get_status", serde_json::json!({})));
+    assert_eq!(
+        st["ports"],
+        "afpacket:sq-c0 (client) and afpacket:sq-s0 (server), DUT between"
+    );
     let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
     ok(call("load_profile", serde_json::json!({"path": profile})));
     for bad in [

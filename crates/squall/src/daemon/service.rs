@@ -749,6 +749,7 @@ impl Service {
             "state": st.run.as_ref().map_or("idle", |r| r.phase.name()),
             "profile_loaded": st.loaded.is_some(),
             "profile": st.loaded.as_ref().map(|l| l.source.clone()),
+            "ports": self.ports.label(),
         });
         if let Some(r) = &st.run {
             v["run_id"] = r.id.into();
