@@ -2,7 +2,9 @@
 //! same identifier, sequence number and data (RFC 792); errors quoting a TCP segment
 //! (destination unreachable, fragmentation needed, time exceeded, parameter problem) are
 //! handed to the TCP host ([`squall_tcp::TcpHost::icmp_error`]); everything else is
-//! counted and dropped.
+//! counted and dropped. Out: "port unreachable" for a UDP datagram no app took
+//! ([`port_unreachable`]), within the node's error budget ([`ErrorBudget`], both
+//! families).
 
 use std::ops::Range;
 
@@ -19,8 +21,47 @@ const TIME_EXCEEDED: u8 = 11;
 const PARAMETER_PROBLEM: u8 = 12;
 /// Destination unreachable: fragmentation needed and DF set (RFC 1191).
 const FRAG_NEEDED: u8 = 4;
+/// Destination unreachable: port unreachable.
+const PORT_UNREACHABLE: u8 = 3;
 /// TTL of replies.
 const REPLY_TTL: u8 = 64;
+/// Most bytes of the offending datagram an IPv4 error quotes: the error stays within the
+/// 576 bytes every host takes (RFC 1812 §4.3.2.3, as Linux).
+const QUOTE_MAX: usize = 576 - 20 - 8;
+
+/// The rate of the ICMP errors a node sends, both families: a token bucket of
+/// [`ErrorBudget::BURST`] refilled at [`ErrorBudget::PER_SEC`] a second (Linux's
+/// `net.ipv4.icmp_msgs_burst` and `icmp_msgs_per_sec` defaults). A node answering a
+/// flood of datagrams to closed ports sends no flood back.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ErrorBudget {
+    tokens: u64,
+    /// When `tokens` was last refilled (0: never used; full then).
+    at_ns: u64,
+}
+
+impl ErrorBudget {
+    pub const PER_SEC: u64 = 1_000;
+    pub const BURST: u64 = 50;
+    const NS_PER_TOKEN: u64 = 1_000_000_000 / Self::PER_SEC;
+
+    /// Takes one error's token at `now`; false when none is left.
+    pub fn take(&mut self, now: u64) -> bool {
+        if self.at_ns == 0 {
+            (self.tokens, self.at_ns) = (Self::BURST, now.max(1));
+        }
+        let add = now.saturating_sub(self.at_ns) / Self::NS_PER_TOKEN;
+        if add > 0 {
+            self.tokens = (self.tokens + add).min(Self::BURST);
+            self.at_ns += add * Self::NS_PER_TOKEN;
+        }
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+}
 
 /// ICMP counters of a node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,6 +80,11 @@ pub struct IcmpStats {
     /// Errors quoting a TCP segment, handed to the TCP host (its `tcps_icmp_*` counters
     /// say what it made of them).
     pub errors_to_tcp: u64,
+    /// Port unreachables sent (UDP datagrams no app took).
+    pub unreach_sent: u64,
+    /// Port unreachables not sent: over the error budget, or the datagram came from an
+    /// invalid source or to a broadcast or multicast MAC (RFC 1122 §3.2.2).
+    pub unreach_suppressed: u64,
 }
 
 /// What an IPv4 "destination unreachable" code means for a connection: hard errors
@@ -131,22 +177,8 @@ pub fn on_icmp<S: TxSink>(
         st.tx_failed += 1;
         return None;
     };
-    f[0..6].copy_from_slice(&d[6..12]);
-    f[6..12].copy_from_slice(&mac);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    let h = &mut f[ETH_HLEN..ETH_HLEN + 20];
-    h[0] = 0x45;
-    h[1] = d[ETH_HLEN + 1];
-    h[2..4].copy_from_slice(&((20 + msg.len()) as u16).to_be_bytes());
-    h[4..6].copy_from_slice(&d[ETH_HLEN + 4..ETH_HLEN + 6]);
-    h[6..8].copy_from_slice(&[0x40, 0]);
-    h[8] = REPLY_TTL;
-    h[9] = IP_PROTO_ICMP;
-    h[10..12].copy_from_slice(&[0, 0]);
-    h[12..16].copy_from_slice(&ip.dst.to_be_bytes());
-    h[16..20].copy_from_slice(&ip.src.to_be_bytes());
-    let c = checksum::checksum(h);
-    h[10..12].copy_from_slice(&c.to_be_bytes());
+    let id = [d[ETH_HLEN + 4], d[ETH_HLEN + 5]];
+    reply_headers(f, d, mac, ip, d[ETH_HLEN + 1], id, 0x40);
     let m = &mut f[ETH_HLEN + 20..];
     m.copy_from_slice(msg);
     m[0] = ECHO_REPLY;
@@ -156,4 +188,77 @@ pub fn on_icmp<S: TxSink>(
     tx.commit(len);
     st.echo_answered += 1;
     None
+}
+
+/// Writes the Ethernet and IPv4 headers of an ICMP message answering frame `d` (IPv4
+/// `ip`) into `f`, sized to the whole answer: back to the sender's MAC from `mac`, from
+/// the address `d` was sent to, with `tos`, identification `id` and the flags byte
+/// `flags` (0x40: DF).
+fn reply_headers(
+    f: &mut [u8],
+    d: &[u8],
+    mac: [u8; 6],
+    ip: &Ipv4In,
+    tos: u8,
+    id: [u8; 2],
+    flags: u8,
+) {
+    let total = (f.len() - ETH_HLEN) as u16;
+    f[0..6].copy_from_slice(&d[6..12]);
+    f[6..12].copy_from_slice(&mac);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let h = &mut f[ETH_HLEN..ETH_HLEN + 20];
+    h[0] = 0x45;
+    h[1] = tos;
+    h[2..4].copy_from_slice(&total.to_be_bytes());
+    h[4..6].copy_from_slice(&id);
+    h[6..8].copy_from_slice(&[flags, 0]);
+    h[8] = REPLY_TTL;
+    h[9] = IP_PROTO_ICMP;
+    h[10..12].copy_from_slice(&[0, 0]);
+    h[12..16].copy_from_slice(&ip.dst.to_be_bytes());
+    h[16..20].copy_from_slice(&ip.src.to_be_bytes());
+    let c = checksum::checksum(h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+}
+
+/// Answers the UDP datagram of frame `d` (IPv4 `ip`, sent to one of the node's
+/// addresses), which no app took, with "destination unreachable: port unreachable"
+/// (RFC 1122 §3.2.2.1, §4.1.3.1) quoting its IP header and first bytes (at most
+/// [`QUOTE_MAX`]), within `budget`. Not to a datagram from an invalid source or sent to
+/// a broadcast or multicast MAC (RFC 1122 §3.2.2).
+#[allow(clippy::too_many_arguments)]
+pub fn port_unreachable<S: TxSink>(
+    d: &[u8],
+    ip: &Ipv4In,
+    mac: [u8; 6],
+    st: &mut IcmpStats,
+    budget: &mut ErrorBudget,
+    now: u64,
+    tx: &mut S,
+) {
+    let invalid_src = matches!(ip.src >> 24, 0 | 127) || ip.src >= 0xe000_0000;
+    if invalid_src || d[0] & 1 != 0 || !budget.take(now) {
+        st.unreach_suppressed += 1;
+        return;
+    }
+    let Some(q) = d.get(ETH_HLEN..ETH_HLEN + ip.total.min(QUOTE_MAX)) else {
+        st.bad += 1;
+        return;
+    };
+    let len = ETH_HLEN + 20 + 8 + q.len();
+    let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
+        st.tx_failed += 1;
+        return;
+    };
+    // An error's own datagram: no DF, a fresh identification of zero (Linux sets none
+    // either for its ICMP errors' fragments; the error is under 576 bytes).
+    reply_headers(f, d, mac, ip, 0, [0, 0], 0);
+    let m = &mut f[ETH_HLEN + 20..];
+    m[..8].copy_from_slice(&[DEST_UNREACHABLE, PORT_UNREACHABLE, 0, 0, 0, 0, 0, 0]);
+    m[8..].copy_from_slice(q);
+    let c = checksum::checksum(m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    tx.commit(len);
+    st.unreach_sent += 1;
 }

@@ -2,15 +2,18 @@
 //! identifier, sequence number and data), neighbour discovery handed to
 //! [`crate::neigh6`], errors quoting a TCP segment (destination unreachable, packet too
 //! big, time exceeded, parameter problem) returned for the TCP host
-//! ([`squall_tcp::TcpHost::icmp_error`]), everything else counted and dropped.
+//! ([`squall_tcp::TcpHost::icmp_error`]), everything else counted and dropped. Out:
+//! "port unreachable" for a UDP datagram no app took ([`port_unreachable6`]), within the
+//! node's error budget.
 
 use std::ops::Range;
 
 use squall_tcp::{IcmpError, TxSink};
-use squall_wire::{Icmpv6Packet, Icmpv6Repr};
+use squall_wire::{checksum, Icmpv6Packet, Icmpv6Repr};
 
-use crate::icmp::QUOTED_AT;
+use crate::icmp::{ErrorBudget, QUOTED_AT};
 use crate::ipv6::Ipv6In;
+use crate::neigh::ETH_HLEN;
 use crate::neigh6::{send_icmpv6, Neighbours6};
 
 /// Hop limit of echo replies.
@@ -33,6 +36,64 @@ pub struct Icmp6Stats {
     pub bad: u64,
     /// Replies that could not be sent (no TX frame).
     pub tx_failed: u64,
+    /// Port unreachables sent (UDP datagrams no app took).
+    pub unreach_sent: u64,
+    /// Port unreachables not sent: over the error budget, or the datagram came from a
+    /// source that is not unicast or to a multicast MAC (RFC 4443 §2.4 e).
+    pub unreach_suppressed: u64,
+}
+
+/// Most bytes of the offending packet an ICMPv6 error quotes: the error stays within the
+/// minimum MTU (RFC 4443 §2.4 c).
+const QUOTE_MAX6: usize = 1280 - 40 - 8;
+
+/// Answers the UDP datagram of frame `d` (IPv6 `ip`, sent to one of the node's unicast
+/// addresses), which no app took, with "destination unreachable: port unreachable"
+/// (RFC 4443 §3.1, code 4) quoting as much of it as fits the minimum MTU, within
+/// `budget`. Not to a source that is not unicast, nor to a frame sent to a multicast or
+/// broadcast MAC (RFC 4443 §2.4 e).
+#[allow(clippy::too_many_arguments)]
+pub fn port_unreachable6<S: TxSink>(
+    d: &[u8],
+    ip: &Ipv6In,
+    mac: [u8; 6],
+    st: &mut Icmp6Stats,
+    budget: &mut ErrorBudget,
+    now: u64,
+    tx: &mut S,
+) {
+    if ip.src.is_unspecified() || ip.src.is_multicast() || d[0] & 1 != 0 || !budget.take(now) {
+        st.unreach_suppressed += 1;
+        return;
+    }
+    let Some(q) = d.get(ETH_HLEN..ip.l4.1.min(ETH_HLEN + QUOTE_MAX6)) else {
+        st.bad += 1;
+        return;
+    };
+    let mlen = 8 + q.len();
+    let len = ETH_HLEN + 40 + mlen;
+    let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
+        st.tx_failed += 1;
+        return;
+    };
+    f[0..6].copy_from_slice(&d[6..12]);
+    f[6..12].copy_from_slice(&mac);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    let h = &mut f[ETH_HLEN..ETH_HLEN + 40];
+    h[0..4].copy_from_slice(&[0x60, 0, 0, 0]);
+    h[4..6].copy_from_slice(&(mlen as u16).to_be_bytes());
+    h[6] = 58;
+    h[7] = REPLY_HOP_LIMIT;
+    h[8..24].copy_from_slice(&ip.dst.0);
+    h[24..40].copy_from_slice(&ip.src.0);
+    let m = &mut f[ETH_HLEN + 40..];
+    m[..8].copy_from_slice(&[1, 4, 0, 0, 0, 0, 0, 0]);
+    m[8..].copy_from_slice(q);
+    let acc = checksum::pseudo_header_ipv6_acc(&ip.dst.0, &ip.src.0, 58, mlen);
+    let c = !checksum::fold(checksum::accumulate(acc, m));
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    tx.commit(len);
+    st.unreach_sent += 1;
 }
 
 /// What an ICMPv6 error `msg` (checksum verified) reports about a TCP segment it

@@ -10,8 +10,8 @@ use squall_tcp::{FlowId, TcpApp, TcpConfig, TcpHost, TxSink};
 use squall_wire::{IpProtocol, Ipv4Address, Ipv6Address};
 
 use crate::app::{NodeApp, NodeIo};
-use crate::icmp::{on_icmp, IcmpStats};
-use crate::icmp6::{on_icmpv6, Icmp6Stats};
+use crate::icmp::{on_icmp, port_unreachable, ErrorBudget, IcmpStats};
+use crate::icmp6::{on_icmpv6, port_unreachable6, Icmp6Stats};
 use crate::ipv4::{self, Class};
 use crate::ipv6::{self as ip6, Ipv6Error, Ipv6Stats};
 use crate::neigh::{Neighbours, Owned, SharedMac};
@@ -113,6 +113,8 @@ pub struct Node<P: Port> {
     pub neigh6: Neighbours6,
     pub icmp: IcmpStats,
     pub icmp6: Icmp6Stats,
+    /// The rate of the ICMP errors the node sends (both families).
+    icmp_budget: ErrorBudget,
     pub ip6: Ipv6Stats,
     pub counters: NodeCounters,
     mac: [u8; 6],
@@ -217,6 +219,7 @@ impl<P: Port> Node<P> {
             neigh6,
             icmp: IcmpStats::default(),
             icmp6: Icmp6Stats::default(),
+            icmp_budget: ErrorBudget::default(),
             ip6: Ipv6Stats::default(),
             counters: NodeCounters::default(),
             mac,
@@ -457,6 +460,7 @@ impl<P: Port> Node<P> {
             neigh6,
             icmp,
             icmp6,
+            icmp_budget,
             ip6,
             counters,
             tx,
@@ -477,7 +481,8 @@ impl<P: Port> Node<P> {
                 PortSink::new(&mut *port, &mut *tx, tap.as_deref_mut(), now, *offload)
             };
         }
-        // A parsed datagram (either family) to its flow's app or to whichever app takes it.
+        // A parsed datagram (either family) to its flow's app or to whichever app takes it;
+        // true if it was valid and none took it (its port is closed).
         macro_rules! udp_in {
             ($parsed:expr) => {{
                 match $parsed {
@@ -494,9 +499,16 @@ impl<P: Port> Node<P> {
                         }
                         // IPv6 ids of the datagram no flow took
                         udp.release_unused(&dg.key());
+                        !taken
                     }
-                    Err(UdpError::Checksum) => udp.stats.rx_bad_sum += 1,
-                    Err(UdpError::Header) => udp.stats.rx_bad_hdr += 1,
+                    Err(UdpError::Checksum) => {
+                        udp.stats.rx_bad_sum += 1;
+                        false
+                    }
+                    Err(UdpError::Header) => {
+                        udp.stats.rx_bad_hdr += 1;
+                        false
+                    }
                 }
             }};
         }
@@ -567,7 +579,16 @@ impl<P: Port> Node<P> {
                 }
                 Class::Udp => {
                     counters.rx_udp += 1;
-                    udp_in!(udp::parse_checked(d, !trusted(f)));
+                    if udp_in!(udp::parse_checked(d, !trusted(f))) {
+                        // A closed port of one of our addresses: port unreachable.
+                        match ipv4::check(d) {
+                            Ok(ip) if neigh.owns(ip.dst) => {
+                                let (b, s) = (&mut *icmp_budget, &mut sink!());
+                                port_unreachable(d, &ip, *mac, icmp, b, now, s);
+                            }
+                            _ => {}
+                        }
+                    }
                 }
                 Class::Icmp => {
                     counters.rx_icmp += 1;
@@ -609,7 +630,13 @@ impl<P: Port> Node<P> {
                         }
                         Ok((true, i)) if i.proto == IpProtocol::UDP => {
                             counters.rx_udp += 1;
-                            udp_in!(udp.parse6_checked(d, &i, !trusted(f)));
+                            if udp_in!(udp.parse6_checked(d, &i, !trusted(f)))
+                                && neigh6.owns(&i.dst)
+                            {
+                                // A closed port of one of our unicast addresses.
+                                let (b, s) = (&mut *icmp_budget, &mut sink!());
+                                port_unreachable6(d, &i, *mac, icmp6, b, now, s);
+                            }
                         }
                         Ok((true, i)) if i.proto == IpProtocol::TCP => {
                             // behind extension headers (TCP right after the fixed

@@ -1520,3 +1520,164 @@ fn the_ipv6_next_hop_follows_an_overriding_advertisement() {
     assert_eq!(got.len(), 1);
     assert_eq!(&got[0][0..6], &mc[..], "the SYN-ACK goes to the new MAC");
 }
+
+/// A UDP datagram from MB (`src` -> `dst`, ports 4000 -> `dport`) to `dst_mac`: IPv4
+/// without a UDP checksum (RFC 768 allows it), IPv6 with one.
+fn udp_frame(dst_mac: [u8; 6], src: &[u8], dst: &[u8], dport: u16, data: &[u8]) -> Vec<u8> {
+    let v6 = src.len() == 16;
+    let ulen = 8 + data.len();
+    let mut f = vec![0u8; 14 + if v6 { 40 } else { 20 } + ulen];
+    f[0..6].copy_from_slice(&dst_mac);
+    f[6..12].copy_from_slice(&MB);
+    let l4 = if v6 {
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        let ip = &mut f[14..54];
+        ip[0] = 0x60;
+        ip[4..6].copy_from_slice(&(ulen as u16).to_be_bytes());
+        ip[6] = 17;
+        ip[7] = 64;
+        ip[8..24].copy_from_slice(src);
+        ip[24..40].copy_from_slice(dst);
+        54
+    } else {
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        let ip = &mut f[14..34];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&((20 + ulen) as u16).to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(src);
+        ip[16..20].copy_from_slice(dst);
+        let c = squall_wire::checksum::checksum(ip);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        34
+    };
+    let u = &mut f[l4..];
+    u[0..2].copy_from_slice(&4000u16.to_be_bytes());
+    u[2..4].copy_from_slice(&dport.to_be_bytes());
+    u[4..6].copy_from_slice(&(ulen as u16).to_be_bytes());
+    u[8..].copy_from_slice(data);
+    if v6 {
+        let (s, d): ([u8; 16], [u8; 16]) = (src.try_into().unwrap(), dst.try_into().unwrap());
+        let acc = squall_wire::checksum::pseudo_header_ipv6_acc(&s, &d, 17, ulen);
+        let c = !squall_wire::checksum::fold(squall_wire::checksum::accumulate(acc, u));
+        u[6..8].copy_from_slice(&c.to_be_bytes());
+    }
+    f
+}
+
+/// RFC 1122 §3.2.2.1 / §4.1.3.1: a UDP datagram to a closed port of one of the node's
+/// addresses is answered with "port unreachable" quoting it (IPv4: at most 548 bytes);
+/// not one to another address or a broadcast MAC; a flood gets 50 answers at once, then
+/// one a millisecond (the error budget).
+#[test]
+fn udp_to_a_closed_port_is_answered_port_unreachable() {
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, MB, IP_A);
+    let data: Vec<u8> = (0..20u8).collect();
+    let dg = udp_frame(MA, &IP_B.to_be_bytes(), &IP_A.to_be_bytes(), 5000, &data);
+    raw_frame(&mut raw, &dg);
+    raw_frame(
+        &mut raw,
+        &udp_frame(
+            MA,
+            &IP_B.to_be_bytes(),
+            &0xc612_0009u32.to_be_bytes(),
+            5000,
+            &data,
+        ),
+    );
+    raw_frame(
+        &mut raw,
+        &udp_frame(
+            [0xff; 6],
+            &IP_B.to_be_bytes(),
+            &IP_A.to_be_bytes(),
+            5000,
+            &data,
+        ),
+    );
+    a.turn(1_000_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 1, "{got:?}");
+    let r = &got[0];
+    assert_eq!(
+        (&r[0..6], &r[6..12], &r[12..14]),
+        (&MB[..], &MA[..], &[8u8, 0][..])
+    );
+    assert_eq!(
+        squall_wire::checksum::sum(&r[14..34]),
+        0xffff,
+        "IPv4 checksum"
+    );
+    assert_eq!(
+        (r[23], &r[26..30], &r[30..34]),
+        (1, &IP_A.to_be_bytes()[..], &IP_B.to_be_bytes()[..])
+    );
+    assert_eq!(
+        (r[34], r[35]),
+        (3, 3),
+        "destination unreachable, port unreachable"
+    );
+    assert_eq!(
+        squall_wire::checksum::sum(&r[34..]),
+        0xffff,
+        "ICMP checksum"
+    );
+    assert_eq!(&r[42..], &dg[14..], "the datagram quoted whole");
+    assert_eq!((a.icmp.unreach_sent, a.icmp.unreach_suppressed), (1, 1));
+    // A large datagram: 548 bytes of it quoted.
+    let big = vec![7u8; 1000];
+    raw_frame(
+        &mut raw,
+        &udp_frame(MA, &IP_B.to_be_bytes(), &IP_A.to_be_bytes(), 5001, &big),
+    );
+    a.turn(2_000_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got[0].len(), 14 + 20 + 8 + 548);
+    // A flood: the burst, then one per millisecond.
+    for _ in 0..100 {
+        raw_frame(&mut raw, &dg);
+    }
+    a.turn(3_000_000, &mut NoApp, None);
+    let n = raw_rx(&mut raw).len();
+    assert!((48..=50).contains(&n), "{n} answers to 100 datagrams");
+    for _ in 0..20 {
+        raw_frame(&mut raw, &dg);
+    }
+    a.turn(13_000_000, &mut NoApp, None);
+    assert_eq!(raw_rx(&mut raw).len(), 10, "10 ms later: 10 more");
+
+    // IPv6: the same answer (type 1, code 4), checksummed over the pseudo-header.
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, MB, "2001:db8::1");
+    let (me, peer) = (ip6("2001:db8::1"), ip6("2001:db8::2"));
+    let dg = udp_frame(MA, &peer.0, &me.0, 5000, &data);
+    raw_frame(&mut raw, &dg);
+    raw_frame(
+        &mut raw,
+        &udp_frame(MA, &peer.0, &ip6("2001:db8::9").0, 5000, &data),
+    );
+    a.turn(1_000_000, &mut NoApp, None);
+    let got = raw_rx(&mut raw);
+    assert_eq!(got.len(), 1, "{got:?}");
+    let r = &got[0];
+    assert_eq!((&r[0..6], &r[12..14]), (&MB[..], &[0x86u8, 0xdd][..]));
+    assert_eq!(
+        (r[20], &r[22..38], &r[38..54]),
+        (58, &me.0[..], &peer.0[..])
+    );
+    assert_eq!(
+        (r[54], r[55]),
+        (1, 4),
+        "destination unreachable, port unreachable"
+    );
+    let acc = squall_wire::checksum::pseudo_header_ipv6_acc(&me.0, &peer.0, 58, r.len() - 54);
+    assert_eq!(
+        squall_wire::checksum::fold(squall_wire::checksum::accumulate(acc, &r[54..])),
+        0xffff,
+        "ICMPv6 checksum"
+    );
+    assert_eq!(&r[62..], &dg[14..], "the packet quoted whole");
+    assert_eq!((a.icmp6.unreach_sent, a.udp.stats.rx_no_port), (1, 1));
+}

@@ -473,7 +473,8 @@ fn serve_on<P: Port>(
         node.icmp.echo_answered,
         node.neigh6.stats.ns_answered,
         node.icmp6.echo_answered,
-        crate::worker::icmp_errors_note(node.icmp.errors_to_tcp + node.icmp6.errors_to_tcp),
+        crate::worker::icmp_errors_note(node.icmp.errors_to_tcp + node.icmp6.errors_to_tcp)
+            + &crate::worker::unreachables_note(&node),
         match redirect {
             Some(r) => format!(
                 "; redirect: handed to other workers {}, taken in {}, dropped {}",

@@ -338,7 +338,8 @@ pub(crate) fn run_on<P: Port>(
         a.requests_answered,
         a.ignored,
         s.node.icmp.echo_answered,
-        icmp_errors_note(s.node.icmp.errors_to_tcp + s.node.icmp6.errors_to_tcp),
+        icmp_errors_note(s.node.icmp.errors_to_tcp + s.node.icmp6.errors_to_tcp)
+            + &unreachables_note(&s.node),
         n.rx_not_ours + n.rx_other_ip + n.rx_other_ether + n.rx_bad,
         match s.node.redirect_stats() {
             Some(r) => format!(
@@ -385,6 +386,20 @@ pub(crate) fn icmp_errors_note(n: u64) -> String {
         String::new()
     } else {
         format!(", ICMP errors about TCP segments {n} (see the tcps_icmp_* counters)")
+    }
+}
+
+/// The node's port unreachables (UDP datagrams to a closed port), for a port's line:
+/// empty when there were none.
+pub(crate) fn unreachables_note(n: &squall_stack::Node<impl squall_port::Port>) -> String {
+    let (sent, held) = (
+        n.icmp.unreach_sent + n.icmp6.unreach_sent,
+        n.icmp.unreach_suppressed + n.icmp6.unreach_suppressed,
+    );
+    match (sent, held) {
+        (0, 0) => String::new(),
+        (s, 0) => format!(", port unreachables sent {s}"),
+        (s, h) => format!(", port unreachables sent {s} (and {h} not: rate limit or not unicast)"),
     }
 }
 

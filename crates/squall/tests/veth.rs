@@ -1070,11 +1070,13 @@ fn vlan_through(rx: &str) {
 }
 
 /// SIGINT ends a server-only run (AF_PACKET) asked for 60 s: the server stops when idle
-/// from the signal on and reports what it served (curl's 3 requests here).
+/// from the signal on and reports what it served (curl's 3 requests here). On the way,
+/// a kernel UDP socket sending to a port Squall does not serve gets ECONNREFUSED (the
+/// node's port unreachable).
 #[test]
 fn sigint_ends_a_server_only_run_with_its_report() {
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(r) = skip(&["ip", "ethtool", "curl", "timeout"]) {
+    if let Some(r) = skip(&["ip", "ethtool", "curl", "timeout", "python3"]) {
         eprintln!("skipped: {r}");
         return;
     }
@@ -1112,8 +1114,30 @@ fn sigint_ends_a_server_only_run_with_its_report() {
         let (_, code) = lab::curl_in("sq-cli", &["http://198.18.48.1/"]);
         assert_eq!(code, 0);
     }
+    // The kernel's UDP socket to a port Squall does not serve learns it at once: Squall
+    // answers port unreachable, the socket's next call fails with ECONNREFUSED.
+    let udp = ns(
+        "sq-cli",
+        &[
+            "python3",
+            "-c",
+            "import socket\n\
+             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+             s.settimeout(2)\n\
+             s.connect(('198.18.48.1', 9))\n\
+             s.send(b'x')\n\
+             try:\n    s.recv(10)\n    print('answered')\n\
+             except ConnectionRefusedError:\n    print('refused')\n\
+             except socket.timeout:\n    print('timeout')\n",
+        ],
+    )
+    .output()
+    .unwrap();
+    let udp = String::from_utf8_lossy(&udp.stdout).to_string();
     let out = srv.join().unwrap();
     let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(udp.trim(), "refused", "{text}");
+    assert!(text.contains("port unreachables sent 1"), "{text}");
     assert!(out.status.code().is_some(), "killed, not stopped: {text}");
     assert!(t0.elapsed().as_secs() < 15, "took {:?}", t0.elapsed());
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
