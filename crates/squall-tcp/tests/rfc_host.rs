@@ -1033,6 +1033,44 @@ fn rfc9293_3_8_6_2_1_small_window_waits_for_the_override_timeout(fam: Family) {
     assert_eq!((o.seq, o.payload.len()), (una.wrapping_add(700), 400));
 }
 
+// The silly-window hold is for new data: a retransmission into a small window goes at
+// once (as BSD's tcp_output sends it). Two paths rolled SND.NXT back with nothing "in
+// flight" by SND.NXT and were held for good (no persist timer for data already sent; the
+// flow was reset after its retries): an RTO after the override's segment was lost, and a
+// zero-window probe lost before the window opened a little.
+per_family!(rfc9293_3_8_6_2_1_retransmissions_into_a_small_window_go_at_once);
+fn rfc9293_3_8_6_2_1_retransmissions_into_a_small_window_go_at_once(fam: Family) {
+    // The override's 400 bytes are lost: the RTO resends them.
+    let (mut t, una, f) = idle_with_keepalive(fam);
+    let (b, _) = with_data(&mut t, 3000);
+    t.host.send(t.now, &mut t.sink, f, b, 0, 1000).unwrap();
+    t.one();
+    t.now += 10 * MS;
+    t.feed(t.pseq, una.wrapping_add(1000), ACK, 400, &[], &[]);
+    t.host.send(t.now, &mut t.sink, f, b, 1000, 2000).unwrap();
+    until_sent_within(&mut t, 1_000 * MS);
+    let lost = t.one();
+    assert_eq!(
+        (lost.seq, lost.payload.len()),
+        (una.wrapping_add(1000), 400)
+    );
+    until_sent_within(&mut t, 5_000 * MS);
+    let again = t.one();
+    assert_eq!((again.seq, again.payload.len()), (lost.seq, 400), "resent");
+    assert_eq!(t.host.counters().tcps_sndrexmitpack, 1);
+    assert_eq!(t.state(), State::Established);
+
+    // A zero window, its probe byte lost, then a window of 400: sent at once from SND.UNA.
+    let mut t = T::new(cfg()).over(fam);
+    let una = zero_window_flow(&mut t, 2000);
+    until_sent_within(&mut t, 1_000 * MS);
+    let p = t.one();
+    assert_eq!((p.seq, p.payload.len()), (una, 1), "the probe");
+    t.feed(t.pseq, una, ACK, 400, &[], &[]);
+    let o = t.one();
+    assert_eq!((o.seq, o.payload.len()), (una, 400));
+}
+
 // RFC 1122 §4.2.2.17 allows closing a zero-window connection whose peer stops answering:
 // after `max_retries` unanswered probes the flow is reset.
 per_family!(rfc1122_4_2_2_17_unanswered_zero_window_probes_drop_the_flow);

@@ -122,6 +122,22 @@ impl Screen {
     }
 }
 
+/// Leaves the live view's terminal modes (raw mode, the alternate screen, the hidden
+/// cursor) for a process about to exit without dropping its [`Screen`]; harmless when no
+/// view is open.
+pub fn restore_terminal() {
+    if !available() {
+        return;
+    }
+    let mut err = std::io::stderr();
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(
+        err,
+        terminal::LeaveAlternateScreen,
+        ratatui::crossterm::cursor::Show
+    );
+}
+
 impl Drop for Screen {
     fn drop(&mut self) {
         let _ = terminal::disable_raw_mode();

@@ -162,12 +162,14 @@ pub struct Live {
     /// [`crate::shards::run_shards`] before they start; the time series reads them).
     pub shards: OnceLock<Vec<Arc<Live>>>,
     pub done: AtomicBool,
-    /// Live control of the run (`squall daemon`); unused by `squall run`.
+    /// Live control of the run: stop, cut, rate (`squall daemon`; the live view's keys and
+    /// SIGINT/SIGTERM in `squall run`).
     pub ctl: Control,
 }
 
-/// Live control of a real-time run (`squall daemon`): written by the control thread and
-/// read by the client worker once per loop turn (relaxed atomics). Per-side snapshots are
+/// Live control of a run (`squall daemon`, the live view, signals): written by the
+/// control thread and read by every worker once per loop turn (a stop is stored with
+/// Release after its cut, read with Acquire; the rest relaxed). Per-side snapshots are
 /// published every [`SNAP_NS`] with `try_lock` only, so the data path never waits.
 #[derive(Debug, Default)]
 pub struct Control {
@@ -223,14 +225,15 @@ impl Control {
         self.mult_bits.store(mult.to_bits(), Ordering::Relaxed);
         self.mult_seq.fetch_add(1, Ordering::Release);
     }
-    /// Passes a rate change requested here on to `to` (a shard's or a worker's control),
-    /// once: `seen` is the last one passed.
-    pub(crate) fn forward_mult(&self, to: &Control, seen: &mut u64) {
+    /// The rate change requested here since `seen` (the last one passed on), if any:
+    /// the multiplier, read once, to give every shard or worker; `seen` moves on.
+    pub(crate) fn new_mult(&self, seen: &mut u64) -> Option<f64> {
         let seq = self.mult_seq.load(Ordering::Acquire);
-        if seq != *seen {
-            *seen = seq;
-            to.set_mult(f64::from_bits(self.mult_bits.load(Ordering::Relaxed)));
+        if seq == *seen {
+            return None;
         }
+        *seen = seq;
+        Some(f64::from_bits(self.mult_bits.load(Ordering::Relaxed)))
     }
 
     /// Applies pending requests to `c` (the client side: a rate change, a stop of new
@@ -253,7 +256,8 @@ impl Control {
                 g.set_mult(now, m);
             }
         }
-        if seen.cut || !self.stop.load(Ordering::Relaxed) {
+        // Acquire: a cut is stored before its stop (Release), so it is seen with it.
+        if seen.cut || !self.stop.load(Ordering::Acquire) {
             return hard;
         }
         if !seen.stopped {
@@ -847,6 +851,14 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
     let (drain_ns, duration_ns) = (cfg.drain_ns, cfg.duration_ns);
     let client_done = Arc::new(AtomicBool::new(false));
     let cd = client_done.clone();
+    // A cut (the drain's end, a second stop): both sides cut their flows as T-mem1 does
+    // in one turn. The client asks, the server cuts its own and says so, then the client
+    // cuts; neither reads the other's RSTs, which would count as resets by the peer.
+    let (cut_asked, server_cut) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (ca, sc) = (cut_asked.clone(), server_cut.clone());
     let live_c = live.clone();
     let ct = std::thread::Builder::new()
         .name("squall-client".into())
@@ -871,7 +883,14 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
                     break;
                 }
                 if now >= hard {
-                    c.cut_all(now, tap.as_mut());
+                    ca.store(true, Ordering::Release);
+                    let asked = Instant::now();
+                    while !sc.load(Ordering::Acquire)
+                        && asked.elapsed() < Duration::from_millis(200)
+                    {
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
+                    c.cut_all(clock.now_ns(), tap.as_mut());
                     break;
                 }
                 if now - last_pub >= 10_000_000 {
@@ -911,6 +930,11 @@ fn run_two(profile: Arc<Profile>, cfg: &RunConfig, live: Arc<Live>) -> Result<Ru
             let mut done_at = None;
             let (mut busy, mut now) = Busy::start(&clock);
             loop {
+                if cut_asked.load(Ordering::Acquire) {
+                    s.cut_all(now, tap.as_mut());
+                    server_cut.store(true, Ordering::Release);
+                    break;
+                }
                 let w = s.iterate(now, tap.as_mut());
                 let turn_end = busy.end_turn(&clock, now, w);
                 let ps = s.node.port.stats();

@@ -72,8 +72,11 @@ pub fn sides(live: &Live) -> Option<(SideReport, SideReport)> {
     };
     let mut out: Option<(SideReport, SideReport)> = None;
     for l in lives {
-        let (Some(c), Some(s)) = (snapshot(&l.ctl.client), snapshot(&l.ctl.server)) else {
-            continue;
+        // A side not published yet (a T-mem2 thread a moment behind the other) counts as
+        // empty; a worker that published neither is skipped.
+        let (c, s) = match (snapshot(&l.ctl.client), snapshot(&l.ctl.server)) {
+            (None, None) => continue,
+            (c, s) => (c.unwrap_or_default(), s.unwrap_or_default()),
         };
         match out.as_mut() {
             None => out = Some((c, s)),

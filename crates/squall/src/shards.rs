@@ -124,16 +124,17 @@ pub(crate) fn join_workers(
 /// A stop (or cut) or a rate change requested on the run's control goes to every shard
 /// (`mult_seen`: the last rate change passed on).
 fn forward_control(live: &Live, lives: &[Arc<Live>], mult_seen: &mut u64) {
-    let before = *mult_seen;
-    for l in lives {
-        *mult_seen = before;
-        live.ctl.forward_mult(&l.ctl, mult_seen);
+    if let Some(m) = live.ctl.new_mult(mult_seen) {
+        for l in lives {
+            l.ctl.set_mult(m);
+        }
     }
-    if live.ctl.stop.swap(false, Ordering::Relaxed) {
+    // Acquire / Release: a cut is stored before its stop, and forwarded the same way.
+    if live.ctl.stop.swap(false, Ordering::Acquire) {
         let cut = live.ctl.cut.load(Ordering::Relaxed);
         for l in lives {
             l.ctl.cut.store(cut, Ordering::Relaxed);
-            l.ctl.stop.store(true, Ordering::Relaxed);
+            l.ctl.stop.store(true, Ordering::Release);
         }
     }
 }

@@ -15,29 +15,50 @@ use crate::series::{Reading, Series};
 
 /// Stops the run on SIGINT or SIGTERM as the live view's keys do: the first signal stops
 /// new flows and lets those in flight drain (at most `drain_sec`), the second cuts them
-/// (the report follows either way), the third ends the process at once (exit 130).
+/// (the report follows either way), the third ends the process at once (exit 130, the
+/// terminal restored). Signals are counted in the handler, so several sent back to back
+/// count as several.
 pub fn stop_on_signals(live: std::sync::Arc<Live>, drain_sec: f64) -> Result<(), String> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+    use std::sync::atomic::AtomicUsize;
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    for sig in [SIGINT, SIGTERM] {
+        let c = count.clone();
+        // SAFETY: the action only adds to an atomic counter (no allocation, no lock, no
+        // I/O), which is async-signal-safe; signal-hook runs it from its handler.
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                c.fetch_add(1, Ordering::SeqCst);
+            })
+        }
         .map_err(|e| format!("signal handler: {e}"))?;
+    }
     std::thread::Builder::new()
         .name("squall-signals".into())
         .spawn(move || {
-            for (k, _) in signals.forever().enumerate() {
-                match k {
-                    0 => {
-                        eprintln!(
-                            "squall: stopping: no new flows, those in flight drain (at most \
-                             {drain_sec} s); again to cut them now"
-                        );
-                        live.ctl.stop.store(true, Ordering::Relaxed);
+            let mut acted = 0;
+            loop {
+                std::thread::sleep(Duration::from_millis(20));
+                while acted < count.load(Ordering::SeqCst) {
+                    acted += 1;
+                    match acted {
+                        1 => {
+                            eprintln!(
+                                "squall: stopping: no new flows, those in flight drain (at \
+                                 most {drain_sec} s); again to cut them now"
+                            );
+                            live.ctl.stop.store(true, Ordering::Release);
+                        }
+                        2 => {
+                            eprintln!("squall: cutting the flows in flight; again to exit at once");
+                            live.ctl.cut.store(true, Ordering::Relaxed);
+                            live.ctl.stop.store(true, Ordering::Release);
+                        }
+                        _ => {
+                            crate::liveview::restore_terminal();
+                            std::process::exit(130);
+                        }
                     }
-                    1 => {
-                        eprintln!("squall: cutting the flows in flight; again to exit at once");
-                        live.ctl.cut.store(true, Ordering::Relaxed);
-                        live.ctl.stop.store(true, Ordering::Relaxed);
-                    }
-                    _ => std::process::exit(130),
                 }
             }
         })
@@ -79,10 +100,10 @@ pub fn watch(
             Some(sc) => {
                 if let Some((code, mods)) = sc.key(Duration::from_millis(20)) {
                     match view.key(code, mods) {
-                        Action::Stop => live.ctl.stop.store(true, Ordering::Relaxed),
+                        Action::Stop => live.ctl.stop.store(true, Ordering::Release),
                         Action::Cut => {
                             live.ctl.cut.store(true, Ordering::Relaxed);
-                            live.ctl.stop.store(true, Ordering::Relaxed);
+                            live.ctl.stop.store(true, Ordering::Release);
                         }
                         Action::Redraw | Action::None => {}
                     }

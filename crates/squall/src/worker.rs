@@ -368,7 +368,11 @@ pub(crate) fn run_on<P: Port>(
         client,
         server,
         elapsed_ns: now.saturating_sub(t0),
-        gen_ns: s.gen.generation_ns(t0, cfg.duration_ns),
+        // A stop ends the generation of a server side too (it has no schedule of its own).
+        gen_ns: match s.gen.generation_ns(t0, cfg.duration_ns) {
+            g if ctl_seen.stopped => g.min(ctl_seen.at.saturating_sub(t0)),
+            g => g,
+        },
         stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: busy_cpu,

@@ -1417,3 +1417,56 @@ fn a_second_sigint_cuts_the_flows_in_flight() {
     let cut = v["client"]["flows"]["cut"].as_u64().unwrap();
     assert!(cut > 0, "{}", v["client"]["flows"]);
 }
+
+/// A T-mem2 run (`--cores 2 --split`) whose flows outlast the drain: both threads cut
+/// their flows, counted as cut on both sides, not as resets by the peer (the server
+/// thread read the client's RSTs first: exit 1, "errors counted").
+#[test]
+fn a_split_run_cuts_both_sides_at_the_end_of_the_drain() {
+    let long = edited_example("loop-elephant.json", "split-cut", |v| {
+        for p in v["programs"].as_array_mut().unwrap() {
+            p["commands"][0]["val"] = 10_000_000.into();
+        }
+    });
+    let json = std::env::temp_dir().join(format!(
+        "squall-split-cut-result-{}.json",
+        std::process::id()
+    ));
+    let out = squall()
+        .args([
+            "run",
+            long.to_str().unwrap(),
+            "--duration",
+            "1",
+            "--drain-sec",
+            "1",
+        ])
+        .args(["--cores", "2", "--split", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&long).unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    let v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {text} {out:?}")),
+    )
+    .unwrap();
+    std::fs::remove_file(&json).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        v["client"]["flows"]["cut"].as_u64().unwrap() > 0,
+        "{}",
+        v["client"]["flows"]
+    );
+    assert_eq!(
+        v["server"]["flows"]["reset_by_peer"], 0,
+        "{}",
+        v["server"]["flows"]
+    );
+    assert_eq!(v["server"]["flows"]["cut"], v["client"]["flows"]["cut"]);
+}

@@ -1143,4 +1143,5 @@ fn sigint_ends_a_server_only_run_with_its_report() {
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(num(&r, &["server", "flows", "completed"]), 3, "{text}");
     assert!(r["elapsed_sec"].as_f64().unwrap() < 10.0, "{r}");
+    assert!(r["generation_sec"].as_f64().unwrap() < 10.0, "{r}");
 }

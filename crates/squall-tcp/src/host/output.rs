@@ -505,10 +505,13 @@ impl TcpHost {
             // congestion window counted in bytes of the negotiated MSS sends a runt after
             // each flight of timestamped segments (10 x 1,460 = 10 x 1,448 + 120). With
             // nothing in flight, a peer window below a segment and below half its largest
-            // waits for the persist timer (`Tcb::window_too_small`).
+            // waits for the persist timer (`Tcb::window_too_small`) — new data only: a
+            // retransmission (SND.NXT rolled back below SND.MAX) goes at once, as BSD's
+            // tcp_output sends it (nothing would arm the persist timer for it).
             if len < mss
                 && len < avail.max(1)
-                && (in_flight > 0 || (!t.has(F_FORCE) && t.window_too_small()))
+                && (in_flight > 0
+                    || (!t.has(F_FORCE) && !seq::lt(t.snd_nxt, t.snd_max) && t.window_too_small()))
             {
                 len = 0;
             }

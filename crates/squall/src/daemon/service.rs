@@ -443,7 +443,7 @@ impl Service {
                 self.shutdown.store(true, Ordering::SeqCst);
                 if let Some(r) = &lock(&self.st).run {
                     r.live.ctl.cut.store(true, Ordering::Relaxed);
-                    r.live.ctl.stop.store(true, Ordering::Relaxed);
+                    r.live.ctl.stop.store(true, Ordering::Release);
                 }
                 Ok(json!({"ok": true}))
             }
@@ -734,7 +734,7 @@ impl Service {
                 if !drain {
                     r.live.ctl.cut.store(true, Ordering::Relaxed);
                 }
-                r.live.ctl.stop.store(true, Ordering::Relaxed);
+                r.live.ctl.stop.store(true, Ordering::Release);
                 r.phase = Phase::Stopping;
                 r.stopped.get_or_insert_with(Instant::now);
                 Ok(json!({"state": "stopping", "drain": drain}))
