@@ -47,7 +47,7 @@ def test_recv_clear_restarts_the_count() -> None:
     c.set_label("top")
     c.send(b"q")
     c.recv(100, clear=True)
-    c.recv(7)
+    c.recv(7, clear=True)
     c.jmp_nz("n", "top")
     s = ASTFProgram()
     s.recv(1)
@@ -55,7 +55,7 @@ def test_recv_clear_restarts_the_count() -> None:
     ir = compile_pair(c, s)
     cmds = commands(ir)
     assert cmds[3] == {"op": "recv", "bytes": 100, "clear": True}
-    assert cmds[4] == {"op": "recv", "bytes": 7}
+    assert cmds[4] == {"op": "recv", "bytes": 7, "clear": True}
 
 
 def test_send_with_size_and_fill_and_binary(validate) -> None:
@@ -274,3 +274,51 @@ def test_datagram_size_limit() -> None:
     p = ASTFProgram(stream=False)
     with pytest.raises(ProfileError, match="65507"):
         p.send_msg(b"x", size=70000)
+
+
+def test_loops_that_never_wait_or_keep_a_watermark_fail_at_their_line(validate) -> None:
+    """The engine's loop rules, reported at the profile's line: a loop must wait (a counted
+    loop of send_msg is a burst, a zero delay is no wait), and its last recv must clear."""
+    c = ASTFProgram()
+    c.set_var("n", 3)
+    c.set_label("top")
+    c.delay(0)
+    jump = lineno() + 1
+    c.jmp_nz("n", "top")
+    s = ASTFProgram()
+    s.recv(1)
+    with pytest.raises(ProfileError, match="never waits") as ei:
+        compile_pair(c, s)
+    assert ei.value.site is not None and ei.value.site.lineno == jump
+    c = ASTFProgram()
+    c.set_var("n", 3)
+    c.set_label("top")
+    c.send(b"q")
+    last = lineno() + 1
+    c.recv(10)
+    c.jmp_nz("n", "top")
+    with pytest.raises(ProfileError, match="needs clear=True") as ei:
+        compile_pair(c, s)
+    assert ei.value.site is not None and ei.value.site.lineno == last
+    # Accepted (as the engine does): the same loop with clear, a counted burst of datagrams.
+    c = ASTFProgram()
+    c.set_var("n", 3)
+    c.set_label("top")
+    c.send(b"q")
+    c.recv(10, clear=True)
+    c.jmp_nz("n", "top")
+    s = ASTFProgram()
+    s.set_var("n", 3)
+    s.set_label("top")
+    s.recv(1, clear=True)
+    s.send(b"0123456789")
+    s.jmp_nz("n", "top")
+    validate(compile_pair(c, s))
+    u = ASTFProgram(stream=False)
+    u.set_var("n", 5)
+    u.set_label("burst")
+    u.send_msg(b"x")
+    u.jmp_nz("n", "burst")
+    v = ASTFProgram(stream=False)
+    v.recv_msg(5)
+    validate(profile_of(u, v).to_json())

@@ -31,7 +31,7 @@ _TRANSPORT = {
     "http_request": "tcp", "http_wait_response": "tcp",
     "send_msg": "udp", "recv_msg": "udp", "set_keepalive_msg": "udp",
 }
-# Instructions that wait (a loop must enclose one; checked by the engine's loader too).
+# Instructions that wait (a loop must enclose one: `_check_loops`, as the engine's loader).
 WAITING = {"send", "recv", "delay", "delay_rand", "recv_msg", "connect", "accept", "wait_for_peer_close",
            "http_wait_response"}
 # How an HTTP request part chooses among alternatives (IR `pick`).
@@ -547,6 +547,35 @@ class ASTFProgram:
 
     # ---- IR --------------------------------------------------------------------------
 
+    def _check_loops(self) -> None:
+        """A loop must wait (a send, recv or non-zero delay in it; a counted loop of
+        `send_msg` is a burst), and its last `recv` / `recv_msg` must clear the watermark:
+        the engine's loader refuses both, here reported at the profile's own line."""
+        def waits(i: Instr, counted: bool) -> bool:
+            if i.op == "delay":
+                return bool(i.args.get("usec"))
+            if i.op == "delay_rand":
+                return bool(i.args.get("max_usec"))
+            return i.op in WAITING or (counted and i.op == "send_msg")
+
+        for pc, ins in enumerate(self.instrs):
+            if ins.op not in ("jmp_nz", "jmp_dp") or ins.label not in self.labels:
+                continue
+            target = self.labels[ins.label]
+            if target > pc:
+                continue
+            body = self.instrs[target:pc + 1]
+            if not any(waits(i, ins.op == "jmp_nz") for i in body):
+                raise ProfileError(f"{ins.op}: the loop back to label {ins.label!r} never waits "
+                                   f"(put a send, recv or delay in it)", ins.site, "label")
+            for op in ("recv", "recv_msg"):
+                last = next((i for i in reversed(body) if i.op == op), None)
+                if last is not None and not last.args.get("clear"):
+                    raise ProfileError(f"{op}: the last {op} of the loop back to label "
+                                       f"{ins.label!r} needs clear=True (its cumulative "
+                                       f"watermark is already met in the second round)",
+                                       last.site, "clear")
+
     def to_ir(self, name: str, intern: Any) -> Dict[str, Any]:
         """The IR `program` object; `intern(Buffer) -> str` names buffers."""
         label_names: Dict[str, str] = {}
@@ -569,6 +598,7 @@ class ASTFProgram:
                 c["label"] = label_names[ins.label]
             c.update(ins.args)
             cmds.append(c)
+        self._check_loops()
         return {"name": name, "commands": cmds}
 
     # ---- from a capture --------------------------------------------------------------
