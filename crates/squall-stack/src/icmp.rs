@@ -30,9 +30,10 @@ const REPLY_TTL: u8 = 64;
 const QUOTE_MAX: usize = 576 - 20 - 8;
 
 /// The rate of the ICMP errors a node sends, both families: a token bucket of
-/// [`ErrorBudget::BURST`] refilled at [`ErrorBudget::PER_SEC`] a second (Linux's
-/// `net.ipv4.icmp_msgs_burst` and `icmp_msgs_per_sec` defaults). A node answering a
-/// flood of datagrams to closed ports sends no flood back.
+/// [`ErrorBudget::BURST`] refilled at [`ErrorBudget::PER_SEC`] a second (Linux's global
+/// `net.ipv4.icmp_msgs_burst` and `icmp_msgs_per_sec` defaults; Linux also limits each
+/// peer to about one a second, which this does not). One per node, so per worker. A node
+/// answering a flood of datagrams to closed ports sends no flood back.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ErrorBudget {
     tokens: u64,
@@ -226,7 +227,8 @@ fn reply_headers(
 /// addresses), which no app took, with "destination unreachable: port unreachable"
 /// (RFC 1122 §3.2.2.1, §4.1.3.1) quoting its IP header and first bytes (at most
 /// [`QUOTE_MAX`]), within `budget`. Not to a datagram from an invalid source or sent to
-/// a broadcast or multicast MAC (RFC 1122 §3.2.2).
+/// a multicast, class E or broadcast address or MAC (RFC 1122 §3.2.2; the caller leaves
+/// out a source that is the node's own).
 #[allow(clippy::too_many_arguments)]
 pub fn port_unreachable<S: TxSink>(
     d: &[u8],
@@ -238,7 +240,9 @@ pub fn port_unreachable<S: TxSink>(
     tx: &mut S,
 ) {
     let invalid_src = matches!(ip.src >> 24, 0 | 127) || ip.src >= 0xe000_0000;
-    if invalid_src || d[0] & 1 != 0 || !budget.take(now) {
+    // Multicast, class E and the limited broadcast are no host's own address.
+    let group_dst = ip.dst >= 0xe000_0000;
+    if invalid_src || group_dst || d[0] & 1 != 0 || !budget.take(now) {
         st.unreach_suppressed += 1;
         return;
     }
@@ -251,9 +255,9 @@ pub fn port_unreachable<S: TxSink>(
         st.tx_failed += 1;
         return;
     };
-    // An error's own datagram: no DF, a fresh identification of zero (Linux sets none
-    // either for its ICMP errors' fragments; the error is under 576 bytes).
-    reply_headers(f, d, mac, ip, 0, [0, 0], 0);
+    // DF with identification 0: an atomic datagram (RFC 6864 §4.1; the error is at most
+    // 576 bytes, which every link carries).
+    reply_headers(f, d, mac, ip, 0, [0, 0], 0x40);
     let m = &mut f[ETH_HLEN + 20..];
     m[..8].copy_from_slice(&[DEST_UNREACHABLE, PORT_UNREACHABLE, 0, 0, 0, 0, 0, 0]);
     m[8..].copy_from_slice(q);

@@ -50,8 +50,8 @@ const QUOTE_MAX6: usize = 1280 - 40 - 8;
 /// Answers the UDP datagram of frame `d` (IPv6 `ip`, sent to one of the node's unicast
 /// addresses), which no app took, with "destination unreachable: port unreachable"
 /// (RFC 4443 §3.1, code 4) quoting as much of it as fits the minimum MTU, within
-/// `budget`. Not to a source that is not unicast, nor to a frame sent to a multicast or
-/// broadcast MAC (RFC 4443 §2.4 e).
+/// `budget`. Not to a source that is not unicast (or is the node's own: the caller), nor
+/// to a packet sent to a multicast address or MAC (RFC 4443 §2.4 e).
 #[allow(clippy::too_many_arguments)]
 pub fn port_unreachable6<S: TxSink>(
     d: &[u8],
@@ -62,7 +62,14 @@ pub fn port_unreachable6<S: TxSink>(
     now: u64,
     tx: &mut S,
 ) {
-    if ip.src.is_unspecified() || ip.src.is_multicast() || d[0] & 1 != 0 || !budget.take(now) {
+    // Not unicast: unspecified, multicast, loopback, an IPv4-mapped address (RFC 4291
+    // §2.5.3, §2.5.5.2); nor to a datagram sent to a group.
+    let s = ip.src.0;
+    let not_unicast = ip.src.is_unspecified()
+        || ip.src.is_multicast()
+        || ip.src.0 == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+        || (s[..10] == [0; 10] && s[10..12] == [0xff, 0xff]);
+    if not_unicast || ip.dst.is_multicast() || d[0] & 1 != 0 || !budget.take(now) {
         st.unreach_suppressed += 1;
         return;
     }

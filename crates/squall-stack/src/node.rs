@@ -582,6 +582,10 @@ impl<P: Port> Node<P> {
                     if udp_in!(udp::parse_checked(d, !trusted(f))) {
                         // A closed port of one of our addresses: port unreachable.
                         match ipv4::check(d) {
+                            // From one of our own addresses: a looped or forged datagram.
+                            Ok(ip) if neigh.owns(ip.dst) && neigh.owns(ip.src) => {
+                                icmp.unreach_suppressed += 1;
+                            }
                             Ok(ip) if neigh.owns(ip.dst) => {
                                 let (b, s) = (&mut *icmp_budget, &mut sink!());
                                 port_unreachable(d, &ip, *mac, icmp, b, now, s);
@@ -633,9 +637,14 @@ impl<P: Port> Node<P> {
                             if udp_in!(udp.parse6_checked(d, &i, !trusted(f)))
                                 && neigh6.owns(&i.dst)
                             {
-                                // A closed port of one of our unicast addresses.
-                                let (b, s) = (&mut *icmp_budget, &mut sink!());
-                                port_unreachable6(d, &i, *mac, icmp6, b, now, s);
+                                // A closed port of one of our unicast addresses (not from
+                                // one of them: a looped or forged datagram).
+                                if neigh6.owns(&i.src) {
+                                    icmp6.unreach_suppressed += 1;
+                                } else {
+                                    let (b, s) = (&mut *icmp_budget, &mut sink!());
+                                    port_unreachable6(d, &i, *mac, icmp6, b, now, s);
+                                }
                             }
                         }
                         Ok((true, i)) if i.proto == IpProtocol::TCP => {

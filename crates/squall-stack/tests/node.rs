@@ -1625,7 +1625,20 @@ fn udp_to_a_closed_port_is_answered_port_unreachable() {
         "ICMP checksum"
     );
     assert_eq!(&r[42..], &dg[14..], "the datagram quoted whole");
+    assert_eq!(
+        (r[20], r[21]),
+        (0x40, 0),
+        "DF, an atomic datagram (RFC 6864)"
+    );
     assert_eq!((a.icmp.unreach_sent, a.icmp.unreach_suppressed), (1, 1));
+    // From the node's own address (looped or forged): not answered.
+    raw_frame(
+        &mut raw,
+        &udp_frame(MA, &IP_A.to_be_bytes(), &IP_A.to_be_bytes(), 5000, &data),
+    );
+    a.turn(1_500_000, &mut NoApp, None);
+    assert!(raw_rx(&mut raw).is_empty());
+    assert_eq!(a.icmp.unreach_suppressed, 2);
     // A large datagram: 548 bytes of it quoted.
     let big = vec![7u8; 1000];
     raw_frame(
@@ -1680,4 +1693,29 @@ fn udp_to_a_closed_port_is_answered_port_unreachable() {
     );
     assert_eq!(&r[62..], &dg[14..], "the packet quoted whole");
     assert_eq!((a.icmp6.unreach_sent, a.udp.stats.rx_no_port), (1, 1));
+    // Sources that are not unicast, or ours: loopback, IPv4-mapped, the node's own.
+    for src in ["::1", "::ffff:10.0.0.1", "2001:db8::1"] {
+        raw_frame(&mut raw, &udp_frame(MA, &ip6(src).0, &me.0, 5000, &data));
+    }
+    a.turn(2_000_000, &mut NoApp, None);
+    assert!(raw_rx(&mut raw).is_empty());
+    assert_eq!(a.icmp6.unreach_suppressed, 3);
+
+    // A node whose owned addresses include a group: never an answer to a datagram sent
+    // to it (RFC 1122 §3.2.2).
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, MB, 0xe000_0005);
+    raw_frame(
+        &mut raw,
+        &udp_frame(
+            MA,
+            &IP_B.to_be_bytes(),
+            &0xe000_0005u32.to_be_bytes(),
+            5000,
+            &data,
+        ),
+    );
+    a.turn(1_000_000, &mut NoApp, None);
+    assert!(raw_rx(&mut raw).is_empty());
+    assert_eq!((a.icmp.unreach_sent, a.icmp.unreach_suppressed), (0, 1));
 }
