@@ -322,3 +322,29 @@ def test_loops_that_never_wait_or_keep_a_watermark_fail_at_their_line(validate) 
     v = ASTFProgram(stream=False)
     v.recv_msg(5)
     validate(profile_of(u, v).to_json())
+
+
+def test_a_receive_of_nothing_is_refused_at_its_line() -> None:
+    """recv(0) / recv_msg(0) wait for nothing: the engine's watermarks must rise."""
+    c = ASTFProgram()
+    c.recv(5)
+    with pytest.raises(ProfileError, match="waits for nothing") as ei:
+        line = lineno(); c.recv(0)  # noqa: E702
+    assert ei.value.lineno == line and ei.value.field == "bytes"
+    u = ASTFProgram(stream=False)
+    u.recv_msg(1)
+    with pytest.raises(ProfileError, match="waits for nothing") as ei:
+        line = lineno(); u.recv_msg(0)  # noqa: E702
+    assert ei.value.lineno == line and ei.value.field == "pkts"
+
+
+def test_sends_after_close_do_not_count() -> None:
+    """close ends the program: a send after it never happens, so a peer waiting for its
+    bytes would hang (the engine's loader refuses it the same way)."""
+    c = ASTFProgram()
+    c.close()
+    c.send(b"x")
+    s = ASTFProgram()
+    s.recv(1)
+    with pytest.raises(ProfileError, match="would hang"):
+        compile_pair(c, s)

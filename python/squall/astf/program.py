@@ -278,8 +278,9 @@ class ASTFProgram:
         site = user_site()
         n = check_int("bytes", bytes, 0, U32_MAX, site)
         total = self.total_rcv_bytes + n
-        if total < 1:
-            raise ProfileError("recv(0) with nothing received before waits for nothing", site, "bytes")
+        if n < 1:
+            # The engine's watermarks must rise between clears.
+            raise ProfileError("recv(0) waits for nothing (give the bytes to wait for)", site, "bytes")
         if total > U32_MAX:
             raise ProfileError(f"recv watermark {total} exceeds {U32_MAX}; use clear=True in loops",
                                site, "bytes")
@@ -419,7 +420,10 @@ class ASTFProgram:
         site = user_site()
         n = check_int("pkts", pkts, 0, U32_MAX, site)
         total = self.total_rcv_bytes + n
-        if total < 1 or total > U32_MAX:
+        if n < 1:
+            raise ProfileError("recv_msg(0) waits for nothing (give the datagrams to wait for)",
+                               site, "pkts")
+        if total > U32_MAX:
             raise ProfileError(f"recv_msg watermark {total} is out of range 1..={U32_MAX}", site, "pkts")
         args: Dict[str, Any] = {"count": total}
         if clear:
@@ -526,11 +530,18 @@ class ASTFProgram:
     def buffers(self) -> List[Buffer]:
         return [i.buf for i in self.instrs if i.buf is not None]
 
+    def _until_close(self) -> List[Instr]:
+        """The instructions that run: `close` ends the program (as the engine counts)."""
+        for k, i in enumerate(self.instrs):
+            if i.op == "close":
+                return self.instrs[:k]
+        return self.instrs
+
     def recv_need(self) -> Tuple[int, Optional[Site]]:
         """Bytes (TCP) or datagrams (UDP) this program waits for in total, and the site of the
         last wait (for programs without jumps)."""
         need, cur, site = 0, 0, None
-        for i in self.instrs:
+        for i in self._until_close():
             if i.op in ("recv", "recv_msg"):
                 cur = int(i.args["bytes" if i.op == "recv" else "count"])
                 site = i.site
@@ -541,9 +552,10 @@ class ASTFProgram:
 
     def send_total(self) -> int:
         """Bytes (TCP) or datagrams (UDP) this program sends (programs without jumps)."""
+        run = self._until_close()
         if self.stream:
-            return sum(i.buf.length for i in self.instrs if i.buf is not None)
-        return sum(1 for i in self.instrs if i.op == "send_msg")
+            return sum(i.buf.length for i in run if i.buf is not None)
+        return sum(1 for i in run if i.op == "send_msg")
 
     # ---- IR --------------------------------------------------------------------------
 
