@@ -276,12 +276,18 @@ def test_datagram_size_limit() -> None:
         p.send_msg(b"x", size=70000)
 
 
+def loop_start(n: int, label: str, stream: bool = True) -> ASTFProgram:
+    """A program about to run a loop of `n` rounds back to `label` (variable "n")."""
+    p = ASTFProgram(stream=stream)
+    p.set_var("n", n)
+    p.set_label(label)
+    return p
+
+
 def test_loops_that_never_wait_or_keep_a_watermark_fail_at_their_line(validate) -> None:
     """The engine's loop rules, reported at the profile's line: a loop must wait (a counted
     loop of send_msg is a burst, a zero delay is no wait), and its last recv must clear."""
-    c = ASTFProgram()
-    c.set_var("n", 3)
-    c.set_label("top")
+    c = loop_start(3, "top")
     c.delay(0)
     jump = lineno() + 1
     c.jmp_nz("n", "top")
@@ -290,9 +296,7 @@ def test_loops_that_never_wait_or_keep_a_watermark_fail_at_their_line(validate) 
     with pytest.raises(ProfileError, match="never waits") as ei:
         compile_pair(c, s)
     assert ei.value.site is not None and ei.value.site.lineno == jump
-    c = ASTFProgram()
-    c.set_var("n", 3)
-    c.set_label("top")
+    c = loop_start(3, "top")
     c.send(b"q")
     last = lineno() + 1
     c.recv(10)
@@ -301,22 +305,16 @@ def test_loops_that_never_wait_or_keep_a_watermark_fail_at_their_line(validate) 
         compile_pair(c, s)
     assert ei.value.site is not None and ei.value.site.lineno == last
     # Accepted (as the engine does): the same loop with clear, a counted burst of datagrams.
-    c = ASTFProgram()
-    c.set_var("n", 3)
-    c.set_label("top")
+    c = loop_start(3, "top")
     c.send(b"q")
     c.recv(10, clear=True)
     c.jmp_nz("n", "top")
-    s = ASTFProgram()
-    s.set_var("n", 3)
-    s.set_label("top")
+    s = loop_start(3, "top")
     s.recv(1, clear=True)
     s.send(b"0123456789")
     s.jmp_nz("n", "top")
     validate(compile_pair(c, s))
-    u = ASTFProgram(stream=False)
-    u.set_var("n", 5)
-    u.set_label("burst")
+    u = loop_start(5, "burst", stream=False)
     u.send_msg(b"x")
     u.jmp_nz("n", "burst")
     v = ASTFProgram(stream=False)

@@ -226,13 +226,14 @@ fn reply_headers(
 /// Answers the UDP datagram of frame `d` (IPv4 `ip`, sent to one of the node's
 /// addresses), which no app took, with "destination unreachable: port unreachable"
 /// (RFC 1122 §3.2.2.1, §4.1.3.1) quoting its IP header and first bytes (at most
-/// [`QUOTE_MAX`]), within `budget`. Not to a datagram from an invalid source or sent to
-/// a multicast, class E or broadcast address or MAC (RFC 1122 §3.2.2; the caller leaves
-/// out a source that is the node's own).
+/// [`QUOTE_MAX`]), within `budget`. Not to a datagram from an invalid source or the
+/// node's own (`from_us`), nor to one sent to a multicast, class E or broadcast address
+/// or MAC (RFC 1122 §3.2.2).
 #[allow(clippy::too_many_arguments)]
 pub fn port_unreachable<S: TxSink>(
     d: &[u8],
     ip: &Ipv4In,
+    from_us: bool,
     mac: [u8; 6],
     st: &mut IcmpStats,
     budget: &mut ErrorBudget,
@@ -242,7 +243,7 @@ pub fn port_unreachable<S: TxSink>(
     let invalid_src = matches!(ip.src >> 24, 0 | 127) || ip.src >= 0xe000_0000;
     // Multicast, class E and the limited broadcast are no host's own address.
     let group_dst = ip.dst >= 0xe000_0000;
-    if invalid_src || group_dst || d[0] & 1 != 0 || !budget.take(now) {
+    if from_us || invalid_src || group_dst || d[0] & 1 != 0 || !budget.take(now) {
         st.unreach_suppressed += 1;
         return;
     }

@@ -9,7 +9,10 @@
 use std::ops::Range;
 
 use squall_tcp::{IcmpError, TxSink};
-use squall_wire::{checksum, Icmpv6Packet, Icmpv6Repr};
+use squall_wire::{
+    EtherType, EthernetRepr, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv6Repr, MacAddress,
+    IPV6_HEADER_LEN,
+};
 
 use crate::icmp::{ErrorBudget, QUOTED_AT};
 use crate::ipv6::Ipv6In;
@@ -50,12 +53,13 @@ const QUOTE_MAX6: usize = 1280 - 40 - 8;
 /// Answers the UDP datagram of frame `d` (IPv6 `ip`, sent to one of the node's unicast
 /// addresses), which no app took, with "destination unreachable: port unreachable"
 /// (RFC 4443 §3.1, code 4) quoting as much of it as fits the minimum MTU, within
-/// `budget`. Not to a source that is not unicast (or is the node's own: the caller), nor
-/// to a packet sent to a multicast address or MAC (RFC 4443 §2.4 e).
+/// `budget`. Not to a source that is not unicast or is the node's own (`from_us`), nor to
+/// a packet sent to a multicast address or MAC (RFC 4443 §2.4 e).
 #[allow(clippy::too_many_arguments)]
 pub fn port_unreachable6<S: TxSink>(
     d: &[u8],
     ip: &Ipv6In,
+    from_us: bool,
     mac: [u8; 6],
     st: &mut Icmp6Stats,
     budget: &mut ErrorBudget,
@@ -63,13 +67,13 @@ pub fn port_unreachable6<S: TxSink>(
     tx: &mut S,
 ) {
     // Not unicast: unspecified, multicast, loopback, an IPv4-mapped address (RFC 4291
-    // §2.5.3, §2.5.5.2); nor to a datagram sent to a group.
+    // §2.5.3, §2.5.5.2).
     let s = ip.src.0;
     let not_unicast = ip.src.is_unspecified()
         || ip.src.is_multicast()
-        || ip.src.0 == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+        || s == 1u128.to_be_bytes()
         || (s[..10] == [0; 10] && s[10..12] == [0xff, 0xff]);
-    if not_unicast || ip.dst.is_multicast() || d[0] & 1 != 0 || !budget.take(now) {
+    if from_us || not_unicast || ip.dst.is_multicast() || d[0] & 1 != 0 || !budget.take(now) {
         st.unreach_suppressed += 1;
         return;
     }
@@ -78,27 +82,29 @@ pub fn port_unreachable6<S: TxSink>(
         return;
     };
     let mlen = 8 + q.len();
-    let len = ETH_HLEN + 40 + mlen;
+    let len = ETH_HLEN + IPV6_HEADER_LEN + mlen;
     let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
         st.tx_failed += 1;
         return;
     };
-    f[0..6].copy_from_slice(&d[6..12]);
-    f[6..12].copy_from_slice(&mac);
-    f[12..14].copy_from_slice(&[0x86, 0xdd]);
-    let h = &mut f[ETH_HLEN..ETH_HLEN + 40];
-    h[0..4].copy_from_slice(&[0x60, 0, 0, 0]);
-    h[4..6].copy_from_slice(&(mlen as u16).to_be_bytes());
-    h[6] = 58;
-    h[7] = REPLY_HOP_LIMIT;
-    h[8..24].copy_from_slice(&ip.dst.0);
-    h[24..40].copy_from_slice(&ip.src.0);
-    let m = &mut f[ETH_HLEN + 40..];
+    let eth = EthernetRepr {
+        src: MacAddress(mac),
+        dst: MacAddress(d[6..12].try_into().unwrap_or_default()),
+        vlan: None,
+        ethertype: EtherType::IPV6,
+    };
+    let hdr = Ipv6Repr {
+        hop_limit: REPLY_HOP_LIMIT,
+        ..Ipv6Repr::new(ip.dst, ip.src, IpProtocol::ICMPV6, mlen)
+    };
+    if eth.emit(&mut f[..]).is_err() || hdr.emit(&mut f[ETH_HLEN..]).is_err() {
+        st.tx_failed += 1;
+        return;
+    }
+    let m = &mut f[ETH_HLEN + IPV6_HEADER_LEN..];
     m[..8].copy_from_slice(&[1, 4, 0, 0, 0, 0, 0, 0]);
     m[8..].copy_from_slice(q);
-    let acc = checksum::pseudo_header_ipv6_acc(&ip.dst.0, &ip.src.0, 58, mlen);
-    let c = !checksum::fold(checksum::accumulate(acc, m));
-    m[2..4].copy_from_slice(&c.to_be_bytes());
+    Icmpv6Packet::new_unchecked(m).fill_checksum(&ip.dst, &ip.src);
     tx.commit(len);
     st.unreach_sent += 1;
 }

@@ -581,16 +581,11 @@ impl<P: Port> Node<P> {
                     counters.rx_udp += 1;
                     if udp_in!(udp::parse_checked(d, !trusted(f))) {
                         // A closed port of one of our addresses: port unreachable.
-                        match ipv4::check(d) {
-                            // From one of our own addresses: a looped or forged datagram.
-                            Ok(ip) if neigh.owns(ip.dst) && neigh.owns(ip.src) => {
-                                icmp.unreach_suppressed += 1;
-                            }
-                            Ok(ip) if neigh.owns(ip.dst) => {
-                                let (b, s) = (&mut *icmp_budget, &mut sink!());
-                                port_unreachable(d, &ip, *mac, icmp, b, now, s);
-                            }
-                            _ => {}
+                        if let Some(ip) = ipv4::check(d).ok().filter(|ip| neigh.owns(ip.dst)) {
+                            // (not from one of them: a looped or forged datagram)
+                            let from_us = neigh.owns(ip.src);
+                            let (b, s) = (&mut *icmp_budget, &mut sink!());
+                            port_unreachable(d, &ip, from_us, *mac, icmp, b, now, s);
                         }
                     }
                 }
@@ -639,12 +634,9 @@ impl<P: Port> Node<P> {
                             {
                                 // A closed port of one of our unicast addresses (not from
                                 // one of them: a looped or forged datagram).
-                                if neigh6.owns(&i.src) {
-                                    icmp6.unreach_suppressed += 1;
-                                } else {
-                                    let (b, s) = (&mut *icmp_budget, &mut sink!());
-                                    port_unreachable6(d, &i, *mac, icmp6, b, now, s);
-                                }
+                                let from_us = neigh6.owns(&i.src);
+                                let (b, s) = (&mut *icmp_budget, &mut sink!());
+                                port_unreachable6(d, &i, from_us, *mac, icmp6, b, now, s);
                             }
                         }
                         Ok((true, i)) if i.proto == IpProtocol::TCP => {

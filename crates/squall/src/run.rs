@@ -194,9 +194,8 @@ pub struct Control {
 pub(crate) struct CtlSeen {
     /// The rate change last applied (`Control`'s sequence number).
     mult: u64,
-    /// A stop was applied (at `at`: no new flows; the drain runs from there).
-    pub(crate) stopped: bool,
-    pub(crate) at: u64,
+    /// When a stop was applied (no new flows from then; the drain runs from there).
+    pub(crate) stopped_at: Option<u64>,
     /// A cut was applied (the hard end is now).
     cut: bool,
 }
@@ -225,6 +224,16 @@ impl Control {
         self.mult_bits.store(mult.to_bits(), Ordering::Relaxed);
         self.mult_seq.fetch_add(1, Ordering::Release);
     }
+    /// Stops the run: no new flows, those in flight drain, or with `cut` end at once. The
+    /// cut is stored before the stop (Release), which workers read with Acquire: a worker
+    /// that sees the stop sees its cut. A cut is never undone by a later drain.
+    pub fn request_stop(&self, cut: bool) {
+        if cut {
+            self.cut.store(true, Ordering::Relaxed);
+        }
+        self.stop.store(true, Ordering::Release);
+    }
+
     /// The rate change requested here since `seen` (the last one passed on), if any:
     /// the multiplier, read once, to give every shard or worker; `seen` moves on.
     pub(crate) fn new_mult(&self, seen: &mut u64) -> Option<f64> {
@@ -260,18 +269,17 @@ impl Control {
         if seen.cut || !self.stop.load(Ordering::Acquire) {
             return hard;
         }
-        if !seen.stopped {
-            seen.stopped = true;
-            seen.at = now;
+        let at = *seen.stopped_at.get_or_insert_with(|| {
             if let Some(g) = c.gen.client.as_mut() {
                 g.stop_at(now);
             }
-        }
+            now
+        });
         if self.cut.load(Ordering::Relaxed) {
             seen.cut = true;
             return hard.min(now);
         }
-        hard.min(seen.at.saturating_add(drain))
+        hard.min(at.saturating_add(drain))
     }
     /// Publishes `s`'s report into `slot` if snapshots are on and one is due.
     fn publish(&self, slot: &Snapshot, s: &Side<MemPort>, cpu0: u64, now: u64) {
@@ -1107,8 +1115,7 @@ mod tests {
             ..RunConfig::default()
         };
         let live = Arc::new(Live::default());
-        live.ctl.stop.store(true, Ordering::Relaxed);
-        live.ctl.cut.store(true, Ordering::Relaxed);
+        live.ctl.request_stop(true);
         let r = run(profile, &cfg, live).unwrap();
         assert!(r.elapsed_ns < 1_000_000_000, "ran {} ns", r.elapsed_ns);
         assert!(r.gen_ns < 1_000_000_000, "generated {} ns", r.gen_ns);

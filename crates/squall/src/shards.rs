@@ -129,12 +129,11 @@ fn forward_control(live: &Live, lives: &[Arc<Live>], mult_seen: &mut u64) {
             l.ctl.set_mult(m);
         }
     }
-    // Acquire / Release: a cut is stored before its stop, and forwarded the same way.
+    // Acquire: the stop's cut (stored before it) is seen with it.
     if live.ctl.stop.swap(false, Ordering::Acquire) {
         let cut = live.ctl.cut.load(Ordering::Relaxed);
         for l in lives {
-            l.ctl.cut.store(cut, Ordering::Relaxed);
-            l.ctl.stop.store(true, Ordering::Release);
+            l.ctl.request_stop(cut);
         }
     }
 }

@@ -47,12 +47,11 @@ pub fn stop_on_signals(live: std::sync::Arc<Live>, drain_sec: f64) -> Result<(),
                                 "squall: stopping: no new flows, those in flight drain (at \
                                  most {drain_sec} s); again to cut them now"
                             );
-                            live.ctl.stop.store(true, Ordering::Release);
+                            live.ctl.request_stop(false);
                         }
                         2 => {
                             eprintln!("squall: cutting the flows in flight; again to exit at once");
-                            live.ctl.cut.store(true, Ordering::Relaxed);
-                            live.ctl.stop.store(true, Ordering::Release);
+                            live.ctl.request_stop(true);
                         }
                         _ => {
                             crate::liveview::restore_terminal();
@@ -100,11 +99,8 @@ pub fn watch(
             Some(sc) => {
                 if let Some((code, mods)) = sc.key(Duration::from_millis(20)) {
                     match view.key(code, mods) {
-                        Action::Stop => live.ctl.stop.store(true, Ordering::Release),
-                        Action::Cut => {
-                            live.ctl.cut.store(true, Ordering::Relaxed);
-                            live.ctl.stop.store(true, Ordering::Release);
-                        }
+                        Action::Stop => live.ctl.request_stop(false),
+                        Action::Cut => live.ctl.request_stop(true),
                         Action::Redraw | Action::None => {}
                     }
                     sc.draw(&header, &view, &series);

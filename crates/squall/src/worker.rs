@@ -271,8 +271,8 @@ pub(crate) fn run_on<P: Port>(
         hard = live
             .ctl
             .apply(&mut ctl_seen, &mut s, now, hard, cfg.drain_ns);
-        if ctl_seen.stopped {
-            stop = stop.min(ctl_seen.at);
+        if let Some(at) = ctl_seen.stopped_at {
+            stop = stop.min(at);
         }
         let worked = s.iterate(now, tap.as_mut());
         let done = if rc.mode == Mode::Client {
@@ -369,10 +369,10 @@ pub(crate) fn run_on<P: Port>(
         server,
         elapsed_ns: now.saturating_sub(t0),
         // A stop ends the generation of a server side too (it has no schedule of its own).
-        gen_ns: match s.gen.generation_ns(t0, cfg.duration_ns) {
-            g if ctl_seen.stopped => g.min(ctl_seen.at.saturating_sub(t0)),
-            g => g,
-        },
+        gen_ns: ctl_seen
+            .stopped_at
+            .map_or(u64::MAX, |at| at.saturating_sub(t0))
+            .min(s.gen.generation_ns(t0, cfg.duration_ns)),
         stall_ns: cfg.stall_ns,
         cpu_ns: cpu,
         busy_cpu_ns: busy_cpu,

@@ -442,8 +442,7 @@ impl Service {
             "shutdown" => {
                 self.shutdown.store(true, Ordering::SeqCst);
                 if let Some(r) = &lock(&self.st).run {
-                    r.live.ctl.cut.store(true, Ordering::Relaxed);
-                    r.live.ctl.stop.store(true, Ordering::Release);
+                    r.live.ctl.request_stop(true);
                 }
                 Ok(json!({"ok": true}))
             }
@@ -731,10 +730,7 @@ impl Service {
         match st.run.as_mut() {
             Some(r) if r.phase != Phase::Done => {
                 // A drain after a cut leaves the cut in place (it cannot be undone).
-                if !drain {
-                    r.live.ctl.cut.store(true, Ordering::Relaxed);
-                }
-                r.live.ctl.stop.store(true, Ordering::Release);
+                r.live.ctl.request_stop(!drain);
                 r.phase = Phase::Stopping;
                 r.stopped.get_or_insert_with(Instant::now);
                 Ok(json!({"state": "stopping", "drain": drain}))
