@@ -234,6 +234,32 @@ impl RssSteer {
         self.queue_of_hash(self.hash.hash_v6(server, client, sport, cport))
     }
 
+    /// The queue the device puts a received TCP or UDP frame (IPv4, or IPv6 with the
+    /// transport header right after the fixed one, where the device hashes IPv6) on by its
+    /// 4-tuple; `None` for other frames and IPv4 fragments.
+    pub fn queue_of_frame(&self, f: &[u8]) -> Option<u32> {
+        let be16 = |o: usize| Some(u16::from_be_bytes([*f.get(o)?, *f.get(o + 1)?]));
+        match f.get(12..14)? {
+            [0x08, 0x00] => {
+                let ihl = usize::from(*f.get(14)? & 0x0f) * 4;
+                let frag = be16(20)? & 0x3fff != 0;
+                if frag || !matches!(f.get(23)?, 6 | 17) {
+                    return None;
+                }
+                let a = |o: usize| Some(u32::from_be_bytes(f.get(o..o + 4)?.try_into().ok()?));
+                let l4 = 14 + ihl;
+                let h = self.hash.hash_v4(a(26)?, a(30)?, be16(l4)?, be16(l4 + 2)?);
+                Some(self.queue_of_hash(h))
+            }
+            [0x86, 0xdd] if self.ipv6 && matches!(f.get(20)?, 6 | 17) => {
+                let a = |o: usize| -> Option<[u8; 16]> { f.get(o..o + 16)?.try_into().ok() };
+                let h = self.hash.hash_v6(&a(22)?, &a(38)?, be16(54)?, be16(56)?);
+                Some(self.queue_of_hash(h))
+            }
+            _ => None,
+        }
+    }
+
     /// [`Self::port_fits`] of an IPv6 flow.
     pub fn port_fits6(
         &self,
@@ -373,6 +399,58 @@ mod tests {
             .filter(|&p| s.port_fits6(1, &a.octets(), p, &b.octets(), 80))
             .count();
         assert!((400..=624).contains(&fit), "{fit} of 1024 ports on queue 1");
+    }
+
+    #[test]
+    fn a_frame_goes_to_the_queue_of_its_4_tuple() {
+        let s = RssSteer::new(&RssConfig::symmetric(4));
+        let (c, srv) = (ip(198, 18, 0, 2), ip(198, 18, 48, 1));
+        let mut f = vec![0u8; 14 + 20 + 20];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[23] = 6;
+        f[26..30].copy_from_slice(&srv.to_be_bytes());
+        f[30..34].copy_from_slice(&c.to_be_bytes());
+        f[34..36].copy_from_slice(&80u16.to_be_bytes());
+        let mut seen = [false; 4];
+        for cport in 1024..1100u16 {
+            f[36..38].copy_from_slice(&cport.to_be_bytes());
+            let q = s.queue_of_frame(&f).unwrap();
+            assert_eq!(q, s.reply_queue(c, cport, srv, 80));
+            seen[q as usize] = true;
+        }
+        assert_eq!(seen, [true; 4]);
+        f[20] = 0x20; // a fragment: no ports to hash
+        assert_eq!(s.queue_of_frame(&f), None);
+        f[20] = 0;
+        f[23] = 1; // ICMP
+        assert_eq!(s.queue_of_frame(&f), None);
+        // IPv6 TCP
+        let mut cfg = RssConfig::symmetric(4);
+        cfg.ipv6 = true;
+        let s6 = RssSteer::new(&cfg);
+        let mut g = vec![0u8; 14 + 40 + 20];
+        g[12..14].copy_from_slice(&[0x86, 0xdd]);
+        g[20] = 6;
+        let (a, b) = (
+            [0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            [0x20; 16],
+        );
+        g[22..38].copy_from_slice(&b);
+        g[38..54].copy_from_slice(&a);
+        g[54..56].copy_from_slice(&443u16.to_be_bytes());
+        g[56..58].copy_from_slice(&5555u16.to_be_bytes());
+        assert_eq!(
+            s6.queue_of_frame(&g),
+            Some(s6.reply_queue6(&a, 5555, &b, 443))
+        );
+        cfg.ipv6 = false;
+        let v4_only = RssSteer::new(&cfg);
+        assert_eq!(
+            v4_only.queue_of_frame(&g),
+            None,
+            "a device that does not hash IPv6"
+        );
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub enum Class {
     OtherIp,
     /// Neither IPv4, IPv6 nor ARP (LLDP...).
     OtherEther,
+    /// An IPv4 fragment (to [`crate::reasm`]).
+    Fragment,
     /// Too short or malformed.
     Bad,
 }
@@ -39,6 +41,8 @@ pub fn classify(d: &[u8]) -> Class {
         };
     }
     match u16::from_be_bytes([d[12], d[13]]) {
+        // More fragments or an offset: a fragment, whatever its protocol.
+        ETHERTYPE_IPV4 if d[20] & 0x3f != 0 || d[21] != 0 => Class::Fragment,
         ETHERTYPE_IPV4 => match d[23] {
             IP_PROTO_TCP => Class::Tcp,
             IP_PROTO_UDP => Class::Udp,
@@ -68,7 +72,7 @@ pub struct Ipv4In {
 /// Why an IPv4 packet was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ipv4Error {
-    /// Version, header length, total length, or a fragment (not reassembled).
+    /// Version, header length, total length, or (where not asked for) a fragment.
     Header,
     /// Header checksum.
     Checksum,
@@ -77,6 +81,15 @@ pub enum Ipv4Error {
 /// Checks the IPv4 header of Ethernet frame `d` (version, lengths, no fragment,
 /// checksum).
 pub fn check(d: &[u8]) -> Result<Ipv4In, Ipv4Error> {
+    check_header(d, false)
+}
+
+/// [`check`] of a fragment (or a whole packet) for the reassembly.
+pub fn check_fragment(d: &[u8]) -> Result<Ipv4In, Ipv4Error> {
+    check_header(d, true)
+}
+
+fn check_header(d: &[u8], fragment_ok: bool) -> Result<Ipv4In, Ipv4Error> {
     let h = d.get(ETH_HLEN..).ok_or(Ipv4Error::Header)?;
     if h.len() < 20 || h[0] >> 4 != 4 {
         return Err(Ipv4Error::Header);
@@ -86,7 +99,7 @@ pub fn check(d: &[u8]) -> Result<Ipv4In, Ipv4Error> {
     if ihl < 20 || total < ihl || total > h.len() {
         return Err(Ipv4Error::Header);
     }
-    if u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0 {
+    if !fragment_ok && u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0 {
         return Err(Ipv4Error::Header);
     }
     if checksum::sum(&h[..ihl]) != 0xffff {

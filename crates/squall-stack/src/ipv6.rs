@@ -1,5 +1,5 @@
 //! IPv6 in: the check of a received IPv6 frame (fixed header, bounded extension-header
-//! walk, not a fragment) that finds its upper layer, whether it is addressed to the node
+//! walk, a fragment's header found) that finds its upper layer, whether it is addressed to the node
 //! (owned unicast, all-nodes, or the solicited-node group of an owned address), and the
 //! IPv6 drop counters.
 
@@ -17,8 +17,11 @@ pub struct Ipv6In {
     /// The upper-layer protocol after the extension headers.
     pub proto: IpProtocol,
     pub hop_limit: u8,
-    /// Where the upper-layer packet starts and ends in the frame.
+    /// Where the upper-layer packet starts and ends in the frame (of a fragment: its
+    /// data).
     pub l4: (usize, usize),
+    /// A fragment (not an atomic one): where its fragment header starts in the frame.
+    pub frag_at: Option<usize>,
 }
 
 /// Why an IPv6 packet was refused.
@@ -29,8 +32,6 @@ pub enum Ipv6Error {
     /// An extension header or option to discard (unknown with a discard action, a
     /// routing header with segments left, AH, ...).
     ExtHeader,
-    /// A fragment (not reassembled).
-    Fragment,
 }
 
 /// IPv6 counters of a node (each drop is also in the node's `rx_bad`, `rx_other_ip` or
@@ -43,7 +44,7 @@ pub struct Ipv6Stats {
     pub bad_header: u64,
     /// Dropped for an extension header or option the node may not skip.
     pub ext_dropped: u64,
-    /// Fragments (dropped: not reassembled).
+    /// Fragments for the node (to the reassembly: its counters say what became of them).
     pub fragments: u64,
     /// Not to an owned address or a group the node is in.
     pub not_ours: u64,
@@ -59,9 +60,6 @@ pub fn check(d: &[u8]) -> Result<Ipv6In, Ipv6Error> {
         WireError::Unsupported => Ipv6Error::ExtHeader,
         _ => Ipv6Error::Header,
     })?;
-    if up.is_fragment() {
-        return Err(Ipv6Error::Fragment);
-    }
     let start = ETH_HLEN + IPV6_HEADER_LEN + up.offset;
     let end = ETH_HLEN + IPV6_HEADER_LEN + p.payload_len() as usize;
     Ok(Ipv6In {
@@ -70,6 +68,8 @@ pub fn check(d: &[u8]) -> Result<Ipv6In, Ipv6Error> {
         proto: up.protocol,
         hop_limit: p.hop_limit(),
         l4: (start, end),
+        // (the walk stops right after the fragment header of a fragment)
+        frag_at: up.is_fragment().then(|| start - 8),
     })
 }
 
@@ -126,9 +126,17 @@ mod tests {
         assert_eq!(ip.proto, IpProtocol::ICMPV6);
         assert_eq!(ip.l4, (62, 70));
         assert_eq!(ip.hop_limit, 64);
-        // fragment (offset 8), a discard option, a truncated frame
+        // a fragment (offset 8): its data after the fragment header; an atomic fragment
+        // is a whole packet; a discard option, a truncated frame
         let f = frame(44, &[58, 0, 0, 8, 0, 0, 0, 1], 8);
-        assert_eq!(check(&f), Err(Ipv6Error::Fragment));
+        let ip = check(&f).unwrap();
+        assert_eq!((ip.frag_at, ip.l4), (Some(54), (62, 70)));
+        let f = frame(44, &[58, 0, 0, 0, 0, 0, 0, 1], 8);
+        let ip = check(&f).unwrap();
+        assert_eq!(
+            (ip.frag_at, ip.proto, ip.l4),
+            (None, IpProtocol::ICMPV6, (62, 70))
+        );
         let f = frame(60, &[58, 0, 0x80, 4, 0, 0, 0, 0], 8);
         assert_eq!(check(&f), Err(Ipv6Error::ExtHeader));
         let f = frame(58, &[], 8);

@@ -15,7 +15,7 @@
 //! (owned addresses, neighbour cache, ARP), [`neigh6`] (owned IPv6 addresses, IPv6
 //! neighbour cache, neighbour discovery), [`icmp`] (echo replies), [`icmp6`] (ICMPv6 echo
 //! replies, NDP dispatch), [`udp`] (UDP flows
-//! and datagrams), [`app`] (the application interface), [`tap`] (what a capture sees), [`capture`]
+//! and datagrams), [`reasm`] (IPv4 and IPv6 fragments reassembled), [`app`] (the application interface), [`tap`] (what a capture sees), [`capture`]
 //! (the pcap of the first N flows), [`redirect`] (frames handed between the workers of one
 //! port when the hardware cannot steer them).
 //!
@@ -23,6 +23,7 @@
 
 pub mod app;
 pub mod capture;
+pub mod fuzzing;
 pub mod icmp;
 pub mod icmp6;
 pub mod ipv4;
@@ -30,6 +31,7 @@ pub mod ipv6;
 pub mod neigh;
 pub mod neigh6;
 pub mod node;
+pub mod reasm;
 pub mod redirect;
 pub mod sink;
 pub mod tap;

@@ -16,6 +16,7 @@ use crate::ipv4::{self, Class};
 use crate::ipv6::{self as ip6, Ipv6Error, Ipv6Stats};
 use crate::neigh::{Neighbours, Owned, SharedMac};
 use crate::neigh6::{Neighbours6, Owned6};
+use crate::reasm::Reassembly;
 use crate::redirect::{self, Redirect, RedirectStats};
 use crate::sink::{tcp_offload, PortSink, TxFrames};
 use crate::tap::TapRef;
@@ -87,13 +88,16 @@ pub struct NodeCounters {
     pub rx_icmpv6: u64,
     /// IP frames to an address the node does not own (ICMP, IPv6), or to another MAC.
     pub rx_not_ours: u64,
-    /// IP packets with a protocol the node does not carry, IPv6 fragments and IPv6
-    /// extension headers to discard.
+    /// IP packets with a protocol the node does not carry, and IPv6 extension headers to
+    /// discard.
     pub rx_other_ip: u64,
     /// Neither IPv4, IPv6 nor ARP (LLDP, ...).
     pub rx_other_ether: u64,
     /// Truncated or malformed frames, and frames the port flagged with a bad checksum.
     pub rx_bad: u64,
+    /// IP fragments (both families) for the node, handed to the reassembly (what became
+    /// of them: the node's `reasm` counters).
+    pub rx_fragments: u64,
     /// With a VLAN id configured: frames untagged or tagged with another id (dropped).
     pub rx_vlan_other: u64,
     /// Frames taken in from other workers (software redirect; also in `rx_frames`).
@@ -116,6 +120,8 @@ pub struct Node<P: Port> {
     /// The rate of the ICMP errors the node sends (both families).
     icmp_budget: ErrorBudget,
     pub ip6: Ipv6Stats,
+    /// The reassembly of the fragments of IPv4 and IPv6 datagrams.
+    pub reasm: Reassembly,
     pub counters: NodeCounters,
     mac: [u8; 6],
     tx: TxFrames<P::Frame>,
@@ -128,12 +134,23 @@ pub struct Node<P: Port> {
     /// ([`OffloadFlags::RX_CSUM_PER_FRAME`]): the host then skips the frames it marked
     /// good ([`OffloadFlags::RX_L4_CSUM_GOOD`]).
     rx_per_frame: bool,
+    /// Datagrams reassembled in the current receive burst, received after it.
+    rebuilt: Vec<Vec<u8>>,
+    /// The host's receive checksum setting as configured (before the port's offloads),
+    /// for reassembled datagrams (no port vouched for them).
+    rebuilt_verify: bool,
+    /// The host's receive checksum setting after the port's offloads.
+    rx_verify: bool,
     /// TCP flows still waiting for TX frames after the last resume.
     tx_waiting: usize,
     rx_bursts: usize,
     vlan: Option<u16>,
     /// Software redirect of other workers' frames (ports without steering).
     redirect: Option<Redirect>,
+    /// The device's RSS, on a port that steers every flow to its queue: the port's frames
+    /// are not redirected, only reassembled datagrams (their fragments are hashed on the
+    /// address pair), to the worker of the queue their 4-tuple names.
+    rss_owner: Option<squall_port::rss::RssSteer>,
     /// The last turn did something.
     progressed: bool,
     /// The IPv4 next hop whose ARP entry the next-hop MAC follows (`follow_next_hop`).
@@ -166,6 +183,16 @@ fn move_next_hop(mac: Option<[u8; 6]>, udp: &mut UdpLayer, tcp: &mut TcpHost) ->
     }
 }
 
+/// Whether an app of the node accepts flows on local `port` of protocol `proto` (TCP 6,
+/// UDP 17): the redirect's rule for whose flow a frame is.
+fn serves<A: NodeApp>(app: &A, proto: u8, port: u16) -> bool {
+    if proto == 6 {
+        app.owns_tcp_port(port)
+    } else {
+        app.owns_udp_port(port)
+    }
+}
+
 /// Hands received TCP frames to the host: a few one by one, more as a burst (prefetching
 /// pays off only when there are frames to overlap).
 #[inline]
@@ -191,6 +218,7 @@ impl<P: Port> Node<P> {
     /// carries the offload request; where it verifies them on receive, the host does not.
     pub fn new(port: P, mut tcp: TcpConfig, cfg: NodeConfig, now: u64) -> Self {
         let caps = port.caps().offloads;
+        let rebuilt_verify = tcp.rx_checksum;
         if caps.contains(OffloadFlags::TX_TCP_CSUM) {
             tcp.tx_checksum = false;
         }
@@ -221,6 +249,7 @@ impl<P: Port> Node<P> {
             icmp6: Icmp6Stats::default(),
             icmp_budget: ErrorBudget::default(),
             ip6: Ipv6Stats::default(),
+            reasm: Reassembly::default(),
             counters: NodeCounters::default(),
             mac,
             tx: TxFrames::new(cfg.vlan),
@@ -232,10 +261,14 @@ impl<P: Port> Node<P> {
             // (only where the host verifies at all: not where the port verifies every
             // frame, nor where the configuration turned verification off)
             rx_per_frame: rx_verify && caps.contains(OffloadFlags::RX_CSUM_PER_FRAME),
+            rebuilt: Vec::new(),
+            rebuilt_verify,
+            rx_verify,
             tx_waiting: 0,
             rx_bursts: cfg.rx_bursts.max(1),
             vlan: cfg.vlan.map(|v| v & 0x0fff),
             redirect: None,
+            rss_owner: None,
             progressed: false,
             next_hop4: None,
             next_hop6: None,
@@ -253,6 +286,15 @@ impl<P: Port> Node<P> {
     /// are taken in every turn.
     pub fn set_redirect(&mut self, r: Redirect) {
         self.redirect = Some(r);
+    }
+
+    /// On a port whose device steers each flow to its worker's queue by RSS (`steer`),
+    /// with the ends `r` of a mesh: only reassembled datagrams are redirected, to the
+    /// worker of their RSS queue (a datagram's fragments land on the queue of its address
+    /// pair, which need not be its flow's).
+    pub fn set_rss_redirect(&mut self, r: Redirect, steer: squall_port::rss::RssSteer) {
+        self.redirect = Some(r);
+        self.rss_owner = Some(steer);
     }
 
     /// Redirect counters, if the node is part of a mesh.
@@ -315,7 +357,7 @@ impl<P: Port> Node<P> {
             if let Some(vid) = self.vlan {
                 self.untag_rx(vid);
             }
-            if self.redirect.is_some() {
+            if self.redirect.is_some() && self.rss_owner.is_none() {
                 self.redirect_out(app);
             }
             self.rx_frames(now, app, tap.as_deref_mut());
@@ -337,6 +379,8 @@ impl<P: Port> Node<P> {
         if self.redirect.is_some() {
             work |= self.redirect_in(now, app, tap.as_deref_mut());
         }
+        // Datagrams whose fragments did not all come in time.
+        self.reasm.expire(now);
         // TCP timers.
         if self.tcp.next_timer().is_some_and(|t| t <= now) {
             work = true;
@@ -385,16 +429,9 @@ impl<P: Port> Node<P> {
             return;
         };
         let (me, n) = (r.worker(), r.workers());
-        let serves = |proto: u8, port: u16| {
-            if proto == 6 {
-                app.owns_tcp_port(port)
-            } else {
-                app.owns_udp_port(port)
-            }
-        };
         let mut i = 0;
         while i < self.rxq.len() {
-            match redirect::owner(self.rxq[i].data(), n, serves) {
+            match redirect::owner(self.rxq[i].data(), n, |p, l| serves(app, p, l)) {
                 Some(k) if k != me => {
                     r.send(k, self.rxq[i].data(), self.rxq[i].offload().flags);
                     let f = self.rxq.remove(i);
@@ -473,6 +510,12 @@ impl<P: Port> Node<P> {
             tx_waiting,
             next_hop4,
             next_hop6,
+            reasm,
+            rebuilt,
+            redirect,
+            rss_owner,
+            rebuilt_verify,
+            rx_verify,
             ..
         } = self;
         // A sink for one call (the borrows end with the call).
@@ -512,173 +555,233 @@ impl<P: Port> Node<P> {
                 }
             }};
         }
-        let mut burst: [&[u8]; RX_BURST] = [&[]; RX_BURST];
-        let mut k = 0;
         // Frame by frame, the port may vouch for a checksum (a local sender's frame with
         // the checksum left to an offload holds only a partial sum): a burst is a run of
         // frames of one verdict, and the host verifies the runs the port did not vouch for.
         let per_frame = *rx_per_frame;
-        let mut vouched = false;
         let trusted =
-            |f: &P::Frame| per_frame && f.offload().flags.contains(OffloadFlags::RX_L4_CSUM_GOOD);
+            |flags: OffloadFlags| per_frame && flags.contains(OffloadFlags::RX_L4_CSUM_GOOD);
         macro_rules! tcp_burst {
-            ($frames:expr) => {{
+            ($frames:expr, $vouched:expr) => {{
                 let frames = $frames;
                 if per_frame {
-                    tcp.set_rx_checksum(!vouched);
+                    tcp.set_rx_checksum(!$vouched);
                 }
                 tcp_rx(tcp, now, frames, app, &mut sink!());
                 counters.rx_tcp += frames.len() as u64;
             }};
         }
-        counters.rx_frames += rxq.len() as u64;
-        for f in rxq.iter() {
-            let d = f.data();
-            let class = ipv4::classify(d);
-            if class == Class::Tcp && ipv4::for_mac(d, mac) {
-                if *rx_csum && f.offload().flags.contains(OffloadFlags::RX_CSUM_BAD) {
-                    counters.rx_bad += 1;
-                    continue;
-                }
-                let t = trusted(f);
-                if t != vouched {
+        // The demux of a run of frames, each with its receive offload flags: runs of TCP
+        // frames to the host's burst path, the rest one by one.
+        macro_rules! demux {
+            ($frames:expr) => {{
+                let mut burst: [&[u8]; RX_BURST] = [&[]; RX_BURST];
+                let mut k = 0;
+                let mut vouched = false;
+                for (d, flags) in $frames {
+                    let flags: OffloadFlags = flags;
+                    let class = ipv4::classify(d);
+                    if class == Class::Tcp && ipv4::for_mac(d, mac) {
+                        if *rx_csum && flags.contains(OffloadFlags::RX_CSUM_BAD) {
+                            counters.rx_bad += 1;
+                            continue;
+                        }
+                        let t = trusted(flags);
+                        if t != vouched {
+                            if k > 0 {
+                                tcp_burst!(&burst[..k], vouched);
+                                k = 0;
+                            }
+                            vouched = t;
+                        }
+                        burst[k] = d;
+                        k += 1;
+                        if k == RX_BURST {
+                            tcp_burst!(&burst[..], vouched);
+                            k = 0;
+                        }
+                        continue;
+                    }
+                    // A cold frame: the TCP frames before it go first.
                     if k > 0 {
-                        tcp_burst!(&burst[..k]);
+                        tcp_burst!(&burst[..k], vouched);
                         k = 0;
                     }
-                    vouched = t;
-                }
-                burst[k] = d;
-                k += 1;
-                if k == RX_BURST {
-                    tcp_burst!(&burst[..]);
-                    k = 0;
-                }
-                continue;
-            }
-            // A cold frame: the TCP frames before it go first.
-            if k > 0 {
-                tcp_burst!(&burst[..k]);
-                k = 0;
-            }
-            match class {
-                Class::Arp => {
-                    counters.rx_arp += 1;
-                    neigh.on_arp(d, &mut sink!());
-                    // A next hop that announced a new MAC (a failover's gratuitous ARP):
-                    // every frame goes there from now on.
-                    let mac = next_hop4.and_then(|ip| neigh.lookup(ip));
-                    if move_next_hop(mac, udp, tcp) {
-                        neigh.stats.next_hop_moved += 1;
-                    }
-                }
-                Class::Tcp | Class::Udp | Class::Icmp | Class::OtherIp
-                    if !ipv4::for_mac(d, mac) =>
-                {
-                    counters.rx_not_ours += 1;
-                }
-                Class::Udp => {
-                    counters.rx_udp += 1;
-                    if udp_in!(udp::parse_checked(d, !trusted(f))) {
-                        // A closed port of one of our addresses: port unreachable.
-                        if let Some(ip) = ipv4::check(d).ok().filter(|ip| neigh.owns(ip.dst)) {
-                            // (not from one of them: a looped or forged datagram)
-                            let from_us = neigh.owns(ip.src);
-                            let (b, s) = (&mut *icmp_budget, &mut sink!());
-                            port_unreachable(d, &ip, from_us, *mac, icmp, b, now, s);
-                        }
-                    }
-                }
-                Class::Icmp => {
-                    counters.rx_icmp += 1;
-                    match ipv4::check(d) {
-                        Ok(ip) if neigh.owns(ip.dst) => {
-                            if let Some((q, e)) = on_icmp(d, &ip, *mac, icmp, &mut sink!()) {
-                                tcp.icmp_error(now, false, &d[q], e, app, &mut sink!());
-                            }
-                        }
-                        Ok(_) => counters.rx_not_ours += 1,
-                        Err(_) => icmp.bad += 1,
-                    }
-                }
-                Class::Ipv6 => {
-                    counters.rx_ipv6 += 1;
-                    ip6.rx += 1;
-                    let checked = if ip6::for_mac(d, mac) {
-                        ip6::check(d)
-                            .map(|i| (ip6::for_node(&i.dst, neigh6.owned()), i))
-                            .map_err(Some)
-                    } else {
-                        Err(None)
-                    };
-                    match checked {
-                        Ok((true, i)) if i.proto == IpProtocol::ICMPV6 => {
-                            counters.rx_icmpv6 += 1;
-                            if let Some((q, e)) =
-                                on_icmpv6(d, &i, *mac, icmp6, neigh6, &mut sink!())
-                            {
-                                tcp.icmp_error(now, true, &d[q], e, app, &mut sink!());
-                            }
-                            // The next hop advertised another MAC (a failover's
-                            // unsolicited advertisement with Override, RFC 4861 §7.2.6):
+                    match class {
+                        Class::Arp => {
+                            counters.rx_arp += 1;
+                            neigh.on_arp(d, &mut sink!());
+                            // A next hop that announced a new MAC (a failover's gratuitous ARP):
                             // every frame goes there from now on.
-                            let mac = next_hop6.and_then(|ip| neigh6.lookup(&ip));
+                            let mac = next_hop4.and_then(|ip| neigh.lookup(ip));
                             if move_next_hop(mac, udp, tcp) {
-                                neigh6.stats.next_hop_moved += 1;
+                                neigh.stats.next_hop_moved += 1;
                             }
                         }
-                        Ok((true, i)) if i.proto == IpProtocol::UDP => {
-                            counters.rx_udp += 1;
-                            if udp_in!(udp.parse6_checked(d, &i, !trusted(f)))
-                                && neigh6.owns(&i.dst)
-                            {
-                                // A closed port of one of our unicast addresses (not from
-                                // one of them: a looped or forged datagram).
-                                let from_us = neigh6.owns(&i.src);
-                                let (b, s) = (&mut *icmp_budget, &mut sink!());
-                                port_unreachable6(d, &i, from_us, *mac, icmp6, b, now, s);
-                            }
-                        }
-                        Ok((true, i)) if i.proto == IpProtocol::TCP => {
-                            // behind extension headers (TCP right after the fixed
-                            // header took the burst path)
-                            counters.rx_tcp += 1;
-                            if per_frame {
-                                tcp.set_rx_checksum(!trusted(f));
-                            }
-                            tcp.rx(now, d, app, &mut sink!());
-                        }
-                        Ok((true, _)) => {
-                            counters.rx_other_ip += 1;
-                            ip6.other_proto += 1;
-                        }
-                        Ok((false, _)) | Err(None) => {
+                        Class::Tcp
+                        | Class::Udp
+                        | Class::Icmp
+                        | Class::OtherIp
+                        | Class::Fragment
+                            if !ipv4::for_mac(d, mac) =>
+                        {
                             counters.rx_not_ours += 1;
-                            ip6.not_ours += 1;
                         }
-                        Err(Some(e)) => {
-                            let c = match e {
-                                Ipv6Error::Header => &mut ip6.bad_header,
-                                Ipv6Error::ExtHeader => &mut ip6.ext_dropped,
-                                Ipv6Error::Fragment => &mut ip6.fragments,
-                            };
-                            *c += 1;
-                            if e == Ipv6Error::Header {
-                                counters.rx_bad += 1;
-                            } else {
-                                counters.rx_other_ip += 1;
+                        Class::Udp => {
+                            counters.rx_udp += 1;
+                            if udp_in!(udp::parse_checked(d, !trusted(flags))) {
+                                // A closed port of one of our addresses: port unreachable.
+                                if let Some(ip) =
+                                    ipv4::check(d).ok().filter(|ip| neigh.owns(ip.dst))
+                                {
+                                    // (not from one of them: a looped or forged datagram)
+                                    let from_us = neigh.owns(ip.src);
+                                    let (b, s) = (&mut *icmp_budget, &mut sink!());
+                                    port_unreachable(d, &ip, from_us, *mac, icmp, b, now, s);
+                                }
                             }
                         }
+                        Class::Fragment => {
+                            counters.rx_fragments += 1;
+                            match ipv4::check_fragment(d) {
+                                Ok(ip) if neigh.owns(ip.dst) => {
+                                    if let Some(whole) = reasm.push4(d, ip.ihl, now) {
+                                        rebuilt.push(whole);
+                                    }
+                                }
+                                Ok(_) => counters.rx_not_ours += 1,
+                                Err(_) => counters.rx_bad += 1,
+                            }
+                        }
+                        Class::Icmp => {
+                            counters.rx_icmp += 1;
+                            match ipv4::check(d) {
+                                Ok(ip) if neigh.owns(ip.dst) => {
+                                    if let Some((q, e)) = on_icmp(d, &ip, *mac, icmp, &mut sink!())
+                                    {
+                                        tcp.icmp_error(now, false, &d[q], e, app, &mut sink!());
+                                    }
+                                }
+                                Ok(_) => counters.rx_not_ours += 1,
+                                Err(_) => icmp.bad += 1,
+                            }
+                        }
+                        Class::Ipv6 => {
+                            counters.rx_ipv6 += 1;
+                            ip6.rx += 1;
+                            let checked = if ip6::for_mac(d, mac) {
+                                ip6::check(d)
+                                    .map(|i| (ip6::for_node(&i.dst, neigh6.owned()), i))
+                                    .map_err(Some)
+                            } else {
+                                Err(None)
+                            };
+                            match checked {
+                                Ok((true, i)) if i.frag_at.is_some() => {
+                                    counters.rx_fragments += 1;
+                                    ip6.fragments += 1;
+                                    let at = i.frag_at.unwrap_or_default();
+                                    if let Some(whole) = reasm.push6(d, at, i.l4.1, now) {
+                                        rebuilt.push(whole);
+                                    }
+                                }
+                                Ok((true, i)) if i.proto == IpProtocol::ICMPV6 => {
+                                    counters.rx_icmpv6 += 1;
+                                    if let Some((q, e)) =
+                                        on_icmpv6(d, &i, *mac, icmp6, neigh6, &mut sink!())
+                                    {
+                                        tcp.icmp_error(now, true, &d[q], e, app, &mut sink!());
+                                    }
+                                    // The next hop advertised another MAC (a failover's
+                                    // unsolicited advertisement with Override, RFC 4861 §7.2.6):
+                                    // every frame goes there from now on.
+                                    let mac = next_hop6.and_then(|ip| neigh6.lookup(&ip));
+                                    if move_next_hop(mac, udp, tcp) {
+                                        neigh6.stats.next_hop_moved += 1;
+                                    }
+                                }
+                                Ok((true, i)) if i.proto == IpProtocol::UDP => {
+                                    counters.rx_udp += 1;
+                                    if udp_in!(udp.parse6_checked(d, &i, !trusted(flags)))
+                                        && neigh6.owns(&i.dst)
+                                    {
+                                        // A closed port of one of our unicast addresses (not from
+                                        // one of them: a looped or forged datagram).
+                                        let from_us = neigh6.owns(&i.src);
+                                        let (b, s) = (&mut *icmp_budget, &mut sink!());
+                                        port_unreachable6(d, &i, from_us, *mac, icmp6, b, now, s);
+                                    }
+                                }
+                                Ok((true, i)) if i.proto == IpProtocol::TCP => {
+                                    // behind extension headers (TCP right after the fixed
+                                    // header took the burst path)
+                                    counters.rx_tcp += 1;
+                                    if per_frame {
+                                        tcp.set_rx_checksum(!trusted(flags));
+                                    }
+                                    tcp.rx(now, d, app, &mut sink!());
+                                }
+                                Ok((true, _)) => {
+                                    counters.rx_other_ip += 1;
+                                    ip6.other_proto += 1;
+                                }
+                                Ok((false, _)) | Err(None) => {
+                                    counters.rx_not_ours += 1;
+                                    ip6.not_ours += 1;
+                                }
+                                Err(Some(e)) => {
+                                    if e == Ipv6Error::Header {
+                                        ip6.bad_header += 1;
+                                        counters.rx_bad += 1;
+                                    } else {
+                                        ip6.ext_dropped += 1;
+                                        counters.rx_other_ip += 1;
+                                    }
+                                }
+                            }
+                        }
+                        Class::OtherIp => counters.rx_other_ip += 1,
+                        Class::OtherEther => counters.rx_other_ether += 1,
+                        Class::Bad | Class::Tcp => counters.rx_bad += 1,
                     }
                 }
-                Class::OtherIp => counters.rx_other_ip += 1,
-                Class::OtherEther => counters.rx_other_ether += 1,
-                Class::Bad | Class::Tcp => counters.rx_bad += 1,
+                if k > 0 {
+                    tcp_burst!(&burst[..k], vouched);
+                }
+            }};
+        }
+        counters.rx_frames += rxq.len() as u64;
+        demux!(rxq.iter().map(|f| (f.data(), f.offload().flags)));
+        // The datagrams the burst's fragments completed, received as frames of their own:
+        // no port vouched for their checksums, the host verifies them (unless configured
+        // not to verify at all). A whole datagram may itself be a fragment of an IPv6
+        // datagram fragmented twice: a second round, no more.
+        for _ in 0..2 {
+            if rebuilt.is_empty() {
+                break;
             }
+            let mut whole = std::mem::take(rebuilt);
+            if let Some(r) = redirect.as_mut() {
+                // (fragments stay where they arrive: the whole datagram goes to its owner)
+                let (me, n) = (r.worker(), r.workers());
+                let owner = |d: &[u8]| match &*rss_owner {
+                    Some(s) => s.queue_of_frame(d),
+                    None => redirect::owner(d, n, |p, l| serves(&*app, p, l)),
+                };
+                whole.retain(|d| match owner(d) {
+                    Some(k) if k != me => {
+                        r.send(k, d, OffloadFlags::default());
+                        false
+                    }
+                    _ => true,
+                });
+                r.publish();
+            }
+            tcp.set_rx_checksum(*rebuilt_verify);
+            demux!(whole.iter().map(|d| (&d[..], OffloadFlags::default())));
+            tcp.set_rx_checksum(*rx_verify);
         }
-        if k > 0 {
-            tcp_burst!(&burst[..k]);
-        }
+        rebuilt.clear();
         // The host's setting as configured, outside the received burst.
         if per_frame {
             tcp.set_rx_checksum(true);

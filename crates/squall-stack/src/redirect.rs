@@ -81,19 +81,26 @@ pub fn mesh(n: u32, depth: usize) -> Vec<Redirect> {
 }
 
 /// The worker (of `n`) that owns an IPv4 or IPv6 TCP or UDP frame, by the port rule;
-/// `None` for other frames (they stay where they arrived). `serves(proto, port)` says
+/// `None` for other frames (they stay where they arrived: fragments too, so that a
+/// datagram's fragments meet in one worker's reassembly, which hands the whole datagram to
+/// its owner). `serves(proto, port)` says
 /// whether an app of the node accepts flows on a local port. An IPv6 frame with TCP or
 /// UDP right after its fixed header is read in place (the fanout program's rule); behind
 /// extension headers the bounded walk of [`crate::ipv6::check`] finds the ports.
 pub fn owner(frame: &[u8], n: u32, serves: impl Fn(u8, u16) -> bool) -> Option<u32> {
     let (proto, l4) = match frame.get(12..14)? {
         [0x08, 0x00] if frame.len() >= 14 + 20 + 4 => {
+            if frame[20] & 0x3f != 0 || frame[21] != 0 {
+                return None;
+            }
             (frame[23], 14 + usize::from(frame[14] & 0x0f) * 4)
         }
         [0x86, 0xdd] if frame.len() >= 14 + 40 + 4 => match frame[20] {
             p @ (6 | 17) => (p, 14 + 40),
             _ => {
-                let ip = crate::ipv6::check(frame).ok()?;
+                let ip = crate::ipv6::check(frame)
+                    .ok()
+                    .filter(|i| i.frag_at.is_none())?;
                 (ip.proto.0, ip.l4.0)
             }
         },

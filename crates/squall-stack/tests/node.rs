@@ -258,6 +258,57 @@ impl NodeApp for Bulk {
     }
 }
 
+/// A bulk app on `n` sending `mine` and expecting `theirs`; it connects to `to` (over
+/// IPv6 with `v6`) if given.
+fn bulk_app(
+    n: &mut Node<MemPort>,
+    mine: &Arc<[u8]>,
+    theirs: &Arc<[u8]>,
+    to: Option<(u32, u32, u16)>,
+    v6: bool,
+) -> Bulk {
+    Bulk {
+        body: n.tcp.buffers().register(mine.clone()),
+        len: mine.len() as u32,
+        expect: theirs.clone(),
+        got: Vec::new(),
+        connect_to: to,
+        v6,
+        flow: None,
+        closed: None,
+    }
+}
+
+/// Nodes A (IP_A, MA, on `pa`) and B (IP_B, MB, on `pb`, listening on port 80) with the
+/// TCP configuration `tcp(mac, gateway)` makes, each owning its IPv4 address and the IPv6
+/// one standing for it, and their bulk apps: A connects to B (over IPv6 with `v6`), each
+/// sends `len` bytes of its own pattern.
+#[allow(clippy::type_complexity)]
+fn bulk_nodes(
+    pa: MemPort,
+    pb: MemPort,
+    tcp: impl Fn([u8; 6], [u8; 6]) -> TcpConfig,
+    v6: bool,
+    len: u32,
+) -> (Node<MemPort>, Node<MemPort>, Bulk, Bulk) {
+    let ncfg = |ip| {
+        let a6 = u128::from_be_bytes(v6_of(ip));
+        NodeConfig {
+            owned: Owned(vec![(ip, ip)]),
+            owned6: Owned6(vec![(a6, a6)]),
+            ..NodeConfig::default()
+        }
+    };
+    let mut a = Node::new(pa, tcp(MA, MB), ncfg(IP_A), 0);
+    let mut b = Node::new(pb, tcp(MB, MA), ncfg(IP_B), 0);
+    b.tcp.listen(80);
+    let body = |salt: u8| -> Arc<[u8]> { (0..len).map(|i| (i % 251) as u8 ^ salt).collect() };
+    let (body_a, body_b) = (body(0x11), body(0x5a));
+    let on_a = bulk_app(&mut a, &body_a, &body_b, Some((IP_A, IP_B, 80)), v6);
+    let on_b = bulk_app(&mut b, &body_b, &body_a, None, v6);
+    (a, b, on_a, on_b)
+}
+
 /// RFC 9293 §3.7.1 / RFC 6691 over a wire that enforces a 1500-byte MTU: both sides send
 /// bulk data with timestamps and SACK on through loss, so data segments carry the
 /// timestamp and up to three SACK blocks (40 option bytes); every frame fits the MTU
@@ -299,32 +350,8 @@ fn bulk_through_an_mtu(v6: bool) {
         },
         ..TcpConfig::default()
     };
-    let ncfg = |ip| {
-        let a6 = u128::from_be_bytes(v6_of(ip));
-        NodeConfig {
-            owned: Owned(vec![(ip, ip)]),
-            owned6: Owned6(vec![(a6, a6)]),
-            ..NodeConfig::default()
-        }
-    };
-    let mut a = Node::new(pa, tcp(MA, MB), ncfg(IP_A), 0);
-    let mut b = Node::new(pb, tcp(MB, MA), ncfg(IP_B), 0);
-    b.tcp.listen(80);
-    let body =
-        |salt: u8| -> Arc<[u8]> { (0..400_000u32).map(|i| (i % 251) as u8 ^ salt).collect() };
-    let (body_a, body_b) = (body(0x11), body(0x5a));
-    let bulk = |n: &mut Node<MemPort>, mine: &Arc<[u8]>, theirs: &Arc<[u8]>, to| Bulk {
-        body: n.tcp.buffers().register(mine.clone()),
-        len: mine.len() as u32,
-        expect: theirs.clone(),
-        got: Vec::new(),
-        connect_to: to,
-        v6,
-        flow: None,
-        closed: None,
-    };
-    let mut on_a = bulk(&mut a, &body_a, &body_b, Some((IP_A, IP_B, 80)));
-    let mut on_b = bulk(&mut b, &body_b, &body_a, None);
+    let (mut a, mut b, mut on_a, mut on_b) = bulk_nodes(pa, pb, tcp, v6, 400_000);
+    let (body_a, body_b) = (on_b.expect.clone(), on_a.expect.clone());
     let mut now = 0u64;
     for _ in 0..1_000_000 {
         a.turn(now, &mut on_a, None);
@@ -745,22 +772,38 @@ fn forward(from: &mut MemPort, to: &mut MemPort) -> usize {
 /// odd) over through the redirect mesh, counted; both exchanges complete.
 #[test]
 fn a_port_without_steering_redirects_frames_to_their_owner() {
+    let (w0, w1) = two_workers_on_one_queue(None);
+    let (r0, r1) = (w0.redirect_stats().unwrap(), w1.redirect_stats().unwrap());
+    assert!(
+        r0.sent >= 4,
+        "worker 0 redirected worker 1's frames (SYN-ACK, data, FIN): {r0:?}"
+    );
+    assert_eq!(r0.sent, r1.received);
+    assert_eq!(w1.counters.rx_redirected, r1.received);
+    assert_eq!(r1.sent, 0, "worker 1 got nothing of worker 0's");
+    assert_eq!(r0.dropped_full + r0.too_big, 0);
+}
+
+/// Two client workers (one MAC, one address: queues of one port) with a redirect mesh,
+/// each with a client of a server node's port 80 (worker 1's from an odd port), every
+/// frame of the server delivered to worker 0's queue (in fragments of at most
+/// `fragment` bytes if given); both exchanges complete byte for byte. The workers.
+fn two_workers_on_one_queue(fragment: Option<usize>) -> (Node<MemPort>, Node<MemPort>) {
     let (ps, mut to_s) = pair(MemConfig::default()).unwrap();
     let (p0, mut from0) = pair(MemConfig::default()).unwrap();
     let (p1, mut from1) = pair(MemConfig::default()).unwrap();
     let mut s = node(ps, MB, MA, IP_B);
-    // Both workers are queues of one port: one MAC, one address.
     let mut w0 = node(p0, MA, MB, IP_A);
     let mut w1 = node(p1, MA, MB, IP_A);
     let mut mesh = redirect::mesh(2, 256);
     w1.set_redirect(mesh.pop().unwrap());
     w0.set_redirect(mesh.pop().unwrap());
-    let body = vec![b'r'; 4_000];
+    let body: Vec<u8> = (0..6_000u32).map(|i| (i % 249) as u8).collect();
     let mut srv = server(&mut s, 80, &body);
     let mut c0 = client(&mut w0, IP_A, IP_B, 80, &body);
     let mut c1 = client(&mut w1, IP_A, IP_B, 80, &body);
     c1.sport = 40_001;
-    let mut now = 0;
+    let (mut now, mut id) = (0, 0);
     for _ in 0..20_000 {
         now += 10_000;
         w0.turn(now, &mut c0, None);
@@ -769,7 +812,12 @@ fn a_port_without_steering_redirects_frames_to_their_owner() {
         forward(&mut from1, &mut to_s);
         s.turn(now, &mut srv, None);
         // The port delivers everything to worker 0's queue.
-        forward(&mut to_s, &mut from0);
+        match fragment {
+            Some(size) => forward_fragmented(&mut to_s, &mut from0, size, &mut id),
+            None => {
+                forward(&mut to_s, &mut from0);
+            }
+        }
         if c0.closed.is_some() && c1.closed.is_some() && srv.closed == 2 {
             break;
         }
@@ -780,15 +828,7 @@ fn a_port_without_steering_redirects_frames_to_their_owner() {
         "worker 1's flow completed through worker 0's queue"
     );
     assert_eq!(c1.closed, Some(CloseReason::Normal));
-    let (r0, r1) = (w0.redirect_stats().unwrap(), w1.redirect_stats().unwrap());
-    assert!(
-        r0.sent >= 4,
-        "worker 0 redirected worker 1's frames (SYN-ACK, data, FIN): {r0:?}"
-    );
-    assert_eq!(r0.sent, r1.received);
-    assert_eq!(w1.counters.rx_redirected, r1.received);
-    assert_eq!(r1.sent, 0, "worker 1 got nothing of worker 0's");
-    assert_eq!(r0.dropped_full + r0.too_big, 0);
+    (w0, w1)
 }
 
 const IP6_A: &str = "2001:db8::1";
@@ -939,7 +979,9 @@ fn ndp_and_ping6_are_answered_for_owned_addresses() {
         (1, 1, 2)
     );
     assert_eq!(a.counters.rx_ipv6, 7);
-    assert_eq!(a.counters.rx_other_ip, 2);
+    // the fragment waits in the reassembly for the rest of its datagram
+    assert_eq!((a.counters.rx_other_ip, a.counters.rx_fragments), (1, 1));
+    assert_eq!((a.reasm.stats.fragments, a.reasm.pending()), (1, 1));
     // announcements: an unsolicited advertisement for the owned address
     a.announce(3_000);
     let got = raw_rx(&mut raw);
@@ -1718,4 +1760,369 @@ fn udp_to_a_closed_port_is_answered_port_unreachable() {
     a.turn(1_000_000, &mut NoApp, None);
     assert!(raw_rx(&mut raw).is_empty());
     assert_eq!((a.icmp.unreach_sent, a.icmp.unreach_suppressed), (0, 1));
+}
+
+/// Splits an IPv4 or IPv6 frame into fragments of at most `size` data bytes (a multiple
+/// of 8), as a router clearing DF (IPv4) or the source (IPv6) would, and returns them last
+/// first; frames that fit are returned whole.
+fn fragments(frame: &[u8], size: usize, id: u32) -> Vec<Vec<u8>> {
+    let v6 = frame[12..14] == [0x86, 0xdd];
+    let (hlen, end) = if v6 {
+        (
+            54,
+            54 + usize::from(u16::from_be_bytes([frame[18], frame[19]])),
+        )
+    } else if frame[12..14] == [0x08, 0x00] {
+        let ihl = usize::from(frame[14] & 0x0f) * 4;
+        (
+            14 + ihl,
+            14 + usize::from(u16::from_be_bytes([frame[16], frame[17]])),
+        )
+    } else {
+        return vec![frame.to_vec()];
+    };
+    let data = &frame[hlen..end];
+    if data.len() <= size {
+        return vec![frame.to_vec()];
+    }
+    let mut out = Vec::new();
+    for (i, chunk) in data.chunks(size).enumerate() {
+        let off = i * size;
+        let more = off + chunk.len() < data.len();
+        let mut f = frame[..hlen].to_vec();
+        if v6 {
+            let nh = f[20];
+            f[20] = 44;
+            f.extend_from_slice(&[nh, 0]);
+            f.extend_from_slice(&(off as u16 | u16::from(more)).to_be_bytes());
+            f.extend_from_slice(&id.to_be_bytes());
+            f.extend_from_slice(chunk);
+            f[18..20].copy_from_slice(&((8 + chunk.len()) as u16).to_be_bytes());
+        } else {
+            f.extend_from_slice(chunk);
+            let total = (hlen - 14 + chunk.len()) as u16;
+            f[16..18].copy_from_slice(&total.to_be_bytes());
+            f[18..20].copy_from_slice(&(id as u16).to_be_bytes());
+            let fo = (off / 8) as u16 | if more { 0x2000 } else { 0 };
+            f[20..22].copy_from_slice(&fo.to_be_bytes());
+            f[24..26].copy_from_slice(&[0, 0]);
+            let c = squall_wire::checksum::checksum(&f[14..hlen]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+        }
+        out.push(f);
+    }
+    out.reverse();
+    out
+}
+
+/// Moves every frame `from` sent to `to`, fragmented to `size` data bytes.
+fn forward_fragmented(from: &mut MemPort, to: &mut MemPort, size: usize, id: &mut u32) {
+    for f in raw_rx(from) {
+        *id += 1;
+        for g in fragments(&f, size, *id) {
+            raw_frame(to, &g);
+        }
+    }
+}
+
+/// RFC 791 §3.2 / RFC 8200 §4.5: a path that fragments every large frame (a router
+/// clearing DF with a 576-byte MTU, IPv4; the source, IPv6), fragments delivered last
+/// first: both ends reassemble every segment, the bodies arrive intact both ways and the
+/// flows close normally, nothing dropped by the reassembly.
+#[test]
+fn tcp_through_a_fragmenting_path_completes() {
+    for v6 in [false, true] {
+        let (pa, mut ra) = pair(MemConfig::default()).unwrap();
+        let (pb, mut rb) = pair(MemConfig::default()).unwrap();
+        let tcp = |mac, gateway_mac| TcpConfig {
+            mac,
+            gateway_mac,
+            ..TcpConfig::default()
+        };
+        let (mut a, mut b, mut on_a, mut on_b) = bulk_nodes(pa, pb, tcp, v6, 60_000);
+        let (body_a, body_b) = (on_b.expect.clone(), on_a.expect.clone());
+        let mut id = 0;
+        let mut now = 0u64;
+        for _ in 0..200_000 {
+            now += 100_000;
+            a.turn(now, &mut on_a, None);
+            forward_fragmented(&mut ra, &mut rb, 552, &mut id);
+            b.turn(now, &mut on_b, None);
+            forward_fragmented(&mut rb, &mut ra, 552, &mut id);
+            if on_a.closed.is_some() && on_b.closed.is_some() {
+                break;
+            }
+        }
+        assert!(
+            on_a.got == *body_b && on_b.got == *body_a,
+            "bodies intact (v6 {v6})"
+        );
+        assert_eq!(on_a.closed, Some(CloseReason::Normal));
+        assert_eq!(on_b.closed, Some(CloseReason::Normal));
+        for n in [&a, &b] {
+            let r = n.reasm.stats;
+            assert!(r.reassembled > 20, "segments came in fragments: {r:?}");
+            assert_eq!(r.dropped() + r.duplicates, 0, "{r:?}");
+            assert_eq!((n.reasm.pending(), n.reasm.held()), (0, 0));
+            assert_eq!(n.counters.rx_fragments, r.fragments);
+            assert_eq!(n.counters.rx_bad + n.counters.rx_other_ip, 0);
+            let c = n.tcp.counters();
+            assert_eq!(c.tcps_rcvbadsum, 0, "reassembled segments verified good");
+        }
+    }
+}
+
+/// A UDP datagram in fragments to a closed port: nothing until the last fragment, then
+/// one port unreachable quoting the whole datagram's headers (both families); a
+/// corrupted datagram is verified whole and dropped; fragments for another address are
+/// not kept.
+#[test]
+fn a_fragmented_datagram_is_received_whole() {
+    for v6 in [false, true] {
+        let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+        let mut a = node(pa, MA, MB, IP_A);
+        let data: Vec<u8> = (0..3000u32).map(|i| (i % 253) as u8).collect();
+        let (src, dst, other): (Vec<u8>, Vec<u8>, Vec<u8>) = if v6 {
+            (
+                ip6(IP6_B).0.to_vec(),
+                ip6(IP6_A).0.to_vec(),
+                ip6("2001:db8::9").0.to_vec(),
+            )
+        } else {
+            (
+                IP_B.to_be_bytes().to_vec(),
+                IP_A.to_be_bytes().to_vec(),
+                0xc612_0009u32.to_be_bytes().to_vec(),
+            )
+        };
+        let dg = udp_frame(MA, &src, &dst, 5000, &data);
+        let parts = fragments(&dg, 1232, 77);
+        assert_eq!(parts.len(), 3);
+        let mut now = 1_000;
+        for (i, p) in parts.iter().enumerate() {
+            raw_frame(&mut raw, p);
+            now += 1_000;
+            a.turn(now, &mut NoApp, None);
+            let got = raw_rx(&mut raw);
+            if i + 1 < parts.len() {
+                assert!(got.is_empty(), "nothing before the datagram is whole");
+                continue;
+            }
+            assert_eq!(got.len(), 1, "one port unreachable (v6 {v6})");
+            // the quote: the whole datagram's UDP header (length 3008)
+            let q = if v6 {
+                14 + 40 + 8 + 40
+            } else {
+                14 + 20 + 8 + 20
+            };
+            assert_eq!(&got[0][q + 4..q + 6], &3008u16.to_be_bytes());
+        }
+        let s = a.reasm.stats;
+        assert_eq!((s.fragments, s.reassembled, a.reasm.pending()), (3, 1, 0));
+        assert_eq!(a.udp.stats.rx_no_port, 1);
+        // corrupted in its middle fragment: reassembled, refused by its checksum
+        let mut bad = dg.clone();
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0xff;
+        if !v6 {
+            // (IPv4 UDP without a checksum: give it one, then corrupt)
+            bad = udp_with_checksum(&dg);
+            bad[mid] ^= 0xff;
+        }
+        for p in fragments(&bad, 1232, 78) {
+            raw_frame(&mut raw, &p);
+        }
+        a.turn(now + 1_000, &mut NoApp, None);
+        assert!(raw_rx(&mut raw).is_empty());
+        assert_eq!((a.reasm.stats.reassembled, a.udp.stats.rx_bad_sum), (2, 1));
+        // to another address: not ours, not kept
+        let elsewhere = udp_frame(MA, &src, &other, 5000, &data);
+        for p in fragments(&elsewhere, 1232, 79) {
+            raw_frame(&mut raw, &p);
+        }
+        a.turn(now + 2_000, &mut NoApp, None);
+        assert_eq!(a.reasm.pending(), 0);
+        assert_eq!(a.reasm.stats.fragments, 6);
+        assert_eq!(a.counters.rx_not_ours, 3);
+    }
+}
+
+/// An IPv4 UDP frame's copy with its UDP checksum filled in.
+fn udp_with_checksum(f: &[u8]) -> Vec<u8> {
+    let mut f = f.to_vec();
+    let (s, d): ([u8; 4], [u8; 4]) = (f[26..30].try_into().unwrap(), f[30..34].try_into().unwrap());
+    let ulen = f.len() - 34;
+    let mut ph = Vec::new();
+    ph.extend_from_slice(&s);
+    ph.extend_from_slice(&d);
+    ph.extend_from_slice(&[0, 17]);
+    ph.extend_from_slice(&(ulen as u16).to_be_bytes());
+    ph.extend_from_slice(&f[34..]);
+    let c = squall_wire::checksum::checksum(&ph);
+    f[40..42].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
+/// Two client workers behind one port that cannot steer, the server's segments
+/// fragmented: every fragment stays on worker 0 (fragments carry no ports), which
+/// reassembles the segments of worker 1's flow and hands them over whole; both exchanges
+/// complete.
+#[test]
+fn fragments_are_reassembled_where_they_arrive_then_redirected() {
+    let (w0, w1) = two_workers_on_one_queue(Some(1000));
+    let (r0, r1) = (w0.redirect_stats().unwrap(), w1.redirect_stats().unwrap());
+    assert!(w0.reasm.stats.reassembled >= 8, "{:?}", w0.reasm.stats);
+    assert_eq!(w1.reasm.stats.fragments, 0, "no fragment went to worker 1");
+    assert!(r0.sent >= 4 && r0.sent == r1.received, "{r0:?} {r1:?}");
+    assert_eq!(r0.dropped_full + r0.too_big, 0);
+}
+
+/// Two server workers behind a port whose device steers flows by RSS (no redirect of
+/// the port's frames), the client's segments fragmented, each fragment put on the queue
+/// that is not its flow's (the device hashes fragments on their addresses): the worker
+/// that reassembles a segment hands it to the worker of the queue its 4-tuple names, and
+/// the exchange completes both ways.
+#[test]
+fn on_rss_a_reassembled_segment_goes_to_its_queues_worker() {
+    use squall_port::rss::{RssConfig, RssSteer};
+    let (pc, mut rc) = pair(MemConfig::default()).unwrap();
+    let (p0, mut r0) = pair(MemConfig::default()).unwrap();
+    let (p1, mut r1) = pair(MemConfig::default()).unwrap();
+    let mut c = node(pc, MA, MB, IP_A);
+    let mut s0 = node(p0, MB, MA, IP_B);
+    let mut s1 = node(p1, MB, MA, IP_B);
+    let steer = RssSteer::new(&RssConfig::symmetric(2));
+    let mut mesh = redirect::mesh(2, 256);
+    s1.set_rss_redirect(mesh.pop().unwrap(), steer.clone());
+    s0.set_rss_redirect(mesh.pop().unwrap(), steer.clone());
+    s0.tcp.listen(80);
+    s1.tcp.listen(80);
+    let body = |salt: u8| -> Arc<[u8]> { (0..20_000u32).map(|i| (i % 251) as u8 ^ salt).collect() };
+    let (body_c, body_s) = (body(0x21), body(0x6b));
+    let mut on_c = bulk_app(&mut c, &body_c, &body_s, Some((IP_A, IP_B, 80)), false);
+    let mut on_s0 = bulk_app(&mut s0, &body_s, &body_c, None, false);
+    let mut on_s1 = bulk_app(&mut s1, &body_s, &body_c, None, false);
+    let (mut now, mut id, mut owner) = (0, 0, None);
+    for _ in 0..20_000 {
+        now += 100_000;
+        c.turn(now, &mut on_c, None);
+        for f in raw_rx(&mut rc) {
+            let q = steer.queue_of_frame(&f).unwrap_or(0);
+            owner = owner.or(Some(q));
+            id += 1;
+            for g in fragments(&f, 1000, id) {
+                // a fragment to the other worker's queue, a whole frame to its own
+                let k = if g.len() == f.len() { q } else { 1 - q };
+                raw_frame(if k == 0 { &mut r0 } else { &mut r1 }, &g);
+            }
+        }
+        s0.turn(now, &mut on_s0, None);
+        s1.turn(now, &mut on_s1, None);
+        forward(&mut r0, &mut rc);
+        forward(&mut r1, &mut rc);
+        if on_c.closed.is_some() && (on_s0.closed.is_some() || on_s1.closed.is_some()) {
+            break;
+        }
+    }
+    let q = owner.unwrap();
+    let (own, other) = if q == 0 { (&on_s0, &s1) } else { (&on_s1, &s0) };
+    assert!(
+        on_c.got == *body_s && own.got == *body_c,
+        "bodies intact both ways"
+    );
+    assert_eq!(on_c.closed, Some(CloseReason::Normal));
+    assert_eq!(own.closed, Some(CloseReason::Normal));
+    let r = other.redirect_stats().unwrap();
+    assert!(
+        other.reasm.stats.reassembled >= 10,
+        "{:?}",
+        other.reasm.stats
+    );
+    assert_eq!(
+        r.sent, other.reasm.stats.reassembled,
+        "every segment handed over"
+    );
+    assert_eq!(
+        other.tcp.counters().tcps_connects + other.tcp.counters().tcps_accepts,
+        0
+    );
+    assert_eq!(
+        s0.counters.rx_redirected + s1.counters.rx_redirected,
+        r.sent
+    );
+}
+
+/// The `node` fuzz target's harness (`squall_stack::fuzzing::node`) on seeded random
+/// inputs: records of frames patched toward what the node takes further, IPv4 and IPv6
+/// fragments among them, small reassembly limits and a clock that moves. No panic, the
+/// reassembly within its limits after every turn, empty once every datagram timed out.
+#[test]
+fn random_frames_and_fragments_keep_the_node_whole() {
+    let mut rng = squall_port::rng::Rng::new(0x5eed);
+    let mut all = squall_stack::reasm::ReasmStats::default();
+    for _ in 0..300 {
+        let mut input = Vec::new();
+        for k in 0..rng.below(40) {
+            if rng.below(3) == 0 {
+                // a datagram in fragments, whole or one moved over another or one lost
+                let v6 = rng.below(2) == 0;
+                let data: Vec<u8> = (0..8 + rng.below(3_000)).map(|i| i as u8).collect();
+                let (src, dst) = if v6 {
+                    (ip6(IP6_B).0.to_vec(), ip6(IP6_A).0.to_vec())
+                } else {
+                    (IP_B.to_be_bytes().to_vec(), IP_A.to_be_bytes().to_vec())
+                };
+                let dg = udp_frame(MA, &src, &dst, 7, &data);
+                let size = 8 * (1 + rng.below(150) as usize);
+                let mut parts = fragments(&dg, size, k as u32 % 3);
+                match rng.below(4) {
+                    0 if parts.len() > 1 && !v6 => {
+                        // (IPv4: the offset field; the harness makes the checksum again)
+                        let off = u16::from_be_bytes([parts[0][20], parts[0][21]]);
+                        parts[0][20..22].copy_from_slice(&(off ^ 1).to_be_bytes());
+                    }
+                    1 if parts.len() > 1 => {
+                        parts.remove(0);
+                    }
+                    _ => {}
+                }
+                for p in parts {
+                    let ctl = 0x01 | if v6 { 0 } else { 0x10 } | (rng.next_u64() as u8 & 0xc0);
+                    input.push(ctl);
+                    input.extend_from_slice(&(p.len() as u16).to_le_bytes());
+                    input.extend_from_slice(&p);
+                }
+                continue;
+            }
+            let len = 14 + rng.below(1_200) as usize;
+            // mostly to us, shaped, fragments; the clock and turns at random
+            let ctl = (rng.next_u64() as u8)
+                | if rng.chance(u64::MAX / 4 * 3) {
+                    0x33
+                } else {
+                    0
+                };
+            input.push(ctl);
+            input.extend_from_slice(&(len as u16).to_le_bytes());
+            // a few ids only, so that fragments of one datagram meet
+            let mut f: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+            if len > 22 {
+                f[18] = 0;
+                f[19] = rng.below(3) as u8;
+            }
+            input.extend_from_slice(&f);
+        }
+        let s = squall_stack::fuzzing::node(&input);
+        all.fragments += s.fragments;
+        all.reassembled += s.reassembled;
+        all.timed_out += s.timed_out;
+        all.overlaps += s.overlaps;
+        all.malformed += s.malformed;
+        all.no_room += s.no_room;
+    }
+    eprintln!("{all:?}");
+    assert!(
+        all.fragments > 1_000 && all.timed_out > 0 && all.malformed > 0 && all.overlaps > 0,
+        "{all:?}"
+    );
 }

@@ -327,8 +327,9 @@ fn run_workers<P: Port + Send + 'static>(
 }
 
 /// The `n` workers of a port (index, the shared start instant `t0`, next hop and finish
-/// count, each its ends of the redirect mesh unless `steer` is RSS on a server, where the
-/// device keeps each flow on one queue).
+/// count, each its ends of the redirect mesh; `rss_server` where `steer` is RSS on a
+/// server: the device keeps each flow on one queue, the mesh carries only reassembled
+/// datagrams).
 pub(crate) fn crew(
     n: u32,
     steer: &Steering,
@@ -338,11 +339,13 @@ pub(crate) fn crew(
 ) -> Vec<Worker> {
     let next_hop = Arc::default();
     let finished = Arc::new(AtomicU32::new(0));
-    let (rss, mesh) = match steer {
-        Steering::Rss(s) => (Some(s.clone()), mode != Mode::Server),
-        _ => (None, true),
+    let rss = match steer {
+        Steering::Rss(s) => Some(s.clone()),
+        _ => None,
     };
-    let mut ends: Vec<Option<squall_stack::Redirect>> = if mesh && n > 1 {
+    // (a server on RSS has its mesh too, for the datagrams reassembled on a worker other
+    // than their flow's: `Node::set_rss_redirect`)
+    let mut ends: Vec<Option<squall_stack::Redirect>> = if n > 1 {
         redirect::mesh(n, REDIRECT_DEPTH)
             .into_iter()
             .map(Some)
@@ -359,6 +362,7 @@ pub(crate) fn crew(
             next_hop: Arc::clone(&next_hop),
             finished: finished.clone(),
             redirect: ends[k as usize].take(),
+            rss_server: rss.is_some() && mode == Mode::Server,
             rss: rss.clone(),
         })
         .collect()

@@ -307,6 +307,9 @@ pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
             .redirect_stats()
             .map_or(0, |r| r.dropped_full + r.too_big),
         redirect_mesh: s.node.redirect_stats().is_some(),
+        ip_fragments: s.node.reasm.stats.fragments,
+        ip_reassembled: s.node.reasm.stats.reassembled,
+        ip_reasm_dropped: s.node.reasm.stats.dropped(),
         ..SideReport::default()
     }
 }

@@ -720,6 +720,8 @@ fn side_json(s: &SideReport) -> Value {
             "tx_frames": s.port.tx_frames, "tx_bytes": s.port.tx_bytes,
             "tx_full": s.port.tx_full, "alloc_fail": s.port.alloc_fail, "dropped": s.port.dropped,
             "rx_redirected": s.rx_redirected, "redirect_dropped": s.redirect_dropped,
+            "ip_fragments": s.ip_fragments, "ip_reassembled": s.ip_reassembled,
+            "ip_reasm_dropped": s.ip_reasm_dropped,
         },
         "impairment": {
             "lost": s.impair.lost, "duplicated": s.impair.duplicated, "reordered": s.impair.reordered,

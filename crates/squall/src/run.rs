@@ -103,6 +103,11 @@ pub struct SideReport {
     pub redirect_dropped: u64,
     /// The side's workers were joined by a redirect mesh.
     pub redirect_mesh: bool,
+    /// IP fragments received for the side's addresses (real ports), the datagrams they
+    /// made whole, and those lost (timed out, overlapping, malformed, no room).
+    pub ip_fragments: u64,
+    pub ip_reassembled: u64,
+    pub ip_reasm_dropped: u64,
 }
 
 /// Result of a run.

@@ -389,9 +389,8 @@ fn serve_on<P: Port>(
     if w.index == 0 {
         node.announce(clock.now_ns());
     }
-    if let Some(r) = w.redirect.take() {
-        node.set_redirect(r);
-    }
+    let r = w.redirect.take();
+    crate::worker::attach_redirect(r, w.rss.as_ref(), w.rss_server, &mut node);
     let mut ports: Vec<u16> = cfg.listen.iter().map(|a| a.port()).collect();
     ports.sort_unstable();
     ports.dedup();
@@ -474,7 +473,8 @@ fn serve_on<P: Port>(
         node.neigh6.stats.ns_answered,
         node.icmp6.echo_answered,
         crate::worker::icmp_errors_note(node.icmp.errors_to_tcp + node.icmp6.errors_to_tcp)
-            + &crate::worker::unreachables_note(&node),
+            + &crate::worker::unreachables_note(&node)
+            + &crate::worker::fragments_note(&node),
         match redirect {
             Some(r) => format!(
                 "; redirect: handed to other workers {}, taken in {}, dropped {}",

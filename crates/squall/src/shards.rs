@@ -193,6 +193,9 @@ pub(crate) fn merge_side(a: &mut SideReport, b: &SideReport) {
     a.rx_redirected += b.rx_redirected;
     a.redirect_dropped += b.redirect_dropped;
     a.redirect_mesh |= b.redirect_mesh;
+    a.ip_fragments += b.ip_fragments;
+    a.ip_reassembled += b.ip_reassembled;
+    a.ip_reasm_dropped += b.ip_reasm_dropped;
 }
 
 #[cfg(test)]

@@ -44,6 +44,9 @@ pub(crate) struct Worker {
     pub redirect: Option<Redirect>,
     /// RSS of the device: client source ports whose reply hashes to this worker's queue.
     pub rss: Option<RssSteer>,
+    /// A server on RSS: the device keeps each flow on its queue, the mesh carries only
+    /// reassembled datagrams (to the worker of their RSS queue).
+    pub rss_server: bool,
 }
 
 impl Worker {
@@ -59,7 +62,25 @@ impl Worker {
             finished: Arc::default(),
             redirect: None,
             rss: None,
+            rss_server: false,
         }
+    }
+}
+
+/// Gives `node` a worker's ends `r` of the redirect mesh, if any: on a server on RSS
+/// (`rss` with `rss_server`) for reassembled datagrams only.
+pub(crate) fn attach_redirect<P: squall_port::Port>(
+    r: Option<Redirect>,
+    rss: Option<&RssSteer>,
+    rss_server: bool,
+    node: &mut squall_stack::Node<P>,
+) {
+    let Some(r) = r else {
+        return;
+    };
+    match rss.filter(|_| rss_server) {
+        Some(steer) => node.set_rss_redirect(r, steer.clone()),
+        None => node.set_redirect(r),
     }
 }
 
@@ -233,9 +254,7 @@ pub(crate) fn run_on<P: Port>(
     if w.index == 0 {
         s.node.announce(clock.now_ns());
     }
-    if let Some(r) = w.redirect {
-        s.node.set_redirect(r);
-    }
+    attach_redirect(w.redirect, w.rss.as_ref(), w.rss_server, &mut s.node);
     if rc.mode == Mode::Client {
         s.gen.pace = Some(256);
     }
@@ -339,7 +358,8 @@ pub(crate) fn run_on<P: Port>(
         a.ignored,
         s.node.icmp.echo_answered,
         icmp_errors_note(s.node.icmp.errors_to_tcp + s.node.icmp6.errors_to_tcp)
-            + &unreachables_note(&s.node),
+            + &unreachables_note(&s.node)
+            + &fragments_note(&s.node),
         n.rx_not_ours + n.rx_other_ip + n.rx_other_ether + n.rx_bad,
         match s.node.redirect_stats() {
             Some(r) => format!(
@@ -405,6 +425,35 @@ pub(crate) fn unreachables_note(n: &squall_stack::Node<impl squall_port::Port>) 
         (s, 0) => format!(", port unreachables sent {s}"),
         (s, h) => format!(", port unreachables sent {s} (and {h} not: rate limit or not unicast)"),
     }
+}
+
+/// The node's IP fragments and what became of them, for a port's line: empty when none
+/// came.
+pub(crate) fn fragments_note(n: &squall_stack::Node<impl squall_port::Port>) -> String {
+    let r = n.reasm.stats;
+    if r.fragments == 0 {
+        return String::new();
+    }
+    let mut s = format!(
+        ", IP fragments {} (datagrams reassembled {}",
+        r.fragments, r.reassembled
+    );
+    for (what, k) in [
+        ("timed out", r.timed_out),
+        ("dropped for overlaps", r.overlaps),
+        ("malformed", r.malformed),
+        ("no room", r.no_room),
+        ("duplicates", r.duplicates),
+    ] {
+        if k > 0 {
+            s.push_str(&format!(", {what} {k}"));
+        }
+    }
+    if n.reasm.pending() > 0 {
+        s.push_str(&format!(", incomplete at the end {}", n.reasm.pending()));
+    }
+    s.push(')');
+    s
 }
 
 /// How a report names the IPv6 next hop `peer_mac`: `peer`, or the router whose

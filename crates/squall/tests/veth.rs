@@ -844,6 +844,42 @@ fn server_only_squall_answers_udp_whose_checksum_the_peer_left_to_the_offload() 
         return;
     }
     let dir = tmpdir("udp-csum");
+    let _lab = Lab::up_env(&["--squall", "server"], &[("SQUALL_LAB_CLIENT_CSUM", "1")]);
+    let _srv = dns_server(&dir, Stdio::null());
+    // 20 queries from 20 source ports, each answered with the profile's answer (its id).
+    let client = r#"
+import socket, base64, time
+q = base64.b64decode("EjQBAAABAAAAAAAAA3d3dwVleG1wbAR0ZXN0AAABAAE=")
+ok, t0 = 0, time.time()
+while ok == 0 and time.time() - t0 < 3:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.3)
+    s.sendto(q, ("198.18.48.1", 53))
+    try: ok += s.recvfrom(2048)[0][:2] == q[:2]
+    except socket.timeout: pass
+for i in range(19):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.5)
+    s.sendto(q, ("198.18.48.1", 53))
+    try: ok += s.recvfrom(2048)[0][:2] == q[:2]
+    except socket.timeout: pass
+print(ok)
+"#;
+    let (answered, err) = python_in("sq-cli", client);
+    assert_eq!(answered, "20", "answers of 20 queries: {answered} ({err})");
+}
+
+/// Runs the Python `script` in namespace `name`: its output (trimmed) and its errors.
+fn python_in(name: &str, script: &str) -> (String, String) {
+    let out = ns(name, &["python3", "-c", script]).output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `squall run` in server mode on sq-srv0 with the DNS-like UDP profile
+/// (`examples/udp-dns.json`) answering 198.18.0.2 from 198.18.48.1:53 for 5 s; its
+/// `--json` report in `dir/server.json`, its stderr to `stderr`.
+fn dns_server(dir: &Path, stderr: Stdio) -> Proc {
     let mut p: Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("examples/udp-dns.json")).unwrap(),
     )
@@ -853,8 +889,7 @@ fn server_only_squall_answers_udp_whose_checksum_the_peer_left_to_the_offload() 
     let prof = dir.join("udp.json");
     std::fs::write(&prof, p.to_string()).unwrap();
     let json = dir.join("server.json");
-    let _lab = Lab::up_env(&["--squall", "server"], &[("SQUALL_LAB_CLIENT_CSUM", "1")]);
-    let _srv = Proc(
+    Proc(
         ns(
             "sq-srv",
             &[
@@ -875,34 +910,65 @@ fn server_only_squall_answers_udp_whose_checksum_the_peer_left_to_the_offload() 
             ],
         )
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("start squall"),
-    );
-    // 20 queries from 20 source ports, each answered with the profile's answer (its id).
+    )
+}
+
+/// RFC 791 / RFC 1122 §3.3.2: the kernel's UDP sends a datagram larger than the veth's
+/// MTU in fragments (4,000 bytes: three). Squall's node reassembles them: the DNS-like
+/// server answers a query padded to 4,000 bytes, and a datagram of that size to a closed
+/// port is answered port unreachable (the kernel's socket gets ECONNREFUSED); the port's
+/// line reports the fragments and the datagrams reassembled. Before, every fragment was
+/// dropped: no answer, no refusal.
+#[test]
+fn server_only_squall_reassembles_fragmented_udp() {
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = skip(&["ip", "ethtool", "python3"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let dir = tmpdir("udp-frag");
+    let _lab = Lab::up(&["--squall", "server"]);
+    let err = dir.join("server.err");
+    let mut srv = dns_server(&dir, Stdio::from(std::fs::File::create(&err).unwrap()));
     let client = r#"
 import socket, base64, time
 q = base64.b64decode("EjQBAAABAAAAAAAAA3d3dwVleG1wbAR0ZXN0AAABAAE=")
+big = q + bytes(4000 - len(q))
 ok, t0 = 0, time.time()
 while ok == 0 and time.time() - t0 < 3:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.3)
     s.sendto(q, ("198.18.48.1", 53))
     try: ok += s.recvfrom(2048)[0][:2] == q[:2]
     except socket.timeout: pass
-for i in range(19):
+answered = 0
+for i in range(5):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.5)
-    s.sendto(q, ("198.18.48.1", 53))
-    try: ok += s.recvfrom(2048)[0][:2] == q[:2]
+    s.sendto(big, ("198.18.48.1", 53))
+    try: answered += s.recvfrom(2048)[0][:2] == q[:2]
     except socket.timeout: pass
-print(ok)
+refused = 0
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.5)
+s.connect(("198.18.48.1", 9))
+for i in range(3):
+    s.send(big)
+    try: s.recv(2048)
+    except ConnectionRefusedError: refused += 1
+    except socket.timeout: pass
+print(answered, refused)
 "#;
-    let out = ns("sq-cli", &["python3", "-c", client]).output().unwrap();
-    let answered = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (got, stderr) = python_in("sq-cli", client);
     assert_eq!(
-        answered,
-        "20",
-        "answers of 20 queries: {answered} ({})",
-        String::from_utf8_lossy(&out.stderr)
+        got, "5 3",
+        "answers to 5 fragmented queries, refusals of 3 fragmented datagrams: {got} ({stderr})"
+    );
+    let _ = srv.0.wait();
+    let line = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        line.contains("IP fragments 24 (datagrams reassembled 8)"),
+        "the port's line: {line}"
     );
 }
 

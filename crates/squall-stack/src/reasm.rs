@@ -1,0 +1,608 @@
+//! IP reassembly: the fragments of IPv4 (RFC 791, RFC 815) and IPv6 (RFC 8200 §4.5)
+//! datagrams addressed to the node, kept per datagram within limits (datagrams at once,
+//! bytes held, time), and rebuilt into one whole frame (Ethernet and IP headers of the
+//! first fragment, the fragment fields cleared or the IPv6 fragment header removed) that
+//! the node then receives as any other frame. A fragment overlapping another (but an exact
+//! duplicate, ignored) drops its datagram (RFC 5722; Linux does the same for IPv4); a
+//! datagram not complete in time is dropped. Fragments are rare and this is the cold path:
+//! a hash map per datagram, bytes copied once into the datagram's buffer.
+
+use std::collections::HashMap;
+
+use squall_wire::checksum;
+
+use crate::neigh::ETH_HLEN;
+
+const IP6_LEN: usize = 40;
+/// IPv6's fragment header is eight bytes.
+const FRAG6_LEN: usize = 8;
+/// Most bytes of an IP packet (IPv4 total length, IPv6 payload length).
+const MAX_IP: usize = 65_535;
+
+/// Limits of the reassembly of one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReasmConfig {
+    /// Datagrams in reassembly at once; a fragment of another is dropped (`no_room`).
+    pub max_datagrams: usize,
+    /// Bytes held by datagrams in reassembly; a fragment beyond it is dropped (`no_room`).
+    pub max_bytes: usize,
+    /// How long an IPv4 datagram may take to arrive whole (Linux's `ipfrag_time`: 30 s).
+    pub timeout4_ns: u64,
+    /// How long an IPv6 datagram may take (RFC 8200 §4.5: 60 s).
+    pub timeout6_ns: u64,
+}
+
+impl Default for ReasmConfig {
+    fn default() -> Self {
+        ReasmConfig {
+            max_datagrams: 1024,
+            // Linux's ipfrag_high_thresh
+            max_bytes: 4 << 20,
+            timeout4_ns: 30_000_000_000,
+            timeout6_ns: 60_000_000_000,
+        }
+    }
+}
+
+/// Reassembly counters of a node (both families).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReasmStats {
+    /// Fragments received for the node.
+    pub fragments: u64,
+    /// Datagrams rebuilt whole (and received).
+    pub reassembled: u64,
+    /// Datagrams dropped incomplete at their timeout.
+    pub timed_out: u64,
+    /// Datagrams dropped for a fragment overlapping another (RFC 5722).
+    pub overlaps: u64,
+    /// Fragments refused as malformed: a non-last fragment whose length is not a
+    /// multiple of 8 or is zero, a datagram beyond 65,535 bytes, fragments past its end
+    /// or a second, different end (the datagram is dropped with the latter two).
+    pub malformed: u64,
+    /// Fragments dropped for want of room (too many datagrams or bytes in reassembly).
+    pub no_room: u64,
+    /// Exact duplicates of a fragment already held (ignored).
+    pub duplicates: u64,
+}
+
+impl ReasmStats {
+    /// Fragments and datagrams lost: timeouts, overlaps, malformed, no room.
+    pub fn dropped(&self) -> u64 {
+        self.timed_out + self.overlaps + self.malformed + self.no_room
+    }
+}
+
+/// A datagram's identity (RFC 791: source, destination, protocol, id; RFC 8200: source,
+/// destination, id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    V4 {
+        src: u32,
+        dst: u32,
+        id: u16,
+        proto: u8,
+    },
+    V6 {
+        src: [u8; 16],
+        dst: [u8; 16],
+        id: u32,
+    },
+}
+
+/// One datagram in reassembly.
+struct Partial {
+    deadline: u64,
+    /// Ethernet and IP headers of the first fragment (offset 0) once it came (IPv6: the
+    /// unfragmentable part, without the fragment header).
+    head: Vec<u8>,
+    /// IPv6: where in `head` the next-header byte naming the fragment header is, and the
+    /// value it takes (the fragment header's next header).
+    next_header: Option<(usize, u8)>,
+    /// The fragmentable part as received so far.
+    data: Vec<u8>,
+    /// The fragments' byte ranges of `data`: sorted, disjoint.
+    have: Vec<(usize, usize)>,
+    /// Bytes received (the sum of `have`'s lengths).
+    got: usize,
+    /// The fragmentable part's length, once the last fragment came.
+    total: Option<usize>,
+}
+
+impl Partial {
+    fn held(&self) -> usize {
+        self.head.len() + self.data.len()
+    }
+}
+
+/// One fragment, as the node found it.
+pub struct Fragment<'a> {
+    /// The whole frame.
+    pub frame: &'a [u8],
+    /// Where the fragment's data starts and ends in the frame.
+    pub data: (usize, usize),
+    /// Offset of the data in the datagram, in bytes.
+    pub offset: usize,
+    /// More fragments follow.
+    pub more: bool,
+}
+
+/// The reassembly of one node.
+pub struct Reassembly {
+    cfg: ReasmConfig,
+    partial: HashMap<Key, Partial>,
+    held: usize,
+    /// The earliest deadline of a datagram in reassembly.
+    next_deadline: u64,
+    pub stats: ReasmStats,
+}
+
+impl Default for Reassembly {
+    fn default() -> Self {
+        Reassembly::new(ReasmConfig::default())
+    }
+}
+
+/// Why a fragment could not join its datagram.
+enum Refused {
+    /// Malformed; the datagram stays.
+    Fragment,
+    /// Malformed or overlapping; the datagram goes (its counter).
+    Datagram(fn(&mut ReasmStats) -> &mut u64),
+    /// An exact duplicate.
+    Duplicate,
+}
+
+impl Reassembly {
+    pub fn new(cfg: ReasmConfig) -> Self {
+        Reassembly {
+            cfg,
+            partial: HashMap::new(),
+            held: 0,
+            next_deadline: u64::MAX,
+            stats: ReasmStats::default(),
+        }
+    }
+
+    /// Datagrams in reassembly.
+    pub fn pending(&self) -> usize {
+        self.partial.len()
+    }
+
+    /// Bytes held by datagrams in reassembly.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// The earliest time a datagram in reassembly times out.
+    pub fn next_deadline(&self) -> Option<u64> {
+        (!self.partial.is_empty()).then_some(self.next_deadline)
+    }
+
+    /// Drops the datagrams whose time is up at `now`.
+    pub fn expire(&mut self, now: u64) {
+        if now < self.next_deadline || self.partial.is_empty() {
+            return;
+        }
+        let mut gone = 0;
+        let mut freed = 0;
+        let mut next = u64::MAX;
+        self.partial.retain(|_, p| {
+            if p.deadline <= now {
+                gone += 1;
+                freed += p.held();
+                false
+            } else {
+                next = next.min(p.deadline);
+                true
+            }
+        });
+        self.stats.timed_out += gone;
+        self.held -= freed;
+        self.next_deadline = next;
+    }
+
+    /// An IPv4 fragment (its header checked, addressed to the node; `ihl` its header
+    /// length): the whole datagram's frame once the fragment completed it.
+    pub fn push4(&mut self, frame: &[u8], ihl: usize, now: u64) -> Option<Vec<u8>> {
+        let h = &frame[ETH_HLEN..];
+        let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        let fo = u16::from_be_bytes([h[6], h[7]]);
+        let key = Key::V4 {
+            src: u32::from_be_bytes([h[12], h[13], h[14], h[15]]),
+            dst: u32::from_be_bytes([h[16], h[17], h[18], h[19]]),
+            id: u16::from_be_bytes([h[4], h[5]]),
+            proto: h[9],
+        };
+        let frag = Fragment {
+            frame,
+            data: (ETH_HLEN + ihl, ETH_HLEN + total),
+            offset: usize::from(fo & 0x1fff) * 8,
+            more: fo & 0x2000 != 0,
+        };
+        // The whole datagram's header and data fit an IPv4 packet.
+        let room = MAX_IP - ihl;
+        let deadline = now.saturating_add(self.cfg.timeout4_ns);
+        let p = self.push(key, &frag, room, deadline, now, |head| {
+            head.extend_from_slice(&frame[..ETH_HLEN + ihl]);
+            None
+        })?;
+        let mut f = p.head;
+        f.extend_from_slice(&p.data);
+        let ip = &mut f[ETH_HLEN..];
+        let len = (ihl + p.data.len()) as u16;
+        ip[2..4].copy_from_slice(&len.to_be_bytes());
+        ip[6..8].copy_from_slice(&[0, 0]);
+        ip[10..12].copy_from_slice(&[0, 0]);
+        let sum = !checksum::sum(&ip[..ihl]);
+        ip[10..12].copy_from_slice(&sum.to_be_bytes());
+        Some(f)
+    }
+
+    /// An IPv6 fragment (its headers checked, addressed to the node): `frag_at`, where
+    /// its fragment header starts in the frame, `data` where the fragment's data starts
+    /// and ends; the whole datagram's frame once the fragment completed it.
+    pub fn push6(
+        &mut self,
+        frame: &[u8],
+        frag_at: usize,
+        data_end: usize,
+        now: u64,
+    ) -> Option<Vec<u8>> {
+        let h = &frame[ETH_HLEN..];
+        let fh = &frame[frag_at..frag_at + FRAG6_LEN];
+        let fo = u16::from_be_bytes([fh[2], fh[3]]);
+        let mut src = [0; 16];
+        let mut dst = [0; 16];
+        src.copy_from_slice(&h[8..24]);
+        dst.copy_from_slice(&h[24..40]);
+        let key = Key::V6 {
+            src,
+            dst,
+            id: u32::from_be_bytes([fh[4], fh[5], fh[6], fh[7]]),
+        };
+        let frag = Fragment {
+            frame,
+            data: (frag_at + FRAG6_LEN, data_end),
+            offset: usize::from(fo >> 3) * 8,
+            more: fo & 1 != 0,
+        };
+        // The payload length counts the unfragmentable extension headers too.
+        let room = MAX_IP - (frag_at - ETH_HLEN - IP6_LEN);
+        let deadline = now.saturating_add(self.cfg.timeout6_ns);
+        let p = self.push(key, &frag, room, deadline, now, |head| {
+            head.extend_from_slice(&frame[..frag_at]);
+            // The header before the fragment header (the fixed header, or the last
+            // extension header before it) names the fragment's next header instead.
+            let mut at = ETH_HLEN + 6;
+            let mut next = ETH_HLEN + IP6_LEN;
+            while next < frag_at {
+                at = next;
+                next += (usize::from(*frame.get(next + 1)?) + 1) * 8;
+            }
+            (next == frag_at).then_some((at, fh[0]))
+        })?;
+        let (at, nh) = p.next_header?;
+        let mut f = p.head;
+        f[at] = nh;
+        let plen = (f.len() - ETH_HLEN - IP6_LEN + p.data.len()) as u16;
+        f[ETH_HLEN + 4..ETH_HLEN + 6].copy_from_slice(&plen.to_be_bytes());
+        f.extend_from_slice(&p.data);
+        Some(f)
+    }
+
+    /// Adds `frag` to datagram `key` (its data may end at most at `room`); the datagram,
+    /// taken out, once whole. `head` keeps the first fragment's headers.
+    fn push(
+        &mut self,
+        key: Key,
+        frag: &Fragment<'_>,
+        room: usize,
+        deadline: u64,
+        now: u64,
+        head: impl FnOnce(&mut Vec<u8>) -> Option<(usize, u8)>,
+    ) -> Option<Partial> {
+        self.stats.fragments += 1;
+        self.expire(now);
+        let bytes = frag.frame.get(frag.data.0..frag.data.1)?;
+        let (start, end) = (frag.offset, frag.offset + bytes.len());
+        if end > room || (frag.more && (bytes.is_empty() || bytes.len() % 8 != 0)) {
+            self.stats.malformed += 1;
+            return None;
+        }
+        if !self.partial.contains_key(&key) {
+            if self.partial.len() >= self.cfg.max_datagrams
+                || self.held + bytes.len() > self.cfg.max_bytes
+            {
+                self.stats.no_room += 1;
+                return None;
+            }
+            self.partial.insert(
+                key,
+                Partial {
+                    deadline,
+                    head: Vec::new(),
+                    next_header: None,
+                    data: Vec::new(),
+                    have: Vec::new(),
+                    got: 0,
+                    total: None,
+                },
+            );
+            self.next_deadline = self.next_deadline.min(deadline);
+        }
+        let p = self.partial.get_mut(&key)?;
+        let verdict = admit(p, start, end, frag.more);
+        match verdict {
+            Ok(()) => {}
+            Err(Refused::Duplicate) => {
+                self.stats.duplicates += 1;
+                return None;
+            }
+            Err(Refused::Fragment) => {
+                self.stats.malformed += 1;
+                return None;
+            }
+            Err(Refused::Datagram(counter)) => {
+                *counter(&mut self.stats) += 1;
+                self.drop_datagram(&key);
+                return None;
+            }
+        }
+        // (the first fragment's headers are at most where its data starts)
+        let grow = end.saturating_sub(p.data.len()) + if start == 0 { frag.data.0 } else { 0 };
+        if self.held + grow > self.cfg.max_bytes {
+            self.stats.no_room += 1;
+            self.drop_datagram(&key);
+            return None;
+        }
+        let before = p.held();
+        if p.data.len() < end {
+            p.data.resize(end, 0);
+        }
+        p.data[start..end].copy_from_slice(bytes);
+        insert(&mut p.have, start, end);
+        p.got += end - start;
+        if !frag.more {
+            p.total = Some(end);
+        }
+        if start == 0 {
+            p.next_header = head(&mut p.head);
+        }
+        self.held += p.held() - before;
+        // Disjoint ranges inside 0..total whose lengths sum to total cover it.
+        let whole = p.total == Some(p.got) && !p.head.is_empty();
+        if !whole {
+            return None;
+        }
+        let p = self.partial.remove(&key)?;
+        self.held -= p.held();
+        self.stats.reassembled += 1;
+        Some(p)
+    }
+
+    fn drop_datagram(&mut self, key: &Key) {
+        if let Some(p) = self.partial.remove(key) {
+            self.held -= p.held();
+        }
+    }
+}
+
+/// Whether data `start..end` (the last fragment's if not `more`) may join `p`.
+fn admit(p: &Partial, start: usize, end: usize, more: bool) -> Result<(), Refused> {
+    if !more {
+        // A second, different end, or data already past this one (RFC 8200 §4.5; Linux
+        // drops the datagram for both).
+        if p.total.is_some_and(|t| t != end) || p.have.last().is_some_and(|r| r.1 > end) {
+            return Err(Refused::Datagram(|s| &mut s.malformed));
+        }
+    } else if p.total.is_some_and(|t| end > t) {
+        return Err(Refused::Datagram(|s| &mut s.malformed));
+    }
+    if start == end {
+        // (an empty last fragment: nothing to overlap)
+        return if more { Err(Refused::Fragment) } else { Ok(()) };
+    }
+    // The ranges are sorted and disjoint: only the two around `start` can meet it.
+    let i = p.have.partition_point(|r| r.0 < start);
+    if p.have.get(i) == Some(&(start, end)) {
+        return Err(Refused::Duplicate);
+    }
+    let before = i > 0 && p.have[i - 1].1 > start;
+    let after = p.have.get(i).is_some_and(|r| r.0 < end);
+    if before || after {
+        return Err(Refused::Datagram(|s| &mut s.overlaps));
+    }
+    Ok(())
+}
+
+/// Adds `start..end` (disjoint from every range) to the sorted ranges.
+fn insert(have: &mut Vec<(usize, usize)>, start: usize, end: usize) {
+    if start < end {
+        let i = have.partition_point(|r| r.0 < start);
+        have.insert(i, (start, end));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPv4 frame of `data` at byte `offset` of datagram `id` (header checksum right).
+    fn frag4(id: u16, offset: usize, more: bool, data: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; ETH_HLEN + 20];
+        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        let ip = &mut f[ETH_HLEN..];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&((20 + data.len()) as u16).to_be_bytes());
+        ip[4..6].copy_from_slice(&id.to_be_bytes());
+        let fo = (offset / 8) as u16 | if more { 0x2000 } else { 0 };
+        ip[6..8].copy_from_slice(&fo.to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&[198, 18, 0, 2]);
+        ip[16..20].copy_from_slice(&[198, 18, 0, 1]);
+        let sum = !checksum::sum(&ip[..20]);
+        ip[10..12].copy_from_slice(&sum.to_be_bytes());
+        f.extend_from_slice(data);
+        f
+    }
+
+    fn push4(r: &mut Reassembly, f: &[u8], now: u64) -> Option<Vec<u8>> {
+        r.push4(f, 20, now)
+    }
+
+    fn payload(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    #[test]
+    fn ipv4_fragments_in_any_order_make_the_datagram() {
+        let d = payload(3000);
+        for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0], [2, 0, 1]] {
+            let mut r = Reassembly::default();
+            let parts = [
+                frag4(7, 0, true, &d[..1480]),
+                frag4(7, 1480, true, &d[1480..2960]),
+                frag4(7, 2960, false, &d[2960..]),
+            ];
+            let mut out = None;
+            for (k, &i) in order.iter().enumerate() {
+                let got = push4(&mut r, &parts[i], 10);
+                assert_eq!(got.is_some(), k == 2, "whole only with the last one");
+                out = out.or(got);
+            }
+            let f = out.unwrap();
+            assert_eq!(&f[ETH_HLEN + 20..], &d[..]);
+            let ip = &f[ETH_HLEN..ETH_HLEN + 20];
+            assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 3020);
+            assert_eq!(u16::from_be_bytes([ip[6], ip[7]]), 0, "no fragment fields");
+            assert_eq!(checksum::sum(ip), 0xffff, "header checksum");
+            assert_eq!((r.pending(), r.held()), (0, 0));
+            assert_eq!((r.stats.fragments, r.stats.reassembled), (3, 1));
+        }
+    }
+
+    #[test]
+    fn duplicates_are_ignored_and_overlaps_drop_the_datagram() {
+        let d = payload(2000);
+        let mut r = Reassembly::default();
+        assert!(push4(&mut r, &frag4(1, 0, true, &d[..1000]), 0).is_none());
+        assert!(push4(&mut r, &frag4(1, 0, true, &d[..1000]), 0).is_none());
+        assert_eq!(r.stats.duplicates, 1);
+        let f = push4(&mut r, &frag4(1, 1000, false, &d[1000..]), 0).unwrap();
+        assert_eq!(&f[ETH_HLEN + 20..], &d[..]);
+        // overlapping: 0..1000 then 992..2000
+        assert!(push4(&mut r, &frag4(2, 0, true, &d[..1000]), 0).is_none());
+        assert!(push4(&mut r, &frag4(2, 992, false, &d[992..]), 0).is_none());
+        assert_eq!((r.stats.overlaps, r.pending(), r.held()), (1, 0, 0));
+        // a fragment covering two received ones
+        push4(&mut r, &frag4(3, 0, true, &d[..8]), 0);
+        push4(&mut r, &frag4(3, 8, true, &d[8..16]), 0);
+        push4(&mut r, &frag4(3, 0, true, &d[..16]), 0);
+        assert_eq!((r.stats.overlaps, r.pending()), (2, 0));
+    }
+
+    #[test]
+    fn malformed_fragments_are_refused() {
+        let d = payload(2000);
+        let mut r = Reassembly::default();
+        // not a multiple of 8 before the last; empty before the last
+        assert!(push4(&mut r, &frag4(1, 0, true, &d[..1001]), 0).is_none());
+        assert!(push4(&mut r, &frag4(1, 8, true, &[]), 0).is_none());
+        // beyond 65,535 bytes (ping of death)
+        assert!(push4(&mut r, &frag4(1, 65_528, false, &d[..16]), 0).is_none());
+        assert_eq!(r.stats.malformed, 3);
+        assert_eq!(r.pending(), 0);
+        // two different ends drop the datagram; so does data past the end
+        push4(&mut r, &frag4(2, 800, false, &d[..8]), 0);
+        push4(&mut r, &frag4(2, 1600, false, &d[..8]), 0);
+        assert_eq!((r.stats.malformed, r.pending()), (4, 0));
+        push4(&mut r, &frag4(3, 800, false, &d[..8]), 0);
+        push4(&mut r, &frag4(3, 1600, true, &d[..8]), 0);
+        assert_eq!((r.stats.malformed, r.pending()), (5, 0));
+    }
+
+    #[test]
+    fn incomplete_datagrams_time_out_and_room_is_bounded() {
+        let d = payload(2000);
+        let mut r = Reassembly::new(ReasmConfig {
+            max_datagrams: 2,
+            max_bytes: 3000,
+            timeout4_ns: 1_000,
+            timeout6_ns: 1_000,
+        });
+        push4(&mut r, &frag4(1, 0, true, &d[..1000]), 0);
+        push4(&mut r, &frag4(2, 0, true, &d[..1000]), 10);
+        assert_eq!(r.next_deadline(), Some(1_000));
+        // a third datagram: no room
+        push4(&mut r, &frag4(3, 0, true, &d[..8]), 20);
+        assert_eq!((r.stats.no_room, r.pending()), (1, 2));
+        // bytes: the second's rest would pass 3000
+        push4(&mut r, &frag4(2, 1000, true, &d[..1000]), 30);
+        assert_eq!((r.stats.no_room, r.pending()), (2, 1));
+        // the first times out; the third then fits
+        push4(&mut r, &frag4(3, 0, true, &d[..8]), 1_000);
+        assert_eq!((r.stats.timed_out, r.pending()), (1, 1));
+        r.expire(2_000);
+        assert_eq!((r.stats.timed_out, r.pending(), r.held()), (2, 0, 0));
+        assert_eq!(r.next_deadline(), None);
+    }
+
+    /// An IPv6 frame with `ext` (hop-by-hop then destination options, 8 bytes each)
+    /// before a fragment header of datagram `id`.
+    fn frag6(id: u32, ext: usize, offset: usize, more: bool, data: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; ETH_HLEN + IP6_LEN];
+        f[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
+        let plen = ext * 8 + FRAG6_LEN + data.len();
+        f[ETH_HLEN] = 0x60;
+        f[ETH_HLEN + 4..ETH_HLEN + 6].copy_from_slice(&(plen as u16).to_be_bytes());
+        f[ETH_HLEN + 6] = if ext > 0 { 0 } else { 44 };
+        f[ETH_HLEN + 7] = 64;
+        f[ETH_HLEN + 8] = 0x20;
+        f[ETH_HLEN + 24] = 0x20;
+        f[ETH_HLEN + 39] = 1;
+        for k in 0..ext {
+            let nh = if k + 1 < ext { 60 } else { 44 };
+            f.extend_from_slice(&[nh, 0, 1, 4, 0, 0, 0, 0]);
+        }
+        let fo = (offset as u16) | u16::from(more);
+        f.extend_from_slice(&[17, 0]);
+        f.extend_from_slice(&fo.to_be_bytes());
+        f.extend_from_slice(&id.to_be_bytes());
+        f.extend_from_slice(data);
+        f
+    }
+
+    #[test]
+    fn ipv6_fragments_lose_their_header_and_keep_the_others() {
+        let d = payload(2500);
+        for ext in [0, 2] {
+            let mut r = Reassembly::default();
+            let at = ETH_HLEN + IP6_LEN + ext * 8;
+            let a = frag6(9, ext, 1232, false, &d[1232..]);
+            let b = frag6(9, ext, 0, true, &d[..1232]);
+            assert!(r.push6(&a, at, a.len(), 0).is_none());
+            let f = r.push6(&b, at, b.len(), 0).unwrap();
+            assert_eq!(&f[at..], &d[..]);
+            let plen = u16::from_be_bytes([f[ETH_HLEN + 4], f[ETH_HLEN + 5]]);
+            assert_eq!(usize::from(plen), ext * 8 + d.len());
+            let nh_at = if ext == 0 { ETH_HLEN + 6 } else { at - 8 };
+            assert_eq!(f[nh_at], 17, "the fragment header's next header");
+            // the rest of the headers as the first fragment had them
+            let hdrs = b[..at].to_vec();
+            assert_eq!(&f[..ETH_HLEN + 4], &hdrs[..ETH_HLEN + 4]);
+            assert_eq!(&f[ETH_HLEN + 6..nh_at], &hdrs[ETH_HLEN + 6..nh_at]);
+            assert_eq!((r.pending(), r.held()), (0, 0));
+        }
+    }
+
+    #[test]
+    fn ranges_stay_sorted() {
+        let mut h = Vec::new();
+        insert(&mut h, 16, 24);
+        insert(&mut h, 0, 8);
+        insert(&mut h, 8, 16);
+        insert(&mut h, 30, 30);
+        assert_eq!(h, [(0, 8), (8, 16), (16, 24)]);
+    }
+}
