@@ -2,8 +2,9 @@
 //! same identifier, sequence number and data (RFC 792); errors quoting a TCP segment
 //! (destination unreachable, fragmentation needed, time exceeded, parameter problem) are
 //! handed to the TCP host ([`squall_tcp::TcpHost::icmp_error`]); everything else is
-//! counted and dropped. Out: "port unreachable" for a UDP datagram no app took
-//! ([`port_unreachable`]), within the node's error budget ([`ErrorBudget`], both
+//! counted and dropped. Out: "port unreachable" for a UDP datagram no app took and
+//! "fragment reassembly time exceeded" for a datagram whose fragments did not all come
+//! ([`send_error`], [`ErrorKind`]), within the node's error budget ([`ErrorBudget`], both
 //! families).
 
 use std::ops::Range;
@@ -23,11 +24,40 @@ const PARAMETER_PROBLEM: u8 = 12;
 const FRAG_NEEDED: u8 = 4;
 /// Destination unreachable: port unreachable.
 const PORT_UNREACHABLE: u8 = 3;
+/// Time exceeded: fragment reassembly time exceeded.
+const REASSEMBLY_EXCEEDED: u8 = 1;
 /// TTL of replies.
 const REPLY_TTL: u8 = 64;
 /// Most bytes of the offending datagram an IPv4 error quotes: the error stays within the
 /// 576 bytes every host takes (RFC 1812 §4.3.2.3, as Linux).
 const QUOTE_MAX: usize = 576 - 20 - 8;
+
+/// An ICMP error the node sends about a datagram it received (both families).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Destination unreachable, port unreachable: a UDP datagram no app took (RFC 1122
+    /// §4.1.3.1, RFC 4443 §3.1).
+    PortUnreachable,
+    /// Time exceeded, fragment reassembly time exceeded: a datagram whose fragments did
+    /// not all come in time, its first one did (RFC 1122 §3.3.2, RFC 8200 §4.5).
+    ReassemblyTimeout,
+}
+
+impl ErrorKind {
+    /// The counters of this kind's errors sent and not sent.
+    pub(crate) fn counters<'a>(
+        self,
+        sent: [&'a mut u64; 2],
+        held: [&'a mut u64; 2],
+    ) -> (&'a mut u64, &'a mut u64) {
+        let [s0, s1] = sent;
+        let [h0, h1] = held;
+        match self {
+            ErrorKind::PortUnreachable => (s0, h0),
+            ErrorKind::ReassemblyTimeout => (s1, h1),
+        }
+    }
+}
 
 /// The rate of the ICMP errors a node sends, both families: a token bucket of
 /// [`ErrorBudget::BURST`] refilled at [`ErrorBudget::PER_SEC`] a second (Linux's global
@@ -86,6 +116,24 @@ pub struct IcmpStats {
     /// Port unreachables not sent: over the error budget, or the datagram came from an
     /// invalid source or to a broadcast or multicast MAC (RFC 1122 §3.2.2).
     pub unreach_suppressed: u64,
+    /// Fragment reassembly time exceeded sent (datagrams whose first fragment came, not
+    /// all the others).
+    pub reasm_exceeded_sent: u64,
+    /// Of those, not sent (as `unreach_suppressed`).
+    pub reasm_exceeded_suppressed: u64,
+}
+
+impl IcmpStats {
+    /// The counters of `kind`'s errors sent and not sent.
+    fn sent_held(&mut self, kind: ErrorKind) -> (&mut u64, &mut u64) {
+        kind.counters(
+            [&mut self.unreach_sent, &mut self.reasm_exceeded_sent],
+            [
+                &mut self.unreach_suppressed,
+                &mut self.reasm_exceeded_suppressed,
+            ],
+        )
+    }
 }
 
 /// What an IPv4 "destination unreachable" code means for a connection: hard errors
@@ -223,14 +271,14 @@ fn reply_headers(
     h[10..12].copy_from_slice(&c.to_be_bytes());
 }
 
-/// Answers the UDP datagram of frame `d` (IPv4 `ip`, sent to one of the node's
-/// addresses), which no app took, with "destination unreachable: port unreachable"
-/// (RFC 1122 §3.2.2.1, §4.1.3.1) quoting its IP header and first bytes (at most
+/// Answers the datagram of frame `d` (IPv4 `ip`, sent to one of the node's addresses)
+/// with the error `kind` (RFC 1122 §3.2.2) quoting its IP header and first bytes (at most
 /// [`QUOTE_MAX`]), within `budget`. Not to a datagram from an invalid source or the
 /// node's own (`from_us`), nor to one sent to a multicast, class E or broadcast address
 /// or MAC (RFC 1122 §3.2.2).
 #[allow(clippy::too_many_arguments)]
-pub fn port_unreachable<S: TxSink>(
+pub fn send_error<S: TxSink>(
+    kind: ErrorKind,
     d: &[u8],
     ip: &Ipv4In,
     from_us: bool,
@@ -244,7 +292,7 @@ pub fn port_unreachable<S: TxSink>(
     // Multicast, class E and the limited broadcast are no host's own address.
     let group_dst = ip.dst >= 0xe000_0000;
     if from_us || invalid_src || group_dst || d[0] & 1 != 0 || !budget.take(now) {
-        st.unreach_suppressed += 1;
+        *st.sent_held(kind).1 += 1;
         return;
     }
     let Some(q) = d.get(ETH_HLEN..ETH_HLEN + ip.total.min(QUOTE_MAX)) else {
@@ -260,10 +308,14 @@ pub fn port_unreachable<S: TxSink>(
     // 576 bytes, which every link carries).
     reply_headers(f, d, mac, ip, 0, [0, 0], 0x40);
     let m = &mut f[ETH_HLEN + 20..];
-    m[..8].copy_from_slice(&[DEST_UNREACHABLE, PORT_UNREACHABLE, 0, 0, 0, 0, 0, 0]);
+    let (typ, code) = match kind {
+        ErrorKind::PortUnreachable => (DEST_UNREACHABLE, PORT_UNREACHABLE),
+        ErrorKind::ReassemblyTimeout => (TIME_EXCEEDED, REASSEMBLY_EXCEEDED),
+    };
+    m[..8].copy_from_slice(&[typ, code, 0, 0, 0, 0, 0, 0]);
     m[8..].copy_from_slice(q);
     let c = checksum::checksum(m);
     m[2..4].copy_from_slice(&c.to_be_bytes());
     tx.commit(len);
-    st.unreach_sent += 1;
+    *st.sent_held(kind).0 += 1;
 }

@@ -3,7 +3,7 @@
 //! [`crate::neigh6`], errors quoting a TCP segment (destination unreachable, packet too
 //! big, time exceeded, parameter problem) returned for the TCP host
 //! ([`squall_tcp::TcpHost::icmp_error`]), everything else counted and dropped. Out:
-//! "port unreachable" for a UDP datagram no app took ([`port_unreachable6`]), within the
+//! "port unreachable" for a UDP datagram no app took and "fragment reassembly time exceeded" ([`send_error6`]), within the
 //! node's error budget.
 
 use std::ops::Range;
@@ -14,7 +14,7 @@ use squall_wire::{
     IPV6_HEADER_LEN,
 };
 
-use crate::icmp::{ErrorBudget, QUOTED_AT};
+use crate::icmp::{ErrorBudget, ErrorKind, QUOTED_AT};
 use crate::ipv6::Ipv6In;
 use crate::neigh::ETH_HLEN;
 use crate::neigh6::{send_icmpv6, Neighbours6};
@@ -44,19 +44,39 @@ pub struct Icmp6Stats {
     /// Port unreachables not sent: over the error budget, or the datagram came from a
     /// source that is not unicast or to a multicast MAC (RFC 4443 §2.4 e).
     pub unreach_suppressed: u64,
+    /// Fragment reassembly time exceeded sent (packets whose first fragment came, not all
+    /// the others).
+    pub reasm_exceeded_sent: u64,
+    /// Of those, not sent (as `unreach_suppressed`).
+    pub reasm_exceeded_suppressed: u64,
+}
+
+impl Icmp6Stats {
+    /// The counters of `kind`'s errors sent and not sent.
+    fn sent_held(&mut self, kind: ErrorKind) -> (&mut u64, &mut u64) {
+        kind.counters(
+            [&mut self.unreach_sent, &mut self.reasm_exceeded_sent],
+            [
+                &mut self.unreach_suppressed,
+                &mut self.reasm_exceeded_suppressed,
+            ],
+        )
+    }
 }
 
 /// Most bytes of the offending packet an ICMPv6 error quotes: the error stays within the
 /// minimum MTU (RFC 4443 §2.4 c).
 const QUOTE_MAX6: usize = 1280 - 40 - 8;
 
-/// Answers the UDP datagram of frame `d` (IPv6 `ip`, sent to one of the node's unicast
-/// addresses), which no app took, with "destination unreachable: port unreachable"
-/// (RFC 4443 §3.1, code 4) quoting as much of it as fits the minimum MTU, within
+/// Answers the packet of frame `d` (IPv6 `ip`, sent to one of the node's unicast
+/// addresses) with the error `kind` ("destination unreachable: port unreachable", RFC 4443
+/// §3.1 code 4, for a UDP datagram no app took; "time exceeded: fragment reassembly time
+/// exceeded", §3.3 code 1) quoting as much of it as fits the minimum MTU, within
 /// `budget`. Not to a source that is not unicast or is the node's own (`from_us`), nor to
 /// a packet sent to a multicast address or MAC (RFC 4443 §2.4 e).
 #[allow(clippy::too_many_arguments)]
-pub fn port_unreachable6<S: TxSink>(
+pub fn send_error6<S: TxSink>(
+    kind: ErrorKind,
     d: &[u8],
     ip: &Ipv6In,
     from_us: bool,
@@ -74,7 +94,7 @@ pub fn port_unreachable6<S: TxSink>(
         || s == 1u128.to_be_bytes()
         || (s[..10] == [0; 10] && s[10..12] == [0xff, 0xff]);
     if from_us || not_unicast || ip.dst.is_multicast() || d[0] & 1 != 0 || !budget.take(now) {
-        st.unreach_suppressed += 1;
+        *st.sent_held(kind).1 += 1;
         return;
     }
     let Some(q) = d.get(ETH_HLEN..ip.l4.1.min(ETH_HLEN + QUOTE_MAX6)) else {
@@ -102,11 +122,16 @@ pub fn port_unreachable6<S: TxSink>(
         return;
     }
     let m = &mut f[ETH_HLEN + IPV6_HEADER_LEN..];
-    m[..8].copy_from_slice(&[1, 4, 0, 0, 0, 0, 0, 0]);
+    // destination unreachable / port unreachable; time exceeded / reassembly
+    let (typ, code) = match kind {
+        ErrorKind::PortUnreachable => (1, 4),
+        ErrorKind::ReassemblyTimeout => (3, 1),
+    };
+    m[..8].copy_from_slice(&[typ, code, 0, 0, 0, 0, 0, 0]);
     m[8..].copy_from_slice(q);
     Icmpv6Packet::new_unchecked(m).fill_checksum(&ip.dst, &ip.src);
     tx.commit(len);
-    st.unreach_sent += 1;
+    *st.sent_held(kind).0 += 1;
 }
 
 /// What an ICMPv6 error `msg` (checksum verified) reports about a TCP segment it

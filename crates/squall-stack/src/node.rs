@@ -10,8 +10,8 @@ use squall_tcp::{FlowId, TcpApp, TcpConfig, TcpHost, TxSink};
 use squall_wire::{IpProtocol, Ipv4Address, Ipv6Address};
 
 use crate::app::{NodeApp, NodeIo};
-use crate::icmp::{on_icmp, port_unreachable, ErrorBudget, IcmpStats};
-use crate::icmp6::{on_icmpv6, port_unreachable6, Icmp6Stats};
+use crate::icmp::{on_icmp, send_error, ErrorBudget, ErrorKind, IcmpStats};
+use crate::icmp6::{on_icmpv6, send_error6, Icmp6Stats};
 use crate::ipv4::{self, Class};
 use crate::ipv6::{self as ip6, Ipv6Error, Ipv6Stats};
 use crate::neigh::{Neighbours, Owned, SharedMac};
@@ -381,6 +381,7 @@ impl<P: Port> Node<P> {
         }
         // Datagrams whose fragments did not all come in time.
         self.reasm.expire(now);
+        work |= self.reassembly_timeouts(now, tap.as_deref_mut());
         // TCP timers.
         if self.tcp.next_timer().is_some_and(|t| t <= now) {
             work = true;
@@ -404,6 +405,48 @@ impl<P: Port> Node<P> {
         self.progressed = work;
         self.counters.busy_turns += u64::from(work);
         work
+    }
+
+    /// Sends "fragment reassembly time exceeded" for the datagrams that timed out with
+    /// their first fragment in (RFC 1122 §3.3.2, RFC 8200 §4.5), quoting it; true if any.
+    fn reassembly_timeouts(&mut self, now: u64, tap: Option<TapRef<'_>>) -> bool {
+        let firsts = self.reasm.take_expired();
+        if firsts.is_empty() {
+            return false;
+        }
+        let kind = ErrorKind::ReassemblyTimeout;
+        let mut sink = PortSink::new(&mut self.port, &mut self.tx, tap, now, self.offload);
+        let b = &mut self.icmp_budget;
+        for d in &firsts {
+            if let Ok(ip) = ipv4::check_fragment(d) {
+                let from_us = self.neigh.owns(ip.src);
+                send_error(
+                    kind,
+                    d,
+                    &ip,
+                    from_us,
+                    self.mac,
+                    &mut self.icmp,
+                    b,
+                    now,
+                    &mut sink,
+                );
+            } else if let Ok(i) = ip6::check(d) {
+                let from_us = self.neigh6.owns(&i.src);
+                send_error6(
+                    kind,
+                    d,
+                    &i,
+                    from_us,
+                    self.mac,
+                    &mut self.icmp6,
+                    b,
+                    now,
+                    &mut sink,
+                );
+            }
+        }
+        true
     }
 
     /// Removes our VLAN tag from the received burst; frames without it go back to the
@@ -637,7 +680,8 @@ impl<P: Port> Node<P> {
                                     // (not from one of them: a looped or forged datagram)
                                     let from_us = neigh.owns(ip.src);
                                     let (b, s) = (&mut *icmp_budget, &mut sink!());
-                                    port_unreachable(d, &ip, from_us, *mac, icmp, b, now, s);
+                                    let kind = ErrorKind::PortUnreachable;
+                                    send_error(kind, d, &ip, from_us, *mac, icmp, b, now, s);
                                 }
                             }
                         }
@@ -709,7 +753,8 @@ impl<P: Port> Node<P> {
                                         // one of them: a looped or forged datagram).
                                         let from_us = neigh6.owns(&i.src);
                                         let (b, s) = (&mut *icmp_budget, &mut sink!());
-                                        port_unreachable6(d, &i, from_us, *mac, icmp6, b, now, s);
+                                        let kind = ErrorKind::PortUnreachable;
+                                        send_error6(kind, d, &i, from_us, *mac, icmp6, b, now, s);
                                     }
                                 }
                                 Ok((true, i)) if i.proto == IpProtocol::TCP => {

@@ -18,6 +18,9 @@ const IP6_LEN: usize = 40;
 const FRAG6_LEN: usize = 8;
 /// Most bytes of an IP packet (IPv4 total length, IPv6 payload length).
 const MAX_IP: usize = 65_535;
+/// Most first fragments of timed-out datagrams kept for their ICMP errors between two
+/// turns (the error budget sends fewer).
+const MAX_EXPIRED: usize = 64;
 
 /// Limits of the reassembly of one node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +133,9 @@ pub struct Fragment<'a> {
 pub struct Reassembly {
     cfg: ReasmConfig,
     partial: HashMap<Key, Partial>,
+    /// The first fragments (as received) of datagrams that timed out, for the node's
+    /// "reassembly time exceeded" errors ([`Reassembly::take_expired`]).
+    expired: Vec<Vec<u8>>,
     held: usize,
     /// The earliest deadline of a datagram in reassembly.
     next_deadline: u64,
@@ -157,6 +163,7 @@ impl Reassembly {
         Reassembly {
             cfg,
             partial: HashMap::new(),
+            expired: Vec::new(),
             held: 0,
             next_deadline: u64::MAX,
             stats: ReasmStats::default(),
@@ -178,7 +185,8 @@ impl Reassembly {
         (!self.partial.is_empty()).then_some(self.next_deadline)
     }
 
-    /// Drops the datagrams whose time is up at `now`.
+    /// Drops the datagrams whose time is up at `now`; those whose first fragment came
+    /// leave it for an ICMP error ([`Reassembly::take_expired`]).
     pub fn expire(&mut self, now: u64) {
         if now < self.next_deadline || self.partial.is_empty() {
             return;
@@ -186,10 +194,14 @@ impl Reassembly {
         let mut gone = 0;
         let mut freed = 0;
         let mut next = u64::MAX;
-        self.partial.retain(|_, p| {
+        let expired = &mut self.expired;
+        self.partial.retain(|key, p| {
             if p.deadline <= now {
                 gone += 1;
                 freed += p.held();
+                if expired.len() < MAX_EXPIRED {
+                    expired.extend(first_fragment(key, p));
+                }
                 false
             } else {
                 next = next.min(p.deadline);
@@ -380,11 +392,36 @@ impl Reassembly {
         Some(p)
     }
 
+    /// The first fragments of the datagrams that timed out since the last call, as they
+    /// were received (Ethernet frames), to quote in "fragment reassembly time exceeded"
+    /// (RFC 1122 §3.3.2, RFC 8200 §4.5: sent only where the first fragment came).
+    pub fn take_expired(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.expired)
+    }
+
     fn drop_datagram(&mut self, key: &Key) {
         if let Some(p) = self.partial.remove(key) {
             self.held -= p.held();
         }
     }
+}
+
+/// The first fragment of `p` (datagram `key`) as it was received, if it came: its headers
+/// (over IPv6 the fragment header put back: offset 0, more fragments) and its data.
+fn first_fragment(key: &Key, p: &Partial) -> Option<Vec<u8>> {
+    let &(0, len) = p.have.first()? else {
+        return None;
+    };
+    if p.head.is_empty() {
+        return None;
+    }
+    let mut f = p.head.clone();
+    if let (Key::V6 { id, .. }, Some((_, nh))) = (key, p.next_header) {
+        f.extend_from_slice(&[nh, 0, 0, 1]);
+        f.extend_from_slice(&id.to_be_bytes());
+    }
+    f.extend_from_slice(p.data.get(..len)?);
+    Some(f)
 }
 
 /// Whether data `start..end` (the last fragment's if not `more`) may join `p`.

@@ -2126,3 +2126,69 @@ fn random_frames_and_fragments_keep_the_node_whole() {
         "{all:?}"
     );
 }
+
+/// RFC 1122 §3.3.2 / RFC 8200 §4.5: a datagram whose fragments did not all come in time
+/// is dropped; where its first fragment came, the sender gets "time exceeded: fragment
+/// reassembly time exceeded" quoting that fragment as received (over IPv6 with its
+/// fragment header); where it did not, nothing. Both families, at their timeouts (30 s,
+/// 60 s).
+#[test]
+fn a_reassembly_timeout_is_reported_to_the_sender() {
+    for v6 in [false, true] {
+        let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+        let mut a = node(pa, MA, MB, IP_A);
+        let data: Vec<u8> = (0..3000u32).map(|i| (i % 253) as u8).collect();
+        let (src, dst) = if v6 {
+            (ip6(IP6_B).0.to_vec(), ip6(IP6_A).0.to_vec())
+        } else {
+            (IP_B.to_be_bytes().to_vec(), IP_A.to_be_bytes().to_vec())
+        };
+        let dg = udp_frame(MA, &src, &dst, 5000, &data);
+        // datagram 1: its first fragment only (the last of the list); datagram 2: its
+        // last only
+        let first = fragments(&dg, 1232, 1).pop().unwrap();
+        let last = fragments(&dg, 1232, 2).remove(0);
+        raw_frame(&mut raw, &first);
+        raw_frame(&mut raw, &last);
+        a.turn(1_000_000, &mut NoApp, None);
+        let timeout = if v6 { 60_000_000_000 } else { 30_000_000_000 };
+        a.turn(timeout, &mut NoApp, None);
+        assert!(raw_rx(&mut raw).is_empty(), "nothing before the timeout");
+        a.turn(timeout + 1_000_000, &mut NoApp, None);
+        let got = raw_rx(&mut raw);
+        assert_eq!(
+            got.len(),
+            1,
+            "one error, for the datagram whose first fragment came"
+        );
+        let e = &got[0];
+        assert_eq!(&e[..6], &MB[..]);
+        let (ip_len, icmp_type) = if v6 { (40, 3) } else { (20, 11) };
+        let m = &e[14 + ip_len..];
+        assert_eq!(
+            (m[0], m[1]),
+            (icmp_type, 1),
+            "time exceeded, reassembly (v6 {v6})"
+        );
+        let quote = &m[8..];
+        let hl = if v6 { 40 + 8 } else { 20 };
+        assert_eq!(
+            &quote[..hl],
+            &first[14..14 + hl],
+            "the first fragment's headers"
+        );
+        assert_eq!(
+            &quote[hl..hl + 8],
+            &first[14 + hl..14 + hl + 8],
+            "and its data"
+        );
+        let s = a.reasm.stats;
+        assert_eq!((s.fragments, s.timed_out, a.reasm.pending()), (2, 2, 0));
+        let sent = if v6 {
+            a.icmp6.reasm_exceeded_sent
+        } else {
+            a.icmp.reasm_exceeded_sent
+        };
+        assert_eq!(sent, 1);
+    }
+}

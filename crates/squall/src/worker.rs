@@ -452,6 +452,10 @@ pub(crate) fn fragments_note(n: &squall_stack::Node<impl squall_port::Port>) -> 
     if n.reasm.pending() > 0 {
         s.push_str(&format!(", incomplete at the end {}", n.reasm.pending()));
     }
+    let told = n.icmp.reasm_exceeded_sent + n.icmp6.reasm_exceeded_sent;
+    if told > 0 {
+        s.push_str(&format!(", reassembly time exceeded sent {told}"));
+    }
     s.push(')');
     s
 }
