@@ -98,27 +98,38 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
             BPF_LD | BPF_H | BPF_ABS,
             (SKF_AD_OFF + SKF_AD_PROTOCOL) as u32,
         ),
-        jeq(ETH_P_IP, 0, 9),
-        // 2: A = IP protocol; TCP or UDP, else worker 0 (20).
+        jeq(ETH_P_IP, 0, 11),
+        // 2: a fragment (more fragments, or an offset: no ports, or not at the header's
+        // end) -> worker 0 (22), where the datagram is reassembled and handed to its
+        // flow's worker.
+        st(BPF_LD | BPF_H | BPF_ABS, net(6)),
+        libc::sock_filter {
+            code: (BPF_JMP | libc::BPF_JSET | BPF_K) as u16,
+            jt: 18,
+            jf: 0,
+            k: 0x3fff,
+        },
+        // 4: A = IP protocol; TCP or UDP, else worker 0 (22).
         st(BPF_LD | BPF_B | BPF_ABS, net(9)),
         jeq(IPPROTO_TCP, 1, 0),
         jeq(IPPROTO_UDP, 0, 15),
-        // 5: X = IP header length; A = the port; 7..=10: pick.
+        // 7: X = IP header length; A = the port; 9..=12: pick.
         st(BPF_LDX | BPF_B | BPF_MSH, net(0)),
         st(BPF_LD | BPF_H | BPF_IND, net(port_off)),
     ];
     p.extend(pick);
     p.extend([
-        // 11: IPv6 with TCP or UDP as the next header, else worker 0.
+        // 13: IPv6 with TCP or UDP as the next header, else worker 0 (fragments too: a
+        // fragment header comes first).
         jeq(ETH_P_IPV6, 0, 8),
         st(BPF_LD | BPF_B | BPF_ABS, net(6)),
         jeq(IPPROTO_TCP, 1, 0),
         jeq(IPPROTO_UDP, 0, 5),
-        // 15: A = the port after the fixed header; 16..=19: pick.
+        // 17: A = the port after the fixed header; 18..=21: pick.
         st(BPF_LD | BPF_H | BPF_ABS, net(IPV6_HLEN + port_off)),
     ]);
     p.extend(pick);
-    // 20: worker 0.
+    // 22: worker 0.
     p.push(st(BPF_RET | BPF_K, 0));
     p
 }
@@ -245,6 +256,8 @@ mod tests {
                 a %= i.k;
             } else if c == BPF_JMP | BPF_JEQ | BPF_K {
                 pc += usize::from(if a == i.k { i.jt } else { i.jf });
+            } else if c == BPF_JMP | BPF_JSET | BPF_K {
+                pc += usize::from(if a & i.k != 0 { i.jt } else { i.jf });
             } else if c == BPF_RET | BPF_A {
                 return a;
             } else if c == BPF_RET | BPF_K {
@@ -290,6 +303,44 @@ mod tests {
                 assert_eq!(run(&src, 0x86dd, &o), 0);
             }
             assert_eq!(run(&src, 0x0806, &v4), 0);
+        }
+    }
+
+    /// Fragments carry no ports (but the first, at the header's end), so a datagram's
+    /// fragments all go to worker 0, which reassembles it (and hands it to its flow's
+    /// worker): on both sides, whatever bytes follow their headers.
+    #[test]
+    fn ipv4_fragments_of_one_datagram_reach_worker_0() {
+        for by in [FanoutBy::SrcPort, FanoutBy::DstPort] {
+            let p = program(&Fanout {
+                group: Some(1),
+                members: 4,
+                by,
+            });
+            let frag = |fo: u16, first4: [u8; 4]| {
+                let mut v = vec![0u8; 20 + 8];
+                v[0] = 0x45;
+                v[6..8].copy_from_slice(&fo.to_be_bytes());
+                v[9] = 17;
+                v[20..24].copy_from_slice(&first4);
+                v
+            };
+            // the first (more fragments; ports 4000 -> 53), then others (payload bytes)
+            assert_eq!(
+                run(&p, ETH_P_IP as u16, &frag(0x2000, [0x0f, 0xa0, 0, 53])),
+                0
+            );
+            for (k, fo) in [0x20b9u16, 0x2172, 0x022b].into_iter().enumerate() {
+                let g = frag(fo, [k as u8 * 77, 13 + k as u8, 200 - k as u8 * 31, 1]);
+                assert_eq!(run(&p, ETH_P_IP as u16, &g), 0, "{by:?} fragment {fo:#x}");
+            }
+            // DF alone is no fragment: steered by its port
+            let whole = frag(0x4000, [0x0f, 0xa1, 0x0f, 0xa1]);
+            let w = run(&p, ETH_P_IP as u16, &whole);
+            assert_eq!(
+                w,
+                run(&p, ETH_P_IP as u16, &frag(0, [0x0f, 0xa1, 0x0f, 0xa1]))
+            );
         }
     }
 

@@ -44,6 +44,8 @@ pub struct Icmp6Stats {
     /// Port unreachables not sent: over the error budget, or the datagram came from a
     /// source that is not unicast or to a multicast MAC (RFC 4443 §2.4 e).
     pub unreach_suppressed: u64,
+    /// Neighbour discovery messages that came in fragments (ignored, RFC 6980 §5).
+    pub ndp_fragmented: u64,
     /// Fragment reassembly time exceeded sent (packets whose first fragment came, not all
     /// the others).
     pub reasm_exceeded_sent: u64,

@@ -378,6 +378,7 @@ impl<P: Port> Node<P> {
         }
         if self.redirect.is_some() {
             work |= self.redirect_in(now, app, tap.as_deref_mut());
+            work |= self.whole_in(now, app, tap.as_deref_mut());
         }
         // Datagrams whose fragments did not all come in time.
         self.reasm.expire(now);
@@ -529,6 +530,23 @@ impl<P: Port> Node<P> {
         }
     }
 
+    /// Receives the datagrams other workers reassembled for flows of this one (as
+    /// datagrams reassembled here: checksums verified). True if any came.
+    fn whole_in<A: NodeApp>(&mut self, now: u64, app: &mut A, tap: Option<TapRef<'_>>) -> bool {
+        let Some(r) = self.redirect.as_mut() else {
+            return false;
+        };
+        let n = r.receive_whole(&mut self.rebuilt);
+        if n == 0 {
+            return false;
+        }
+        self.counters.rx_redirected += n as u64;
+        // (the port's frames of the turn are all handled: only these go through)
+        debug_assert!(self.rxq.is_empty());
+        self.rx_frames(now, app, tap);
+        true
+    }
+
     /// Demultiplexes the received burst in `rxq`. Runs of consecutive TCP frames go to
     /// the host as one burst; frames keep their arrival order.
     fn rx_frames<A: NodeApp>(&mut self, now: u64, app: &mut A, mut tap: Option<TapRef<'_>>) {
@@ -617,7 +635,7 @@ impl<P: Port> Node<P> {
         // The demux of a run of frames, each with its receive offload flags: runs of TCP
         // frames to the host's burst path, the rest one by one.
         macro_rules! demux {
-            ($frames:expr) => {{
+            ($frames:expr, $rebuilt:expr) => {{
                 let mut burst: [&[u8]; RX_BURST] = [&[]; RX_BURST];
                 let mut k = 0;
                 let mut vouched = false;
@@ -685,18 +703,16 @@ impl<P: Port> Node<P> {
                                 }
                             }
                         }
-                        Class::Fragment => {
-                            counters.rx_fragments += 1;
-                            match ipv4::check_fragment(d) {
-                                Ok(ip) if neigh.owns(ip.dst) => {
-                                    if let Some(whole) = reasm.push4(d, ip.ihl, now) {
-                                        rebuilt.push(whole);
-                                    }
+                        Class::Fragment => match ipv4::check_fragment(d) {
+                            Ok(ip) if neigh.owns(ip.dst) => {
+                                counters.rx_fragments += 1;
+                                if let Some(whole) = reasm.push4(d, ip.ihl, now) {
+                                    rebuilt.push(whole);
                                 }
-                                Ok(_) => counters.rx_not_ours += 1,
-                                Err(_) => counters.rx_bad += 1,
                             }
-                        }
+                            Ok(_) => counters.rx_not_ours += 1,
+                            Err(_) => counters.rx_bad += 1,
+                        },
                         Class::Icmp => {
                             counters.rx_icmp += 1;
                             match ipv4::check(d) {
@@ -711,8 +727,11 @@ impl<P: Port> Node<P> {
                             }
                         }
                         Class::Ipv6 => {
-                            counters.rx_ipv6 += 1;
-                            ip6.rx += 1;
+                            // (a reassembled packet's fragments were counted)
+                            if !$rebuilt {
+                                counters.rx_ipv6 += 1;
+                                ip6.rx += 1;
+                            }
                             let checked = if ip6::for_mac(d, mac) {
                                 ip6::check(d)
                                     .map(|i| (ip6::for_node(&i.dst, neigh6.owned()), i))
@@ -728,6 +747,17 @@ impl<P: Port> Node<P> {
                                     if let Some(whole) = reasm.push6(d, at, i.l4.1, now) {
                                         rebuilt.push(whole);
                                     }
+                                }
+                                Ok((true, i))
+                                    if $rebuilt
+                                        && i.proto == IpProtocol::ICMPV6
+                                        && d.get(i.l4.0)
+                                            .is_some_and(|t| (133..=137).contains(t)) =>
+                                {
+                                    // Neighbour discovery in fragments is ignored (RFC 6980
+                                    // §5): what RA-Guard cannot see must not move the next hop.
+                                    counters.rx_icmpv6 += 1;
+                                    icmp6.ndp_fragmented += 1;
                                 }
                                 Ok((true, i)) if i.proto == IpProtocol::ICMPV6 => {
                                     counters.rx_icmpv6 += 1;
@@ -796,7 +826,7 @@ impl<P: Port> Node<P> {
             }};
         }
         counters.rx_frames += rxq.len() as u64;
-        demux!(rxq.iter().map(|f| (f.data(), f.offload().flags)));
+        demux!(rxq.iter().map(|f| (f.data(), f.offload().flags)), false);
         // The datagrams the burst's fragments completed, received as frames of their own:
         // no port vouched for their checksums, the host verifies them (unless configured
         // not to verify at all). A whole datagram may itself be a fragment of an IPv6
@@ -813,17 +843,20 @@ impl<P: Port> Node<P> {
                     Some(s) => s.queue_of_frame(d),
                     None => redirect::owner(d, n, |p, l| serves(&*app, p, l)),
                 };
-                whole.retain(|d| match owner(d) {
-                    Some(k) if k != me => {
-                        r.send(k, d, OffloadFlags::default());
-                        false
+                let mut mine = Vec::with_capacity(whole.len());
+                for d in whole {
+                    match owner(&d) {
+                        Some(k) if k != me => r.send_whole(k, d),
+                        _ => mine.push(d),
                     }
-                    _ => true,
-                });
-                r.publish();
+                }
+                whole = mine;
             }
             tcp.set_rx_checksum(*rebuilt_verify);
-            demux!(whole.iter().map(|d| (&d[..], OffloadFlags::default())));
+            demux!(
+                whole.iter().map(|d| (&d[..], OffloadFlags::default())),
+                true
+            );
             tcp.set_rx_checksum(*rx_verify);
         }
         rebuilt.clear();

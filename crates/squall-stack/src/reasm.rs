@@ -5,7 +5,11 @@
 //! the node then receives as any other frame. A fragment overlapping another (but an exact
 //! duplicate, ignored) drops its datagram (RFC 5722; Linux does the same for IPv4); a
 //! datagram not complete in time is dropped. Fragments are rare and this is the cold path:
-//! a hash map per datagram, bytes copied once into the datagram's buffer.
+//! a hash map of datagrams, each fragment's bytes kept as they came (what is held is what
+//! was received, each fragment charged a little more for its keeping) and copied once
+//! into the whole frame. The whole frame takes the first fragment's headers, whose
+//! length may differ from the others' (IPv4 options copied into the first only, IPv6
+//! extension headers).
 
 use std::collections::HashMap;
 
@@ -18,6 +22,9 @@ const IP6_LEN: usize = 40;
 const FRAG6_LEN: usize = 8;
 /// Most bytes of an IP packet (IPv4 total length, IPv6 payload length).
 const MAX_IP: usize = 65_535;
+/// What keeping one fragment costs beyond its bytes, charged to the bytes limit (so that
+/// a flood of tiny fragments runs into it too).
+const PIECE_COST: usize = 64;
 /// Most first fragments of timed-out datagrams kept for their ICMP errors between two
 /// turns (the error budget sends fewer).
 const MAX_EXPIRED: usize = 64;
@@ -60,9 +67,10 @@ pub struct ReasmStats {
     pub overlaps: u64,
     /// Fragments refused as malformed: a non-last fragment whose length is not a
     /// multiple of 8 or is zero, a datagram beyond 65,535 bytes, fragments past its end
-    /// or a second, different end (the datagram is dropped with the latter two).
+    /// or a second, different end (the datagram is dropped with the last three).
     pub malformed: u64,
-    /// Fragments dropped for want of room (too many datagrams or bytes in reassembly).
+    /// Fragments dropped for want of room (too many datagrams or bytes in reassembly; a
+    /// fragment of a datagram held that passes the bytes limit drops the datagram).
     pub no_room: u64,
     /// Exact duplicates of a fragment already held (ignored).
     pub duplicates: u64,
@@ -101,19 +109,28 @@ struct Partial {
     /// IPv6: where in `head` the next-header byte naming the fragment header is, and the
     /// value it takes (the fragment header's next header).
     next_header: Option<(usize, u8)>,
-    /// The fragmentable part as received so far.
-    data: Vec<u8>,
-    /// The fragments' byte ranges of `data`: sorted, disjoint.
-    have: Vec<(usize, usize)>,
-    /// Bytes received (the sum of `have`'s lengths).
+    /// The fragments' data by offset in the fragmentable part: sorted, disjoint.
+    pieces: Vec<(usize, Vec<u8>)>,
+    /// Bytes received (the sum of the pieces' lengths).
     got: usize,
     /// The fragmentable part's length, once the last fragment came.
     total: Option<usize>,
+    /// Bytes charged to the limit: the headers, and each piece with its keeping.
+    charged: usize,
 }
 
 impl Partial {
     fn held(&self) -> usize {
-        self.head.len() + self.data.len()
+        self.charged
+    }
+
+    /// The fragmentable part, whole (the pieces cover it).
+    fn data(&self) -> Vec<u8> {
+        let mut d = Vec::with_capacity(self.got);
+        for (_, b) in &self.pieces {
+            d.extend_from_slice(b);
+        }
+        d
     }
 }
 
@@ -231,17 +248,21 @@ impl Reassembly {
             offset: usize::from(fo & 0x1fff) * 8,
             more: fo & 0x2000 != 0,
         };
-        // The whole datagram's header and data fit an IPv4 packet.
+        // The whole datagram's header and data fit an IPv4 packet (checked again whole,
+        // with the first fragment's header).
         let room = MAX_IP - ihl;
         let deadline = now.saturating_add(self.cfg.timeout4_ns);
-        let p = self.push(key, &frag, room, deadline, now, |head| {
+        let p = self.push(key, &frag, room, ETH_HLEN, deadline, now, |head| {
             head.extend_from_slice(&frame[..ETH_HLEN + ihl]);
             None
         })?;
+        let data = p.data();
         let mut f = p.head;
-        f.extend_from_slice(&p.data);
+        // The first fragment's header length (options copied or not into the others).
+        let ihl = f.len() - ETH_HLEN;
+        f.extend_from_slice(&data);
         let ip = &mut f[ETH_HLEN..];
-        let len = (ihl + p.data.len()) as u16;
+        let len = (ihl + data.len()) as u16;
         ip[2..4].copy_from_slice(&len.to_be_bytes());
         ip[6..8].copy_from_slice(&[0, 0]);
         ip[10..12].copy_from_slice(&[0, 0]);
@@ -281,34 +302,47 @@ impl Reassembly {
         // The payload length counts the unfragmentable extension headers too.
         let room = MAX_IP - (frag_at - ETH_HLEN - IP6_LEN);
         let deadline = now.saturating_add(self.cfg.timeout6_ns);
-        let p = self.push(key, &frag, room, deadline, now, |head| {
-            head.extend_from_slice(&frame[..frag_at]);
-            // The header before the fragment header (the fixed header, or the last
-            // extension header before it) names the fragment's next header instead.
-            let mut at = ETH_HLEN + 6;
-            let mut next = ETH_HLEN + IP6_LEN;
-            while next < frag_at {
-                at = next;
-                next += (usize::from(*frame.get(next + 1)?) + 1) * 8;
-            }
-            (next == frag_at).then_some((at, fh[0]))
-        })?;
+        let p = self.push(
+            key,
+            &frag,
+            room,
+            ETH_HLEN + IP6_LEN,
+            deadline,
+            now,
+            |head| {
+                head.extend_from_slice(&frame[..frag_at]);
+                // The header before the fragment header (the fixed header, or the last
+                // extension header before it) names the fragment's next header instead.
+                let mut at = ETH_HLEN + 6;
+                let mut next = ETH_HLEN + IP6_LEN;
+                while next < frag_at {
+                    at = next;
+                    next += (usize::from(*frame.get(next + 1)?) + 1) * 8;
+                }
+                (next == frag_at).then_some((at, fh[0]))
+            },
+        )?;
         let (at, nh) = p.next_header?;
+        let data = p.data();
         let mut f = p.head;
         f[at] = nh;
-        let plen = (f.len() - ETH_HLEN - IP6_LEN + p.data.len()) as u16;
+        let plen = (f.len() - ETH_HLEN - IP6_LEN + data.len()) as u16;
         f[ETH_HLEN + 4..ETH_HLEN + 6].copy_from_slice(&plen.to_be_bytes());
-        f.extend_from_slice(&p.data);
+        f.extend_from_slice(&data);
         Some(f)
     }
 
     /// Adds `frag` to datagram `key` (its data may end at most at `room`); the datagram,
-    /// taken out, once whole. `head` keeps the first fragment's headers.
+    /// taken out, once whole. `head` keeps the first fragment's headers, of which all but
+    /// the first `fixed` bytes count in the IP length field with the data (65,535 at
+    /// most).
+    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         key: Key,
         frag: &Fragment<'_>,
         room: usize,
+        fixed: usize,
         deadline: u64,
         now: u64,
         head: impl FnOnce(&mut Vec<u8>) -> Option<(usize, u8)>,
@@ -334,10 +368,10 @@ impl Reassembly {
                     deadline,
                     head: Vec::new(),
                     next_header: None,
-                    data: Vec::new(),
-                    have: Vec::new(),
+                    pieces: Vec::new(),
                     got: 0,
                     total: None,
+                    charged: 0,
                 },
             );
             self.next_deadline = self.next_deadline.min(deadline);
@@ -361,33 +395,39 @@ impl Reassembly {
             }
         }
         // (the first fragment's headers are at most where its data starts)
-        let grow = end.saturating_sub(p.data.len()) + if start == 0 { frag.data.0 } else { 0 };
-        if self.held + grow > self.cfg.max_bytes {
+        let cost = bytes.len() + PIECE_COST + if start == 0 { frag.data.0 } else { 0 };
+        if self.held + cost > self.cfg.max_bytes {
             self.stats.no_room += 1;
             self.drop_datagram(&key);
             return None;
         }
         let before = p.held();
-        if p.data.len() < end {
-            p.data.resize(end, 0);
+        if !bytes.is_empty() {
+            let i = p.pieces.partition_point(|r| r.0 < start);
+            p.pieces.insert(i, (start, bytes.to_vec()));
+            p.charged += bytes.len() + PIECE_COST;
         }
-        p.data[start..end].copy_from_slice(bytes);
-        insert(&mut p.have, start, end);
         p.got += end - start;
         if !frag.more {
             p.total = Some(end);
         }
         if start == 0 {
             p.next_header = head(&mut p.head);
+            p.charged += p.head.len();
         }
         self.held += p.held() - before;
-        // Disjoint ranges inside 0..total whose lengths sum to total cover it.
+        // Disjoint pieces inside 0..total whose lengths sum to total cover it.
         let whole = p.total == Some(p.got) && !p.head.is_empty();
         if !whole {
             return None;
         }
         let p = self.partial.remove(&key)?;
         self.held -= p.held();
+        // The first fragment's headers with the whole data: still an IP packet?
+        if p.head.len() - fixed + p.got > MAX_IP {
+            self.stats.malformed += 1;
+            return None;
+        }
         self.stats.reassembled += 1;
         Some(p)
     }
@@ -409,7 +449,7 @@ impl Reassembly {
 /// The first fragment of `p` (datagram `key`) as it was received, if it came: its headers
 /// (over IPv6 the fragment header put back: offset 0, more fragments) and its data.
 fn first_fragment(key: &Key, p: &Partial) -> Option<Vec<u8>> {
-    let &(0, len) = p.have.first()? else {
+    let (0, first) = p.pieces.first()? else {
         return None;
     };
     if p.head.is_empty() {
@@ -420,7 +460,7 @@ fn first_fragment(key: &Key, p: &Partial) -> Option<Vec<u8>> {
         f.extend_from_slice(&[nh, 0, 0, 1]);
         f.extend_from_slice(&id.to_be_bytes());
     }
-    f.extend_from_slice(p.data.get(..len)?);
+    f.extend_from_slice(first);
     Some(f)
 }
 
@@ -429,7 +469,8 @@ fn admit(p: &Partial, start: usize, end: usize, more: bool) -> Result<(), Refuse
     if !more {
         // A second, different end, or data already past this one (RFC 8200 §4.5; Linux
         // drops the datagram for both).
-        if p.total.is_some_and(|t| t != end) || p.have.last().is_some_and(|r| r.1 > end) {
+        let last_end = p.pieces.last().map(|(o, b)| o + b.len());
+        if p.total.is_some_and(|t| t != end) || last_end.is_some_and(|e| e > end) {
             return Err(Refused::Datagram(|s| &mut s.malformed));
         }
     } else if p.total.is_some_and(|t| end > t) {
@@ -439,25 +480,18 @@ fn admit(p: &Partial, start: usize, end: usize, more: bool) -> Result<(), Refuse
         // (an empty last fragment: nothing to overlap)
         return if more { Err(Refused::Fragment) } else { Ok(()) };
     }
-    // The ranges are sorted and disjoint: only the two around `start` can meet it.
-    let i = p.have.partition_point(|r| r.0 < start);
-    if p.have.get(i) == Some(&(start, end)) {
+    // The pieces are sorted and disjoint: only the two around `start` can meet it.
+    let i = p.pieces.partition_point(|r| r.0 < start);
+    let range = |k: usize| p.pieces.get(k).map(|(o, b)| (*o, o + b.len()));
+    if range(i) == Some((start, end)) {
         return Err(Refused::Duplicate);
     }
-    let before = i > 0 && p.have[i - 1].1 > start;
-    let after = p.have.get(i).is_some_and(|r| r.0 < end);
+    let before = i > 0 && range(i - 1).is_some_and(|r| r.1 > start);
+    let after = range(i).is_some_and(|r| r.0 < end);
     if before || after {
         return Err(Refused::Datagram(|s| &mut s.overlaps));
     }
     Ok(())
-}
-
-/// Adds `start..end` (disjoint from every range) to the sorted ranges.
-fn insert(have: &mut Vec<(usize, usize)>, start: usize, end: usize) {
-    if start < end {
-        let i = have.partition_point(|r| r.0 < start);
-        have.insert(i, (start, end));
-    }
 }
 
 #[cfg(test)]
@@ -466,11 +500,18 @@ mod tests {
 
     /// An IPv4 frame of `data` at byte `offset` of datagram `id` (header checksum right).
     fn frag4(id: u16, offset: usize, more: bool, data: &[u8]) -> Vec<u8> {
-        let mut f = vec![0u8; ETH_HLEN + 20];
+        frag4_opts(id, offset, more, data, &[])
+    }
+
+    /// [`frag4`] with IP options `opts` (a multiple of 4 bytes).
+    fn frag4_opts(id: u16, offset: usize, more: bool, data: &[u8], opts: &[u8]) -> Vec<u8> {
+        let hl = 20 + opts.len();
+        let mut f = vec![0u8; ETH_HLEN + hl];
         f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        f[ETH_HLEN + 20..].copy_from_slice(opts);
         let ip = &mut f[ETH_HLEN..];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&((20 + data.len()) as u16).to_be_bytes());
+        ip[0] = 0x40 | (hl / 4) as u8;
+        ip[2..4].copy_from_slice(&((hl + data.len()) as u16).to_be_bytes());
         ip[4..6].copy_from_slice(&id.to_be_bytes());
         let fo = (offset / 8) as u16 | if more { 0x2000 } else { 0 };
         ip[6..8].copy_from_slice(&fo.to_be_bytes());
@@ -478,14 +519,79 @@ mod tests {
         ip[9] = 17;
         ip[12..16].copy_from_slice(&[198, 18, 0, 2]);
         ip[16..20].copy_from_slice(&[198, 18, 0, 1]);
-        let sum = !checksum::sum(&ip[..20]);
+        let sum = !checksum::sum(&ip[..hl]);
         ip[10..12].copy_from_slice(&sum.to_be_bytes());
         f.extend_from_slice(data);
         f
     }
 
     fn push4(r: &mut Reassembly, f: &[u8], now: u64) -> Option<Vec<u8>> {
-        r.push4(f, 20, now)
+        r.push4(f, usize::from(f[ETH_HLEN] & 0x0f) * 4, now)
+    }
+
+    /// RFC 791: options not copied are in the first fragment only, so the fragments'
+    /// header lengths differ; the whole datagram has the first one's header, its length
+    /// and checksum right, whichever fragment completes it.
+    #[test]
+    fn the_first_fragments_header_makes_the_datagrams() {
+        let d = payload(1600);
+        // record route (not copied) in the first; a copied option (40 bytes) in the last
+        let rr = [7, 7, 4, 0, 0, 0, 0, 1];
+        let copied = [[0x94, 4, 0, 0]; 10].concat();
+        for last_first in [false, true] {
+            let mut r = Reassembly::default();
+            let a = frag4_opts(5, 0, true, &d[..800], &rr);
+            let b = frag4_opts(5, 800, false, &d[800..], &copied);
+            let got = if last_first {
+                assert!(push4(&mut r, &b, 0).is_none());
+                push4(&mut r, &a, 0)
+            } else {
+                assert!(push4(&mut r, &a, 0).is_none());
+                push4(&mut r, &b, 0)
+            };
+            let f = got.unwrap();
+            let ip = &f[ETH_HLEN..];
+            assert_eq!(ip[0], 0x47, "the first fragment's header (28 bytes)");
+            assert_eq!(&ip[20..28], &rr);
+            assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 28 + 1600);
+            assert_eq!(checksum::sum(&ip[..28]), 0xffff);
+            assert_eq!(&ip[28..], &d[..]);
+            assert_eq!((r.pending(), r.held()), (0, 0));
+        }
+        // whole past 65,535 bytes with the first fragment's longer header: malformed
+        let mut r = Reassembly::default();
+        let big = payload(1480);
+        let mut off = 0;
+        let last = 65_515 - 1480 * 44;
+        while off < 1480 * 44 {
+            let opts: &[u8] = if off == 0 { &rr } else { &[] };
+            assert!(push4(&mut r, &frag4_opts(6, off, true, &big, opts), 0).is_none());
+            off += 1480;
+        }
+        assert!(push4(&mut r, &frag4(6, off, false, &big[..last]), 0).is_none());
+        assert_eq!(
+            (r.stats.malformed, r.stats.reassembled, r.pending()),
+            (1, 0, 0)
+        );
+        assert_eq!(r.held(), 0);
+    }
+
+    /// Bytes held are bytes received: tiny fragments far into a datagram do not take
+    /// the room of 64 KiB each.
+    #[test]
+    fn what_is_held_is_what_came() {
+        let mut r = Reassembly::new(ReasmConfig {
+            max_bytes: 16 << 10,
+            ..ReasmConfig::default()
+        });
+        for id in 0..64 {
+            push4(&mut r, &frag4(id, 65_488, false, &[1; 8]), 0);
+        }
+        assert_eq!((r.pending(), r.held()), (64, 64 * (8 + PIECE_COST)));
+        let d = payload(4000);
+        assert!(push4(&mut r, &frag4(99, 0, true, &d[..2000]), 0).is_none());
+        assert!(push4(&mut r, &frag4(99, 2000, false, &d[2000..]), 0).is_some());
+        assert_eq!(r.stats.no_room, 0);
     }
 
     fn payload(n: usize) -> Vec<u8> {
@@ -631,15 +737,5 @@ mod tests {
             assert_eq!(&f[ETH_HLEN + 6..nh_at], &hdrs[ETH_HLEN + 6..nh_at]);
             assert_eq!((r.pending(), r.held()), (0, 0));
         }
-    }
-
-    #[test]
-    fn ranges_stay_sorted() {
-        let mut h = Vec::new();
-        insert(&mut h, 16, 24);
-        insert(&mut h, 0, 8);
-        insert(&mut h, 8, 16);
-        insert(&mut h, 30, 30);
-        assert_eq!(h, [(0, 8), (8, 16), (16, 24)]);
     }
 }

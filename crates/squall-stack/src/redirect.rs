@@ -7,10 +7,16 @@
 //! client core chose. A worker that receives a frame of another worker's flow copies it
 //! into a single-producer ring towards that worker and counts it; the owner takes it in
 //! at its next turn as if its own port had received it. With RSS steering in place the
-//! count stays zero.
+//! count stays zero. Datagrams reassembled from fragments (any size) go to their owner
+//! whole through a bounded channel per worker, beside the rings.
 
 use squall_port::frame::OffloadFlags;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
 use squall_port::ring::{ring, Consumer, Producer};
+
+/// Reassembled datagrams a worker's channel holds (more are dropped, counted).
+const WHOLE_DEPTH: usize = 256;
 
 /// Bytes a redirected frame may have (an MTU-1500 frame with a VLAN tag fits; larger
 /// frames are counted `too_big` and dropped).
@@ -43,6 +49,26 @@ pub struct RedirectStats {
     pub dropped_full: u64,
     /// Frames too large for a parcel (dropped).
     pub too_big: u64,
+    /// Reassembled datagrams handed to their owner, and taken in from other workers.
+    pub whole_sent: u64,
+    pub whole_received: u64,
+    /// Reassembled datagrams dropped: the owner's channel full.
+    pub whole_dropped: u64,
+}
+
+impl RedirectStats {
+    /// Frames and reassembled datagrams handed to other workers.
+    pub fn handed(&self) -> u64 {
+        self.sent + self.whole_sent
+    }
+    /// Frames and reassembled datagrams taken in from other workers.
+    pub fn taken(&self) -> u64 {
+        self.received + self.whole_received
+    }
+    /// Frames and reassembled datagrams dropped on the way.
+    pub fn dropped(&self) -> u64 {
+        self.dropped_full + self.too_big + self.whole_dropped
+    }
 }
 
 /// One worker's ends of the redirect mesh.
@@ -53,18 +79,29 @@ pub struct Redirect {
     to: Vec<Option<Producer<Parcel>>>,
     /// Rings from the other workers.
     from: Vec<Consumer<Parcel>>,
+    /// `whole_to[k]`: the channel of reassembled datagrams towards worker `k`.
+    whole_to: Vec<Option<SyncSender<Vec<u8>>>>,
+    /// Reassembled datagrams from the other workers.
+    whole_from: Receiver<Vec<u8>>,
     pub stats: RedirectStats,
 }
 
 /// The redirect ends of `n` workers, each ring `depth` frames deep.
 pub fn mesh(n: u32, depth: usize) -> Vec<Redirect> {
     let n = n.max(1);
-    let mut ws: Vec<Redirect> = (0..n)
-        .map(|me| Redirect {
+    let (whole_tx, whole_rx): (Vec<_>, Vec<_>) = (0..n).map(|_| sync_channel(WHOLE_DEPTH)).unzip();
+    let mut ws: Vec<Redirect> = whole_rx
+        .into_iter()
+        .zip(0..n)
+        .map(|(whole_from, me)| Redirect {
             me,
             n,
             to: (0..n).map(|_| None).collect(),
             from: Vec::new(),
+            whole_to: (0..n)
+                .map(|k| (k != me).then(|| whole_tx[k as usize].clone()))
+                .collect(),
+            whole_from,
             stats: RedirectStats::default(),
         })
         .collect();
@@ -154,6 +191,26 @@ impl Redirect {
         }
     }
 
+    /// Hands reassembled datagram `frame` (any size) to worker `to`.
+    pub fn send_whole(&mut self, to: u32, frame: Vec<u8>) {
+        let Some(Some(tx)) = self.whole_to.get(to as usize) else {
+            return;
+        };
+        match tx.try_send(frame) {
+            Ok(()) => self.stats.whole_sent += 1,
+            Err(_) => self.stats.whole_dropped += 1,
+        }
+    }
+
+    /// Takes in the reassembled datagrams other workers handed to this one.
+    pub fn receive_whole(&mut self, out: &mut Vec<Vec<u8>>) -> usize {
+        let before = out.len();
+        out.extend(self.whole_from.try_iter().take(WHOLE_DEPTH));
+        let n = out.len() - before;
+        self.stats.whole_received += n as u64;
+        n
+    }
+
     /// Makes the frames sent so far visible to their owners.
     pub fn publish(&mut self) {
         for p in self.to.iter_mut().flatten() {
@@ -189,6 +246,33 @@ mod tests {
         f[34..36].copy_from_slice(&sport.to_be_bytes());
         f[36..38].copy_from_slice(&dport.to_be_bytes());
         f
+    }
+
+    /// A reassembled datagram goes whole, whatever its size; a full channel drops and
+    /// counts.
+    #[test]
+    fn whole_datagrams_of_any_size_reach_their_worker() {
+        let mut m = mesh(2, 4);
+        let mut w1 = m.pop().unwrap();
+        let mut w0 = m.pop().unwrap();
+        let big: Vec<u8> = (0..9_000u32).map(|i| i as u8).collect();
+        w0.send_whole(1, big.clone());
+        w0.send_whole(0, big.clone()); // (to itself: no channel)
+        let mut got = Vec::new();
+        assert_eq!(w1.receive_whole(&mut got), 1);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0], big);
+        for _ in 0..WHOLE_DEPTH + 3 {
+            w0.send_whole(1, vec![1]);
+        }
+        let s = w0.stats;
+        assert_eq!((s.whole_sent, s.whole_dropped), (1 + WHOLE_DEPTH as u64, 3));
+        got.clear();
+        assert_eq!(w1.receive_whole(&mut got), WHOLE_DEPTH);
+        assert_eq!(
+            (w1.stats.whole_received, w1.stats.taken()),
+            (1 + WHOLE_DEPTH as u64, 1 + WHOLE_DEPTH as u64)
+        );
     }
 
     #[test]

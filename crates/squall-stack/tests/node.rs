@@ -1944,6 +1944,7 @@ fn a_fragmented_datagram_is_received_whole() {
         assert_eq!(a.reasm.pending(), 0);
         assert_eq!(a.reasm.stats.fragments, 6);
         assert_eq!(a.counters.rx_not_ours, 3);
+        assert_eq!(a.counters.rx_fragments, 6, "fragments for the node only");
     }
 }
 
@@ -1973,8 +1974,14 @@ fn fragments_are_reassembled_where_they_arrive_then_redirected() {
     let (r0, r1) = (w0.redirect_stats().unwrap(), w1.redirect_stats().unwrap());
     assert!(w0.reasm.stats.reassembled >= 8, "{:?}", w0.reasm.stats);
     assert_eq!(w1.reasm.stats.fragments, 0, "no fragment went to worker 1");
-    assert!(r0.sent >= 4 && r0.sent == r1.received, "{r0:?} {r1:?}");
-    assert_eq!(r0.dropped_full + r0.too_big, 0);
+    // worker 1's segments whole (its data), its small frames as they came (SYN-ACK, ACKs)
+    assert!(
+        r0.whole_sent >= 4 && r0.whole_sent == r1.whole_received,
+        "{r0:?} {r1:?}"
+    );
+    assert!(r0.sent >= 2 && r0.sent == r1.received, "{r0:?} {r1:?}");
+    assert_eq!(r0.dropped(), 0);
+    assert_eq!(w1.counters.rx_redirected, r1.taken());
 }
 
 /// Two server workers behind a port whose device steers flows by RSS (no redirect of
@@ -2039,16 +2046,17 @@ fn on_rss_a_reassembled_segment_goes_to_its_queues_worker() {
         other.reasm.stats
     );
     assert_eq!(
-        r.sent, other.reasm.stats.reassembled,
+        r.whole_sent, other.reasm.stats.reassembled,
         "every segment handed over"
     );
+    assert_eq!(r.sent, 0, "no frame of the port redirected");
     assert_eq!(
         other.tcp.counters().tcps_connects + other.tcp.counters().tcps_accepts,
         0
     );
     assert_eq!(
         s0.counters.rx_redirected + s1.counters.rx_redirected,
-        r.sent
+        r.whole_sent
     );
 }
 
@@ -2083,6 +2091,13 @@ fn random_frames_and_fragments_keep_the_node_whole() {
                     }
                     1 if parts.len() > 1 => {
                         parts.remove(0);
+                    }
+                    // (IPv4: one fragment with options, its header longer than the
+                    // others'; the harness makes its length and checksum again)
+                    2 if !v6 => {
+                        let k = rng.below(parts.len() as u64) as usize;
+                        parts[k].splice(34..34, [1u8, 1, 1, 1]);
+                        parts[k][14] = 0x46;
                     }
                     _ => {}
                 }
@@ -2190,5 +2205,99 @@ fn a_reassembly_timeout_is_reported_to_the_sender() {
             a.icmp.reasm_exceeded_sent
         };
         assert_eq!(sent, 1);
+    }
+}
+
+/// RFC 6980 §5: neighbour discovery in fragments is ignored (what RA-Guard cannot see
+/// must not be learnt): a solicitation for the node's address in two fragments is
+/// reassembled, not answered, its sender not learnt; the same solicitation whole is.
+#[test]
+fn neighbour_discovery_in_fragments_is_ignored() {
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, MB, IP_A);
+    let (me, peer) = (ip6(IP6_A), ip6(IP6_B));
+    let ns = icmp6_frame(
+        MA,
+        peer,
+        me,
+        255,
+        &Icmpv6Repr::NeighborSolicit {
+            target: me,
+            source_mac: Some(MacAddress(MB)),
+        },
+    );
+    let parts = fragments(&ns, 16, 3);
+    assert_eq!(parts.len(), 2);
+    for p in &parts {
+        raw_frame(&mut raw, p);
+    }
+    a.turn(1_000, &mut NoApp, None);
+    assert!(raw_rx(&mut raw).is_empty(), "not answered");
+    assert_eq!(a.neigh6.lookup(&peer), None, "not learnt");
+    assert_eq!((a.icmp6.ndp_fragmented, a.reasm.stats.reassembled), (1, 1));
+    assert_eq!(
+        a.counters.rx_ipv6, 2,
+        "the fragments, not the reassembled packet again"
+    );
+    raw_frame(&mut raw, &ns);
+    a.turn(2_000, &mut NoApp, None);
+    assert_eq!(raw_rx(&mut raw).len(), 1, "whole: answered");
+    assert_eq!(a.neigh6.lookup(&peer), Some(MB));
+}
+
+/// A reassembled segment's checksum is verified on whichever worker receives it, also
+/// behind a port that vouches for every frame's (the mem wire's offload): a SYN in
+/// fragments reaching the worker that does not own its flow is reassembled there and
+/// handed over whole; corrupted, neither worker answers it (the owner counts a bad
+/// checksum); intact, its owner answers.
+#[test]
+fn a_reassembled_segment_is_verified_on_the_worker_it_goes_to() {
+    let off = MemConfig {
+        offload: true,
+        ..MemConfig::default()
+    };
+    let owner = squall_port::fanout::peer_port_owner(40_000, 2) as usize;
+    let other = 1 - owner;
+    for corrupt in [true, false] {
+        let (p0, r0) = pair(off.clone()).unwrap();
+        let (p1, r1) = pair(off.clone()).unwrap();
+        let mut w = [node(p0, MA, MB, IP_A), node(p1, MA, MB, IP_A)];
+        let mut raws = [r0, r1];
+        let mut mesh = redirect::mesh(2, 64);
+        w[1].set_redirect(mesh.pop().unwrap());
+        w[0].set_redirect(mesh.pop().unwrap());
+        let (a0, a1) = w.split_at_mut(1);
+        let mut apps = [server(&mut a0[0], 80, b"ok"), server(&mut a1[0], 80, b"ok")];
+        let syn = syn_frame(MA, Some((IP_B, IP_A)), None);
+        let mut parts = fragments(&syn, 8, 5);
+        if corrupt {
+            // (the last fragment's data: not under the IP header's checksum)
+            parts[0][14 + 20] ^= 0xff;
+        }
+        for p in &parts {
+            raw_frame(&mut raws[other], p);
+        }
+        for t in 1..3 {
+            for k in 0..2 {
+                w[k].turn(t * 1_000, &mut apps[k], None);
+            }
+        }
+        let answers: Vec<usize> = raws.iter_mut().map(|r| raw_rx(r).len()).collect();
+        let handed = w[other].redirect_stats().unwrap();
+        assert_eq!(
+            (handed.whole_sent, w[other].reasm.stats.reassembled),
+            (1, 1)
+        );
+        if corrupt {
+            assert_eq!(answers, [0, 0], "a corrupted SYN answered");
+            assert_eq!(w[owner].tcp.counters().tcps_rcvbadsum, 1);
+        } else {
+            assert_eq!(answers[owner], 1, "the owner answers the intact SYN");
+            assert_eq!(
+                apps[owner].accepted + apps[other].accepted,
+                0,
+                "(no handshake yet)"
+            );
+        }
     }
 }

@@ -302,10 +302,7 @@ pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
         udp_live_end: s.gen.udp.live,
         peak_active: s.gen.app.peak_live,
         rx_redirected: s.node.counters.rx_redirected,
-        redirect_dropped: s
-            .node
-            .redirect_stats()
-            .map_or(0, |r| r.dropped_full + r.too_big),
+        redirect_dropped: s.node.redirect_stats().map_or(0, |r| r.dropped()),
         redirect_mesh: s.node.redirect_stats().is_some(),
         ip_fragments: s.node.reasm.stats.fragments,
         ip_reassembled: s.node.reasm.stats.reassembled,

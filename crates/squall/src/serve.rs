@@ -478,9 +478,9 @@ fn serve_on<P: Port>(
         match redirect {
             Some(r) => format!(
                 "; redirect: handed to other workers {}, taken in {}, dropped {}",
-                r.sent,
-                r.received,
-                r.dropped_full + r.too_big
+                r.handed(),
+                r.taken(),
+                r.dropped()
             ),
             None => String::new(),
         }

@@ -364,9 +364,9 @@ pub(crate) fn run_on<P: Port>(
         match s.node.redirect_stats() {
             Some(r) => format!(
                 "; redirect: handed to other workers {}, taken in {}, dropped {}",
-                r.sent,
-                r.received,
-                r.dropped_full + r.too_big
+                r.handed(),
+                r.taken(),
+                r.dropped()
             ),
             None => String::new(),
         }
