@@ -22,8 +22,8 @@ use serde_json::Value;
 
 mod lab;
 use lab::{
-    machine_lock, nginx_squall_requests, nginx_w1_on, ns, num, root, skip, squall_bin, squall_in,
-    tmpdir, Capture, Proc,
+    lab_start, machine_lock, nginx_squall_requests, nginx_w1_on, ns, num, root, run_ok, skip,
+    squall_bin, squall_in, tmpdir, Capture, Namespaces, Proc,
 };
 
 const CLI: &str = "v6p-cli";
@@ -32,29 +32,19 @@ const CIF: &str = "v6p-c0";
 const SIF: &str = "v6p-s0";
 const KERNEL_SRV: &str = "2001:db8:62::1";
 
-fn ok(c: &mut Command) {
-    let st = c.stdout(Stdio::null()).stderr(Stdio::null()).status();
-    assert!(st.is_ok_and(|s| s.success()), "{c:?} failed");
-}
-
 /// The two namespaces and the veth; `kernel_srv`: the server end gets 2001:db8:62::1/64
 /// for a kernel server, else neither kernel has IPv6 on the veth (Squall on both ends).
 struct Topo;
 
 impl Topo {
-    fn up(kernel_srv: bool) -> Topo {
-        Topo::clean();
-        let t = Topo;
-        for n in [CLI, SRV] {
-            ok(Command::new("ip").args(["netns", "add", n]));
-            ok(&mut ns(n, &["ip", "link", "set", "lo", "up"]));
-        }
-        ok(Command::new("ip").args([
+    fn up(kernel_srv: bool) -> Namespaces {
+        let t = Namespaces::create(&[CLI, SRV]);
+        run_ok(Command::new("ip").args([
             "link", "add", CIF, "netns", CLI, "type", "veth", "peer", "name", SIF, "netns", SRV,
         ]));
         for (n, ifc) in [(CLI, CIF), (SRV, SIF)] {
             // Offloads off: AF_PACKET then sees what a wire would carry (scripts/lab.sh).
-            ok(&mut ns(
+            run_ok(&mut ns(
                 n,
                 &[
                     "ethtool", "-K", ifc, "tso", "off", "gso", "off", "gro", "off", "tx", "off",
@@ -63,31 +53,17 @@ impl Topo {
             ));
             let squall_here = n == CLI || !kernel_srv;
             let off = format!("net.ipv6.conf.{ifc}.disable_ipv6={}", u8::from(squall_here));
-            ok(&mut ns(n, &["sysctl", "-qw", &off]));
-            ok(&mut ns(n, &["ip", "link", "set", ifc, "up"]));
+            run_ok(&mut ns(n, &["sysctl", "-qw", &off]));
+            run_ok(&mut ns(n, &["ip", "link", "set", ifc, "up"]));
         }
         if kernel_srv {
             let a = format!("{KERNEL_SRV}/64");
-            ok(&mut ns(
+            run_ok(&mut ns(
                 SRV,
                 &["ip", "-6", "addr", "add", &a, "dev", SIF, "nodad"],
             ));
         }
         t
-    }
-    fn clean() {
-        for n in [CLI, SRV] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", n])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-impl Drop for Topo {
-    fn drop(&mut self) {
-        Topo::clean();
     }
 }
 
@@ -128,12 +104,8 @@ fn client_vs_nginx(kind: &str, cores: u32) {
     let tools = [
         "ip", "ethtool", "sysctl", "nginx", "curl", "dumpcap", "tshark",
     ];
-    if let Some(r) = skip(&tools) {
-        eprintln!("skipped: {r}");
+    let Some(_lock) = lab_start(&tools) else {
         return;
-    }
-    let Some(_lock) = machine_lock(Duration::from_secs(900)) else {
-        panic!("the lab lock /tmp/squall-lab.lock was not free within 900 s");
     };
     let _topo = Topo::up(true);
     let dir = tmpdir(&format!("v6p-cli-{kind}-{cores}"));
@@ -268,7 +240,7 @@ fn squall_client_and_server_over_ipv6_on_a_veth() {
         60,
     );
     eprintln!("{text}");
-    let out = wait_ok(srv);
+    let out = wait_run_ok(srv);
     eprintln!("server: {out}");
     assert_eq!(code, 0, "squall client over IPv6 not clean:\n{text}");
     assert!(text.contains("peer 2001:db8:62:2::3000:1"), "{text}");
@@ -286,7 +258,7 @@ fn squall_client_and_server_over_ipv6_on_a_veth() {
 }
 
 /// Waits (70 s at most) for `p` to exit 0 and returns its stderr.
-fn wait_ok(mut p: Proc) -> String {
+fn wait_run_ok(mut p: Proc) -> String {
     let t0 = std::time::Instant::now();
     let status = loop {
         if let Some(s) = p.0.try_wait().unwrap() {
@@ -319,23 +291,18 @@ const TG: &str = "v6p-tg";
 const DUT: &str = "v6p-dut";
 
 impl DutTopo {
-    fn up() -> DutTopo {
-        DutTopo::clean();
-        let t = DutTopo;
-        for n in [TG, DUT] {
-            ok(Command::new("ip").args(["netns", "add", n]));
-            ok(&mut ns(n, &["ip", "link", "set", "lo", "up"]));
-        }
+    fn up() -> Namespaces {
+        let t = Namespaces::create(&[TG, DUT]);
         for (mine, theirs, addr) in [
             ("v6p-tc", "v6p-dc", "2001:db8:70::1/64"),
             ("v6p-ts", "v6p-ds", "2001:db8:71::1/64"),
         ] {
-            ok(Command::new("ip").args([
+            run_ok(Command::new("ip").args([
                 "link", "add", mine, "netns", TG, "type", "veth", "peer", "name", theirs, "netns",
                 DUT,
             ]));
             for (n, ifc) in [(TG, mine), (DUT, theirs)] {
-                ok(&mut ns(
+                run_ok(&mut ns(
                     n,
                     &[
                         "ethtool", "-K", ifc, "tso", "off", "gso", "off", "gro", "off", "tx",
@@ -343,33 +310,19 @@ impl DutTopo {
                     ],
                 ));
                 let off = format!("net.ipv6.conf.{ifc}.disable_ipv6={}", u8::from(n == TG));
-                ok(&mut ns(n, &["sysctl", "-qw", &off]));
-                ok(&mut ns(n, &["ip", "link", "set", ifc, "up"]));
+                run_ok(&mut ns(n, &["sysctl", "-qw", &off]));
+                run_ok(&mut ns(n, &["ip", "link", "set", ifc, "up"]));
             }
-            ok(&mut ns(
+            run_ok(&mut ns(
                 DUT,
                 &["ip", "-6", "addr", "add", addr, "dev", theirs, "nodad"],
             ));
         }
-        ok(&mut ns(
+        run_ok(&mut ns(
             DUT,
             &["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"],
         ));
         t
-    }
-    fn clean() {
-        for n in [TG, DUT] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", n])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-impl Drop for DutTopo {
-    fn drop(&mut self) {
-        DutTopo::clean();
     }
 }
 

@@ -77,6 +77,60 @@ impl Drop for Proc {
     }
 }
 
+/// The start of a lab test with namespaces of its own: `None` (the reason printed) if
+/// one of `tools` is missing (or not root: see [`skip`]), else the machine-wide lab lock,
+/// held until the guard goes (panics if it stays busy for 900 s).
+pub fn lab_start(tools: &[&str]) -> Option<Option<LabLock>> {
+    if let Some(r) = skip(tools) {
+        eprintln!("skipped: {r}");
+        return None;
+    }
+    let lock = machine_lock(std::time::Duration::from_secs(900));
+    assert!(
+        lock.is_some(),
+        "the lab lock /tmp/squall-lab.lock was not free within 900 s"
+    );
+    lock
+}
+
+/// Runs `c` (output discarded); it must succeed.
+pub fn run_ok(c: &mut Command) {
+    let st = c.stdout(Stdio::null()).stderr(Stdio::null()).status();
+    assert!(st.is_ok_and(|s| s.success()), "{c:?} failed");
+}
+
+/// Network namespaces of a test of its own (outside `scripts/lab.sh`'s), created with
+/// their loopback up (leftovers of an earlier run deleted first) and deleted when the
+/// guard goes, with everything in them.
+pub struct Namespaces(&'static [&'static str]);
+
+impl Namespaces {
+    pub fn create(names: &'static [&'static str]) -> Namespaces {
+        let g = Namespaces(names);
+        g.delete();
+        for n in names {
+            run_ok(Command::new("ip").args(["netns", "add", n]));
+            run_ok(&mut ns(n, &["ip", "link", "set", "lo", "up"]));
+        }
+        g
+    }
+
+    fn delete(&self) {
+        for n in self.0 {
+            let _ = Command::new("ip")
+                .args(["netns", "del", n])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        self.delete();
+    }
+}
+
 /// `ip netns exec NAME ARGS...`.
 pub fn ns(name: &str, args: &[&str]) -> Command {
     let mut c = Command::new("ip");

@@ -1,0 +1,145 @@
+//! Squall's client against nginx through a Linux router that fragments (needs root, ip,
+//! ethtool, sysctl, nginx, curl, dumpcap and tshark; skipped with the reason otherwise).
+//! Its own namespaces `frg-cli` (Squall on `frg-c0`), `frg-rtr` (the router) and
+//! `frg-srv` (nginx), 198.18.0.0/15 only, torn down by a guard; holds the machine-wide
+//! lab lock.
+//!
+//! nginx's kernel sends without DF (`net.ipv4.ip_no_pmtu_disc=1`, as behind a device that
+//! clears it or a tunnel), the router's link towards Squall has an MTU of 1,000 bytes and
+//! Squall's end 1,500 (Squall advertises an MSS of 1,460): every full segment of nginx's
+//! answers reaches Squall in two IPv4 fragments, which the node reassembles. Before the
+//! node reassembled, no answer ever came whole and every flow stalled.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+mod lab;
+use lab::{
+    lab_start, nginx_squall_requests, nginx_w1_on, ns, num, run_ok, squall_in, tmpdir,
+    w1_client_profile, Capture, Namespaces,
+};
+
+const CLI: &str = "frg-cli";
+const RTR: &str = "frg-rtr";
+const SRV: &str = "frg-srv";
+
+/// The three namespaces: frg-c0 (Squall, MTU 1,500) - frg-r0 (198.18.0.1/24, MTU 1,000)
+/// | frg-r1 (198.18.1.1/24) - frg-s0 (198.18.1.2/24 and nginx's 198.18.48.1/32).
+fn topology() -> Namespaces {
+    let t = Namespaces::create(&[CLI, RTR, SRV]);
+    for (a, na, b, nb) in [
+        ("frg-c0", CLI, "frg-r0", RTR),
+        ("frg-r1", RTR, "frg-s0", SRV),
+    ] {
+        run_ok(Command::new("ip").args([
+            "link", "add", a, "netns", na, "type", "veth", "peer", "name", b, "netns", nb,
+        ]));
+    }
+    for (n, i) in [
+        (CLI, "frg-c0"),
+        (RTR, "frg-r0"),
+        (RTR, "frg-r1"),
+        (SRV, "frg-s0"),
+    ] {
+        // Offloads off: the frames are what a wire would carry.
+        run_ok(&mut ns(
+            n,
+            &[
+                "ethtool", "-K", i, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx",
+                "off",
+            ],
+        ));
+        run_ok(&mut ns(n, &["ip", "link", "set", i, "up"]));
+    }
+    for (n, cmd) in [
+        (RTR, "ip link set frg-r0 mtu 1000"),
+        (RTR, "ip addr add 198.18.0.1/24 dev frg-r0"),
+        (RTR, "ip addr add 198.18.1.1/24 dev frg-r1"),
+        // Squall's client pool, on the link towards it (Squall answers ARP for it).
+        (RTR, "ip route add 198.18.16.0/24 dev frg-r0"),
+        (RTR, "ip route add 198.18.48.1/32 via 198.18.1.2"),
+        (RTR, "sysctl -qw net.ipv4.ip_forward=1"),
+        (SRV, "ip addr add 198.18.1.2/24 dev frg-s0"),
+        (SRV, "ip addr add 198.18.48.1/32 dev frg-s0"),
+        (SRV, "ip route add 198.18.16.0/24 via 198.18.1.1"),
+        // No DF on what nginx's kernel sends: the router fragments it.
+        (SRV, "sysctl -qw net.ipv4.ip_no_pmtu_disc=1"),
+    ] {
+        run_ok(&mut ns(n, &cmd.split(' ').collect::<Vec<_>>()));
+    }
+    t
+}
+
+/// 1,000 W1 flows (200 a second for 5 s) from Squall's client through the fragmenting
+/// router to nginx: every flow completes with every byte, nginx's access log agrees,
+/// Squall reassembled every fragmented segment (none lost), and the capture on Squall's
+/// side (tshark reassembling the fragments) shows no malformed packet, no bad checksum
+/// and no RST.
+#[test]
+fn client_only_squall_against_nginx_through_a_fragmenting_router() {
+    let tools = [
+        "ip", "ethtool", "sysctl", "nginx", "curl", "dumpcap", "tshark",
+    ];
+    let Some(_lock) = lab_start(&tools) else {
+        return;
+    };
+    let _topo = topology();
+    let dir = tmpdir("frg-cli");
+    let (_nginx, total) = nginx_w1_on(SRV, &dir, "198.18.48.1");
+    let prof = w1_client_profile(&dir, total);
+    let json = dir.join("run.json");
+    let cap = Capture::start(CLI, "frg-c0", &dir, "net 198.18.16.0/28");
+    let args = [
+        "run",
+        prof.to_str().unwrap(),
+        "--iface",
+        "afpacket:frg-c0",
+        "--mode",
+        "client",
+        "--peer-ip",
+        "198.18.0.1",
+        "--duration",
+        "5",
+        "--mult",
+        "2",
+        "--drain-sec",
+        "20",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let (code, text) = squall_in(CLI, &args, 90);
+    eprintln!("{text}");
+    let wire = cap.stop_and_check();
+    assert_eq!(
+        code, 0,
+        "squall client run through the router not clean:\n{text}"
+    );
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let flows = num(&r, &["client", "flows", "started"]);
+    assert_eq!(flows, 1_000);
+    assert_eq!(num(&r, &["client", "flows", "completed"]), flows);
+    assert_eq!(num(&r, &["errors"]), 0);
+    assert_eq!(num(&r, &["client", "flows", "l7_rx_bytes"]), flows * total);
+    assert_eq!(nginx_squall_requests(&dir), flows, "nginx access log lines");
+    // 32 KiB in 1,460-byte segments: 22 full ones a flow at least, each in 2 fragments.
+    let (frags, whole, lost) = (
+        num(&r, &["client", "port", "ip_fragments"]),
+        num(&r, &["client", "port", "ip_reassembled"]),
+        num(&r, &["client", "port", "ip_reasm_dropped"]),
+    );
+    assert!(whole >= flows * 22, "segments reassembled: {whole}");
+    assert_eq!(frags, 2 * whole, "two fragments each");
+    assert_eq!(lost, 0);
+    assert!(
+        text.contains(&format!(
+            "IP fragments {frags} (datagrams reassembled {whole})"
+        )),
+        "the port's line: {text}"
+    );
+    eprintln!(
+        "through a fragmenting router: {flows} flows, {total} bytes each; {frags} fragments, \
+         {whole} segments reassembled; {wire}"
+    );
+}
