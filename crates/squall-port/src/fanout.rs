@@ -93,7 +93,7 @@ pub fn program(f: &Fanout) -> Vec<libc::sock_filter> {
         st(BPF_RET | libc::BPF_A, 0),
     ];
     let mut p = vec![
-        // 0: A = ntohs(skb->protocol); not IPv4 -> 11 (IPv6?).
+        // 0: A = ntohs(skb->protocol); not IPv4 -> 13 (IPv6?).
         st(
             BPF_LD | BPF_H | BPF_ABS,
             (SKF_AD_OFF + SKF_AD_PROTOCOL) as u32,

@@ -291,7 +291,11 @@ pub fn send_error<S: TxSink>(
     let invalid_src = matches!(ip.src >> 24, 0 | 127) || ip.src >= 0xe000_0000;
     // Multicast, class E and the limited broadcast are no host's own address.
     let group_dst = ip.dst >= 0xe000_0000;
-    if from_us || invalid_src || group_dst || d[0] & 1 != 0 || !budget.take(now) {
+    // Never an error about an ICMP error (RFC 1122 §3.2.2): only the queries and
+    // replies (echo, timestamp, information, address mask) may have one.
+    let query = |t: &u8| matches!(t, 0 | 8 | 13..=18);
+    let about_error = ip.proto == IP_PROTO_ICMP && !d.get(ETH_HLEN + ip.ihl).is_some_and(query);
+    if from_us || invalid_src || group_dst || about_error || d[0] & 1 != 0 || !budget.take(now) {
         *st.sent_held(kind).1 += 1;
         return;
     }

@@ -95,7 +95,16 @@ pub fn send_error6<S: TxSink>(
         || ip.src.is_multicast()
         || s == 1u128.to_be_bytes()
         || (s[..10] == [0; 10] && s[10..12] == [0xff, 0xff]);
-    if from_us || not_unicast || ip.dst.is_multicast() || d[0] & 1 != 0 || !budget.take(now) {
+    // Never about an ICMPv6 error or a redirect (RFC 4443 §2.4 e.1, e.2).
+    let about_error =
+        ip.proto == IpProtocol::ICMPV6 && !d.get(ip.l4.0).is_some_and(|&t| t >= 128 && t != 137);
+    if from_us
+        || not_unicast
+        || ip.dst.is_multicast()
+        || about_error
+        || d[0] & 1 != 0
+        || !budget.take(now)
+    {
         *st.sent_held(kind).1 += 1;
         return;
     }

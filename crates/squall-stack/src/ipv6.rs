@@ -22,6 +22,8 @@ pub struct Ipv6In {
     pub l4: (usize, usize),
     /// A fragment (not an atomic one): where its fragment header starts in the frame.
     pub frag_at: Option<usize>,
+    /// A fragment header came on the way (an atomic one included).
+    pub frag_header: bool,
 }
 
 /// Why an IPv6 packet was refused.
@@ -70,6 +72,7 @@ pub fn check(d: &[u8]) -> Result<Ipv6In, Ipv6Error> {
         l4: (start, end),
         // (the walk stops right after the fragment header of a fragment)
         frag_at: up.is_fragment().then(|| start - 8),
+        frag_header: up.fragment.is_some(),
     })
 }
 

@@ -749,13 +749,14 @@ impl<P: Port> Node<P> {
                                     }
                                 }
                                 Ok((true, i))
-                                    if $rebuilt
+                                    if ($rebuilt || i.frag_header)
                                         && i.proto == IpProtocol::ICMPV6
                                         && d.get(i.l4.0)
                                             .is_some_and(|t| (133..=137).contains(t)) =>
                                 {
-                                    // Neighbour discovery in fragments is ignored (RFC 6980
-                                    // §5): what RA-Guard cannot see must not move the next hop.
+                                    // Neighbour discovery in fragments, or behind an atomic
+                                    // fragment header, is ignored (RFC 6980 §5): what RA-Guard
+                                    // cannot see must not move the next hop.
                                     counters.rx_icmpv6 += 1;
                                     icmp6.ndp_fragmented += 1;
                                 }

@@ -254,7 +254,7 @@ impl Reassembly {
         let deadline = now.saturating_add(self.cfg.timeout4_ns);
         let p = self.push(key, &frag, room, ETH_HLEN, deadline, now, |head| {
             head.extend_from_slice(&frame[..ETH_HLEN + ihl]);
-            None
+            Some(None)
         })?;
         let data = p.data();
         let mut f = p.head;
@@ -313,13 +313,19 @@ impl Reassembly {
                 head.extend_from_slice(&frame[..frag_at]);
                 // The header before the fragment header (the fixed header, or the last
                 // extension header before it) names the fragment's next header instead.
+                // (an atomic fragment header before it is 8 bytes whatever its second)
                 let mut at = ETH_HLEN + 6;
                 let mut next = ETH_HLEN + IP6_LEN;
                 while next < frag_at {
+                    let atomic = *frame.get(at)? == 44;
                     at = next;
-                    next += (usize::from(*frame.get(next + 1)?) + 1) * 8;
+                    next += if atomic {
+                        8
+                    } else {
+                        (usize::from(*frame.get(next + 1)?) + 1) * 8
+                    };
                 }
-                (next == frag_at).then_some((at, fh[0]))
+                (next == frag_at).then_some(Some((at, fh[0])))
             },
         )?;
         let (at, nh) = p.next_header?;
@@ -345,7 +351,7 @@ impl Reassembly {
         fixed: usize,
         deadline: u64,
         now: u64,
-        head: impl FnOnce(&mut Vec<u8>) -> Option<(usize, u8)>,
+        head: impl FnOnce(&mut Vec<u8>) -> Option<Option<(usize, u8)>>,
     ) -> Option<Partial> {
         self.stats.fragments += 1;
         self.expire(now);
@@ -412,7 +418,14 @@ impl Reassembly {
             p.total = Some(end);
         }
         if start == 0 {
-            p.next_header = head(&mut p.head);
+            // (headers that do not lead to the fragment header: the datagram cannot be
+            // rebuilt)
+            let Some(nh) = head(&mut p.head) else {
+                self.stats.malformed += 1;
+                self.drop_datagram(&key);
+                return None;
+            };
+            p.next_header = nh;
             p.charged += p.head.len();
         }
         self.held += p.held() - before;
@@ -714,6 +727,30 @@ mod tests {
         f.extend_from_slice(&id.to_be_bytes());
         f.extend_from_slice(data);
         f
+    }
+
+    /// An atomic fragment header (8 bytes whatever its second byte) before the real one:
+    /// the rebuilt packet keeps it, its next header then names what followed the real one.
+    #[test]
+    fn an_atomic_fragment_header_before_the_fragment_header_is_kept() {
+        let d = payload(2000);
+        let mut r = Reassembly::default();
+        let with_atomic = |f: Vec<u8>| {
+            let mut f = f;
+            f.splice(54..54, [44, 3, 0, 0, 0, 0, 0, 1]);
+            f[20] = 44;
+            let plen = u16::from_be_bytes([f[18], f[19]]) + 8;
+            f[18..20].copy_from_slice(&plen.to_be_bytes());
+            f
+        };
+        let a = with_atomic(frag6(4, 0, 1000, false, &d[1000..]));
+        let b = with_atomic(frag6(4, 0, 0, true, &d[..1000]));
+        let at = ETH_HLEN + IP6_LEN + 8;
+        assert!(r.push6(&a, at, a.len(), 0).is_none());
+        let f = r.push6(&b, at, b.len(), 0).unwrap();
+        assert_eq!(&f[at..], &d[..]);
+        assert_eq!((f[ETH_HLEN + 6], f[ETH_HLEN + IP6_LEN]), (44, 17));
+        assert_eq!(r.stats.reassembled, 1);
     }
 
     #[test]

@@ -2205,6 +2205,23 @@ fn a_reassembly_timeout_is_reported_to_the_sender() {
             a.icmp.reasm_exceeded_sent
         };
         assert_eq!(sent, 1);
+        // Never an error about an error (RFC 1122 §3.2.2, RFC 4443 §2.4 e): the first
+        // fragment of a fragmented ICMP destination unreachable times out unanswered,
+        // that of an echo request gets its time exceeded.
+        let t1 = timeout + 2_000_000;
+        for (typ, answered) in [(if v6 { 1 } else { 3 }, 0), (if v6 { 128 } else { 8 }, 1)] {
+            let m = icmp_error_frame(v6, typ, 0, [0; 4], &data[..2_000]);
+            raw_frame(&mut raw, &fragments(&m, 1232, 9).pop().unwrap());
+            a.turn(t1, &mut NoApp, None);
+            a.turn(t1 + timeout + 1_000_000, &mut NoApp, None);
+            assert_eq!(raw_rx(&mut raw).len(), answered, "type {typ} (v6 {v6})");
+        }
+        let held = if v6 {
+            a.icmp6.reasm_exceeded_suppressed
+        } else {
+            a.icmp.reasm_exceeded_suppressed
+        };
+        assert_eq!(held, 1);
     }
 }
 
@@ -2239,6 +2256,16 @@ fn neighbour_discovery_in_fragments_is_ignored() {
         a.counters.rx_ipv6, 2,
         "the fragments, not the reassembled packet again"
     );
+    // behind an atomic fragment header (offset 0, no more): ignored as well
+    let mut atomic = ns.clone();
+    atomic.splice(54..54, [58, 0, 0, 0, 0, 0, 0, 7]);
+    atomic[20] = 44;
+    let plen = u16::from_be_bytes([atomic[18], atomic[19]]) + 8;
+    atomic[18..20].copy_from_slice(&plen.to_be_bytes());
+    raw_frame(&mut raw, &atomic);
+    a.turn(1_500, &mut NoApp, None);
+    assert!(raw_rx(&mut raw).is_empty(), "not answered");
+    assert_eq!(a.icmp6.ndp_fragmented, 2);
     raw_frame(&mut raw, &ns);
     a.turn(2_000, &mut NoApp, None);
     assert_eq!(raw_rx(&mut raw).len(), 1, "whole: answered");
