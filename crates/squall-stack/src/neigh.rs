@@ -18,7 +18,10 @@ pub const BROADCAST: [u8; 6] = [0xff; 6];
 pub const ARP_FRAME_LEN: usize = 60;
 
 /// A MAC that the workers of one port resolve together ([`crate::Node::resolve_shared`]):
-/// whichever worker's queue the ARP reply reaches publishes it here for the others.
+/// whichever worker's queue the ARP reply reaches publishes it here for the others; and
+/// later moves of the next hop (a failover's announcement reaches one worker's queue):
+/// [`SharedMac::moved`] publishes the new MAC with a new generation, which every worker
+/// sharing it follows ([`crate::Node::share_next_hop`]). Layout: flag, generation, MAC.
 #[derive(Debug, Default)]
 pub struct SharedMac(std::sync::atomic::AtomicU64);
 
@@ -37,11 +40,35 @@ impl SharedMac {
     }
     /// The MAC, once a worker has published it.
     pub fn get(&self) -> Option<[u8; 6]> {
+        self.current().map(|(_, m)| m)
+    }
+    /// The MAC and its generation (0 for the one resolved, one more at each move).
+    #[inline]
+    pub fn current(&self) -> Option<(u8, [u8; 6])> {
         let v = self
             .0
             .load(std::sync::atomic::Ordering::Acquire)
             .to_be_bytes();
-        (v[0] == 1).then(|| [v[2], v[3], v[4], v[5], v[6], v[7]])
+        (v[0] == 1).then(|| (v[1], [v[2], v[3], v[4], v[5], v[6], v[7]]))
+    }
+    /// Publishes that the next hop moved to `mac`: its new generation.
+    pub fn moved(&self, mac: [u8; 6]) -> u8 {
+        use std::sync::atomic::Ordering;
+        let mut old = self.0.load(Ordering::Acquire);
+        loop {
+            let gen = old.to_be_bytes()[1].wrapping_add(1);
+            let mut v = [1, gen, 0, 0, 0, 0, 0, 0];
+            v[2..].copy_from_slice(&mac);
+            match self.0.compare_exchange_weak(
+                old,
+                u64::from_be_bytes(v),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return gen,
+                Err(now) => old = now,
+            }
+        }
     }
 }
 

@@ -158,6 +158,9 @@ pub struct Node<P: Port> {
     /// The IPv6 next hop whose neighbour entry the next-hop MAC follows
     /// (`follow_next_hop6`).
     next_hop6: Option<Ipv6Address>,
+    /// The next-hop MAC the workers of the port share, and the generation of it this
+    /// node sends to (`share_next_hop`).
+    shared_hop: SharedHop,
 }
 
 impl<P: Port> Drop for Node<P> {
@@ -170,13 +173,24 @@ impl<P: Port> Drop for Node<P> {
     }
 }
 
+/// The next hop the workers of a port share, and the generation of it a node sends to.
+type SharedHop = Option<(std::sync::Arc<SharedMac>, u8)>;
+
 /// Sends every frame to `mac` from now on if it is another MAC than the next hop's
-/// (the followed next hop moved); whether it did.
-fn move_next_hop(mac: Option<[u8; 6]>, udp: &mut UdpLayer, tcp: &mut TcpHost) -> bool {
+/// (the followed next hop moved), and tells the workers sharing it; whether it did.
+fn move_next_hop(
+    mac: Option<[u8; 6]>,
+    udp: &mut UdpLayer,
+    tcp: &mut TcpHost,
+    shared: &mut SharedHop,
+) -> bool {
     match mac {
         Some(m) if m != udp.tx.next_hop => {
             udp.tx.next_hop = m;
             tcp.set_gateway_mac(m);
+            if let Some((s, gen)) = shared.as_mut() {
+                *gen = s.moved(m);
+            }
             true
         }
         _ => false,
@@ -272,6 +286,7 @@ impl<P: Port> Node<P> {
             progressed: false,
             next_hop4: None,
             next_hop6: None,
+            shared_hop: None,
         }
     }
 
@@ -347,6 +362,13 @@ impl<P: Port> Node<P> {
         let mut work = false;
         self.counters.turns += 1;
         self.port.set_time(now);
+        // A move of the next hop another worker of the port saw.
+        if let Some((s, gen)) = self.shared_hop.as_mut() {
+            if let Some((g, mac)) = s.current().filter(|c| c.0 != *gen) {
+                *gen = g;
+                move_next_hop(Some(mac), &mut self.udp, &mut self.tcp, &mut None);
+            }
+        }
         app.begin_turn(now);
         for _ in 0..self.rx_bursts {
             let n = self.port.rx_burst(&mut self.rxq, RX_BURST);
@@ -571,6 +593,7 @@ impl<P: Port> Node<P> {
             tx_waiting,
             next_hop4,
             next_hop6,
+            shared_hop,
             reasm,
             rebuilt,
             redirect,
@@ -675,7 +698,7 @@ impl<P: Port> Node<P> {
                             // A next hop that announced a new MAC (a failover's gratuitous ARP):
                             // every frame goes there from now on.
                             let mac = next_hop4.and_then(|ip| neigh.lookup(ip));
-                            if move_next_hop(mac, udp, tcp) {
+                            if move_next_hop(mac, udp, tcp, shared_hop) {
                                 neigh.stats.next_hop_moved += 1;
                             }
                         }
@@ -771,7 +794,7 @@ impl<P: Port> Node<P> {
                                     // unsolicited advertisement with Override, RFC 4861 §7.2.6):
                                     // every frame goes there from now on.
                                     let mac = next_hop6.and_then(|ip| neigh6.lookup(&ip));
-                                    if move_next_hop(mac, udp, tcp) {
+                                    if move_next_hop(mac, udp, tcp, shared_hop) {
                                         neigh6.stats.next_hop_moved += 1;
                                     }
                                 }
@@ -1127,6 +1150,15 @@ impl<P: Port> Node<P> {
     pub fn follow_next_hop(&mut self, ip: u32) {
         self.next_hop4 = Some(ip);
     }
+    /// Shares the next hop with the other workers of the port (`shared`, where they
+    /// resolved it): a move one of them sees (a failover's announcement reaches only its
+    /// queue) is followed by all at their next turn, and a move this node sees is
+    /// published to them.
+    pub fn share_next_hop(&mut self, shared: std::sync::Arc<SharedMac>) {
+        let gen = shared.current().map_or(0, |(g, _)| g);
+        self.shared_hop = Some((shared, gen));
+    }
+
     /// Makes the next-hop MAC follow IPv6 neighbour `ip`'s entry (the gateway, or the
     /// default router's link-local address): when it advertises another MAC (an
     /// unsolicited advertisement with the Override flag, RFC 4861 §7.2.6, or a router

@@ -385,6 +385,18 @@ fn bulk_through_an_mtu(v6: bool) {
     assert_eq!(a.port.oversized_frames() + b.port.oversized_frames(), 0);
 }
 
+/// The gratuitous ARP (a request for its own address) of `ip` moved to `mac`.
+fn gratuitous_arp(mac: [u8; 6], ip: u32) -> [u8; 60] {
+    let g = ArpRepr::request(
+        MacAddress(mac),
+        Ipv4Address(ip.to_be_bytes()),
+        Ipv4Address(ip.to_be_bytes()),
+    );
+    let mut buf = [0u8; 60];
+    squall_stack::neigh::emit_frame(&g, mac, &mut buf).unwrap();
+    buf
+}
+
 /// An ARP request from B (198.18.0.2) for `target`, as a 60-byte frame.
 fn arp_request(target: u32) -> [u8; 60] {
     let r = ArpRepr::request(
@@ -1375,13 +1387,7 @@ fn the_next_hop_follows_a_gratuitous_arp() {
     a.set_next_hop(MB);
     a.follow_next_hop(IP_B);
     let mc = [2, 0, 0, 0, 0, 0xc];
-    let g = ArpRepr::request(
-        MacAddress(mc),
-        Ipv4Address(IP_B.to_be_bytes()),
-        Ipv4Address(IP_B.to_be_bytes()),
-    );
-    let mut buf = [0u8; 60];
-    squall_stack::neigh::emit_frame(&g, mc, &mut buf).unwrap();
+    let buf = gratuitous_arp(mc, IP_B);
     raw_frame(&mut raw, &buf);
     a.turn(2_000, &mut NoApp, None);
     assert!(
@@ -1394,6 +1400,48 @@ fn the_next_hop_follows_a_gratuitous_arp() {
     let got = raw_rx(&mut raw);
     assert_eq!(got.len(), 1);
     assert_eq!(&got[0][0..6], &mc[..], "the SYN-ACK goes to the new MAC");
+}
+
+/// Two workers of one port sharing their next hop: a failover's gratuitous ARP reaches
+/// worker 0's queue only (a fanout puts ARP there); worker 1 follows the move at its next
+/// turn, its SYN-ACK goes to the new MAC; the move is counted once, where it was heard.
+#[test]
+fn every_worker_follows_a_next_hop_move_one_of_them_heard() {
+    let (p0, mut r0) = pair(MemConfig::default()).unwrap();
+    let (p1, mut r1) = pair(MemConfig::default()).unwrap();
+    let mut w0 = node(p0, MA, MB, IP_A);
+    let mut w1 = node(p1, MA, MB, IP_A);
+    let shared = std::sync::Arc::new(SharedMac::default());
+    shared.set(MB);
+    for w in [&mut w0, &mut w1] {
+        w.tcp.listen(80);
+        w.set_next_hop(MB);
+        w.share_next_hop(shared.clone());
+    }
+    // worker 0 learns B from its ARP request
+    raw_frame(&mut r0, &arp_request(IP_A));
+    w0.turn(1_000, &mut NoApp, None);
+    raw_rx(&mut r0);
+    w0.follow_next_hop(IP_B);
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let buf = gratuitous_arp(mc, IP_B);
+    raw_frame(&mut r0, &buf);
+    w0.turn(2_000, &mut NoApp, None);
+    assert_eq!(w0.neigh.stats.next_hop_moved, 1);
+    raw_frame(&mut r1, &syn_frame(MA, Some((IP_B, IP_A)), None));
+    w1.turn(3_000, &mut NoApp, None);
+    let got = raw_rx(&mut r1);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        &got[0][0..6],
+        &mc[..],
+        "worker 1's SYN-ACK goes to the new MAC"
+    );
+    assert_eq!(
+        w1.neigh.stats.next_hop_moved, 0,
+        "counted where it was heard"
+    );
+    assert_eq!(shared.current(), Some((1, mc)));
 }
 
 /// An ICMP (IPv4) or ICMPv6 error from the raw peer (B) to A: `typ`, `code`, the four

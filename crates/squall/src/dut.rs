@@ -481,6 +481,11 @@ fn run_dut_worker<C: Port, S: Port>(
         s.node
             .follow_resolved_next_hop6(Some(Ipv6Address(sgw)), smac);
     }
+    if w.count > 1 {
+        // A move of the device one worker's queue hears is followed by all.
+        c.node.share_next_hop(w.next_hop.clone());
+        s.node.share_next_hop(dw.server_next_hop.clone());
+    }
     if ask {
         c.node.announce(clock.now_ns());
         s.node.announce(clock.now_ns());

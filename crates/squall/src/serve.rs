@@ -386,6 +386,10 @@ fn serve_on<P: Port>(
         // advertisement with Override.
         node.follow_resolved_next_hop6(cfg.peer_ip6, peer_mac);
     }
+    if w.count > 1 {
+        // A move one worker's queue hears is followed by all.
+        node.share_next_hop(w.next_hop.clone());
+    }
     if w.index == 0 {
         node.announce(clock.now_ns());
     }

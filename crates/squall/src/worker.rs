@@ -251,6 +251,10 @@ pub(crate) fn run_on<P: Port>(
             .follow_resolved_next_hop6(Some(Ipv6Address(p)), peer_mac),
         _ => {}
     }
+    if w.count > 1 {
+        // A move one worker's queue hears is followed by all.
+        s.node.share_next_hop(w.next_hop.clone());
+    }
     if w.index == 0 {
         s.node.announce(clock.now_ns());
     }
