@@ -98,6 +98,9 @@ pub struct ServeReport {
     pub ns_answered: u64,
     /// ICMPv6 echo requests answered.
     pub echo6_answered: u64,
+    /// IP fragments received for the listen addresses, and the datagrams they made whole.
+    pub ip_fragments: u64,
+    pub ip_reassembled: u64,
     /// The traced connections (`--trace`).
     pub trace: Option<crate::flowtrace::TraceData>,
 }
@@ -269,6 +272,8 @@ impl PortJob for ServeJob<'_> {
                     total.echo_answered += r.echo_answered;
                     total.ns_answered += r.ns_answered;
                     total.echo6_answered += r.echo6_answered;
+                    total.ip_fragments += r.ip_fragments;
+                    total.ip_reassembled += r.ip_reassembled;
                     if let Some(t) = r.trace {
                         total.trace.get_or_insert_default().merge(t);
                     }
@@ -503,6 +508,8 @@ fn serve_on<P: Port>(
         echo_answered: node.icmp.echo_answered,
         ns_answered: node.neigh6.stats.ns_answered,
         echo6_answered: node.icmp6.echo_answered,
+        ip_fragments: node.reasm.stats.fragments,
+        ip_reassembled: node.reasm.stats.reassembled,
         trace,
     })
 }

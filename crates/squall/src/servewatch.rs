@@ -109,7 +109,7 @@ pub fn results(info: &ServeInfo, r: &ServeReport, series: &ServeSeries) -> Value
         kinds.insert(k.into(), v.into());
     }
     let errs = errors(&fig);
-    json!({
+    let mut v = json!({
         "kind": "serve",
         "listen": info.listen,
         "mode": info.iface,
@@ -159,7 +159,12 @@ pub fn results(info: &ServeInfo, r: &ServeReport, series: &ServeSeries) -> Value
         "latency_us": {"request": lat_summary(&fig.req_lat).to_json()},
         "clean": errs == 0,
         "series": series.to_json(),
-    })
+    });
+    // (beside the node's other counters; one json! literal this long passes the macro's
+    // recursion limit)
+    v["ip_fragments"] = r.ip_fragments.into();
+    v["ip_reassembled"] = r.ip_reassembled.into();
+    v
 }
 
 /// A results document of the right shape (every figure zero) to check `--assert`
