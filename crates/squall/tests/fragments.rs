@@ -10,14 +10,14 @@
 //! answers reaches Squall in two IPv4 fragments, which the node reassembles. Before the
 //! node reassembled, no answer ever came whole and every flow stalled.
 
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
 mod lab;
 use lab::{
-    lab_start, nginx_squall_requests, nginx_w1_on, ns, num, run_ok, squall_in, tmpdir,
-    w1_client_profile, Capture, Namespaces,
+    fragmented_udp_client, lab_start, nginx_squall_requests, nginx_w1_on, ns, num, python_in, root,
+    run_ok, squall_bin, squall_in, tmpdir, w1_client_profile, Capture, Namespaces, Proc,
 };
 
 const CLI: &str = "frg-cli";
@@ -141,5 +141,95 @@ fn client_only_squall_against_nginx_through_a_fragmenting_router() {
     eprintln!(
         "through a fragmenting router: {flows} flows, {total} bytes each; {frags} fragments, \
          {whole} segments reassembled; {wire}"
+    );
+}
+
+/// RFC 8200 §4.5 with the kernel as the source: a kernel UDP socket sends 4,000-byte
+/// datagrams over IPv6 to Squall's DNS-like server (`examples/udp-dns.json` with native
+/// IPv6 pools) on a 1,500-byte veth, so the kernel fragments them (three fragments each,
+/// its own fragment headers and ids). Squall reassembles them: every padded query is
+/// answered, a datagram of that size to a closed port is refused (ICMPv6 port unreachable:
+/// ECONNREFUSED), and the port's line reports the fragments. Namespaces `frg6-cli` (the
+/// kernel, 2001:db8:66::2) and `frg6-srv` (Squall, 2001:db8:66::1).
+#[test]
+fn server_only_squall_reassembles_a_kernels_ipv6_fragments() {
+    let Some(_lock) = lab_start(&["ip", "ethtool", "sysctl", "python3"]) else {
+        return;
+    };
+    let _topo = Namespaces::create(&["frg6-cli", "frg6-srv"]);
+    run_ok(Command::new("ip").args([
+        "link", "add", "frg6-c0", "netns", "frg6-cli", "type", "veth", "peer", "name", "frg6-s0",
+        "netns", "frg6-srv",
+    ]));
+    for (n, cmd) in [
+        (
+            "frg6-cli",
+            "ethtool -K frg6-c0 tso off gso off gro off tx off rx off",
+        ),
+        (
+            "frg6-srv",
+            "ethtool -K frg6-s0 tso off gso off gro off tx off rx off",
+        ),
+        // Squall's end: no kernel IPv6 there (Squall answers neighbour discovery).
+        (
+            "frg6-srv",
+            "sysctl -qw net.ipv6.conf.frg6-s0.disable_ipv6=1",
+        ),
+        ("frg6-cli", "ip link set frg6-c0 up"),
+        ("frg6-srv", "ip link set frg6-s0 up"),
+        (
+            "frg6-cli",
+            "ip -6 addr add 2001:db8:66::2/64 dev frg6-c0 nodad",
+        ),
+    ] {
+        run_ok(&mut ns(n, &cmd.split(' ').collect::<Vec<_>>()));
+    }
+    let dir = tmpdir("frg6");
+    let mut p: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("examples/udp-dns.json")).unwrap(),
+    )
+    .unwrap();
+    p["ip_gens"][0]["clients"]["range"] = serde_json::json!(["2001:db8:66::2", "2001:db8:66::2"]);
+    p["ip_gens"][0]["servers"]["range"] = serde_json::json!(["2001:db8:66::1", "2001:db8:66::1"]);
+    let prof = dir.join("udp6.json");
+    std::fs::write(&prof, p.to_string()).unwrap();
+    let err = dir.join("server.err");
+    let mut srv = Proc(
+        ns(
+            "frg6-srv",
+            &[
+                "timeout",
+                "60",
+                squall_bin(),
+                "run",
+                prof.to_str().unwrap(),
+                "--iface",
+                "afpacket:frg6-s0",
+                "--mode",
+                "server",
+                "--peer-ip",
+                "2001:db8:66::2",
+                "--duration",
+                "6",
+                "-q",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("start the squall server"),
+    );
+    let client = fragmented_udp_client("2001:db8:66::1");
+    let (got, stderr) = python_in("frg6-cli", &client);
+    assert_eq!(
+        got, "5 3",
+        "answers to 5 fragmented queries, refusals of 3 fragmented datagrams over IPv6: {got} \
+         ({stderr})"
+    );
+    let _ = srv.0.wait();
+    let line = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        line.contains("IP fragments 24 (datagrams reassembled 8)"),
+        "the port's line: {line}"
     );
 }

@@ -15,8 +15,9 @@ use serde_json::Value;
 
 mod lab;
 use lab::{
-    ab_field, have, nginx_squall_requests, nginx_w1, ns, num, root, server_thread, skip,
-    squall_bin, squall_in, tmpdir, w1_client_profile, Capture, Lab, Proc, LAB,
+    ab_field, fragmented_udp_client, have, nginx_squall_requests, nginx_w1, ns, num, python_in,
+    root, server_thread, skip, squall_bin, squall_in, tmpdir, w1_client_profile, Capture, Lab,
+    Proc, LAB,
 };
 
 /// One client-side lab run: the port, the rate (x the profile's 100 CPS), the seconds of
@@ -867,15 +868,6 @@ print(ok)
     assert_eq!(answered, "20", "answers of 20 queries: {answered} ({err})");
 }
 
-/// Runs the Python `script` in namespace `name`: its output (trimmed) and its errors.
-fn python_in(name: &str, script: &str) -> (String, String) {
-    let out = ns(name, &["python3", "-c", script]).output().unwrap();
-    (
-        String::from_utf8_lossy(&out.stdout).trim().to_string(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// `squall run` in server mode on sq-srv0 with the DNS-like UDP profile
 /// (`examples/udp-dns.json`) answering 198.18.0.2 from 198.18.48.1:53 for 5 s; its
 /// `--json` report in `dir/server.json`, its stderr to `stderr`.
@@ -933,33 +925,8 @@ fn server_only_squall_reassembles_fragmented_udp() {
     let _lab = Lab::up(&["--squall", "server"]);
     let err = dir.join("server.err");
     let mut srv = dns_server(&dir, Stdio::from(std::fs::File::create(&err).unwrap()));
-    let client = r#"
-import socket, base64, time
-q = base64.b64decode("EjQBAAABAAAAAAAAA3d3dwVleG1wbAR0ZXN0AAABAAE=")
-big = q + bytes(4000 - len(q))
-ok, t0 = 0, time.time()
-while ok == 0 and time.time() - t0 < 3:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.3)
-    s.sendto(q, ("198.18.48.1", 53))
-    try: ok += s.recvfrom(2048)[0][:2] == q[:2]
-    except socket.timeout: pass
-answered = 0
-for i in range(5):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.5)
-    s.sendto(big, ("198.18.48.1", 53))
-    try: answered += s.recvfrom(2048)[0][:2] == q[:2]
-    except socket.timeout: pass
-refused = 0
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.5)
-s.connect(("198.18.48.1", 9))
-for i in range(3):
-    s.send(big)
-    try: s.recv(2048)
-    except ConnectionRefusedError: refused += 1
-    except socket.timeout: pass
-print(answered, refused)
-"#;
-    let (got, stderr) = python_in("sq-cli", client);
+    let client = fragmented_udp_client("198.18.48.1");
+    let (got, stderr) = python_in("sq-cli", &client);
     assert_eq!(
         got, "5 3",
         "answers to 5 fragmented queries, refusals of 3 fragmented datagrams: {got} ({stderr})"

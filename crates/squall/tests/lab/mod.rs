@@ -93,6 +93,57 @@ pub fn lab_start(tools: &[&str]) -> Option<Option<LabLock>> {
     lock
 }
 
+/// A Python client of the DNS-like UDP profile (`examples/udp-dns.json`) at `server`
+/// (an IPv4 or IPv6 address, port 53): once the server answers a plain query, 5 queries
+/// padded to 4,000 bytes (more than a 1,500-byte link carries: the kernel sends them in
+/// fragments), then 3 datagrams of that size to closed port 9 on a connected socket;
+/// prints the answers and the refusals (ECONNREFUSED) it got.
+pub fn fragmented_udp_client(server: &str) -> String {
+    let family = if server.contains(':') {
+        "AF_INET6"
+    } else {
+        "AF_INET"
+    };
+    format!(
+        r#"
+import socket, base64, time
+q = base64.b64decode("EjQBAAABAAAAAAAAA3d3dwVleG1wbAR0ZXN0AAABAAE=")
+big = q + bytes(4000 - len(q))
+fam, srv = socket.{family}, "{server}"
+ok, t0 = 0, time.time()
+while ok == 0 and time.time() - t0 < 4:
+    s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(0.3)
+    s.sendto(q, (srv, 53))
+    try: ok += s.recvfrom(2048)[0][:2] == q[:2]
+    except socket.timeout: pass
+answered = 0
+for i in range(5):
+    s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(0.5)
+    s.sendto(big, (srv, 53))
+    try: answered += s.recvfrom(2048)[0][:2] == q[:2]
+    except socket.timeout: pass
+refused = 0
+s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(0.5)
+s.connect((srv, 9))
+for i in range(3):
+    s.send(big)
+    try: s.recv(2048)
+    except ConnectionRefusedError: refused += 1
+    except socket.timeout: pass
+print(answered, refused)
+"#
+    )
+}
+
+/// Runs the Python `script` in namespace `name`: its output (trimmed) and its errors.
+pub fn python_in(name: &str, script: &str) -> (String, String) {
+    let out = ns(name, &["python3", "-c", script]).output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Runs `c` (output discarded); it must succeed.
 pub fn run_ok(c: &mut Command) {
     let st = c.stdout(Stdio::null()).stderr(Stdio::null()).status();
