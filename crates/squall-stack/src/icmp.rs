@@ -59,16 +59,39 @@ impl ErrorKind {
     }
 }
 
-/// The rate of the ICMP errors a node sends, both families: a token bucket of
-/// [`ErrorBudget::BURST`] refilled at [`ErrorBudget::PER_SEC`] a second (Linux's global
-/// `net.ipv4.icmp_msgs_burst` and `icmp_msgs_per_sec` defaults; Linux also limits each
-/// peer to about one a second, which this does not). One per node, so per worker. A node
-/// answering a flood of datagrams to closed ports sends no flood back.
-#[derive(Clone, Copy, Debug, Default)]
+/// The rate of the ICMP errors a node sends, both families, as Linux limits its own: a
+/// token bucket of [`ErrorBudget::BURST`] refilled at [`ErrorBudget::PER_SEC`] a second
+/// for all (the global `net.ipv4.icmp_msgs_burst` and `icmp_msgs_per_sec` defaults), and
+/// one per peer (`inet_peer_xrlim_allow`): a burst of [`PEER_BURST`] errors, then one an
+/// interval (IPv4 `icmp_ratelimit`, 1 s; IPv6 `icmpv6 ratelimit` 1 s shortened for the
+/// on-link /64 to 250 ms). One per node, so per worker. A node answering a flood of
+/// datagrams to closed ports sends no flood back, and one peer gets what Linux would
+/// give it.
+#[derive(Clone, Debug, Default)]
 pub struct ErrorBudget {
     tokens: u64,
     /// When `tokens` was last refilled (0: never used; full then).
     at_ns: u64,
+    /// The peers' buckets (allocated at the first error).
+    peers: Vec<PeerSlot>,
+}
+
+/// Errors one peer may get at once (Linux's `XRLIM_BURST_FACTOR`).
+pub const PEER_BURST: u64 = 6;
+/// The per-peer interval over IPv4 and over IPv6 (ns).
+pub const PEER_INTERVAL4_NS: u64 = 1_000_000_000;
+pub const PEER_INTERVAL6_NS: u64 = 250_000_000;
+/// Slots of the per-peer table: a peer whose slot another peer took starts afresh
+/// (bounded memory; the global bucket still holds).
+const PEER_SLOTS: usize = 1024;
+
+/// One peer's bucket: its credit of time (one error costs one interval).
+#[derive(Clone, Copy, Debug, Default)]
+struct PeerSlot {
+    addr: u128,
+    credit_ns: u64,
+    at_ns: u64,
+    used: bool,
 }
 
 impl ErrorBudget {
@@ -76,8 +99,19 @@ impl ErrorBudget {
     pub const BURST: u64 = 50;
     const NS_PER_TOKEN: u64 = 1_000_000_000 / Self::PER_SEC;
 
-    /// Takes one error's token at `now`; false when none is left.
-    pub fn take(&mut self, now: u64) -> bool {
+    /// Takes one error's token for `peer` (an IPv4 address as a number, or an IPv6 one)
+    /// at `now`, its per-peer bucket refilled one error each `interval_ns`: false when
+    /// the peer or the node has none left (a refused error costs the node nothing).
+    pub fn take_for(&mut self, peer: u128, interval_ns: u64, now: u64) -> bool {
+        if !self.global_has(now) || !self.peer_allows(peer, interval_ns, now) {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+
+    /// Refills the global bucket; whether it holds a token.
+    fn global_has(&mut self, now: u64) -> bool {
         if self.at_ns == 0 {
             (self.tokens, self.at_ns) = (Self::BURST, now.max(1));
         }
@@ -86,10 +120,34 @@ impl ErrorBudget {
             self.tokens = (self.tokens + add).min(Self::BURST);
             self.at_ns += add * Self::NS_PER_TOKEN;
         }
-        if self.tokens == 0 {
+        self.tokens > 0
+    }
+
+    /// Linux's `inet_peer_xrlim_allow`: the peer's credit grows with the time since its
+    /// last error, up to the burst's; an error costs one interval of it. A peer first
+    /// seen has the whole burst.
+    fn peer_allows(&mut self, peer: u128, interval_ns: u64, now: u64) -> bool {
+        if self.peers.is_empty() {
+            self.peers = vec![PeerSlot::default(); PEER_SLOTS];
+        }
+        let h = (peer as u64 ^ (peer >> 64) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let s = &mut self.peers[(h >> 54) as usize % PEER_SLOTS];
+        let cap = PEER_BURST * interval_ns;
+        if !s.used || s.addr != peer {
+            *s = PeerSlot {
+                addr: peer,
+                credit_ns: cap,
+                at_ns: now,
+                used: true,
+            };
+        } else {
+            s.credit_ns = (s.credit_ns + now.saturating_sub(s.at_ns)).min(cap);
+            s.at_ns = now;
+        }
+        if s.credit_ns < interval_ns {
             return false;
         }
-        self.tokens -= 1;
+        s.credit_ns -= interval_ns;
         true
     }
 }
@@ -295,7 +353,13 @@ pub fn send_error<S: TxSink>(
     // replies (echo, timestamp, information, address mask) may have one.
     let query = |t: &u8| matches!(t, 0 | 8 | 13..=18);
     let about_error = ip.proto == IP_PROTO_ICMP && !d.get(ETH_HLEN + ip.ihl).is_some_and(query);
-    if from_us || invalid_src || group_dst || about_error || d[0] & 1 != 0 || !budget.take(now) {
+    if from_us
+        || invalid_src
+        || group_dst
+        || about_error
+        || d[0] & 1 != 0
+        || !budget.take_for(u128::from(ip.src), PEER_INTERVAL4_NS, now)
+    {
         *st.sent_held(kind).1 += 1;
         return;
     }
@@ -322,4 +386,27 @@ pub fn send_error<S: TxSink>(
     m[2..4].copy_from_slice(&c.to_be_bytes());
     tx.commit(len);
     *st.sent_held(kind).0 += 1;
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::{ErrorBudget, PEER_BURST, PEER_INTERVAL4_NS};
+
+    /// Linux's limits: a peer gets 6 at once, then one a second; the node 50 at once,
+    /// then one a millisecond, whoever the peers.
+    #[test]
+    fn each_peer_and_the_node_have_their_budget() {
+        let mut b = ErrorBudget::default();
+        let t = 1_000;
+        let one = (0..10)
+            .filter(|_| b.take_for(7, PEER_INTERVAL4_NS, t))
+            .count();
+        assert_eq!(one as u64, PEER_BURST);
+        assert!(!b.take_for(7, PEER_INTERVAL4_NS, t + 999_000_000));
+        assert!(b.take_for(7, PEER_INTERVAL4_NS, t + 1_000_000_000));
+        let others = (100..200u128)
+            .filter(|&p| b.take_for(p, PEER_INTERVAL4_NS, t + 1_000_000_000))
+            .count();
+        assert_eq!(others, 49, "the node's 50, less peer 7's");
+    }
 }

@@ -14,7 +14,7 @@ use squall_wire::{
     IPV6_HEADER_LEN,
 };
 
-use crate::icmp::{ErrorBudget, ErrorKind, QUOTED_AT};
+use crate::icmp::{ErrorBudget, ErrorKind, PEER_INTERVAL6_NS, QUOTED_AT};
 use crate::ipv6::Ipv6In;
 use crate::neigh::ETH_HLEN;
 use crate::neigh6::{send_icmpv6, Neighbours6};
@@ -103,7 +103,7 @@ pub fn send_error6<S: TxSink>(
         || ip.dst.is_multicast()
         || about_error
         || d[0] & 1 != 0
-        || !budget.take(now)
+        || !budget.take_for(ip.src.to_u128(), PEER_INTERVAL6_NS, now)
     {
         *st.sent_held(kind).1 += 1;
         return;

@@ -1658,8 +1658,9 @@ fn udp_frame(dst_mac: [u8; 6], src: &[u8], dst: &[u8], dport: u16, data: &[u8]) 
 
 /// RFC 1122 §3.2.2.1 / §4.1.3.1: a UDP datagram to a closed port of one of the node's
 /// addresses is answered with "port unreachable" quoting it (IPv4: at most 548 bytes);
-/// not one to another address or a broadcast MAC; a flood gets 50 answers at once, then
-/// one a millisecond (the error budget).
+/// not one to another address or a broadcast MAC; a flood from one peer gets 6 answers,
+/// then one a second, a flood from many 50 at once, then one a millisecond (the error
+/// budgets, Linux's).
 #[test]
 fn udp_to_a_closed_port_is_answered_port_unreachable() {
     let (pa, mut raw) = pair(MemConfig::default()).unwrap();
@@ -1738,17 +1739,44 @@ fn udp_to_a_closed_port_is_answered_port_unreachable() {
     a.turn(2_000_000, &mut NoApp, None);
     let got = raw_rx(&mut raw);
     assert_eq!(got[0].len(), 14 + 20 + 8 + 548);
-    // A flood: the burst, then one per millisecond.
+    // A flood from one peer (another than B): 6 answers at once, then one a second (as
+    // Linux limits each peer).
+    let c = 0xc612_0003u32.to_be_bytes();
+    let from_c = udp_frame(MA, &c, &IP_A.to_be_bytes(), 5000, &data);
     for _ in 0..100 {
-        raw_frame(&mut raw, &dg);
+        raw_frame(&mut raw, &from_c);
     }
     a.turn(3_000_000, &mut NoApp, None);
-    let n = raw_rx(&mut raw).len();
-    assert!((48..=50).contains(&n), "{n} answers to 100 datagrams");
+    assert_eq!(
+        raw_rx(&mut raw).len(),
+        6,
+        "answers to 100 datagrams of one peer"
+    );
     for _ in 0..20 {
-        raw_frame(&mut raw, &dg);
+        raw_frame(&mut raw, &from_c);
     }
-    a.turn(13_000_000, &mut NoApp, None);
+    a.turn(1_003_000_000, &mut NoApp, None);
+    assert_eq!(raw_rx(&mut raw).len(), 1, "a second later: one more");
+    // From 100 peers at once: the node's burst of 50, then one a millisecond.
+    let from = |k: u32| {
+        udp_frame(
+            MA,
+            &(0xc612_0100 + k).to_be_bytes(),
+            &IP_A.to_be_bytes(),
+            5000,
+            &data,
+        )
+    };
+    for k in 0..100 {
+        raw_frame(&mut raw, &from(k));
+    }
+    a.turn(2_000_000_000, &mut NoApp, None);
+    let n = raw_rx(&mut raw).len();
+    assert!((48..=50).contains(&n), "{n} answers to 100 peers");
+    for k in 100..120 {
+        raw_frame(&mut raw, &from(k));
+    }
+    a.turn(2_010_000_000, &mut NoApp, None);
     assert_eq!(raw_rx(&mut raw).len(), 10, "10 ms later: 10 more");
 
     // IPv6: the same answer (type 1, code 4), checksummed over the pseudo-header.
