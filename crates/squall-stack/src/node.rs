@@ -231,6 +231,7 @@ impl<P: Port> Node<P> {
     /// checksums (its capabilities say so) the host leaves them to it and each TCP frame
     /// carries the offload request; where it verifies them on receive, the host does not.
     pub fn new(port: P, mut tcp: TcpConfig, cfg: NodeConfig, now: u64) -> Self {
+        let mtu = port.caps().mtu;
         let caps = port.caps().offloads;
         let rebuilt_verify = tcp.rx_checksum;
         if caps.contains(OffloadFlags::TX_TCP_CSUM) {
@@ -256,7 +257,15 @@ impl<P: Port> Node<P> {
         Node {
             port,
             tcp: host,
-            udp: UdpLayer::new(cfg.max_udp_flows, cfg.udp_prealloc, UdpTx { mac, next_hop }),
+            udp: UdpLayer::new(
+                cfg.max_udp_flows,
+                cfg.udp_prealloc,
+                UdpTx {
+                    mac,
+                    next_hop,
+                    mtu: usize::from(mtu),
+                },
+            ),
             neigh,
             neigh6,
             icmp: IcmpStats::default(),

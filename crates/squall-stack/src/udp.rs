@@ -118,6 +118,9 @@ pub struct UdpStats {
     pub tx_datagrams: u64,
     /// Not sent: no TX frame, or the payload does not fit.
     pub tx_failed: u64,
+    /// Datagrams larger than the MTU sent in fragments, and the fragments.
+    pub tx_fragmented: u64,
+    pub tx_fragments: u64,
     /// Flows refused: table full.
     pub no_flow_room: u64,
 }
@@ -134,6 +137,9 @@ struct Entry {
 pub struct UdpTx {
     pub mac: [u8; 6],
     pub next_hop: [u8; 6],
+    /// The link's MTU: a datagram whose IP packet is larger goes in fragments (0: not
+    /// known, no fragments: a datagram must fit one frame).
+    pub mtu: usize,
 }
 
 /// The node's UDP flow table and counters.
@@ -144,6 +150,8 @@ pub struct UdpLayer {
     max_flows: usize,
     live: usize,
     ip_id: u16,
+    /// A datagram larger than the MTU, whole, before its fragments go.
+    scratch: Vec<u8>,
     /// IPv6 addresses of the flows' keys (and of datagrams being delivered).
     addr6: Addr6Table,
     pub(crate) tx: UdpTx,
@@ -161,6 +169,7 @@ impl UdpLayer {
             max_flows,
             live: 0,
             ip_id: 0,
+            scratch: Vec::new(),
             addr6: Addr6Table::default(),
             tx,
             stats: UdpStats::default(),
@@ -357,12 +366,20 @@ impl UdpLayer {
         let addrs = key
             .is_ipv6()
             .then(|| (self.addr6(key.local_ip), self.addr6(key.remote_ip)));
-        if emit(tx, &h, key, addrs.as_ref(), payload) {
-            self.stats.tx_datagrams += 1;
-            true
-        } else {
-            self.stats.tx_failed += 1;
-            false
+        let mtu = self.tx.mtu;
+        match emit(tx, &h, key, addrs.as_ref(), payload, mtu, &mut self.scratch) {
+            0 => {
+                self.stats.tx_failed += 1;
+                false
+            }
+            n => {
+                self.stats.tx_datagrams += 1;
+                if n > 1 {
+                    self.stats.tx_fragmented += 1;
+                    self.stats.tx_fragments += n as u64;
+                }
+                true
+            }
         }
     }
 }
@@ -392,27 +409,88 @@ fn pseudo(src: u32, dst: u32, udp_len: usize) -> u16 {
 }
 
 /// Writes one datagram into a frame from `tx` (over IPv6 between `v6`'s addresses when
-/// given); false when none is available or the payload does not fit a frame.
+/// given), or in fragments when its IP packet is larger than `mtu` (not 0): the frames
+/// sent, 0 when none is available or the payload does not fit.
 fn emit<S: TxSink>(
     tx: &mut S,
     h: &Hdr,
     k: &UdpKey,
     v6: Option<&([u8; 16], [u8; 16])>,
     payload: &[u8],
-) -> bool {
+    mtu: usize,
+    scratch: &mut Vec<u8>,
+) -> usize {
     if payload.len() > MAX_PAYLOAD {
-        return false;
+        return 0;
     }
     let len = if v6.is_some() { HDRS6_LEN } else { HDRS_LEN } + payload.len();
-    let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
-        return false;
-    };
-    match v6 {
+    let write = |f: &mut [u8]| match v6 {
         Some((s, d)) => write_frame6(f, h, k, s, d, payload),
         None => write_frame(f, h, k, payload),
+    };
+    if mtu > 0 && len > ETH_HLEN + mtu {
+        scratch.clear();
+        scratch.resize(len, 0);
+        write(scratch);
+        let id6 = u32::from(h.ident) << 16 | u32::from(k.local_port ^ k.remote_port);
+        return emit_fragments(tx, scratch, v6.is_some(), id6, mtu);
     }
+    let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
+        return 0;
+    };
+    write(f);
     tx.commit(len);
-    true
+    1
+}
+
+/// [`emit`] of a datagram larger than `mtu`: the whole frame `whole` (built once, its UDP
+/// checksum over all of it) sent in fragments of the largest multiple of 8 bytes that fits
+/// (RFC 791: IPv4, DF clear, the datagram's id; RFC 8200 §4.5 with `v6`: a fragment header
+/// with id `id6`). The frames sent (0 if the first could not be: a datagram cut short is
+/// lost to its receiver, as on a lossy path, and counted sent).
+fn emit_fragments<S: TxSink>(tx: &mut S, whole: &[u8], v6: bool, id6: u32, mtu: usize) -> usize {
+    let l3 = ETH_HLEN + if v6 { IP6_LEN } else { IP_LEN };
+    let frag_hdr = if v6 { 8 } else { 0 };
+    let Some(max) = mtu
+        .checked_sub(l3 - ETH_HLEN + frag_hdr)
+        .map(|m| m & !7)
+        .filter(|&m| m > 0)
+    else {
+        return 0;
+    };
+    let data = &whole[l3..];
+    let mut sent = 0;
+    for (i, chunk) in data.chunks(max).enumerate() {
+        let off = i * max;
+        let more = off + chunk.len() < data.len();
+        let len = l3 + frag_hdr + chunk.len();
+        let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
+            return sent;
+        };
+        f[..l3].copy_from_slice(&whole[..l3]);
+        if v6 {
+            let ip = &mut f[ETH_HLEN..l3];
+            ip[4..6].copy_from_slice(&((8 + chunk.len()) as u16).to_be_bytes());
+            ip[6] = 44;
+            let fh = &mut f[l3..l3 + 8];
+            fh[0] = IP_PROTO_UDP;
+            fh[1] = 0;
+            fh[2..4].copy_from_slice(&(off as u16 | u16::from(more)).to_be_bytes());
+            fh[4..8].copy_from_slice(&id6.to_be_bytes());
+        } else {
+            let ip = &mut f[ETH_HLEN..l3];
+            ip[2..4].copy_from_slice(&((IP_LEN + chunk.len()) as u16).to_be_bytes());
+            let fo = (off / 8) as u16 | if more { 0x2000 } else { 0 };
+            ip[6..8].copy_from_slice(&fo.to_be_bytes());
+            ip[10..12].copy_from_slice(&[0, 0]);
+            let c = checksum::checksum(ip);
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+        }
+        f[l3 + frag_hdr..].copy_from_slice(chunk);
+        tx.commit(len);
+        sent += 1;
+    }
+    sent
 }
 
 /// Fills `f` (exactly headers + payload long) with an IPv6 frame from `src` to `dst`
@@ -621,6 +699,7 @@ mod tests {
     #[test]
     fn the_table_reuses_ids_and_refuses_duplicates_and_overflow() {
         let tx = UdpTx {
+            mtu: 0,
             mac: [0; 6],
             next_hop: [0; 6],
         };
@@ -660,6 +739,7 @@ mod tests {
             .unwrap()
             .octets();
         let tx = UdpTx {
+            mtu: 0,
             mac: [2, 0, 0, 0, 0, 1],
             next_hop: [2, 0, 0, 0, 0, 2],
         };

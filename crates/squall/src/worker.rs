@@ -431,12 +431,21 @@ pub(crate) fn unreachables_note(n: &squall_stack::Node<impl squall_port::Port>) 
     }
 }
 
-/// The node's IP fragments and what became of them, for a port's line: empty when none
-/// came.
+/// The node's IP fragments and what became of them, and the UDP datagrams it sent in
+/// fragments, for a port's line: empty when there were none.
 pub(crate) fn fragments_note(n: &squall_stack::Node<impl squall_port::Port>) -> String {
+    let u = n.udp.stats;
+    let sent = if u.tx_fragmented > 0 {
+        format!(
+            ", UDP datagrams sent in fragments {} ({} fragments)",
+            u.tx_fragmented, u.tx_fragments
+        )
+    } else {
+        String::new()
+    };
     let r = n.reasm.stats;
     if r.fragments == 0 {
-        return String::new();
+        return sent;
     }
     let mut s = format!(
         ", IP fragments {} (datagrams reassembled {}",
@@ -461,7 +470,7 @@ pub(crate) fn fragments_note(n: &squall_stack::Node<impl squall_port::Port>) -> 
         s.push_str(&format!(", reassembly time exceeded sent {told}"));
     }
     s.push(')');
-    s
+    s + &sent
 }
 
 /// How a report names the IPv6 next hop `peer_mac`: `peer`, or the router whose

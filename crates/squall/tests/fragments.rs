@@ -144,59 +144,73 @@ fn client_only_squall_against_nginx_through_a_fragmenting_router() {
     );
 }
 
-/// RFC 8200 §4.5 with the kernel as the source: a kernel UDP socket sends 4,000-byte
-/// datagrams over IPv6 to Squall's DNS-like server (`examples/udp-dns.json` with native
-/// IPv6 pools) on a 1,500-byte veth, so the kernel fragments them (three fragments each,
-/// its own fragment headers and ids). Squall reassembles them: every padded query is
-/// answered, a datagram of that size to a closed port is refused (ICMPv6 port unreachable:
-/// ECONNREFUSED), and the port's line reports the fragments. Namespaces `frg6-cli` (the
-/// kernel, 2001:db8:66::2) and `frg6-srv` (Squall, 2001:db8:66::1).
+/// Fragments both ways with the kernel as Squall's UDP peer, IPv4 and IPv6: a kernel UDP
+/// socket sends 4,000-byte queries to Squall's DNS-like server (`examples/udp-dns.json`,
+/// its answer made 4,000 bytes too) over a 1,500-byte veth, so each query comes in three
+/// fragments of the kernel's (RFC 791; RFC 8200 §4.5: its own fragment headers and ids),
+/// which Squall reassembles, and each answer goes back in three of Squall's, which the
+/// kernel reassembles: every padded query is answered whole; a datagram of that size to
+/// a closed port is refused (port unreachable: ECONNREFUSED); the port's line counts both
+/// ways. Namespaces `frg4-*` / `frg6-*` (the kernel at .2 or ::2, Squall at .1 or ::1).
 #[test]
-fn server_only_squall_reassembles_a_kernels_ipv6_fragments() {
+fn fragments_both_ways_with_a_kernels_udp() {
+    kernel_udp_through_fragments(false);
+    kernel_udp_through_fragments(true);
+}
+
+fn kernel_udp_through_fragments(v6: bool) {
     let Some(_lock) = lab_start(&["ip", "ethtool", "sysctl", "python3"]) else {
         return;
     };
-    let _topo = Namespaces::create(&["frg6-cli", "frg6-srv"]);
+    let (cli, srv, c0, s0) = if v6 {
+        ("frg6-cli", "frg6-srv", "frg6-c0", "frg6-s0")
+    } else {
+        ("frg4-cli", "frg4-srv", "frg4-c0", "frg4-s0")
+    };
+    let (kernel, squall, kernel_cidr) = if v6 {
+        ("2001:db8:66::2", "2001:db8:66::1", "2001:db8:66::2/64")
+    } else {
+        ("198.18.66.2", "198.18.66.1", "198.18.66.2/24")
+    };
+    let _topo = Namespaces::create(if v6 {
+        &["frg6-cli", "frg6-srv"]
+    } else {
+        &["frg4-cli", "frg4-srv"]
+    });
     run_ok(Command::new("ip").args([
-        "link", "add", "frg6-c0", "netns", "frg6-cli", "type", "veth", "peer", "name", "frg6-s0",
-        "netns", "frg6-srv",
+        "link", "add", c0, "netns", cli, "type", "veth", "peer", "name", s0, "netns", srv,
     ]));
+    let off = |i: &str| format!("ethtool -K {i} tso off gso off gro off tx off rx off");
     for (n, cmd) in [
-        (
-            "frg6-cli",
-            "ethtool -K frg6-c0 tso off gso off gro off tx off rx off",
-        ),
-        (
-            "frg6-srv",
-            "ethtool -K frg6-s0 tso off gso off gro off tx off rx off",
-        ),
+        (cli, off(c0)),
+        (srv, off(s0)),
         // Squall's end: no kernel IPv6 there (Squall answers neighbour discovery).
-        (
-            "frg6-srv",
-            "sysctl -qw net.ipv6.conf.frg6-s0.disable_ipv6=1",
-        ),
-        ("frg6-cli", "ip link set frg6-c0 up"),
-        ("frg6-srv", "ip link set frg6-s0 up"),
-        (
-            "frg6-cli",
-            "ip -6 addr add 2001:db8:66::2/64 dev frg6-c0 nodad",
-        ),
+        (srv, format!("sysctl -qw net.ipv6.conf.{s0}.disable_ipv6=1")),
+        (cli, format!("ip link set {c0} up")),
+        (srv, format!("ip link set {s0} up")),
+        (cli, format!("ip addr add {kernel_cidr} dev {c0} nodad")),
     ] {
+        let cmd = if v6 { cmd } else { cmd.replace(" nodad", "") };
         run_ok(&mut ns(n, &cmd.split(' ').collect::<Vec<_>>()));
     }
-    let dir = tmpdir("frg6");
+    let dir = tmpdir(cli);
     let mut p: Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("examples/udp-dns.json")).unwrap(),
     )
     .unwrap();
-    p["ip_gens"][0]["clients"]["range"] = serde_json::json!(["2001:db8:66::2", "2001:db8:66::2"]);
-    p["ip_gens"][0]["servers"]["range"] = serde_json::json!(["2001:db8:66::1", "2001:db8:66::1"]);
-    let prof = dir.join("udp6.json");
+    p["ip_gens"][0]["clients"]["range"] = serde_json::json!([kernel, kernel]);
+    p["ip_gens"][0]["servers"]["range"] = serde_json::json!([squall, squall]);
+    // The answer: the query's id (0x1234) first, 4,000 bytes in all.
+    p["buffers"][1] = serde_json::json!({
+        "name": "answer", "text": "\u{12}4", "size": 4000, "fill": {"text": "a"}
+    });
+    let prof = dir.join("udp.json");
     std::fs::write(&prof, p.to_string()).unwrap();
     let err = dir.join("server.err");
-    let mut srv = Proc(
+    let iface = format!("afpacket:{s0}");
+    let mut srv_proc = Proc(
         ns(
-            "frg6-srv",
+            srv,
             &[
                 "timeout",
                 "60",
@@ -204,11 +218,11 @@ fn server_only_squall_reassembles_a_kernels_ipv6_fragments() {
                 "run",
                 prof.to_str().unwrap(),
                 "--iface",
-                "afpacket:frg6-s0",
+                &iface,
                 "--mode",
                 "server",
                 "--peer-ip",
-                "2001:db8:66::2",
+                kernel,
                 "--duration",
                 "6",
                 "-q",
@@ -219,17 +233,32 @@ fn server_only_squall_reassembles_a_kernels_ipv6_fragments() {
         .spawn()
         .expect("start the squall server"),
     );
-    let client = fragmented_udp_client("2001:db8:66::1");
-    let (got, stderr) = python_in("frg6-cli", &client);
+    let client = fragmented_udp_client(squall, 4000);
+    let (got, stderr) = python_in(cli, &client);
     assert_eq!(
         got, "5 3",
-        "answers to 5 fragmented queries, refusals of 3 fragmented datagrams over IPv6: {got} \
-         ({stderr})"
+        "whole answers to 5 fragmented queries, refusals of 3 fragmented datagrams (v6 \
+         {v6}): {got} ({stderr})"
     );
-    let _ = srv.0.wait();
+    let _ = srv_proc.0.wait();
     let line = std::fs::read_to_string(&err).unwrap();
     assert!(
         line.contains("IP fragments 24 (datagrams reassembled 8)"),
         "the port's line: {line}"
+    );
+    // The answers: 5, and those of the client's first, plain queries (one at least).
+    let sent: Vec<u64> = line
+        .split("UDP datagrams sent in fragments ")
+        .nth(1)
+        .map(|t| {
+            t.split(|c: char| !c.is_ascii_digit())
+                .filter_map(|x| x.parse().ok())
+                .take(2)
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        sent.len() == 2 && sent[0] >= 6 && sent[1] == 3 * sent[0],
+        "answers sent in fragments: {line}"
     );
 }

@@ -925,7 +925,7 @@ fn server_only_squall_reassembles_fragmented_udp() {
     let _lab = Lab::up(&["--squall", "server"]);
     let err = dir.join("server.err");
     let mut srv = dns_server(&dir, Stdio::from(std::fs::File::create(&err).unwrap()));
-    let client = fragmented_udp_client("198.18.48.1");
+    let client = fragmented_udp_client("198.18.48.1", 48);
     let (got, stderr) = python_in("sq-cli", &client);
     assert_eq!(
         got, "5 3",

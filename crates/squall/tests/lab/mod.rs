@@ -97,8 +97,9 @@ pub fn lab_start(tools: &[&str]) -> Option<Option<LabLock>> {
 /// (an IPv4 or IPv6 address, port 53): once the server answers a plain query, 5 queries
 /// padded to 4,000 bytes (more than a 1,500-byte link carries: the kernel sends them in
 /// fragments), then 3 datagrams of that size to closed port 9 on a connected socket;
-/// prints the answers and the refusals (ECONNREFUSED) it got.
-pub fn fragmented_udp_client(server: &str) -> String {
+/// prints the answers (of `answer_len` bytes, the query's id first) and the refusals
+/// (ECONNREFUSED) it got.
+pub fn fragmented_udp_client(server: &str, answer_len: usize) -> String {
     let family = if server.contains(':') {
         "AF_INET6"
     } else {
@@ -114,20 +115,22 @@ ok, t0 = 0, time.time()
 while ok == 0 and time.time() - t0 < 4:
     s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(0.3)
     s.sendto(q, (srv, 53))
-    try: ok += s.recvfrom(2048)[0][:2] == q[:2]
+    try: ok += s.recvfrom(65536)[0][:2] == q[:2]
     except socket.timeout: pass
 answered = 0
 for i in range(5):
     s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(0.5)
     s.sendto(big, (srv, 53))
-    try: answered += s.recvfrom(2048)[0][:2] == q[:2]
+    try:
+        a = s.recvfrom(65536)[0]
+        answered += a[:2] == q[:2] and len(a) == {answer_len}
     except socket.timeout: pass
 refused = 0
 s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(0.5)
 s.connect((srv, 9))
 for i in range(3):
     s.send(big)
-    try: s.recv(2048)
+    try: s.recv(65536)
     except ConnectionRefusedError: refused += 1
     except socket.timeout: pass
 print(answered, refused)
