@@ -63,17 +63,20 @@ impl ErrorKind {
 /// token bucket of [`ErrorBudget::BURST`] refilled at [`ErrorBudget::PER_SEC`] a second
 /// for all (the global `net.ipv4.icmp_msgs_burst` and `icmp_msgs_per_sec` defaults), and
 /// one per peer (`inet_peer_xrlim_allow`): a burst of [`PEER_BURST`] errors, then one an
-/// interval (IPv4 `icmp_ratelimit`, 1 s; IPv6 `icmpv6 ratelimit` 1 s shortened for the
-/// on-link /64 to 250 ms). One per node, so per worker. A node answering a flood of
-/// datagrams to closed ports sends no flood back, and one peer gets what Linux would
-/// give it.
-#[derive(Clone, Debug, Default)]
+/// interval (IPv4 `icmp_ratelimit`, 1 s; IPv6 `icmpv6 ratelimit` 1 s, which Linux
+/// shortens by the route's prefix: 250 ms for an on-link /64, used here for every peer;
+/// 62.5 ms through a default route). One per node, so per worker: a peer whose flows
+/// several workers serve gets each worker's. A node answering a flood of datagrams to
+/// closed ports sends no flood back.
+#[derive(Debug, Default)]
 pub struct ErrorBudget {
     tokens: u64,
     /// When `tokens` was last refilled (0: never used; full then).
     at_ns: u64,
     /// The peers' buckets (allocated at the first error).
     peers: Vec<PeerSlot>,
+    /// The key of the peers' hash (random, set at the first error).
+    key: Option<std::collections::hash_map::RandomState>,
 }
 
 /// Errors one peer may get at once (Linux's `XRLIM_BURST_FACTOR`).
@@ -81,9 +84,12 @@ pub const PEER_BURST: u64 = 6;
 /// The per-peer interval over IPv4 and over IPv6 (ns).
 pub const PEER_INTERVAL4_NS: u64 = 1_000_000_000;
 pub const PEER_INTERVAL6_NS: u64 = 250_000_000;
-/// Slots of the per-peer table: a peer whose slot another peer took starts afresh
-/// (bounded memory; the global bucket still holds).
+/// Slots of the per-peer table, in sets of [`PEER_WAYS`] chosen by a keyed hash of the
+/// address: a peer evicts the set's longest-idle one, and starts afresh if evicted itself
+/// (bounded memory; the global bucket still holds). The key is random, so that which
+/// addresses share a set cannot be worked out from outside.
 const PEER_SLOTS: usize = 1024;
+const PEER_WAYS: usize = 4;
 
 /// One peer's bucket: its credit of time (one error costs one interval).
 #[derive(Clone, Copy, Debug, Default)]
@@ -127,11 +133,19 @@ impl ErrorBudget {
     /// last error, up to the burst's; an error costs one interval of it. A peer first
     /// seen has the whole burst.
     fn peer_allows(&mut self, peer: u128, interval_ns: u64, now: u64) -> bool {
+        use std::hash::BuildHasher;
         if self.peers.is_empty() {
             self.peers = vec![PeerSlot::default(); PEER_SLOTS];
         }
-        let h = (peer as u64 ^ (peer >> 64) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let s = &mut self.peers[(h >> 54) as usize % PEER_SLOTS];
+        let key = self.key.get_or_insert_with(Default::default);
+        let set = (key.hash_one(peer) as usize % (PEER_SLOTS / PEER_WAYS)) * PEER_WAYS;
+        let ways = &mut self.peers[set..set + PEER_WAYS];
+        let k = match ways.iter().position(|w| w.used && w.addr == peer) {
+            Some(k) => k,
+            // (an unused slot's `at_ns` is 0: the oldest)
+            None => (0..PEER_WAYS).min_by_key(|&k| ways[k].at_ns).unwrap_or(0),
+        };
+        let s = &mut ways[k];
         let cap = PEER_BURST * interval_ns;
         if !s.used || s.addr != peer {
             *s = PeerSlot {
@@ -408,5 +422,19 @@ mod budget_tests {
             .filter(|&p| b.take_for(p, PEER_INTERVAL4_NS, t + 1_000_000_000))
             .count();
         assert_eq!(others, 49, "the node's 50, less peer 7's");
+    }
+
+    /// Two peers taking turns are each limited (neither resets the other's bucket), every
+    /// 10 ms for 10 s: each its burst and one a second, as Linux gives them.
+    #[test]
+    fn peers_taking_turns_keep_their_buckets() {
+        let mut b = ErrorBudget::default();
+        let mut got = [0u32; 2];
+        for k in 0..1_000u64 {
+            let now = 1 + k * 10_000_000;
+            let p = (k % 2) as usize;
+            got[p] += u32::from(b.take_for(0xc612_0002 + p as u128, PEER_INTERVAL4_NS, now));
+        }
+        assert!(got.iter().all(|&g| (15..=17).contains(&g)), "{got:?}");
     }
 }

@@ -35,6 +35,8 @@ pub mod reasm;
 pub mod redirect;
 pub mod sink;
 pub mod tap;
+#[cfg(test)]
+mod testing;
 pub mod udp;
 
 pub use app::{NoApp, NodeApp, NodeIo, Pair};

@@ -322,21 +322,7 @@ mod tests {
         Owned(vec![(0xc612_1000, 0xc612_10ff)]) // 198.18.16.0/24
     }
 
-    /// Frames written to a Vec.
-    #[derive(Default)]
-    struct Frames {
-        cur: Vec<u8>,
-        out: Vec<Vec<u8>>,
-    }
-    impl TxSink for Frames {
-        fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
-            self.cur.resize(len, 0);
-            Some(&mut self.cur[..])
-        }
-        fn commit(&mut self, len: usize) {
-            self.out.push(self.cur[..len].to_vec());
-        }
-    }
+    use crate::testing::Frames;
 
     fn frame(r: &ArpRepr, src: [u8; 6]) -> Vec<u8> {
         let mut buf = [0u8; 64];

@@ -399,20 +399,7 @@ mod tests {
         o
     }
 
-    #[derive(Default)]
-    struct Frames {
-        cur: Vec<u8>,
-        out: Vec<Vec<u8>>,
-    }
-    impl TxSink for Frames {
-        fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
-            self.cur.resize(len, 0);
-            Some(&mut self.cur[..])
-        }
-        fn commit(&mut self, len: usize) {
-            self.out.push(self.cur[..len].to_vec());
-        }
-    }
+    use crate::testing::Frames;
 
     /// A frame from B carrying `m` between `src` and `dst`.
     fn frame(src: Ipv6Address, dst: Ipv6Address, hl: u8, m: &Icmpv6Repr<'_>) -> Vec<u8> {

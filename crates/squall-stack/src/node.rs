@@ -703,11 +703,15 @@ impl<P: Port> Node<P> {
                     match class {
                         Class::Arp => {
                             counters.rx_arp += 1;
+                            let before = next_hop4.and_then(|ip| neigh.lookup(ip));
                             neigh.on_arp(d, &mut sink!());
                             // A next hop that announced a new MAC (a failover's gratuitous ARP):
-                            // every frame goes there from now on.
+                            // every frame goes there from now on. (Only a change of this
+                            // node's entry: a worker that followed another's move may hold
+                            // or learn the old one.)
                             let mac = next_hop4.and_then(|ip| neigh.lookup(ip));
-                            if move_next_hop(mac, udp, tcp, shared_hop) {
+                            let moved = before.is_some() && mac != before;
+                            if moved && move_next_hop(mac, udp, tcp, shared_hop) {
                                 neigh.stats.next_hop_moved += 1;
                             }
                         }
@@ -794,6 +798,7 @@ impl<P: Port> Node<P> {
                                 }
                                 Ok((true, i)) if i.proto == IpProtocol::ICMPV6 => {
                                     counters.rx_icmpv6 += 1;
+                                    let before = next_hop6.and_then(|ip| neigh6.lookup(&ip));
                                     if let Some((q, e)) =
                                         on_icmpv6(d, &i, *mac, icmp6, neigh6, &mut sink!())
                                     {
@@ -801,9 +806,11 @@ impl<P: Port> Node<P> {
                                     }
                                     // The next hop advertised another MAC (a failover's
                                     // unsolicited advertisement with Override, RFC 4861 §7.2.6):
-                                    // every frame goes there from now on.
+                                    // every frame goes there from now on (a change of this
+                                    // node's entry, as for ARP).
                                     let mac = next_hop6.and_then(|ip| neigh6.lookup(&ip));
-                                    if move_next_hop(mac, udp, tcp, shared_hop) {
+                                    let moved = before.is_some() && mac != before;
+                                    if moved && move_next_hop(mac, udp, tcp, shared_hop) {
                                         neigh6.stats.next_hop_moved += 1;
                                     }
                                 }
@@ -1164,7 +1171,13 @@ impl<P: Port> Node<P> {
     /// queue) is followed by all at their next turn, and a move this node sees is
     /// published to them.
     pub fn share_next_hop(&mut self, shared: std::sync::Arc<SharedMac>) {
-        let gen = shared.current().map_or(0, |(g, _)| g);
+        // A MAC published since this node set its own (a move another worker heard in
+        // between) is taken at the next turn.
+        let gen = match shared.current() {
+            Some((g, m)) if m == self.udp.tx.next_hop => g,
+            Some((g, _)) => g.wrapping_sub(1),
+            None => 0,
+        };
         self.shared_hop = Some((shared, gen));
     }
 

@@ -122,6 +122,10 @@ impl<P: Port> TxSink for PortSink<'_, P> {
         Some(f.data_mut())
     }
 
+    fn room(&self) -> usize {
+        TX_OUT_CAP.saturating_sub(self.tx.out.len())
+    }
+
     /// None with a tap: captures and traces record frames as they leave the node, so
     /// every frame must be a wire frame.
     #[inline]

@@ -150,6 +150,8 @@ pub struct UdpLayer {
     max_flows: usize,
     live: usize,
     ip_id: u16,
+    /// The id of the next IPv6 datagram sent in fragments.
+    frag_id6: u32,
     /// A datagram larger than the MTU, whole, before its fragments go.
     scratch: Vec<u8>,
     /// IPv6 addresses of the flows' keys (and of datagrams being delivered).
@@ -168,7 +170,10 @@ impl UdpLayer {
             free: Vec::new(),
             max_flows,
             live: 0,
-            ip_id: 0,
+            // Random starts: the workers of a port (each its own layer) send from the
+            // same addresses, and their fragments must not share ids (RFC 6864 §4.1).
+            ip_id: random_u64() as u16,
+            frag_id6: random_u64() as u32,
             scratch: Vec::new(),
             addr6: Addr6Table::default(),
             tx,
@@ -356,12 +361,14 @@ impl UdpLayer {
         tos: u8,
     ) -> bool {
         self.ip_id = self.ip_id.wrapping_add(1);
+        self.frag_id6 = self.frag_id6.wrapping_add(1);
         let h = Hdr {
             mac: self.tx.mac,
             gw: self.tx.next_hop,
             ttl,
             tos,
             ident: self.ip_id,
+            ident6: self.frag_id6,
         };
         let addrs = key
             .is_ipv6()
@@ -392,6 +399,14 @@ struct Hdr {
     ttl: u8,
     tos: u8,
     ident: u16,
+    /// The id of an IPv6 datagram sent in fragments.
+    ident6: u32,
+}
+
+/// A random number (the process's hash keys, fresh for each call).
+fn random_u64() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(0u8)
 }
 
 fn be16(b: &[u8], o: usize) -> u16 {
@@ -432,8 +447,7 @@ fn emit<S: TxSink>(
         scratch.clear();
         scratch.resize(len, 0);
         write(scratch);
-        let id6 = u32::from(h.ident) << 16 | u32::from(k.local_port ^ k.remote_port);
-        return emit_fragments(tx, scratch, v6.is_some(), id6, mtu);
+        return emit_fragments(tx, scratch, v6.is_some(), h.ident6, mtu);
     }
     let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
         return 0;
@@ -446,8 +460,9 @@ fn emit<S: TxSink>(
 /// [`emit`] of a datagram larger than `mtu`: the whole frame `whole` (built once, its UDP
 /// checksum over all of it) sent in fragments of the largest multiple of 8 bytes that fits
 /// (RFC 791: IPv4, DF clear, the datagram's id; RFC 8200 §4.5 with `v6`: a fragment header
-/// with id `id6`). The frames sent (0 if the first could not be: a datagram cut short is
-/// lost to its receiver, as on a lossy path, and counted sent).
+/// with id `id6`). The frames sent; 0 if they would not all fit the sink now, or one could
+/// not be had (those already written go: a datagram cut short is lost to its receiver,
+/// as on a lossy path; it is counted not sent).
 fn emit_fragments<S: TxSink>(tx: &mut S, whole: &[u8], v6: bool, id6: u32, mtu: usize) -> usize {
     let l3 = ETH_HLEN + if v6 { IP6_LEN } else { IP_LEN };
     let frag_hdr = if v6 { 8 } else { 0 };
@@ -459,13 +474,16 @@ fn emit_fragments<S: TxSink>(tx: &mut S, whole: &[u8], v6: bool, id6: u32, mtu: 
         return 0;
     };
     let data = &whole[l3..];
+    if data.len().div_ceil(max) > tx.room() {
+        return 0;
+    }
     let mut sent = 0;
     for (i, chunk) in data.chunks(max).enumerate() {
         let off = i * max;
         let more = off + chunk.len() < data.len();
         let len = l3 + frag_hdr + chunk.len();
         let Some(f) = tx.alloc(len).and_then(|b| b.get_mut(..len)) else {
-            return sent;
+            return 0;
         };
         f[..l3].copy_from_slice(&whole[..l3]);
         if v6 {
@@ -609,6 +627,7 @@ mod tests {
         ttl: 64,
         tos: 0,
         ident: 7,
+        ident6: 7,
     };
     const K: UdpKey = UdpKey {
         local_ip: 0x1000_0001,
@@ -790,5 +809,49 @@ mod tests {
         let mut f0 = vec![0u8; HDRS_LEN];
         write_frame(&mut f0, &H, &k0, &[]);
         assert_eq!(parse(&f0), Err(UdpError::Header));
+    }
+
+    use crate::testing::Frames;
+
+    /// A datagram larger than the MTU goes whole or not at all (counted not sent when its
+    /// fragments would not all fit the sink now); the layers of a port's workers start
+    /// their ids apart (their fragments must not share ids).
+    #[test]
+    fn fragments_go_all_or_none_and_ids_start_apart() {
+        let tx = UdpTx {
+            mtu: 1500,
+            mac: [2, 0, 0, 0, 0, 1],
+            next_hop: [2, 0, 0, 0, 0, 2],
+        };
+        let mut l = UdpLayer::new(4, 4, tx);
+        let f = l.open(K, 0).unwrap();
+        let big = vec![9u8; 4000];
+        let mut sink = Frames {
+            room: Some(2),
+            ..Frames::default()
+        };
+        assert!(
+            !l.send(&mut sink, f, &big, 64, 0),
+            "3 fragments, room for 2"
+        );
+        assert!(sink.out.is_empty());
+        assert_eq!((l.stats.tx_failed, l.stats.tx_datagrams), (1, 0));
+        sink.room = Some(3);
+        assert!(l.send(&mut sink, f, &big, 64, 0));
+        assert_eq!((sink.out.len(), l.stats.tx_fragments), (3, 3));
+        // each fragment: DF clear, MF on all but the last, the same id
+        let ids: Vec<u16> = sink.out.iter().map(|f| be16(f, ETH_HLEN + 4)).collect();
+        let fo: Vec<u16> = sink.out.iter().map(|f| be16(f, ETH_HLEN + 6)).collect();
+        assert!(ids.iter().all(|&i| i == ids[0]));
+        assert_eq!(
+            fo,
+            [0x2000, 0x2000 | 185, 370],
+            "offsets in units of 8 (1480 bytes)"
+        );
+        let starts: Vec<u16> = (0..4).map(|_| UdpLayer::new(1, 1, tx).ip_id).collect();
+        assert!(
+            starts.iter().any(|&s| s != starts[0]),
+            "random starts: {starts:?}"
+        );
     }
 }

@@ -1442,6 +1442,29 @@ fn every_worker_follows_a_next_hop_move_one_of_them_heard() {
         "counted where it was heard"
     );
     assert_eq!(shared.current(), Some((1, mc)));
+    // Worker 1 learns B's old MAC afterwards (B's ARP request reaches worker 1): its own
+    // entry says the old MAC, which is no move: nothing goes back to the old MAC.
+    w1.follow_next_hop(IP_B);
+    raw_frame(&mut r1, &arp_request(IP_A));
+    w1.turn(4_000, &mut NoApp, None);
+    raw_rx(&mut r1);
+    raw_frame(&mut r0, &syn_frame(MA, Some((IP_B, IP_A)), None));
+    w0.turn(5_000, &mut NoApp, None);
+    assert_eq!(&raw_rx(&mut r0)[0][0..6], &mc[..], "still the new MAC");
+    assert_eq!(shared.current(), Some((1, mc)));
+    // A worker that shares the next hop after a move was published takes it.
+    let (p2, mut r2) = pair(MemConfig::default()).unwrap();
+    let mut w2 = node(p2, MA, MB, IP_A);
+    w2.tcp.listen(80);
+    w2.set_next_hop(MB);
+    w2.share_next_hop(shared.clone());
+    raw_frame(&mut r2, &syn_frame(MA, Some((IP_B, IP_A)), None));
+    w2.turn(6_000, &mut NoApp, None);
+    assert_eq!(
+        &raw_rx(&mut r2)[0][0..6],
+        &mc[..],
+        "a late worker takes the move"
+    );
 }
 
 /// An ICMP (IPv4) or ICMPv6 error from the raw peer (B) to A: `typ`, `code`, the four

@@ -57,6 +57,11 @@ pub enum SendError {
 pub trait TxSink {
     fn alloc(&mut self, len: usize) -> Option<&mut [u8]>;
     fn commit(&mut self, len: usize);
+    /// Frames the sink can still queue now (a bound: a frame pool may run dry sooner);
+    /// unbounded by default.
+    fn room(&self) -> usize {
+        usize::MAX
+    }
     /// Largest TCP super-frame (bytes of the frame, headers included) the sink takes now
     /// for its port to cut into segments (TSO); 0 when it takes none (no support, or no
     /// super-frame buffer free).
