@@ -102,6 +102,9 @@ pub struct NodeCounters {
     pub rx_vlan_other: u64,
     /// Frames taken in from other workers (software redirect; also in `rx_frames`).
     pub rx_redirected: u64,
+    /// Moves of the next hop another worker of the port heard, followed here
+    /// (`share_next_hop`; the ones heard here are the neighbour caches' `next_hop_moved`).
+    pub next_hop_followed: u64,
     /// Turns that did something.
     pub busy_turns: u64,
     /// Turns.
@@ -375,7 +378,9 @@ impl<P: Port> Node<P> {
         if let Some((s, gen)) = self.shared_hop.as_mut() {
             if let Some((g, mac)) = s.current().filter(|c| c.0 != *gen) {
                 *gen = g;
-                move_next_hop(Some(mac), &mut self.udp, &mut self.tcp, &mut None);
+                if move_next_hop(Some(mac), &mut self.udp, &mut self.tcp, &mut None) {
+                    self.counters.next_hop_followed += 1;
+                }
             }
         }
         app.begin_turn(now);
@@ -1155,6 +1160,10 @@ impl<P: Port> Node<P> {
         }
     }
 
+    /// The MAC every frame is sent to now.
+    pub fn next_hop(&self) -> [u8; 6] {
+        self.udp.tx.next_hop
+    }
     /// Sets the MAC every frame is sent to (the gateway or the directly connected peer).
     pub fn set_next_hop(&mut self, mac: [u8; 6]) {
         self.udp.tx.next_hop = mac;

@@ -19,6 +19,7 @@ impl TxSink for Frames {
         self.out.push(self.cur[..len].to_vec());
     }
     fn room(&self) -> usize {
-        self.room.map_or(usize::MAX, |r| r.saturating_sub(self.out.len()))
+        self.room
+            .map_or(usize::MAX, |r| r.saturating_sub(self.out.len()))
     }
 }

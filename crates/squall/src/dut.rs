@@ -588,7 +588,7 @@ fn run_dut_worker<C: Port, S: Port>(
     };
     eprintln!(
         "squall: {who}client port {} -> DUT {} ({}), server port {} -> DUT {} ({}); ARP \
-         answered {} / {}; redirected in {} / {}",
+         answered {} / {}; redirected in {} / {}{}",
         dc.client.label(),
         cgw_name,
         crate::iface::fmt_mac(cmac),
@@ -599,6 +599,14 @@ fn run_dut_worker<C: Port, S: Port>(
         s.node.neigh.stats.requests_answered,
         c.node.counters.rx_redirected,
         s.node.counters.rx_redirected,
+        [
+            ("client", crate::worker::moves_note(&c.node)),
+            ("server", crate::worker::moves_note(&s.node)),
+        ]
+        .iter()
+        .filter(|(_, m)| !m.is_empty())
+        .map(|(side, m)| format!("; {side} port: {}", &m[2..]))
+        .collect::<String>(),
     );
     Ok(RunResult {
         client: side_report(&c, cpu),

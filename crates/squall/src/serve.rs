@@ -483,7 +483,8 @@ fn serve_on<P: Port>(
         node.icmp6.echo_answered,
         crate::worker::icmp_errors_note(node.icmp.errors_to_tcp + node.icmp6.errors_to_tcp)
             + &crate::worker::unreachables_note(&node)
-            + &crate::worker::fragments_note(&node),
+            + &crate::worker::fragments_note(&node)
+            + &crate::worker::moves_note(&node),
         match redirect {
             Some(r) => format!(
                 "; redirect: handed to other workers {}, taken in {}, dropped {}",

@@ -363,7 +363,8 @@ pub(crate) fn run_on<P: Port>(
         s.node.icmp.echo_answered,
         icmp_errors_note(s.node.icmp.errors_to_tcp + s.node.icmp6.errors_to_tcp)
             + &unreachables_note(&s.node)
-            + &fragments_note(&s.node),
+            + &fragments_note(&s.node)
+            + &moves_note(&s.node),
         n.rx_not_ours + n.rx_other_ip + n.rx_other_ether + n.rx_bad,
         match s.node.redirect_stats() {
             Some(r) => format!(
@@ -429,6 +430,20 @@ pub(crate) fn unreachables_note(n: &squall_stack::Node<impl squall_port::Port>) 
         (s, 0) => format!(", port unreachables sent {s}"),
         (s, h) => format!(", port unreachables sent {s} (and {h} not: rate limit or not unicast)"),
     }
+}
+
+/// The moves of the node's next hop (a failover's announcement), heard here or followed
+/// from another worker, for a port's line: empty when there were none.
+pub(crate) fn moves_note(n: &squall_stack::Node<impl squall_port::Port>) -> String {
+    let heard = n.neigh.stats.next_hop_moved + n.neigh6.stats.next_hop_moved;
+    let followed = n.counters.next_hop_followed;
+    if heard + followed == 0 {
+        return String::new();
+    }
+    format!(
+        ", next hop moved {heard} (followed from another worker {followed}; now {})",
+        crate::iface::fmt_mac(n.next_hop())
+    )
 }
 
 /// The node's IP fragments and what became of them, and the UDP datagrams it sent in

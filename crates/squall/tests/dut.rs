@@ -488,3 +488,86 @@ fn the_daemon_runs_on_the_dut_ports() {
     assert_eq!(st["clean"], Value::Bool(true), "{st}");
     ok(call("shutdown", serde_json::json!({})));
 }
+
+/// A failover of the device under test in the middle of a run on 2 workers: its
+/// client-side interface takes another MAC and announces it (`arping -U`, a gratuitous
+/// ARP). The ports' fanout puts ARP on one worker's queue; that worker moves the next hop
+/// and the other follows it through the shared next hop. Every flow completes (frames to
+/// the old MAC would be dropped by the DUT's kernel, stalling the flows of a worker that
+/// did not follow), and the client port's lines say where the move was heard and where
+/// it was followed.
+#[test]
+fn every_worker_follows_a_failover_of_the_dut() {
+    if let Some(why) = skip(&["ip", "ethtool", "arping"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let _lab = Lab::up(&["dut"]);
+    let dir = tmpdir("dut-failover");
+    let json = dir.join("run.json");
+    let err = dir.join("run.err");
+    let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
+    let mut args = vec![lab::squall_bin(), "run", profile.to_str().unwrap()];
+    args.extend_from_slice(DUT_PORTS);
+    args.extend_from_slice(&[
+        "--duration",
+        "5",
+        "--mult",
+        "300",
+        "--cores",
+        "2",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let mut run = lab::Proc(
+        lab::ns("sq-tg", &args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("start squall"),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    let new_mac = "02:00:5e:00:01:01";
+    let st = lab::ns(
+        "sq-dut",
+        &["ip", "link", "set", "sq-dc0", "address", new_mac],
+    )
+    .status()
+    .unwrap();
+    assert!(st.success(), "the DUT's new MAC");
+    // (unsolicited: no reply comes, and arping's status says so; the move in Squall's
+    // lines below says the announcement went)
+    let _ = lab::ns(
+        "sq-dut",
+        &["arping", "-U", "-c", "2", "-I", "sq-dc0", "198.18.0.1"],
+    )
+    .output()
+    .unwrap();
+    let code = run.0.wait().unwrap();
+    let text = std::fs::read_to_string(&err).unwrap();
+    assert!(code.success(), "squall through the failover:\n{text}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let started = num(&v, &["client", "flows", "started"]);
+    assert_eq!(started, 1_500, "{text}");
+    assert_eq!(
+        num(&v, &["client", "flows", "completed"]),
+        started,
+        "{text}"
+    );
+    assert_eq!(
+        num(&v, &["server", "flows", "completed"]),
+        started,
+        "{text}"
+    );
+    assert_eq!(v["clean"], Value::Bool(true), "{text}");
+    let heard =
+        format!("client port: next hop moved 1 (followed from another worker 0; now {new_mac})");
+    let followed =
+        format!("client port: next hop moved 0 (followed from another worker 1; now {new_mac})");
+    assert!(
+        text.contains(&heard) && text.contains(&followed),
+        "one worker heard the move, the other followed it:\n{text}"
+    );
+}
