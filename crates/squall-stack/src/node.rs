@@ -200,6 +200,12 @@ fn move_next_hop(
     }
 }
 
+/// Marks the path that calls it as rarely taken: the compiler lays it out of the hot
+/// code (reassembled datagrams, moves of the next hop, reassembly timeouts).
+#[cold]
+#[inline(never)]
+fn cold() {}
+
 /// Whether an app of the node accepts flows on local `port` of protocol `proto` (TCP 6,
 /// UDP 17): the redirect's rule for whose flow a frame is.
 fn serves<A: NodeApp>(app: &A, proto: u8, port: u16) -> bool {
@@ -377,6 +383,7 @@ impl<P: Port> Node<P> {
         // A move of the next hop another worker of the port saw.
         if let Some((s, gen)) = self.shared_hop.as_mut() {
             if let Some((g, mac)) = s.current().filter(|c| c.0 != *gen) {
+                cold();
                 *gen = g;
                 if move_next_hop(Some(mac), &mut self.udp, &mut self.tcp, &mut None) {
                     self.counters.next_hop_followed += 1;
@@ -451,6 +458,7 @@ impl<P: Port> Node<P> {
         if firsts.is_empty() {
             return false;
         }
+        cold();
         let kind = ErrorKind::ReassemblyTimeout;
         let mut sink = PortSink::new(&mut self.port, &mut self.tx, tap, now, self.offload);
         let b = &mut self.icmp_budget;
@@ -880,6 +888,8 @@ impl<P: Port> Node<P> {
             if rebuilt.is_empty() {
                 break;
             }
+            // (out of the burst's hot path)
+            cold();
             let mut whole = std::mem::take(rebuilt);
             if let Some(r) = redirect.as_mut() {
                 // (fragments stay where they arrive: the whole datagram goes to its owner)
