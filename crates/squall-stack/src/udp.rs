@@ -170,15 +170,23 @@ impl UdpLayer {
             free: Vec::new(),
             max_flows,
             live: 0,
-            // Random starts: the workers of a port (each its own layer) send from the
-            // same addresses, and their fragments must not share ids (RFC 6864 §4.1).
-            ip_id: random_u64() as u16,
-            frag_id6: random_u64() as u32,
+            // (deterministic: a simulation's frames are reproducible; the workers of a
+            // port spread theirs apart, `spread_ids`)
+            ip_id: 0,
+            frag_id6: 0,
             scratch: Vec::new(),
             addr6: Addr6Table::default(),
             tx,
             stats: UdpStats::default(),
         }
+    }
+    /// Starts the datagram ids of worker `index` of `count` sending from the same
+    /// addresses at their own part of the id space, so that their fragments do not share
+    /// ids (RFC 6864 §4.1).
+    pub fn spread_ids(&mut self, index: u32, count: u32) {
+        let count = count.max(1);
+        self.ip_id = ((u64::from(index) << 16) / u64::from(count)) as u16;
+        self.frag_id6 = ((u64::from(index) << 32) / u64::from(count)) as u32;
     }
     /// Flows open now.
     pub fn live(&self) -> usize {
@@ -401,12 +409,6 @@ struct Hdr {
     ident: u16,
     /// The id of an IPv6 datagram sent in fragments.
     ident6: u32,
-}
-
-/// A random number (the process's hash keys, fresh for each call).
-fn random_u64() -> u64 {
-    use std::hash::BuildHasher;
-    std::collections::hash_map::RandomState::new().hash_one(0u8)
 }
 
 fn be16(b: &[u8], o: usize) -> u16 {
@@ -848,10 +850,21 @@ mod tests {
             [0x2000, 0x2000 | 185, 370],
             "offsets in units of 8 (1480 bytes)"
         );
-        let starts: Vec<u16> = (0..4).map(|_| UdpLayer::new(1, 1, tx).ip_id).collect();
-        assert!(
-            starts.iter().any(|&s| s != starts[0]),
-            "random starts: {starts:?}"
+        let starts: Vec<(u16, u32)> = (0..4)
+            .map(|k| {
+                let mut l = UdpLayer::new(1, 1, tx);
+                l.spread_ids(k, 4);
+                (l.ip_id, l.frag_id6)
+            })
+            .collect();
+        assert_eq!(
+            starts,
+            [
+                (0, 0),
+                (0x4000, 0x4000_0000),
+                (0x8000, 0x8000_0000),
+                (0xc000, 0xc000_0000)
+            ]
         );
     }
 }

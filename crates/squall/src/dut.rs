@@ -485,6 +485,8 @@ fn run_dut_worker<C: Port, S: Port>(
         // A move of the device one worker's queue hears is followed by all.
         c.node.share_next_hop(w.next_hop.clone());
         s.node.share_next_hop(dw.server_next_hop.clone());
+        c.node.udp.spread_ids(w.index, w.count);
+        s.node.udp.spread_ids(w.index, w.count);
     }
     if ask {
         c.node.announce(clock.now_ns());

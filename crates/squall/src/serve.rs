@@ -394,6 +394,7 @@ fn serve_on<P: Port>(
     if w.count > 1 {
         // A move one worker's queue hears is followed by all.
         node.share_next_hop(w.next_hop.clone());
+        node.udp.spread_ids(w.index, w.count);
     }
     if w.index == 0 {
         node.announce(clock.now_ns());

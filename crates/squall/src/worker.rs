@@ -254,6 +254,7 @@ pub(crate) fn run_on<P: Port>(
     if w.count > 1 {
         // A move one worker's queue hears is followed by all.
         s.node.share_next_hop(w.next_hop.clone());
+        s.node.udp.spread_ids(w.index, w.count);
     }
     if w.index == 0 {
         s.node.announce(clock.now_ns());
