@@ -200,6 +200,19 @@ fn move_next_hop(
     }
 }
 
+/// [`move_next_hop`] when the followed next hop's own entry changed from one MAC to
+/// another (`before` -> `after`): learning a first entry is no move, nor holding an old
+/// one that a move heard by another worker left behind.
+fn entry_moved(
+    before: Option<[u8; 6]>,
+    after: Option<[u8; 6]>,
+    udp: &mut UdpLayer,
+    tcp: &mut TcpHost,
+    shared: &mut SharedHop,
+) -> bool {
+    before.is_some() && after != before && move_next_hop(after, udp, tcp, shared)
+}
+
 /// Marks the path that calls it as rarely taken: the compiler lays it out of the hot
 /// code (reassembled datagrams, moves of the next hop, reassembly timeouts).
 #[cold]
@@ -454,11 +467,11 @@ impl<P: Port> Node<P> {
     /// Sends "fragment reassembly time exceeded" for the datagrams that timed out with
     /// their first fragment in (RFC 1122 §3.3.2, RFC 8200 §4.5), quoting it; true if any.
     fn reassembly_timeouts(&mut self, now: u64, tap: Option<TapRef<'_>>) -> bool {
-        let firsts = self.reasm.take_expired();
-        if firsts.is_empty() {
+        if !self.reasm.has_expired() {
             return false;
         }
         cold();
+        let firsts = self.reasm.take_expired();
         let kind = ErrorKind::ReassemblyTimeout;
         let mut sink = PortSink::new(&mut self.port, &mut self.tx, tap, now, self.offload);
         let b = &mut self.icmp_budget;
@@ -722,9 +735,8 @@ impl<P: Port> Node<P> {
                             // every frame goes there from now on. (Only a change of this
                             // node's entry: a worker that followed another's move may hold
                             // or learn the old one.)
-                            let mac = next_hop4.and_then(|ip| neigh.lookup(ip));
-                            let moved = before.is_some() && mac != before;
-                            if moved && move_next_hop(mac, udp, tcp, shared_hop) {
+                            let after = next_hop4.and_then(|ip| neigh.lookup(ip));
+                            if entry_moved(before, after, udp, tcp, shared_hop) {
                                 neigh.stats.next_hop_moved += 1;
                             }
                         }
@@ -821,9 +833,8 @@ impl<P: Port> Node<P> {
                                     // unsolicited advertisement with Override, RFC 4861 §7.2.6):
                                     // every frame goes there from now on (a change of this
                                     // node's entry, as for ARP).
-                                    let mac = next_hop6.and_then(|ip| neigh6.lookup(&ip));
-                                    let moved = before.is_some() && mac != before;
-                                    if moved && move_next_hop(mac, udp, tcp, shared_hop) {
+                                    let after = next_hop6.and_then(|ip| neigh6.lookup(&ip));
+                                    if entry_moved(before, after, udp, tcp, shared_hop) {
                                         neigh6.stats.next_hop_moved += 1;
                                     }
                                 }

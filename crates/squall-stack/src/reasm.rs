@@ -135,15 +135,15 @@ impl Partial {
 }
 
 /// One fragment, as the node found it.
-pub struct Fragment<'a> {
+struct Fragment<'a> {
     /// The whole frame.
-    pub frame: &'a [u8],
+    frame: &'a [u8],
     /// Where the fragment's data starts and ends in the frame.
-    pub data: (usize, usize),
+    data: (usize, usize),
     /// Offset of the data in the datagram, in bytes.
-    pub offset: usize,
+    offset: usize,
     /// More fragments follow.
-    pub more: bool,
+    more: bool,
 }
 
 /// The reassembly of one node.
@@ -450,6 +450,11 @@ impl Reassembly {
     /// (RFC 1122 §3.3.2, RFC 8200 §4.5: sent only where the first fragment came).
     pub fn take_expired(&mut self) -> Vec<Vec<u8>> {
         std::mem::take(&mut self.expired)
+    }
+
+    /// Whether first fragments of timed-out datagrams wait for [`take_expired`](Self::take_expired).
+    pub fn has_expired(&self) -> bool {
+        !self.expired.is_empty()
     }
 
     fn drop_datagram(&mut self, key: &Key) {

@@ -387,25 +387,23 @@ fn bulk_through_an_mtu(v6: bool) {
 
 /// The gratuitous ARP (a request for its own address) of `ip` moved to `mac`.
 fn gratuitous_arp(mac: [u8; 6], ip: u32) -> [u8; 60] {
-    let g = ArpRepr::request(
-        MacAddress(mac),
-        Ipv4Address(ip.to_be_bytes()),
-        Ipv4Address(ip.to_be_bytes()),
-    );
-    let mut buf = [0u8; 60];
-    squall_stack::neigh::emit_frame(&g, mac, &mut buf).unwrap();
-    buf
+    arp_request_from(mac, ip, ip)
 }
 
 /// An ARP request from B (198.18.0.2) for `target`, as a 60-byte frame.
 fn arp_request(target: u32) -> [u8; 60] {
+    arp_request_from(MB, IP_B, target)
+}
+
+/// An ARP request from `mac` / `sender` for `target`, as a 60-byte frame.
+fn arp_request_from(mac: [u8; 6], sender: u32, target: u32) -> [u8; 60] {
     let r = ArpRepr::request(
-        MacAddress(MB),
-        Ipv4Address(IP_B.to_be_bytes()),
+        MacAddress(mac),
+        Ipv4Address(sender.to_be_bytes()),
         Ipv4Address(target.to_be_bytes()),
     );
     let mut buf = [0u8; 60];
-    squall_stack::neigh::emit_frame(&r, MB, &mut buf).unwrap();
+    squall_stack::neigh::emit_frame(&r, mac, &mut buf).unwrap();
     buf
 }
 

@@ -316,7 +316,7 @@ fn run_workers<P: Port + Send + 'static>(
     for ((k, port), w) in ports
         .into_iter()
         .enumerate()
-        .zip(crew(n, &steer, rc.mode, clock, t0))
+        .zip(crew(n, &steer, clock, t0))
     {
         let (p, c, r, l) = (profile.clone(), cfg.clone(), rc.clone(), lives[k].clone());
         workers.push(spawn_worker(k as u32, &ncpu, move || {
@@ -327,16 +327,9 @@ fn run_workers<P: Port + Send + 'static>(
 }
 
 /// The `n` workers of a port (index, the shared start instant `t0`, next hop and finish
-/// count, each its ends of the redirect mesh; `rss_server` where `steer` is RSS on a
-/// server: the device keeps each flow on one queue, the mesh carries only reassembled
-/// datagrams).
-pub(crate) fn crew(
-    n: u32,
-    steer: &Steering,
-    mode: Mode,
-    clock: MonotonicClock,
-    t0: u64,
-) -> Vec<Worker> {
+/// count, each its ends of the redirect mesh; on a server on RSS the mesh carries only
+/// reassembled datagrams, `worker::attach_redirect`).
+pub(crate) fn crew(n: u32, steer: &Steering, clock: MonotonicClock, t0: u64) -> Vec<Worker> {
     let next_hop = Arc::default();
     let finished = Arc::new(AtomicU32::new(0));
     let rss = match steer {
@@ -362,7 +355,6 @@ pub(crate) fn crew(
             next_hop: Arc::clone(&next_hop),
             finished: finished.clone(),
             redirect: ends[k as usize].take(),
-            rss_server: rss.is_some() && mode == Mode::Server,
             rss: rss.clone(),
         })
         .collect()

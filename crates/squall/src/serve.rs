@@ -24,7 +24,7 @@ use squall_tcp::{FlowId, TcpConfig};
 use squall_wire::Ipv6Address;
 
 use crate::cores::{self, PortJob, Steering};
-use crate::iface::{fmt_mac, IdleYield, Mode, RealConfig};
+use crate::iface::{fmt_mac, IdleYield, RealConfig};
 use crate::servelive::{Publisher, ServeLive};
 use crate::shards::spawn_worker;
 use crate::worker::Worker;
@@ -235,11 +235,10 @@ impl PortJob for ServeJob<'_> {
         }
         let ncpu = squall_engine::affinity::available_cores();
         let mut handles = Vec::with_capacity(n as usize);
-        for ((k, port), w) in
-            ports
-                .into_iter()
-                .enumerate()
-                .zip(cores::crew(n, &steer, Mode::Server, clock, t0))
+        for ((k, port), w) in ports
+            .into_iter()
+            .enumerate()
+            .zip(cores::crew(n, &steer, clock, t0))
         {
             let (cfg, files, stop) = (self.cfg.clone(), self.files.clone(), self.stop.clone());
             let live = self.live.clone();
@@ -400,7 +399,7 @@ fn serve_on<P: Port>(
         node.announce(clock.now_ns());
     }
     let r = w.redirect.take();
-    crate::worker::attach_redirect(r, w.rss.as_ref(), w.rss_server, &mut node);
+    crate::worker::attach_redirect(r, w.rss.as_ref(), true, &mut node);
     let mut ports: Vec<u16> = cfg.listen.iter().map(|a| a.port()).collect();
     ports.sort_unstable();
     ports.dedup();

@@ -44,9 +44,6 @@ pub(crate) struct Worker {
     pub redirect: Option<Redirect>,
     /// RSS of the device: client source ports whose reply hashes to this worker's queue.
     pub rss: Option<RssSteer>,
-    /// A server on RSS: the device keeps each flow on its queue, the mesh carries only
-    /// reassembled datagrams (to the worker of their RSS queue).
-    pub rss_server: bool,
 }
 
 impl Worker {
@@ -62,23 +59,22 @@ impl Worker {
             finished: Arc::default(),
             redirect: None,
             rss: None,
-            rss_server: false,
         }
     }
 }
 
-/// Gives `node` a worker's ends `r` of the redirect mesh, if any: on a server on RSS
-/// (`rss` with `rss_server`) for reassembled datagrams only.
+/// Gives `node` a worker's ends `r` of the redirect mesh, if any: on a `server` on RSS
+/// (`rss`: the device keeps each flow on its queue) for reassembled datagrams only.
 pub(crate) fn attach_redirect<P: squall_port::Port>(
     r: Option<Redirect>,
     rss: Option<&RssSteer>,
-    rss_server: bool,
+    server: bool,
     node: &mut squall_stack::Node<P>,
 ) {
     let Some(r) = r else {
         return;
     };
-    match rss.filter(|_| rss_server) {
+    match rss.filter(|_| server) {
         Some(steer) => node.set_rss_redirect(r, steer.clone()),
         None => node.set_redirect(r),
     }
@@ -259,7 +255,8 @@ pub(crate) fn run_on<P: Port>(
     if w.index == 0 {
         s.node.announce(clock.now_ns());
     }
-    attach_redirect(w.redirect, w.rss.as_ref(), w.rss_server, &mut s.node);
+    let server = rc.mode == Mode::Server;
+    attach_redirect(w.redirect, w.rss.as_ref(), server, &mut s.node);
     if rc.mode == Mode::Client {
         s.gen.pace = Some(256);
     }
