@@ -1213,6 +1213,67 @@ fn segments_for_no_connection_are_answered_on_owned_addresses_only(fam: Family) 
     assert_eq!(t.one().flags, SYN | ACK);
 }
 
+// A listener bound to an address (a socket bound to it, `listen_at`) takes SYNs to that
+// address only: one to another of the host's addresses on the same port is refused with
+// a RST, as for a closed port; a port opened on any address takes both.
+per_family!(a_listener_bound_to_an_address_refuses_the_others);
+fn a_listener_bound_to_an_address_refuses_the_others(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
+    let other = HOST_IP + 1;
+    let ip = |a: u32| -> std::net::IpAddr {
+        match fam {
+            Family::V4 => std::net::Ipv4Addr::from(a).into(),
+            Family::V6 => std::net::Ipv6Addr::from(wire::ip6_of(a)).into(),
+        }
+    };
+    t.host.listen_at(ip(HOST_IP), 81);
+    let syn = |to: u32, port: u16| {
+        wire::peer_frame(fam, (PEER_IP, port), (to, 81), 7, 0, SYN, 65535, &[], &[])
+    };
+    t.host.rx(t.now, &syn(other, 1000), &mut t.app, &mut t.sink);
+    let r = t.one();
+    assert_eq!(
+        (r.flags, r.ack),
+        (RST | ACK, 8),
+        "another address is refused"
+    );
+    t.host
+        .rx(t.now, &syn(HOST_IP, 1001), &mut t.app, &mut t.sink);
+    assert_eq!(t.one().flags, SYN | ACK, "the bound address is taken");
+    // A second address on the port, then the port on any address.
+    t.host.listen_at(ip(other), 81);
+    t.host.rx(t.now, &syn(other, 1002), &mut t.app, &mut t.sink);
+    assert_eq!(t.one().flags, SYN | ACK);
+    t.host
+        .rx(t.now, &syn(other + 1, 1003), &mut t.app, &mut t.sink);
+    assert_eq!(t.one().flags, RST | ACK);
+    t.host.listen(81);
+    t.host
+        .rx(t.now, &syn(other + 1, 1004), &mut t.app, &mut t.sink);
+    assert_eq!(t.one().flags, SYN | ACK, "listen: any address");
+    // Bound again after unlisten: the addresses of before are gone.
+    t.host.unlisten(81);
+    t.host.listen_at(ip(other), 81);
+    t.host
+        .rx(t.now, &syn(HOST_IP, 1005), &mut t.app, &mut t.sink);
+    assert_eq!(t.one().flags, RST | ACK);
+    // Another port is untouched by the binding.
+    t.host.listen(82);
+    let to82 = wire::peer_frame(
+        fam,
+        (PEER_IP, 1006),
+        (HOST_IP, 82),
+        7,
+        0,
+        SYN,
+        65535,
+        &[],
+        &[],
+    );
+    t.host.rx(t.now, &to82, &mut t.app, &mut t.sink);
+    assert_eq!(t.one().flags, SYN | ACK);
+}
+
 /// Runs the host's timers until it sends; the segment, which must come within `ns`.
 fn first_segment_within(t: &mut T, ns: u64) -> Out {
     let start = t.now;

@@ -403,8 +403,9 @@ fn serve_on<P: Port>(
     let mut ports: Vec<u16> = cfg.listen.iter().map(|a| a.port()).collect();
     ports.sort_unstable();
     ports.dedup();
-    for &p in &ports {
-        node.tcp.listen(p);
+    // Each port on its own addresses only, as sockets bound to them.
+    for a in &cfg.listen {
+        node.tcp.listen_at(a.ip(), a.port());
     }
     // Flow tracing: this worker's tracer chooses connections at their SYN.
     let mut tap = cfg.trace.as_ref().map(|spec| {

@@ -308,7 +308,7 @@ impl TcpHost {
                 }
                 if seg.flags & (SYN | RST | ACK) == ACK
                     && self.cfg.syn_cookies
-                    && self.listening(seg.dst_port)
+                    && self.listens(&key)
                 {
                     if let Some(i) = self.accept_cookie(seg, key, h) {
                         self.segment(i, seg, h, app, tx);
@@ -345,7 +345,7 @@ impl TcpHost {
         if seg.flags & RST != 0 {
             return;
         }
-        if seg.flags & (SYN | ACK | FIN) == SYN && self.listening(seg.dst_port) {
+        if seg.flags & (SYN | ACK | FIN) == SYN && self.listens(&key) {
             self.passive_open(seg, key, h, tx);
             return;
         }

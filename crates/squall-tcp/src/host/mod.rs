@@ -176,6 +176,10 @@ pub struct TcpHost {
     sboards: Vec<Scoreboard>,
     sb_free: Vec<u32>,
     listen: Vec<u64>,
+    /// Listeners bound to addresses (`listen_at`), sorted: (port, IPv6 address or
+    /// IPv4-mapped one). A port listed here takes connections to these addresses only;
+    /// `listen` (any address) removes its entries.
+    listen_at: Vec<(u16, [u8; 16])>,
     /// Option set of flows accepted on a port (sorted by port); ports not listed use
     /// the default set.
     listen_opts: Vec<(u16, u8)>,
@@ -257,6 +261,7 @@ impl TcpHost {
             sboards: Vec::new(),
             sb_free: Vec::new(),
             listen: vec![0u64; 1024],
+            listen_at: Vec::new(),
             listen_opts: Vec::new(),
             opts: vec![cfg.opts],
             half_open: 0,
@@ -369,6 +374,7 @@ impl TcpHost {
             + self.sboards.capacity() * size_of::<Scoreboard>()
             + (self.ooo_free.capacity() + self.ooo_vacant.capacity() + self.sb_free.capacity()) * 4
             + self.listen.len() * 8
+            + self.listen_at.capacity() * std::mem::size_of::<(u16, [u8; 16])>()
             + self.listen_opts.capacity() * 4
             + self.opts.capacity() * size_of::<FlowOpts>()
             + self.addr6.memory_bytes()
@@ -425,6 +431,24 @@ impl TcpHost {
     /// Accept connections on `port` (any local address).
     pub fn listen(&mut self, port: u16) {
         self.listen[port as usize / 64] |= 1 << (port % 64);
+        self.listen_at.retain(|e| e.0 != port);
+    }
+    /// Accept connections on `port` to the local address `addr` only (as a socket bound
+    /// to it): a SYN to another of the host's addresses on this port is refused with a
+    /// RST, as for a closed port. Several addresses may be added to one port; a port
+    /// also listened on with [`TcpHost::listen`] takes any address.
+    pub fn listen_at(&mut self, addr: std::net::IpAddr, port: u16) {
+        let a = match addr {
+            std::net::IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+            std::net::IpAddr::V6(a) => a.octets(),
+        };
+        if self.listening(port) && !self.listen_at.iter().any(|e| e.0 == port) {
+            return; // already open on every address
+        }
+        self.listen[port as usize / 64] |= 1 << (port % 64);
+        if let Err(k) = self.listen_at.binary_search(&(port, a)) {
+            self.listen_at.insert(k, (port, a));
+        }
     }
     /// Accept connections on `port`; flows accepted there get option set `opts`
     /// (an id from [`TcpHost::add_flow_opts`]; unknown ids mean the default set).
@@ -439,6 +463,7 @@ impl TcpHost {
     /// Stop accepting on `port`.
     pub fn unlisten(&mut self, port: u16) {
         self.listen[port as usize / 64] &= !(1 << (port % 64));
+        self.listen_at.retain(|e| e.0 != port);
         if let Ok(k) = self.listen_opts.binary_search_by_key(&port, |e| e.0) {
             self.listen_opts.remove(k);
         }
@@ -487,5 +512,31 @@ impl TcpHost {
     #[inline]
     fn listening(&self, port: u16) -> bool {
         self.listen[port as usize / 64] & (1 << (port % 64)) != 0
+    }
+    /// A listener takes a connection of `key` (its local port and address).
+    #[inline]
+    fn listens(&self, key: &FlowKey) -> bool {
+        self.listening(key.local_port) && (self.listen_at.is_empty() || self.bound_takes(key))
+    }
+    /// No address-bound listener on the key's port, or one bound to its local address.
+    #[cold]
+    fn bound_takes(&self, key: &FlowKey) -> bool {
+        let port = key.local_port;
+        let from = self.listen_at.partition_point(|e| e.0 < port);
+        let local = if key.is_ipv6() {
+            *self.addr6.addr(key.local_ip)
+        } else {
+            std::net::Ipv4Addr::from(key.local_ip)
+                .to_ipv6_mapped()
+                .octets()
+        };
+        let mut any = false;
+        for e in self.listen_at[from..].iter().take_while(|e| e.0 == port) {
+            if e.1 == local {
+                return true;
+            }
+            any = true;
+        }
+        !any
     }
 }

@@ -119,7 +119,7 @@ impl TcpHost {
                 }
             }
         }
-        let listening = self.listening(seg.dst_port);
+        let listening = state == State::TimeWait && self.listens(&self.flows[i as usize].key);
         let t = &mut self.flows[i as usize];
         // TIME_WAIT reuse (RFC 9293 §3.6.1, RFC 6191 §2): a new SYN may reopen the
         // 4-tuple when its TSval is newer than TS.Recent (the old incarnation used
