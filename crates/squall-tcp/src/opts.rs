@@ -42,6 +42,12 @@ pub struct FlowOpts {
     /// once, at the burst's end, when no data of ours carries the ACK (as Linux ACKs a GRO
     /// super-packet once). Off: an ACK per second full-sized segment as each is processed.
     pub burst_ack: bool,
+    /// Received bytes after which an ACK is due at once (TRex's `tcp.no_delay_counter`):
+    /// below a segment every segment is acknowledged, above two the ACKs are fewer than
+    /// RFC 5681 §4.2 asks (the delayed-ACK timer still bounds the wait); each ACK goes as
+    /// it falls due, not merged at a receive burst's end (`burst_ack`). 0: every second
+    /// full-sized segment.
+    pub ack_bytes: u16,
     /// Duplicate ACKs that trigger fast retransmit (RFC 5681 §3.2: 3), 1..=10.
     pub rexmt_thresh: u8,
     /// IPv4 time to live of every segment of the flow.
@@ -70,7 +76,8 @@ impl Default for FlowOpts {
     /// MSS 1460, initial window 2, receive window 65,535, no RFC 7323 / SACK offers, Nagle
     /// off, 40 ms delayed ACK (Linux's minimum delayed-ACK timeout, well below the 200 ms
     /// minimum RTO: a delayed ACK must not race the peer's retransmission timer), fast
-    /// retransmit after 3 duplicate ACKs, one ACK per receive burst, TTL 64, TOS 0.
+    /// retransmit after 3 duplicate ACKs, one ACK per receive burst, an ACK every second
+    /// full-sized segment, TTL 64, TOS 0.
     fn default() -> Self {
         FlowOpts {
             mss: 1460,
@@ -82,6 +89,7 @@ impl Default for FlowOpts {
             nagle: false,
             delack_ns: 40_000_000,
             burst_ack: true,
+            ack_bytes: 0,
             rexmt_thresh: 3,
             ttl: 64,
             tos: 0,

@@ -166,13 +166,18 @@ impl Tcb {
     pub fn has(&self, f: u16) -> bool {
         self.flags & f != 0
     }
-    /// Bytes received after which an ACK is due: two full-sized segments (RFC 5681
+    /// Bytes received after which an ACK is due: `ack_bytes` where the flow's options
+    /// set it (TRex's `tcp.no_delay_counter`), else two full-sized segments (RFC 5681
     /// §4.2). A full-sized segment from the peer is the connection's segment size (the
     /// smaller of both MSS options, less the timestamp option), as Linux's initial
     /// rcv_mss: the peer cannot send more, and may announce less than we do.
     #[inline(always)]
-    pub fn ack_every(&self) -> u32 {
-        2 * u32::from(self.mss)
+    pub fn ack_every(&self, ack_bytes: u16) -> u32 {
+        if ack_bytes != 0 {
+            u32::from(ack_bytes)
+        } else {
+            2 * u32::from(self.mss)
+        }
     }
     /// Bytes in flight (sent, unacknowledged, excluding SYN/FIN accounting subtleties).
     #[inline(always)]

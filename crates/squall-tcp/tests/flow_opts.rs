@@ -221,6 +221,67 @@ fn init_cwnd_10_vs_2_first_flight(fam: Family) {
     assert_eq!(first_flight(fam, 2), 2);
 }
 
+// `ack_bytes` (TRex's tcp.no_delay_counter): an ACK once that many bytes came since the
+// last one; 0 keeps RFC 5681's ACK every second full-sized segment.
+per_family!(ack_bytes_sets_how_many_received_bytes_make_an_ack_due);
+fn ack_bytes_sets_how_many_received_bytes_make_an_ack_due(fam: Family) {
+    // The server's first flight (initial window 20) after the handshake of a client flow
+    // with `ack_bytes`: the pair, and the flight's frames.
+    let flight = |ack_bytes: u16| {
+        let mut p = Pair::new(fam, w1_config(), w1_config());
+        let big =
+            p.sh.add_flow_opts(FlowOpts {
+                init_cwnd: 20,
+                ..w1_config().opts
+            })
+            .unwrap();
+        p.sh.listen_with(80, big);
+        let o =
+            p.ch.add_flow_opts(FlowOpts {
+                ack_bytes,
+                ..*p.ch.flow_opts(OptsId::DEFAULT)
+            })
+            .unwrap();
+        p.connect(0, 80, o);
+        p.client_to_server();
+        p.server_to_client();
+        p.client_to_server();
+        let fr = std::mem::take(&mut p.sq.frames);
+        (p, fr)
+    };
+    let (_, fr) = flight(0);
+    let l = fr.iter().map(|f| seg_of(f).payload.len()).max().unwrap() as u16;
+    // Segments handed to the client one at a time: `want` pure ACKs for 8 of them.
+    for (ack_bytes, want) in [(0, 4), (l, 8), (3 * l + 1, 2), (1, 8), (8 * l, 1)] {
+        let (mut p, fr) = flight(ack_bytes);
+        let data: Vec<&Vec<u8>> = fr
+            .iter()
+            .filter(|f| !seg_of(f).payload.is_empty())
+            .collect();
+        assert!(data.len() >= 9, "a flight of {}", data.len());
+        let mut acks = 0;
+        for f in &data[..8] {
+            assert_eq!(seg_of(f).payload.len(), usize::from(l));
+            p.ch.rx(p.now, f, &mut p.capp, &mut p.cq);
+            acks += std::mem::take(&mut p.cq.frames)
+                .iter()
+                .filter(|f| {
+                    let s = seg_of(f);
+                    s.flags & ACK != 0 && s.payload.is_empty()
+                })
+                .count();
+        }
+        assert_eq!(acks, want, "ack_bytes {ack_bytes} (segments of {l})");
+        // The rest in order: the flow completes.
+        for f in &fr {
+            if !data[..8].contains(&f) {
+                p.ch.rx(p.now, f, &mut p.capp, &mut p.cq);
+            }
+        }
+        p.finish(1);
+    }
+}
+
 per_family!(delack_zero_acks_every_segment_at_once);
 fn delack_zero_acks_every_segment_at_once(fam: Family) {
     for (delack, want_ack) in [(0u64, true), (100_000_000, false)] {

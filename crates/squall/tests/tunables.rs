@@ -1,5 +1,6 @@
 //! Per-template tunables on the wire: a two-template profile whose templates differ in
-//! MSS, initial window, TTL, TOS and RFC 7323 per side is run in simulation with a pcap,
+//! MSS, initial window, TTL, TOS, RFC 7323 and the client's ACK count (TRex's
+//! `no_delay_counter`) per side is run in simulation with a pcap,
 //! and every captured frame is checked (squall-port's pcap reader, squall-wire's views)
 //! against its own template's values.
 
@@ -19,6 +20,9 @@ struct Want {
     timestamps: bool,
     /// Largest payload of a server segment.
     max_payload: usize,
+    /// The client acknowledges every data segment (`no_delay_counter` 1), not one per
+    /// receive burst.
+    ack_each: bool,
 }
 
 const SMALL: Want = Want {
@@ -29,6 +33,7 @@ const SMALL: Want = Want {
     server_initwnd: 10,
     timestamps: true,
     max_payload: 536 - 12,
+    ack_each: false,
 };
 const BIG: Want = Want {
     client_mss: 1200,
@@ -38,6 +43,7 @@ const BIG: Want = Want {
     server_initwnd: 3,
     timestamps: false,
     max_payload: 1200,
+    ack_each: true,
 };
 
 #[derive(Default, Debug)]
@@ -49,6 +55,8 @@ struct FlowSeen {
     data_ts: Vec<u64>,
     max_payload: usize,
     frames: usize,
+    /// Client segments without payload, SYN, FIN or RST.
+    pure_acks: usize,
 }
 
 #[test]
@@ -105,6 +113,10 @@ fn each_template_uses_its_own_tunables_on_the_wire() {
                 f.synack_mss = opts.mss;
             }
         }
+        let control = TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST;
+        if from_client && tcp.payload().is_empty() && !tcp.flags().intersects(control) {
+            f.pure_acks += 1;
+        }
         if !from_client && !tcp.payload().is_empty() {
             f.data_ts.push(rec.ts_ns);
             f.max_payload = f.max_payload.max(tcp.payload().len());
@@ -130,6 +142,22 @@ fn each_template_uses_its_own_tunables_on_the_wire() {
         assert_eq!(flight, w.server_initwnd, "template {k} initial window");
         let payload: usize = 32_768;
         assert!(f.data_ts.len() >= payload / w.max_payload);
+        // Every data segment acknowledged on its own (the last one perhaps by the FIN),
+        // or one ACK for a burst of them.
+        let data = f.data_ts.len();
+        if w.ack_each {
+            assert!(
+                f.pure_acks + 1 >= data,
+                "template {k}: {} ACKs for {data}",
+                f.pure_acks
+            );
+        } else {
+            assert!(
+                f.pure_acks * 2 < data,
+                "template {k}: {} ACKs for {data}",
+                f.pure_acks
+            );
+        }
     }
     assert!(seen[0] >= 2 && seen[1] >= 2, "flows per template {seen:?}");
 }

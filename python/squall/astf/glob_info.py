@@ -33,7 +33,8 @@ _TCP: Dict[str, _Spec] = {
                        "ACKs a GRO super-packet (Squall; default on)"),
     "no_delay": _Spec("flag_or_int", 0, 3, doc="disable Nagle (bit 0); bit 1: TRex's PUSH on every "
                       "segment, accepted and not applied"),
-    "no_delay_counter": _Spec("int", 0, 65535, doc="bytes after which Nagle is bypassed"),
+    "no_delay_counter": _Spec("int", 0, 65535, doc="received bytes after which an ACK goes at "
+                              "once (0: every second full-sized segment)"),
     "rxbufsize": _Spec("int", 1024, 1073725440, doc="receive buffer"),
     "txbufsize": _Spec("int", 1024, 1073725440, doc="send buffer"),
     "rexmtthresh": _Spec("int", 1, 10, doc="duplicate ACKs before fast retransmit"),

@@ -401,6 +401,7 @@ impl TcpHost {
         }
         let mut list = std::mem::take(&mut self.deferred);
         for &i in &list {
+            let ack_bytes = self.fo(i).ack_bytes;
             let t = &mut self.flows[i as usize];
             // A flow closed in the burst is skipped; a slot reused by a new flow in the
             // same burst does not carry the flag (a new TCB starts without it).
@@ -409,7 +410,7 @@ impl TcpHost {
                 if t.state != State::Closed {
                     // An ACK the burst's in-order segments made due (`deliver_in_order`)
                     // and no segment of ours has carried since.
-                    if t.rcv_unacked >= t.ack_every() {
+                    if t.rcv_unacked >= t.ack_every(ack_bytes) {
                         t.flags |= F_ACKNOW;
                     }
                     self.output(i, tx);

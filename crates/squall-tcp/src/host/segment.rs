@@ -495,21 +495,24 @@ impl TcpHost {
             }
         }
         // Delayed ACK (RFC 9293 §3.8.6.3, RFC 5681 §4.2): ACK at least every second full
-        // segment, immediately when a gap was filled, otherwise within the delack timeout.
+        // segment (or every `ack_bytes` bytes where the flow's options say so),
+        // immediately when a gap was filled, otherwise within the delack timeout.
         // A segment with PSH ends what the peer had to send: it may wait for this ACK
         // (Nagle holds its next short segment, a blocking send its next step), so the ACK
         // goes at once, on the application's answer if the output sends one.
         let fo = self.fo(i);
-        let (delack, burst_ack) = (fo.delack_ns, fo.burst_ack);
+        let (delack, burst_ack, ack_bytes) = (fo.delack_ns, fo.burst_ack, fo.ack_bytes);
         let t = &self.flows[i as usize];
-        let every = t.ack_every();
+        let every = t.ack_every(ack_bytes);
         let at_once = filled_gap || t.ooo != NO_SIDE || delack == 0;
         let due = t.rcv_unacked >= every || push;
         // Due, and no data of ours to carry it (everything sent): in a receive burst the
         // ACK goes at the burst's end, one for all the in-order segments the burst brought
         // (`flush_deferred`), as Linux ACKs a GRO super-packet once. A PSH makes it due as
-        // two full segments do.
-        let wait = !at_once && due && burst_ack && self.in_burst && self.all_out(i);
+        // two full segments do. A flow that counts its ACKs in bytes (`ack_bytes`) sends
+        // each as it falls due, as TRex does.
+        let wait =
+            !at_once && due && burst_ack && ack_bytes == 0 && self.in_burst && self.all_out(i);
         if wait {
             let t = &mut self.flows[i as usize];
             t.rcv_unacked = t.rcv_unacked.max(every);

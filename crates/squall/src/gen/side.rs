@@ -199,6 +199,7 @@ pub fn flow_opts(t: &SideTunables) -> FlowOpts {
         nagle: !t.tcp.no_delay,
         delack_ns: u64::from(t.tcp.delay_ack_msec) * 1_000_000,
         burst_ack: t.tcp.burst_ack,
+        ack_bytes: t.tcp.no_delay_counter,
         rexmt_thresh: t.tcp.rexmtthresh,
         ttl: t.ip.ttl,
         tos: t.ip.tos,
