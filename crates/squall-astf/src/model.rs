@@ -295,6 +295,8 @@ pub struct TcpTunables {
     /// TRex `no_delay` bit 1 (value 2 or 3): PUSH on every data segment. Carried, not
     /// applied (squall-tcp sets PSH on the segment that empties the send queue).
     pub no_delay_push: bool,
+    /// Received bytes after which an ACK goes at once (squall-tcp `FlowOpts::ack_bytes`);
+    /// 0: every second full-sized segment.
     pub no_delay_counter: u16,
     pub rxbufsize: u32,
     pub txbufsize: u32,
