@@ -31,6 +31,7 @@ pub mod ipv6;
 pub mod neigh;
 pub mod neigh6;
 pub mod node;
+pub mod nud;
 pub mod reasm;
 pub mod redirect;
 pub mod sink;

@@ -142,12 +142,17 @@ pub fn classify(d: &[u8], mac: [u8; 6], owned: &Owned) -> Verdict {
 /// Writes an Ethernet + ARP frame for `a` from `src` into `buf` (at least 60 bytes,
 /// padded); returns its length. Requests go to the broadcast address.
 pub fn emit_frame(a: &ArpRepr, src: [u8; 6], buf: &mut [u8]) -> Option<usize> {
+    emit_frame_to(a, src, None, buf)
+}
+
+/// [`emit_frame`] to `to` where given (a unicast request), else as `emit_frame` sends.
+fn emit_frame_to(a: &ArpRepr, src: [u8; 6], to: Option<[u8; 6]>, buf: &mut [u8]) -> Option<usize> {
     let b = buf.get_mut(..ARP_FRAME_LEN)?;
     b.fill(0);
-    let dst = if a.operation == ArpOperation::REQUEST {
-        BROADCAST
-    } else {
-        a.target_mac.0
+    let dst = match to {
+        Some(m) => m,
+        None if a.operation == ArpOperation::REQUEST => BROADCAST,
+        None => a.target_mac.0,
     };
     b[..6].copy_from_slice(&dst);
     b[6..12].copy_from_slice(&src);
@@ -268,13 +273,25 @@ impl Neighbours {
 
     /// Sends a request for `target` from `from` (both host order); the reply is learned.
     pub fn request<S: TxSink>(&mut self, from: u32, target: u32, tx: &mut S) -> bool {
+        self.request_to(from, target, None, tx)
+    }
+
+    /// [`request`](Self::request) to `to`'s MAC where given (a unicast poll of a known
+    /// neighbour, RFC 1122 §2.3.2.1: only it answers), else broadcast.
+    pub fn request_to<S: TxSink>(
+        &mut self,
+        from: u32,
+        target: u32,
+        to: Option<[u8; 6]>,
+        tx: &mut S,
+    ) -> bool {
         self.want(target);
         let r = ArpRepr::request(
             MacAddress(self.mac),
             Ipv4Address(from.to_be_bytes()),
             Ipv4Address(target.to_be_bytes()),
         );
-        let ok = send(tx, &r, self.mac);
+        let ok = send_to(tx, &r, self.mac, to);
         if ok {
             self.stats.requests_sent += 1;
         } else {
@@ -299,10 +316,15 @@ impl Neighbours {
 
 /// Writes one ARP frame into a frame from `tx`.
 fn send<S: TxSink>(tx: &mut S, a: &ArpRepr, mac: [u8; 6]) -> bool {
+    send_to(tx, a, mac, None)
+}
+
+/// [`send`] to `to` where given.
+fn send_to<S: TxSink>(tx: &mut S, a: &ArpRepr, mac: [u8; 6], to: Option<[u8; 6]>) -> bool {
     let Some(buf) = tx.alloc(ARP_FRAME_LEN) else {
         return false;
     };
-    match emit_frame(a, mac, buf) {
+    match emit_frame_to(a, mac, to, buf) {
         Some(n) => {
             tx.commit(n);
             true

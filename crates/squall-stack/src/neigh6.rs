@@ -321,13 +321,27 @@ impl Neighbours6 {
         target: Ipv6Address,
         tx: &mut S,
     ) -> bool {
+        self.request_to(from, target, None, tx)
+    }
+
+    /// [`request`](Self::request) to `to`'s MAC and `target` itself where given (RFC 4861
+    /// §7.3.3's unicast probe of a known neighbour), else to the solicited-node group.
+    pub fn request_to<S: TxSink>(
+        &mut self,
+        from: Ipv6Address,
+        target: Ipv6Address,
+        to: Option<[u8; 6]>,
+        tx: &mut S,
+    ) -> bool {
         self.want(&target);
-        let group = target.solicited_node();
         let ns = Icmpv6Repr::NeighborSolicit {
             target,
             source_mac: Some(MacAddress(self.mac)),
         };
-        let ok = self.send_to_group(from, group, &ns, tx);
+        let ok = match to {
+            Some(mac) => send_icmpv6(tx, mac, self.mac, from, target, NDP_HOP_LIMIT, &ns),
+            None => self.send_to_group(from, target.solicited_node(), &ns, tx),
+        };
         let st = &mut self.stats;
         count_tx(ok, &mut st.ns_sent, &mut st.tx_failed)
     }

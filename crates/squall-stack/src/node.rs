@@ -16,6 +16,7 @@ use crate::ipv4::{self, Class};
 use crate::ipv6::{self as ip6, Ipv6Error, Ipv6Stats};
 use crate::neigh::{Neighbours, Owned, SharedMac};
 use crate::neigh6::{Neighbours6, Owned6};
+use crate::nud::{Nud, NudStats, Probe};
 use crate::reasm::Reassembly;
 use crate::redirect::{self, Redirect, RedirectStats};
 use crate::sink::{tcp_offload, PortSink, TxFrames};
@@ -164,6 +165,10 @@ pub struct Node<P: Port> {
     /// The next-hop MAC the workers of the port share, and the generation of it this
     /// node sends to (`share_next_hop`).
     shared_hop: SharedHop,
+    /// The followed next hop's reachability, where this node probes it
+    /// (`probe_next_hop`), and the addresses it asks from.
+    nud: Option<Nud>,
+    nud_from: (Option<u32>, Option<Ipv6Address>),
 }
 
 impl<P: Port> Drop for Node<P> {
@@ -211,6 +216,18 @@ fn entry_moved(
     shared: &mut SharedHop,
 ) -> bool {
     before.is_some() && after != before && move_next_hop(after, udp, tcp, shared)
+}
+
+/// A neighbour frame `d` (ARP, neighbour discovery) from the next hop's MAC `hop`
+/// confirms it (where its reachability is watched): the answer to a probe, or to a
+/// broadcast that moved it there.
+#[inline]
+fn confirm_by(nud: &mut Option<Nud>, d: &[u8], hop: [u8; 6], now: u64) {
+    if let Some(n) = nud.as_mut() {
+        if d.get(6..12) == Some(&hop[..]) {
+            n.confirm(now);
+        }
+    }
 }
 
 /// Marks the path that calls it as rarely taken: the compiler lays it out of the hot
@@ -318,6 +335,8 @@ impl<P: Port> Node<P> {
             next_hop4: None,
             next_hop6: None,
             shared_hop: None,
+            nud: None,
+            nud_from: (None, None),
         }
     }
 
@@ -400,6 +419,10 @@ impl<P: Port> Node<P> {
                 *gen = g;
                 if move_next_hop(Some(mac), &mut self.udp, &mut self.tcp, &mut None) {
                     self.counters.next_hop_followed += 1;
+                    // (heard from the next hop by another worker)
+                    if let Some(n) = self.nud.as_mut() {
+                        n.confirm(now);
+                    }
                 }
             }
         }
@@ -410,6 +433,14 @@ impl<P: Port> Node<P> {
                 break;
             }
             work = true;
+            // A frame from the next hop's MAC confirms it is there (the first of each
+            // burst is looked at: where it is the only sender, every burst's is).
+            if let Some(nud) = self.nud.as_mut() {
+                let hop = &self.udp.tx.next_hop[..];
+                if self.rxq.first().and_then(|f| f.data().get(6..12)) == Some(hop) {
+                    nud.confirm(now);
+                }
+            }
             if let Some(vid) = self.vlan {
                 self.untag_rx(vid);
             }
@@ -435,6 +466,11 @@ impl<P: Port> Node<P> {
         if self.redirect.is_some() {
             work |= self.redirect_in(now, app, tap.as_deref_mut());
             work |= self.whole_in(now, app, tap.as_deref_mut());
+        }
+        // The next hop went unconfirmed: probe it.
+        if self.nud.as_ref().is_some_and(|n| n.due(now)) {
+            cold();
+            self.probe_due(now, tap.as_deref_mut());
         }
         // Datagrams whose fragments did not all come in time.
         self.reasm.expire(now);
@@ -629,6 +665,7 @@ impl<P: Port> Node<P> {
             next_hop4,
             next_hop6,
             shared_hop,
+            nud,
             reasm,
             rebuilt,
             redirect,
@@ -739,6 +776,7 @@ impl<P: Port> Node<P> {
                             if entry_moved(before, after, udp, tcp, shared_hop) {
                                 neigh.stats.next_hop_moved += 1;
                             }
+                            confirm_by(nud, d, udp.tx.next_hop, now);
                         }
                         Class::Tcp
                         | Class::Udp
@@ -837,6 +875,7 @@ impl<P: Port> Node<P> {
                                     if entry_moved(before, after, udp, tcp, shared_hop) {
                                         neigh6.stats.next_hop_moved += 1;
                                     }
+                                    confirm_by(nud, d, udp.tx.next_hop, now);
                                 }
                                 Ok((true, i)) if i.proto == IpProtocol::UDP => {
                                     counters.rx_udp += 1;
@@ -1196,6 +1235,57 @@ impl<P: Port> Node<P> {
     pub fn follow_next_hop(&mut self, ip: u32) {
         self.next_hop4 = Some(ip);
     }
+    /// Watches the reachability of the followed next hop (RFC 4861 §7.3, as Linux's NUD
+    /// does for ARP too: [`crate::nud`]) from `now`: frames from its MAC confirm it;
+    /// unconfirmed for `reachable_ns` (0: not watched; Linux: 30 s,
+    /// [`crate::nud::REACHABLE_NS`]) it is probed at its MAC, then looked for by broadcast, asking
+    /// from `from4` (its ARP entry, `follow_next_hop`) or `from6` (its neighbour entry,
+    /// `follow_next_hop6`). An answer from another MAC moves the next hop there, as an
+    /// announcement does. One worker of a port probes (the others follow its moves
+    /// through [`share_next_hop`](Self::share_next_hop)); nothing is watched without a
+    /// followed next hop (a static MAC).
+    pub fn probe_next_hop(
+        &mut self,
+        now: u64,
+        reachable_ns: u64,
+        from4: Option<u32>,
+        from6: Option<Ipv6Address>,
+    ) {
+        let v4 = self.next_hop4.is_some() && from4.is_some();
+        let v6 = self.next_hop6.is_some() && from6.is_some();
+        if (v4 || v6) && reachable_ns > 0 {
+            self.nud = Some(Nud::new(now, reachable_ns));
+            self.nud_from = (from4.filter(|_| v4), from6.filter(|_| v6));
+        }
+    }
+
+    /// The next hop's reachability counters, where this node watches it.
+    pub fn nud_stats(&self) -> Option<NudStats> {
+        self.nud.as_ref().map(|n| n.stats)
+    }
+
+    /// Sends the probe of the next hop that is due (IPv4 first where both are followed).
+    fn probe_due(&mut self, now: u64, tap: Option<TapRef<'_>>) {
+        let Some(nud) = self.nud.as_mut() else {
+            return;
+        };
+        let to = match nud.probe(now) {
+            Probe::Unicast => Some(self.udp.tx.next_hop),
+            Probe::Broadcast => None,
+        };
+        let mut sink = PortSink::new(&mut self.port, &mut self.tx, tap, now, self.offload);
+        match (self.next_hop4, self.nud_from, self.next_hop6) {
+            (Some(ip), (Some(from), _), _) => {
+                self.neigh.request_to(from, ip, to, &mut sink);
+            }
+            (_, (_, Some(from)), Some(ip)) => {
+                self.neigh6.request_to(from, ip, to, &mut sink);
+            }
+            _ => {}
+        }
+        self.flush();
+    }
+
     /// Shares the next hop with the other workers of the port (`shared`, where they
     /// resolved it): a move one of them sees (a failover's announcement reaches only its
     /// queue) is followed by all at their next turn, and a move this node sees is

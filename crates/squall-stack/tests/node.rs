@@ -1632,6 +1632,142 @@ fn the_ipv6_next_hop_follows_an_overriding_advertisement() {
     assert_eq!(&got[0][0..6], &mc[..], "the SYN-ACK goes to the new MAC");
 }
 
+/// A next hop that goes unconfirmed is probed (neighbour unreachability detection, RFC
+/// 4861 §7.3, and Linux's NUD for ARP): frames from its MAC keep it confirmed; 30 s
+/// without one, a request goes to its MAC and the answer confirms it; three unanswered
+/// (the device replaced: its address now at another MAC, not announced) and it is looked
+/// for by broadcast (IPv6: its solicited-node group), the answer from the new MAC moving
+/// the next hop there.
+#[test]
+fn an_unconfirmed_next_hop_is_probed_and_found_at_its_new_mac() {
+    for v6 in [false, true] {
+        unconfirmed_next_hop(v6);
+    }
+}
+
+fn unconfirmed_next_hop(v6: bool) {
+    const S: u64 = 1_000_000_000;
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let (b6, a6) = (ip6(IP6_B), ip6(IP6_A));
+    let mut a = if v6 {
+        let mut a = node6(pa, MA, MB, IP6_A);
+        learn_b6(&mut a, &mut raw);
+        a.follow_resolved_next_hop6(Some(b6), MB);
+        a.probe_next_hop(S, 30 * S, None, Some(a6));
+        a
+    } else {
+        let mut a = node(pa, MA, MB, IP_A);
+        raw_frame(&mut raw, &arp_request(IP_A));
+        a.turn(1_000, &mut NoApp, None);
+        raw_rx(&mut raw);
+        a.follow_next_hop(IP_B);
+        a.probe_next_hop(S, 30 * S, Some(IP_A), None);
+        a
+    };
+    a.set_next_hop(MB);
+    // The destination MACs of the probes the node sent (its other frames left out).
+    let probes = |raw: &mut MemPort| -> Vec<[u8; 6]> {
+        raw_rx(raw)
+            .iter()
+            .filter(|f| {
+                if v6 {
+                    f[12..14] == [0x86, 0xdd] && f[20] == 58 && f[54] == 135
+                } else {
+                    f[12..14] == [0x08, 0x06]
+                        && f[20..22] == [0, 1]
+                        && f[38..42] == IP_B.to_be_bytes()
+                }
+            })
+            .map(|f| f[0..6].try_into().unwrap())
+            .collect()
+    };
+    // `mac`'s answer to a probe (ARP reply, solicited advertisement with Override).
+    let answer = |mac: [u8; 6]| -> Vec<u8> {
+        if v6 {
+            let na = Icmpv6Repr::NeighborAdvert {
+                flags: NaFlags {
+                    router: false,
+                    solicited: true,
+                    override_: true,
+                },
+                target: b6,
+                target_mac: Some(MacAddress(mac)),
+            };
+            let mut f = icmp6_frame(MA, b6, a6, 255, &na);
+            f[6..12].copy_from_slice(&mac);
+            f
+        } else {
+            let req = ArpRepr::request(
+                MacAddress(MA),
+                Ipv4Address(IP_A.to_be_bytes()),
+                Ipv4Address(IP_B.to_be_bytes()),
+            );
+            let mut buf = [0u8; 60];
+            let r = ArpRepr::reply_to(&req, MacAddress(mac));
+            squall_stack::neigh::emit_frame(&r, mac, &mut buf).unwrap();
+            buf.to_vec()
+        }
+    };
+    // Pings from B every 10 s for a minute: no probe.
+    for t in 1..=90 {
+        if t <= 60 && t % 10 == 0 {
+            let ping = if v6 {
+                icmp6_frame(MA, b6, a6, 64, &echo6(t as u16, b"x"))
+            } else {
+                echo_request(MA, IP_B, IP_A, t as u16, b"x")
+            };
+            raw_frame(&mut raw, &ping);
+        }
+        a.turn(t * S, &mut NoApp, None);
+        let p = probes(&mut raw);
+        if t < 90 {
+            assert!(p.is_empty(), "a probe at {t} s");
+        } else {
+            // 30 s after the last ping: a request to B's MAC.
+            assert_eq!(p, [MB], "at {t} s");
+        }
+    }
+    raw_frame(&mut raw, &answer(MB));
+    a.turn(90 * S + 1_000, &mut NoApp, None);
+    for t in 91..120 {
+        a.turn(t * S, &mut NoApp, None);
+        assert!(probes(&mut raw).is_empty(), "answered: no probe at {t} s");
+    }
+    // B's address moves to another MAC unannounced: three requests to B's MAC go
+    // unanswered, then one to all; the new MAC's answer moves the next hop.
+    // (the answer came 1 us after 90 s: the first request at the turn after 120 s)
+    let mut sent = Vec::new();
+    for t in 120..=124 {
+        a.turn(t * S, &mut NoApp, None);
+        sent.extend(probes(&mut raw));
+    }
+    let all = if v6 {
+        [0x33, 0x33, 0xff, 0, 0, 2]
+    } else {
+        [0xff; 6]
+    };
+    assert_eq!(sent, [MB, MB, MB, all]);
+    raw_frame(&mut raw, &answer(mc));
+    a.turn(124 * S + 1_000, &mut NoApp, None);
+    assert_eq!(a.next_hop(), mc, "the next hop is found at its new MAC");
+    let moved = if v6 {
+        a.neigh6.stats.next_hop_moved
+    } else {
+        a.neigh.stats.next_hop_moved
+    };
+    assert_eq!(moved, 1);
+    for t in 125..154 {
+        a.turn(t * S, &mut NoApp, None);
+        assert!(probes(&mut raw).is_empty(), "found: no probe at {t} s");
+    }
+    let st = a.nud_stats().unwrap();
+    assert_eq!(
+        (st.unicast_probes, st.unreachable, st.broadcast_probes),
+        (4, 1, 1)
+    );
+}
+
 /// A UDP datagram from MB (`src` -> `dst`, ports 4000 -> `dport`) to `dst_mac`: IPv4
 /// without a UDP checksum (RFC 768 allows it), IPv6 with one.
 fn udp_frame(dst_mac: [u8; 6], src: &[u8], dst: &[u8], dport: u16, data: &[u8]) -> Vec<u8> {

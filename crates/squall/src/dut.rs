@@ -491,6 +491,19 @@ fn run_dut_worker<C: Port, S: Port>(
     if ask {
         c.node.announce(clock.now_ns());
         s.node.announce(clock.now_ns());
+        // Worker 0 watches the device's reachability on both links (the others follow
+        // its moves).
+        let now = clock.now_ns();
+        let v6 = t
+            .ipv6
+            .map(|m| (m.client_addr(client_ip), m.server_addr(server_ip)));
+        let (cr, sr) = (dc.client.reachable, dc.server.reachable);
+        let v6c = v6.map(|a| Ipv6Address(a.0));
+        let v6s = v6.map(|a| Ipv6Address(a.1));
+        c.node
+            .probe_next_hop(now, cr.as_nanos() as u64, Some(client_ip), v6c);
+        s.node
+            .probe_next_hop(now, sr.as_nanos() as u64, Some(server_ip), v6s);
     }
     if let Some(r) = w.redirect {
         c.node.set_redirect(r);

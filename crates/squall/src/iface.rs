@@ -89,11 +89,28 @@ pub struct RealConfig {
     pub peer_mac: Option<[u8; 6]>,
     /// How long to wait for the ARP reply.
     pub arp_timeout: Duration,
+    /// How long the next hop stays confirmed without a frame from its MAC before it is
+    /// probed (`--reachable-sec`; zero: never probed; squall_stack::nud).
+    pub reachable: Duration,
     /// With several workers (`--cores N`): steer each reply to the worker that owns its
     /// flow (AF_PACKET fanout program, source ports chosen by the device's RSS hash);
     /// `false` (`--no-steering`): the kernel's flow hash spreads frames and the software
     /// redirect forwards them to their owner.
     pub steering: bool,
+}
+
+/// The next hop's reachable time without `--reachable-sec` (Linux's
+/// `base_reachable_time`).
+pub const DEFAULT_REACHABLE: Duration = Duration::from_nanos(squall_stack::nud::REACHABLE_NS);
+
+/// `--reachable-sec S` (0 to 3,600) as a duration.
+pub fn reachable(sec: u32) -> Result<Duration, String> {
+    if sec > 3_600 {
+        return Err(format!(
+            "--reachable-sec {sec}: at most 3600 (0: no probes)"
+        ));
+    }
+    Ok(Duration::from_secs(u64::from(sec)))
 }
 
 pub(crate) fn parse_ip(s: &str) -> Result<[u8; 4], String> {
@@ -228,6 +245,7 @@ pub fn parse(
             .transpose()?,
         peer_mac: peer_mac.map(parse_mac).transpose()?,
         arp_timeout: Duration::from_secs(3),
+        reachable: DEFAULT_REACHABLE,
         steering: true,
     }))
 }

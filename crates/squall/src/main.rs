@@ -157,6 +157,12 @@ struct PortArgs {
     /// Real interface: the peer's MAC (skips ARP resolution).
     #[arg(long, value_name = "MAC")]
     peer_mac: Option<String>,
+    /// Real interface: seconds the next hop (the peer, gateway or DUT resolved by ARP or
+    /// neighbour discovery) stays confirmed without a frame from its MAC before it is
+    /// probed at its MAC, then looked for by broadcast if unanswered (a replaced device
+    /// is found at its new MAC). 0: never probed. Default 30 (Linux's).
+    #[arg(long, value_name = "SECONDS")]
+    reachable_sec: Option<u32>,
 }
 
 impl PortArgs {
@@ -172,6 +178,7 @@ impl PortArgs {
             client_gw: self.client_gw.as_deref(),
             server_gw: self.server_gw.as_deref(),
             eal: self.eal.as_deref(),
+            reachable_sec: self.reachable_sec,
         })
     }
 }
@@ -330,6 +337,12 @@ struct ServeArgs {
     /// The peer's (or gateway's) MAC (no ARP resolution).
     #[arg(long, value_name = "MAC")]
     peer_mac: Option<String>,
+    /// Seconds the next hop (resolved by ARP or neighbour discovery) stays confirmed
+    /// without a frame from its MAC before it is probed at its MAC, then looked for by
+    /// broadcast if unanswered (a replaced router is found at its new MAC). 0: never
+    /// probed. Default 30 (Linux's).
+    #[arg(long, value_name = "SECONDS")]
+    reachable_sec: Option<u32>,
     /// A fixed answer, checked before files: `PATH return CODE "TEXT"` (repeatable), e.g.
     /// --route '/ping return 200 "pong"'.
     #[arg(long, value_name = "ROUTE")]
@@ -558,6 +571,9 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
         return Err("--no-steering: only with --cores N (N > 1)".into());
     }
     iface.steering = !a.no_steering;
+    if let Some(sec) = a.reachable_sec {
+        iface.reachable = squall::iface::reachable(sec)?;
+    }
     if a.root.is_none() && a.route.is_empty() {
         return Err("nothing to serve: give --root DIR and/or --route".into());
     }

@@ -25,6 +25,8 @@ pub struct PortSpec<'a> {
     pub client_gw: Option<&'a str>,
     pub server_gw: Option<&'a str>,
     pub eal: Option<&'a str>,
+    /// `--reachable-sec`: how long a next hop stays confirmed before it is probed.
+    pub reachable_sec: Option<u32>,
 }
 
 /// The ports of a run: neither (the in-memory wire), one real port, or the DUT's two.
@@ -54,6 +56,19 @@ impl Ports {
             return Err(
                 "--client-iface/--server-iface play both sides: no --iface or --mode".into(),
             );
+        }
+        if let Some(sec) = spec.reachable_sec {
+            let r = crate::iface::reachable(sec)?;
+            match (real.as_mut(), dut.as_mut()) {
+                (Some(rc), _) => rc.reachable = r,
+                (_, Some(d)) => {
+                    d.client.reachable = r;
+                    d.server.reachable = r;
+                }
+                (None, None) => {
+                    return Err("--reachable-sec needs a real interface".into());
+                }
+            }
         }
         Ok(Ports { real, dut })
     }
@@ -126,5 +141,33 @@ impl Ports {
             (None, None) if cfg.cores > 1 => format!("real time, {} shards (T-memN)", cfg.cores),
             (None, None) => "real time, 1 thread (T-mem1)".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reachable_time_applies_to_real_ports_only() {
+        let spec = |iface, mode, client: Option<&'static str>, sec| PortSpec {
+            iface,
+            mode,
+            client_iface: client,
+            server_iface: client.map(|_| "afpacket:s0"),
+            reachable_sec: sec,
+            ..PortSpec::default()
+        };
+        let p = Ports::parse(&spec("afpacket:x", Some("client"), None, None)).unwrap();
+        assert_eq!(p.real.unwrap().reachable, crate::iface::DEFAULT_REACHABLE);
+        let p = Ports::parse(&spec("afpacket:x", Some("client"), None, Some(2))).unwrap();
+        assert_eq!(p.real.unwrap().reachable.as_secs(), 2);
+        let p = Ports::parse(&spec("mem", None, Some("afpacket:c0"), Some(0))).unwrap();
+        let d = p.dut.unwrap();
+        assert!(d.client.reachable.is_zero() && d.server.reachable.is_zero());
+        let e = Ports::parse(&spec("mem", None, None, Some(5))).unwrap_err();
+        assert!(e.contains("needs a real interface"), "{e}");
+        let e = Ports::parse(&spec("afpacket:x", Some("client"), None, Some(3601))).unwrap_err();
+        assert!(e.contains("at most 3600"), "{e}");
     }
 }

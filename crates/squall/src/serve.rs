@@ -397,6 +397,14 @@ fn serve_on<P: Port>(
     }
     if w.index == 0 {
         node.announce(clock.now_ns());
+        // Worker 0 watches the next hop's reachability (the others follow its moves).
+        let reachable = rc.reachable.as_nanos() as u64;
+        node.probe_next_hop(
+            clock.now_ns(),
+            reachable,
+            from4,
+            from6.map(Ipv6Address::from_u128),
+        );
     }
     let r = w.redirect.take();
     crate::worker::attach_redirect(r, w.rss.as_ref(), true, &mut node);

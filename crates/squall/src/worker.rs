@@ -254,6 +254,13 @@ pub(crate) fn run_on<P: Port>(
     }
     if w.index == 0 {
         s.node.announce(clock.now_ns());
+        // Worker 0 watches the next hop's reachability (the others follow its moves).
+        s.node.probe_next_hop(
+            clock.now_ns(),
+            rc.reachable.as_nanos() as u64,
+            Some(u32::from_be_bytes(mine)),
+            v6.map(|(m, _)| Ipv6Address(m)),
+        );
     }
     let server = rc.mode == Mode::Server;
     attach_redirect(w.redirect, w.rss.as_ref(), server, &mut s.node);
@@ -430,16 +437,24 @@ pub(crate) fn unreachables_note(n: &squall_stack::Node<impl squall_port::Port>) 
     }
 }
 
-/// The moves of the node's next hop (a failover's announcement), heard here or followed
-/// from another worker, for a port's line: empty when there were none.
+/// The moves of the node's next hop (a failover's announcement, or the answer to a
+/// probe), heard here or followed from another worker, and the probes of it where it went
+/// unconfirmed, for a port's line: empty when there were none.
 pub(crate) fn moves_note(n: &squall_stack::Node<impl squall_port::Port>) -> String {
     let heard = n.neigh.stats.next_hop_moved + n.neigh6.stats.next_hop_moved;
     let followed = n.counters.next_hop_followed;
+    let probed = match n.nud_stats() {
+        Some(p) if p.unicast_probes > 0 => format!(
+            ", next hop probed {} (unanswered at its MAC {}, looked for by broadcast {})",
+            p.unicast_probes, p.unreachable, p.broadcast_probes
+        ),
+        _ => String::new(),
+    };
     if heard + followed == 0 {
-        return String::new();
+        return probed;
     }
     format!(
-        ", next hop moved {heard} (followed from another worker {followed}; now {})",
+        ", next hop moved {heard} (followed from another worker {followed}; now {}){probed}",
         crate::iface::fmt_mac(n.next_hop())
     )
 }

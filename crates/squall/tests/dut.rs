@@ -504,39 +504,12 @@ fn every_worker_follows_a_failover_of_the_dut() {
     }
     let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let _lab = Lab::up(&["dut"]);
-    let dir = tmpdir("dut-failover");
-    let json = dir.join("run.json");
-    let err = dir.join("run.err");
-    let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
-    let mut args = vec![lab::squall_bin(), "run", profile.to_str().unwrap()];
-    args.extend_from_slice(DUT_PORTS);
-    args.extend_from_slice(&[
-        "--duration",
-        "5",
-        "--mult",
-        "300",
-        "--cores",
-        "2",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let mut run = lab::Proc(
-        lab::ns("sq-tg", &args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .expect("start squall"),
-    );
-    std::thread::sleep(std::time::Duration::from_millis(2_500));
     let new_mac = "02:00:5e:00:01:01";
-    let st = lab::ns(
-        "sq-dut",
-        &["ip", "link", "set", "sq-dc0", "address", new_mac],
-    )
-    .status()
-    .unwrap();
-    assert!(st.success(), "the DUT's new MAC");
+    let mut run = DutMacChange::start(
+        "dut-failover",
+        &["--duration", "5", "--mult", "300", "--cores", "2"],
+        new_mac,
+    );
     // (unsolicited: no reply comes, and arping's status says so; the move in Squall's
     // lines below says the announcement went)
     let _ = lab::ns(
@@ -545,10 +518,7 @@ fn every_worker_follows_a_failover_of_the_dut() {
     )
     .output()
     .unwrap();
-    let code = run.0.wait().unwrap();
-    let text = std::fs::read_to_string(&err).unwrap();
-    assert!(code.success(), "squall through the failover:\n{text}");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (v, text) = run.finish();
     let started = num(&v, &["client", "flows", "started"]);
     assert_eq!(started, 1_500, "{text}");
     assert_eq!(
@@ -569,5 +539,104 @@ fn every_worker_follows_a_failover_of_the_dut() {
     assert!(
         text.contains(&heard) && text.contains(&followed),
         "one worker heard the move, the other followed it:\n{text}"
+    );
+}
+
+/// A W1 run through the DUT (`extra` options) whose client-side interface takes MAC
+/// `new_mac` 2.5 s in (the caller may announce it).
+struct DutMacChange {
+    run: lab::Proc,
+    json: std::path::PathBuf,
+    err: std::path::PathBuf,
+    /// Removed when the test ends.
+    _dir: lab::TmpDir,
+}
+
+impl DutMacChange {
+    fn start(name: &str, extra: &[&str], new_mac: &str) -> Self {
+        let dir = tmpdir(name);
+        let (json, err) = (dir.join("run.json"), dir.join("run.err"));
+        let profile = lab::root().join("crates/squall/tests/profiles/dut-w1.json");
+        let mut args = vec![lab::squall_bin(), "run", profile.to_str().unwrap()];
+        args.extend_from_slice(DUT_PORTS);
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-q", "--json", json.to_str().unwrap()]);
+        let run = lab::Proc(
+            lab::ns("sq-tg", &args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::fs::File::create(&err).unwrap())
+                .spawn()
+                .expect("start squall"),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2_500));
+        let st = lab::ns(
+            "sq-dut",
+            &["ip", "link", "set", "sq-dc0", "address", new_mac],
+        )
+        .status()
+        .unwrap();
+        assert!(st.success(), "the DUT's new MAC");
+        DutMacChange {
+            run,
+            json,
+            err,
+            _dir: dir,
+        }
+    }
+
+    /// The run's JSON and its stderr, once it ended successfully.
+    fn finish(&mut self) -> (Value, String) {
+        let code = self.run.0.wait().unwrap();
+        let text = std::fs::read_to_string(&self.err).unwrap();
+        assert!(code.success(), "squall through the MAC change:\n{text}");
+        let json = std::fs::read_to_string(&self.json).unwrap();
+        (serde_json::from_str(&json).unwrap(), text)
+    }
+}
+
+/// The DUT replaced mid-run: its client-side address moves to another MAC without any
+/// announcement (`ip link set ... address`, the kernel's arp_notify off). Squall's client
+/// port stops hearing the old MAC; one reachable time later (`--reachable-sec 1`) it
+/// probes it by unicast ARP three times, unanswered, then asks by broadcast, and the
+/// DUT's answer moves the next hop to the new MAC. Every flow completes (the stalled ones
+/// by their retransmissions), and the client port's line says what happened.
+#[test]
+fn a_replaced_dut_is_found_at_its_new_mac() {
+    if let Some(why) = skip(&["ip", "ethtool"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _g = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let _lab = Lab::up(&["dut"]);
+    let new_mac = "02:00:5e:00:01:02";
+    let args = [
+        "--duration",
+        "8",
+        "--mult",
+        "100",
+        "--reachable-sec",
+        "1",
+        "--drain-sec",
+        "10",
+    ];
+    let (v, text) = DutMacChange::start("dut-replaced", &args, new_mac).finish();
+    let started = num(&v, &["client", "flows", "started"]);
+    assert_eq!(started, 800, "{text}");
+    assert_eq!(
+        num(&v, &["client", "flows", "completed"]),
+        started,
+        "{text}"
+    );
+    assert_eq!(v["clean"], Value::Bool(true), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("client port:") && l.contains("next hop moved"))
+        .unwrap_or_else(|| panic!("no move on the client port's line:\n{text}"));
+    eprintln!("{line}");
+    assert!(
+        line.contains(&format!(
+            "next hop moved 1 (followed from another worker 0; now {new_mac})"
+        )) && line.contains("unanswered at its MAC 1, looked for by broadcast 1)"),
+        "found by broadcast after three unicast probes:\n{line}"
     );
 }
