@@ -1,7 +1,8 @@
 //! Harness shared by the `node` fuzz target (`fuzz/`) and the random-input test: arbitrary
 //! frames, some patched into shapes the node takes further (its MAC and addresses, a right
 //! IPv4 header checksum, IPv4 or IPv6 fragments), received by a node over the in-memory
-//! wire with small reassembly limits, turn after turn on a clock that moves. A panic is a
+//! wire with small reassembly limits, its next hop followed and probed, turn after turn
+//! on a clock that moves. A panic is a
 //! bug: the demux and the reassembly must take any frame, and the reassembly's bounds and
 //! accounting must hold. Not part of the stable API.
 
@@ -60,6 +61,19 @@ pub fn node(data: &[u8]) -> ReasmStats {
     let mut n = Node::new(port, tcp, cfg, 0);
     n.reasm = Reassembly::new(LIMITS);
     let mut now = 1_000u64;
+    // A followed next hop of each family (198.18.0.2, 2001:db8::2), watched with a
+    // reachable time of 1 ms: probes go out as the clock moves, and ARP or neighbour
+    // discovery among the frames may move it.
+    let mut peer6 = IP6;
+    peer6[15] = 2;
+    n.follow_next_hop(ip + 1);
+    n.follow_next_hop6(squall_wire::Ipv6Address(peer6));
+    n.probe_next_hop(
+        now,
+        1_000_000,
+        Some(ip),
+        Some(squall_wire::Ipv6Address(IP6)),
+    );
     let mut rest = data;
     while let [ctl, a, b, tail @ ..] = rest {
         let len = usize::from(u16::from_le_bytes([*a, *b])).min(1_500);
