@@ -1274,6 +1274,87 @@ fn a_listener_bound_to_an_address_refuses_the_others(fam: Family) {
     assert_eq!(t.one().flags, SYN | ACK);
 }
 
+// TIME_WAIT reuse over IPv6 keeps the flow's addresses: the old incarnation's close must
+// not free the address ids the new one takes (the next new address would get one of them
+// and the reused flow's segments would go to that address). Passive (a new SYN) and
+// active (connect on the same 4-tuple).
+#[test]
+fn ipv6_time_wait_reuse_keeps_the_flows_addresses() {
+    let fam = Family::V6;
+    // Passive: the peer's new SYN reopens its TIME_WAIT 4-tuple.
+    let mut t = T::new(cfg()).over(fam);
+    t.host.listen(HP);
+    t.feed(7000, 0, SYN, 65535, &[], &[]);
+    let sa = t.one();
+    t.feed(7001, sa.seq.wrapping_add(1), ACK, 65535, &[], &[]);
+    let f = FlowId(0);
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    t.take();
+    t.feed(7001, sa.seq.wrapping_add(2), FIN | ACK, 65535, &[], &[]);
+    assert_eq!(t.host.state(f), State::TimeWait);
+    t.take();
+    let before = t.host.flow_ipv6(f).unwrap();
+    t.feed(9000, 0, SYN, 65535, &[], &[]);
+    assert_eq!(t.one().flags, SYN | ACK);
+    let g = (0..4)
+        .map(FlowId)
+        .find(|&g| t.host.state(g) == State::SynReceived)
+        .unwrap();
+    assert_eq!(t.host.ipv6_addresses(), 2);
+    let other = wire::peer_frame(
+        fam,
+        (PEER_IP + 7, 1234),
+        (HOST_IP, HP),
+        1,
+        0,
+        SYN,
+        65535,
+        &[],
+        &[],
+    );
+    t.host.rx(t.now, &other, &mut t.app, &mut t.sink);
+    t.take();
+    assert_eq!(
+        t.host.flow_ipv6(g).unwrap(),
+        before,
+        "the reused flow's addresses"
+    );
+    assert_eq!(t.host.ipv6_addresses(), 3);
+    // Active: connect on the 4-tuple of a flow in TIME_WAIT.
+    let mut t = T::new(TcpConfig {
+        time_wait_ns: 60_000 * MS,
+        ..cfg()
+    })
+    .over(fam);
+    let iss = t.established(&[]);
+    t.take();
+    let f = t.flow.unwrap();
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    t.feed(t.pseq, iss.wrapping_add(1), FIN | ACK, 65535, &[], &[]);
+    assert_eq!(t.state(), State::TimeWait);
+    t.take();
+    let before = t.host.flow_ipv6(f).unwrap();
+    t.connect();
+    let g = t.flow.unwrap();
+    assert_eq!(t.host.ipv6_addresses(), 2);
+    fam.connect(
+        &mut t.host,
+        t.now,
+        &mut t.sink,
+        (HOST_IP + 5, 999),
+        (PEER_IP + 5, 80),
+        OptsId::DEFAULT,
+    )
+    .unwrap();
+    t.take();
+    assert_eq!(
+        t.host.flow_ipv6(g).unwrap(),
+        before,
+        "the reused flow's addresses"
+    );
+    assert_eq!(t.host.ipv6_addresses(), 4);
+}
+
 /// Runs the host's timers until it sends; the segment, which must come within `ns`.
 fn first_segment_within(t: &mut T, ns: u64) -> Out {
     let start = t.now;

@@ -102,17 +102,22 @@ impl TcpHost {
         let opt = self.valid_opts(opts);
         self.now = now;
         let h = self.table.hash(&key);
+        let mut recycled = false;
         if let Some(old) = self.table.find(&key, h) {
             if self.flows[old as usize].state == State::TimeWait {
                 self.counters.tcps_twrecycled += 1;
+                self.hold_ids(&key);
+                recycled = true;
                 self.close_flow(old, CloseReason::Normal, &mut NoApp);
             } else {
                 return Err(ConnectError::InUse);
             }
         }
-        let i = self
-            .alloc_flow(key, h, opt)
-            .ok_or(ConnectError::NoResources)?;
+        let i = self.alloc_flow(key, h, opt);
+        if recycled {
+            self.release_ids(&key);
+        }
+        let i = i.ok_or(ConnectError::NoResources)?;
         let (la, ra) = self.hash_addrs(&key);
         let iss = self
             .isn_key

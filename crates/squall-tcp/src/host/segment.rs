@@ -119,7 +119,9 @@ impl TcpHost {
                 }
             }
         }
-        let listening = state == State::TimeWait && self.listens(&self.flows[i as usize].key);
+        let listening = state == State::TimeWait
+            && flags & (SYN | ACK | RST) == SYN
+            && self.listens(&self.flows[i as usize].key);
         let t = &mut self.flows[i as usize];
         // TIME_WAIT reuse (RFC 9293 §3.6.1, RFC 6191 §2): a new SYN may reopen the
         // 4-tuple when its TSval is newer than TS.Recent (the old incarnation used
@@ -135,8 +137,10 @@ impl TcpHost {
         {
             self.counters.tcps_twrecycled += 1;
             let key = t.key;
+            self.hold_ids(&key);
             self.close_flow(i, CloseReason::Normal, app);
             self.passive_open(seg, key, h, tx);
+            self.release_ids(&key);
             return;
         }
         // Retransmitted SYN in SYN-RECEIVED: resend the SYN-ACK.

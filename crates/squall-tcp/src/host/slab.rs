@@ -4,6 +4,24 @@
 use super::*;
 
 impl TcpHost {
+    /// Keeps an IPv6 key's address ids across the close of its flow when a new
+    /// incarnation takes the same key (TIME_WAIT reuse): the close would free them, and
+    /// the next new address would take an id the new flow holds. Paired with
+    /// [`release_ids`](Self::release_ids) once the new flow is allocated (or not).
+    pub(super) fn hold_ids(&mut self, key: &FlowKey) {
+        if key.is_ipv6() {
+            self.addr6.retain(key.local_ip);
+            self.addr6.retain(key.remote_ip);
+        }
+    }
+    /// Ends a [`hold_ids`](Self::hold_ids).
+    pub(super) fn release_ids(&mut self, key: &FlowKey) {
+        if key.is_ipv6() {
+            self.addr6.release(key.local_ip);
+            self.addr6.release(key.remote_ip);
+        }
+    }
+
     pub(super) fn alloc_flow(&mut self, key: FlowKey, h: u64, opt: u8) -> Option<u32> {
         let i = if let Some(i) = self.free.pop() {
             i
