@@ -22,8 +22,10 @@ pub const ARP_FRAME_LEN: usize = 60;
 /// later moves of the next hop (a failover's announcement reaches one worker's queue):
 /// [`SharedMac::moved`] publishes the new MAC with a new generation, which every worker
 /// sharing it follows ([`crate::Node::share_next_hop`]). Layout: flag, generation, MAC.
+/// Beside it, when a worker last heard the next hop ([`SharedMac::saw`]): the worker that
+/// probes it ([`crate::nud`]) counts what the others heard.
 #[derive(Debug, Default)]
-pub struct SharedMac(std::sync::atomic::AtomicU64);
+pub struct SharedMac(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64);
 
 impl SharedMac {
     /// Publishes `mac` (the first value set stays).
@@ -50,6 +52,16 @@ impl SharedMac {
             .load(std::sync::atomic::Ordering::Acquire)
             .to_be_bytes();
         (v[0] == 1).then(|| (v[1], [v[2], v[3], v[4], v[5], v[6], v[7]]))
+    }
+    /// A worker heard the next hop at `t` (ns of the workers' common clock).
+    #[inline]
+    pub fn saw(&self, t: u64) {
+        self.1.fetch_max(t, std::sync::atomic::Ordering::Relaxed);
+    }
+    /// When a worker last heard the next hop (0: never said).
+    #[inline]
+    pub fn seen(&self) -> u64 {
+        self.1.load(std::sync::atomic::Ordering::Relaxed)
     }
     /// Publishes that the next hop moved to `mac`: its new generation.
     pub fn moved(&self, mac: [u8; 6]) -> u8 {

@@ -27,6 +27,8 @@ use crate::udp::{self, UdpError, UdpLayer, UdpTx};
 pub const RX_BURST: usize = 32;
 /// Runs of fewer received TCP frames than this skip the host's prefetching burst path.
 const PREFETCH_MIN: usize = 4;
+/// How often a worker tells the others of the port that it heard the next hop.
+const HOP_PUBLISH_NS: u64 = 100_000_000;
 /// Most rx bursts handled per turn, by default.
 pub const MAX_RX_BURSTS: usize = 128;
 
@@ -169,6 +171,15 @@ pub struct Node<P: Port> {
     /// (`probe_next_hop`), and the addresses it asks from.
     nud: Option<Nud>,
     nud_from: (Option<u32>, Option<Ipv6Address>),
+    /// A next hop is followed: when this node last heard it (a frame from its MAC, its
+    /// ARP or neighbour discovery), and the last such time published to the workers
+    /// sharing it.
+    watch_hop: bool,
+    hop_seen: u64,
+    hop_published: u64,
+    /// The IPv6 next hop is the default router of a router advertisement: unreachable,
+    /// another advertised router takes its place.
+    next_hop6_router: bool,
 }
 
 impl<P: Port> Drop for Node<P> {
@@ -218,15 +229,14 @@ fn entry_moved(
     before.is_some() && after != before && move_next_hop(after, udp, tcp, shared)
 }
 
-/// A neighbour frame `d` (ARP, neighbour discovery) from the next hop's MAC `hop`
-/// confirms it (where its reachability is watched): the answer to a probe, or to a
-/// broadcast that moved it there.
+/// Records in `seen` that the followed next hop was heard at `now` when the neighbour
+/// frame `d` (ARP, neighbour discovery) comes from its MAC `hop`, or `says` it is at
+/// that MAC (an ARP sender, or an advertisement from its address, whose link-layer
+/// address may differ from the frame's source: a virtual router's).
 #[inline]
-fn confirm_by(nud: &mut Option<Nud>, d: &[u8], hop: [u8; 6], now: u64) {
-    if let Some(n) = nud.as_mut() {
-        if d.get(6..12) == Some(&hop[..]) {
-            n.confirm(now);
-        }
+fn heard_hop(seen: &mut u64, d: &[u8], hop: [u8; 6], says: bool, now: u64) {
+    if says || d.get(6..12) == Some(&hop[..]) {
+        *seen = now;
     }
 }
 
@@ -337,6 +347,10 @@ impl<P: Port> Node<P> {
             shared_hop: None,
             nud: None,
             nud_from: (None, None),
+            watch_hop: false,
+            hop_seen: 0,
+            hop_published: 0,
+            next_hop6_router: false,
         }
     }
 
@@ -419,10 +433,8 @@ impl<P: Port> Node<P> {
                 *gen = g;
                 if move_next_hop(Some(mac), &mut self.udp, &mut self.tcp, &mut None) {
                     self.counters.next_hop_followed += 1;
-                    // (heard from the next hop by another worker)
-                    if let Some(n) = self.nud.as_mut() {
-                        n.confirm(now);
-                    }
+                    // (heard at that MAC by another worker)
+                    self.hop_seen = now;
                 }
             }
         }
@@ -433,16 +445,16 @@ impl<P: Port> Node<P> {
                 break;
             }
             work = true;
-            // A frame from the next hop's MAC confirms it is there (the first of each
-            // burst is looked at: where it is the only sender, every burst's is).
-            if let Some(nud) = self.nud.as_mut() {
-                let hop = &self.udp.tx.next_hop[..];
-                if self.rxq.first().and_then(|f| f.data().get(6..12)) == Some(hop) {
-                    nud.confirm(now);
-                }
-            }
             if let Some(vid) = self.vlan {
                 self.untag_rx(vid);
+            }
+            // A frame from the next hop's MAC says it is there (the first of each burst
+            // is looked at: where it is the only sender, every burst's is).
+            if self.watch_hop {
+                let hop = &self.udp.tx.next_hop[..];
+                if self.rxq.first().and_then(|f| f.data().get(6..12)) == Some(hop) {
+                    self.hop_seen = now;
+                }
             }
             if self.redirect.is_some() && self.rss_owner.is_none() {
                 self.redirect_out(app);
@@ -467,7 +479,14 @@ impl<P: Port> Node<P> {
             work |= self.redirect_in(now, app, tap.as_deref_mut());
             work |= self.whole_in(now, app, tap.as_deref_mut());
         }
-        // The next hop went unconfirmed: probe it.
+        // The next hop heard: the other workers are told (at most every 100 ms).
+        if self.hop_seen >= self.hop_published + HOP_PUBLISH_NS {
+            if let Some((s, _)) = self.shared_hop.as_ref() {
+                s.saw(self.hop_seen);
+            }
+            self.hop_published = self.hop_seen;
+        }
+        // The next hop went unheard: probe it.
         if self.nud.as_ref().is_some_and(|n| n.due(now)) {
             cold();
             self.probe_due(now, tap.as_deref_mut());
@@ -666,6 +685,8 @@ impl<P: Port> Node<P> {
             next_hop6,
             shared_hop,
             nud,
+            hop_seen,
+            next_hop6_router,
             reasm,
             rebuilt,
             redirect,
@@ -776,7 +797,13 @@ impl<P: Port> Node<P> {
                             if entry_moved(before, after, udp, tcp, shared_hop) {
                                 neigh.stats.next_hop_moved += 1;
                             }
-                            confirm_by(nud, d, udp.tx.next_hop, now);
+                            // (an ARP whose sender is the next hop at its MAC)
+                            let hop = udp.tx.next_hop;
+                            let says = next_hop4.is_some_and(|ip| {
+                                d.get(28..32) == Some(&ip.to_be_bytes()[..])
+                                    && d.get(22..28) == Some(&hop[..])
+                            });
+                            heard_hop(hop_seen, d, hop, says, now);
                         }
                         Class::Tcp
                         | Class::Udp
@@ -875,7 +902,26 @@ impl<P: Port> Node<P> {
                                     if entry_moved(before, after, udp, tcp, shared_hop) {
                                         neigh6.stats.next_hop_moved += 1;
                                     }
-                                    confirm_by(nud, d, udp.tx.next_hop, now);
+                                    // A default router gone (its unicast probes unanswered)
+                                    // whose place another advertised router took: the next
+                                    // hop becomes that one (a router replaced comes with
+                                    // another link-local address).
+                                    if *next_hop6_router && nud.as_ref().is_some_and(Nud::lost) {
+                                        if let Some((r, rmac)) =
+                                            neigh6.router().filter(|r| Some(r.0) != *next_hop6)
+                                        {
+                                            *next_hop6 = Some(r);
+                                            if move_next_hop(Some(rmac), udp, tcp, shared_hop) {
+                                                neigh6.stats.next_hop_moved += 1;
+                                            }
+                                        }
+                                    }
+                                    // (neighbour discovery from the next hop's address, its
+                                    // entry at the MAC frames go to)
+                                    let hop = udp.tx.next_hop;
+                                    let says = *next_hop6 == Some(i.src)
+                                        && neigh6.lookup(&i.src) == Some(hop);
+                                    heard_hop(hop_seen, d, hop, says, now);
                                 }
                                 Ok((true, i)) if i.proto == IpProtocol::UDP => {
                                     counters.rx_udp += 1;
@@ -1234,16 +1280,20 @@ impl<P: Port> Node<P> {
     /// there from then on (`ArpStats::next_hop_moved`). A static entry never moves.
     pub fn follow_next_hop(&mut self, ip: u32) {
         self.next_hop4 = Some(ip);
+        self.watch_hop = true;
     }
     /// Watches the reachability of the followed next hop (RFC 4861 §7.3, as Linux's NUD
-    /// does for ARP too: [`crate::nud`]) from `now`: frames from its MAC confirm it;
-    /// unconfirmed for `reachable_ns` (0: not watched; Linux: 30 s,
-    /// [`crate::nud::REACHABLE_NS`]) it is probed at its MAC, then looked for by broadcast, asking
-    /// from `from4` (its ARP entry, `follow_next_hop`) or `from6` (its neighbour entry,
-    /// `follow_next_hop6`). An answer from another MAC moves the next hop there, as an
-    /// announcement does. One worker of a port probes (the others follow its moves
-    /// through [`share_next_hop`](Self::share_next_hop)); nothing is watched without a
-    /// followed next hop (a static MAC).
+    /// does for ARP too: [`crate::nud`]) from `now`: every worker following it records
+    /// when it last heard it (a frame from its MAC, its ARP or neighbour discovery) and
+    /// tells the others sharing it; unheard for `reachable_ns` (0: not watched; Linux: 30
+    /// s, [`crate::nud::REACHABLE_NS`]) this node probes it at its MAC, then looks for it
+    /// by broadcast, asking from `from4` (its ARP entry, `follow_next_hop`) or `from6`
+    /// (its neighbour entry, `follow_next_hop6`; a default router that stays silent gives
+    /// way to another one a router advertisement names, router solicitations going with
+    /// the broadcast probes). An answer from another MAC moves the next hop there, as an
+    /// announcement does. One worker of a port probes (the others follow its moves and
+    /// report what they hear through [`share_next_hop`](Self::share_next_hop)); nothing
+    /// is watched without a followed next hop (a static MAC).
     pub fn probe_next_hop(
         &mut self,
         now: u64,
@@ -1264,12 +1314,16 @@ impl<P: Port> Node<P> {
         self.nud.as_ref().map(|n| n.stats)
     }
 
-    /// Sends the probe of the next hop that is due (IPv4 first where both are followed).
+    /// Looks at the next hop when its reachability is due: heard (here or by another
+    /// worker) recently enough, nothing; else the probe it asks for (IPv4 first where
+    /// both families are followed).
     fn probe_due(&mut self, now: u64, tap: Option<TapRef<'_>>) {
-        let Some(nud) = self.nud.as_mut() else {
+        let shared = self.shared_hop.as_ref().map_or(0, |(s, _)| s.seen());
+        let heard = self.hop_seen.max(shared);
+        let Some(probe) = self.nud.as_mut().and_then(|n| n.tick(now, heard)) else {
             return;
         };
-        let to = match nud.probe(now) {
+        let to = match probe {
             Probe::Unicast => Some(self.udp.tx.next_hop),
             Probe::Broadcast => None,
         };
@@ -1280,6 +1334,10 @@ impl<P: Port> Node<P> {
             }
             (_, (_, Some(from)), Some(ip)) => {
                 self.neigh6.request_to(from, ip, to, &mut sink);
+                if to.is_none() && self.next_hop6_router {
+                    // (another router may have taken its place: its advertisement says)
+                    self.neigh6.solicit_router(from, &mut sink);
+                }
             }
             _ => {}
         }
@@ -1308,17 +1366,24 @@ impl<P: Port> Node<P> {
     /// (`NdpStats::next_hop_moved`). A static entry never moves.
     pub fn follow_next_hop6(&mut self, ip: Ipv6Address) {
         self.next_hop6 = Some(ip);
+        self.next_hop6_router = false;
+        self.watch_hop = true;
     }
     /// [`follow_next_hop6`](Self::follow_next_hop6) of whichever neighbour resolution
     /// gave `mac`: `target` if its entry holds it, else the default router if its
     /// advertisement did (nothing is followed if neither does: a static MAC).
     pub fn follow_resolved_next_hop6(&mut self, target: Option<Ipv6Address>, mac: [u8; 6]) {
         let hop = match target {
-            Some(t) if self.neigh6.lookup(&t) == Some(mac) => Some(t),
-            _ => self.neigh6.router().filter(|r| r.1 == mac).map(|r| r.0),
+            Some(t) if self.neigh6.lookup(&t) == Some(mac) => Some((t, false)),
+            _ => self
+                .neigh6
+                .router()
+                .filter(|r| r.1 == mac)
+                .map(|r| (r.0, true)),
         };
-        if let Some(h) = hop {
+        if let Some((h, router)) = hop {
             self.follow_next_hop6(h);
+            self.next_hop6_router = router;
         }
     }
 }

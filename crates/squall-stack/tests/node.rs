@@ -1043,6 +1043,11 @@ const MR: [u8; 6] = [2, 0, 0, 0, 0, 0x99];
 /// A router advertisement from fe80::1 (MAC MR in its source link-layer option) to all
 /// nodes, with router lifetime `lifetime` seconds.
 fn router_advert(lifetime: u16) -> Vec<u8> {
+    router_advert_from("fe80::1", MR, lifetime)
+}
+
+/// A router advertisement from `src` at `mac` (its frame's source and its option).
+fn router_advert_from(src: &str, mac: [u8; 6], lifetime: u16) -> Vec<u8> {
     let all = Ipv6Address::LINK_LOCAL_ALL_NODES;
     let ra = Icmpv6Repr::RouterAdvert(RouterAdvert {
         hop_limit: 64,
@@ -1050,11 +1055,13 @@ fn router_advert(lifetime: u16) -> Vec<u8> {
         router_lifetime: lifetime,
         reachable_time: 0,
         retrans_timer: 0,
-        source_mac: Some(MacAddress(MR)),
+        source_mac: Some(MacAddress(mac)),
         mtu: None,
         prefix: None,
     });
-    icmp6_frame(all.multicast_mac().0, ip6("fe80::1"), all, 255, &ra)
+    let mut f = icmp6_frame(all.multicast_mac().0, ip6(src), all, 255, &ra);
+    f[6..12].copy_from_slice(&mac);
+    f
 }
 
 /// A router on the raw end of the wire: it answers the first router solicitation with a
@@ -1766,6 +1773,134 @@ fn unconfirmed_next_hop(v6: bool) {
         (st.unicast_probes, st.unreachable, st.broadcast_probes),
         (4, 1, 1)
     );
+}
+
+/// The ARP probes a node sent (requests for B), by destination MAC.
+fn arp_probes(raw: &mut MemPort) -> Vec<[u8; 6]> {
+    raw_rx(raw)
+        .iter()
+        .filter(|f| {
+            f[12..14] == [0x08, 0x06]
+                && f[20..22] == [0, 1]
+                && f[28..32] == IP_A.to_be_bytes()
+                && f[38..42] == IP_B.to_be_bytes()
+        })
+        .map(|f| f[0..6].try_into().unwrap())
+        .collect()
+}
+
+/// Two workers sharing the next hop: worker 0 probes it, its answers reach worker 1's
+/// queue (RSS, a fanout by flow hash): worker 1 tells worker 0 it heard B, so the probes
+/// stay one unicast request per reachable time, never a broadcast.
+#[test]
+fn a_probe_answered_on_another_worker_keeps_the_next_hop_reachable() {
+    const S: u64 = 1_000_000_000;
+    let (p0, mut r0) = pair(MemConfig::default()).unwrap();
+    let (p1, mut r1) = pair(MemConfig::default()).unwrap();
+    let mut w0 = node(p0, MA, MB, IP_A);
+    let mut w1 = node(p1, MA, MB, IP_A);
+    let shared = Arc::new(SharedMac::default());
+    shared.set(MB);
+    for w in [&mut w0, &mut w1] {
+        w.set_next_hop(MB);
+        w.follow_next_hop(IP_B);
+        w.share_next_hop(shared.clone());
+    }
+    w0.probe_next_hop(S, 30 * S, Some(IP_A), None);
+    let reply = {
+        let req = ArpRepr::request(
+            MacAddress(MA),
+            Ipv4Address(IP_A.to_be_bytes()),
+            Ipv4Address(IP_B.to_be_bytes()),
+        );
+        let mut buf = [0u8; 60];
+        squall_stack::neigh::emit_frame(&ArpRepr::reply_to(&req, MacAddress(MB)), MB, &mut buf)
+            .unwrap();
+        buf
+    };
+    let mut sent = Vec::new();
+    for t in 1..=150 {
+        w0.turn(t * S, &mut NoApp, None);
+        let p = arp_probes(&mut r0);
+        if !p.is_empty() {
+            raw_frame(&mut r1, &reply);
+        }
+        sent.extend(p);
+        w1.turn(t * S, &mut NoApp, None);
+        raw_rx(&mut r1);
+    }
+    assert_eq!(sent, [MB; 4], "one unicast probe each 30 s, answered");
+    let st = w0.nud_stats().unwrap();
+    assert_eq!(
+        (st.unicast_probes, st.unreachable, st.broadcast_probes),
+        (4, 0, 0)
+    );
+    assert!(w1.nud_stats().is_none(), "one worker probes");
+}
+
+/// A next hop given by its MAC (`--peer-mac`: not followed) is never probed.
+#[test]
+fn a_static_next_hop_is_never_probed() {
+    const S: u64 = 1_000_000_000;
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node(pa, MA, MB, IP_A);
+    a.set_next_hop(MB);
+    a.probe_next_hop(S, S, Some(IP_A), None);
+    for t in 1..100 {
+        a.turn(t * S, &mut NoApp, None);
+        assert!(raw_rx(&mut raw).is_empty(), "sent at {t} s");
+    }
+    assert!(a.nud_stats().is_none());
+}
+
+/// The IPv6 default router (from a router advertisement) replaced: the new one has
+/// another link-local address. The old one's unicast probes go unanswered; with the
+/// multicast ones go router solicitations, and the new router's advertisement makes it
+/// the next hop.
+#[test]
+fn a_replaced_ipv6_router_is_followed_to_the_new_one() {
+    const S: u64 = 1_000_000_000;
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, MB, IP6_A);
+    raw_frame(&mut raw, &router_advert(1800));
+    a.turn(1_000, &mut NoApp, None);
+    raw_rx(&mut raw);
+    assert_eq!(a.neigh6.router(), Some((ip6("fe80::1"), MR)));
+    a.set_next_hop(MR);
+    a.follow_resolved_next_hop6(None, MR);
+    a.probe_next_hop(S, 30 * S, None, Some(ip6(IP6_A)));
+    // (type 135: a solicitation, 133: a router solicitation; by destination MAC)
+    let mut ns = Vec::new();
+    let mut rs = 0;
+    for t in 1..=34 {
+        a.turn(t * S, &mut NoApp, None);
+        for f in raw_rx(&mut raw) {
+            match f.get(54) {
+                Some(135) => ns.push(<[u8; 6]>::try_from(&f[0..6]).unwrap()),
+                Some(133) => rs += 1,
+                _ => {}
+            }
+        }
+    }
+    let fe80_1_group = [0x33, 0x33, 0xff, 0, 0, 1];
+    assert_eq!(
+        ns,
+        [MR, MR, MR, fe80_1_group],
+        "three unicast, then to its group"
+    );
+    assert_eq!(rs, 1, "a router solicitation with the multicast probe");
+    raw_frame(&mut raw, &router_advert_from("fe80::2", mc, 1800));
+    a.turn(34 * S + 1_000, &mut NoApp, None);
+    assert_eq!(a.next_hop(), mc, "the new router is the next hop");
+    assert_eq!(a.neigh6.stats.next_hop_moved, 1);
+    for t in 35..60 {
+        a.turn(t * S, &mut NoApp, None);
+        assert!(
+            raw_rx(&mut raw).iter().all(|f| f.get(54) != Some(&135)),
+            "the new router heard: no probe at {t} s"
+        );
+    }
 }
 
 /// A UDP datagram from MB (`src` -> `dst`, ports 4000 -> `dport`) to `dst_mac`: IPv4

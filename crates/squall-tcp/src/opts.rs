@@ -45,8 +45,11 @@ pub struct FlowOpts {
     /// Received bytes after which an ACK is due at once (TRex's `tcp.no_delay_counter`):
     /// below a segment every segment is acknowledged, above two the ACKs are fewer than
     /// RFC 5681 §4.2 asks (the delayed-ACK timer still bounds the wait); each ACK goes as
-    /// it falls due, not merged at a receive burst's end (`burst_ack`). 0: every second
-    /// full-sized segment.
+    /// it falls due, not merged at a receive burst's end (`burst_ack`). The bytes count
+    /// since our last ACK of any kind (TRex's FreeBSD counter keeps the remainder past
+    /// its limit and is not reset by other ACKs: the same where the limit is a multiple
+    /// of the segments, a few more ACKs there otherwise). 0: every second full-sized
+    /// segment.
     pub ack_bytes: u16,
     /// Duplicate ACKs that trigger fast retransmit (RFC 5681 §3.2: 3), 1..=10.
     pub rexmt_thresh: u8,

@@ -325,6 +325,12 @@ pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
         ip_fragments: s.node.reasm.stats.fragments,
         ip_reassembled: s.node.reasm.stats.reassembled,
         ip_reasm_dropped: s.node.reasm.stats.dropped(),
+        next_hop_moved: s.node.neigh.stats.next_hop_moved + s.node.neigh6.stats.next_hop_moved,
+        next_hop_probes: s
+            .node
+            .nud_stats()
+            .map_or(0, |n| n.unicast_probes + n.broadcast_probes),
+        next_hop_unreachable: s.node.nud_stats().map_or(0, |n| n.unreachable),
         ..SideReport::default()
     }
 }

@@ -309,8 +309,8 @@ struct ServeArgs {
     root: Option<PathBuf>,
     /// Address and port to listen on, IPv4 (`198.18.48.1:80`) or IPv6
     /// (`[2001:db8::1]:80`); repeat for several (dual stack). Squall's node owns the
-    /// addresses (answers ARP / neighbour discovery and ping for them); every port is open
-    /// on every listen address.
+    /// addresses (answers ARP / neighbour discovery and ping for them); each port is open
+    /// on its own address only (a SYN to another listen address on it gets a RST).
     #[arg(long, value_name = "ADDR:PORT")]
     listen: Vec<std::net::SocketAddr>,
     /// Port: `afpacket:IFNAME[,recvmmsg|,ring][,nogso][,superframes]`, `afxdp:IFNAME[:QUEUE][,copy|,zerocopy]` or
@@ -572,6 +572,9 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     }
     iface.steering = !a.no_steering;
     if let Some(sec) = a.reachable_sec {
+        if a.peer_mac.is_some() {
+            return Err("--reachable-sec: a next hop given by --peer-mac is never probed".into());
+        }
         iface.reachable = squall::iface::reachable(sec)?;
     }
     if a.root.is_none() && a.route.is_empty() {

@@ -58,6 +58,11 @@ impl Ports {
             );
         }
         if let Some(sec) = spec.reachable_sec {
+            if spec.peer_mac.is_some() {
+                return Err(
+                    "--reachable-sec: a next hop given by --peer-mac is never probed".into(),
+                );
+            }
             let r = crate::iface::reachable(sec)?;
             match (real.as_mut(), dut.as_mut()) {
                 (Some(rc), _) => rc.reachable = r,
@@ -169,5 +174,11 @@ mod tests {
         assert!(e.contains("needs a real interface"), "{e}");
         let e = Ports::parse(&spec("afpacket:x", Some("client"), None, Some(3601))).unwrap_err();
         assert!(e.contains("at most 3600"), "{e}");
+        let e = Ports::parse(&PortSpec {
+            peer_mac: Some("02:00:00:00:00:01"),
+            ..spec("afpacket:x", Some("client"), None, Some(5))
+        })
+        .unwrap_err();
+        assert!(e.contains("never probed"), "{e}");
     }
 }

@@ -722,6 +722,8 @@ fn side_json(s: &SideReport) -> Value {
             "rx_redirected": s.rx_redirected, "redirect_dropped": s.redirect_dropped,
             "ip_fragments": s.ip_fragments, "ip_reassembled": s.ip_reassembled,
             "ip_reasm_dropped": s.ip_reasm_dropped,
+            "next_hop_moved": s.next_hop_moved, "next_hop_probes": s.next_hop_probes,
+            "next_hop_unreachable": s.next_hop_unreachable,
         },
         "impairment": {
             "lost": s.impair.lost, "duplicated": s.impair.duplicated, "reordered": s.impair.reordered,

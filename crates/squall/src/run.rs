@@ -108,6 +108,12 @@ pub struct SideReport {
     pub ip_fragments: u64,
     pub ip_reassembled: u64,
     pub ip_reasm_dropped: u64,
+    /// The next hop's moves heard on the side's port (announcements, answers to
+    /// probes), the probes sent to it, and the times every unicast probe went unanswered
+    /// (real ports).
+    pub next_hop_moved: u64,
+    pub next_hop_probes: u64,
+    pub next_hop_unreachable: u64,
 }
 
 /// Result of a run.

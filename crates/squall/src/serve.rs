@@ -38,7 +38,7 @@ pub struct ServeConfig {
     /// Directory served.
     pub root: Option<PathBuf>,
     /// Addresses and ports listened on, IPv4 and/or IPv6 (the node owns the addresses;
-    /// every port is open on every one of them).
+    /// each port is open on its own address only).
     pub listen: Vec<SocketAddr>,
     /// The real port (mode server; an IPv4 `--peer-ip` in `iface.peer_ip`).
     pub iface: RealConfig,
@@ -101,6 +101,10 @@ pub struct ServeReport {
     /// IP fragments received for the listen addresses, and the datagrams they made whole.
     pub ip_fragments: u64,
     pub ip_reassembled: u64,
+    /// The next hop's moves heard (announcements, answers to probes) and the probes sent
+    /// to it (`--reachable-sec`).
+    pub next_hop_moved: u64,
+    pub next_hop_probes: u64,
     /// The traced connections (`--trace`).
     pub trace: Option<crate::flowtrace::TraceData>,
 }
@@ -273,6 +277,8 @@ impl PortJob for ServeJob<'_> {
                     total.echo6_answered += r.echo6_answered;
                     total.ip_fragments += r.ip_fragments;
                     total.ip_reassembled += r.ip_reassembled;
+                    total.next_hop_moved += r.next_hop_moved;
+                    total.next_hop_probes += r.next_hop_probes;
                     if let Some(t) = r.trace {
                         total.trace.get_or_insert_default().merge(t);
                     }
@@ -520,6 +526,10 @@ fn serve_on<P: Port>(
         echo6_answered: node.icmp6.echo_answered,
         ip_fragments: node.reasm.stats.fragments,
         ip_reassembled: node.reasm.stats.reassembled,
+        next_hop_moved: node.neigh.stats.next_hop_moved + node.neigh6.stats.next_hop_moved,
+        next_hop_probes: node
+            .nud_stats()
+            .map_or(0, |n| n.unicast_probes + n.broadcast_probes),
         trace,
     })
 }

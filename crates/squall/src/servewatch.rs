@@ -164,6 +164,8 @@ pub fn results(info: &ServeInfo, r: &ServeReport, series: &ServeSeries) -> Value
     // recursion limit)
     v["ip_fragments"] = r.ip_fragments.into();
     v["ip_reassembled"] = r.ip_reassembled.into();
+    v["next_hop_moved"] = r.next_hop_moved.into();
+    v["next_hop_probes"] = r.next_hop_probes.into();
     v
 }
 

@@ -196,6 +196,9 @@ pub(crate) fn merge_side(a: &mut SideReport, b: &SideReport) {
     a.ip_fragments += b.ip_fragments;
     a.ip_reassembled += b.ip_reassembled;
     a.ip_reasm_dropped += b.ip_reasm_dropped;
+    a.next_hop_moved += b.next_hop_moved;
+    a.next_hop_probes += b.next_hop_probes;
+    a.next_hop_unreachable += b.next_hop_unreachable;
 }
 
 #[cfg(test)]

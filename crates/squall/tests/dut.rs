@@ -628,6 +628,16 @@ fn a_replaced_dut_is_found_at_its_new_mac() {
         "{text}"
     );
     assert_eq!(v["clean"], Value::Bool(true), "{text}");
+    assert_eq!(num(&v, &["client", "port", "next_hop_moved"]), 1, "{text}");
+    assert_eq!(
+        num(&v, &["client", "port", "next_hop_unreachable"]),
+        1,
+        "{text}"
+    );
+    assert!(
+        num(&v, &["client", "port", "next_hop_probes"]) >= 4,
+        "{text}"
+    );
     let line = text
         .lines()
         .find(|l| l.contains("client port:") && l.contains("next hop moved"))

@@ -436,7 +436,8 @@ impl TcpHost {
     /// Accept connections on `port` to the local address `addr` only (as a socket bound
     /// to it): a SYN to another of the host's addresses on this port is refused with a
     /// RST, as for a closed port. Several addresses may be added to one port; a port
-    /// also listened on with [`TcpHost::listen`] takes any address.
+    /// also listened on with [`TcpHost::listen`] or [`TcpHost::listen_with`] takes any
+    /// address; [`TcpHost::unlisten`] closes it on every one.
     pub fn listen_at(&mut self, addr: std::net::IpAddr, port: u16) {
         let a = match addr {
             std::net::IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
@@ -519,7 +520,6 @@ impl TcpHost {
         self.listening(key.local_port) && (self.listen_at.is_empty() || self.bound_takes(key))
     }
     /// No address-bound listener on the key's port, or one bound to its local address.
-    #[cold]
     fn bound_takes(&self, key: &FlowKey) -> bool {
         let port = key.local_port;
         let from = self.listen_at.partition_point(|e| e.0 < port);
