@@ -272,6 +272,25 @@ fn ack_bytes_sets_how_many_received_bytes_make_an_ack_due(fam: Family) {
                 .count();
         }
         assert_eq!(acks, want, "ack_bytes {ack_bytes} (segments of {l})");
+        // The same 8 segments in one receive burst: with ack_bytes each ACK still goes
+        // as it falls due; without, one for the burst (burst_ack).
+        let (mut q, fr2) = flight(ack_bytes);
+        let burst: Vec<&[u8]> = fr2
+            .iter()
+            .filter(|f| !seg_of(f).payload.is_empty())
+            .take(8)
+            .map(|f| f.as_slice())
+            .collect();
+        q.ch.rx_burst(q.now, &burst, &mut q.capp, &mut q.cq);
+        let in_burst = std::mem::take(&mut q.cq.frames)
+            .iter()
+            .filter(|f| {
+                let s = seg_of(f);
+                s.flags & ACK != 0 && s.payload.is_empty()
+            })
+            .count();
+        let want_burst = if ack_bytes == 0 { 1 } else { want };
+        assert_eq!(in_burst, want_burst, "ack_bytes {ack_bytes}, one burst");
         // The rest in order: the flow completes.
         for f in &fr {
             if !data[..8].contains(&f) {
