@@ -176,10 +176,10 @@ pub struct TcpHost {
     sboards: Vec<Scoreboard>,
     sb_free: Vec<u32>,
     listen: Vec<u64>,
-    /// Listeners bound to addresses (`listen_at`), sorted: (port, IPv6 address or
-    /// IPv4-mapped one). A port listed here takes connections to these addresses only;
-    /// `listen` (any address) removes its entries.
-    listen_at: Vec<(u16, [u8; 16])>,
+    /// Listeners bound to addresses (`listen_at`), sorted: (port, address). A port
+    /// listed here takes connections to these addresses only; `listen` (any address)
+    /// removes its entries.
+    listen_at: Vec<(u16, std::net::IpAddr)>,
     /// Option set of flows accepted on a port (sorted by port); ports not listed use
     /// the default set.
     listen_opts: Vec<(u16, u8)>,
@@ -374,7 +374,7 @@ impl TcpHost {
             + self.sboards.capacity() * size_of::<Scoreboard>()
             + (self.ooo_free.capacity() + self.ooo_vacant.capacity() + self.sb_free.capacity()) * 4
             + self.listen.len() * 8
-            + self.listen_at.capacity() * std::mem::size_of::<(u16, [u8; 16])>()
+            + self.listen_at.capacity() * std::mem::size_of::<(u16, std::net::IpAddr)>()
             + self.listen_opts.capacity() * 4
             + self.opts.capacity() * size_of::<FlowOpts>()
             + self.addr6.memory_bytes()
@@ -438,11 +438,7 @@ impl TcpHost {
     /// RST, as for a closed port. Several addresses may be added to one port; a port
     /// also listened on with [`TcpHost::listen`] or [`TcpHost::listen_with`] takes any
     /// address; [`TcpHost::unlisten`] closes it on every one.
-    pub fn listen_at(&mut self, addr: std::net::IpAddr, port: u16) {
-        let a = match addr {
-            std::net::IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
-            std::net::IpAddr::V6(a) => a.octets(),
-        };
+    pub fn listen_at(&mut self, a: std::net::IpAddr, port: u16) {
         if self.listening(port) && !self.listen_at.iter().any(|e| e.0 == port) {
             return; // already open on every address
         }
@@ -523,12 +519,10 @@ impl TcpHost {
     fn bound_takes(&self, key: &FlowKey) -> bool {
         let port = key.local_port;
         let from = self.listen_at.partition_point(|e| e.0 < port);
-        let local = if key.is_ipv6() {
-            *self.addr6.addr(key.local_ip)
+        let local: std::net::IpAddr = if key.is_ipv6() {
+            std::net::Ipv6Addr::from(*self.addr6.addr(key.local_ip)).into()
         } else {
-            std::net::Ipv4Addr::from(key.local_ip)
-                .to_ipv6_mapped()
-                .octets()
+            std::net::Ipv4Addr::from(key.local_ip).into()
         };
         let mut any = false;
         for e in self.listen_at[from..].iter().take_while(|e| e.0 == port) {
