@@ -213,6 +213,13 @@ impl Neighbours {
     pub fn add_static(&mut self, ip: u32, mac: [u8; 6]) {
         self.cache.insert(ip, Entry { mac, fixed: true });
     }
+    /// Takes `ip` at `mac` where the node holds no entry for it (resolved by another
+    /// worker of the port): learned as if its ARP had come here.
+    pub fn note(&mut self, ip: u32, mac: [u8; 6]) {
+        if !self.cache.contains_key(&ip) {
+            self.learn(ip, mac);
+        }
+    }
     /// The MAC of neighbour `ip`, if known.
     pub fn lookup(&self, ip: u32) -> Option<[u8; 6]> {
         self.cache.get(&ip).map(|e| e.mac)

@@ -172,6 +172,13 @@ impl Neighbours6 {
     pub fn add_static(&mut self, ip: Ipv6Address, mac: [u8; 6]) {
         self.cache.insert(ip.to_u128(), Entry { mac, fixed: true });
     }
+    /// Takes `ip` at `mac` where the node holds no entry for it (resolved by another
+    /// worker of the port): learned as if its advertisement had come here.
+    pub fn note(&mut self, ip: Ipv6Address, mac: [u8; 6]) {
+        if !self.cache.contains_key(&ip.to_u128()) {
+            self.learn(ip, MacAddress(mac));
+        }
+    }
     /// The MAC of neighbour `ip`, if known.
     pub fn lookup(&self, ip: &Ipv6Address) -> Option<[u8; 6]> {
         self.cache.get(&ip.to_u128()).map(|e| e.mac)

@@ -480,7 +480,7 @@ impl<P: Port> Node<P> {
             work |= self.whole_in(now, app, tap.as_deref_mut());
         }
         // The next hop heard: the other workers are told (at most every 100 ms).
-        if self.hop_seen >= self.hop_published + HOP_PUBLISH_NS {
+        if self.hop_seen.saturating_sub(self.hop_published) >= HOP_PUBLISH_NS {
             if let Some((s, _)) = self.shared_hop.as_ref() {
                 s.saw(self.hop_seen);
             }
@@ -902,17 +902,25 @@ impl<P: Port> Node<P> {
                                     if entry_moved(before, after, udp, tcp, shared_hop) {
                                         neigh6.stats.next_hop_moved += 1;
                                     }
-                                    // A default router gone (its unicast probes unanswered)
-                                    // whose place another advertised router took: the next
-                                    // hop becomes that one (a router replaced comes with
-                                    // another link-local address).
-                                    if *next_hop6_router && nud.as_ref().is_some_and(Nud::lost) {
-                                        if let Some((r, rmac)) =
-                                            neigh6.router().filter(|r| Some(r.0) != *next_hop6)
-                                        {
-                                            *next_hop6 = Some(r);
-                                            if move_next_hop(Some(rmac), udp, tcp, shared_hop) {
-                                                neigh6.stats.next_hop_moved += 1;
+                                    // A default router gone (its unicast probes unanswered,
+                                    // not heard since) when another router advertises
+                                    // itself: the next hop becomes that one (a router
+                                    // replaced comes with another link-local address).
+                                    if *next_hop6_router
+                                        && d.get(i.l4.0) == Some(&134)
+                                        && Some(i.src) != *next_hop6
+                                    {
+                                        let heard = (*hop_seen)
+                                            .max(shared_hop.as_ref().map_or(0, |s| s.0.seen()));
+                                        if let Some(n) = nud.as_mut().filter(|n| n.lost(heard)) {
+                                            if let Some((r, rmac)) =
+                                                neigh6.router().filter(|r| r.0 == i.src)
+                                            {
+                                                *next_hop6 = Some(r);
+                                                n.restart(now);
+                                                if move_next_hop(Some(rmac), udp, tcp, shared_hop) {
+                                                    neigh6.stats.next_hop_moved += 1;
+                                                }
                                             }
                                         }
                                     }
@@ -1093,6 +1101,9 @@ impl<P: Port> Node<P> {
             },
             |n, _| n.lookup(target),
         )
+        // (from another worker's queue: this node's entry too, so that a later answer
+        // from another MAC is a move here as well)
+        .inspect(|&m| self.neigh.note(target, m))
         .ok_or_else(|| {
             format!(
                 "no ARP reply from {} within {:.1} s (give --peer-mac, or check the peer's address)",
@@ -1136,6 +1147,7 @@ impl<P: Port> Node<P> {
             },
             |_, n6| n6.lookup(&target),
         )
+        .inspect(|&m| self.neigh6.note(target, m))
         .ok_or_else(|| {
             format!(
                 "no neighbour advertisement from {target} within {:.1} s (give --peer-mac, or check the peer's address)",

@@ -114,10 +114,17 @@ impl Nud {
         self.stats.broadcast_probes += 1;
         Some(Probe::Broadcast)
     }
-    /// Every unicast probe went unanswered: the next hop is being looked for by
-    /// broadcast.
-    pub fn lost(&self) -> bool {
-        self.probes > UNICAST_PROBES
+    /// Every unicast probe went unanswered and the next hop was not heard since (last
+    /// heard at `heard`, as the node knows): it is being looked for by broadcast.
+    pub fn lost(&self, heard: u64) -> bool {
+        self.probes > UNICAST_PROBES && heard <= self.heard
+    }
+    /// Starts again at `now` for a next hop just taken (another router): reachable,
+    /// unprobed.
+    pub fn restart(&mut self, now: u64) {
+        self.heard = now;
+        self.probes = 0;
+        self.due_at = now.saturating_add(self.reachable_ns);
     }
     /// Probes sent since the next hop was last heard.
     pub fn probes(&self) -> u32 {
@@ -178,14 +185,15 @@ mod tests {
             gaps.iter().all(|&g| g <= 60) && gaps.contains(&60),
             "{gaps:?}"
         );
-        assert!(n.lost());
+        assert!(n.lost(0));
+        assert!(!n.lost(REACHABLE_NS + 199 * S), "heard since");
         assert_eq!(n.stats.unicast_probes, 3);
         assert_eq!(n.stats.unreachable, 1);
         // Heard again (an answer): reachable for the whole time, unicast first when it
         // lapses.
         let t = REACHABLE_NS + 200 * S;
         assert_eq!(n.tick(t, t), None);
-        assert!(!n.lost() && n.probes() == 0);
+        assert!(!n.lost(t) && n.probes() == 0);
         assert!(!n.due(t + REACHABLE_NS - 1));
         assert_eq!(n.tick(t + REACHABLE_NS, t), Some(Unicast));
     }

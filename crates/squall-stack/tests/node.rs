@@ -1903,6 +1903,137 @@ fn a_replaced_ipv6_router_is_followed_to_the_new_one() {
     }
 }
 
+/// The IPv6 default router silent long enough to be probed by multicast, then answering:
+/// it stays the next hop, although another router advertised itself meanwhile (and
+/// again after the answer).
+#[test]
+fn a_lost_router_that_answers_is_not_replaced() {
+    const S: u64 = 1_000_000_000;
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, MB, IP6_A);
+    raw_frame(&mut raw, &router_advert(1800));
+    a.turn(1_000, &mut NoApp, None);
+    raw_rx(&mut raw);
+    a.set_next_hop(MR);
+    a.follow_resolved_next_hop6(None, MR);
+    a.probe_next_hop(S, 30 * S, None, Some(ip6(IP6_A)));
+    // A second router advertises while the first is reachable: no switch.
+    raw_frame(&mut raw, &router_advert_from("fe80::2", mc, 1800));
+    a.turn(5 * S, &mut NoApp, None);
+    assert_eq!(a.next_hop(), MR);
+    for t in 6..=34 {
+        a.turn(t * S, &mut NoApp, None);
+        raw_rx(&mut raw);
+    }
+    // The first answers the multicast probe, then the second advertises again.
+    let na = Icmpv6Repr::NeighborAdvert {
+        flags: NaFlags {
+            router: true,
+            solicited: true,
+            override_: true,
+        },
+        target: ip6("fe80::1"),
+        target_mac: Some(MacAddress(MR)),
+    };
+    let mut f = icmp6_frame(MA, ip6("fe80::1"), ip6(IP6_A), 255, &na);
+    f[6..12].copy_from_slice(&MR);
+    raw_frame(&mut raw, &f);
+    a.turn(34 * S + 500_000_000, &mut NoApp, None);
+    raw_frame(&mut raw, &router_advert_from("fe80::2", mc, 1800));
+    a.turn(34 * S + 600_000_000, &mut NoApp, None);
+    assert_eq!(a.next_hop(), MR, "the first router answered: it stays");
+    assert_eq!(a.neigh6.stats.next_hop_moved, 0);
+}
+
+/// After the next hop went to another router, the old one's advertisement (it came
+/// back) does not take it back: the new router is reachable.
+#[test]
+fn a_replaced_router_coming_back_does_not_take_the_next_hop_back() {
+    const S: u64 = 1_000_000_000;
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, MB, IP6_A);
+    raw_frame(&mut raw, &router_advert(1800));
+    a.turn(1_000, &mut NoApp, None);
+    raw_rx(&mut raw);
+    a.set_next_hop(MR);
+    a.follow_resolved_next_hop6(None, MR);
+    a.probe_next_hop(S, 30 * S, None, Some(ip6(IP6_A)));
+    for t in 1..=34 {
+        a.turn(t * S, &mut NoApp, None);
+        raw_rx(&mut raw);
+    }
+    raw_frame(&mut raw, &router_advert_from("fe80::2", mc, 1800));
+    a.turn(34 * S + 1_000, &mut NoApp, None);
+    assert_eq!(a.next_hop(), mc);
+    raw_frame(&mut raw, &router_advert(1800));
+    a.turn(34 * S + 2_000, &mut NoApp, None);
+    assert_eq!(a.next_hop(), mc, "no flap back to the first router");
+    assert_eq!(a.neigh6.stats.next_hop_moved, 1);
+}
+
+/// The next hop replaced (a new MAC) answers worker 0's broadcast probe on worker 1's
+/// queue. Worker 1 resolved nothing itself (the first reply reached worker 0), but holds
+/// the entry the port resolved: the answer is a move there, followed by worker 0, whose
+/// probing stops.
+#[test]
+fn a_new_mac_answering_on_another_worker_moves_the_next_hop() {
+    const S: u64 = 1_000_000_000;
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let (p0, mut r0) = pair(MemConfig::default()).unwrap();
+    let (p1, mut r1) = pair(MemConfig::default()).unwrap();
+    let mut w0 = node(p0, MA, MB, IP_A);
+    let mut w1 = node(p1, MA, MB, IP_A);
+    raw_frame(&mut r0, &arp_request(IP_A));
+    w0.turn(1_000, &mut NoApp, None);
+    raw_rx(&mut r0);
+    let shared = Arc::new(SharedMac::default());
+    shared.set(MB);
+    let got = w1.resolve_shared(IP_A, IP_B, Duration::from_millis(50), false, &shared);
+    assert_eq!(got, Ok(MB));
+    assert_eq!(
+        w1.neigh.lookup(IP_B),
+        Some(MB),
+        "noted from the shared resolution"
+    );
+    for w in [&mut w0, &mut w1] {
+        w.set_next_hop(MB);
+        w.follow_next_hop(IP_B);
+        w.share_next_hop(shared.clone());
+    }
+    w0.probe_next_hop(S, 30 * S, Some(IP_A), None);
+    let reply = {
+        let req = ArpRepr::request(
+            MacAddress(MA),
+            Ipv4Address(IP_A.to_be_bytes()),
+            Ipv4Address(IP_B.to_be_bytes()),
+        );
+        let mut buf = [0u8; 60];
+        squall_stack::neigh::emit_frame(&ArpRepr::reply_to(&req, MacAddress(mc)), mc, &mut buf)
+            .unwrap();
+        buf
+    };
+    let mut sent = Vec::new();
+    for t in 1..=100 {
+        w0.turn(t * S, &mut NoApp, None);
+        let p = arp_probes(&mut r0);
+        if p.iter().any(|m| *m != MB) {
+            raw_frame(&mut r1, &reply);
+        }
+        sent.extend(p);
+        w1.turn(t * S, &mut NoApp, None);
+        raw_rx(&mut r1);
+    }
+    assert_eq!(w0.next_hop(), mc, "worker 0 follows the move");
+    assert_eq!(w1.next_hop(), mc);
+    assert_eq!(w1.neigh.stats.next_hop_moved, 1, "heard on worker 1");
+    // Three unicast probes to the old MAC, one broadcast answered, then at most the
+    // unicast probes of the new MAC's reachable times (answered nowhere here).
+    assert_eq!(&sent[..4], [MB, MB, MB, [0xff; 6]]);
+    assert!(sent[4..].iter().all(|&m| m == mc), "{sent:x?}");
+}
+
 /// A UDP datagram from MB (`src` -> `dst`, ports 4000 -> `dport`) to `dst_mac`: IPv4
 /// without a UDP checksum (RFC 768 allows it), IPv6 with one.
 fn udp_frame(dst_mac: [u8; 6], src: &[u8], dst: &[u8], dport: u16, data: &[u8]) -> Vec<u8> {

@@ -47,7 +47,7 @@ pub struct FlowOpts {
     /// RFC 5681 §4.2 asks (the delayed-ACK timer still bounds the wait); each ACK goes as
     /// it falls due, not merged at a receive burst's end (`burst_ack`). The bytes count
     /// since our last ACK of any kind (TRex's FreeBSD counter keeps the remainder past
-    /// its limit and is not reset by other ACKs: the same where the limit is a multiple
+    /// its limit, other ACKs not starting it again: the same where the limit is a multiple
     /// of the segments, a few more ACKs there otherwise). 0: every second full-sized
     /// segment.
     pub ack_bytes: u16,

@@ -572,7 +572,7 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     }
     iface.steering = !a.no_steering;
     if let Some(sec) = a.reachable_sec {
-        if a.peer_mac.is_some() {
+        if a.peer_mac.is_some() && sec > 0 {
             return Err("--reachable-sec: a next hop given by --peer-mac is never probed".into());
         }
         iface.reachable = squall::iface::reachable(sec)?;

@@ -58,7 +58,7 @@ impl Ports {
             );
         }
         if let Some(sec) = spec.reachable_sec {
-            if spec.peer_mac.is_some() {
+            if spec.peer_mac.is_some() && sec > 0 {
                 return Err(
                     "--reachable-sec: a next hop given by --peer-mac is never probed".into(),
                 );

@@ -105,6 +105,8 @@ pub struct ServeReport {
     /// to it (`--reachable-sec`).
     pub next_hop_moved: u64,
     pub next_hop_probes: u64,
+    /// Times every unicast probe of the next hop went unanswered.
+    pub next_hop_unreachable: u64,
     /// The traced connections (`--trace`).
     pub trace: Option<crate::flowtrace::TraceData>,
 }
@@ -279,6 +281,7 @@ impl PortJob for ServeJob<'_> {
                     total.ip_reassembled += r.ip_reassembled;
                     total.next_hop_moved += r.next_hop_moved;
                     total.next_hop_probes += r.next_hop_probes;
+                    total.next_hop_unreachable += r.next_hop_unreachable;
                     if let Some(t) = r.trace {
                         total.trace.get_or_insert_default().merge(t);
                     }
@@ -530,6 +533,7 @@ fn serve_on<P: Port>(
         next_hop_probes: node
             .nud_stats()
             .map_or(0, |n| n.unicast_probes + n.broadcast_probes),
+        next_hop_unreachable: node.nud_stats().map_or(0, |n| n.unreachable),
         trace,
     })
 }

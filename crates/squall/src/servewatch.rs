@@ -166,6 +166,7 @@ pub fn results(info: &ServeInfo, r: &ServeReport, series: &ServeSeries) -> Value
     v["ip_reassembled"] = r.ip_reassembled.into();
     v["next_hop_moved"] = r.next_hop_moved.into();
     v["next_hop_probes"] = r.next_hop_probes.into();
+    v["next_hop_unreachable"] = r.next_hop_unreachable.into();
     v
 }
 

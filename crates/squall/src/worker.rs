@@ -446,7 +446,9 @@ pub(crate) fn moves_note(n: &squall_stack::Node<impl squall_port::Port>) -> Stri
     let probed = match n.nud_stats() {
         Some(p) if p.unicast_probes > 0 => format!(
             ", next hop probed {} (unanswered at its MAC {}, looked for by broadcast {})",
-            p.unicast_probes, p.unreachable, p.broadcast_probes
+            p.unicast_probes + p.broadcast_probes,
+            p.unreachable,
+            p.broadcast_probes
         ),
         _ => String::new(),
     };
