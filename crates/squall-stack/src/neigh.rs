@@ -253,22 +253,26 @@ impl Neighbours {
 
     /// Handles a received ARP frame: answers requests for owned addresses, learns the
     /// sender of requests for us, of entries we hold and of addresses being resolved.
-    pub fn on_arp<S: TxSink>(&mut self, d: &[u8], tx: &mut S) {
+    /// Returns the sender (address, MAC) of a well-formed ARP from another host.
+    pub fn on_arp<S: TxSink>(&mut self, d: &[u8], tx: &mut S) -> Option<(u32, [u8; 6])> {
         match classify(d, self.mac, &self.owned) {
             Verdict::Answer(r) if self.owned.contains(u32::from_be_bytes(r.target_ip.0)) => {
                 // A request whose sender claims one of our addresses (a gratuitous ARP or
                 // a probe of a host about to take it, RFC 5227 §2.4): a conflict, neither
                 // answered nor learned (a cache entry for our own address would misroute).
                 self.stats.conflicts += 1;
+                None
             }
             Verdict::Answer(r) => {
                 // The asker wants to talk to us: it is a neighbour (RFC 826's merge).
-                self.learn(u32::from_be_bytes(r.target_ip.0), r.target_mac.0);
+                let asker = (u32::from_be_bytes(r.target_ip.0), r.target_mac.0);
+                self.learn(asker.0, asker.1);
                 if send(tx, &r, self.mac) {
                     self.stats.requests_answered += 1;
                 } else {
                     self.stats.tx_failed += 1;
                 }
+                Some(asker)
             }
             Verdict::Other(Some((ip, mac))) => {
                 let ip = u32::from_be_bytes(ip.0);
@@ -277,8 +281,12 @@ impl Neighbours {
                 } else {
                     self.stats.ignored += 1;
                 }
+                Some((ip, mac.0))
             }
-            Verdict::Other(None) => self.stats.ignored += 1,
+            Verdict::Other(None) => {
+                self.stats.ignored += 1;
+                None
+            }
         }
     }
 

@@ -171,10 +171,8 @@ pub struct Node<P: Port> {
     /// (`probe_next_hop`), and the addresses it asks from.
     nud: Option<Nud>,
     nud_from: (Option<u32>, Option<Ipv6Address>),
-    /// A next hop is followed: when this node last heard it (a frame from its MAC, its
-    /// ARP or neighbour discovery), and the last such time published to the workers
-    /// sharing it.
-    watch_hop: bool,
+    /// When this node last heard the followed next hop (a frame from its MAC, its ARP or
+    /// neighbour discovery), and the last such time published to the workers sharing it.
     hop_seen: u64,
     hop_published: u64,
     /// The IPv6 next hop is the default router of a router advertisement: unreachable,
@@ -238,6 +236,33 @@ fn heard_hop(seen: &mut u64, d: &[u8], hop: [u8; 6], says: bool, now: u64) {
     if says || d.get(6..12) == Some(&hop[..]) {
         *seen = now;
     }
+}
+
+/// When the next hop was last heard: here (`seen`), or by another worker sharing it.
+fn heard_last(seen: u64, shared: &SharedHop) -> u64 {
+    seen.max(shared.as_ref().map_or(0, |s| s.0.seen()))
+}
+
+/// The router whose advertisement came from `src`, where it takes the place of the
+/// followed IPv6 default router `hop6` because that one is lost (every unicast probe
+/// unanswered, not heard since `heard`): it becomes the followed one, its reachability
+/// starts afresh, and its MAC is returned (a replaced router comes with another
+/// link-local address).
+fn router_taking_over(
+    nud: &mut Option<Nud>,
+    hop6: &mut Option<Ipv6Address>,
+    neigh6: &Neighbours6,
+    src: Ipv6Address,
+    heard: u64,
+    now: u64,
+) -> Option<[u8; 6]> {
+    let n = nud.as_mut().filter(|n| n.lost(heard))?;
+    let (r, mac) = neigh6
+        .router()
+        .filter(|r| r.0 == src && Some(src) != *hop6)?;
+    *hop6 = Some(r);
+    n.restart(now);
+    Some(mac)
 }
 
 /// Marks the path that calls it as rarely taken: the compiler lays it out of the hot
@@ -347,7 +372,6 @@ impl<P: Port> Node<P> {
             shared_hop: None,
             nud: None,
             nud_from: (None, None),
-            watch_hop: false,
             hop_seen: 0,
             hop_published: 0,
             next_hop6_router: false,
@@ -450,7 +474,7 @@ impl<P: Port> Node<P> {
             }
             // A frame from the next hop's MAC says it is there (the first of each burst
             // is looked at: where it is the only sender, every burst's is).
-            if self.watch_hop {
+            if self.next_hop4.is_some() || self.next_hop6.is_some() {
                 let hop = &self.udp.tx.next_hop[..];
                 if self.rxq.first().and_then(|f| f.data().get(6..12)) == Some(hop) {
                     self.hop_seen = now;
@@ -788,7 +812,7 @@ impl<P: Port> Node<P> {
                         Class::Arp => {
                             counters.rx_arp += 1;
                             let before = next_hop4.and_then(|ip| neigh.lookup(ip));
-                            neigh.on_arp(d, &mut sink!());
+                            let sender = neigh.on_arp(d, &mut sink!());
                             // A next hop that announced a new MAC (a failover's gratuitous ARP):
                             // every frame goes there from now on. (Only a change of this
                             // node's entry: a worker that followed another's move may hold
@@ -799,10 +823,7 @@ impl<P: Port> Node<P> {
                             }
                             // (an ARP whose sender is the next hop at its MAC)
                             let hop = udp.tx.next_hop;
-                            let says = next_hop4.is_some_and(|ip| {
-                                d.get(28..32) == Some(&ip.to_be_bytes()[..])
-                                    && d.get(22..28) == Some(&hop[..])
-                            });
+                            let says = next_hop4.is_some_and(|ip| sender == Some((ip, hop)));
                             heard_hop(hop_seen, d, hop, says, now);
                         }
                         Class::Tcp
@@ -906,22 +927,14 @@ impl<P: Port> Node<P> {
                                     // not heard since) when another router advertises
                                     // itself: the next hop becomes that one (a router
                                     // replaced comes with another link-local address).
-                                    if *next_hop6_router
-                                        && d.get(i.l4.0) == Some(&134)
-                                        && Some(i.src) != *next_hop6
-                                    {
-                                        let heard = (*hop_seen)
-                                            .max(shared_hop.as_ref().map_or(0, |s| s.0.seen()));
-                                        if let Some(n) = nud.as_mut().filter(|n| n.lost(heard)) {
-                                            if let Some((r, rmac)) =
-                                                neigh6.router().filter(|r| r.0 == i.src)
-                                            {
-                                                *next_hop6 = Some(r);
-                                                n.restart(now);
-                                                if move_next_hop(Some(rmac), udp, tcp, shared_hop) {
-                                                    neigh6.stats.next_hop_moved += 1;
-                                                }
-                                            }
+                                    if *next_hop6_router && d.get(i.l4.0) == Some(&134) {
+                                        let heard = heard_last(*hop_seen, shared_hop);
+                                        let src = i.src;
+                                        let taken = router_taking_over(
+                                            nud, next_hop6, neigh6, src, heard, now,
+                                        );
+                                        if move_next_hop(taken, udp, tcp, shared_hop) {
+                                            neigh6.stats.next_hop_moved += 1;
                                         }
                                     }
                                     // (neighbour discovery from the next hop's address, its
@@ -1250,7 +1263,9 @@ impl<P: Port> Node<P> {
             for f in self.rxq.iter() {
                 let d = f.data();
                 match ipv4::classify(d) {
-                    Class::Arp => self.neigh.on_arp(d, &mut sink),
+                    Class::Arp => {
+                        self.neigh.on_arp(d, &mut sink);
+                    }
                     Class::Ipv6 if ip6::for_mac(d, &self.mac) => {
                         if let Ok(i) = ip6::check(d) {
                             if i.proto == IpProtocol::ICMPV6
@@ -1292,7 +1307,6 @@ impl<P: Port> Node<P> {
     /// there from then on (`ArpStats::next_hop_moved`). A static entry never moves.
     pub fn follow_next_hop(&mut self, ip: u32) {
         self.next_hop4 = Some(ip);
-        self.watch_hop = true;
     }
     /// Watches the reachability of the followed next hop (RFC 4861 §7.3, as Linux's NUD
     /// does for ARP too: [`crate::nud`]) from `now`: every worker following it records
@@ -1326,12 +1340,17 @@ impl<P: Port> Node<P> {
         self.nud.as_ref().map(|n| n.stats)
     }
 
+    /// The moves of the next hop heard here (announcements, answers to probes; ARP and
+    /// neighbour discovery).
+    pub fn next_hop_moves(&self) -> u64 {
+        self.neigh.stats.next_hop_moved + self.neigh6.stats.next_hop_moved
+    }
+
     /// Looks at the next hop when its reachability is due: heard (here or by another
     /// worker) recently enough, nothing; else the probe it asks for (IPv4 first where
     /// both families are followed).
     fn probe_due(&mut self, now: u64, tap: Option<TapRef<'_>>) {
-        let shared = self.shared_hop.as_ref().map_or(0, |(s, _)| s.seen());
-        let heard = self.hop_seen.max(shared);
+        let heard = heard_last(self.hop_seen, &self.shared_hop);
         let Some(probe) = self.nud.as_mut().and_then(|n| n.tick(now, heard)) else {
             return;
         };
@@ -1379,7 +1398,6 @@ impl<P: Port> Node<P> {
     pub fn follow_next_hop6(&mut self, ip: Ipv6Address) {
         self.next_hop6 = Some(ip);
         self.next_hop6_router = false;
-        self.watch_hop = true;
     }
     /// [`follow_next_hop6`](Self::follow_next_hop6) of whichever neighbour resolution
     /// gave `mac`: `target` if its entry holds it, else the default router if its

@@ -38,6 +38,13 @@ pub struct NudStats {
     pub broadcast_probes: u64,
 }
 
+impl NudStats {
+    /// Probes of both kinds.
+    pub fn probes(&self) -> u64 {
+        self.unicast_probes + self.broadcast_probes
+    }
+}
+
 /// What the node sends now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Probe {

@@ -1705,15 +1705,7 @@ fn unconfirmed_next_hop(v6: bool) {
             f[6..12].copy_from_slice(&mac);
             f
         } else {
-            let req = ArpRepr::request(
-                MacAddress(MA),
-                Ipv4Address(IP_A.to_be_bytes()),
-                Ipv4Address(IP_B.to_be_bytes()),
-            );
-            let mut buf = [0u8; 60];
-            let r = ArpRepr::reply_to(&req, MacAddress(mac));
-            squall_stack::neigh::emit_frame(&r, mac, &mut buf).unwrap();
-            buf.to_vec()
+            arp_reply_of_b(mac).to_vec()
         }
     };
     // Pings from B every 10 s for a minute: no probe.
@@ -1775,6 +1767,36 @@ fn unconfirmed_next_hop(v6: bool) {
     );
 }
 
+/// B's ARP reply (198.18.0.2 at `mac`, from `mac`) to A's request.
+fn arp_reply_of_b(mac: [u8; 6]) -> [u8; 60] {
+    let req = ArpRepr::request(
+        MacAddress(MA),
+        Ipv4Address(IP_A.to_be_bytes()),
+        Ipv4Address(IP_B.to_be_bytes()),
+    );
+    let mut buf = [0u8; 60];
+    squall_stack::neigh::emit_frame(&ArpRepr::reply_to(&req, MacAddress(mac)), mac, &mut buf)
+        .unwrap();
+    buf
+}
+
+/// An IPv6 node whose next hop is the default router fe80::1 (MR) of a router
+/// advertisement, followed and watched from 1 s with a reachable time of 30 s; its raw
+/// peer.
+fn watched_router() -> (Node<MemPort>, MemPort) {
+    const S: u64 = 1_000_000_000;
+    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
+    let mut a = node6(pa, MA, MB, IP6_A);
+    raw_frame(&mut raw, &router_advert(1800));
+    a.turn(1_000, &mut NoApp, None);
+    raw_rx(&mut raw);
+    assert_eq!(a.neigh6.router(), Some((ip6("fe80::1"), MR)));
+    a.set_next_hop(MR);
+    a.follow_resolved_next_hop6(None, MR);
+    a.probe_next_hop(S, 30 * S, None, Some(ip6(IP6_A)));
+    (a, raw)
+}
+
 /// The ARP probes a node sent (requests for B), by destination MAC.
 fn arp_probes(raw: &mut MemPort) -> Vec<[u8; 6]> {
     raw_rx(raw)
@@ -1807,17 +1829,7 @@ fn a_probe_answered_on_another_worker_keeps_the_next_hop_reachable() {
         w.share_next_hop(shared.clone());
     }
     w0.probe_next_hop(S, 30 * S, Some(IP_A), None);
-    let reply = {
-        let req = ArpRepr::request(
-            MacAddress(MA),
-            Ipv4Address(IP_A.to_be_bytes()),
-            Ipv4Address(IP_B.to_be_bytes()),
-        );
-        let mut buf = [0u8; 60];
-        squall_stack::neigh::emit_frame(&ArpRepr::reply_to(&req, MacAddress(MB)), MB, &mut buf)
-            .unwrap();
-        buf
-    };
+    let reply = arp_reply_of_b(MB);
     let mut sent = Vec::new();
     for t in 1..=150 {
         w0.turn(t * S, &mut NoApp, None);
@@ -1861,15 +1873,7 @@ fn a_static_next_hop_is_never_probed() {
 fn a_replaced_ipv6_router_is_followed_to_the_new_one() {
     const S: u64 = 1_000_000_000;
     let mc = [2, 0, 0, 0, 0, 0xc];
-    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
-    let mut a = node6(pa, MA, MB, IP6_A);
-    raw_frame(&mut raw, &router_advert(1800));
-    a.turn(1_000, &mut NoApp, None);
-    raw_rx(&mut raw);
-    assert_eq!(a.neigh6.router(), Some((ip6("fe80::1"), MR)));
-    a.set_next_hop(MR);
-    a.follow_resolved_next_hop6(None, MR);
-    a.probe_next_hop(S, 30 * S, None, Some(ip6(IP6_A)));
+    let (mut a, mut raw) = watched_router();
     // (type 135: a solicitation, 133: a router solicitation; by destination MAC)
     let mut ns = Vec::new();
     let mut rs = 0;
@@ -1910,14 +1914,7 @@ fn a_replaced_ipv6_router_is_followed_to_the_new_one() {
 fn a_lost_router_that_answers_is_not_replaced() {
     const S: u64 = 1_000_000_000;
     let mc = [2, 0, 0, 0, 0, 0xc];
-    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
-    let mut a = node6(pa, MA, MB, IP6_A);
-    raw_frame(&mut raw, &router_advert(1800));
-    a.turn(1_000, &mut NoApp, None);
-    raw_rx(&mut raw);
-    a.set_next_hop(MR);
-    a.follow_resolved_next_hop6(None, MR);
-    a.probe_next_hop(S, 30 * S, None, Some(ip6(IP6_A)));
+    let (mut a, mut raw) = watched_router();
     // A second router advertises while the first is reachable: no switch.
     raw_frame(&mut raw, &router_advert_from("fe80::2", mc, 1800));
     a.turn(5 * S, &mut NoApp, None);
@@ -1952,14 +1949,7 @@ fn a_lost_router_that_answers_is_not_replaced() {
 fn a_replaced_router_coming_back_does_not_take_the_next_hop_back() {
     const S: u64 = 1_000_000_000;
     let mc = [2, 0, 0, 0, 0, 0xc];
-    let (pa, mut raw) = pair(MemConfig::default()).unwrap();
-    let mut a = node6(pa, MA, MB, IP6_A);
-    raw_frame(&mut raw, &router_advert(1800));
-    a.turn(1_000, &mut NoApp, None);
-    raw_rx(&mut raw);
-    a.set_next_hop(MR);
-    a.follow_resolved_next_hop6(None, MR);
-    a.probe_next_hop(S, 30 * S, None, Some(ip6(IP6_A)));
+    let (mut a, mut raw) = watched_router();
     for t in 1..=34 {
         a.turn(t * S, &mut NoApp, None);
         raw_rx(&mut raw);
@@ -2003,17 +1993,7 @@ fn a_new_mac_answering_on_another_worker_moves_the_next_hop() {
         w.share_next_hop(shared.clone());
     }
     w0.probe_next_hop(S, 30 * S, Some(IP_A), None);
-    let reply = {
-        let req = ArpRepr::request(
-            MacAddress(MA),
-            Ipv4Address(IP_A.to_be_bytes()),
-            Ipv4Address(IP_B.to_be_bytes()),
-        );
-        let mut buf = [0u8; 60];
-        squall_stack::neigh::emit_frame(&ArpRepr::reply_to(&req, MacAddress(mc)), mc, &mut buf)
-            .unwrap();
-        buf
-    };
+    let reply = arp_reply_of_b(mc);
     let mut sent = Vec::new();
     for t in 1..=100 {
         w0.turn(t * S, &mut NoApp, None);

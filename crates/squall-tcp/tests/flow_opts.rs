@@ -194,6 +194,17 @@ fn listen_with_gives_accepted_flows_the_ports_options(fam: Family) {
 
 /// Server data segments sent before the client acknowledged any of them.
 fn first_flight(fam: Family, init: u8) -> usize {
+    let (mut p, fr) = server_first_flight(fam, init, 0);
+    let n = fr.iter().filter(|f| !seg_of(f).payload.is_empty()).count();
+    p.sq.frames = fr;
+    p.finish(1);
+    n
+}
+
+/// A pair whose server answers with initial window `init`, after the handshake of a
+/// client flow whose ACKs go by `ack_bytes` (0: the default option set): the pair, and
+/// the frames of the server's first flight, taken out of its queue.
+fn server_first_flight(fam: Family, init: u8, ack_bytes: u16) -> (Pair, Vec<Vec<u8>>) {
     let mut p = Pair::new(fam, w1_config(), w1_config());
     let o =
         p.sh.add_flow_opts(FlowOpts {
@@ -202,17 +213,18 @@ fn first_flight(fam: Family, init: u8) -> usize {
         })
         .unwrap();
     p.sh.listen_with(80, o);
-    p.connect(0, 80, OptsId::DEFAULT);
+    let c =
+        p.ch.add_flow_opts(FlowOpts {
+            ack_bytes,
+            ..*p.ch.flow_opts(OptsId::DEFAULT)
+        })
+        .unwrap();
+    p.connect(0, 80, c);
     p.client_to_server(); // SYN
     p.server_to_client(); // SYN-ACK -> client ACK + request
     p.client_to_server(); // the server answers: its first flight
-    let n =
-        p.sq.frames
-            .iter()
-            .filter(|f| !seg_of(f).payload.is_empty())
-            .count();
-    p.finish(1);
-    n
+    let fr = std::mem::take(&mut p.sq.frames);
+    (p, fr)
 }
 
 per_family!(init_cwnd_10_vs_2_first_flight);
@@ -227,28 +239,7 @@ per_family!(ack_bytes_sets_how_many_received_bytes_make_an_ack_due);
 fn ack_bytes_sets_how_many_received_bytes_make_an_ack_due(fam: Family) {
     // The server's first flight (initial window 20) after the handshake of a client flow
     // with `ack_bytes`: the pair, and the flight's frames.
-    let flight = |ack_bytes: u16| {
-        let mut p = Pair::new(fam, w1_config(), w1_config());
-        let big =
-            p.sh.add_flow_opts(FlowOpts {
-                init_cwnd: 20,
-                ..w1_config().opts
-            })
-            .unwrap();
-        p.sh.listen_with(80, big);
-        let o =
-            p.ch.add_flow_opts(FlowOpts {
-                ack_bytes,
-                ..*p.ch.flow_opts(OptsId::DEFAULT)
-            })
-            .unwrap();
-        p.connect(0, 80, o);
-        p.client_to_server();
-        p.server_to_client();
-        p.client_to_server();
-        let fr = std::mem::take(&mut p.sq.frames);
-        (p, fr)
-    };
+    let flight = |ack_bytes: u16| server_first_flight(fam, 20, ack_bytes);
     let (_, fr) = flight(0);
     let l = fr.iter().map(|f| seg_of(f).payload.len()).max().unwrap() as u16;
     // Segments handed to the client one at a time: `want` pure ACKs for 8 of them.

@@ -1282,17 +1282,7 @@ fn a_listener_bound_to_an_address_refuses_the_others(fam: Family) {
 fn ipv6_time_wait_reuse_keeps_the_flows_addresses() {
     let fam = Family::V6;
     // Passive: the peer's new SYN reopens its TIME_WAIT 4-tuple.
-    let mut t = T::new(cfg()).over(fam);
-    t.host.listen(HP);
-    t.feed(7000, 0, SYN, 65535, &[], &[]);
-    let sa = t.one();
-    t.feed(7001, sa.seq.wrapping_add(1), ACK, 65535, &[], &[]);
-    let f = FlowId(0);
-    t.host.close(t.now, &mut t.app, &mut t.sink, f);
-    t.take();
-    t.feed(7001, sa.seq.wrapping_add(2), FIN | ACK, 65535, &[], &[]);
-    assert_eq!(t.host.state(f), State::TimeWait);
-    t.take();
+    let (mut t, f) = passive_time_wait(fam);
     let before = t.host.flow_ipv6(f).unwrap();
     t.feed(9000, 0, SYN, 65535, &[], &[]);
     assert_eq!(t.one().flags, SYN | ACK);
@@ -1321,18 +1311,7 @@ fn ipv6_time_wait_reuse_keeps_the_flows_addresses() {
     );
     assert_eq!(t.host.ipv6_addresses(), 3);
     // Active: connect on the 4-tuple of a flow in TIME_WAIT.
-    let mut t = T::new(TcpConfig {
-        time_wait_ns: 60_000 * MS,
-        ..cfg()
-    })
-    .over(fam);
-    let iss = t.established(&[]);
-    t.take();
-    let f = t.flow.unwrap();
-    t.host.close(t.now, &mut t.app, &mut t.sink, f);
-    t.feed(t.pseq, iss.wrapping_add(1), FIN | ACK, 65535, &[], &[]);
-    assert_eq!(t.state(), State::TimeWait);
-    t.take();
+    let (mut t, _, f) = active_time_wait(fam);
     let before = t.host.flow_ipv6(f).unwrap();
     t.connect();
     let g = t.flow.unwrap();
@@ -1516,22 +1495,47 @@ fn rfc9293_3_6_passive_close(fam: Family) {
     assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Normal)));
 }
 
-// RFC 9293 §3.6.1 (TIME_WAIT assassination avoidance / reuse): connect on a 4-tuple in
-// TIME_WAIT recycles it with a fresh ISN.
-per_family!(rfc9293_3_6_1_time_wait_port_reuse);
-fn rfc9293_3_6_1_time_wait_port_reuse(fam: Family) {
+/// A flow the peer opened on port HP, closed by us first and then by the peer: in
+/// TIME_WAIT (flow 0).
+fn passive_time_wait(fam: Family) -> (T, FlowId) {
+    let mut t = T::new(cfg()).over(fam);
+    t.host.listen(HP);
+    t.feed(7000, 0, SYN, 65535, &[], &[]);
+    let sa = t.one();
+    t.feed(7001, sa.seq.wrapping_add(1), ACK, 65535, &[], &[]);
+    let f = FlowId(0);
+    assert_eq!(t.host.state(f), State::Established);
+    t.host.close(t.now, &mut t.app, &mut t.sink, f);
+    t.take();
+    t.feed(7001, sa.seq.wrapping_add(2), FIN | ACK, 65535, &[], &[]);
+    assert_eq!(t.host.state(f), State::TimeWait);
+    t.take();
+    (t, f)
+}
+
+/// A flow we opened, closed by us first and then by the peer: in TIME_WAIT (60 s), with
+/// its initial sequence number.
+fn active_time_wait(fam: Family) -> (T, u32, FlowId) {
     let mut t = T::new(TcpConfig {
         time_wait_ns: 60_000 * MS,
         ..cfg()
     })
     .over(fam);
-    let iss1 = t.established(&[]);
+    let iss = t.established(&[]);
     t.take();
     let f = t.flow.unwrap();
     t.host.close(t.now, &mut t.app, &mut t.sink, f);
-    t.feed(t.pseq, iss1.wrapping_add(1), FIN | ACK, 65535, &[], &[]);
+    t.feed(t.pseq, iss.wrapping_add(1), FIN | ACK, 65535, &[], &[]);
     assert_eq!(t.state(), State::TimeWait);
     t.take();
+    (t, iss, f)
+}
+
+// RFC 9293 §3.6.1 (TIME_WAIT assassination avoidance / reuse): connect on a 4-tuple in
+// TIME_WAIT recycles it with a fresh ISN.
+per_family!(rfc9293_3_6_1_time_wait_port_reuse);
+fn rfc9293_3_6_1_time_wait_port_reuse(fam: Family) {
+    let (mut t, iss1, _) = active_time_wait(fam);
     t.now += 10 * MS;
     let syn = t.connect();
     assert_eq!(syn.flags, SYN);
@@ -2540,18 +2544,7 @@ fn rfc1122_4_2_3_6_out_of_window_segments_do_not_defer_keepalive(fam: Family) {
 // old flow and is accepted (safe port reuse).
 per_family!(rfc9293_3_6_1_time_wait_reused_by_new_syn);
 fn rfc9293_3_6_1_time_wait_reused_by_new_syn(fam: Family) {
-    let mut t = T::new(cfg()).over(fam);
-    t.host.listen(HP);
-    t.feed(7000, 0, SYN, 65535, &[], &[]);
-    let sa = t.one();
-    t.feed(7001, sa.seq.wrapping_add(1), ACK, 65535, &[], &[]);
-    let f = FlowId(0);
-    assert_eq!(t.host.state(f), State::Established);
-    t.host.close(t.now, &mut t.app, &mut t.sink, f);
-    t.take();
-    t.feed(7001, sa.seq.wrapping_add(2), FIN | ACK, 65535, &[], &[]);
-    assert_eq!(t.host.state(f), State::TimeWait);
-    t.take();
+    let (mut t, _) = passive_time_wait(fam);
     t.feed(9000, 0, SYN, 65535, &[], &[]);
     let sa2 = t.one();
     assert_eq!((sa2.flags, sa2.ack), (SYN | ACK, 9001));

@@ -103,8 +103,12 @@ pub struct RealConfig {
 /// `base_reachable_time`).
 pub const DEFAULT_REACHABLE: Duration = Duration::from_nanos(squall_stack::nud::REACHABLE_NS);
 
-/// `--reachable-sec S` (0 to 3,600) as a duration.
-pub fn reachable(sec: u32) -> Result<Duration, String> {
+/// `--reachable-sec S` (0 to 3,600) as a duration; `peer_mac`: the next hop was given by
+/// `--peer-mac` (never probed: only 0 makes sense).
+pub fn reachable(sec: u32, peer_mac: bool) -> Result<Duration, String> {
+    if peer_mac && sec > 0 {
+        return Err("--reachable-sec: a next hop given by --peer-mac is never probed".into());
+    }
     if sec > 3_600 {
         return Err(format!(
             "--reachable-sec {sec}: at most 3600 (0: no probes)"
@@ -325,11 +329,8 @@ pub(crate) fn side_report<P: Port>(s: &Side<P>, cpu_ns: u64) -> SideReport {
         ip_fragments: s.node.reasm.stats.fragments,
         ip_reassembled: s.node.reasm.stats.reassembled,
         ip_reasm_dropped: s.node.reasm.stats.dropped(),
-        next_hop_moved: s.node.neigh.stats.next_hop_moved + s.node.neigh6.stats.next_hop_moved,
-        next_hop_probes: s
-            .node
-            .nud_stats()
-            .map_or(0, |n| n.unicast_probes + n.broadcast_probes),
+        next_hop_moved: s.node.next_hop_moves(),
+        next_hop_probes: s.node.nud_stats().map_or(0, |n| n.probes()),
         next_hop_unreachable: s.node.nud_stats().map_or(0, |n| n.unreachable),
         ..SideReport::default()
     }

@@ -572,10 +572,7 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     }
     iface.steering = !a.no_steering;
     if let Some(sec) = a.reachable_sec {
-        if a.peer_mac.is_some() && sec > 0 {
-            return Err("--reachable-sec: a next hop given by --peer-mac is never probed".into());
-        }
-        iface.reachable = squall::iface::reachable(sec)?;
+        iface.reachable = squall::iface::reachable(sec, a.peer_mac.is_some())?;
     }
     if a.root.is_none() && a.route.is_empty() {
         return Err("nothing to serve: give --root DIR and/or --route".into());

@@ -58,12 +58,7 @@ impl Ports {
             );
         }
         if let Some(sec) = spec.reachable_sec {
-            if spec.peer_mac.is_some() && sec > 0 {
-                return Err(
-                    "--reachable-sec: a next hop given by --peer-mac is never probed".into(),
-                );
-            }
-            let r = crate::iface::reachable(sec)?;
+            let r = crate::iface::reachable(sec, spec.peer_mac.is_some())?;
             match (real.as_mut(), dut.as_mut()) {
                 (Some(rc), _) => rc.reachable = r,
                 (_, Some(d)) => {

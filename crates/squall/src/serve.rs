@@ -529,10 +529,8 @@ fn serve_on<P: Port>(
         echo6_answered: node.icmp6.echo_answered,
         ip_fragments: node.reasm.stats.fragments,
         ip_reassembled: node.reasm.stats.reassembled,
-        next_hop_moved: node.neigh.stats.next_hop_moved + node.neigh6.stats.next_hop_moved,
-        next_hop_probes: node
-            .nud_stats()
-            .map_or(0, |n| n.unicast_probes + n.broadcast_probes),
+        next_hop_moved: node.next_hop_moves(),
+        next_hop_probes: node.nud_stats().map_or(0, |n| n.probes()),
         next_hop_unreachable: node.nud_stats().map_or(0, |n| n.unreachable),
         trace,
     })

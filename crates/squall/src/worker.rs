@@ -441,12 +441,12 @@ pub(crate) fn unreachables_note(n: &squall_stack::Node<impl squall_port::Port>) 
 /// probe), heard here or followed from another worker, and the probes of it where it went
 /// unconfirmed, for a port's line: empty when there were none.
 pub(crate) fn moves_note(n: &squall_stack::Node<impl squall_port::Port>) -> String {
-    let heard = n.neigh.stats.next_hop_moved + n.neigh6.stats.next_hop_moved;
+    let heard = n.next_hop_moves();
     let followed = n.counters.next_hop_followed;
     let probed = match n.nud_stats() {
         Some(p) if p.unicast_probes > 0 => format!(
             ", next hop probed {} (unanswered at its MAC {}, looked for by broadcast {})",
-            p.unicast_probes + p.broadcast_probes,
+            p.probes(),
             p.unreachable,
             p.broadcast_probes
         ),
