@@ -23,9 +23,24 @@ pub const ARP_FRAME_LEN: usize = 60;
 /// [`SharedMac::moved`] publishes the new MAC with a new generation, which every worker
 /// sharing it follows ([`crate::Node::share_next_hop`]). Layout: flag, generation, MAC.
 /// Beside it, when a worker last heard the next hop ([`SharedMac::saw`]): the worker that
-/// probes it ([`crate::nud`]) counts what the others heard.
+/// probes it ([`crate::nud`]) counts what the others heard; and the last IPv6 default
+/// router a worker heard advertised ([`SharedMac::advertised`]): a router advertisement
+/// reaches one worker's queue, the worker that probes takes the router from here.
 #[derive(Debug, Default)]
-pub struct SharedMac(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64);
+pub struct SharedMac(
+    std::sync::atomic::AtomicU64,
+    std::sync::atomic::AtomicU64,
+    SharedRouter,
+);
+
+/// The last default router advertised on any worker's queue (address, MAC), and how many
+/// advertisements were published (read without the lock, once a turn, by the worker that
+/// probes).
+#[derive(Debug, Default)]
+struct SharedRouter {
+    count: std::sync::atomic::AtomicU32,
+    last: std::sync::Mutex<Option<([u8; 16], [u8; 6])>>,
+}
 
 impl SharedMac {
     /// Publishes `mac` (the first value set stays).
@@ -62,6 +77,26 @@ impl SharedMac {
     #[inline]
     pub fn seen(&self) -> u64 {
         self.1.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    /// A worker heard router `ip` at `mac` advertise itself as a default router (the
+    /// router it resolved the next hop by, or another). Published before the MAC it
+    /// resolves ([`SharedMac::set`]), so a worker that takes that MAC finds its router.
+    pub fn advertised(&self, ip: [u8; 16], mac: [u8; 6]) {
+        let mut last = self.2.last.lock().unwrap_or_else(|e| e.into_inner());
+        *last = Some((ip, mac));
+        self.2
+            .count
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+    /// How many advertisements were published: a change says to look at
+    /// [`router`](Self::router) again.
+    #[inline]
+    pub fn adverts(&self) -> u32 {
+        self.2.count.load(std::sync::atomic::Ordering::Acquire)
+    }
+    /// The last default router advertised (address, MAC).
+    pub fn router(&self) -> Option<([u8; 16], [u8; 6])> {
+        *self.2.last.lock().unwrap_or_else(|e| e.into_inner())
     }
     /// Publishes that the next hop moved to `mac`: its new generation.
     pub fn moved(&self, mac: [u8; 6]) -> u8 {

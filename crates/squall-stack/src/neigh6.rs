@@ -179,6 +179,14 @@ impl Neighbours6 {
             self.learn(ip, MacAddress(mac));
         }
     }
+    /// Takes router `ip` at `mac` as the default router where this node learned none
+    /// (its advertisement reached another worker of the port), as [`note`](Self::note).
+    pub fn note_router(&mut self, ip: Ipv6Address, mac: [u8; 6]) {
+        if self.router.is_none() {
+            self.note(ip, mac);
+            self.router = Some((ip, mac));
+        }
+    }
     /// The MAC of neighbour `ip`, if known.
     pub fn lookup(&self, ip: &Ipv6Address) -> Option<[u8; 6]> {
         self.cache.get(&ip.to_u128()).map(|e| e.mac)

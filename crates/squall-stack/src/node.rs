@@ -178,6 +178,9 @@ pub struct Node<P: Port> {
     /// The IPv6 next hop is the default router of a router advertisement: unreachable,
     /// another advertised router takes its place.
     next_hop6_router: bool,
+    /// The count of the routers advertised to the workers sharing the next hop
+    /// ([`SharedMac::adverts`]) this node last looked at.
+    adverts_seen: u32,
 }
 
 impl<P: Port> Drop for Node<P> {
@@ -243,24 +246,23 @@ fn heard_last(seen: u64, shared: &SharedHop) -> u64 {
     seen.max(shared.as_ref().map_or(0, |s| s.0.seen()))
 }
 
-/// The router whose advertisement came from `src`, where it takes the place of the
+/// The router just advertised (`advert`: address, MAC), where it takes the place of the
 /// followed IPv6 default router `hop6` because that one is lost (every unicast probe
-/// unanswered, not heard since `heard`): it becomes the followed one, its reachability
-/// starts afresh, and its MAC is returned (a replaced router comes with another
-/// link-local address).
+/// unanswered, not heard since `heard`): it becomes the followed one (its entry noted),
+/// its reachability starts afresh, and its MAC is returned (a replaced router comes with
+/// another link-local address).
 fn router_taking_over(
     nud: &mut Option<Nud>,
     hop6: &mut Option<Ipv6Address>,
-    neigh6: &Neighbours6,
-    src: Ipv6Address,
+    neigh6: &mut Neighbours6,
+    advert: Option<(Ipv6Address, [u8; 6])>,
     heard: u64,
     now: u64,
 ) -> Option<[u8; 6]> {
     let n = nud.as_mut().filter(|n| n.lost(heard))?;
-    let (r, mac) = neigh6
-        .router()
-        .filter(|r| r.0 == src && Some(src) != *hop6)?;
+    let (r, mac) = advert.filter(|r| Some(r.0) != *hop6)?;
     *hop6 = Some(r);
+    neigh6.note(r, mac);
     n.restart(now);
     Some(mac)
 }
@@ -375,6 +377,7 @@ impl<P: Port> Node<P> {
             hop_seen: 0,
             hop_published: 0,
             next_hop6_router: false,
+            adverts_seen: 0,
         }
     }
 
@@ -509,6 +512,11 @@ impl<P: Port> Node<P> {
                 s.saw(self.hop_seen);
             }
             self.hop_published = self.hop_seen;
+        }
+        // A router advertised on another worker's queue, where this node probes a default
+        // router: it may take the place of a lost one.
+        if self.next_hop6_router && self.nud.is_some() {
+            self.router_advertised_elsewhere(now);
         }
         // The next hop went unheard: probe it.
         if self.nud.as_ref().is_some_and(|n| n.due(now)) {
@@ -927,11 +935,18 @@ impl<P: Port> Node<P> {
                                     // not heard since) when another router advertises
                                     // itself: the next hop becomes that one (a router
                                     // replaced comes with another link-local address).
+                                    // (told to the workers sharing the next hop: the one
+                                    // that probes may be another)
                                     if *next_hop6_router && d.get(i.l4.0) == Some(&134) {
                                         let heard = heard_last(*hop_seen, shared_hop);
-                                        let src = i.src;
+                                        let advert = neigh6.router().filter(|r| r.0 == i.src);
+                                        if let (Some((s, _)), Some((r, m))) =
+                                            (shared_hop.as_ref(), advert)
+                                        {
+                                            s.advertised(r.0, m);
+                                        }
                                         let taken = router_taking_over(
-                                            nud, next_hop6, neigh6, src, heard, now,
+                                            nud, next_hop6, neigh6, advert, heard, now,
                                         );
                                         if move_next_hop(taken, udp, tcp, shared_hop) {
                                             neigh6.stats.next_hop_moved += 1;
@@ -1208,11 +1223,23 @@ impl<P: Port> Node<P> {
                 turn += 1;
             },
             |_, n6| {
-                target
-                    .and_then(|t| n6.lookup(&t))
-                    .or_else(|| n6.router().map(|r| r.1))
+                target.and_then(|t| n6.lookup(&t)).or_else(|| {
+                    // (the router published before its MAC: see below)
+                    let (r, m) = n6.router()?;
+                    shared.advertised(r.0, m);
+                    Some(m)
+                })
             },
         )
+        .inspect(|&m| {
+            // Resolved by another worker through a router's advertisement: this node
+            // takes that router too (it follows it, and probes it on worker 0).
+            let mine = target.and_then(|t| self.neigh6.lookup(&t)) == Some(m)
+                || self.neigh6.router().is_some_and(|r| r.1 == m);
+            if let Some((r, rm)) = shared.router().filter(|r| !mine && r.1 == m) {
+                self.neigh6.note_router(Ipv6Address(r), rm);
+            }
+        })
         .ok_or_else(|| {
             let s = timeout.as_secs_f64();
             match target {
@@ -1344,6 +1371,27 @@ impl<P: Port> Node<P> {
     /// neighbour discovery).
     pub fn next_hop_moves(&self) -> u64 {
         self.neigh.stats.next_hop_moved + self.neigh6.stats.next_hop_moved
+    }
+
+    /// [`router_taking_over`] for the last router the workers sharing the next hop heard
+    /// advertised, when one was published since the last look.
+    fn router_advertised_elsewhere(&mut self, now: u64) {
+        let Some((s, _)) = self.shared_hop.as_ref() else {
+            return;
+        };
+        let n = s.adverts();
+        if n == self.adverts_seen {
+            return;
+        }
+        cold();
+        self.adverts_seen = n;
+        let advert = s.router().map(|(r, m)| (Ipv6Address(r), m));
+        let heard = heard_last(self.hop_seen, &self.shared_hop);
+        let (nud, hop6, n6) = (&mut self.nud, &mut self.next_hop6, &mut self.neigh6);
+        let taken = router_taking_over(nud, hop6, n6, advert, heard, now);
+        if move_next_hop(taken, &mut self.udp, &mut self.tcp, &mut self.shared_hop) {
+            self.neigh6.stats.next_hop_moved += 1;
+        }
     }
 
     /// Looks at the next hop when its reachability is due: heard (here or by another

@@ -2014,6 +2014,72 @@ fn a_new_mac_answering_on_another_worker_moves_the_next_hop() {
     assert!(sent[4..].iter().all(|&m| m == mc), "{sent:x?}");
 }
 
+/// Two workers, the IPv6 default router's advertisements reaching worker 1's queue only
+/// (RSS hashes them there): worker 0 takes the router worker 1 resolved, follows and
+/// probes it; when it is lost, the advertisement of the router replacing it, heard by
+/// worker 1, makes that one the next hop of both.
+#[test]
+fn a_router_advertised_on_another_workers_queue_is_probed_and_replaced() {
+    const S: u64 = 1_000_000_000;
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let (p0, mut r0) = pair(MemConfig::default()).unwrap();
+    let (p1, mut r1) = pair(MemConfig::default()).unwrap();
+    let mut w0 = node6(p0, MA, [0; 6], IP6_A);
+    let mut w1 = node6(p1, MA, [0; 6], IP6_A);
+    let shared = Arc::new(SharedMac::default());
+    raw_frame(&mut r1, &router_advert(1800));
+    let wait = Duration::from_millis(500);
+    let got1 = w1.next_hop6_shared(ip6(IP6_A), None, wait, false, &shared);
+    let got0 = w0.next_hop6_shared(ip6(IP6_A), None, wait, true, &shared);
+    assert_eq!((got0, got1), (Ok(MR), Ok(MR)));
+    assert_eq!(
+        w0.neigh6.router(),
+        Some((ip6("fe80::1"), MR)),
+        "worker 0 takes the router worker 1 heard"
+    );
+    raw_rx(&mut r0);
+    for w in [&mut w0, &mut w1] {
+        w.set_next_hop(MR);
+        w.follow_resolved_next_hop6(None, MR);
+        w.share_next_hop(shared.clone());
+    }
+    w0.probe_next_hop(S, 30 * S, None, Some(ip6(IP6_A)));
+    assert!(w0.nud_stats().is_some(), "worker 0 watches the router");
+    let mut ns = Vec::new();
+    let mut rs = 0;
+    for t in 1..=34 {
+        w0.turn(t * S, &mut NoApp, None);
+        for f in raw_rx(&mut r0) {
+            match f.get(54) {
+                Some(135) => ns.push(<[u8; 6]>::try_from(&f[0..6]).unwrap()),
+                Some(133) => rs += 1,
+                _ => {}
+            }
+        }
+        w1.turn(t * S, &mut NoApp, None);
+        raw_rx(&mut r1);
+    }
+    let fe80_1_group = [0x33, 0x33, 0xff, 0, 0, 1];
+    assert_eq!(ns, [MR, MR, MR, fe80_1_group], "probed, then looked for");
+    assert_eq!(rs, 1);
+    // The replacing router's advertisement reaches worker 1's queue.
+    raw_frame(&mut r1, &router_advert_from("fe80::2", mc, 1800));
+    w1.turn(34 * S + 1_000, &mut NoApp, None);
+    assert_eq!(w1.next_hop(), MR, "worker 1 does not probe: it only tells");
+    w0.turn(34 * S + 2_000, &mut NoApp, None);
+    assert_eq!(w0.next_hop(), mc, "the new router is the next hop");
+    assert_eq!(w0.neigh6.stats.next_hop_moved, 1);
+    w1.turn(34 * S + 3_000, &mut NoApp, None);
+    assert_eq!(w1.next_hop(), mc, "worker 1 follows the move");
+    for t in 35..60 {
+        w0.turn(t * S, &mut NoApp, None);
+        assert!(
+            raw_rx(&mut r0).iter().all(|f| f.get(54) != Some(&135)),
+            "the new router taken: no probe at {t} s"
+        );
+    }
+}
+
 /// A UDP datagram from MB (`src` -> `dst`, ports 4000 -> `dport`) to `dst_mac`: IPv4
 /// without a UDP checksum (RFC 768 allows it), IPv6 with one.
 fn udp_frame(dst_mac: [u8; 6], src: &[u8], dst: &[u8], dport: u16, data: &[u8]) -> Vec<u8> {
