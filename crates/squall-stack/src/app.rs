@@ -280,6 +280,12 @@ impl<A: NodeApp, B: NodeApp> TcpApp for Pair<A, B> {
             _ => self.b.on_retransmit(f),
         }
     }
+    fn on_urgent(&mut self, f: FlowId, pending: u32) {
+        match self.owner(f) {
+            0 => self.a.on_urgent(f, pending),
+            _ => self.b.on_urgent(f, pending),
+        }
+    }
 }
 
 impl<A: NodeApp, B: NodeApp> NodeApp for Pair<A, B> {

@@ -166,6 +166,12 @@ pub trait TcpApp {
     /// `tcps_fastrexmt`). On a path that loses nothing, each one is a stall. Not called
     /// when the timeout ends the flow (`on_closed` reports that).
     fn on_retransmit(&mut self, _flow: FlowId) {}
+    /// The peer marked urgent data (RFC 9293 §3.8.5): `pending` bytes still to come
+    /// through `on_data` end with the last urgent byte (the data is delivered inline, as
+    /// RFC 6093 recommends; this is the notice RFC 9293's MUST-31 asks for, with how much
+    /// remains, MUST-32). Called when urgent data becomes pending and whenever the urgent
+    /// pointer moves further, before the segment's bytes are delivered.
+    fn on_urgent(&mut self, _flow: FlowId, _pending: u32) {}
 }
 
 /// What a flow negotiated and where its send side stands ([`crate::TcpHost::flow_info`];

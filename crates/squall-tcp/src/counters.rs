@@ -81,6 +81,9 @@ counters! {
     /// out-of-order packets (or FINs) not kept: the host's out-of-order memory budget
     /// (`TcpConfig::ooo_budget`) was spent
     tcps_rcvoomemdrop,
+    /// urgent pointers received that made urgent data pending or moved it further (each
+    /// told to the app: `TcpApp::on_urgent`; the data itself is delivered inline)
+    tcps_rcvurg,
     /// packets with data after window
     tcps_rcvpackafterwin,
     /// duplicate ACKs received

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 mod common;
 
-use common::wire::{self, FrameHdr, Out, ACK, FIN, PSH, RST, SYN};
+use common::wire::{self, FrameHdr, Out, ACK, FIN, PSH, RST, SYN, URG};
 use common::Family;
 use squall_tcp::{
     BufId, CloseReason, Ctl, FlowId, OptsId, State, TcpApp, TcpConfig, TcpHost, TxSink,
@@ -25,6 +25,7 @@ enum Ev {
     Acked(u32),
     PeerClosed,
     Closed(CloseReason),
+    Urgent(u32),
 }
 
 #[derive(Default)]
@@ -60,6 +61,9 @@ impl TcpApp for App {
     }
     fn on_closed(&mut self, _f: FlowId, r: CloseReason) {
         self.ev.push(Ev::Closed(r));
+    }
+    fn on_urgent(&mut self, _f: FlowId, pending: u32) {
+        self.ev.push(Ev::Urgent(pending));
     }
 }
 
@@ -121,6 +125,14 @@ impl T {
     fn feed(&mut self, seq: u32, ack: u32, flags: u8, wnd: u16, opts: &[u8], payload: &[u8]) {
         let (peer, host) = ((PEER_IP, PP), (HOST_IP, HP));
         let buf = wire::peer_frame(self.fam, peer, host, seq, ack, flags, wnd, opts, payload);
+        self.host.rx(self.now, &buf, &mut self.app, &mut self.sink);
+    }
+    /// Feeds a peer segment with URG and urgent pointer `up` (ACK set).
+    fn feed_urgent(&mut self, seq: u32, ack: u32, up: u16, payload: &[u8]) {
+        let (peer, host) = ((PEER_IP, PP), (HOST_IP, HP));
+        let flags = ACK | URG;
+        let mut buf = wire::peer_frame(self.fam, peer, host, seq, ack, flags, 65535, &[], payload);
+        wire::set_urgent(self.fam, &mut buf, up);
         self.host.rx(self.now, &buf, &mut self.app, &mut self.sink);
     }
     fn advance(&mut self, to: u64) {
@@ -531,6 +543,43 @@ fn rfc5681_4_2_delayed_ack_and_every_second_segment(fam: Family) {
     assert!(t.take().is_empty(), "a second ACK for the same bytes");
     assert_eq!(t.host.counters().tcps_delack, 1);
     assert_eq!(t.host.counters().tcps_sndacks, acks);
+}
+
+// RFC 9293 §3.8.5 and §3.10.7.4 (sixth), RFC 6093: urgent data is delivered inline; the
+// app is told when it becomes pending and whenever the pointer moves further, with the
+// bytes still to come up to the last urgent one (MUST-31, MUST-32); a pointer to bytes
+// already delivered, or the same pointer again, is no news.
+per_family!(rfc9293_3_8_5_urgent_data_is_told_to_the_app);
+fn rfc9293_3_8_5_urgent_data_is_told_to_the_app(fam: Family) {
+    let (mut t, iss1) = established_with_delack(fam, 100 * MS, &MSS_1460);
+    t.app.ev.clear();
+    let p = t.pseq;
+    let data = |s: &[u8]| Ev::Data(s.to_vec());
+    // Urgent up to the 4th byte (the pointer names the 5th).
+    t.feed_urgent(p, iss1, 4, b"0123456789");
+    assert_eq!(t.app.ev, [Ev::Urgent(4), data(b"0123456789")]);
+    // Retransmitted: nothing new.
+    t.app.ev.clear();
+    t.feed_urgent(p, iss1, 4, b"0123456789");
+    assert_eq!(t.app.ev, []);
+    // A pointer beyond the segment: 25 bytes to come up to the last urgent one.
+    t.feed_urgent(p + 10, iss1, 25, b"abcde");
+    assert_eq!(t.app.ev, [Ev::Urgent(25), data(b"abcde")]);
+    // The same pointer from the next segment: still pending, no news.
+    t.app.ev.clear();
+    t.feed_urgent(p + 15, iss1, 20, b"fghij");
+    assert_eq!(t.app.ev, [data(b"fghij")]);
+    // Moved further: told again (15 bytes to come before, now 30).
+    t.app.ev.clear();
+    t.feed_urgent(p + 20, iss1, 30, b"klmno");
+    assert_eq!(t.app.ev, [Ev::Urgent(30), data(b"klmno")]);
+    // A pointer of 0 names nothing past the segment's start.
+    t.app.ev.clear();
+    t.feed_urgent(p + 25, iss1, 0, b"pq");
+    assert_eq!(t.app.ev, [data(b"pq")]);
+    assert_eq!(t.host.counters().tcps_rcvurg, 3);
+    // Every byte delivered in order, urgent or not.
+    assert_eq!(t.host.counters().tcps_rcvbyte, 27);
 }
 
 // RFC 5681 §4.2 / RFC 9293 §3.10.7.4: out-of-order segment -> immediate duplicate ACK;

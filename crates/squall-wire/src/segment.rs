@@ -72,6 +72,9 @@ pub struct Segment<'a> {
     pub flags: u8,
     /// Window field (unscaled).
     pub wnd: u16,
+    /// Urgent pointer field (meaningful with URG: the offset from `seq` of the byte that
+    /// follows the urgent data, RFC 6093).
+    pub up: u16,
     /// The TCP options (data offset beyond 20 bytes).
     pub opts: &'a [u8],
     /// The payload (up to the IPv4 total length).
@@ -173,6 +176,7 @@ pub fn parse_opt(frame: &[u8], verify_tcp_csum: bool) -> Result<Segment<'_>, RxE
                 ack: u32::from_be_bytes([h[42], h[43], h[44], h[45]]),
                 flags: h[47] & 0x3f,
                 wnd: u16::from_be_bytes([h[48], h[49]]),
+                up: u16::from_be_bytes([h[52], h[53]]),
                 opts: &tcp[TCP_LEN..doff],
                 payload: &tcp[doff..],
             });
@@ -233,6 +237,7 @@ fn parse_general(frame: &[u8], verify_tcp_csum: bool) -> Result<Segment<'_>, RxE
         ack: be32(tcp, 8),
         flags: tcp[13] & 0x3f,
         wnd: be16(tcp, 14),
+        up: be16(tcp, 18),
         opts: &tcp[TCP_LEN..doff],
         payload: &tcp[doff..],
     })
@@ -305,6 +310,7 @@ pub fn parse6_opt(frame: &[u8], verify_tcp_csum: bool) -> Result<Segment6<'_>, R
         ack: be32(tcp, 8),
         flags: tcp[13] & 0x3f,
         wnd: be16(tcp, 14),
+        up: be16(tcp, 18),
         opts: &tcp[TCP_LEN..doff],
         payload: &tcp[doff..],
     };
@@ -793,6 +799,7 @@ mod tests {
             ack: t.ack_number(),
             flags: (t.flags().0 & 0x3f) as u8,
             wnd: t.window_len(),
+            up: t.urgent_at(),
             opts: &b[TCP_LEN..hl],
             payload: &b[hl..],
         })

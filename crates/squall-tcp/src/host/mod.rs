@@ -212,6 +212,9 @@ pub struct TcpHost {
     owned_set: bool,
     /// Path MTUs learnt from ICMP errors, by destination (`icmp`).
     pmtu: icmp::PmtuCache,
+    /// RCV.UP of the flows that received an urgent pointer (by flow index; the byte
+    /// after the urgent data, RFC 6093): rare, so kept beside the control blocks.
+    urgent: std::collections::HashMap<u32, u32>,
 }
 
 /// Bytes per token of `squall_engine::TimerWheel` (its node: deadline, backward link and
@@ -281,6 +284,7 @@ impl TcpHost {
             owned6: Vec::new(),
             owned_set: false,
             pmtu: icmp::PmtuCache::default(),
+            urgent: std::collections::HashMap::new(),
             cfg,
         }
     }

@@ -330,6 +330,11 @@ impl TcpHost {
             return;
         }
 
+        // 6. The urgent pointer.
+        if flags & URG != 0 {
+            self.urgent_pointer(i, seg.seq.wrapping_add(u32::from(seg.up)), app);
+        }
+
         // 7. Segment text.
         let t = &mut self.flows[i as usize];
         let mut payload = seg.payload;
@@ -537,6 +542,34 @@ impl TcpHost {
     /// drawn at random in `[half, limit + half)`, `half = ceil(limit / 2)`, as Linux does
     /// since CVE-2016-5696 (a fixed budget is a side channel: an off-path attacker counts
     /// the challenge ACKs it provokes to learn whether its guesses hit a flow).
+    /// A segment with URG pointing at `up` (the byte after the urgent data, RFC 6093;
+    /// RFC 9293 §3.10.7.4 sixth: in ESTABLISHED and FIN-WAIT states, RCV.UP <-
+    /// max(RCV.UP, SEG.UP)): the app is told when urgent data becomes pending (none was,
+    /// RCV.UP at or before RCV.NXT) or the pointer moves further (MUST-31), with the bytes
+    /// still to come up to the last urgent one (MUST-32). A pointer to bytes already
+    /// delivered is old news (a retransmission, or a segment all urgent data of which came
+    /// before).
+    #[cold]
+    #[inline(never)]
+    fn urgent_pointer<A: TcpApp>(&mut self, i: u32, up: u32, app: &mut A) {
+        let t = &self.flows[i as usize];
+        if !matches!(
+            t.state,
+            State::Established | State::FinWait1 | State::FinWait2
+        ) || !seq::gt(up, t.rcv_nxt)
+        {
+            return;
+        }
+        let pending = self.urgent.get(&i).filter(|&&p| seq::gt(p, t.rcv_nxt));
+        if pending.is_some_and(|&p| !seq::gt(up, p)) {
+            return;
+        }
+        let left = up.wrapping_sub(t.rcv_nxt);
+        self.urgent.insert(i, up);
+        self.counters.tcps_rcvurg += 1;
+        app.on_urgent(FlowId(i), left);
+    }
+
     pub(super) fn challenge_ack<S: TxSink>(&mut self, i: u32, tx: &mut S) {
         if self.invalid_limited(i) {
             return;

@@ -89,6 +89,9 @@ impl TcpHost {
             self.addr6.release(key.remote_ip);
         }
         self.wheel.cancel(i);
+        if !self.urgent.is_empty() {
+            self.urgent.remove(&i);
+        }
         self.free.push(i);
         self.active -= 1;
         self.counters.tcps_closed += 1;

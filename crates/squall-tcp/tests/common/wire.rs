@@ -13,7 +13,7 @@ use super::Family;
 /// IPv4 with DF and no options, TCP): squall-wire's, the frame itself is built below with
 /// the general builders.
 #[allow(unused_imports)] // each test binary uses some of them
-pub use squall_wire::segment::{TxHdr as FrameHdr, ACK, FIN, PSH, RST, SYN};
+pub use squall_wire::segment::{TxHdr as FrameHdr, ACK, FIN, PSH, RST, SYN, URG};
 
 /// The IPv6 address that stands for IPv4 address `a` in the tests over IPv6: `a` as the
 /// low 32 bits under 2001:db8::/96 (as TRex's `ipv6.src_msb` maps a pool), so that a test
@@ -86,6 +86,27 @@ pub fn frame_in(fam: Family, h: &FrameHdr, opts: &[u8], payload: &[u8]) -> Vec<u
         Family::V6 => tcp.fill_checksum(&src6, &dst6),
     }
     buf
+}
+
+/// Sets the urgent pointer of segment frame `f` (over `fam`, as [`frame_in`] built it)
+/// to `up`, its TCP checksum filled again.
+#[allow(dead_code)] // used by some test binaries
+pub fn set_urgent(fam: Family, f: &mut [u8], up: u16) {
+    let at = fam.tcp_at();
+    let mut tcp = TcpPacket::new_unchecked(&mut f[at..]);
+    tcp.set_urgent_at(up);
+    match fam {
+        Family::V4 => {
+            let a = |o: usize| Ipv4Address([f[o], f[o + 1], f[o + 2], f[o + 3]]);
+            let (src, dst) = (a(26), a(30));
+            TcpPacket::new_unchecked(&mut f[at..]).fill_checksum(&src, &dst);
+        }
+        Family::V6 => {
+            let a = |o: usize| Ipv6Address(f[o..o + 16].try_into().unwrap());
+            let (src, dst) = (a(22), a(38));
+            TcpPacket::new_unchecked(&mut f[at..]).fill_checksum(&src, &dst);
+        }
+    }
 }
 
 /// A segment from a test's peer (MAC ...:09, `src` address and port) to a host (MAC
