@@ -48,6 +48,10 @@ enum State {
     DataLf,
     /// At the start of a trailer line (or the final empty line).
     TrailerStart,
+    /// The same after a trailer field, whose value a line starting with SP or HTAB
+    /// continues (obs-fold: the trailers are not kept, the fold is whitespace in a value
+    /// nobody reads, as RFC 9112 §5.2 lets a recipient replace it with SP).
+    TrailerNext,
     /// In a trailer field's name, then its value.
     TrailerName,
     TrailerValue,
@@ -207,10 +211,11 @@ impl BodyDecoder {
                     }
                     self.state = State::Size(0, false);
                 }
-                State::TrailerStart => {
+                State::TrailerStart | State::TrailerNext => {
                     self.trailer_byte()?;
                     self.state = match c {
                         b'\r' => State::EndLf,
+                        b' ' | b'\t' if self.state == State::TrailerNext => State::TrailerValue,
                         b' ' | b'\t' => {
                             return Err(Error::BadRequest("obsolete line folding in trailers"))
                         }
@@ -241,7 +246,7 @@ impl BodyDecoder {
                     self.state = if self.state == State::EndLf {
                         State::Done
                     } else {
-                        State::TrailerStart
+                        State::TrailerNext
                     };
                     if self.state == State::Done {
                         return Ok(self.out(i + 1, &[]));
@@ -362,6 +367,23 @@ mod tests {
             assert!(done);
             assert_eq!(used, msg.len() - 4);
         }
+    }
+
+    /// A trailer field folded over lines (obs-fold) is whitespace in a value nobody
+    /// reads; a line starting with whitespace right after the last chunk continues
+    /// nothing and is refused.
+    #[test]
+    fn folded_trailers_continue_their_field() {
+        let msg = b"2\r\nab\r\n0\r\nX-T: v\r\n w\r\n\t x\r\nX-U: y\r\n\r\nNEXT";
+        for step in 1..msg.len() {
+            let (b, used, done) = feed(BodyKind::Chunked, msg, step).unwrap();
+            assert_eq!(
+                (b.as_slice(), used, done),
+                (&b"ab"[..], msg.len() - 4, true)
+            );
+        }
+        let bad = feed(BodyKind::Chunked, b"0\r\n w\r\n\r\n", 64);
+        assert!(bad.is_err());
     }
 
     /// RFC 9112 §7.1.1's chunk-ext allows BWS around `=` and `;`; a size may carry any

@@ -255,9 +255,6 @@ pub(crate) fn status_line(buf: &[u8], max: usize) -> Option<(crate::Version, u16
         return None;
     }
     let code = d.iter().fold(0u16, |a, &c| a * 10 + u16::from(c - b'0'));
-    if !(100..=599).contains(&code) {
-        return None;
-    }
     let (r, mut e) = match buf.get(12)? {
         b' ' => (13, 13),
         b'\r' => (12, 12),

@@ -116,7 +116,8 @@ pub struct Request<'b, 'h> {
 #[derive(Debug)]
 pub struct Response<'b, 'h> {
     pub version: Version,
-    /// Status code, 100-599.
+    /// Status code: three digits, 100-599 valid (a client treats another as a 5xx,
+    /// RFC 9110 §15).
     pub code: u16,
     pub reason: &'b [u8],
     pub headers: &'h [Header<'b>],
@@ -195,7 +196,7 @@ pub fn parse_request_in<'b, 'h>(
         version,
         next,
     } = start;
-    let Some((n, head_len)) = fields(buf, next, headers, lim)? else {
+    let Some((n, head_len)) = fields(buf, next, headers, lim, false)? else {
         return Ok(None);
     };
     let headers = filled(headers, n);
@@ -215,6 +216,10 @@ pub fn parse_request_in<'b, 'h>(
     }
     if f.hosts > 1 {
         return Err(Error::BadRequest("more than one Host"));
+    }
+    // RFC 9112 §3.2: a Host field with an invalid value is answered 400.
+    if f.hosts == 1 && !crate::syntax::valid_host(f.host) {
+        return Err(Error::BadRequest("invalid Host"));
     }
     Ok(Some(Request {
         method,
@@ -262,7 +267,7 @@ pub fn parse_response_in<'b, 'h>(
             (v, c, r, next)
         }
     };
-    let Some((n, head_len)) = fields(buf, next, headers, lim)? else {
+    let Some((n, head_len)) = fields(buf, next, headers, lim, true)? else {
         return Ok(None);
     };
     let headers = filled(headers, n);
@@ -270,6 +275,10 @@ pub fn parse_response_in<'b, 'h>(
     let no_body = head_request || (100..200).contains(&code) || code == 204 || code == 304;
     let body = if no_body {
         BodyKind::None
+    } else if f.te.is_some() && version == Version::Http10 {
+        // Transfer-Encoding in an HTTP/1.0 message: its framing is faulty, the
+        // connection closes after it (RFC 9112 §6.1): read until then.
+        BodyKind::Close
     } else {
         framing(&f, lim, true)?
     };
@@ -395,9 +404,6 @@ fn status_line(l: &[u8]) -> Result<(Version, u16, &[u8]), Error> {
         return Err(Error::BadRequest("malformed status code"));
     }
     let code = c.iter().fold(0u16, |a, &d| a * 10 + u16::from(d - b'0'));
-    if !(100..=599).contains(&code) {
-        return Err(Error::BadRequest("status code out of range"));
-    }
     let reason = match &l[12..] {
         [] => &l[12..],
         [b' ', r @ ..] => r,
@@ -419,19 +425,23 @@ fn fields<'b>(
     pos: usize,
     out: &mut [MaybeUninit<Header<'b>>],
     lim: &Limits,
+    fold: bool,
 ) -> Result<Option<(usize, usize)>, Error> {
-    fields_with::<true>(buf, pos, out, lim)
+    fields_with::<true>(buf, pos, out, lim, fold)
 }
 
 /// [`fields`], with (`FAST`) or without the fast path: the tests check that both agree.
 /// The fast loop is inlined into the head parsers; the general code, for the lines it
-/// leaves, is a call.
+/// leaves, is a call. `fold`: a line starting with SP or HTAB continues the field before
+/// it (obs-fold, which a user agent MUST accept in a response, RFC 9112 §5.2: the value
+/// then spans the fold, its CRLF read as whitespace); else it is refused.
 #[inline(always)]
 fn fields_with<'b, const FAST: bool>(
     buf: &'b [u8],
     mut pos: usize,
     out: &mut [MaybeUninit<Header<'b>>],
     lim: &Limits,
+    fold: bool,
 ) -> Result<Option<(usize, usize)>, Error> {
     let mut n = 0;
     let len = buf.len();
@@ -457,10 +467,22 @@ fn fields_with<'b, const FAST: bool>(
                 return Ok(Some((n, pos + 2)));
             }
         }
-        match general_line(buf, pos, n >= max_n, lim)? {
+        match general_line(buf, pos, n >= max_n, lim, fold && n > 0)? {
             Line::Field(h, next) => {
                 out[n] = MaybeUninit::new(h);
                 n += 1;
+                pos = next;
+            }
+            Line::Fold(end, next) => {
+                let h = filled(out, n)[n - 1];
+                // (the value's offset in `buf`, which it is a slice of; an empty value
+                // is an empty slice at the line's end)
+                let from = (h.value.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize);
+                let from = from.min(end);
+                out[n - 1] = MaybeUninit::new(Header {
+                    name: h.name,
+                    value: trim_ows(&buf[from..end]),
+                });
                 pos = next;
             }
             Line::End(head_len) => return Ok(Some((n, head_len))),
@@ -473,6 +495,9 @@ fn fields_with<'b, const FAST: bool>(
 enum Line<'b> {
     /// A field, and where the next line starts.
     Field(Header<'b>, usize),
+    /// A continuation of the field before (obs-fold): where its value now ends, and where
+    /// the next line starts.
+    Fold(usize, usize),
     /// The head's empty last line: the head's length.
     End(usize),
     /// Not all here yet.
@@ -480,13 +505,15 @@ enum Line<'b> {
 }
 
 /// The header line at `pos` by the general code (every shape; every error decided here).
-/// `full`: no slot is left for another field.
+/// `full`: no slot is left for another field. `fold`: a line starting with SP or HTAB
+/// continues the field before it ([`Line::Fold`]).
 #[inline(never)]
 fn general_line<'b>(
     buf: &'b [u8],
     mut pos: usize,
     full: bool,
     lim: &Limits,
+    fold: bool,
 ) -> Result<Line<'b>, Error> {
     let len = buf.len();
     // Incomplete at `at` (line began at `start`): an error if it cannot fit any more.
@@ -511,6 +538,23 @@ fn general_line<'b>(
             }
         }
         b'\n' => return Err(Error::BadRequest("line not ended by CRLF")),
+        b' ' | b'\t' if fold => {
+            // Whitespace and value bytes up to CRLF.
+            while pos < len && is_field_vchar(buf[pos]) {
+                pos += 1;
+            }
+            return match (buf.get(pos), buf.get(pos + 1)) {
+                (None, _) | (Some(b'\r'), None) => partial(start, len),
+                (Some(b'\r'), Some(b'\n'))
+                    if pos - start > lim.max_header_line || pos + 2 > lim.max_head =>
+                {
+                    Err(Error::HeadersTooLarge)
+                }
+                (Some(b'\r'), Some(b'\n')) => Ok(Line::Fold(pos, pos + 2)),
+                (Some(b'\r' | b'\n'), _) => Err(Error::BadRequest("line not ended by CRLF")),
+                _ => Err(Error::BadRequest("invalid character in a field value")),
+            };
+        }
         b' ' | b'\t' => return Err(Error::BadRequest("obsolete line folding")),
         _ => {}
     }
@@ -630,7 +674,9 @@ enum Coding {
 
 /// The framing and connection fields of a head.
 #[derive(Default)]
-struct Semantics {
+struct Semantics<'b> {
+    /// The value of the (last) Host field.
+    host: &'b [u8],
     te: Option<Coding>,
     cl: Option<u64>,
     close: bool,
@@ -641,9 +687,9 @@ struct Semantics {
     hosts: u32,
 }
 
-impl Semantics {
+impl<'b> Semantics<'b> {
     #[inline(always)]
-    fn of(headers: &[Header<'_>]) -> Result<Semantics, Error> {
+    fn of(headers: &[Header<'b>]) -> Result<Semantics<'b>, Error> {
         let mut s = Semantics::default();
         let mut codings = 0u32;
         let mut chunked_at = None;
@@ -700,7 +746,10 @@ impl Semantics {
                         s.expect_other = true;
                     }
                 }
-                4 if name_is(n, b"host") => s.hosts += 1,
+                4 if name_is(n, b"host") => {
+                    s.hosts += 1;
+                    s.host = h.value;
+                }
                 8 if name_is(n, b"if-match") => s.conditional = true,
                 13 if name_is(n, b"if-none-match") => s.conditional = true,
                 17 if name_is(n, b"if-modified-since") => s.conditional = true,
@@ -785,11 +834,13 @@ mod tests {
             for lim in &lims {
                 for len in [buf.len(), buf.len() / 2, buf.len().saturating_sub(30)] {
                     let b = &buf[..len];
-                    let (mut h1, mut h2) = ([Header::EMPTY; 8], [Header::EMPTY; 8]);
-                    let a = fields_with::<true>(b, 0, as_slots(&mut h1), lim);
-                    let g = fields_with::<false>(b, 0, as_slots(&mut h2), lim);
-                    assert_eq!(a, g, "{:?}", String::from_utf8_lossy(b));
-                    assert_eq!(h1, h2);
+                    for fold in [false, true] {
+                        let (mut h1, mut h2) = ([Header::EMPTY; 8], [Header::EMPTY; 8]);
+                        let a = fields_with::<true>(b, 0, as_slots(&mut h1), lim, fold);
+                        let g = fields_with::<false>(b, 0, as_slots(&mut h2), lim, fold);
+                        assert_eq!(a, g, "{:?}", String::from_utf8_lossy(b));
+                        assert_eq!(h1, h2);
+                    }
                 }
             }
         };
@@ -848,10 +899,11 @@ mod tests {
             };
             let start = b.windows(2).position(|w| w == b"\r\n").map_or(0, |p| p + 2);
             let (mut h1, mut h2) = ([Header::EMPTY; 8], [Header::EMPTY; 8]);
-            let fast = fields_with::<true>(b, start, as_slots(&mut h1), &lim);
+            let fold = next() % 2 == 0;
+            let fast = fields_with::<true>(b, start, as_slots(&mut h1), &lim, fold);
             assert_eq!(
                 fast,
-                fields_with::<false>(b, start, as_slots(&mut h2), &lim),
+                fields_with::<false>(b, start, as_slots(&mut h2), &lim, fold),
                 "{b:?}"
             );
             assert_eq!(h1, h2);

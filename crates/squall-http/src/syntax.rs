@@ -3,6 +3,10 @@
 /// Byte classes, one table lookup per byte on the hot path.
 const TCHAR: u8 = 1;
 const VCHAR: u8 = 2;
+/// A URI reg-name's bytes but `%` (RFC 3986 §3.2.2: unreserved, sub-delims).
+const HOST: u8 = 4;
+/// Those and `:` (inside an IP-literal's brackets).
+const IP_LITERAL: u8 = 8;
 
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -13,7 +17,13 @@ static CLASS: [u8; 256] = {
             b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
             | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z');
         let vchar = b == b'\t' || b == b' ' || (b >= 0x21 && b <= 0x7e) || b >= 0x80;
-        t[c] = if tchar { TCHAR } else { 0 } | if vchar { VCHAR } else { 0 };
+        let host = matches!(b,
+            b'-' | b'.' | b'_' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+'
+            | b',' | b';' | b'=' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z');
+        t[c] = if tchar { TCHAR } else { 0 }
+            | if vchar { VCHAR } else { 0 }
+            | if host { HOST | IP_LITERAL } else { 0 }
+            | if b == b':' { IP_LITERAL } else { 0 };
         c += 1;
     }
     t
@@ -50,13 +60,72 @@ pub(crate) fn is_token(s: &[u8]) -> bool {
 
 /// `s` without leading and trailing SP / HTAB (OWS).
 pub(crate) fn trim_ows(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
+    // (CR and LF: a response's value folded over lines, obs-fold, holds them where the
+    // fold is, which counts as SP, RFC 9112 §5.2; no other value holds them)
+    while let [b' ' | b'\t' | b'\r' | b'\n', rest @ ..] = s {
         s = rest;
     }
-    while let [rest @ .., b' ' | b'\t'] = s {
+    while let [rest @ .., b' ' | b'\t' | b'\r' | b'\n'] = s {
         s = rest;
     }
     s
+}
+
+/// Whether every byte of `s` is of `class` (no early exit: one AND per byte).
+#[inline]
+fn all_class(s: &[u8], class: u8) -> bool {
+    s.iter().fold(class, |a, &c| a & CLASS[c as usize]) & class != 0
+}
+
+/// Whether `v` is a valid Host field value (RFC 9110 §7.2: `uri-host [ ":" port ]`, the
+/// host a reg-name, an IPv4 address, or an IP-literal in brackets, RFC 3986 §3.2.2; both
+/// may be empty, as a request for a URI without an authority sends).
+#[inline]
+pub(crate) fn valid_host(v: &[u8]) -> bool {
+    // The common value, a name or an IPv4 address alone: one AND per byte.
+    all_class(v, HOST) || valid_host_general(v)
+}
+
+/// [`valid_host`] for every other shape: a port, an IP-literal, pct-encoded bytes.
+#[cold]
+#[inline(never)]
+fn valid_host_general(v: &[u8]) -> bool {
+    // Bytes of `class`, or `%` and two hex digits.
+    let all = |s: &[u8], class: u8| {
+        let mut i = 0;
+        while let Some(&c) = s.get(i) {
+            if c == b'%' {
+                if !s
+                    .get(i + 1..i + 3)
+                    .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+                {
+                    return false;
+                }
+                i += 3;
+            } else if CLASS[c as usize] & class == 0 {
+                return false;
+            } else {
+                i += 1;
+            }
+        }
+        true
+    };
+    let (host_ok, rest) = match v {
+        [b'[', inner @ ..] => match inner.iter().position(|&c| c == b']') {
+            Some(e) => (e > 0 && all(&inner[..e], IP_LITERAL), &inner[e + 1..]),
+            None => return false,
+        },
+        _ => {
+            let e = v.iter().position(|&c| c == b':').unwrap_or(v.len());
+            (all(&v[..e], HOST), &v[e..])
+        }
+    };
+    host_ok
+        && match rest {
+            [] => true,
+            [b':', port @ ..] => port.iter().all(u8::is_ascii_digit),
+            _ => false,
+        }
 }
 
 /// The elements of a comma-separated list (RFC 9110 §5.6.1), trimmed, empty ones skipped.

@@ -152,6 +152,43 @@ fn smuggling_shapes_are_rejected() {
     }
 }
 
+/// RFC 9112 §3.2: a Host field with an invalid value gets 400 (RFC 9110 §7.2: `uri-host
+/// [":" port]`); valid ones of every shape pass, the empty one included (a URI without
+/// an authority).
+#[test]
+fn host_values_are_checked() {
+    for good in [
+        "example.com",
+        "example.com:8080",
+        "198.18.0.1:80",
+        "[2001:db8::1]",
+        "[2001:db8::1]:443",
+        "[v1.fe80::a+en1]",
+        "a-b_c~d.%41!$&'()*+,;=",
+        "h:",
+        "",
+    ] {
+        let s = format!("GET / HTTP/1.1\r\nHost: {good}\r\n\r\n");
+        assert_eq!(status(&s), None, "{good:?}");
+    }
+    for bad in [
+        "a b",
+        "a/b@c",
+        "user@host",
+        "h:8x",
+        "h:80:90",
+        "[2001:db8::1",
+        "[]",
+        "[::1]x",
+        "%4",
+        "%zz",
+        "h\u{e9}",
+    ] {
+        let s = format!("GET / HTTP/1.1\r\nHost: {bad}\r\n\r\n");
+        assert_eq!(status(&s), Some(400), "{bad:?}");
+    }
+}
+
 #[test]
 fn request_line_syntax() {
     for bad in [
@@ -273,9 +310,44 @@ fn responses_and_their_framing() {
         status("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nxyz\r\n0\r\n\r\n"),
         Some(501)
     );
+    // Transfer-Encoding in an HTTP/1.0 response: faulty framing, read until the close
+    // (RFC 9112 §6.1), even with chunked.
+    let (v, e) = rsp("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nxyz");
+    assert_eq!(e, None);
+    assert_eq!(
+        (v[0].body.as_slice(), v[0].keep_alive),
+        (&b"3\r\nxyz"[..], false)
+    );
+    // Three digits outside 100-599: invalid, a client reads them (as a 5xx, RFC 9110
+    // §15), framed as any final answer.
+    for (head, code) in [("HTTP/1.1 600 Nope", 600), ("HTTP/1.1 099 Low", 99)] {
+        let (v, e) = rsp(&format!("{head}\r\nContent-Length: 2\r\n\r\nok"));
+        assert_eq!(e, None, "{head}");
+        assert_eq!((v[0].code, v[0].body.as_slice()), (code, &b"ok"[..]));
+    }
+    // Obsolete line folding in a response: the field continues (a user agent MUST
+    // accept it, RFC 9112 §5.2), the fold read as whitespace by the framing fields.
+    let (v, e) = rsp(
+        "HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nConnection: keep-alive,\r\n\t close\r\n\
+         Content-Length:\r\n 2\r\n\r\nok",
+    );
+    assert_eq!(e, None);
+    assert_eq!((v[0].body.as_slice(), v[0].keep_alive), (&b"ok"[..], false));
+    let buf = b"HTTP/1.1 200 OK\r\nX-A: a\r\n b \r\n  c\r\nX-B: d\r\n\r\n";
+    let mut h = [squall_http::Header::EMPTY; 4];
+    let r = squall_http::parse_response(buf, &mut h, &lim, false)
+        .unwrap()
+        .unwrap();
+    let fields: Vec<(&[u8], &[u8])> = r.headers.iter().map(|h| (h.name, h.value)).collect();
+    assert_eq!(
+        fields,
+        [(&b"X-A"[..], &b"a\r\n b \r\n  c"[..]), (b"X-B", b"d")]
+    );
     for bad in [
         "HTTP/1.1 20 OK\r\n\r\n",
-        "HTTP/1.1 600 Nope\r\n\r\n",
+        "HTTP/1.1 2x0 Nope\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n folded first\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nX-A: a\r\n b\x01\r\n\r\n",
         "HTTP/1.1 200OK\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
