@@ -67,6 +67,7 @@ def test_the_engine_loads_the_compiled_program(tmp_path: Path) -> None:
     ({"url": [], "headers": {"Host": "h"}}, "url"),
     ({"url": ["/a", "/b"], "pick": "sometimes", "headers": {"Host": "h"}}, "pick"),
     ({"url": ["/a", "/b"], "weights": [1], "headers": {"Host": "h"}}, "weights"),
+    ({"url": ["/a", "/b"], "weights": [4294967295, 1], "headers": {"Host": "h"}}, "weights"),
     ({"url": ["/a", "/b"], "pick": "weighted", "headers": {"Host": "h"}}, "weights"),
     ({"url": "/a", "pick": "random", "headers": {"Host": "h"}}, "pick"),
     ({"headers": {"Host": "h", "Content-Length": "3"}}, "headers"),

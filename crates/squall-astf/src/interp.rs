@@ -51,6 +51,10 @@ pub trait FlowIo {
     fn http_request(&mut self, req: u16) -> bool;
     /// TCP: HTTP requests sent whose response has not ended yet.
     fn http_pending(&self) -> u32;
+    /// TCP: the server ends the connection: a response said so (`Connection: close`, an
+    /// HTTP/1.0 answer without keep-alive) or its FIN came. No request may follow on it
+    /// (RFC 9112 §9.6): `http_request` refuses.
+    fn http_closing(&self) -> bool;
 }
 
 /// Something happened on the flow. Apart from `Timer` and `Aborted`, events only tell the
@@ -403,7 +407,14 @@ impl ProgState {
                 Insn::SendMsg { buf } => io.send_msg(buf),
                 Insn::SetKeepaliveMsg { msec, rx_mode } => io.set_keepalive(msec, rx_mode),
                 Insn::HttpRequest { req } => {
-                    io.http_request(req);
+                    if !io.http_request(req) && io.http_closing() {
+                        // The server ends the connection: no request may follow (RFC 9112
+                        // §9.6), the conversation ends here as a request loop's does when
+                        // the peer closes between rounds (answers still pending never
+                        // come: counted incomplete).
+                        io.close();
+                        return self.finish(Outcome::Closed);
+                    }
                 }
                 Insn::HttpWaitResponse => {
                     if io.http_pending() > 0 {
@@ -512,12 +523,18 @@ mod tests {
             7
         }
         fn http_request(&mut self, _req: u16) -> bool {
+            if self.http_closing() {
+                return false;
+            }
             self.actions.push("http_request");
             self.http += 1;
             true
         }
         fn http_pending(&self) -> u32 {
             self.http
+        }
+        fn http_closing(&self) -> bool {
+            self.peer_closed
         }
     }
 

@@ -642,7 +642,7 @@ fn http_line(h: &HttpStats) -> String {
     codes.sort_unstable();
     let codes: Vec<String> = codes.iter().map(|(c, n)| format!("{c}:{n}")).collect();
     format!(
-        "requests {} responses {} (1xx {} 2xx {} 3xx {} 4xx {} 5xx {}; codes {}{}) body bytes {} parse errors {} incomplete {} not sent {} cut {}",
+        "requests {} responses {} (1xx {} 2xx {} 3xx {} 4xx {} 5xx {}; codes {}{}) body bytes {} parse errors {} incomplete {} not sent {} cut {} server closed {}",
         h.requests,
         h.responses,
         h.class[0],
@@ -660,7 +660,8 @@ fn http_line(h: &HttpStats) -> String {
         h.parse_errors,
         h.incomplete,
         h.not_sent,
-        h.cut
+        h.cut,
+        h.server_closed
     )
 }
 
@@ -682,6 +683,7 @@ fn http_json(h: &HttpStats) -> Value {
         "incomplete": h.incomplete,
         "not_sent": h.not_sent,
         "cut": h.cut,
+        "server_closed": h.server_closed,
         "errors": h.errors(),
     })
 }

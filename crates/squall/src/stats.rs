@@ -270,12 +270,21 @@ pub struct HttpStats {
     pub cut: u64,
     /// Requests not sent: more than [`crate::gen::http::MAX_PENDING`] pending on a flow.
     pub not_sent: u64,
+    /// Connections whose program stopped sending requests because the server ended the
+    /// connection (`Connection: close`, an HTTP/1.0 answer without keep-alive, its FIN:
+    /// RFC 9112 §9.6), one per flow; not an error (a server's keep-alive limit).
+    pub server_closed: u64,
 }
 
 impl HttpStats {
-    /// Counts one response head with status `code` (100..=599).
+    /// Counts one response head with status `code` (three digits; one outside 100..=599
+    /// is invalid and counted as a 5xx, as RFC 9110 §15 tells a client to treat it).
     pub fn count_code(&mut self, code: u16) {
-        self.class[usize::from(code / 100).clamp(1, 5) - 1] += 1;
+        let class = match code / 100 {
+            c @ 1..=5 => c,
+            _ => 5,
+        };
+        self.class[usize::from(class) - 1] += 1;
         self.add_code(code, 1);
     }
     fn add_code(&mut self, code: u16, n: u64) {
@@ -313,6 +322,7 @@ impl HttpStats {
         self.incomplete += o.incomplete;
         self.cut += o.cut;
         self.not_sent += o.not_sent;
+        self.server_closed += o.server_closed;
     }
 }
 

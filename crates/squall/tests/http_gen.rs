@@ -161,3 +161,60 @@ fn generator_counts_what_squall_serve_answered() {
     assert_eq!(r.server.by_class[4], k.http.class[3]);
     assert_eq!(r.server.parse_errors, 0);
 }
+
+/// The server ends keep-alive connections: every answer says `Connection: close`
+/// (template "said"), or its idle timeout closes the connection while the program waits
+/// between two requests (template "idle"). No request follows on such a connection (RFC
+/// 9112 §9.6): each loop ends after its first answer, a normal close counted in
+/// `server_closed`, with no error.
+#[test]
+fn a_server_ending_the_connection_ends_the_request_loop() {
+    let host = json!({"name": "Host", "value": "squall.test"});
+    let looped = |name: &str, close: bool, delay_us: u64| {
+        let mut headers = vec![host.clone()];
+        if close {
+            headers.push(json!({"name": "Connection", "value": "close"}));
+        }
+        json!({"name": name, "commands": [
+            {"op": "connect"},
+            {"op": "set_var", "id": 0, "val": 4},
+            {"op": "set_label", "label": "next"},
+            {"op": "http_request", "url": "/ping", "headers": headers},
+            {"op": "http_wait_response"},
+            {"op": "delay", "usec": delay_us},
+            {"op": "jmp_nz", "id": 0, "label": "next"}]})
+    };
+    let p = squall_astf::load_profile_value(json!({
+        "version": 1,
+        "buffers": [],
+        "ip_gens": [{"name": "g", "clients": {"range": ["16.0.0.1", "16.0.0.20"]},
+            "servers": {"range": ["48.0.0.1", "48.0.0.1"]}}],
+        "programs": [
+            looped("said", true, 1_000),
+            looped("idle", false, 6_000_000),
+            {"name": "unused", "commands": [{"op": "accept"}]}],
+        "templates": [
+            {"client_program": "said", "server_program": "unused", "port": 80, "cps": 100,
+             "limit": 10, "tg_name": "said",
+             "assoc": [{"port": 80, "ip_start": "1.0.0.1", "ip_end": "1.0.0.1"}]},
+            {"client_program": "idle", "server_program": "unused", "port": 80, "cps": 100,
+             "limit": 10, "tg_name": "idle",
+             "assoc": [{"port": 80, "ip_start": "1.0.0.2", "ip_end": "1.0.0.2"}]}]
+    }))
+    .unwrap();
+    let said = p.tg_names.iter().position(|n| n == "said").unwrap();
+    let idle = p.tg_names.iter().position(|n| n == "idle").unwrap();
+    let r = run(p, 20_000);
+    assert!(r.idle, "every flow ended");
+    assert_eq!(r.client.errors(), 0, "{:#?}", r.client);
+    for g in [said, idle] {
+        let t = &r.client.tg[g];
+        assert_eq!((t.c.started, t.c.completed), (10, 10), "group {g}");
+        assert_eq!((t.http.requests, t.http.responses), (10, 10), "group {g}");
+        assert_eq!(t.http.code(200), 10);
+        assert_eq!(t.http.server_closed, 10, "group {g}");
+        assert_eq!(t.http.incomplete, 0);
+    }
+    assert_eq!(r.server.requests, 20, "no request after the server's close");
+    assert_eq!(r.server.idle_closed, 10);
+}

@@ -356,6 +356,9 @@ class ASTFProgram:
                 if len(w) != len(urls) or sum(w) < 1:
                     raise ProfileError(f"http_request: {len(w)} weights for {len(urls)} urls "
                                        f"(one each, not all zero)", site, "weights")
+                if sum(w) > U32_MAX:
+                    raise ProfileError(f"http_request: weights must add up to 1..2^32-1, not {sum(w)}",
+                                       site, "weights")
                 args["weights"] = w
             elif p == "weighted":
                 raise ProfileError("http_request: pick=\"weighted\" needs weights", site, "weights")

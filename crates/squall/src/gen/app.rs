@@ -152,9 +152,11 @@ struct Io<'a> {
     profile: &'a Profile,
     /// The side's HTTP state when the flow's program uses HTTP.
     http: Option<&'a mut HttpSide>,
-    /// HTTP requests sent and refused (too many pending) by this step.
+    /// HTTP requests sent, refused (too many pending), and not sent because the server
+    /// ends the connection, by this step.
     http_sent: u64,
     http_refused: u64,
+    http_closed: u64,
 }
 
 impl FlowIo for Io<'_> {
@@ -215,6 +217,10 @@ impl FlowIo for Io<'_> {
             return false;
         };
         let i = self.token as usize;
+        if h.closing(i) || self.slot.has(F_PEER_CLOSED) {
+            self.http_closed += 1;
+            return false;
+        }
         if !h.sent(i, r.head, self.now) {
             self.http_refused += 1;
             return false;
@@ -246,6 +252,13 @@ impl FlowIo for Io<'_> {
         self.http
             .as_deref()
             .map_or(0, |h| h.pending(self.token as usize))
+    }
+    fn http_closing(&self) -> bool {
+        self.slot.has(F_PEER_CLOSED)
+            || self
+                .http
+                .as_deref()
+                .is_some_and(|h| h.closing(self.token as usize))
     }
 }
 
@@ -486,6 +499,7 @@ impl GenApp {
             http,
             http_sent: 0,
             http_refused: 0,
+            http_closed: 0,
             now: self.now,
             slot,
             ops: &mut self.ops,
@@ -496,11 +510,12 @@ impl GenApp {
             misuse: &mut misuse,
         };
         let st = self.progs[i].on_event(&self.profile, &mut io, ev);
-        let (sent, refused) = (io.http_sent, io.http_refused);
-        if sent + refused > 0 {
+        let (sent, refused, closed) = (io.http_sent, io.http_refused, io.http_closed);
+        if sent + refused + closed > 0 {
             let g = self.tg(self.flows[i].tpl);
             self.stats.tg[g].http.requests += sent;
             self.stats.tg[g].http.not_sent += refused;
+            self.stats.tg[g].http.server_closed += closed;
         }
         let wake = self.progs[i].wake(&self.profile, watermark);
         self.flows[i].set_wake(wake);

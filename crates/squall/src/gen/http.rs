@@ -23,8 +23,9 @@ const MANY_HEADERS: usize = 256;
 /// Largest response head (its start line, fields and empty line).
 const MAX_HEAD: usize = 16 * 1024;
 
-/// What the generator needs of a response head: status, framing, head length.
-type Head = (u16, BodyKind, usize);
+/// What the generator needs of a response head: status, framing, head length, whether
+/// the connection may carry another request.
+type Head = (u16, BodyKind, usize, bool);
 
 /// Parses a response head at the start of `buf` (see [`squall_http::parse_response`]).
 fn parse_head(
@@ -55,7 +56,8 @@ fn parse_into<'b>(
     lim: &Limits,
     head_req: bool,
 ) -> Result<Option<Head>, squall_http::Error> {
-    parse_response_in(buf, slots, lim, head_req).map(|r| r.map(|r| (r.code, r.body, r.head_len)))
+    parse_response_in(buf, slots, lim, head_req)
+        .map(|r| r.map(|r| (r.code, r.body, r.head_len, r.keep_alive)))
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -84,6 +86,8 @@ pub struct HttpFlow {
     /// The status of the response being read (counted when it ends).
     code: u16,
     phase: Phase,
+    /// A final response said the connection ends after it (no keep-alive).
+    closing: bool,
 }
 
 impl HttpFlow {
@@ -95,6 +99,7 @@ impl HttpFlow {
             pending: 0,
             code: 0,
             phase: Phase::Idle,
+            closing: false,
         }
     }
 }
@@ -139,6 +144,8 @@ impl HttpSide {
                 max_body: u64::MAX,
                 require_host: false,
                 max_head: MAX_HEAD,
+                // One field line may take the whole head (a long Content-Security-Policy).
+                max_header_line: MAX_HEAD,
                 // Every field a head of MAX_HEAD can hold (the shortest is `a:` CRLF).
                 max_headers: MAX_HEAD / 4,
                 ..Limits::default()
@@ -179,6 +186,12 @@ impl HttpSide {
             f.head_bits >>= 1;
         }
         self.heads.remove(&(i as u32));
+    }
+
+    /// A final response on flow `i` said the server ends the connection after it.
+    #[inline]
+    pub fn closing(&self, i: usize) -> bool {
+        self.flows.get(i).is_some_and(|f| f.closing)
     }
 
     /// Requests of flow `i` whose response has not ended.
@@ -239,8 +252,8 @@ impl HttpSide {
                             let take = data.len().min((self.lim.max_head + 1).saturating_sub(old));
                             buf.extend_from_slice(&data[..take]);
                             match parse_head(buf, &self.lim, head_req) {
-                                Ok(Some((code, body, len))) => {
-                                    (Some((code, body)), len.saturating_sub(old))
+                                Ok(Some((code, body, len, keep))) => {
+                                    (Some((code, body, keep)), len.saturating_sub(old))
                                 }
                                 Ok(None) if take == data.len() => (None, take),
                                 Ok(None) => {
@@ -250,7 +263,7 @@ impl HttpSide {
                             }
                         }
                         None => match parse_head(data, &self.lim, head_req) {
-                            Ok(Some((code, body, len))) => (Some((code, body)), len),
+                            Ok(Some((code, body, len, keep))) => (Some((code, body, keep)), len),
                             Ok(None) => {
                                 self.heads.insert(key, data.to_vec());
                                 (None, data.len())
@@ -259,13 +272,14 @@ impl HttpSide {
                         },
                     };
                     data = &data[used..];
-                    let Some((code, body)) = parsed else {
+                    let Some((code, body, keep)) = parsed else {
                         continue;
                     };
                     self.heads.remove(&key);
                     if (100..200).contains(&code) && code != 101 {
                         continue; // interim answer: the final head follows
                     }
+                    f.closing |= !keep;
                     f.code = code;
                     f.dec = BodyDecoder::new(body, &self.lim);
                     f.phase = match body {
@@ -502,7 +516,7 @@ HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
         let lim = Limits::default();
         assert_eq!(
             parse_head(&r, &lim, false).unwrap(),
-            Some((200, BodyKind::Length(2), r.len() - 2))
+            Some((200, BodyKind::Length(2), r.len() - 2, true))
         );
     }
 

@@ -498,6 +498,9 @@ impl<P: Port> FlowIo for Io<'_, '_, P> {
     fn http_pending(&self) -> u32 {
         0
     }
+    fn http_closing(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]
