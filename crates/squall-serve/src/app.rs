@@ -131,6 +131,8 @@ pub struct ServeApp {
     /// it closes at once, under load).
     cont: (BufId, u32),
     busy: (BufId, u32),
+    /// Body bytes of that answer (for the access log).
+    busy_body: usize,
     conns: Vec<Conn>,
     /// Peer addresses of IPv6 connections by slot (grown by the first IPv6 connection of
     /// a slot: an IPv4-only server keeps it empty), for the access log.
@@ -214,7 +216,9 @@ impl ServeApp {
             )
             .into_bytes()
         };
-        let busy = reg_bytes(reg, fixed(503));
+        let busy503 = fixed(503);
+        let busy_body = body_len(&busy503);
+        let busy = reg_bytes(reg, busy503);
         let mut app = ServeApp {
             cfg,
             files,
@@ -222,6 +226,7 @@ impl ServeApp {
             routes: rmap,
             cont,
             busy,
+            busy_body,
             conns: Vec::new(),
             peers6: Vec::new(),
             live: 0,
@@ -363,14 +368,17 @@ impl ServeApp {
         ctl.send_owned(v.into_boxed_slice());
     }
 
-    /// Answers `code` with a small body and closes (parse errors, refused requests).
+    /// Answers `code` with a small body and closes (parse errors, refused requests); one
+    /// access-log line with no request line.
     fn fail(&mut self, ctl: &mut Ctl, i: usize, code: u16) {
         let v = respond::error(code, false, &self.date, false, Version::Http11);
+        let body = body_len(&v);
         self.send_owned(ctl, i, v);
         ctl.close();
         self.conns[i].closing = true;
         self.count(code);
         self.stats.requests += 1;
+        self.log_line(i, b"-", b"-", "-", code, body, b"");
     }
 
     /// Every complete request at the start of `input`: answered in order. Returns the
@@ -418,7 +426,6 @@ impl ServeApp {
                 Err(e) => {
                     self.stats.parse_errors += 1;
                     self.fail(ctl, i, e.status());
-                    self.log_line(i, b"-", b"-", "-", e.status(), 0, b"");
                     return input.len();
                 }
                 Ok(Some(req)) => {
@@ -523,8 +530,9 @@ impl ServeApp {
     /// Sends a whole owned answer; (code, body bytes) for the log.
     fn owned(&mut self, ctl: &mut Ctl, i: usize, v: Vec<u8>, code: u16) -> (u16, usize) {
         self.count(code);
+        let body = body_len(&v);
         self.send_owned(ctl, i, v);
-        (code, 0)
+        (code, body)
     }
 
     /// The route or file a GET/HEAD names.
@@ -681,6 +689,7 @@ impl TcpApp for ServeApp {
             ctl.close();
             self.stats.refused += 1;
             self.count(503);
+            self.log_line(f.0 as usize, b"-", b"-", "-", 503, self.busy_body, b"");
         } else {
             self.stats.accepted += 1;
         }
@@ -789,14 +798,16 @@ impl NodeApp for ServeApp {
                 // With a Date, as every 4xx answer of a server with a clock (RFC 9110
                 // §6.6.1).
                 let v = respond::error(408, false, &self.date, false, Version::Http11);
-                let n = v.len() as u64;
+                let (n, body) = (v.len() as u64, body_len(&v));
                 if io.send_owned(f, v.into_boxed_slice()).is_err() {
                     self.stats.send_errors += 1;
                 } else {
                     self.conns[i].unacked += n;
                 }
                 self.stats.header_timeouts += 1;
+                self.stats.requests += 1;
                 self.count(408);
+                self.log_line(i, b"-", b"-", "-", 408, body, b"");
             } else if !pending
                 && ((self.stopping && !reading)
                     || now.saturating_sub(c.last_ns) >= self.cfg.idle_timeout_ns)
@@ -821,6 +832,13 @@ impl NodeApp for ServeApp {
     fn next_event(&self, now: u64) -> Option<u64> {
         (self.live > 0).then(|| (self.last_sweep + SWEEP_NS).max(now))
     }
+}
+
+/// The body bytes of a whole answer `v` (after its head's empty line).
+fn body_len(v: &[u8]) -> usize {
+    v.windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(0, |p| v.len() - p - 4)
 }
 
 /// The origin-form path of a request target's path: as is when it starts with `/`; for

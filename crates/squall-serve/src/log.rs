@@ -14,6 +14,8 @@ const FLUSH_AT: usize = 64 * 1024;
 /// The app's side of the log.
 pub struct AccessLog {
     buf: Vec<u8>,
+    /// Lines in `buf`.
+    lines: u64,
     tx: Option<SyncSender<Vec<u8>>>,
     writer: Option<JoinHandle<std::io::Result<()>>>,
     /// Lines lost because the writer fell 64 buffers behind.
@@ -40,6 +42,7 @@ impl AccessLog {
             .map_err(|e| format!("access log thread: {e}"))?;
         Ok(AccessLog {
             buf: Vec::with_capacity(FLUSH_AT + 1024),
+            lines: 0,
             tx: Some(tx),
             writer: Some(writer),
             dropped: 0,
@@ -65,27 +68,41 @@ impl AccessLog {
         b.push(b' ');
         escaped(b, target);
         let _ = writeln!(b, " {version}\" {status} {bytes} \"-\" \"{}\"", Esc(ua));
+        self.lines += 1;
         if self.buf.len() >= FLUSH_AT {
             self.flush();
         }
     }
 
-    /// Hands the buffered lines to the writer (never blocks: a full channel drops them).
+    /// Hands the buffered lines to the writer (never blocks: a full channel drops them,
+    /// counted line by line).
     pub fn flush(&mut self) {
+        self.hand_over(false);
+    }
+
+    /// [`flush`](Self::flush); `wait`: until the writer takes them (nothing is lost).
+    fn hand_over(&mut self, wait: bool) {
         if self.buf.is_empty() {
             return;
         }
         let b = std::mem::replace(&mut self.buf, Vec::with_capacity(FLUSH_AT + 1024));
+        let lines = std::mem::take(&mut self.lines);
         if let Some(tx) = &self.tx {
-            if tx.try_send(b).is_err() {
-                self.dropped += 1;
+            let sent = if wait {
+                tx.send(b).is_ok()
+            } else {
+                tx.try_send(b).is_ok()
+            };
+            if !sent {
+                self.dropped += lines;
             }
         }
     }
 
-    /// Flushes, stops the writer and waits for it.
+    /// Hands the last lines over (waiting for the writer: serving is over), stops the
+    /// writer and waits for it.
     pub fn close(&mut self) -> Result<(), String> {
-        self.flush();
+        self.hand_over(true);
         self.tx = None;
         match self.writer.take().map(|w| w.join()) {
             Some(Ok(Err(e))) => Err(format!("access log: {e}")),
@@ -118,6 +135,42 @@ impl std::fmt::Display for Esc<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A writer that falls behind (a FIFO nobody reads yet) loses lines, counted one by
+    /// one; the last buffer, handed over at the close, waits for it and is not lost.
+    #[test]
+    fn lost_lines_are_counted_and_the_last_ones_kept() {
+        let dir = std::env::temp_dir().join(format!("squall-log-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let p = dir.join("log");
+        let st = std::process::Command::new("mkfifo").arg(&p).status().unwrap();
+        assert!(st.success());
+        // The reader starts only after every line was written (the writer blocks on the
+        // FIFO meanwhile); it counts the lines that came.
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let rp = p.clone();
+        let reader = std::thread::spawn(move || {
+            let f = std::fs::File::open(&rp).unwrap();
+            wait.recv().unwrap();
+            std::io::BufRead::lines(std::io::BufReader::new(f)).count() as u64
+        });
+        let mut l = AccessLog::open(&p).unwrap();
+        let n = 200_000u64;
+        for _ in 0..n {
+            l.line([198, 18, 0, 1].into(), "t", b"GET", b"/", "HTTP/1.1", 200, 5, b"x");
+        }
+        go.send(()).unwrap();
+        let pending = l.lines;
+        assert!(pending > 0, "the last buffer is handed over at the close");
+        let dropped_before = l.dropped;
+        l.close().unwrap();
+        assert_eq!(l.dropped, dropped_before, "the close waits for the writer");
+        let got = reader.join().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(l.dropped > 0, "the writer fell behind");
+        assert_eq!(got + l.dropped, n, "every line written or counted lost");
+    }
 
     #[test]
     fn lines_reach_the_file() {

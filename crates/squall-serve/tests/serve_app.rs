@@ -126,6 +126,15 @@ fn files() -> Arc<Files> {
 
 impl Bench {
     fn new(max_conns: u32, scripts: Vec<Vec<(u64, &[u8])>>) -> Bench {
+        Bench::logged(max_conns, scripts, None)
+    }
+
+    /// [`Bench::new`] with the access log `log`.
+    fn logged(
+        max_conns: u32,
+        scripts: Vec<Vec<(u64, &[u8])>>,
+        log: Option<squall_serve::log::AccessLog>,
+    ) -> Bench {
         let (ps, pc) = pair(MemConfig::default()).unwrap();
         let (mut s, mut c) = (node(ps, MS, MC, IP_S), node(pc, MC, MS, IP_C));
         s.tcp.listen(80);
@@ -136,7 +145,7 @@ impl Bench {
             limits: Limits::default(),
         };
         let routes = [Route::parse("/ping return 200 \"pong\"").unwrap()];
-        let app = ServeApp::new(cfg, files(), &routes, &mut s.tcp, None);
+        let app = ServeApp::new(cfg, files(), &routes, &mut s.tcp, log);
         let mut client = RawClient::default();
         for sc in scripts {
             let pieces = sc
@@ -375,6 +384,57 @@ fn idle_connections_and_request_latency_are_counted() {
     // The answers were acknowledged within the run, after the requests came.
     let p99 = b.app.req_lat.quantile(0.99);
     assert!(p99 < 300_000, "{p99} us");
+}
+
+/// One access-log line per answer, each with its status and the body bytes sent: the
+/// answers built per request (404, 405), a parse error's (400), the header timeout's
+/// (408) and the connection limit's (503) included.
+#[test]
+fn every_answer_is_logged_with_its_body_bytes() {
+    let p = std::env::temp_dir().join(format!("squall-serve-log-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    let log = squall_serve::log::AccessLog::open(&p).unwrap();
+    let mut b = Bench::logged(
+        4,
+        vec![
+            vec![(0, &b"GET /nope HTTP/1.1\r\nHost: a\r\n\r\n"[..])],
+            vec![(0, b"DELETE /ping HTTP/1.1\r\nHost: a\r\n\r\n")],
+            vec![(0, b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n")],
+            vec![(0, b"GET /ping HTTP/1.1\r\nHo")],
+            vec![(20, b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n")],
+        ],
+        Some(log),
+    );
+    b.run(1_000);
+    b.app.finish().unwrap();
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::remove_file(&p).unwrap();
+    // (status, body bytes) of each line, and what the client got.
+    let mut lines: Vec<(u16, usize)> = text
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.rsplitn(5, ' ').collect();
+            (f[3].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    lines.sort();
+    let body = |i: usize| {
+        let g = b.got(i);
+        g.len() - g.find("\r\n\r\n").unwrap() - 4
+    };
+    let mut want = vec![
+        (404, body(0)),
+        (405, body(1)),
+        (400, body(2)),
+        (408, body(3)),
+        (503, body(4)),
+    ];
+    want.sort();
+    assert_eq!(lines, want, "{text}");
+    assert!(want.iter().all(|&(_, n)| n > 0));
+    // Every request counted, the timed-out one included (the 503 refused a connection
+    // before any request).
+    assert_eq!(b.app.stats.requests, 4);
 }
 
 #[test]
