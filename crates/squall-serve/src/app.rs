@@ -554,12 +554,18 @@ impl ServeApp {
         if let Some(k) = self.route_index(path) {
             let r = &self.routes[k].1;
             let (h, hl, b, bl, code) = (r.head, r.head_len, r.body, r.body_len, r.code);
-            if req.conditional
-                && (200..300).contains(&code)
-                && respond::route_precondition_fails(req)
-            {
-                let v = respond::error(412, head_only, &self.date, keep, req.version);
-                return self.owned(ctl, i, v, 412);
+            if req.conditional && (200..300).contains(&code) {
+                match respond::route_preconditions(req) {
+                    FileAnswer::PreconditionFailed => {
+                        let v = respond::error(412, head_only, &self.date, keep, req.version);
+                        return self.owned(ctl, i, v, 412);
+                    }
+                    FileAnswer::NotModified => {
+                        let v = respond::route_not_modified(&self.date, keep, req.version);
+                        return self.owned(ctl, i, v, 304);
+                    }
+                    _ => {}
+                }
             }
             let n = if head_only { 0 } else { bl };
             if plain && !head_only {

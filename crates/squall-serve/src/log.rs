@@ -144,7 +144,10 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir(&dir).unwrap();
         let p = dir.join("log");
-        let st = std::process::Command::new("mkfifo").arg(&p).status().unwrap();
+        let st = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
         assert!(st.success());
         // The reader starts only after every line was written (the writer blocks on the
         // FIFO meanwhile); it counts the lines that came.
@@ -158,7 +161,16 @@ mod tests {
         let mut l = AccessLog::open(&p).unwrap();
         let n = 200_000u64;
         for _ in 0..n {
-            l.line([198, 18, 0, 1].into(), "t", b"GET", b"/", "HTTP/1.1", 200, 5, b"x");
+            l.line(
+                [198, 18, 0, 1].into(),
+                "t",
+                b"GET",
+                b"/",
+                "HTTP/1.1",
+                200,
+                5,
+                b"x",
+            );
         }
         go.send(()).unwrap();
         let pending = l.lines;

@@ -274,20 +274,35 @@ fn tag_listed(list: &[u8], etag: &str, cmp: impl Fn(&[u8]) -> &[u8]) -> bool {
     })
 }
 
-/// Whether a 2xx route without validators (no ETag, no Last-Modified) fails its
-/// preconditions: an If-Match other than `*` (RFC 9110 §13.1.1; If-Unmodified-Since is
-/// ignored without a modification date, §13.1.4).
-pub fn route_precondition_fails(req: &Request<'_, '_>) -> bool {
-    let mut any = false;
+/// The preconditions of a GET or HEAD to a 2xx route, which has a current
+/// representation but no validators (no ETag, no Last-Modified), in RFC 9110 §13.2.2's
+/// order: an If-Match other than `*` fails (412, §13.1.1); an If-None-Match of `*` is
+/// false (304, §13.1.2: `*` matches any current representation); no other tag can match
+/// and dates are ignored without a modification date (§13.1.3-4).
+pub fn route_preconditions(req: &Request<'_, '_>) -> FileAnswer {
+    let (mut if_match, mut if_match_any, mut none_match_any) = (false, false, false);
     for h in req.headers {
         if h.name.len() == 8 && h.name.eq_ignore_ascii_case(b"if-match") {
-            if strong_match(h.value, "") {
-                return false;
-            }
-            any = true;
+            if_match = true;
+            if_match_any |= strong_match(h.value, "");
+        } else if h.name.len() == 13 && h.name.eq_ignore_ascii_case(b"if-none-match") {
+            none_match_any |= weak_match(h.value, "");
         }
     }
-    any
+    if if_match && !if_match_any {
+        FileAnswer::PreconditionFailed
+    } else if none_match_any {
+        FileAnswer::NotModified
+    } else {
+        FileAnswer::Full
+    }
+}
+
+/// A 304 for a route (no validators to send: the Date, RFC 9110 §15.4.5).
+pub fn route_not_modified(date: &str, keep_alive: bool, v: Version) -> Vec<u8> {
+    let mut h = format!("{}Server: squall\r\n", status_line(Version::Http11, 304)).into_bytes();
+    h.extend_from_slice(&tail(date, keep_alive, v));
+    h
 }
 
 fn parse_date(v: &[u8]) -> Option<u64> {
@@ -302,7 +317,12 @@ fn parse_date(v: &[u8]) -> Option<u64> {
 /// `None` to ignore the header (malformed, other unit, several ranges), `Err` if it
 /// cannot be satisfied (416), else the byte range.
 pub fn byte_range(v: &[u8], len: u64) -> Option<Result<Range<u64>, ()>> {
-    let spec = std::str::from_utf8(v.strip_prefix(b"bytes=")?).ok()?.trim();
+    // The unit is case-insensitive (RFC 9110 §14.1).
+    let (unit, spec) = (v.get(..6)?, &v[6..]);
+    if !unit.eq_ignore_ascii_case(b"bytes=") {
+        return None;
+    }
+    let spec = std::str::from_utf8(spec).ok()?.trim();
     if spec.contains(',') {
         return None;
     }
@@ -314,10 +334,15 @@ pub fn byte_range(v: &[u8], len: u64) -> Option<Result<Range<u64>, ()>> {
         s.parse().ok()
     };
     if a.is_empty() {
-        // Suffix: the last N bytes.
+        // Suffix: the last N bytes. Of an empty representation none can be sent, yet
+        // a suffix of N > 0 is satisfiable there (RFC 9110 §14.1.1): the Range is
+        // ignored, the whole (empty) representation sent.
         let n = num(b)?;
-        if n == 0 || len == 0 {
+        if n == 0 {
             return Some(Err(()));
+        }
+        if len == 0 {
+            return None;
         }
         return Some(Ok(len - n.min(len)..len));
     }
@@ -416,6 +441,13 @@ mod tests {
         assert_eq!(byte_range(b"bytes=0-1,3-4", 10), None);
         assert_eq!(byte_range(b"items=0-1", 10), None);
         assert_eq!(byte_range(b"bytes=a-1", 10), None);
+        // The unit is case-insensitive; a suffix of an empty representation is
+        // satisfiable by the whole of it (the Range ignored), not a 416.
+        assert_eq!(byte_range(b"Bytes=0-3", 10), Some(Ok(0..4)));
+        assert_eq!(byte_range(b"BYTES=-3", 10), Some(Ok(7..10)));
+        assert_eq!(byte_range(b"bytes=-5", 0), None);
+        assert_eq!(byte_range(b"bytes=0-", 0), Some(Err(())));
+        assert_eq!(byte_range(b"bytes", 10), None);
     }
 
     #[test]
@@ -507,20 +539,29 @@ mod tests {
     }
 
     #[test]
-    fn routes_fail_only_a_specific_if_match() {
+    fn route_preconditions_in_order() {
+        use FileAnswer::*;
         let req = |fields: &str| {
             let text = format!("GET /p HTTP/1.1\r\nHost: a\r\n{fields}\r\n");
             let mut h = [squall_http::Header::EMPTY; 16];
             let r = squall_http::parse_request(text.as_bytes(), &mut h, &Default::default())
                 .unwrap()
                 .unwrap();
-            route_precondition_fails(&r)
+            route_preconditions(&r)
         };
-        assert!(!req(""));
-        assert!(req("If-Match: \"x\"\r\n"));
-        assert!(!req("If-Match: \"x\", *\r\n"));
-        assert!(!req(
-            "If-Unmodified-Since: Mon, 13 Nov 2023 00:00:00 GMT\r\n"
-        ));
+        assert_eq!(req(""), Full);
+        assert_eq!(req("If-Match: \"x\"\r\n"), PreconditionFailed);
+        assert_eq!(req("If-Match: \"x\", *\r\n"), Full);
+        assert_eq!(
+            req("If-Unmodified-Since: Mon, 13 Nov 2023 00:00:00 GMT\r\n"),
+            Full
+        );
+        assert_eq!(req("If-None-Match: *\r\n"), NotModified);
+        assert_eq!(req("If-None-Match: \"x\"\r\n"), Full);
+        assert_eq!(
+            req("If-Match: \"x\"\r\nIf-None-Match: *\r\n"),
+            PreconditionFailed,
+            "If-Match first"
+        );
     }
 }

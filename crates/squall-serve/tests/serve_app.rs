@@ -528,6 +528,17 @@ HEAD /index.html HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\n\r\n",
             )],
             // 3: a request followed by an empty line, then nothing: idle, no 408.
             vec![(0, b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n\r\n")],
+            // 4: a route's preconditions (no validators): If-None-Match `*` matches its
+            // current representation (304, GET and HEAD), another tag does not (200), an
+            // If-Match other than `*` fails (412); a range unit in capitals.
+            vec![(
+                0,
+                b"GET /ping HTTP/1.1\r\nHost: a\r\nIf-None-Match: *\r\n\r\n\
+GET /ping HTTP/1.1\r\nHost: a\r\nIf-None-Match: \"x\"\r\n\r\n\
+HEAD /ping HTTP/1.1\r\nHost: a\r\nIf-None-Match: *\r\n\r\n\
+GET /ping HTTP/1.1\r\nHost: a\r\nIf-Match: \"x\"\r\n\r\n\
+GET /index.html HTTP/1.1\r\nHost: a\r\nRange: Bytes=0-1\r\n\r\n",
+            )],
         ],
     );
     b.run(800);
@@ -553,6 +564,14 @@ HEAD /index.html HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\n\r\n",
         !b.client.conns[3].peer_closed,
         "an empty line starts no head"
     );
+    let g = b.got(4);
+    assert_eq!(codes(&g), [304, 200, 304, 412, 206], "{g}");
+    assert!(
+        g.starts_with("HTTP/1.1 304 Not Modified\r\n")
+            && !g[..g.find("\r\n\r\n").unwrap()].contains("Content-Length"),
+        "{g}"
+    );
+    assert!(g.ends_with("\r\n\r\n<p"), "{g}");
     assert_eq!(b.app.stats.header_timeouts, 0);
     assert_eq!(b.app.stats.parse_errors, 0);
 }
