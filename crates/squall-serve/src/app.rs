@@ -26,6 +26,13 @@ pub const MAX_HEADERS: usize = 64;
 const FEW_HEADERS: usize = 16;
 /// How often connections are checked for timeouts, ns.
 const SWEEP_NS: u64 = 100_000_000;
+/// Answer bytes a connection may have unacknowledged before its next pipelined request
+/// waits: a connection's send queue holds at most 2 GiB (TCP's sequence space), so an
+/// answer of the largest file ([`crate::files::MAX_FILE`]) always fits behind this many.
+pub const PIPELINE_BACKLOG: u64 = 64 << 20;
+/// Bytes of pipelined requests kept while they wait; a client sending more is answered
+/// 503 and closed.
+const WAITING_MAX: usize = 1 << 20;
 
 /// What the server was told.
 #[derive(Clone, Debug)]
@@ -96,6 +103,9 @@ struct Conn {
     open: bool,
     /// Our FIN is queued: nothing more is read.
     closing: bool,
+    /// `buf` holds whole pipelined requests waiting for the answers before them to be
+    /// acknowledged (`PIPELINE_BACKLOG`).
+    waiting: bool,
     /// Bytes queued on the connection and not acknowledged yet.
     unacked: u64,
     /// The second of the oldest per-second buffer the unacknowledged bytes may refer to
@@ -163,9 +173,17 @@ pub struct ServeApp {
     pub stopping: bool,
     pub stats: ServeStats,
     log: Option<AccessLog>,
+    /// [`PIPELINE_BACKLOG`], or what a test set.
+    backlog: u64,
 }
 
 impl ServeApp {
+    /// Sets the answer bytes a connection may have unacknowledged before its next
+    /// pipelined request waits (default [`PIPELINE_BACKLOG`]; tests lower it).
+    pub fn set_backlog(&mut self, bytes: u64) {
+        self.backlog = bytes;
+    }
+
     /// The app for `files` and `routes`, their buffers registered with `tcp`.
     pub fn new(
         cfg: AppConfig,
@@ -244,6 +262,7 @@ impl ServeApp {
             stopping: false,
             stats: ServeStats::default(),
             log,
+            backlog: PIPELINE_BACKLOG,
         };
         app.roll(unix_now(), tcp.buffers());
         app
@@ -411,6 +430,12 @@ impl ServeApp {
                 }
                 continue;
             }
+            if self.conns[i].unacked > self.backlog {
+                // The answers queued wait for the client to take them: the requests
+                // after them wait too (until `on_acked`).
+                self.conns[i].waiting = true;
+                break;
+            }
             // Slots the parser fills: nothing to initialise per request.
             let mut few = [Header::SLOT; FEW_HEADERS];
             let mut many;
@@ -464,6 +489,16 @@ impl ServeApp {
             return;
         }
         let c = &mut self.conns[i];
+        if c.waiting && !c.closing {
+            // Whole requests waiting for their turn: no header timeout runs.
+            c.head_since = 0;
+            if buf.len() > WAITING_MAX {
+                self.fail(ctl, i, 503);
+                buf = Vec::new();
+            }
+            self.conns[i].buf = buf;
+            return;
+        }
         if c.closing {
             buf = Vec::new();
         } else if buf.len() > self.cfg.limits.max_head + 2 {
@@ -730,17 +765,29 @@ impl TcpApp for ServeApp {
         self.keep_rest(ctl, i, buf, now);
     }
 
-    fn on_acked(&mut self, _ctl: &mut Ctl, f: FlowId, bytes: u32) {
-        if let Some(c) = self.conns.get_mut(f.0 as usize) {
+    fn on_acked(&mut self, ctl: &mut Ctl, f: FlowId, bytes: u32) {
+        let i = f.0 as usize;
+        if let Some(c) = self.conns.get_mut(i) {
             let had = c.unacked;
             c.unacked = had.saturating_sub(u64::from(bytes));
             if c.unacked == 0 {
                 c.pinned = 0;
                 if had > 0 {
                     // Every answer queued is acknowledged: the burst's latency since
-                    // the last request byte read.
+                    // the last request byte read. The connection waits for its next
+                    // request from now (the idle timeout runs from here).
                     self.req_lat.record_ns(self.now.saturating_sub(c.last_ns));
+                    c.last_ns = self.now;
                 }
+            }
+            if c.waiting && c.unacked <= self.backlog && c.open && !c.closing {
+                // The client took enough: the pipelined requests waiting go on.
+                c.waiting = false;
+                let mut buf = std::mem::take(&mut c.buf);
+                let used = self.process(ctl, i, &buf);
+                buf.drain(..used);
+                let now = self.now;
+                self.keep_rest(ctl, i, buf, now);
             }
         }
     }
@@ -797,7 +844,8 @@ impl NodeApp for ServeApp {
             }
             let pending = c.head_since != 0;
             // A body being read keeps a connection out of the stop's idle closing, but
-            // not out of the idle timeout: no byte for that long closes it.
+            // not out of the idle timeout: no byte for that long closes it. An answer
+            // still unacknowledged keeps it out of the idle timeout (a long download).
             let reading = c.skip.is_some();
             let f = FlowId(i as u32);
             if pending && now.saturating_sub(c.head_since) >= self.cfg.header_timeout_ns {
@@ -816,7 +864,8 @@ impl NodeApp for ServeApp {
                 self.log_line(i, b"-", b"-", "-", 408, body, b"");
             } else if !pending
                 && ((self.stopping && !reading)
-                    || now.saturating_sub(c.last_ns) >= self.cfg.idle_timeout_ns)
+                    || (c.unacked == 0
+                        && now.saturating_sub(c.last_ns) >= self.cfg.idle_timeout_ns))
             {
                 if !self.stopping {
                     self.stats.idle_closed += 1;

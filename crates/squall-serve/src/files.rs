@@ -51,8 +51,10 @@ pub struct Files {
 /// Most bytes `--root` may hold (everything is kept in memory).
 pub const MAX_TOTAL: u64 = 4 << 30;
 
-/// Most bytes of one file (its answers' lengths and offsets are 32-bit).
-pub const MAX_FILE: u64 = u32::MAX as u64;
+/// Most bytes of one file: a connection's send queue holds at most 2 GiB (TCP's sequence
+/// space), and an answer must fit behind the pipelining backlog
+/// ([`crate::app::PIPELINE_BACKLOG`]) with its head (64 KiB of room).
+pub const MAX_FILE: u64 = i32::MAX as u64 - crate::app::PIPELINE_BACKLOG - (64 << 10);
 
 /// Is `root` a directory whose files can be read? The error names the path and what to
 /// do (checked before the server opens its port).
@@ -100,7 +102,7 @@ impl Files {
             } else if meta.is_file() {
                 if meta.len() > MAX_FILE {
                     return Err(format!(
-                        "{}: {} bytes; a file served must be smaller than 4 GiB (at most {MAX_FILE} bytes)",
+                        "{}: {} bytes; a file served may have at most {MAX_FILE} bytes (1.94 GiB: an answer must fit a connection's 2 GiB send queue)",
                         path.display(),
                         meta.len()
                     ));
@@ -282,16 +284,16 @@ mod tests {
         assert!(Files::load(&d).is_err());
     }
 
-    /// A file of 4 GiB (sparse: nothing is read) is refused at the start, not served
+    /// A file over the limit (sparse: nothing is read) is refused at the start, not served
     /// with an empty body; a file dated in the future is taken as modified at the load.
     #[test]
-    fn files_of_4_gib_are_refused_and_future_dates_clamped() {
+    fn files_over_the_limit_are_refused_and_future_dates_clamped() {
         let d = std::env::temp_dir().join(format!("squall-files-big-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         let big = std::fs::File::create(d.join("big.bin")).unwrap();
         big.set_len(MAX_FILE + 1).unwrap();
         let err = Files::load(&d).err().unwrap();
-        assert!(err.contains("smaller than 4 GiB"), "{err}");
+        assert!(err.contains("at most 2080309247 bytes"), "{err}");
         std::fs::remove_file(d.join("big.bin")).unwrap();
         let later = std::fs::File::create(d.join("later.txt")).unwrap();
         let future = SystemTime::now() + std::time::Duration::from_secs(86_400 * 365);

@@ -437,6 +437,27 @@ fn every_answer_is_logged_with_its_body_bytes() {
     assert_eq!(b.app.stats.requests, 4);
 }
 
+/// Pipelined requests whose answers would pile up past the backlog a connection may have
+/// unacknowledged wait for the client to take the answers before them, then go on: every
+/// answer comes, whole and in order (a 100 KB file five times, a backlog of 150 KB).
+#[test]
+fn pipelined_requests_wait_behind_a_full_backlog() {
+    let big = &b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n"[..];
+    let mut reqs = big.repeat(5);
+    reqs.extend_from_slice(b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n");
+    let reqs: &'static [u8] = Box::leak(reqs.into_boxed_slice());
+    let mut b = Bench::new(10, vec![vec![(0, reqs)]]);
+    b.app.set_backlog(150_000);
+    b.run(2_000);
+    let g = &b.client.conns[0].got;
+    let text = String::from_utf8_lossy(g);
+    assert_eq!(codes(&text), [200, 200, 200, 200, 200, 200]);
+    assert_eq!(g.iter().filter(|&&c| c == 7).count(), 5 * 100_000);
+    assert!(text.ends_with("\r\n\r\npong"));
+    assert!(!b.client.conns[0].peer_closed);
+    assert_eq!(b.app.stats.requests, 6);
+}
+
 #[test]
 fn connection_limit_answers_503() {
     let req = &b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n"[..];
