@@ -599,6 +599,12 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
             a.max_line, a.max_head
         ));
     }
+    if a.max_line > a.max_head {
+        return Err(format!(
+            "--max-line {} / --max-head {}: the request line is part of the head, so --max-line may not exceed --max-head",
+            a.max_line, a.max_head
+        ));
+    }
     if a.max_headers == 0 || a.max_headers > squall::serve::app::MAX_HEADERS {
         return Err(format!(
             "--max-headers {}: expected 1 to {}",

@@ -549,7 +549,7 @@ fn serve_usage_errors_say_what_is_wrong() {
     )
     .unwrap();
     let conf6 = conf6.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 18] = [
+    let cases: [(&[&str], &str); 19] = [
         (
             &["serve", "--iface", "afpacket:x", "--root", "."],
             "--listen ADDR:PORT",
@@ -593,6 +593,20 @@ fn serve_usage_errors_say_what_is_wrong() {
                 "0",
             ],
             "--max-line 0 / --max-head 16384: expected 16",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--max-line",
+                "20000",
+            ],
+            "--max-line may not exceed --max-head",
         ),
         (
             &[
