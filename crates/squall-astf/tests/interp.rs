@@ -108,6 +108,9 @@ impl FlowIo for Io<'_> {
     fn http_pending(&self) -> u32 {
         0
     }
+    fn http_closing(&self) -> bool {
+        false
+    }
 }
 
 struct Sim {

@@ -106,6 +106,9 @@ struct Conn {
     /// `buf` holds whole pipelined requests waiting for the answers before them to be
     /// acknowledged (`PIPELINE_BACKLOG`).
     waiting: bool,
+    /// The client's FIN came while requests were waiting: the connection closes once
+    /// they are answered.
+    fin_waiting: bool,
     /// Bytes queued on the connection and not acknowledged yet.
     unacked: u64,
     /// The second of the oldest per-second buffer the unacknowledged bytes may refer to
@@ -788,13 +791,22 @@ impl TcpApp for ServeApp {
                 buf.drain(..used);
                 let now = self.now;
                 self.keep_rest(ctl, i, buf, now);
+                let c = &mut self.conns[i];
+                if c.fin_waiting && !c.waiting && !c.closing {
+                    // Every request the client sent before its FIN is answered.
+                    c.closing = true;
+                    ctl.close();
+                }
             }
         }
     }
 
     fn on_peer_closed(&mut self, ctl: &mut Ctl, f: FlowId) {
         if let Some(c) = self.conns.get_mut(f.0 as usize) {
-            if c.open && !c.closing {
+            if c.open && !c.closing && c.waiting {
+                // Requests still wait their turn: answered first (`on_acked`).
+                c.fin_waiting = true;
+            } else if c.open && !c.closing {
                 c.closing = true;
                 ctl.close();
             }

@@ -44,6 +44,9 @@ struct Script {
     got: Vec<u8>,
     peer_closed: bool,
     closed: Option<CloseReason>,
+    /// Send our FIN once every piece is sent (a half-close, as `nc -N` does).
+    half_close: bool,
+    fin_sent: bool,
 }
 
 #[derive(Default)]
@@ -80,6 +83,7 @@ impl NodeApp for RawClient {
     }
     fn poll<P: Port>(&mut self, io: &mut NodeIo<'_, P>) -> bool {
         let mut work = false;
+        let mut fins = Vec::new();
         for i in 0..self.conns.len() {
             let s = &mut self.conns[i];
             if s.flow.is_none() {
@@ -101,6 +105,14 @@ impl NodeApp for RawClient {
                 s.next += 1;
                 work = true;
             }
+            if s.half_close && !s.fin_sent && s.next == s.pieces.len() {
+                s.fin_sent = true;
+                fins.extend(s.flow);
+            }
+        }
+        for f in fins {
+            io.close(self, f);
+            work = true;
         }
         work
     }
@@ -446,16 +458,27 @@ fn pipelined_requests_wait_behind_a_full_backlog() {
     let mut reqs = big.repeat(5);
     reqs.extend_from_slice(b"GET /ping HTTP/1.1\r\nHost: a\r\n\r\n");
     let reqs: &'static [u8] = Box::leak(reqs.into_boxed_slice());
-    let mut b = Bench::new(10, vec![vec![(0, reqs)]]);
+    // The second client half-closes right after its requests (its FIN reaches the
+    // server while requests wait): every one is still answered, then the server closes.
+    let mut b = Bench::new(10, vec![vec![(0, reqs)], vec![(0, reqs)]]);
+    b.client.conns[1].half_close = true;
     b.app.set_backlog(150_000);
     b.run(2_000);
-    let g = &b.client.conns[0].got;
-    let text = String::from_utf8_lossy(g);
-    assert_eq!(codes(&text), [200, 200, 200, 200, 200, 200]);
-    assert_eq!(g.iter().filter(|&&c| c == 7).count(), 5 * 100_000);
-    assert!(text.ends_with("\r\n\r\npong"));
+    for k in 0..2 {
+        let g = &b.client.conns[k].got;
+        let text = String::from_utf8_lossy(g);
+        assert_eq!(codes(&text), [200, 200, 200, 200, 200, 200], "client {k}");
+        assert_eq!(g.iter().filter(|&&c| c == 7).count(), 5 * 100_000);
+        assert!(text.ends_with("\r\n\r\npong"));
+    }
     assert!(!b.client.conns[0].peer_closed);
-    assert_eq!(b.app.stats.requests, 6);
+    // (the half-closed client ends at the server's FIN, from FIN-WAIT-2)
+    assert_eq!(
+        b.client.conns[1].closed,
+        Some(CloseReason::Normal),
+        "closed after the last answer"
+    );
+    assert_eq!(b.app.stats.requests, 12);
 }
 
 #[test]

@@ -35,16 +35,28 @@ pub struct SharedMac(
 
 /// The last default router advertised on any worker's queue (address, MAC), and how many
 /// advertisements were published (read without the lock, once a turn, by the worker that
-/// probes).
+/// probes); and the router the published MAC was resolved from, if one was (set with the
+/// MAC, under its own lock: the two always belong together).
 #[derive(Debug, Default)]
 struct SharedRouter {
     count: std::sync::atomic::AtomicU32,
     last: std::sync::Mutex<Option<([u8; 16], [u8; 6])>>,
+    resolved: std::sync::Mutex<Option<([u8; 16], [u8; 6])>>,
 }
 
 impl SharedMac {
     /// Publishes `mac` (the first value set stays).
     pub fn set(&self, mac: [u8; 6]) {
+        self.set_resolved(mac, None);
+    }
+    /// Publishes `mac` as [`set`](Self::set) does, resolved from the router advertisement
+    /// of `router` if given: whichever worker publishes first publishes both.
+    pub fn set_resolved(&self, mac: [u8; 6], router: Option<[u8; 16]>) {
+        let mut resolved = self.2.resolved.lock().unwrap_or_else(|e| e.into_inner());
+        if self.get().is_some() {
+            return;
+        }
+        *resolved = router.map(|r| (r, mac));
         let mut v = [0u8; 8];
         v[2..].copy_from_slice(&mac);
         v[0] = 1;
@@ -54,6 +66,10 @@ impl SharedMac {
             std::sync::atomic::Ordering::AcqRel,
             std::sync::atomic::Ordering::Acquire,
         );
+    }
+    /// The router the published MAC was resolved from (address, MAC), if it was.
+    pub fn resolved_router(&self) -> Option<([u8; 16], [u8; 6])> {
+        *self.2.resolved.lock().unwrap_or_else(|e| e.into_inner())
     }
     /// The MAC, once a worker has published it.
     pub fn get(&self) -> Option<[u8; 6]> {
@@ -78,9 +94,9 @@ impl SharedMac {
     pub fn seen(&self) -> u64 {
         self.1.load(std::sync::atomic::Ordering::Relaxed)
     }
-    /// A worker heard router `ip` at `mac` advertise itself as a default router (the
-    /// router it resolved the next hop by, or another). Published before the MAC it
-    /// resolves ([`SharedMac::set`]), so a worker that takes that MAC finds its router.
+    /// A worker heard router `ip` at `mac` advertise itself as a default router, during
+    /// the run (the worker that probes looks at it: another router may take the place
+    /// of a lost one).
     pub fn advertised(&self, ip: [u8; 16], mac: [u8; 6]) {
         let mut last = self.2.last.lock().unwrap_or_else(|e| e.into_inner());
         *last = Some((ip, mac));
@@ -404,6 +420,27 @@ mod tests {
 
     fn owned() -> Owned {
         Owned(vec![(0xc612_1000, 0xc612_10ff)]) // 198.18.16.0/24
+    }
+
+    /// Two workers resolving the next hop from two routers' advertisements: the first to
+    /// publish publishes its MAC and its router together, the second changes neither
+    /// (a worker that takes the MAC finds the router it came from).
+    #[test]
+    fn the_published_mac_and_its_router_go_together() {
+        let s = SharedMac::default();
+        let (r1, r2) = (
+            [0xfe, 0x80, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            [0xfe; 16],
+        );
+        s.set_resolved(A, Some(r1));
+        s.set_resolved(B, Some(r2));
+        s.set(B);
+        assert_eq!(s.get(), Some(A));
+        assert_eq!(s.resolved_router(), Some((r1, A)));
+        let t = SharedMac::default();
+        t.set(B);
+        t.set_resolved(A, Some(r1));
+        assert_eq!((t.get(), t.resolved_router()), (Some(B), None));
     }
 
     use crate::testing::Frames;

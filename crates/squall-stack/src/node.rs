@@ -1127,7 +1127,7 @@ impl<P: Port> Node<P> {
                     n.request(from, target, sink);
                 }
             },
-            |n, _| n.lookup(target),
+            |n, _| n.lookup(target).map(|m| (m, None)),
         )
         // (from another worker's queue: this node's entry too, so that a later answer
         // from another MAC is a move here as well)
@@ -1173,7 +1173,7 @@ impl<P: Port> Node<P> {
                     n6.request(from, target, sink);
                 }
             },
-            |_, n6| n6.lookup(&target),
+            |_, n6| n6.lookup(&target).map(|m| (m, None)),
         )
         .inspect(|&m| self.neigh6.note(target, m))
         .ok_or_else(|| {
@@ -1223,12 +1223,10 @@ impl<P: Port> Node<P> {
                 turn += 1;
             },
             |_, n6| {
-                target.and_then(|t| n6.lookup(&t)).or_else(|| {
-                    // (the router published before its MAC: see below)
-                    let (r, m) = n6.router()?;
-                    shared.advertised(r.0, m);
-                    Some(m)
-                })
+                target
+                    .and_then(|t| n6.lookup(&t))
+                    .map(|m| (m, None))
+                    .or_else(|| n6.router().map(|(r, m)| (m, Some(r))))
             },
         )
         .inspect(|&m| {
@@ -1236,7 +1234,7 @@ impl<P: Port> Node<P> {
             // takes that router too (it follows it, and probes it on worker 0).
             let mine = target.and_then(|t| self.neigh6.lookup(&t)) == Some(m)
                 || self.neigh6.router().is_some_and(|r| r.1 == m);
-            if let Some((r, rm)) = shared.router().filter(|r| !mine && r.1 == m) {
+            if let Some((r, rm)) = shared.resolved_router().filter(|r| !mine && r.1 == m) {
                 self.neigh6.note_router(Ipv6Address(r), rm);
             }
         })
@@ -1260,13 +1258,13 @@ impl<P: Port> Node<P> {
         timeout: Duration,
         shared: &SharedMac,
         mut ask: impl FnMut(&mut Neighbours, &mut Neighbours6, &mut PortSink<'_, P>),
-        found: impl Fn(&Neighbours, &Neighbours6) -> Option<[u8; 6]>,
+        found: impl Fn(&Neighbours, &Neighbours6) -> Option<([u8; 6], Option<Ipv6Address>)>,
     ) -> Option<[u8; 6]> {
         let t0 = Instant::now();
         let mut last: Option<Instant> = None;
         loop {
-            if let Some(m) = found(&self.neigh, &self.neigh6) {
-                shared.set(m);
+            if let Some((m, router)) = found(&self.neigh, &self.neigh6) {
+                shared.set_resolved(m, router.map(|r| r.0));
                 return Some(m);
             }
             if let Some(m) = shared.get() {

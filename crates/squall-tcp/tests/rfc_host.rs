@@ -582,6 +582,28 @@ fn rfc9293_3_8_5_urgent_data_is_told_to_the_app(fam: Family) {
     assert_eq!(t.host.counters().tcps_rcvbyte, 27);
 }
 
+// An urgent pointer the flow's bytes passed is forgotten: 2 GiB later (when sequence
+// comparison would see it ahead again) a new one is still news.
+#[test]
+fn rfc9293_3_8_5_a_passed_urgent_pointer_is_forgotten() {
+    let (mut t, iss1) = established_with_delack(Family::V4, 100 * MS, &MSS_1460);
+    let mut p = t.pseq;
+    t.feed_urgent(p, iss1, 4, b"0123");
+    p = p.wrapping_add(4);
+    let chunk = vec![b'x'; 60_000];
+    let mut sent = 0u64;
+    while sent < (1 << 31) + (1 << 20) {
+        t.feed(p, iss1, ACK, 65535, &[], &chunk);
+        p = p.wrapping_add(chunk.len() as u32);
+        sent += chunk.len() as u64;
+        t.app.ev.clear();
+        t.sink.out.clear();
+    }
+    t.feed_urgent(p, iss1, 4, b"abcd");
+    assert_eq!(t.app.ev, [Ev::Urgent(4), Ev::Data(b"abcd".to_vec())]);
+    assert_eq!(t.host.counters().tcps_rcvurg, 2);
+}
+
 // RFC 5681 §4.2 / RFC 9293 §3.10.7.4: out-of-order segment -> immediate duplicate ACK;
 // queued bytes delivered in order once the hole fills, with an immediate ACK.
 per_family!(rfc5681_4_2_out_of_order_dup_ack_and_reassembly);

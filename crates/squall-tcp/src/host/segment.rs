@@ -460,6 +460,9 @@ impl TcpHost {
         let len = payload.len() as u32;
         t.rcv_nxt = t.rcv_nxt.wrapping_add(len);
         t.rcv_unacked += len;
+        if !self.urgent.is_empty() {
+            self.urgent_delivered(i);
+        }
         self.counters.tcps_rcvpack += 1;
         self.counters.tcps_rcvbyte += len as u64;
         let mut filled_gap = false;
@@ -537,11 +540,18 @@ impl TcpHost {
         false
     }
 
-    /// Challenge ACK (RFC 5961 §3.2, §4.2, §5.2), rate limited per flow
-    /// (`TcpConfig::invalid_ratelimit_ns`) and per host (§7) with a per-second budget
-    /// drawn at random in `[half, limit + half)`, `half = ceil(limit / 2)`, as Linux does
-    /// since CVE-2016-5696 (a fixed budget is a side channel: an off-path attacker counts
-    /// the challenge ACKs it provokes to learn whether its guesses hit a flow).
+    /// In-order bytes were delivered on flow `i`: a recorded urgent pointer they
+    /// reached is passed and its entry goes.
+    #[cold]
+    #[inline(never)]
+    fn urgent_delivered(&mut self, i: u32) {
+        // (before 2^31 more bytes would make the sequence comparison see it ahead again)
+        let nxt = self.flows[i as usize].rcv_nxt;
+        if self.urgent.get(&i).is_some_and(|&p| !seq::gt(p, nxt)) {
+            self.urgent.remove(&i);
+        }
+    }
+
     /// A segment with URG pointing at `up` (the byte after the urgent data, RFC 6093;
     /// RFC 9293 §3.10.7.4 sixth: in ESTABLISHED and FIN-WAIT states, RCV.UP <-
     /// max(RCV.UP, SEG.UP)): the app is told when urgent data becomes pending (none was,
@@ -570,6 +580,11 @@ impl TcpHost {
         app.on_urgent(FlowId(i), left);
     }
 
+    /// Challenge ACK (RFC 5961 §3.2, §4.2, §5.2), rate limited per flow
+    /// (`TcpConfig::invalid_ratelimit_ns`) and per host (§7) with a per-second budget
+    /// drawn at random in `[half, limit + half)`, `half = ceil(limit / 2)`, as Linux does
+    /// since CVE-2016-5696 (a fixed budget is a side channel: an off-path attacker counts
+    /// the challenge ACKs it provokes to learn whether its guesses hit a flow).
     pub(super) fn challenge_ack<S: TxSink>(&mut self, i: u32, tx: &mut S) {
         if self.invalid_limited(i) {
             return;

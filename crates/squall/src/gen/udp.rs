@@ -24,6 +24,12 @@ const F_CLIENT: u8 = 2;
 const F_RX_MODE: u8 = 4;
 const F_FIRST: u8 = 8;
 
+/// Idle-aging time of a UDP flow whose program sets none (`set_keepalive_msg`): TRex's
+/// default (its UDP flows age after 1 s without traffic), so that a datagram a device
+/// under test lost ends the flow as aborted within a second rather than hiding until
+/// the run cuts it.
+pub const UDP_KEEPALIVE_NS: u64 = 1_000_000_000;
+
 /// Per-flow state beside the program state.
 #[derive(Clone, Copy, Debug, Default)]
 struct UdpFlow {
@@ -137,6 +143,7 @@ impl UdpFlows {
             last_rx_ns: cx.now,
             last_tx_ns: cx.now,
             prog_deadline: NONE,
+            keepalive_ns: UDP_KEEPALIVE_NS,
             tpl,
             flags: F_LIVE | if client { F_CLIENT } else { 0 },
             ..UdpFlow::default()
