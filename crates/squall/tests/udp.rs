@@ -153,8 +153,10 @@ fn udp_flows_running_at_the_end_are_cut() {
   "ip_gens": [{"name": "g", "clients": {"range": ["16.0.0.1", "16.0.0.10"]},
                "servers": {"range": ["48.0.0.1", "48.0.0.1"]}}],
   "programs": [
-    {"name": "c", "commands": [{"op": "send_msg", "buf": "q"}, {"op": "delay", "usec": 5000000}]},
-    {"name": "s", "commands": [{"op": "recv_msg", "count": 1}, {"op": "delay", "usec": 5000000}]}],
+    {"name": "c", "commands": [{"op": "set_keepalive_msg", "msec": 10000},
+                               {"op": "send_msg", "buf": "q"}, {"op": "delay", "usec": 5000000}]},
+    {"name": "s", "commands": [{"op": "set_keepalive_msg", "msec": 10000},
+                               {"op": "recv_msg", "count": 1}, {"op": "delay", "usec": 5000000}]}],
   "templates": [{"transport": "udp", "client_program": "c", "server_program": "s",
                  "port": 53, "cps": 10, "limit": 3}]}"#,
     );
@@ -165,4 +167,31 @@ fn udp_flows_running_at_the_end_are_cut() {
     assert_eq!(r.client.app.udp.udps_closed, 3);
     assert_eq!(r.client.live_end + r.server.live_end, 0);
     assert!(squall::report::invariants(&r).iter().all(|c| c.ok));
+}
+
+/// A UDP flow whose program sets no keepalive ages after 1 s without traffic, as TRex's
+/// do: a datagram the device under test lost ends both flows as aborted (an error) within
+/// a second of the silence, counted in udps_keepdrops, instead of waiting for the run's
+/// cut (here the server answers only after 3 s, when both flows are gone; its late
+/// datagram finds no flow).
+#[test]
+fn udp_flows_without_a_keepalive_age_after_a_second() {
+    let p = inline(
+        r#"{"version": 1,
+  "buffers": [{"name": "q", "text": "q"}],
+  "ip_gens": [{"name": "g", "clients": {"range": ["16.0.0.1", "16.0.0.10"]},
+               "servers": {"range": ["48.0.0.1", "48.0.0.1"]}}],
+  "programs": [
+    {"name": "c", "commands": [{"op": "send_msg", "buf": "q"}, {"op": "recv_msg", "count": 1}]},
+    {"name": "s", "commands": [{"op": "recv_msg", "count": 1}, {"op": "delay", "usec": 3000000},
+                               {"op": "send_msg", "buf": "q"}]}],
+  "templates": [{"transport": "udp", "client_program": "c", "server_program": "s",
+                 "port": 53, "cps": 10, "limit": 3}]}"#,
+    );
+    let r = sim(&p, 1.0, 3.0, |c| c.drain_ns = 2_000_000_000);
+    let (c, s) = (r.client.app.total(), r.server.app.total());
+    assert_eq!((c.started, c.aborted, c.cut), (3, 3, 0));
+    assert_eq!((s.accepted, s.aborted, s.cut), (3, 3, 0));
+    assert_eq!(r.client.app.udp.udps_keepdrops, 3);
+    assert_eq!(r.server.app.udp.udps_keepdrops, 3);
 }
