@@ -67,13 +67,24 @@ def test_trex_ipv6_tunables_global_and_per_template(validate) -> None:
     t1 = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c),
                       server_template=ASTFTCPServerTemplate(program=s), tg_name="v6")
     t2 = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c, port=8080, glob_info=pt),
-                      server_template=ASTFTCPServerTemplate(program=s), tg_name="v4")
-    ir = ASTFProfile(default_ip_gen=g, templates=[t1, t2], default_c_glob_info=info).to_json()
+                      server_template=ASTFTCPServerTemplate(program=s, assoc=ASTFAssociationRule(port=8080)),
+                      tg_name="also-v6")
+    p = ASTFProfile(default_ip_gen=g, templates=[t1, t2], default_c_glob_info=info)
+    ir = p.to_json()
     validate(ir)
     # The client's tunables choose the family (TRex): they go to global.client.
     assert ir["global"] == {"client": {"ipv6": {"src_msb": "2001:db8:0:2222::",
                                                 "dst_msb": "2001:db8:2:2222::", "enable": 1}}}
     assert ir["templates"][1]["client_tunables"] == {"ipv6": {"enable": 0}}
+    # TRex gives the profile's `enable` priority: a template's 0 does not take IPv6 away
+    # (both templates are IPv6, the loader agrees: PROFILE.md#ipv6); a template's 1 adds it.
+    assert p._is_ipv6(t1) and p._is_ipv6(t2)
+    on = ASTFGlobalInfoPerTemplate()
+    on.ipv6.enable = 1
+    t3 = ASTFTemplate(client_template=ASTFTCPClientTemplate(ip_gen=g, program=c, port=8081, glob_info=on),
+                      server_template=ASTFTCPServerTemplate(program=s, assoc=ASTFAssociationRule(port=8081)))
+    p4 = ASTFProfile(default_ip_gen=g, templates=[t1, t3])
+    assert not p4._is_ipv6(t1) and p4._is_ipv6(t3)
     # Given to both sides, the same values become the global section.
     ir2 = ASTFProfile(default_ip_gen=g, templates=[t1], default_c_glob_info=info,
                       default_s_glob_info=info).to_json()

@@ -78,14 +78,13 @@ class ASTFProfile:
 
     def _is_ipv6(self, t: ASTFTemplate) -> bool:
         """Whether a template's flows go over IPv6: native IPv6 pools, or the client side's
-        `ipv6.enable` (the template's own tunables first, then the profile's)."""
+        `ipv6.enable` in the profile's or the template's tunables (TRex gives the profile's
+        priority: a template can add IPv6, not take it away)."""
         g = t.client_template.ip_gen
         if g.dist_client.is_ipv6:
             return True
-        for info in (t.client_template.glob_info, self.default_c_glob_info):
-            if info is not None and info.section("ipv6").get("enable") is not None:
-                return bool(info.section("ipv6")["enable"])
-        return False
+        return any(info is not None and bool(info.section("ipv6").get("enable"))
+                   for info in (t.client_template.glob_info, self.default_c_glob_info))
 
     def _from_caps(self, caps: List[ASTFCapInfo], s_delay: Optional[ASTFCmd],
                    udp_mtu: Optional[int]) -> List[ASTFTemplate]:

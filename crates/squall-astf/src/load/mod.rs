@@ -596,6 +596,9 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
                 }
             }
         }
+        // (`ipv6.enable` of the profile stays on whatever a template says: TRex gives the
+        // global value priority, "not as other tunable", and a template can only add it)
+        let global_v6 = client_base.ipv6.enable;
         let mut client = client_base;
         let mut server = server_base;
         refuse_side_wide(
@@ -620,6 +623,7 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
             &format!("{p}.server_tunables"),
             &mut errs,
         );
+        client.ipv6.enable |= global_v6;
         let ipv6 = ip_gen
             .and_then(|g| ip_gens.get(g))
             .and_then(|g| template_ipv6(g, &client));
