@@ -86,6 +86,13 @@ def test_global_info_per_side(validate) -> None:
     assert ir["global"] == {"client": {"tcp": {"initwnd": 10}}, "server": {"tcp": {"rxbufsize": 65536}}}
     only_c = profile_of(*http_programs(), default_c_glob_info=ci).to_json()
     assert only_c["global"] == {"client": {"tcp": {"initwnd": 10}}}
+    # The scheduler is the client's: TRex ignores the server side's rampup.
+    si.scheduler.rampup_sec = 10
+    ir = profile_of(*http_programs(), default_c_glob_info=ci, default_s_glob_info=si).to_json()
+    assert "scheduler" not in ir["global"]
+    ci.scheduler.rampup_sec = 2
+    ir = profile_of(*http_programs(), default_c_glob_info=ci, default_s_glob_info=si).to_json()
+    assert ir["global"]["scheduler"] == {"rampup_sec": 2}
 
 
 @pytest.mark.parametrize("field,value,msg", [
@@ -112,9 +119,15 @@ def test_unknown_and_trex_only_tunables() -> None:
     with pytest.raises(ProfileError) as ei:
         info.tcp.msss = 1
     assert ei.value.field == "tcp.msss" and "unknown tunable" in ei.value.msg
+    # TRex's cc_algo and do_ecn: 0 (NewReno, no ECN) is what Squall's TCP does.
+    info.tcp.cc_algo = 0
+    info.tcp.do_ecn = 0
     with pytest.raises(ProfileError) as ei:
-        info.tcp.cc_algo = "cubic"
-    assert "NewReno only" in ei.value.msg
+        info.tcp.cc_algo = 1
+    assert ei.value.field == "tcp.cc_algo" and "NewReno" in ei.value.msg
+    with pytest.raises(ProfileError) as ei:
+        info.tcp.do_ecn = 1
+    assert "no ECN" in ei.value.msg
     with pytest.raises(ProfileError) as ei:
         info.ipv6.enable = 2
     assert ei.value.field == "ipv6.enable" and "0..=1" in ei.value.msg

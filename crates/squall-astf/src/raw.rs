@@ -296,6 +296,10 @@ pub struct RawTcp {
     pub keepidle: Option<u64>,
     pub keepintvl: Option<u64>,
     pub blackhole: Option<u64>,
+    /// TRex's congestion control (0 NewReno, 1 Cubic): only 0.
+    pub cc_algo: Option<u64>,
+    /// TRex's ECN (0 off, 1 on): only 0.
+    pub do_ecn: Option<u64>,
 }
 
 #[derive(Deserialize, Debug, Default, Clone)]

@@ -92,12 +92,30 @@ pub(crate) fn apply_tcp(t: &mut TcpTunables, raw: &RawTcp, path: &str, errs: &mu
             *field = v as u16;
         }
     }
-    match raw.blackhole {
-        None | Some(0) => {}
-        Some(v) => errs.push(
-            format!("{path}.blackhole"),
-            format!("{v}: only 0 is supported (squall-tcp always answers a segment for no flow with a RST, TRex's blackhole 0)"),
+    for (v, name, why) in [
+        (
+            raw.blackhole,
+            "blackhole",
+            "squall-tcp always answers a segment for no flow with a RST, TRex's blackhole 0",
         ),
+        (
+            raw.cc_algo,
+            "cc_algo",
+            "squall-tcp's congestion control is NewReno, TRex's cc_algo 0; Cubic (1) is not implemented",
+        ),
+        (
+            raw.do_ecn,
+            "do_ecn",
+            "squall-tcp does not negotiate ECN (RFC 3168), TRex's do_ecn 0",
+        ),
+    ] {
+        match v {
+            None | Some(0) => {}
+            Some(v) => errs.push(
+                format!("{path}.{name}"),
+                format!("{v}: only 0 is supported ({why})"),
+            ),
+        }
     }
 }
 
@@ -113,6 +131,8 @@ pub(crate) fn refuse_side_wide(raw: Option<&RawSide>, path: &str, errs: &mut Err
         ("keepidle", tcp.keepidle.is_some()),
         ("keepintvl", tcp.keepintvl.is_some()),
         ("blackhole", tcp.blackhole.is_some()),
+        ("cc_algo", tcp.cc_algo.is_some()),
+        ("do_ecn", tcp.do_ecn.is_some()),
     ] {
         if set {
             errs.push(

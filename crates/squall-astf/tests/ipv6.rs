@@ -98,7 +98,10 @@ fn precedence_template_over_side_over_global() {
     assert_eq!(load_profile_value(v).unwrap().templates[0].ipv6, None);
     // `enable` is the exception to the precedence (TRex: "priority is given for global,
     // template come next"): a template's 0 does not turn off the profile's 1.
-    for global in [json!({"ipv6": {"enable": 1}}), json!({"client": {"ipv6": {"enable": 1}}})] {
+    for global in [
+        json!({"ipv6": {"enable": 1}}),
+        json!({"client": {"ipv6": {"enable": 1}}}),
+    ] {
         let mut v = w1();
         v["global"] = global.clone();
         v["templates"][0]["client_tunables"] = json!({"ipv6": {"enable": 0}});

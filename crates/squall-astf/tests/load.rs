@@ -351,6 +351,19 @@ fn trex_tunables() {
     );
 
     let mut v = w1();
+    v["global"] = json!({"tcp": {"cc_algo": 0, "do_ecn": 0}});
+    load_profile_value(v).unwrap();
+    let mut v = w1();
+    v["global"] = json!({"tcp": {"cc_algo": 1, "do_ecn": 1}});
+    let e = errors(v);
+    has(
+        &e,
+        "global.tcp.cc_algo",
+        "1: only 0 is supported (squall-tcp's congestion control is NewReno",
+    );
+    has(&e, "global.tcp.do_ecn", "does not negotiate ECN");
+
+    let mut v = w1();
     v["global"] = json!({
         "tcp": {"blackhole": 2, "keepinit": 0, "keepintvl": 70000},
         "ipv6": {"enable": 2, "src_msb": "ff02::/8"}
@@ -452,6 +465,13 @@ fn bad_buffers() {
     );
     has(&e, "buffers[8].name", "invalid name");
     has(&e, "buffers[9]", "empty buffer");
+    // A buffer the programs send that does not compile is its own error only: no hang
+    // is reported for the bytes it would have held.
+    let mut v = w1();
+    v["buffers"][1] = json!({"name": "http_resp", "base64": "A"});
+    let e = errors(v);
+    has(&e, "buffers[1].base64", "invalid base64");
+    assert_eq!(e.len(), 1, "{e:#?}");
 }
 
 #[test]

@@ -44,6 +44,8 @@ _TCP: Dict[str, _Spec] = {
     "keepidle": _Spec("int", 0, 65533, doc="keepalive idle time, seconds; 0 = off (side-wide)"),
     "keepintvl": _Spec("int", 1, 65533, doc="keepalive probe interval, seconds (side-wide)"),
     "blackhole": _Spec("int", 0, 0, doc="only 0: a RST answers a segment for no flow (side-wide)"),
+    "cc_algo": _Spec("int", 0, 0, doc="only 0: NewReno (TRex's 1, Cubic, is not implemented; side-wide)"),
+    "do_ecn": _Spec("int", 0, 0, doc="only 0: no ECN (side-wide)"),
 }
 _IP: Dict[str, _Spec] = {
     "ttl": _Spec("int", 1, 255),
@@ -65,9 +67,7 @@ _PER_TEMPLATE_TCP = ("mss", "initwnd", "no_delay", "no_delay_counter", "rxbufsiz
                      "delay_ack_msec", "burst_ack", "rexmtthresh", "do_rfc1323", "do_sack")
 
 # Tunables TRex accepts (or that TRex users try) that Squall refuses, with the reason.
-_REFUSED = {
-    "tcp": {"cc_algo": "Squall's TCP implements NewReno only"},
-}
+_REFUSED: Dict[str, Dict[str, str]] = {}
 
 
 def check_value(field: str, spec: _Spec, val: object, site: Optional[Site]) -> Value:
@@ -93,7 +93,8 @@ def check_value(field: str, spec: _Spec, val: object, site: Optional[Site]) -> V
     if isinstance(val, bool) or not isinstance(val, int):
         raise ProfileError(f"{field} must be an integer, got {type(val).__name__} {val!r}", site, field)
     if not spec.lo <= val <= spec.hi:
-        raise ProfileError(f"{field} = {val} is out of range {spec.lo}..={spec.hi}", site, field)
+        why = f" ({spec.doc})" if spec.lo == spec.hi and spec.doc else ""
+        raise ProfileError(f"{field} = {val} is out of range {spec.lo}..={spec.hi}{why}", site, field)
     return val
 
 

@@ -261,12 +261,9 @@ class ASTFProfile:
         glob_only = ("scheduler",)  # global sections of the IR
         cs = {k: v for k, v in (c.to_json() if c else {}).items() if k not in glob_only}
         ss = {k: v for k, v in (s.to_json() if s else {}).items() if k not in glob_only}
-        sched_c = c.section("scheduler") if c else {}
-        sched_s = s.section("scheduler") if s else {}
-        if sched_c and sched_s and sched_c != sched_s:
-            raise ProfileError("scheduler tunables differ between default_c_glob_info and "
-                               "default_s_glob_info; the scheduler is global", self.site, "scheduler")
-        sched: Dict[str, Value] = sched_c or sched_s
+        # The scheduler is the client's (TRex reads `scheduler.*` from the client side's
+        # tunables only; the server side's are ignored there, and here).
+        sched: Dict[str, Value] = c.section("scheduler") if c else {}
         out: Dict[str, Any] = {}
         if c is not None and s is not None and cs == ss:
             out.update(cs)

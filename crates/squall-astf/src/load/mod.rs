@@ -221,12 +221,18 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
             format!("{declared} bytes in all, more than {MAX_BUFFERS_TOTAL}"),
         );
     }
+    // A buffer that does not compile counts as empty below: the flows' byte balance is
+    // not checked then (it would report a hang that is only the bad buffer).
+    let mut bad_buffer = over_cap;
     for (i, b) in raw.buffers.iter().enumerate() {
         register(&mut buf_names, &b.name, i, "buffer", "buffers", &mut errs);
         let data = if over_cap {
             Vec::new()
         } else {
-            compile_buffer(b, &format!("buffers[{i}]"), &mut errs).unwrap_or_default()
+            compile_buffer(b, &format!("buffers[{i}]"), &mut errs).unwrap_or_else(|| {
+                bad_buffer = true;
+                Vec::new()
+            })
         };
         buf_len.push(data.len());
         buffers.push(Buffer {
@@ -454,7 +460,7 @@ fn compile(raw: &RawProfile) -> Result<Profile, LoadError> {
                 );
             }
         }
-        if let (Some(c), Some(s)) = (cprog, sprog) {
+        if let (Some(c), Some(s), false) = (cprog, sprog, bad_buffer) {
             if let (Some(ct), Some(st)) = (infos[c].totals, infos[s].totals) {
                 let (cn, sn) = (&raw.programs[c].name, &raw.programs[s].name);
                 let checks = [
