@@ -250,6 +250,8 @@ def test_undefined_variable_and_too_many_variables() -> None:
     (lambda p: p.send(b""), "buf"),
     (lambda p: p.set_send_blocking(1), "block"),
     (lambda p: p.jmp_dp("t", "l", 0), "duration"),
+    (lambda p: p.jmp_dp("t", "l", float("nan")), "duration"),
+    (lambda p: p.jmp_dp("t", "l", float("inf")), "duration"),
 ])
 def test_bad_arguments_name_the_field(call, field) -> None:
     p = ASTFProgram()

@@ -495,7 +495,8 @@ class ASTFProgram:
     def jmp_dp(self, var_id: str, label: str, duration: Union[int, float]) -> None:
         """Jump to `label` while less than `duration` seconds passed since `set_tick_var`."""
         site = user_site()
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)):
+        if (isinstance(duration, bool) or not isinstance(duration, (int, float))
+                or not math.isfinite(duration)):
             raise ProfileError(f"jmp_dp: duration must be a number of seconds, got {duration!r}",
                                site, "duration")
         usec = int(round(duration * 1e6))
