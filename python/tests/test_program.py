@@ -203,6 +203,36 @@ def test_commands_list_and_cmd_objects() -> None:
     assert commands(compile_pair(p, s))[0] == {"op": "delay", "usec": 40}
 
 
+def test_trex_command_objects_make_the_same_program() -> None:
+    """TRex's `ASTFProgram(commands=[...])` form: each command object is the method's
+    instruction; receive objects take the watermark itself (TRex's methods accumulate into
+    it); a UDP command makes a UDP program."""
+    from squall.astf import (ASTFCmdConnect, ASTFCmdNoClose, ASTFCmdRecv, ASTFCmdRecvMsg,
+                             ASTFCmdReset, ASTFCmdSend, ASTFCmdTxMode, ASTFCmdTxPkt,
+                             ASTFCmdKeepaliveMsg, ASTFCmdCloseMsg)
+    by_cmds = ASTFProgram(commands=[ASTFCmdConnect(), ASTFCmdTxMode(1), ASTFCmdSend(b"GET"),
+                                    ASTFCmdRecv(5), ASTFCmdRecv(9), ASTFCmdNoClose()])
+    by_calls = ASTFProgram()
+    by_calls.connect()
+    by_calls.set_send_blocking(False)
+    by_calls.send(b"GET")
+    by_calls.recv(5)
+    by_calls.recv(4)
+    by_calls.wait_for_peer_close()
+    s = ASTFProgram()
+    s.recv(3)
+    s.send(b"x" * 9)
+    assert commands(compile_pair(by_cmds, s)) == commands(compile_pair(by_calls, s))
+    u = ASTFProgram(commands=[ASTFCmdKeepaliveMsg(500), ASTFCmdTxPkt(b"q"), ASTFCmdRecvMsg(1),
+                              ASTFCmdCloseMsg()])
+    assert not u.stream
+    assert [i.op for i in u.instrs] == ["set_keepalive_msg", "send_msg", "recv_msg", "close"]
+    assert [i.op for i in ASTFProgram(commands=ASTFCmdReset()).instrs] == ["reset"]
+    with pytest.raises(ProfileError) as ei:
+        ASTFCmdRecv(0)
+    assert ei.value.field == "min_bytes" and ei.value.filename == __file__
+
+
 # ---- errors name the field and the user's line ------------------------------------------
 
 def test_udp_instruction_in_tcp_program_points_at_the_call() -> None:

@@ -9,7 +9,9 @@ from ..errors import ProfileError, Site
 from .glob_info import ASTFGlobalInfo, ASTFGlobalInfoBase, ASTFGlobalInfoPerTemplate
 from .ipgen import ASTFIPGen, ASTFIPGenDist, ASTFIPGenGlobal
 from .profile import ASTFProfile
-from .program import ASTFCmd, ASTFCmdDelay, ASTFCmdDelayRnd, ASTFProgram
+from .program import (ASTFCmd, ASTFCmdCloseMsg, ASTFCmdConnect, ASTFCmdDelay, ASTFCmdDelayRnd,
+                      ASTFCmdKeepaliveMsg, ASTFCmdNoClose, ASTFCmdRecv, ASTFCmdRecvMsg, ASTFCmdReset,
+                      ASTFCmdSend, ASTFCmdTxMode, ASTFCmdTxPkt, ASTFProgram)
 from .templates import (ASTFAssociation, ASTFAssociationRule, ASTFCapInfo, ASTFCluster,
                         ASTFTCPClientTemplate, ASTFTCPServerTemplate, ASTFTemplate)
 
@@ -17,7 +19,9 @@ ASTFError = ProfileError
 
 __all__ = [
     "ASTFAssociation", "ASTFAssociationRule", "ASTFCapInfo", "ASTFCluster", "ASTFCmd",
-    "ASTFCmdDelay", "ASTFCmdDelayRnd", "ASTFError", "ASTFGlobalInfo", "ASTFGlobalInfoBase",
+    "ASTFCmdCloseMsg", "ASTFCmdConnect", "ASTFCmdDelay", "ASTFCmdDelayRnd", "ASTFCmdKeepaliveMsg",
+    "ASTFCmdNoClose", "ASTFCmdRecv", "ASTFCmdRecvMsg", "ASTFCmdReset", "ASTFCmdSend", "ASTFCmdTxMode",
+    "ASTFCmdTxPkt", "ASTFError", "ASTFGlobalInfo", "ASTFGlobalInfoBase",
     "ASTFGlobalInfoPerTemplate", "ASTFIPGen", "ASTFIPGenDist", "ASTFIPGenGlobal", "ASTFProfile",
     "ASTFProgram", "ASTFTCPClientTemplate", "ASTFTCPServerTemplate", "ASTFTemplate",
     "ProfileError", "Site",

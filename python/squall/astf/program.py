@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ProfileError, Site, user_site
 
@@ -146,6 +146,99 @@ class ASTFCmdDelay(ASTFCmd):
         super().__init__(Instr("delay", site, {"usec": check_usec("usec", usec, site)}))
 
 
+def _one(stream: bool, build: Callable[["ASTFProgram"], None]) -> Instr:
+    """The instruction one call of an `ASTFProgram` method makes (checked as the method
+    checks it), for TRex's command objects."""
+    p = ASTFProgram(stream=stream)
+    build(p)
+    return p.instrs[-1]
+
+
+def _watermark(op: str, field: str, value: int, clear: bool) -> Instr:
+    """A receive instruction of TRex's command form: `value` is the watermark itself
+    (TRex's `recv`/`recv_msg` methods accumulate theirs into it)."""
+    site = user_site()
+    n = check_int(field, value, 1, U32_MAX, site)
+    args: Dict[str, Any] = {"bytes" if op == "recv" else "count": n}
+    if clear:
+        args["clear"] = True
+    return Instr(op, site, args)
+
+
+class ASTFCmdSend(ASTFCmd):
+    """TRex's `send` command object (`ASTFProgram(commands=[...])`)."""
+
+    def __init__(self, buf: BytesLike) -> None:
+        super().__init__(_one(True, lambda p: p.send(buf)))
+
+
+class ASTFCmdRecv(ASTFCmd):
+    """TRex's `recv` command object: wait until the flow's received bytes reach
+    `min_bytes` (the watermark itself, as in TRex's command form)."""
+
+    def __init__(self, min_bytes: int, clear: bool = False) -> None:
+        super().__init__(_watermark("recv", "min_bytes", min_bytes, clear))
+
+
+class ASTFCmdTxPkt(ASTFCmd):
+    """TRex's `send_msg` command object (one datagram)."""
+
+    def __init__(self, buf: BytesLike) -> None:
+        super().__init__(_one(False, lambda p: p.send_msg(buf)))
+
+
+class ASTFCmdRecvMsg(ASTFCmd):
+    """TRex's `recv_msg` command object: wait until the flow's received datagrams reach
+    `min_pkts` (the watermark itself)."""
+
+    def __init__(self, min_pkts: int, clear: bool = False) -> None:
+        super().__init__(_watermark("recv_msg", "min_pkts", min_pkts, clear))
+
+
+class ASTFCmdKeepaliveMsg(ASTFCmd):
+    """TRex's `set_keepalive_msg` command object."""
+
+    def __init__(self, msec: int) -> None:
+        super().__init__(_one(False, lambda p: p.set_keepalive_msg(msec)))
+
+
+class ASTFCmdCloseMsg(ASTFCmd):
+    """TRex's `close_msg` command object (UDP)."""
+
+    def __init__(self) -> None:
+        super().__init__(Instr("close", user_site()))
+
+
+class ASTFCmdReset(ASTFCmd):
+    """TRex's `reset` command object."""
+
+    def __init__(self) -> None:
+        super().__init__(Instr("reset", user_site()))
+
+
+class ASTFCmdNoClose(ASTFCmd):
+    """TRex's `wait_for_peer_close` command object (its `nc`)."""
+
+    def __init__(self) -> None:
+        super().__init__(Instr("wait_for_peer_close", user_site()))
+
+
+class ASTFCmdConnect(ASTFCmd):
+    """TRex's `connect` command object."""
+
+    def __init__(self) -> None:
+        super().__init__(Instr("connect", user_site()))
+
+
+class ASTFCmdTxMode(ASTFCmd):
+    """TRex's `set_send_blocking` command object: `flags` 0 blocking, 1 not."""
+
+    def __init__(self, flags: int) -> None:
+        site = user_site()
+        f = check_int("flags", flags, 0, 1, site)
+        super().__init__(_one(True, lambda p: p.set_send_blocking(f == 0)))
+
+
 class ASTFCmdDelayRnd(ASTFCmd):
     """A `delay_rand` command object, e.g. for `s_delay=ASTFCmdDelayRnd(100, 2000)`."""
 
@@ -223,6 +316,10 @@ class ASTFProgram:
             for c in cmds:
                 if not isinstance(c, ASTFCmd):
                     raise ProfileError("ASTFProgram: commands must be ASTFCmd objects", self.site, "commands")
+            # A UDP command makes a UDP program, as TRex takes each command's transport.
+            if any(_TRANSPORT.get(c.instr.op) == "udp" for c in cmds):
+                self.stream = False
+            for c in cmds:
                 self._add(Instr(c.instr.op, c.instr.site, dict(c.instr.args), c.instr.buf,
                                 c.instr.var, c.instr.label))
 
