@@ -158,6 +158,12 @@ def test_ip_dist_errors_name_the_field() -> None:
     assert ei.value.field == "distribution"
     with pytest.raises(ProfileError):
         ASTFIPGenDist(["1.0.0.0", "9.0.0.0"])  # more than 2^24 addresses
+    # What the loader refuses is refused at the user's line (not at an IR path).
+    for bad, why in [(["0.0.0.1", "0.0.0.255"], "0.0.0.0/8"), (["127.0.0.1", "127.0.0.9"], "loopback"),
+                     (["239.0.0.1", "239.0.0.2"], "multicast"), (["::", "::5"], "unspecified")]:
+        with pytest.raises(ProfileError) as ei:
+            ASTFIPGenDist(bad)
+        assert why in ei.value.msg and ei.value.field == "ip_range" and ei.value.filename == __file__
     with pytest.raises(ProfileError):
         ASTFAssociationRule(port=70000)
     with pytest.raises(ProfileError):

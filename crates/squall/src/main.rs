@@ -429,7 +429,15 @@ struct ServeArgs {
 fn load(path: &std::path::Path, t: &[String]) -> Result<squall_astf::Profile, ExitCode> {
     source::load(path, t).map_err(|e| {
         eprintln!("squall: {}: {e}", path.display());
-        eprintln!("(fix the profile at the JSON paths above, or the path; docs/PROFILE.md describes profiles)");
+        match e {
+            // (the Python compiler names the profile's lines itself)
+            source::SourceError::Compile(_) => eprintln!(
+                "(fix the profile at the lines above; docs/PYTHON.md describes Python profiles)"
+            ),
+            _ => eprintln!(
+                "(fix the profile at the JSON paths above, or the path; docs/PROFILE.md describes profiles)"
+            ),
+        }
         ExitCode::from(2)
     })
 }

@@ -14,6 +14,23 @@ from ..errors import ProfileError, Site, user_site
 MAX_POOL = 1 << 24
 
 
+def _unusable(msb: Optional[int], first: int, last: int) -> Optional[str]:
+    """What a pool `first..last` (IPv4, or the low 32 bits under IPv6 high bits `msb`)
+    holds that no host may use as its address, if anything (the loader's rule)."""
+    def hits(lo: int, hi: int) -> bool:
+        return first <= hi and lo <= last
+    if msb is None:
+        if hits(0, 0x00FF_FFFF):
+            return "0.0.0.0/8 (this network)"
+        if hits(0x7F00_0000, 0x7FFF_FFFF):
+            return "127.0.0.0/8 (loopback)"
+        if last >= 0xE000_0000:
+            return "224.0.0.0 or above (multicast, reserved, broadcast)"
+    elif msb == 0 and first <= 1:
+        return ":: or ::1 (unspecified, loopback)"
+    return None
+
+
 def parse_ipv4(what: str, val: object, site: Optional[Site]) -> int:
     """An IPv4 address string as an integer, or a ProfileError naming `what`."""
     if not isinstance(val, str):
@@ -64,6 +81,10 @@ class ASTFIPGenDist:
         if first > last:
             raise ProfileError(f"ASTFIPGenDist: empty pool: ip_range {ip_range[0]} > {ip_range[1]}",
                                self.site, "ip_range")
+        bad = _unusable(msb, first, last)
+        if bad is not None:
+            raise ProfileError(f"ASTFIPGenDist: ip_range {ip_range[0]}..{ip_range[1]} holds {bad}: not a "
+                               "host's address (RFC 1122 §3.2.1.3, RFC 4291)", self.site, "ip_range")
         if last - first + 1 > MAX_POOL:
             raise ProfileError(f"ASTFIPGenDist: ip_range holds {last - first + 1} addresses, "
                                f"at most {MAX_POOL} are allowed", self.site, "ip_range")
