@@ -790,7 +790,7 @@ pub(crate) fn run_single(
                 if next <= now {
                     same_time += 1;
                     if same_time > 10_000_000 {
-                        return Err("simulation made no progress (stuck at one instant)".into());
+                        return Err("simulation made no progress (stuck at one instant): the in-memory wire has no latency, so a program looping on time (jmp_dp) with sends or receives that complete at once never sees time pass; give the wire a delay (--impair delay_us=50) or run in real time (without --sim)".into());
                     }
                 } else {
                     same_time = 0;
