@@ -19,7 +19,7 @@ use squall_bench::workload::{self, RunCfg};
 
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3,W4] [--conns 1,100,1000] [--seconds S] [--runs N]
-                    [--stacks smoltcp,squall,squall-serve] [--flows 100000,1000000] [--max-ops N] [--wire port|harness]
+                    [--stacks smoltcp,squall,squall-serve] [--flows 100000,1000000] [--max-ops N] [--warmup S] [--wire port|harness]
                     (squall-serve: `squall serve`'s app as the server: W1/W4 files and the
                      W2 route with the answers parsed by squall-http, W3 idle connections;
                      W4: a line per connection, then a keep-alive line (\"keepalive\":true);
@@ -78,6 +78,10 @@ struct Opts {
     /// W3 flow counts (the child gets one).
     flows: Vec<usize>,
     max_ops: u64,
+    /// Warm-up before the measured window, seconds (default a quarter of --seconds, at
+    /// most 0.5): 0 with --max-ops makes an instruction count under callgrind
+    /// deterministic (a timed warm-up runs as many operations as the tool's speed allows).
+    warmup: Option<f64>,
     /// Frames per side of Squall's wire (0 = sized from C).
     pool: u32,
     max_seconds: f64,
@@ -105,6 +109,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         stacks_set: false,
         flows: vec![100_000, 1_000_000],
         max_ops: u64::MAX,
+        warmup: None,
         pool: 0,
         max_seconds: 120.0,
         wire: "port".into(),
@@ -191,6 +196,15 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                     .collect::<Result<_, _>>()?
             }
             "--max-ops" => o.max_ops = val()?.parse().map_err(|_| "bad --max-ops".to_string())?,
+            "--warmup" => {
+                o.warmup = Some(
+                    val()?
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|s| (0.0..=60.0).contains(s))
+                        .ok_or("bad --warmup (0 to 60 seconds)")?,
+                )
+            }
             "--pool" => {
                 o.pool = match val()?.parse() {
                     Ok(n @ 16..=65_536) => n,
@@ -377,6 +391,9 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                         for i in 0..o.runs {
                             let mut cfg = RunCfg::new(c, o.seconds);
                             cfg.max_ops = o.max_ops;
+                            if let Some(w) = o.warmup {
+                                cfg.warmup = w;
+                            }
                             cfg.pool = o.pool;
                             cfg.ipv6 = o.ipv6;
                             let mut sc = SmolConfig::new(c);
