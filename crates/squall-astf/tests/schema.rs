@@ -96,7 +96,7 @@ fn schema_tunables_match_loader_defaults_and_ranges() {
             }
         }
     }
-    assert_eq!(n, 22);
+    assert_eq!(n, 24);
 }
 
 #[test]
