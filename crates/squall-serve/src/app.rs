@@ -475,6 +475,14 @@ impl ServeApp {
         pos
     }
 
+    /// Answers the requests in `buf`, bytes the connection kept (a head split over
+    /// segments, or requests that waited), and keeps what is left.
+    fn process_kept(&mut self, ctl: &mut Ctl, i: usize, mut buf: Vec<u8>, now: u64) {
+        let used = self.process(ctl, i, &buf);
+        buf.drain(..used);
+        self.keep_rest(ctl, i, buf, now);
+    }
+
     /// Keeps the incomplete head `buf` left after a segment (or fails the connection
     /// when no head can fit any more).
     fn keep_rest(&mut self, ctl: &mut Ctl, i: usize, mut buf: Vec<u8>, now: u64) {
@@ -763,9 +771,7 @@ impl TcpApp for ServeApp {
         }
         let mut buf = std::mem::take(&mut c.buf);
         buf.extend_from_slice(data);
-        let used = self.process(ctl, i, &buf);
-        buf.drain(..used);
-        self.keep_rest(ctl, i, buf, now);
+        self.process_kept(ctl, i, buf, now);
     }
 
     fn on_acked(&mut self, ctl: &mut Ctl, f: FlowId, bytes: u32) {
@@ -786,11 +792,9 @@ impl TcpApp for ServeApp {
             if c.waiting && c.unacked <= self.backlog && c.open && !c.closing {
                 // The client took enough: the pipelined requests waiting go on.
                 c.waiting = false;
-                let mut buf = std::mem::take(&mut c.buf);
-                let used = self.process(ctl, i, &buf);
-                buf.drain(..used);
+                let buf = std::mem::take(&mut c.buf);
                 let now = self.now;
-                self.keep_rest(ctl, i, buf, now);
+                self.process_kept(ctl, i, buf, now);
                 let c = &mut self.conns[i];
                 if c.fin_waiting && !c.waiting && !c.closing {
                     // Every request the client sent before its FIN is answered.

@@ -209,6 +209,7 @@ impl FlowIo for Io<'_> {
         (splitmix(self.rng) >> 32) as u32
     }
     fn http_request(&mut self, req: u16) -> bool {
+        let closing = self.http_closing();
         let (Some(h), Some(r)) = (
             self.http.as_deref_mut(),
             self.profile.http.get(req as usize),
@@ -217,7 +218,7 @@ impl FlowIo for Io<'_> {
             return false;
         };
         let i = self.token as usize;
-        if h.closing(i) || self.slot.has(F_PEER_CLOSED) {
+        if closing {
             self.http_closed += 1;
             return false;
         }
