@@ -326,7 +326,7 @@ impl Default for TcpTunables {
             txbufsize: 32768,
             rexmtthresh: 3,
             do_rfc1323: true,
-            do_sack: false,
+            do_sack: true,
             keepinit: 75,
             keepidle: 0,
             keepintvl: 75,

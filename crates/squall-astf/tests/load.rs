@@ -349,6 +349,16 @@ fn trex_tunables() {
         0,
         "keepalive off by default"
     );
+    // SACK on unless the profile says otherwise, as TRex's FreeBSD stack (tcp_do_sack = 1):
+    // a profile written for TRex negotiates it there and here.
+    assert!(c.do_sack && s.do_sack, "SACK on by default");
+    let mut v = w1();
+    v["global"] = json!({"tcp": {"do_sack": 0}, "server": {"tcp": {"do_sack": true}}});
+    let p = load_profile_value(v).unwrap();
+    assert_eq!(
+        (p.templates[0].client.tcp.do_sack, p.templates[0].server.tcp.do_sack),
+        (false, true)
+    );
 
     let mut v = w1();
     v["global"] = json!({"tcp": {"cc_algo": 0, "do_ecn": 0}});

@@ -39,7 +39,7 @@ _TCP: Dict[str, _Spec] = {
     "txbufsize": _Spec("int", 1024, 1073725440, doc="send buffer"),
     "rexmtthresh": _Spec("int", 1, 10, doc="duplicate ACKs before fast retransmit"),
     "do_rfc1323": _Spec("flag", doc="window scaling and timestamps"),
-    "do_sack": _Spec("flag", doc="selective acknowledgements (Squall)"),
+    "do_sack": _Spec("flag", doc="selective acknowledgements (default on, as TRex)"),
     "keepinit": _Spec("int", 1, 65533, doc="connection-establishment timeout, seconds (side-wide)"),
     "keepidle": _Spec("int", 0, 65533, doc="keepalive idle time, seconds; 0 = off (side-wide)"),
     "keepintvl": _Spec("int", 1, 65533, doc="keepalive probe interval, seconds (side-wide)"),
