@@ -356,7 +356,10 @@ fn trex_tunables() {
     v["global"] = json!({"tcp": {"do_sack": 0}, "server": {"tcp": {"do_sack": true}}});
     let p = load_profile_value(v).unwrap();
     assert_eq!(
-        (p.templates[0].client.tcp.do_sack, p.templates[0].server.tcp.do_sack),
+        (
+            p.templates[0].client.tcp.do_sack,
+            p.templates[0].server.tcp.do_sack
+        ),
         (false, true)
     );
 
