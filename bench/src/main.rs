@@ -20,6 +20,9 @@ use squall_bench::workload::{self, RunCfg};
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3,W4] [--conns 1,100,1000] [--seconds S] [--runs N]
                     [--stacks smoltcp,squall,squall-serve] [--flows 100000,1000000] [--max-ops N] [--warmup S] [--wire port|harness]
+                    [--clock-step NS]  (Squall's rigs on a virtual clock moving NS per driver
+                                        loop: exact instruction counts under callgrind with
+                                        --warmup 0 --max-ops N; not a timing)
                     (squall-serve: `squall serve`'s app as the server: W1/W4 files and the
                      W2 route with the answers parsed by squall-http, W3 idle connections;
                      W4: a line per connection, then a keep-alive line (\"keepalive\":true);
@@ -82,6 +85,7 @@ struct Opts {
     /// most 0.5): 0 with --max-ops makes an instruction count under callgrind
     /// deterministic (a timed warm-up runs as many operations as the tool's speed allows).
     warmup: Option<f64>,
+    clock_step_ns: u64,
     /// Frames per side of Squall's wire (0 = sized from C).
     pool: u32,
     max_seconds: f64,
@@ -110,6 +114,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         flows: vec![100_000, 1_000_000],
         max_ops: u64::MAX,
         warmup: None,
+        clock_step_ns: 0,
         pool: 0,
         max_seconds: 120.0,
         wire: "port".into(),
@@ -204,6 +209,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                         .filter(|s| (0.0..=60.0).contains(s))
                         .ok_or("bad --warmup (0 to 60 seconds)")?,
                 )
+            }
+            "--clock-step" => {
+                o.clock_step_ns = val()?
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| (1..=1_000_000_000).contains(n))
+                    .ok_or("bad --clock-step (1 to 1000000000 ns)")?
             }
             "--pool" => {
                 o.pool = match val()?.parse() {
@@ -396,6 +408,7 @@ fn run_mem(o: &Opts) -> Result<(), String> {
                             }
                             cfg.pool = o.pool;
                             cfg.ipv6 = o.ipv6;
+                            cfg.clock_step_ns = o.clock_step_ns;
                             let mut sc = SmolConfig::new(c);
                             sc.offload = o.offload;
                             let mut r = if stack == "squall" || stack == "squall-serve" {

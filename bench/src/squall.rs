@@ -48,6 +48,10 @@ struct Rig<S = ServerApp> {
     /// The clock: `start.elapsed()` plus the idle gaps skipped.
     start: Instant,
     skipped_ns: u64,
+    /// A virtual clock's step per reading (`RunCfg::clock_step_ns`), 0: the real clock,
+    /// and the virtual time read so far.
+    clock_step_ns: u64,
+    virtual_ns: u64,
 }
 
 impl Rig {
@@ -77,6 +81,8 @@ impl Rig {
             s,
             start: Instant::now(),
             skipped_ns: 0,
+            clock_step_ns: 0,
+            virtual_ns: 0,
         })
     }
 
@@ -89,6 +95,8 @@ impl Rig {
             s,
             start,
             skipped_ns,
+            clock_step_ns,
+            virtual_ns,
         } = self;
         let mut node = s.node;
         let resp = http::w2_response();
@@ -132,6 +140,8 @@ impl Rig {
             s: Endpoint { node, app },
             start,
             skipped_ns,
+            clock_step_ns,
+            virtual_ns,
         })
     }
 }
@@ -149,7 +159,7 @@ impl<S: NodeApp + ServerErrors> Rig<S> {
         for round in 0..256 {
             if round > 0 {
                 // Time moves on between rounds (latency is measured on this clock).
-                now = now.max(self.start.elapsed().as_nanos() as u64 + self.skipped_ns + 1);
+                now = now.max(self.now());
             }
             let moved = server_turn(&mut self.s, now);
             let moved = client_turn(&mut self.c, now) | moved;
@@ -162,6 +172,17 @@ impl<S: NodeApp + ServerErrors> Rig<S> {
 
     fn frames(&self) -> u64 {
         self.c.sent() + self.s.sent()
+    }
+
+    /// The nodes' time: the real clock plus the idle gaps skipped, or the virtual clock
+    /// moved one step by each reading.
+    fn now(&mut self) -> u64 {
+        if self.clock_step_ns > 0 {
+            self.virtual_ns += self.clock_step_ns;
+            self.virtual_ns + self.skipped_ns
+        } else {
+            self.start.elapsed().as_nanos() as u64 + self.skipped_ns + 1
+        }
     }
 
     /// Jumps the clock to the next timer when nothing is happening.
@@ -305,6 +326,7 @@ fn measure_rig<S: NodeApp + ServerErrors>(
     let steady_ops = if requests { 0 } else { cfg.conns as u64 };
     let mut window: Option<(Instant, Duration, u64, u64, u64)> = None;
     let mut refused = 0u64;
+    rig.clock_step_ns = cfg.clock_step_ns;
     loop {
         let real = start.elapsed();
         match window {
@@ -329,7 +351,7 @@ fn measure_rig<S: NodeApp + ServerErrors>(
             }
             _ => {}
         }
-        let now = rig.start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
+        let now = rig.now();
         if !rig.open_owed(now, 4096) {
             refused += 1;
         }
@@ -350,6 +372,12 @@ fn measure_rig<S: NodeApp + ServerErrors>(
     let mut note = format!("wire=squall-port; {} operations in all", rig.c.app.ops);
     if offload {
         note.push_str("; checksum offload emulated (no TCP checksums)");
+    }
+    if cfg.clock_step_ns > 0 {
+        note.push_str(&format!(
+            "; virtual clock, {} ns per driver loop (an instruction count, not a timing)",
+            cfg.clock_step_ns
+        ));
     }
     if refused > 0 {
         note.push_str(&format!(
@@ -444,7 +472,7 @@ fn establish<S: NodeApp + ServerErrors + Accepted>(
         if Instant::now() >= deadline {
             break;
         }
-        let now = rig.start.elapsed().as_nanos() as u64 + rig.skipped_ns + 1;
+        let now = rig.now();
         if !rig.open_owed(now, 256) {
             return Err("flow table full".into());
         }
