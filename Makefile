@@ -6,7 +6,7 @@ PY ?= python3
 SECONDS_PER_FUZZ ?= 5
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: all build run test test-rust test-python lint fmt fuzz bench bench-mem bench-veth deps-run deps-test clean
+.PHONY: all build run test test-rust test-python lint fmt fuzz bench bench-mem bench-veth pgo deps-run deps-test clean
 
 all: build
 
@@ -17,6 +17,11 @@ deps-test:
 
 build:
 	$(CARGO) build --release --workspace
+
+# The profile-guided release build of squall and squall-bench (scripts/pgo.sh: trained on
+# the in-memory wire; ~14 % fewer instructions per W2 operation, docs/BENCHMARKS.md).
+pgo:
+	scripts/pgo.sh
 
 # The main job on the embedded default (both sides over the in-memory wire, no root needed).
 run: deps-run
@@ -66,10 +71,11 @@ bench: bench-mem bench-veth
 # beside raw W2 of the same run, with W3 (idle connections) on both servers, then W1 and W4
 # (a 2,649-byte file, a connection per request and keep-alive: "keepalive":false/true)
 # at C = 100 with both servers; T-memN (W1 on 1 and 2 per-core shards, and W1/W2 with
-# `squall serve`'s app as each shard's server). About 10 minutes.
+# `squall serve`'s app as each shard's server). The profile-guided build (`make pgo`,
+# ~5 minutes more). About 15 minutes.
 bench-mem:
 	$(CARGO) build --release -p squall-port --example wire64
-	$(CARGO) build --release -p squall-bench
+	scripts/pgo.sh
 	./target/release/examples/wire64 --seconds 3
 	./target/release/squall-bench mem
 	./target/release/squall-bench mem --offload --workloads W1,W2
