@@ -18,8 +18,10 @@ deps-test:
 build:
 	$(CARGO) build --release --workspace
 
-# The profile-guided release build of squall and squall-bench (scripts/pgo.sh: trained on
-# the in-memory wire; ~14 % fewer instructions per W2 operation, docs/BENCHMARKS.md).
+# Experimental: the profile-guided build of squall and squall-bench in target/pgo-release
+# (scripts/pgo.sh: trained on the in-memory wire, ~14 % fewer instructions per W2
+# operation there; code the training does not reach, real ports included, is treated as
+# cold: docs/BENCHMARKS.md "Session 26"). The benchmarks below use the plain build.
 pgo:
 	scripts/pgo.sh
 
@@ -71,11 +73,10 @@ bench: bench-mem bench-veth
 # beside raw W2 of the same run, with W3 (idle connections) on both servers, then W1 and W4
 # (a 2,649-byte file, a connection per request and keep-alive: "keepalive":false/true)
 # at C = 100 with both servers; T-memN (W1 on 1 and 2 per-core shards, and W1/W2 with
-# `squall serve`'s app as each shard's server). The profile-guided build (`make pgo`,
-# ~5 minutes more). About 15 minutes.
+# `squall serve`'s app as each shard's server). About 10 minutes.
 bench-mem:
 	$(CARGO) build --release -p squall-port --example wire64
-	scripts/pgo.sh
+	$(CARGO) build --release -p squall-bench
 	./target/release/examples/wire64 --seconds 3
 	./target/release/squall-bench mem
 	./target/release/squall-bench mem --offload --workloads W1,W2

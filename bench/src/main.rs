@@ -20,9 +20,11 @@ use squall_bench::workload::{self, RunCfg};
 const USAGE: &str = "usage:
   squall-bench mem  [--workloads W1,W2,W3,W4] [--conns 1,100,1000] [--seconds S] [--runs N]
                     [--stacks smoltcp,squall,squall-serve] [--flows 100000,1000000] [--max-ops N] [--warmup S] [--wire port|harness]
-                    [--clock-step NS]  (Squall's rigs on a virtual clock moving NS per driver
-                                        loop: exact instruction counts under callgrind with
-                                        --warmup 0 --max-ops N; not a timing)
+                    [--clock-step NS]  (mem's Squall W1/W2/W4 cells on a virtual clock moving
+                                        NS per reading: exact instruction counts under
+                                        callgrind with --warmup 0 --max-ops N; not a timing;
+                                        smoltcp, W3, --initwnd rows and the other drivers
+                                        keep the real clock)
                     (squall-serve: `squall serve`'s app as the server: W1/W4 files and the
                      W2 route with the answers parsed by squall-http, W3 idle connections;
                      W4: a line per connection, then a keep-alive line (\"keepalive\":true);

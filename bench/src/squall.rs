@@ -375,7 +375,7 @@ fn measure_rig<S: NodeApp + ServerErrors>(
     }
     if cfg.clock_step_ns > 0 {
         note.push_str(&format!(
-            "; virtual clock, {} ns per driver loop (an instruction count, not a timing)",
+            "; virtual clock, {} ns per reading (an instruction count, not a timing)",
             cfg.clock_step_ns
         ));
     }

@@ -25,8 +25,8 @@ pub struct RunCfg {
     pub pool: u32,
     /// Run the flows over IPv6 (Squall only; addresses in 2001:2::/48).
     pub ipv6: bool,
-    /// A virtual clock for Squall's mem-wire rigs: every loop of the driver moves the
-    /// nodes' time this many ns (idle gaps skipped as with the real clock), so that
+    /// A virtual clock for Squall's mem-wire rigs (W1/W2/W4 cells): every reading moves
+    /// the nodes' time this many ns (idle gaps skipped as with the real clock), so that
     /// the work done per operation — timers, sweeps — no longer depends on how fast
     /// the machine (or valgrind) runs: instruction counts become exact. 0: the real
     /// clock. Time figures of such a run are not a benchmark's.
