@@ -565,4 +565,32 @@ mod tests {
             }
         }
     }
+
+    /// On the virtual clock a cell does the same work however fast it runs: two runs of
+    /// the same operations move the same frames and read the same latencies (a real-clock
+    /// read left in the driver would make them differ).
+    #[test]
+    fn the_virtual_clock_makes_a_cell_repeatable() {
+        for (wl, serve) in [(Wl::W2, false), (Wl::W2, true), (Wl::W1, false)] {
+            let run = || {
+                let mut cfg = RunCfg::new(50, 60.0);
+                cfg.warmup = 0.0;
+                cfg.max_ops = if wl.one_shot() { 300 } else { 3000 };
+                cfg.clock_step_ns = 10_000;
+                let flows = if wl.one_shot() { 1 << 17 } else { 4096 };
+                let rig = Rig::new(wl, cfg.conns, flows, false, frames(&cfg), false).unwrap();
+                if serve {
+                    measure_rig(rig.with_serve(wl).unwrap(), wl, &cfg, false, "squall-serve")
+                } else {
+                    measure_rig(rig, wl, &cfg, false, "squall")
+                }
+            };
+            let (a, b) = (run(), run());
+            assert_eq!(a.errors + b.errors, 0, "{wl:?} serve={serve}");
+            assert!(a.note.as_deref().unwrap_or("").contains("virtual clock"));
+            assert_eq!(a.frames_per_op, b.frames_per_op, "{wl:?} serve={serve}");
+            assert_eq!(a.p50_us, b.p50_us, "{wl:?} serve={serve}");
+            assert_eq!(a.p99_us, b.p99_us, "{wl:?} serve={serve}");
+        }
+    }
 }
