@@ -27,6 +27,17 @@ if [ ! -x "$profdata" ]; then
     rustup component add llvm-tools >&2 || true
 fi
 out=target/pgo-release
+# The release build of the two binaries into target dir $1 (the rest: cargo options).
+build() {
+    local dir=$1
+    shift
+    CARGO_TARGET_DIR=$dir cargo build --release --target "$host" -p squall -p squall-bench "$@"
+}
+# The binaries built run (what CI checks), and where they are.
+built() {
+    "$out/$host/release/squall" --help >/dev/null
+    echo "pgo: done: $out/$host/release/squall, $out/$host/release/squall-bench" >&2
+}
 if [ ! -x "$profdata" ]; then
     # The counts must be merged by the LLVM of this rustc.
     if [ "${PGO_REQUIRED:-0}" = 1 ]; then
@@ -34,7 +45,8 @@ if [ ! -x "$profdata" ]; then
         exit 1
     fi
     echo "pgo: WARNING: no llvm-profdata for this toolchain: a plain release build" >&2
-    CARGO_TARGET_DIR=$out cargo build --release --target "$host" -p squall -p squall-bench "$@"
+    build "$out" "$@"
+    built
     exit 0
 fi
 
@@ -45,8 +57,7 @@ mkdir -p "$work/raw"
 # proc-macros (which would run instrumented during the build). CARGO_ENCODED_RUSTFLAGS:
 # one flag, kept whole even if the path has spaces.
 echo "pgo: instrumented build (target/pgo-gen)" >&2
-CARGO_ENCODED_RUSTFLAGS="-Cprofile-generate=$work/raw" CARGO_TARGET_DIR=target/pgo-gen \
-    cargo build --release --target "$host" -p squall -p squall-bench "$@"
+CARGO_ENCODED_RUSTFLAGS="-Cprofile-generate=$work/raw" build target/pgo-gen "$@"
 
 gen=$PWD/target/pgo-gen/$host/release
 echo "pgo: training (~10 s)" >&2
@@ -61,6 +72,5 @@ echo "pgo: training (~10 s)" >&2
 )
 "$profdata" merge -o "$work/merged.profdata" "$work/raw"
 echo "pgo: release build with the profile ($out)" >&2
-CARGO_ENCODED_RUSTFLAGS="-Cprofile-use=$work/merged.profdata" CARGO_TARGET_DIR=$out \
-    cargo build --release --target "$host" -p squall -p squall-bench "$@"
-echo "pgo: done: $out/$host/release/squall, $out/$host/release/squall-bench" >&2
+CARGO_ENCODED_RUSTFLAGS="-Cprofile-use=$work/merged.profdata" build "$out" "$@"
+built
