@@ -12,8 +12,8 @@
 # it was trained on, not yet for runs on real ports, and `make bench-*` do not use it.
 #
 # Output: target/pgo-release/<host>/release/{squall,squall-bench} (target/release is left
-# alone). PGO_REQUIRED=1: fail when the toolchain has no llvm-profdata (otherwise a plain
-# build with a warning).
+# alone). PGO_REQUIRED=1: exit 75 when the toolchain has no llvm-profdata and rustup cannot
+# add it (otherwise a plain build with a warning).
 #
 # usage: scripts/pgo.sh [cargo build options, e.g. --features squall-port/dpdk,squall/dpdk]
 set -euo pipefail
@@ -42,7 +42,7 @@ if [ ! -x "$profdata" ]; then
     # The counts must be merged by the LLVM of this rustc.
     if [ "${PGO_REQUIRED:-0}" = 1 ]; then
         echo "pgo: no llvm-profdata for this toolchain (PGO_REQUIRED=1)" >&2
-        exit 1
+        exit 75
     fi
     echo "pgo: WARNING: no llvm-profdata for this toolchain: a plain release build" >&2
     build "$out" "$@"
