@@ -821,8 +821,15 @@ mod tests {
 
     #[test]
     fn clock_step_is_a_bounded_number_of_ns() {
-        assert_eq!(parse(&args("--clock-step 10000")).unwrap().clock_step_ns, 10_000);
-        assert_eq!(parse(&[]).unwrap().clock_step_ns, 0, "the real clock by default");
+        assert_eq!(
+            parse(&args("--clock-step 10000")).unwrap().clock_step_ns,
+            10_000
+        );
+        assert_eq!(
+            parse(&[]).unwrap().clock_step_ns,
+            0,
+            "the real clock by default"
+        );
         for bad in ["0", "x", "-5", "1000000001"] {
             let e = parse(&args(&format!("--clock-step {bad}"))).err().unwrap();
             assert!(e.contains("bad --clock-step"), "{bad}: {e}");
