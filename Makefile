@@ -6,7 +6,7 @@ PY ?= python3
 SECONDS_PER_FUZZ ?= 5
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: all build run test test-rust test-python lint fmt fuzz bench bench-mem bench-veth pgo deps-run deps-test clean
+.PHONY: all build run test test-rust test-python lint fmt fuzz bench bench-build bench-mem bench-veth pgo deps-run deps-test clean
 
 all: build
 
@@ -18,12 +18,13 @@ deps-test:
 build:
 	$(CARGO) build --release --workspace
 
-# Experimental: the profile-guided build of squall and squall-bench in target/pgo-release
-# (scripts/pgo.sh: trained on the in-memory wire, ~14 % fewer instructions per W2
-# operation there; code the training does not reach, real ports included, is treated as
-# cold: docs/BENCHMARKS.md "Session 26"). The benchmarks below use the plain build.
+# The profile-guided build of squall and squall-bench (the build for deployments and the
+# one the benchmarks measure): scripts/pgo.sh, in target/pgo-release/<host>/release,
+# trained on the in-memory wire and, as root, on the real ports (memif, AF_PACKET,
+# AF_XDP); about 7 minutes. With the dpdk feature where libdpdk-dev is installed (deps.sh
+# installs it for root: T-memif needs it). docs/BENCHMARKS.md "Session 27".
 pgo:
-	scripts/pgo.sh
+	f=""; if pkg-config --exists libdpdk; then f="$(DPDK_FEATURES)"; fi; scripts/pgo.sh $$f
 
 # The main job on the embedded default (both sides over the in-memory wire, no root needed).
 run: deps-run
@@ -65,6 +66,28 @@ fmt:
 
 bench: bench-mem bench-veth
 
+# The build the benchmarks measure: BUILD=pgo (default: `make pgo`'s, its lines carry
+# "build":"pgo:<training>") or BUILD=plain (cargo build --release, no "build" field), for
+# a side-by-side of the two. Built once per make invocation (`make bench` builds once).
+BUILD ?= pgo
+HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+ifeq ($(BUILD),pgo)
+BIN := target/pgo-release/$(HOST)/release
+else ifeq ($(BUILD),plain)
+BIN := target/release
+else
+$(error BUILD=$(BUILD): pgo or plain)
+endif
+# (With the dpdk feature where libdpdk-dev is installed, as `make pgo`.)
+bench-build:
+	@if [ "$$(id -u)" = 0 ]; then scripts/deps.sh bench; fi
+ifeq ($(BUILD),pgo)
+	$(MAKE) pgo
+else
+	f=""; if pkg-config --exists libdpdk; then f="$(DPDK_FEATURES)"; fi; \
+	$(CARGO) build --release -p squall -p squall-bench $$f
+endif
+
 # One JSON line per cell (docs/BENCHMARKS.md): the wire64 floor, W1/W2/W3 for Squall and
 # smoltcp on T-mem1 (software checksums, then a second row with checksum offload emulated on
 # both sides), Squall's W1/W2 over IPv6 ("family":"ipv6"), W1 at C = 100,000 (Squall;
@@ -73,22 +96,22 @@ bench: bench-mem bench-veth
 # beside raw W2 of the same run, with W3 (idle connections) on both servers, then W1 and W4
 # (a 2,649-byte file, a connection per request and keep-alive: "keepalive":false/true)
 # at C = 100 with both servers; T-memN (W1 on 1 and 2 per-core shards, and W1/W2 with
-# `squall serve`'s app as each shard's server). About 10 minutes.
-bench-mem:
+# `squall serve`'s app as each shard's server). About 10 minutes, after the build
+# (BUILD above; the wire64 floor is a squall-port example of the plain build).
+bench-mem: bench-build
 	$(CARGO) build --release -p squall-port --example wire64
-	$(CARGO) build --release -p squall-bench
 	./target/release/examples/wire64 --seconds 3
-	./target/release/squall-bench mem
-	./target/release/squall-bench mem --offload --workloads W1,W2
-	./target/release/squall-bench mem --stacks squall --workloads W1,W2 --family ipv6
-	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100,1000 --initwnd 2,10
-	./target/release/squall-bench mem --stacks squall --workloads W1 --conns 100000 --seconds 5
-	./target/release/squall-bench mem --stacks squall,squall-serve --workloads W2,W3 --conns 1000 --flows 100000
-	./target/release/squall-bench mem --stacks squall,squall-serve --workloads W1,W4 --conns 100
-	./target/release/squall-bench mem2
-	./target/release/squall-bench memn --cores 1,2 --workloads W1 --conns 1000 --pool 256
-	./target/release/squall-bench memn --cores 1,2 --stacks squall-serve --workloads W1,W2 --conns 1000 --pool 256
-	./target/release/squall-bench loop
+	./$(BIN)/squall-bench mem
+	./$(BIN)/squall-bench mem --offload --workloads W1,W2
+	./$(BIN)/squall-bench mem --stacks squall --workloads W1,W2 --family ipv6
+	./$(BIN)/squall-bench mem --stacks squall --workloads W1 --conns 100,1000 --initwnd 2,10
+	./$(BIN)/squall-bench mem --stacks squall --workloads W1 --conns 100000 --seconds 5
+	./$(BIN)/squall-bench mem --stacks squall,squall-serve --workloads W2,W3 --conns 1000 --flows 100000
+	./$(BIN)/squall-bench mem --stacks squall,squall-serve --workloads W1,W4 --conns 100
+	./$(BIN)/squall-bench mem2
+	./$(BIN)/squall-bench memn --cores 1,2 --workloads W1 --conns 1000 --pool 256
+	./$(BIN)/squall-bench memn --cores 1,2 --stacks squall-serve --workloads W1,W2 --conns 1000 --pool 256
+	./$(BIN)/squall-bench loop
 
 # T-veth (needs root): the raw-veth floor line (64- and 1514-byte frames over AF_PACKET),
 # then W1 and W2 (C = 100, 1000) for the seven pairs — ab/wrk, Squall's client or its
@@ -110,13 +133,12 @@ bench-mem:
 PORT ?= afpacket
 VETH_ARGS ?=
 MEMIF_ARGS ?=
-bench-veth:
+bench-veth: bench-build
 	@scripts/deps.sh bench
-	$(CARGO) build --release -p squall -p squall-bench $(DPDK_FEATURES)
 	flock /tmp/squall-lab.lock bash -c 'orig=$$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control); \
 	  trap "scripts/lab.sh down >/dev/null 2>&1; echo \"$$orig\" > /proc/sys/net/ipv4/tcp_allowed_congestion_control" EXIT; \
-	  ./target/release/squall-bench veth --port $(PORT) $(VETH_ARGS)'
-	./target/release/squall-bench memif $(MEMIF_ARGS)
+	  ./$(BIN)/squall-bench veth --port $(PORT) $(VETH_ARGS)'
+	./$(BIN)/squall-bench memif $(MEMIF_ARGS)
 
 clean:
 	$(CARGO) clean

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Profile-guided build of `squall` and `squall-bench` (`make pgo`; docs/BENCHMARKS.md,
-# "Session 26"): an instrumented build runs a training set, the toolchain's LLVM merges the
-# counts, and a release build is compiled with them (hot paths laid out together, cold code
-# split away; the same source and code paths as a plain `cargo build --release`).
+# Profile-guided build of `squall` and `squall-bench` (`make pgo`; the build `make bench-*`
+# measure; docs/BENCHMARKS.md "Session 27"): an instrumented build runs a training set, the
+# toolchain's LLVM merges the counts, and a release build is compiled with them (hot paths
+# laid out together, cold code split away; the same source and code paths as a plain
+# `cargo build --release`).
 #
-# Experimental: the training set is the in-memory wire, which runs anywhere — the generator
-# (`squall run`, the W1 profile), the TCP host, the node and `squall serve`'s app and parser
-# over IPv4 (`squall-bench mem`, W1/W2/W4 with both servers). LLVM treats the code it does
-# not reach as cold (optimised for size): the AF_PACKET, AF_XDP and DPDK ports' loops, IPv6,
-# checksum offload, and smoltcp in squall-bench. So this build is for the in-memory figures
-# it was trained on, not yet for runs on real ports, and `make bench-*` do not use it.
+# The training runs what users and the benchmarks run, so that no path they take is left
+# cold (LLVM optimises the code a training does not reach for size): the in-memory wire —
+# the generator, the TCP host over IPv4 and IPv6, the node, `squall serve`'s app and parser,
+# the HTTP-aware client, checksum offload, per-core shards, and smoltcp, the peer built
+# into squall-bench (the same build for it) — and, as root, the real ports' loops: DPDK's
+# net_memif (with the dpdk feature), AF_PACKET and AF_XDP on the lab's veth. A stage this
+# machine cannot run is said (PGO_FULL=1, as CI runs it: an error). What ran is written
+# to squall-build.txt beside the binaries; squall-bench's lines then carry it ("build").
 #
-# Output: target/pgo-release/<host>/release/{squall,squall-bench} (target/release is left
-# alone). PGO_REQUIRED=1: exit 75 when the toolchain has no llvm-profdata and rustup cannot
-# add it (otherwise a plain build with a warning).
+# Output: target/pgo-release/<host>/release/{squall,squall-bench,squall-build.txt}
+# (target/release is left alone). PGO_REQUIRED=1: exit 75 when the toolchain has no
+# llvm-profdata and rustup cannot add it (otherwise a plain build with a warning).
 #
 # usage: scripts/pgo.sh [cargo build options, e.g. --features squall-port/dpdk,squall/dpdk]
 set -euo pipefail
@@ -46,6 +49,7 @@ if [ ! -x "$profdata" ]; then
     fi
     echo "pgo: WARNING: no llvm-profdata for this toolchain: a plain release build" >&2
     build "$out" "$@"
+    rm -f "$out/$host/release/squall-build.txt"
     built
     exit 0
 fi
@@ -60,17 +64,83 @@ echo "pgo: instrumented build (target/pgo-gen)" >&2
 CARGO_ENCODED_RUSTFLAGS="-Cprofile-generate=$work/raw" build target/pgo-gen "$@"
 
 gen=$PWD/target/pgo-gen/$host/release
-echo "pgo: training (~10 s)" >&2
-(
-    cd "$work"
-    "$gen/squall" run "$OLDPWD/examples/w1-astf-http.json" --sim --duration 2 --mult 20000 \
-        >/dev/null
-    "$gen/squall-bench" mem --stacks squall,squall-serve --workloads W2 --conns 100,1000 \
-        --seconds 1 --runs 1 >/dev/null
-    "$gen/squall-bench" mem --stacks squall,squall-serve --workloads W1,W4 --conns 100 \
-        --seconds 1 --runs 1 >/dev/null
-)
+# What the training ran, for the marker beside the binaries (`squall-build.txt`: every
+# squall-bench line of this build carries it as "build").
+trained=()
+# One training stage: its name, then the command (output in target/pgo/<name>.log).
+stage() {
+    local name=$1
+    shift
+    echo "pgo: training: $name" >&2
+    if "$@" >"$work/$name.log" 2>&1; then
+        trained+=("$name")
+    else
+        echo "pgo: training stage $name failed (target/pgo/$name.log):" >&2
+        tail -n 20 "$work/$name.log" >&2
+        return 1
+    fi
+}
+# A stage that needs what this machine may not have: run where it can; otherwise said,
+# and with PGO_FULL=1 (as CI runs it) an error.
+missing() {
+    echo "pgo: WARNING: not trained on $1: $2" >&2
+    if [ "${PGO_FULL:-0}" = 1 ]; then
+        echo "pgo: PGO_FULL=1: every stage must run" >&2
+        exit 1
+    fi
+}
+cd "$work"
+# The in-memory wire (anywhere): the generator on the W1 profile, the TCP host, the node,
+# `squall serve`'s app and parser, the HTTP-aware client, IPv6, emulated checksum offload,
+# per-core shards, idle connections — and smoltcp, the peer built into squall-bench,
+# trained on the same cells so that it gets the same build.
+stage mem-generator "$gen/squall" run "$OLDPWD/examples/w1-astf-http.json" --sim \
+    --duration 2 --mult 20000
+stage mem-w2 "$gen/squall-bench" mem --stacks smoltcp,squall,squall-serve --workloads W2 \
+    --conns 100,1000 --seconds 1 --runs 1
+stage mem-w1-w4 "$gen/squall-bench" mem --stacks smoltcp,squall,squall-serve \
+    --workloads W1,W4 --conns 100 --seconds 1 --runs 1
+stage mem-ipv6 "$gen/squall-bench" mem --stacks squall --workloads W1,W2 --conns 100 \
+    --family ipv6 --seconds 1 --runs 1
+stage mem-offload "$gen/squall-bench" mem --offload --workloads W1,W2 --conns 100 \
+    --seconds 1 --runs 1
+stage mem-w3 "$gen/squall-bench" mem --stacks smoltcp,squall,squall-serve --workloads W3 \
+    --flows 20000
+stage mem-shards "$gen/squall-bench" memn --cores 1,2 --stacks squall,squall-serve \
+    --workloads W1,W2 --conns 100 --seconds 1 --runs 1
+stage mem-threads "$gen/squall-bench" mem2 --workloads W1,W2 --conns 100 --seconds 1 --runs 1
+# squall-bench's kernel driver (T-loop), which measures the kernel beside Squall.
+stage loop "$gen/squall-bench" loop --workloads W1,W2 --conns 100 --seconds 1 --runs 1
+# The real ports' loops (root): DPDK's net_memif between two processes (a build with the
+# dpdk feature), AF_PACKET and AF_XDP on the lab's veth (squall-bench's T-veth cells with
+# Squall on both sides; the lab lock held, the host's congestion-control list restored).
+if [ "$(id -u)" != 0 ]; then
+    missing "the real ports (memif, AF_PACKET, AF_XDP)" "not root"
+else
+    if [[ " $* " == *dpdk* ]]; then
+        stage memif "$gen/squall-bench" memif --workloads W1,W2 --conns 100 --seconds 1 \
+            --runs 1 --servers squall,squall-serve --clients squall,squall-http --w1-cps 20000
+    else
+        missing "DPDK (memif)" "a build without the dpdk feature (scripts/pgo.sh --features squall-port/dpdk,squall/dpdk)"
+    fi
+    cc=/proc/sys/net/ipv4/tcp_allowed_congestion_control
+    # (AF_PACKET's stage also runs the raw-veth line's frame blaster: the floor of the
+    # frames' clause is measured by this build too.)
+    for port in afpacket afxdp; do
+        w=W1,W2
+        [ "$port" = afpacket ] && w=raw,W1,W2
+        stage "veth-$port" flock /tmp/squall-lab.lock bash -c 'orig=$(cat '"$cc"'); \
+            trap "'"$OLDPWD"'/scripts/lab.sh down >/dev/null 2>&1; echo \"$orig\" > '"$cc"'" EXIT; \
+            "$0" veth --root "$1" --port "$2" --workloads "$3" --frame-sizes 64,1514 \
+              --pairs squall/squall,squall-http/squall-serve --conns 100 --seconds 1 \
+              --runs 1 --w1-cps 5000' "$gen/squall-bench" "$OLDPWD" "$port" "$w"
+    done
+fi
+cd "$OLDPWD"
 "$profdata" merge -o "$work/merged.profdata" "$work/raw"
 echo "pgo: release build with the profile ($out)" >&2
 CARGO_ENCODED_RUSTFLAGS="-Cprofile-use=$work/merged.profdata" build "$out" "$@"
+label="pgo:$(IFS=,; echo "${trained[*]}")"
+echo "$label" >"$out/$host/release/squall-build.txt"
+echo "pgo: $label" >&2
 built

@@ -686,12 +686,9 @@ fn run_veth(args: &[String]) -> ExitCode {
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
-    // target/<profile>/squall-bench: the project root is two levels up.
-    let root = dir
-        .parent()
-        .and_then(std::path::Path::parent)
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_default();
+    // The project root: the nearest directory above the binary that holds the lab script
+    // (target/release/squall-bench, or target/pgo-release/<host>/release/squall-bench).
+    let root = project_root(&dir);
     let o = match veth::parse_opts(args, root, dir.join("squall")) {
         Ok(o) => o,
         Err(e) => {
@@ -706,6 +703,16 @@ fn run_veth(args: &[String]) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The nearest directory at or above `dir` holding `scripts/lab.sh` (the project root:
+/// `--root`'s default), else `dir`'s grandparent (target/<profile>/..).
+fn project_root(dir: &std::path::Path) -> std::path::PathBuf {
+    dir.ancestors()
+        .find(|d| d.join("scripts/lab.sh").is_file())
+        .or_else(|| dir.parent().and_then(std::path::Path::parent))
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// `squall-bench memif`: T-memif cells (`squall_bench::memif`), one JSON line per cell.
@@ -788,6 +795,20 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn the_project_root_is_found_from_any_target_layout() {
+        let top = std::env::temp_dir().join(format!("squall-root-{}", std::process::id()));
+        let deep = top.join("target/pgo-release/x86_64-unknown-linux-gnu/release");
+        std::fs::create_dir_all(&deep).unwrap();
+        // No lab script anywhere above: target/<profile>/.. as before.
+        assert_eq!(project_root(&deep), top.join("target/pgo-release"));
+        std::fs::create_dir_all(top.join("scripts")).unwrap();
+        std::fs::write(top.join("scripts/lab.sh"), "").unwrap();
+        assert_eq!(project_root(&deep), top);
+        assert_eq!(project_root(&top.join("target/release")), top);
+        std::fs::remove_dir_all(&top).unwrap();
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! median over repeated runs.
 
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 /// One measured cell. `None` fields are omitted from the JSON line.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -159,12 +160,32 @@ impl Record {
         if let Some(r) = self.runs {
             let _ = write!(o, ",\"runs\":{r}");
         }
+        if let Some(b) = build_label() {
+            let _ = write!(o, ",\"build\":\"{}\"", escape(b));
+        }
         if let Some(n) = &self.note {
             let _ = write!(o, ",\"note\":\"{}\"", escape(n));
         }
         o.push('}');
         o
     }
+}
+
+/// The build that made this binary, from `squall-build.txt` beside it (written by
+/// `scripts/pgo.sh`: `pgo:` and what its training ran); `None` for a plain release build,
+/// whose lines carry no `build` field.
+pub fn build_label() -> Option<&'static str> {
+    static LABEL: OnceLock<Option<String>> = OnceLock::new();
+    LABEL
+        .get_or_init(|| read_build_label(std::env::current_exe().ok()?.parent()?))
+        .as_deref()
+}
+
+/// The first line of `dir/squall-build.txt`, if there is one and it is not blank.
+fn read_build_label(dir: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("squall-build.txt")).ok()?;
+    let line = text.lines().next()?.trim();
+    (!line.is_empty()).then(|| line.to_string())
 }
 
 /// Median of the values (mean of the two middle ones for an even count); `None` if empty.
@@ -284,6 +305,19 @@ mod tests {
              \"errors\":0,\"seconds\":2.000}"
         );
         assert!(!j.contains("cps"));
+    }
+
+    #[test]
+    fn the_build_label_is_the_first_line_of_the_marker_beside_the_binary() {
+        let dir = std::env::temp_dir().join(format!("squall-label-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A plain build: no marker, no label.
+        assert_eq!(read_build_label(&dir), None);
+        std::fs::write(dir.join("squall-build.txt"), "pgo:mem-w2,memif\nmore\n").unwrap();
+        assert_eq!(read_build_label(&dir).as_deref(), Some("pgo:mem-w2,memif"));
+        std::fs::write(dir.join("squall-build.txt"), "  \n").unwrap();
+        assert_eq!(read_build_label(&dir), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
