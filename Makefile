@@ -19,7 +19,8 @@ build:
 	$(CARGO) build --release --workspace
 
 # The profile-guided build of squall and squall-bench (the build for deployments and the
-# one the benchmarks measure): scripts/pgo.sh, in target/pgo-release/<host>/release,
+# one the benchmarks measure): scripts/pgo.sh, in target/pgo-release/<host>/release (and
+# target/pgo-release/bin, a link to it),
 # trained on the in-memory wire and, as root, on the real ports (memif, AF_PACKET,
 # AF_XDP); about 7 minutes. With the dpdk feature where libdpdk-dev is installed (deps.sh
 # installs it for root: T-memif needs it). docs/BENCHMARKS.md "Session 27".
@@ -66,22 +67,16 @@ fmt:
 
 bench: bench-mem bench-veth
 
-# The build the benchmarks measure: BUILD=pgo (default: `make pgo`'s, its lines carry
-# "build":"pgo:<training>") or BUILD=plain (cargo build --release, no "build" field), for
-# a side-by-side of the two. Built once per make invocation (`make bench` builds once).
-BUILD ?= pgo
-HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
-ifeq ($(BUILD),pgo)
-BIN := target/pgo-release/$(HOST)/release
-else ifeq ($(BUILD),plain)
-BIN := target/release
-else
-$(error BUILD=$(BUILD): pgo or plain)
-endif
+# The build the benchmarks measure: BENCH_BUILD=pgo (default: `make pgo`'s, its lines carry
+# "build":"pgo:<training>") or BENCH_BUILD=plain (cargo build --release, no "build" field),
+# for a side-by-side of the two. Built once per make invocation (`make bench` builds once).
 # (With the dpdk feature where libdpdk-dev is installed, as `make pgo`.)
+BENCH_BUILD ?= pgo
+BIN = $(if $(filter plain,$(BENCH_BUILD)),target/release,target/pgo-release/bin)
 bench-build:
 	@if [ "$$(id -u)" = 0 ]; then scripts/deps.sh bench; fi
-ifeq ($(BUILD),pgo)
+	@case "$(BENCH_BUILD)" in pgo|plain) ;; *) echo "BENCH_BUILD=$(BENCH_BUILD): pgo or plain" >&2; exit 2;; esac
+ifeq ($(BENCH_BUILD),pgo)
 	$(MAKE) pgo
 else
 	f=""; if pkg-config --exists libdpdk; then f="$(DPDK_FEATURES)"; fi; \
@@ -97,7 +92,7 @@ endif
 # (a 2,649-byte file, a connection per request and keep-alive: "keepalive":false/true)
 # at C = 100 with both servers; T-memN (W1 on 1 and 2 per-core shards, and W1/W2 with
 # `squall serve`'s app as each shard's server). About 10 minutes, after the build
-# (BUILD above; the wire64 floor is a squall-port example of the plain build).
+# (BENCH_BUILD above; the wire64 floor is a squall-port example of the plain build).
 bench-mem: bench-build
 	$(CARGO) build --release -p squall-port --example wire64
 	./target/release/examples/wire64 --seconds 3

@@ -8,7 +8,10 @@ set -u
 T=$1; B=$T/release/squall-bench; X="--seconds 2 --runs 1"
 # The wire's floor (a squall-port example: the plain build's when $1 has none).
 W=$T/release/examples/wire64
-[ -x "$W" ] || W=$(dirname "$0")/../target/release/examples/wire64
+if [ ! -x "$W" ]; then
+    W=$(dirname "$0")/../target/release/examples/wire64
+    echo "bench-mem-cells: $T has no wire64: the floor line is $W's" >&2
+fi
 taskset -c 1 "$W" --seconds 2
 taskset -c 1 $B mem $X
 taskset -c 1 $B mem --offload --workloads W1,W2 $X

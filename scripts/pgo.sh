@@ -36,9 +36,12 @@ build() {
     shift
     CARGO_TARGET_DIR=$dir cargo build --release --target "$host" -p squall -p squall-bench "$@"
 }
-# The binaries built run (what CI checks), and where they are.
+# The binaries built run (what CI checks), and where they are; target/pgo-release/bin
+# points at them whatever the host (what `make bench-*` run; target/pgo-release/release
+# is cargo's, for build scripts).
 built() {
     "$out/$host/release/squall" --help >/dev/null
+    ln -sfn "$host/release" "$out/bin"
     echo "pgo: done: $out/$host/release/squall, $out/$host/release/squall-bench" >&2
 }
 if [ ! -x "$profdata" ]; then
@@ -49,7 +52,8 @@ if [ ! -x "$profdata" ]; then
     fi
     echo "pgo: WARNING: no llvm-profdata for this toolchain: a plain release build" >&2
     build "$out" "$@"
-    rm -f "$out/$host/release/squall-build.txt"
+    # Its lines say so ("build":"plain:no-llvm-profdata").
+    echo "plain:no-llvm-profdata" >"$out/$host/release/squall-build.txt"
     built
     exit 0
 fi
@@ -80,8 +84,12 @@ stage() {
         return 1
     fi
 }
-# A stage that needs what this machine may not have: run where it can; otherwise said,
-# and with PGO_FULL=1 (as CI runs it) an error.
+# A stage that needs what this machine may not have (the real ports, the kernel's cubic):
+# run where it can; otherwise said, and with PGO_FULL=1 (as CI runs it) an error.
+optional() {
+    local name=$1
+    stage "$@" || missing "$name" "the stage failed (target/pgo/$name.log)"
+}
 missing() {
     echo "pgo: WARNING: not trained on $1: $2" >&2
     if [ "${PGO_FULL:-0}" = 1 ]; then
@@ -110,7 +118,7 @@ stage mem-shards "$gen/squall-bench" memn --cores 1,2 --stacks squall,squall-ser
     --workloads W1,W2 --conns 100 --seconds 1 --runs 1
 stage mem-threads "$gen/squall-bench" mem2 --workloads W1,W2 --conns 100 --seconds 1 --runs 1
 # squall-bench's kernel driver (T-loop), which measures the kernel beside Squall.
-stage loop "$gen/squall-bench" loop --workloads W1,W2 --conns 100 --seconds 1 --runs 1
+optional loop "$gen/squall-bench" loop --workloads W1,W2 --conns 100 --seconds 1 --runs 1
 # The real ports' loops (root): DPDK's net_memif between two processes (a build with the
 # dpdk feature), AF_PACKET and AF_XDP on the lab's veth (squall-bench's T-veth cells with
 # Squall on both sides; the lab lock held, the host's congestion-control list restored).
@@ -118,22 +126,31 @@ if [ "$(id -u)" != 0 ]; then
     missing "the real ports (memif, AF_PACKET, AF_XDP)" "not root"
 else
     if [[ " $* " == *dpdk* ]]; then
-        stage memif "$gen/squall-bench" memif --workloads W1,W2 --conns 100 --seconds 1 \
-            --runs 1 --servers squall,squall-serve --clients squall,squall-http --w1-cps 20000
+        optional memif "$gen/squall-bench" memif --workloads W1,W2 --conns 100 --seconds 1 \
+            --runs 1 --servers squall,squall-serve --clients squall,squall-http \
+            --w1-cps 20000,5000
     else
         missing "DPDK (memif)" "a build without the dpdk feature (scripts/pgo.sh --features squall-port/dpdk,squall/dpdk)"
     fi
-    cc=/proc/sys/net/ipv4/tcp_allowed_congestion_control
+    # One veth stage: the lab lock held, the lab torn down and the host's congestion-control
+    # list restored on the way out (as `make bench-veth`). Arguments: the squall-bench
+    # binary ($0), the project root, the port, the workloads.
+    read -r -d '' veth_stage <<'EOS' || true
+root=$1 port=$2 workloads=$3
+cc=/proc/sys/net/ipv4/tcp_allowed_congestion_control
+orig=$(cat "$cc")
+trap '"$root"/scripts/lab.sh down >/dev/null 2>&1; echo "$orig" >"$cc"' EXIT
+"$0" veth --root "$root" --port "$port" --workloads "$workloads" --frame-sizes 64,1514 \
+    --pairs squall/squall,squall-http/squall-serve --conns 100 --seconds 1 --runs 1 \
+    --w1-cps 5000
+EOS
     # (AF_PACKET's stage also runs the raw-veth line's frame blaster: the floor of the
     # frames' clause is measured by this build too.)
     for port in afpacket afxdp; do
         w=W1,W2
-        [ "$port" = afpacket ] && w=raw,W1,W2
-        stage "veth-$port" flock /tmp/squall-lab.lock bash -c 'orig=$(cat '"$cc"'); \
-            trap "'"$OLDPWD"'/scripts/lab.sh down >/dev/null 2>&1; echo \"$orig\" > '"$cc"'" EXIT; \
-            "$0" veth --root "$1" --port "$2" --workloads "$3" --frame-sizes 64,1514 \
-              --pairs squall/squall,squall-http/squall-serve --conns 100 --seconds 1 \
-              --runs 1 --w1-cps 5000' "$gen/squall-bench" "$OLDPWD" "$port" "$w"
+        if [ "$port" = afpacket ]; then w=raw,W1,W2; fi
+        optional "veth-$port" flock /tmp/squall-lab.lock bash -c "$veth_stage" \
+            "$gen/squall-bench" "$OLDPWD" "$port" "$w"
     done
 fi
 cd "$OLDPWD"
