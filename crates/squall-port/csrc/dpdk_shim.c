@@ -30,6 +30,7 @@ _Static_assert(offsetof(struct rte_mbuf, ol_flags) == 24, "rte_mbuf.ol_flags");
 _Static_assert(offsetof(struct rte_mbuf, pkt_len) == 36, "rte_mbuf.pkt_len");
 _Static_assert(offsetof(struct rte_mbuf, data_len) == 40, "rte_mbuf.data_len");
 _Static_assert(offsetof(struct rte_mbuf, buf_len) == 54, "rte_mbuf.buf_len");
+_Static_assert(offsetof(struct rte_mbuf, pool) == 56, "rte_mbuf.pool");
 _Static_assert(offsetof(struct rte_mbuf, next) == 64, "rte_mbuf.next");
 _Static_assert(offsetof(struct rte_mbuf, tx_offload) == 72, "rte_mbuf.tx_offload");
 _Static_assert(sizeof(((struct rte_mbuf *)0)->data_off) == 2, "data_off is u16");

@@ -191,7 +191,7 @@ struct sq_prog {
  * Reads the name of the XDP program attached to ifindex (any mode) into name (16 bytes).
  * Returns its id, 0 when none is attached, or -errno.
  */
-int sq_xdp_attached(int ifindex, char *name)
+int sq_xdp_attached(int ifindex, char *name, __u32 *id_out)
 {
 	__u32 id = 0;
 	struct bpf_prog_info info;
@@ -202,16 +202,17 @@ int sq_xdp_attached(int ifindex, char *name)
 	if (err)
 		return err;
 	name[0] = 0;
+	*id_out = id; /* (the whole u32: an id above INT_MAX is not an errno) */
 	if (!id)
 		return 0;
 	fd = bpf_prog_get_fd_by_id(id);
 	if (fd < 0)
-		return (int)id; /* attached but unreadable: name stays empty */
+		return 0; /* attached but unreadable: name stays empty */
 	memset(&info, 0, sizeof(info));
 	if (!bpf_obj_get_info_by_fd(fd, &info, &len))
 		memcpy(name, info.name, sizeof(info.name));
 	close(fd);
-	return (int)id;
+	return 0;
 }
 
 /* Detaches a netlink-attached XDP program (a stale copy) in the given mode flags. */

@@ -146,6 +146,11 @@ const V2_PKTTYPE: usize = 32 + 10;
 const V3_VLAN_TCI: usize = 32;
 const V3_VLAN_TPID: usize = 36;
 const V3_HDR: usize = 48;
+/// A V3 block's descriptor (`tpacket_block_desc`: version, offset_to_priv and the
+/// `tpacket_hdr_v1` holding the block's status): no frame header may start inside it.
+const V3_BLOCK_DESC: usize = 48;
+/// `sockaddr_ll` after a V3 frame header: the frame's data starts past both.
+const SOCKADDR_LL: usize = 20;
 
 /// `struct tpacket_req` (TPACKET_V2 rings).
 #[repr(C)]
@@ -640,8 +645,8 @@ impl AfPacketPort {
         if f.idx & FRING_TAG != 0 {
             let i = (f.idx & !FRING_TAG) as usize;
             return self.fring.as_ref().is_some_and(|r| {
-                let start = r.map as usize + i * r.slot_size;
-                i < r.slots && f.slot as usize == start && f.cap as usize <= r.slot_size
+                let start = r.map as usize + i * r.slot_size + V2_HDR;
+                i < r.slots && f.slot as usize == start && f.cap as usize <= r.slot_size - V2_HDR
             });
         }
         if f.idx & BIG_TAG != 0 {
@@ -727,7 +732,10 @@ impl AfPacketPort {
             let pkttype = unsafe { *r.block(b).add(h + 58) };
             r.pkts_left -= 1;
             r.next_off = if next == 0 { r.block_size } else { h + next };
-            if h + mac + snap > r.block_size {
+            // The kernel's layout, else dropped: the header past the block's descriptor,
+            // the data past the header and its address (a frame's headroom never reaches
+            // the block's status), the data inside the block.
+            if h < V3_BLOCK_DESC || mac < V3_HDR + SOCKADDR_LL || h + mac + snap > r.block_size {
                 self.stats.dropped += 1;
                 continue;
             }
@@ -804,7 +812,18 @@ impl AfPacketPort {
             r.status(i)
                 .store(TP_STATUS_HELD, std::sync::atomic::Ordering::Relaxed);
             self.out += 1;
-            out.push(ring_frame(r.slot(i), FRING_TAG | i as u32, mac, snap, st));
+            // The frame starts past the slot's `tpacket2_hdr` (mac > V2_PKTTYPE > V2_HDR as
+            // checked, and a tag put back stops at V2_HDR): its headroom never reaches
+            // `tp_status`, the word that says who owns the slot.
+            // SAFETY: V2_HDR <= mac <= slot_size: inside slot i.
+            let start = unsafe { r.slot(i).add(V2_HDR) };
+            out.push(ring_frame(
+                start,
+                FRING_TAG | i as u32,
+                mac - V2_HDR,
+                snap,
+                st,
+            ));
             got += 1;
         }
         self.fring = Some(r);
@@ -866,8 +885,8 @@ impl AfPacketPort {
     }
 }
 
-/// A received frame that stays in its ring slot: `mac` bytes of ring header before it,
-/// `len` bytes long, `status` its `tp_status`.
+/// A received frame that stays in its ring slot: `mac` bytes of headroom before it (the
+/// ring's bytes between `slot` and the data), `len` bytes long, `status` its `tp_status`.
 fn ring_frame(slot: *mut u8, idx: u32, mac: usize, len: usize, status: u32) -> AfFrame {
     AfFrame {
         slot,
@@ -1034,7 +1053,14 @@ fn setup_frame_ring(s: i32, cfg: &AfPacketConfig, mtu: u16) -> Result<FrameRing,
 fn setup_ring(s: i32, cfg: &AfPacketConfig) -> Result<RxRing, String> {
     let name = &cfg.ifname;
     let bs = cfg.ring_block_size;
-    if !bs.is_power_of_two() || bs < 1 << 16 || cfg.ring_blocks == 0 || cfg.ring_blocks > 4096 {
+    // (frame_nr, the ring's 2 KiB frames, must fit the kernel's u32)
+    let frame_nr = (bs / 2048).checked_mul(cfg.ring_blocks);
+    if !bs.is_power_of_two()
+        || bs < 1 << 16
+        || cfg.ring_blocks == 0
+        || cfg.ring_blocks > 4096
+        || frame_nr.is_none()
+    {
         return Err(format!("afpacket:{name}: bad rx ring geometry"));
     }
     if !setopt(s, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V3) {
@@ -1044,7 +1070,7 @@ fn setup_ring(s: i32, cfg: &AfPacketConfig) -> Result<RxRing, String> {
         block_size: bs,
         block_nr: cfg.ring_blocks,
         frame_size: 2048,
-        frame_nr: bs / 2048 * cfg.ring_blocks,
+        frame_nr: frame_nr.unwrap_or(0),
         retire_blk_tov: 1,
         sizeof_priv: 0,
         feature_req_word: 0,

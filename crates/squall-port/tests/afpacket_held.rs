@@ -1,7 +1,8 @@
 //! AF_PACKET receive rings with a frame held by the user (root only; skipped otherwise):
 //! when the ring wraps around to the slot (TPACKET_V2) or block (TPACKET_V3) of a frame
 //! the user still holds, that frame is not handed out a second time — the port stops
-//! there until it is released — and nothing received later is lost once it is. The veth
+//! there until it is released — and nothing received later is lost once it is, even
+//! with the held frame's headroom written over. The veth
 //! lives in a private namespace (`sqp-held`, 198.18.0.0/15 addresses only) that the test
 //! creates and always removes.
 
@@ -93,8 +94,15 @@ fn held_frame_is_not_handed_out_twice(mode: RxMode, fill: u32) {
     let mut tx = AfPacketPort::open(c).expect("sending port");
     // The first frame is held; enough frames follow to wrap the ring around to it.
     send(&mut tx, 0..1);
-    let (first, held) = take(&mut rx, 50, Some(0));
+    let (first, mut held) = take(&mut rx, 50, Some(0));
     assert_eq!(first, vec![0], "{mode:?}");
+    // The held frame's whole headroom scribbled over (a stack may put headers there):
+    // it must not reach the ring's own words (a V2 slot's tp_status: with its USER bit
+    // set the slot would be handed out again while held).
+    let h = held[0].headroom();
+    held[0].prepend(h).unwrap();
+    held[0].data_mut()[..h].fill(0xff);
+    held[0].adjust(h).unwrap();
     let mut seen = first;
     for round in 0..4 {
         send(&mut tx, 1 + round * fill..1 + (round + 1) * fill);

@@ -420,7 +420,7 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
     format!(
         "{} queue {} (lcore {}): device {} ({}), rx offload capa {:#x}, tx offload capa {:#x}, \
          RSS hash types {:#x}{}, TCP checksums on tx by the {}, on rx by the {}; device missed {}, \
-         rx errors {}, tx errors {}, no mbuf {}; chained rx {}",
+         rx errors {}, tx errors {}, no mbuf {}; chained rx {}, malformed rx dropped {}",
         rc.label(),
         p.queue(),
         p.lcore()
@@ -460,7 +460,8 @@ fn describe_dpdk(p: &squall_port::dpdk::DpdkPort, rc: &RealConfig) -> String {
         x.ierrors,
         x.oerrors,
         x.rx_nombuf,
-        p.extra_stats().rx_chained
+        p.extra_stats().rx_chained,
+        p.extra_stats().rx_malformed
     )
 }
 

@@ -448,7 +448,7 @@ impl Port for AfXdpPort {
             for i in 0..n {
                 let (a, len) = (self.addr[i], self.lens[i]);
                 match self.umem.split(a) {
-                    Some((c, off)) if off + len <= self.umem.chunk() && len > 0 => {
+                    Some((c, off)) if desc_fits(off, len, self.umem.chunk()) => {
                         self.stats.rx_frames += 1;
                         self.stats.rx_bytes += u64::from(len);
                         let f = self.frame(c, off, len);
@@ -550,6 +550,13 @@ impl Port for AfXdpPort {
     fn stats(&self) -> PortStats {
         self.stats
     }
+}
+
+/// Whether a received descriptor (`len` bytes at offset `off` of its chunk) is a frame:
+/// not empty, and inside the chunk — in 64 bits, so that a length near 2^32 from the
+/// kernel cannot wrap past the check.
+fn desc_fits(off: u32, len: u32, chunk: u32) -> bool {
+    len > 0 && u64::from(off) + u64::from(len) <= u64::from(chunk)
 }
 
 #[cfg(test)]

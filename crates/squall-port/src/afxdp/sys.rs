@@ -41,7 +41,7 @@ extern "C" {
     fn sq_tx_needs_wakeup(s: *mut SqXsk) -> c_int;
     fn sq_fill_needs_wakeup(s: *mut SqXsk) -> c_int;
     fn sq_tx_pending(s: *mut SqXsk) -> c_int;
-    fn sq_xdp_attached(ifindex: c_int, name: *mut c_char) -> c_int;
+    fn sq_xdp_attached(ifindex: c_int, name: *mut c_char, id: *mut u32) -> c_int;
     fn sq_xdp_detach(ifindex: c_int, flags: c_uint) -> c_int;
     fn sq_prog_load(
         out: *mut *mut SqProg,
@@ -320,9 +320,11 @@ impl Drop for Prog {
 /// The id and name of the XDP program attached to `ifindex`, if any.
 pub(crate) fn attached(ifindex: i32) -> Result<Option<(u32, String)>, i32> {
     let mut name = [0 as c_char; 16];
-    // SAFETY: `name` is the 16-byte buffer the shim fills (BPF_OBJ_NAME_LEN).
-    let r = neg(unsafe { sq_xdp_attached(ifindex, name.as_mut_ptr()) })?;
-    if r == 0 {
+    let mut id = 0u32;
+    // SAFETY: `name` is the 16-byte buffer the shim fills (BPF_OBJ_NAME_LEN), `id` a
+    // u32 it writes.
+    neg(unsafe { sq_xdp_attached(ifindex, name.as_mut_ptr(), &mut id) })?;
+    if id == 0 {
         return Ok(None);
     }
     let s: Vec<u8> = name
@@ -330,7 +332,7 @@ pub(crate) fn attached(ifindex: i32) -> Result<Option<(u32, String)>, i32> {
         .take_while(|c| **c != 0)
         .map(|c| *c as u8)
         .collect();
-    Ok(Some((r as u32, String::from_utf8_lossy(&s).into_owned())))
+    Ok(Some((id, String::from_utf8_lossy(&s).into_owned())))
 }
 
 /// Detaches a netlink-attached XDP program in the mode of `flags`.

@@ -395,3 +395,14 @@ fn missing_interface_and_bad_geometry_are_clear_errors() {
     let e = AfXdpPort::open(c).err().expect("bad ring");
     assert!(e.contains("ring geometry"), "{e}");
 }
+
+#[test]
+fn a_received_descriptor_must_lie_inside_its_chunk() {
+    assert!(desc_fits(0, 60, 2048));
+    assert!(desc_fits(256, 1792, 2048));
+    assert!(!desc_fits(256, 1793, 2048));
+    assert!(!desc_fits(0, 0, 2048), "empty");
+    // A length near 2^32 from the kernel: it would wrap a 32-bit sum past the check.
+    assert!(!desc_fits(256, u32::MAX, 2048));
+    assert!(!desc_fits(u32::MAX, 1, 2048));
+}

@@ -48,6 +48,7 @@ mod mbuf {
     pub const PKT_LEN: usize = 36;
     pub const DATA_LEN: usize = 40;
     pub const BUF_LEN: usize = 54;
+    pub const POOL: usize = 56;
     pub const NEXT: usize = 64;
     pub const TX_OFFLOAD: usize = 72;
 }
@@ -192,10 +193,48 @@ impl DpdkFrame {
         }
         Some(DpdkFrameRef(m))
     }
+    /// Whether the chain the PMD handed over is consistent (see [`chain_is_sound`]): read
+    /// before any byte of the frame is touched.
+    fn well_formed(&self) -> bool {
+        let segs = self.segments();
+        let mut m = Some(DpdkFrameRef(self.0));
+        let windows = std::iter::from_fn(|| {
+            let s = m.take()?;
+            let f = std::mem::ManuallyDrop::new(DpdkFrame(s.0));
+            let w = (f.data_off(), f.data_len(), f.get::<u16>(mbuf::BUF_LEN));
+            m = f.seg(1);
+            Some(w)
+        });
+        // (at most one segment past nb_segs is read: a longer chain is refused there)
+        chain_is_sound(windows.take(segs + 1), segs, self.pkt_len())
+    }
     /// The raw `ol_flags` (tests).
     pub fn ol_flags(&self) -> u64 {
         self.get(mbuf::OL_FLAGS)
     }
+}
+
+/// Whether a received chain is one a frame can be read from: `nb_segs` segments exactly,
+/// each one's data (`data_off`, `data_len`) inside its buffer (`buf_len`), and `pkt_len`
+/// their sum. `windows`: each segment's `(data_off, data_len, buf_len)`, in chain order.
+/// A PMD's own frames always pass; a memif peer writes the lengths of what a zero-copy
+/// client receives (DPDK 22.11's `eth_memif_rx_zc` copies the descriptor's length into
+/// `data_len` unchecked), so a frame that fails is dropped and counted, never read.
+pub fn chain_is_sound(
+    windows: impl Iterator<Item = (u16, u16, u16)>,
+    nb_segs: usize,
+    pkt_len: usize,
+) -> bool {
+    let mut n = 0usize;
+    let mut total = 0usize;
+    for (off, len, buf_len) in windows {
+        n += 1;
+        if n > nb_segs || u32::from(off) + u32::from(len) > u32::from(buf_len) {
+            return false;
+        }
+        total += usize::from(len);
+    }
+    n == nb_segs && total == pkt_len
 }
 
 /// A borrowed segment of a chained frame.
@@ -214,8 +253,9 @@ impl DpdkFrameRef {
 impl FrameBuf for DpdkFrame {
     #[inline]
     fn data(&self) -> &[u8] {
-        // SAFETY: the mbuf's data is data_len bytes at buf_addr + data_off, owned by
-        // this handle while it lives.
+        // SAFETY: the mbuf's data is data_len bytes at buf_addr + data_off, inside its
+        // buffer (a received chain was checked by `chain_is_sound` in rx_burst; alloc_tx
+        // and set_len/prepend/adjust keep the window inside), owned by this handle.
         unsafe {
             std::slice::from_raw_parts(
                 self.buf_addr().add(usize::from(self.data_off())),
@@ -353,6 +393,10 @@ impl FrameBuf for DpdkFrame {
 pub struct DpdkStats {
     /// Received frames made of several mbufs (delivered; the stack reads the first).
     pub rx_chained: u64,
+    /// Received frames dropped before they were read because their mbuf chain was not
+    /// sound ([`chain_is_sound`]: a length past its buffer, a segment count or a total
+    /// that does not add up; what a faulty or hostile memif peer can write).
+    pub rx_malformed: u64,
     /// `alloc_tx` calls served one mbuf at a time because the pool had fewer than asked.
     pub alloc_partial: u64,
 }
@@ -742,6 +786,14 @@ impl DpdkPort {
     pub fn extra_stats(&self) -> DpdkStats {
         self.extra
     }
+    /// Whether `f`'s mbuf comes from one of this device's pools: only those are counted
+    /// back in (`out`). A frame of another device may be sent or freed here, but its own
+    /// port keeps it counted, so that its device never frees its pools under it (that
+    /// count may then stay too high: the pools are kept at its drop, never freed early).
+    fn ours(&self, f: &DpdkFrame) -> bool {
+        let pool: *mut RteMempool = f.get(mbuf::POOL);
+        self.dev.pools.contains(&pool)
+    }
     /// Frames handed out by this port and not returned yet.
     pub fn frames_out(&self) -> usize {
         self.out
@@ -863,12 +915,30 @@ impl Port for DpdkPort {
             out.set_len(len + n);
             n
         };
-        for f in &out[len..] {
+        // Frames whose chain is not sound are freed before anyone reads them (the rest
+        // keep their order).
+        let mut kept = len;
+        for i in len..len + n {
+            // (a copy of the handle: DpdkFrame has no Drop; the one in `out[i]` is
+            // overwritten or truncated away, so one handle per mbuf remains)
+            let f = DpdkFrame(out[i].0);
+            if !f.well_formed() {
+                // SAFETY: the PMD handed this mbuf (chain) over; it is freed once, here,
+                // and its handle is overwritten or truncated away below.
+                unsafe { ffi::sq_free(f.0.as_ptr()) };
+                self.extra.rx_malformed += 1;
+                self.stats.dropped += 1;
+                continue;
+            }
             self.stats.rx_bytes += f.pkt_len() as u64;
             if f.segments() > 1 {
                 self.extra.rx_chained += 1;
             }
+            out[kept] = f;
+            kept += 1;
         }
+        out.truncate(kept);
+        let n = kept - len;
         self.stats.rx_frames += n as u64;
         self.out += n;
         n
@@ -930,6 +1000,8 @@ impl Port for DpdkPort {
                     k as u16,
                 )
             } as usize;
+            // (rte_eth_tx_burst returns at most k; a PMD's count is not indexed unchecked)
+            let n = n.min(k);
             self.stats.tx_bytes += lens[..n].iter().map(|&l| u64::from(l)).sum::<u64>();
             sent += n;
             if n < k {
@@ -938,16 +1010,20 @@ impl Port for DpdkPort {
             }
         }
         // The accepted handles belong to the PMD now (DpdkFrame has no Drop).
+        let mine = frames[..sent].iter().filter(|f| self.ours(f)).count();
         frames.drain(..sent);
         self.stats.tx_frames += sent as u64;
-        self.out -= sent.min(self.out);
+        self.out -= mine.min(self.out);
         sent
     }
 
     fn release(&mut self, frame: DpdkFrame) {
+        let mine = self.ours(&frame);
         // SAFETY: the handle owned the mbuf (chain); it is consumed here.
         unsafe { ffi::sq_free(frame.0.as_ptr()) };
-        self.out = self.out.saturating_sub(1);
+        if mine {
+            self.out = self.out.saturating_sub(1);
+        }
     }
 
     fn release_all(&mut self, frames: &mut Vec<DpdkFrame>) {
@@ -955,11 +1031,12 @@ impl Port for DpdkPort {
             return;
         }
         let n = frames.len();
+        let mine = frames.iter().filter(|f| self.ours(f)).count();
         // SAFETY: every handle owns its mbuf; all are freed here and the handles dropped
         // (no Drop) by clear().
         unsafe { ffi::sq_free_bulk(mbufs(frames), n as c_uint) };
         frames.clear();
-        self.out = self.out.saturating_sub(n);
+        self.out = self.out.saturating_sub(mine);
     }
 
     fn caps(&self) -> PortCaps {
@@ -983,6 +1060,27 @@ mod tests {
             let d = unsafe { ffi::sq_tx_offload_pack(u64::from(l2), u64::from(l3)) };
             assert_eq!(d, u64::from(l2 & 0x7f) | (u64::from(l3) << 7), "{l2} {l3}");
         }
+    }
+
+    #[test]
+    fn only_a_sound_chain_is_read() {
+        let ok = |w: &[(u16, u16, u16)], nb: usize, pkt: usize| {
+            chain_is_sound(w.iter().copied(), nb, pkt)
+        };
+        // One segment: data inside the buffer, pkt_len its length.
+        assert!(ok(&[(128, 60, 2176)], 1, 60));
+        assert!(ok(&[(128, 2048, 2176)], 1, 2048));
+        // A length past the buffer (what a memif peer can write into a zero-copy mbuf).
+        assert!(!ok(&[(128, 2049, 2176)], 1, 2049));
+        assert!(!ok(&[(128, 60000, 2176)], 1, 60000));
+        assert!(!ok(&[(65535, 65535, 65535)], 1, 65535));
+        // pkt_len not the sum; segments fewer or more than nb_segs.
+        assert!(!ok(&[(128, 60, 2176)], 1, 61));
+        assert!(ok(&[(128, 1500, 2176), (0, 500, 2048)], 2, 2000));
+        assert!(!ok(&[(128, 1500, 2176), (0, 500, 2048)], 2, 1500));
+        assert!(!ok(&[(128, 1500, 2176)], 2, 1500));
+        assert!(!ok(&[(128, 1500, 2176), (0, 500, 2048)], 1, 2000));
+        assert!(!ok(&[(128, 1500, 2176), (0, 2049, 2048)], 2, 3549));
     }
 
     #[test]
