@@ -146,10 +146,15 @@ struct Parser<'a> {
     text: &'a str,
     /// Parentheses and signs open (bounded: no deep recursion on odd input).
     depth: usize,
+    /// Binary operators read so far (each makes the tree one level deeper).
+    ops: usize,
 }
 
 /// Most nested parentheses and unary signs.
 const MAX_DEPTH: usize = 32;
+/// Most binary operators in one expression: evaluating and dropping its tree recurse
+/// once per operator (a chain of 500,000 `+` would overflow the stack).
+const MAX_OPS: usize = 256;
 
 fn unit_factor(u: &str) -> Option<f64> {
     Some(match u {
@@ -194,7 +199,7 @@ impl<'a> Parser<'a> {
     fn sum(&mut self) -> Result<Expr, String> {
         let mut e = self.term()?;
         while let Some(c @ (b'+' | b'-')) = self.peek() {
-            self.i += 1;
+            self.op()?;
             e = Expr::Bin(c as char, Box::new(e), Box::new(self.term()?));
         }
         Ok(e)
@@ -202,10 +207,19 @@ impl<'a> Parser<'a> {
     fn term(&mut self) -> Result<Expr, String> {
         let mut e = self.factor()?;
         while let Some(c @ (b'*' | b'/')) = self.peek() {
-            self.i += 1;
+            self.op()?;
             e = Expr::Bin(c as char, Box::new(e), Box::new(self.factor()?));
         }
         Ok(e)
+    }
+    /// Takes a binary operator (at most MAX_OPS in all).
+    fn op(&mut self) -> Result<(), String> {
+        self.ops += 1;
+        if self.ops > MAX_OPS {
+            return self.err("too many operators (at most 256)");
+        }
+        self.i += 1;
+        Ok(())
     }
     fn factor(&mut self) -> Result<Expr, String> {
         self.depth += 1;
@@ -308,6 +322,7 @@ impl Assertion {
             i: 0,
             text,
             depth: 0,
+            ops: 0,
         };
         let left = p.sum()?;
         let cmp = p.cmp()?;
@@ -483,35 +498,54 @@ pub fn lookup(doc: &Value, name: &str) -> Result<f64, String> {
 
 /// The value at figure `name` (see [`lookup`]): a missing name is an error.
 fn find<'d>(doc: &'d Value, name: &str) -> Result<&'d Value, String> {
-    let path = resolve(doc, name);
+    walk(doc, &resolve(doc, name)).map_err(|(part, v)| {
+        let hint = match v {
+            Value::Object(m) => {
+                let keys: Vec<&str> = m.keys().map(String::as_str).take(24).collect();
+                format!("; at this point: {}", keys.join(", "))
+            }
+            _ => String::new(),
+        };
+        format!(
+            "unknown figure '{name}' (no '{part}' in the results{hint}; short names: {})",
+            ALIASES.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+/// Walks a dotted path through a results document: object keys, and list elements by
+/// their exact `name` first (a name may hold dots, `api.v1`: the longest name that
+/// matches the parts ahead is taken), else by index (so a group named `1` is that group,
+/// not the list's second). `Err`: the first part not found and the value it was looked
+/// for in.
+pub fn walk<'d>(doc: &'d Value, path: &str) -> Result<&'d Value, (String, &'d Value)> {
+    let parts: Vec<&str> = path.split('.').collect();
     let mut v = doc;
-    for part in path.split('.') {
+    let mut i = 0;
+    while i < parts.len() {
         let next = match v {
-            Value::Object(m) => m.get(part),
-            Value::Array(a) => match part.parse::<usize>() {
-                Ok(i) => a.get(i),
-                Err(_) => a
-                    .iter()
-                    .find(|e| e.get("name").and_then(Value::as_str) == Some(part)),
-            },
+            Value::Object(m) => m.get(parts[i]).map(|n| (n, 1)),
+            Value::Array(a) => (1..=parts.len() - i)
+                .rev()
+                .find_map(|k| {
+                    let name = parts[i..i + k].join(".");
+                    a.iter()
+                        .find(|e| e.get("name").and_then(Value::as_str) == Some(name.as_str()))
+                        .map(|e| (e, k))
+                })
+                .or_else(|| {
+                    let x = parts[i].parse::<usize>().ok()?;
+                    a.get(x).map(|e| (e, 1))
+                }),
             _ => None,
         };
-        v = match next {
-            Some(n) => n,
-            None => {
-                let hint = match v {
-                    Value::Object(m) => {
-                        let keys: Vec<&str> = m.keys().map(String::as_str).take(24).collect();
-                        format!("; at this point: {}", keys.join(", "))
-                    }
-                    _ => String::new(),
-                };
-                return Err(format!(
-                    "unknown figure '{name}' (no '{part}' in the results{hint}; short names: {})",
-                    ALIASES.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
-                ));
+        match next {
+            Some((n, k)) => {
+                v = n;
+                i += k;
             }
-        };
+            None => return Err((parts[i].to_string(), v)),
+        }
     }
     Ok(v)
 }
@@ -567,6 +601,42 @@ pub fn check_all(asserts: &[Assertion], doc: &Value) -> Result<Vec<Outcome>, Str
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_long_chain_of_operators_is_refused_not_a_stack_overflow() {
+        let chain = |n: usize| format!("{} == 1", vec!["1"; n + 1].join("+"));
+        assert!(Assertion::parse(&chain(MAX_OPS - 1)).is_ok());
+        let e = Assertion::parse(&chain(500_000)).unwrap_err();
+        assert!(
+            e.contains("too many operators"),
+            "{}",
+            &e[..200.min(e.len())]
+        );
+        let e = Assertion::parse(&format!("cps > {}", vec!["2"; 300].join("*"))).unwrap_err();
+        assert!(e.contains("too many operators"));
+    }
+
+    #[test]
+    fn groups_are_found_by_their_exact_name_before_an_index() {
+        let doc = json!({"groups": [
+            {"name": "", "n": 0},
+            {"name": "api.v1", "n": 1},
+            {"name": "1", "n": 2},
+            {"name": "api", "n": 3, "sub": {"v1": 9}}
+        ]});
+        let n = |p: &str| walk(&doc, p).ok().and_then(|v| v.as_i64());
+        // A name holding dots is one group (the longest name that matches).
+        assert_eq!(n("groups.api.v1.n"), Some(1));
+        assert_eq!(n("groups.api.n"), Some(3));
+        assert_eq!(n("groups.api.sub.v1"), Some(9));
+        // A group named "1" is that group, not the list's second element.
+        assert_eq!(n("groups.1.n"), Some(2));
+        // An index still reaches an element no name matches.
+        assert_eq!(n("groups.0.n"), Some(0));
+        assert_eq!(n("groups.3.n"), Some(3));
+        let (part, _) = walk(&doc, "groups.nope.n").unwrap_err();
+        assert_eq!(part, "nope");
+    }
 
     fn doc() -> Value {
         json!({

@@ -233,6 +233,13 @@ pub(crate) fn open_afxdp(
     n: u32,
     owned: &OwnedRanges,
 ) -> Result<Vec<AfXdpPort>, String> {
+    // Queues queue..queue+n must be numbers (a queue id near 2^32 from the command line).
+    if queue.checked_add(n).is_none() {
+        return Err(format!(
+            "afxdp:{}:{queue}: no room for {n} worker queue(s) after queue {queue}",
+            rc.ifname
+        ));
+    }
     if n > 1 {
         if let Some(q) = rx_queues(&rc.ifname) {
             if queue + n > q {

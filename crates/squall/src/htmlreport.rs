@@ -21,22 +21,10 @@ pub struct Input {
     pub doc: Value,
 }
 
-/// Reads a figure at a dotted path (lists by index or by `name`).
+/// Reads a figure at a dotted path (lists by `name`, then by index:
+/// [`crate::assertion::walk`]).
 pub fn at<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut v = doc;
-    for part in path.split('.') {
-        v = match v {
-            Value::Object(m) => m.get(part)?,
-            Value::Array(a) => match part.parse::<usize>() {
-                Ok(i) => a.get(i)?,
-                Err(_) => a
-                    .iter()
-                    .find(|e| e.get("name").and_then(Value::as_str) == Some(part))?,
-            },
-            _ => return None,
-        };
-    }
-    Some(v)
+    crate::assertion::walk(doc, path).ok()
 }
 
 /// How a figure is printed in the page: integers as they are, other numbers with three
@@ -364,7 +352,8 @@ fn cell(o: &mut String, doc: &Value, key: &str, run: usize) {
         Some(v) => {
             let _ = write!(
                 o,
-                r#"<td data-key="{key}" data-run="{run}">{}</td>"#,
+                r#"<td data-key="{}" data-run="{run}">{}</td>"#,
+                esc(key),
                 fmt_num(v)
             );
         }
@@ -661,6 +650,15 @@ mod tests {
         assert!(page.contains("<td>+10.0%</td>"), "B vs A column");
         assert!(page.contains(r#"data-key="rates.cps" data-run="1">1100<"#));
         assert!(page.contains("stroke-dasharray"), "B dashed");
+    }
+
+    #[test]
+    fn a_cell_key_is_escaped() {
+        let doc = json!({"groups": [{"name": "x\"><script>", "n": 5}]});
+        let mut o = String::new();
+        cell(&mut o, &doc, "groups.x\"><script>.n", 0);
+        assert!(o.contains(">5</td>"), "{o}");
+        assert!(!o.contains("<script>"), "{o}");
     }
 
     #[test]

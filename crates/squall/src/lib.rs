@@ -52,6 +52,7 @@ pub mod cores;
 pub mod dut;
 pub mod flowtrace;
 pub mod gen;
+pub mod getserver;
 pub mod htmlreport;
 pub mod iface;
 pub mod impair;

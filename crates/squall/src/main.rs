@@ -488,8 +488,21 @@ fn main() -> ExitCode {
             seed,
         ),
         Cmd::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "squall", &mut std::io::stdout());
-            ExitCode::SUCCESS
+            // Into memory first: clap_complete panics on a write error, a full or closed
+            // standard output is an error here.
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "squall", &mut buf);
+            use std::io::Write as _;
+            match std::io::stdout()
+                .write_all(&buf)
+                .and_then(|_| std::io::stdout().flush())
+            {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("squall: completions: {e}");
+                    ExitCode::from(1)
+                }
+            }
         }
         Cmd::Man { dir } => match help::man(Cli::command(), dir.as_deref()) {
             Ok(()) => ExitCode::SUCCESS,
@@ -550,6 +563,10 @@ fn serve_config(a: &ServeArgs) -> Result<squall::serve::ServeConfig, String> {
     use squall::serve::{app::AppConfig, respond::Route, ServeConfig};
     if a.cores == 0 {
         return Err("--cores 0: expected at least one worker".into());
+    }
+    // (as `squall run`'s; checked before anything is sized by it)
+    if a.cores > 256 {
+        return Err(format!("--cores {}: at most 256 workers", a.cores));
     }
     if a.listen.is_empty() {
         return Err("squall serve needs --listen ADDR:PORT (IPv4, or [IPv6]:PORT)".into());
@@ -904,10 +921,15 @@ fn bridge_cmd(
         a_to_b.seed = seed;
         b_to_a.seed = seed ^ 0x5eed_b0c4;
         let duration = match duration {
-            Some(d) if !(d > 0.0 && d.is_finite()) => {
-                return Err(format!("--duration {d}: a positive number of seconds"))
-            }
-            d => d.map(std::time::Duration::from_secs_f64),
+            Some(d) => match std::time::Duration::try_from_secs_f64(d) {
+                Ok(x) if !x.is_zero() && x.as_secs() <= 10_000_000 => Some(x),
+                _ => {
+                    return Err(format!(
+                        "--duration {d}: a positive number of seconds, at most 10,000,000"
+                    ))
+                }
+            },
+            None => None,
         };
         let (a, b) = (
             squall::bridge::parse_port(a)?,
@@ -937,7 +959,7 @@ fn bridge_cmd(
     eprintln!("squall bridge: {} <-> {}", cfg.a, cfg.b);
     match squall::bridge::run_bridge(&cfg, stop) {
         Ok(r) => {
-            println!(
+            squall::outln!(
                 "squall bridge: {:.1} s; {}; {}",
                 r.elapsed.as_secs_f64(),
                 squall::bridge::describe(&format!("{} -> {}", cfg.a, cfg.b), &r.a_to_b),

@@ -1,8 +1,8 @@
 //! The Prometheus endpoint (`squall run --metrics ADDR`, `squall daemon --metrics ADDR`):
 //! the text exposition format (version 0.0.4) of a run's figures, rendered from the
 //! time series' latest reading ([`crate::series`]) by the thread that samples the run,
-//! and served over HTTP (`GET /metrics`) by one thread of its own (tiny_http). Names are
-//! listed in docs/OPERATING.md.
+//! and served over HTTP (`GET /metrics`) by one thread of its own ([`crate::getserver`]:
+//! bounded in time and size against any client). Names are listed in docs/OPERATING.md.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -320,38 +320,28 @@ pub struct Exporter {
 impl Exporter {
     /// Binds `addr` and starts serving (an empty exposition until the first update).
     pub fn start(addr: &str) -> Result<Exporter, String> {
-        let server = tiny_http::Server::http(addr).map_err(|e| {
+        let listener = std::net::TcpListener::bind(addr).map_err(|e| {
             format!("--metrics {addr}: cannot listen: {e} (give a free HOST:PORT, e.g. 127.0.0.1:9464, or port 0)")
         })?;
-        let addr = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| format!("--metrics {addr}: not an IP address"))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("--metrics {addr}: {e}"))?;
         let text = Arc::new(Mutex::new(String::new()));
         let t2 = text.clone();
         std::thread::Builder::new()
             .name("squall-metrics".into())
             .spawn(move || {
-                for req in server.incoming_requests() {
-                    let (code, body, ctype) = match req.url() {
-                        "/metrics" | "/" => {
-                            let body = t2.lock().map(|g| g.clone()).unwrap_or_default();
-                            (200, body, "text/plain; version=0.0.4; charset=utf-8")
-                        }
-                        _ => (
-                            404,
-                            "not found: the metrics are at /metrics\n".into(),
-                            "text/plain",
-                        ),
-                    };
-                    let mut resp = tiny_http::Response::from_string(body).with_status_code(code);
-                    if let Ok(h) =
-                        tiny_http::Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes())
-                    {
-                        resp.add_header(h);
+                crate::getserver::serve(listener, |path| match path {
+                    "/metrics" | "/" => {
+                        let body = t2.lock().map(|g| g.clone()).unwrap_or_default();
+                        (200, body, "text/plain; version=0.0.4; charset=utf-8")
                     }
-                    let _ = req.respond(resp);
-                }
+                    _ => (
+                        404,
+                        "not found: the metrics are at /metrics\n".into(),
+                        "text/plain",
+                    ),
+                })
             })
             .map_err(|e| format!("--metrics: cannot start the server thread: {e}"))?;
         Ok(Exporter { text, addr })

@@ -109,11 +109,19 @@ fn legend(o: &mut String, items: &[(String, String, bool)]) {
 }
 
 fn y_axis(o: &mut String, ymax: f64, unit: &str) -> f64 {
+    // A bound no real figure reaches (a hand-edited results file may hold 1e308): the
+    // axis stays finite and has a bounded number of ticks.
+    let ymax = if ymax.is_finite() {
+        ymax.clamp(0.0, 1e300)
+    } else {
+        1.0
+    };
     let step = nice_step(ymax, 4.0);
-    let top = (ymax / step).ceil().max(1.0) * step;
+    let ticks = (ymax / step).ceil().clamp(1.0, 20.0) as u32;
+    let top = f64::from(ticks) * step;
     let ph = H - T - B;
-    let mut v = 0.0;
-    while v <= top + step * 0.01 {
+    for i in 0..=ticks {
+        let v = f64::from(i) * step;
         let y = T + ph - v / top * ph;
         let _ = write!(
             o,
@@ -123,7 +131,6 @@ fn y_axis(o: &mut String, ymax: f64, unit: &str) -> f64 {
             y + 4.0,
             short(v)
         );
-        v += step;
     }
     let _ = write!(
         o,
@@ -140,7 +147,12 @@ pub fn line_chart(id: &str, title: &str, unit: &str, lines: &[Line]) -> String {
     let mut o = String::new();
     frame(&mut o, id, title);
     let pts = lines.iter().flat_map(|l| l.points.iter());
-    let xmax = pts.clone().map(|p| p.0).fold(0.0, f64::max).max(1.0);
+    let xmax = pts
+        .clone()
+        .map(|p| p.0)
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
+        .clamp(1.0, 1e300);
     let ymax = pts
         .map(|p| p.1)
         .filter(|v| v.is_finite())
@@ -149,8 +161,9 @@ pub fn line_chart(id: &str, title: &str, unit: &str, lines: &[Line]) -> String {
     let top = y_axis(&mut o, ymax, unit);
     let (pw, ph) = (W - L - R, H - T - B);
     let xstep = nice_step(xmax, 8.0);
-    let mut x = 0.0;
-    while x <= xmax + xstep * 0.01 {
+    let xticks = ((xmax + xstep * 0.01) / xstep).floor().clamp(0.0, 40.0) as u32;
+    for i in 0..=xticks {
+        let x = f64::from(i) * xstep;
         let px = L + x / xmax * pw;
         let _ = write!(
             o,
@@ -158,7 +171,6 @@ pub fn line_chart(id: &str, title: &str, unit: &str, lines: &[Line]) -> String {
             T + ph + 14.0,
             short(x)
         );
-        x += xstep;
     }
     let _ = write!(
         o,
@@ -271,6 +283,28 @@ mod tests {
         assert_eq!(short(25_000.0), "25K");
         assert_eq!(short(2_500_000.0), "2.5M");
         assert_eq!(short(0.25), "0.25");
+    }
+
+    #[test]
+    fn an_absurd_value_gives_a_bounded_axis() {
+        for ymax in [1.7e308, f64::MAX, f64::INFINITY, f64::NAN, -5.0, 0.0] {
+            let mut o = String::new();
+            let top = y_axis(&mut o, ymax, "x");
+            assert!(top.is_finite() && top > 0.0, "{ymax}: {top}");
+            assert!(o.matches("<line").count() <= 21, "{ymax}");
+        }
+        let l = Line {
+            label: "a".into(),
+            color: "#000".into(),
+            dashed: false,
+            points: vec![
+                (1.0, 1.7e308),
+                (2.0, 1.0),
+                (1e308, 3.0),
+                (f64::INFINITY, 2.0),
+            ],
+        };
+        assert!(line_chart("c", "t", "u", &[l]).ends_with("</svg>"));
     }
 
     #[test]

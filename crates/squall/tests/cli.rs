@@ -376,6 +376,11 @@ fn bridge_errors_say_what_is_wrong() {
         ),
         (&["afxdp:x0", "x1"], "the bridge runs on AF_PACKET"),
         (&["x0", "x1", "--duration", "0"], "--duration 0"),
+        // (beyond what a Duration holds: an error, not a panic)
+        (
+            &["x0", "x1", "--duration", "1e20"],
+            "--duration 100000000000000000000",
+        ),
     ] {
         let (code, err) = run(args);
         assert_eq!(code, Some(2), "{args:?}: {err}");
@@ -549,7 +554,7 @@ fn serve_usage_errors_say_what_is_wrong() {
     )
     .unwrap();
     let conf6 = conf6.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 19] = [
+    let cases: [(&[&str], &str); 20] = [
         (
             &["serve", "--iface", "afpacket:x", "--root", "."],
             "--listen ADDR:PORT",
@@ -703,6 +708,20 @@ fn serve_usage_errors_say_what_is_wrong() {
                 "0",
             ],
             "--cores 0: expected at least one worker",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "198.18.48.1:80",
+                "--iface",
+                "afpacket:x",
+                "--root",
+                ".",
+                "--cores",
+                "4000000000",
+            ],
+            "--cores 4000000000: at most 256 workers",
         ),
         (
             &[

@@ -124,9 +124,34 @@ fn shutdown(d: &mut Daemon, r: &mut Rpc<impl std::io::Read + Write>) {
 #[test]
 fn bad_requests_get_json_rpc_errors() {
     let mut d = spawn(&["--listen", "127.0.0.1:0"]);
+    // A line that is not JSON: a parse error, then the connection is closed (nothing
+    // after it is read).
+    for bad in [&b"{not json"[..], b"\xff\xfe garbage"] {
+        let mut r = tcp(&d);
+        assert_eq!(r.raw(bad)["error"]["code"], -32700);
+        let mut l = String::new();
+        assert_eq!(r.rd.read_line(&mut l).unwrap(), 0, "connection not closed");
+    }
+    // An HTTP request a web page could send to the port (a cross-protocol POST): its
+    // request line is a parse error and the JSON in its body never runs.
     let mut r = tcp(&d);
-    assert_eq!(r.raw(b"{not json")["error"]["code"], -32700);
-    assert_eq!(r.raw(b"\xff\xfe garbage")["error"]["code"], -32700);
+    r.wr.write_all(
+        b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n\r\n\
+          {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"shutdown\"}\n",
+    )
+    .unwrap();
+    let mut l = String::new();
+    r.rd.read_line(&mut l).unwrap();
+    assert!(l.contains("-32700"), "{l}");
+    l.clear();
+    let _ = r.rd.read_line(&mut l);
+    assert!(!l.contains("\"result\""), "the body ran: {l}");
+    let mut r = tcp(&d);
+    assert_eq!(
+        r.ok("get_status", json!({}))["state"],
+        "idle",
+        "still serving"
+    );
     assert_eq!(
         r.raw(br#"{"jsonrpc":"2.0","id":1}"#)["error"]["code"],
         -32600

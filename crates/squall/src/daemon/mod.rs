@@ -120,6 +120,7 @@ fn serve_conn<C: Conn>(svc: Arc<Service>, conn: C, on_shutdown: &(dyn Fn() + Syn
                 rpc::handle_line(line, &mut |req| svc.call(&req.method, &req.params))
             }
         };
+        let rpc::Reply { text: resp, close } = resp;
         let sent = resp.is_none_or(|r| {
             out.write_all(format!("{r}\n").as_bytes())
                 .and_then(|_| out.flush())
@@ -129,7 +130,7 @@ fn serve_conn<C: Conn>(svc: Arc<Service>, conn: C, on_shutdown: &(dyn Fn() + Syn
         if svc.shutdown.load(Ordering::SeqCst) {
             on_shutdown();
         }
-        if !sent {
+        if !sent || close {
             return;
         }
     }

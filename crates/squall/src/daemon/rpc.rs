@@ -110,22 +110,51 @@ fn parse_request(v: Value) -> Result<Request, (Value, RpcError)> {
     Ok(Request { method, params, id })
 }
 
-/// Handles one line of input: a request or a batch. Returns the response text (without
-/// the newline), or `None` when nothing is to be answered (notifications only).
-pub fn handle_line(
-    line: &str,
-    call: &mut dyn FnMut(&Request) -> Result<Value, RpcError>,
-) -> Option<String> {
+/// Most requests in one batch (a longer one is refused whole: a 16 MiB line of tiny items
+/// would otherwise make millions of answers).
+pub const MAX_BATCH: usize = 256;
+
+/// What to do with one line of input.
+#[derive(Debug, PartialEq)]
+pub struct Reply {
+    /// The response text (without the newline); `None` when nothing is to be answered
+    /// (notifications only).
+    pub text: Option<String>,
+    /// The line was not JSON: the connection ends after the error. A peer that does not
+    /// speak this protocol (an HTTP request a web page sent to the daemon's port, say) is
+    /// not read any further, so nothing later in its stream runs as a request.
+    pub close: bool,
+}
+
+/// Handles one line of input: a request or a batch.
+pub fn handle_line(line: &str, call: &mut dyn FnMut(&Request) -> Result<Value, RpcError>) -> Reply {
     let v: Value = match serde_json::from_str(line) {
         Ok(v) => v,
         Err(e) => {
             let r = response(
                 Value::Null,
-                Err(RpcError::new(PARSE_ERROR, format!("parse error: {e}"))),
+                Err(RpcError::new(
+                    PARSE_ERROR,
+                    format!("parse error: {e} (the connection is closed)"),
+                )),
             );
-            return Some(r.to_string());
+            return Reply {
+                text: Some(r.to_string()),
+                close: true,
+            };
         }
     };
+    Reply {
+        text: handle_value(v, call),
+        close: false,
+    }
+}
+
+/// A parsed line: a request or a batch.
+fn handle_value(
+    v: Value,
+    call: &mut dyn FnMut(&Request) -> Result<Value, RpcError>,
+) -> Option<String> {
     let mut one = |v: Value| -> Option<Value> {
         match parse_request(v) {
             Err((id, e)) => Some(response(id, Err(e))),
@@ -140,6 +169,19 @@ pub fn handle_line(
             response(
                 Value::Null,
                 Err(RpcError::new(INVALID_REQUEST, "empty batch")),
+            )
+            .to_string(),
+        ),
+        Value::Array(items) if items.len() > MAX_BATCH => Some(
+            response(
+                Value::Null,
+                Err(RpcError::new(
+                    INVALID_REQUEST,
+                    format!(
+                        "a batch of {} requests: at most {MAX_BATCH} (none was run)",
+                        items.len()
+                    ),
+                )),
             )
             .to_string(),
         ),
@@ -163,7 +205,44 @@ mod tests {
     }
 
     fn run(line: &str) -> Option<Value> {
-        handle_line(line, &mut echo).map(|s| serde_json::from_str(&s).unwrap())
+        handle_line(line, &mut echo)
+            .text
+            .map(|s| serde_json::from_str(&s).unwrap())
+    }
+
+    #[test]
+    fn a_line_that_is_not_json_ends_the_connection() {
+        for line in ["{nope", "POST / HTTP/1.1", "Host: 127.0.0.1:4501"] {
+            let r = handle_line(line, &mut echo);
+            assert!(r.close, "{line}");
+            let v: Value = serde_json::from_str(r.text.as_deref().unwrap()).unwrap();
+            assert_eq!(v["error"]["code"], PARSE_ERROR);
+        }
+        let ok = handle_line(r#"{"jsonrpc":"2.0","id":1,"method":"echo"}"#, &mut echo);
+        assert!(!ok.close);
+        // A request that is JSON but wrong keeps the connection.
+        assert!(!handle_line("42", &mut echo).close);
+    }
+
+    #[test]
+    fn a_batch_is_bounded() {
+        let item = r#"{"jsonrpc":"2.0","id":1,"method":"echo"}"#;
+        let batch = |n: usize| format!("[{}]", vec![item; n].join(","));
+        assert_eq!(
+            run(&batch(MAX_BATCH)).unwrap().as_array().unwrap().len(),
+            MAX_BATCH
+        );
+        let mut calls = 0;
+        let r = handle_line(&batch(MAX_BATCH + 1), &mut |_| {
+            calls += 1;
+            Ok(Value::Null)
+        });
+        let v: Value = serde_json::from_str(r.text.as_deref().unwrap()).unwrap();
+        assert_eq!(v["error"]["code"], INVALID_REQUEST);
+        assert_eq!(calls, 0, "none of an oversized batch runs");
+        // 8 million tiny items (what fits a 16 MiB line): one error, not millions.
+        let r = handle_line(&format!("[{}1]", "1,".repeat(1 << 20)), &mut echo);
+        assert!(r.text.unwrap().len() < 200);
     }
 
     #[test]

@@ -140,6 +140,54 @@ fn profile_error(e: SourceError) -> RpcError {
     }
 }
 
+/// Largest profile file `load_profile` reads by path.
+const MAX_PROFILE_FILE: u64 = 256 << 20;
+
+/// Whether the daemon may read (and, for `.py`, run) the profile at `path`, as a client
+/// names it: a regular file (not a device, FIFO or directory, which would hang or exhaust
+/// the daemon) of at most [`MAX_PROFILE_FILE`] bytes; a Python profile, which `python3`
+/// runs with the daemon's rights, also owned by the daemon's user or root and writable by
+/// no one else (as ssh's StrictModes: a file another user can write is not run).
+fn check_profile_path(path: &std::path::Path) -> Result<(), RpcError> {
+    use std::os::unix::fs::MetadataExt;
+    // (as an unreadable file: -32002, invalid profile, the reason at path ".")
+    let bad = |why: String| {
+        profile_error(SourceError::Load(LoadError::Io {
+            file: path.display().to_string(),
+            message: why,
+        }))
+    };
+    let m = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    if !m.is_file() {
+        return Err(bad("not a regular file".into()));
+    }
+    if m.len() > MAX_PROFILE_FILE {
+        return Err(bad(format!(
+            "{} bytes: a profile file may be at most {MAX_PROFILE_FILE}",
+            m.len()
+        )));
+    }
+    if path.extension().is_some_and(|e| e == "py") {
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        if m.uid() != me && m.uid() != 0 {
+            return Err(bad(format!(
+                "a Python profile runs with the daemon's rights: it must belong to the \
+                 daemon's user ({me}) or root, not {}",
+                m.uid()
+            )));
+        }
+        if m.mode() & 0o022 != 0 {
+            return Err(bad(format!(
+                "a Python profile runs with the daemon's rights: it must not be writable \
+                 by group or others (mode {:o})",
+                m.mode() & 0o777
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The `tunables` parameter as `-t KEY=VALUE` arguments of `python3 -m squall.compile`.
 /// That command splits each argument at commas (several tunables in one `-t`), so a key or
 /// value of the object form holding a comma cannot pass through: it is refused here rather
@@ -480,6 +528,7 @@ impl Service {
                     return Err(RpcError::new(rpc::ALREADY_RUNNING, "a run is in progress"));
                 }
                 let t = tunables(p)?;
+                check_profile_path(std::path::Path::new(path))?;
                 let prof = source::load(std::path::Path::new(path), &t).map_err(profile_error)?;
                 (prof, path.clone())
             }
@@ -830,6 +879,37 @@ impl Service {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn profile_paths_are_checked_before_they_are_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let refused = |p: &str| {
+            check_profile_path(std::path::Path::new(p))
+                .unwrap_err()
+                .message
+        };
+        assert!(refused("/dev/zero").contains("not a regular file"));
+        assert!(refused("/tmp").contains("not a regular file"));
+        assert!(refused("/nonexistent/x.json").contains("/nonexistent/x.json"));
+        let dir = std::env::temp_dir().join(format!("squall-prof-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let py = dir.join("p.py");
+        std::fs::write(&py, "x = 1\n").unwrap();
+        let mode = |f: &std::path::Path, m: u32| {
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        mode(&py, 0o644);
+        assert!(check_profile_path(&py).is_ok());
+        // A Python profile others can write is not run; a JSON one is only read.
+        mode(&py, 0o666);
+        let e = check_profile_path(&py).unwrap_err().message;
+        assert!(e.contains("writable by group or others"), "{e}");
+        let js = dir.join("p.json");
+        std::fs::write(&js, "{}").unwrap();
+        mode(&js, 0o666);
+        assert!(check_profile_path(&js).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn baseline_subtracts_counters_only() {

@@ -84,6 +84,19 @@ impl TraceFilter {
                     ));
                 };
                 let (k, v) = (k.trim(), v.trim());
+                // One client=, server= and port= each (a second was kept in place of the
+                // first, silently): refused.
+                let twice = match k {
+                    "client" => f.client.is_some(),
+                    "server" => f.server.is_some(),
+                    "port" => f.port.is_some(),
+                    _ => false,
+                };
+                if twice {
+                    return Err(format!(
+                        "--trace-filter: `{k}=` given twice; give one {k}= term (a prefix covers several addresses)"
+                    ));
+                }
                 match k {
                     "template" if !v.is_empty() => f.templates.push(v.to_string()),
                     "client" => f.client = Some(prefix(k, v)?),
@@ -222,6 +235,8 @@ mod tests {
             ("port=70000", "port number"),
             ("port=0", "port number"),
             ("template=", "unknown or empty"),
+            ("client=16.0.0.1,client=16.0.0.2", "`client=` given twice"),
+            ("port=80,port=81", "`port=` given twice"),
         ] {
             let e = TraceFilter::parse(&[spec.to_string()]).unwrap_err();
             assert!(e.contains(hint), "{spec}: {e}");
