@@ -232,7 +232,8 @@ class Client:
         if self._sock is None:
             raise ClientError("not connected (call connect() first)")
         self._id += 1
-        req = {"jsonrpc": "2.0", "id": self._id, "method": method, "params": dict(params or {})}
+        rid = self._id  # (a reconnection in between makes requests of its own)
+        req = {"jsonrpc": "2.0", "id": rid, "method": method, "params": dict(params or {})}
         try:
             text = json.dumps(req, separators=(",", ":"), allow_nan=False)
         except ValueError as e:
@@ -243,16 +244,7 @@ class Client:
             raise ClientError(f"{method}: the request is {len(line) - 1} bytes, over the "
                               f"daemon's limit of {MAX_REQUEST} bytes (16 MiB) per request; "
                               "not sent")
-        try:
-            self._sock.settimeout(timeout if timeout is not None else self.timeout)
-            self._sock.sendall(line)
-            raw = self._rfile.readline()
-        except OSError as e:
-            self.disconnect()
-            raise ClientError(f"{method}: connection to the daemon failed: {e}") from e
-        if not raw:
-            self.disconnect()
-            raise ClientError(f"{method}: the daemon closed the connection")
+        raw = self._exchange(method, line, timeout)
         try:
             resp = json.loads(raw)
         except ValueError:
@@ -261,7 +253,7 @@ class Client:
         # An error with a null id answers the request the daemon could not read (parse
         # error, line too long, too many connections).
         null_id_error = isinstance(resp, dict) and resp.get("id") is None and isinstance(err, dict)
-        if not isinstance(resp, dict) or (resp.get("id") != self._id and not null_id_error):
+        if not isinstance(resp, dict) or (resp.get("id") != rid and not null_id_error):
             raise ClientError(f"{method}: unexpected response {raw[:200]!r}")
         if isinstance(err, dict):
             code = err.get("code")
@@ -269,6 +261,30 @@ class Client:
             raise cls(str(err.get("message", "")), code if isinstance(code, int) else None,
                       err.get("data"))
         return resp.get("result")
+
+    def _exchange(self, method: str, line: bytes, timeout: Optional[float]) -> bytes:
+        """Sends `line` and reads the answer's line. The daemon answers every request it
+        reads before it closes a connection (even a bad one), so a close with no answer
+        means it did not read this one — it ends connections that wait idle when all its
+        slots are taken: then the request is sent once more on a new connection."""
+        for attempt in (0, 1):
+            assert self._sock is not None and self._rfile is not None
+            try:
+                self._sock.settimeout(timeout if timeout is not None else self.timeout)
+                self._sock.sendall(line)
+                raw: bytes = self._rfile.readline()
+            except (BrokenPipeError, ConnectionResetError):
+                raw = b""
+            except OSError as e:  # a timeout among them: the request may be running
+                self.disconnect()
+                raise ClientError(f"{method}: connection to the daemon failed: {e}") from e
+            if raw:
+                return raw
+            self.disconnect()
+            if attempt == 1:
+                break
+            self.connect()
+        raise ClientError(f"{method}: the daemon closed the connection")
 
     def _dict(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
         r = self.call(method, params)

@@ -189,3 +189,36 @@ def test_client_drives_daemon_end_to_end(daemon: str) -> None:
         time.sleep(0.05)
     assert not os.path.exists(daemon), "the daemon did not shut down"
 
+
+
+def test_a_request_the_daemon_did_not_read_is_sent_again_once() -> None:
+    """The daemon closes a connection idle while all its slots are taken, without an
+    answer: the client's next request goes out again on a new connection (once)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(2)
+    port = srv.getsockname()[1]
+    seen: List[str] = []
+
+    def serve() -> None:
+        for n in range(2):
+            conn, _ = srv.accept()
+            f = conn.makefile("rwb")
+            for line in f:
+                req = json.loads(line)
+                seen.append(f"{n}:{req['method']}")
+                if n == 0 and req["method"] != "api_version":
+                    break  # evicted: closed with the request unread
+                body = _api(req) if req["method"] == "api_version" else {"result": {"ok": n}}
+                f.write((json.dumps(dict({"jsonrpc": "2.0", "id": req["id"]}, **body))
+                         + "\n").encode())
+                f.flush()
+            f.close()
+            conn.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    with Client(port=port) as c:
+        assert c.call("get_status") == {"ok": 1}
+    assert seen == ["0:api_version", "0:get_status", "1:api_version", "1:get_status"]
+    srv.close()

@@ -557,3 +557,30 @@ fn a_run_on_a_port_that_cannot_open_fails_with_the_reason() {
     assert_eq!(r.ok("get_status", json!({}))["state"], "done");
     shutdown(&mut d, &mut r);
 }
+
+/// 32 connections at most; with all taken, a new one is refused while they are active,
+/// and takes the place of the one idle longest once that has waited more than 5 s for
+/// its next request (idle clients cannot lock an operator out).
+#[test]
+fn idle_connections_give_way_to_a_new_one() {
+    let mut d = spawn(&["--listen", "127.0.0.1:0"]);
+    let mut held: Vec<Rpc<TcpStream>> = (0..32).map(|_| tcp(&d)).collect();
+    for r in held.iter_mut() {
+        assert_eq!(r.ok("api_version", json!({}))["api_version"], "1.0");
+    }
+    // All recently active: the 33rd is refused.
+    let mut r = tcp(&d);
+    let mut l = String::new();
+    r.rd.read_line(&mut l).unwrap();
+    assert!(l.contains("too many connections"), "{l}");
+    // One keeps talking; the others fall idle.
+    std::thread::sleep(Duration::from_millis(5600));
+    assert_eq!(held[31].ok("get_status", json!({}))["state"], "idle");
+    let mut r = tcp(&d);
+    assert_eq!(r.ok("api_version", json!({}))["api_version"], "1.0");
+    // The connection idle longest (the first) was closed; the active one was kept.
+    let mut l = String::new();
+    assert_eq!(held[0].rd.read_line(&mut l).unwrap_or(0), 0, "{l}");
+    assert_eq!(held[31].ok("get_status", json!({}))["state"], "idle");
+    shutdown(&mut d, &mut r);
+}

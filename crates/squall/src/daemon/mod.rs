@@ -9,8 +9,8 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use service::Service;
@@ -26,6 +26,10 @@ const DISCARD_TIME: Duration = Duration::from_secs(30);
 const DISCARD_IDLE: Duration = Duration::from_secs(1);
 /// Most connections served at once.
 const MAX_CONNS: usize = 32;
+/// With every slot taken, a new connection takes the place of the one that has waited
+/// longest for its next request, if that is more than this: idle clients cannot lock an
+/// operator out.
+const EVICT_IDLE: Duration = Duration::from_secs(5);
 
 /// Where the daemon listens.
 #[derive(Clone, Debug)]
@@ -37,6 +41,61 @@ pub enum Listen {
 trait Conn: Read + Write + Send + 'static {
     fn split(&self) -> io::Result<Box<dyn Write + Send>>;
     fn read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
+    /// Ends the connection both ways from another thread (its reads then return 0).
+    fn closer(&self) -> io::Result<Box<dyn Fn() + Send>>;
+}
+
+/// The connections served: each one's closer, and since when it has waited for its next
+/// request (`None` while it runs one).
+#[derive(Default)]
+struct Conns {
+    next: AtomicU64,
+    list: Mutex<Vec<ConnSlot>>,
+}
+
+struct ConnSlot {
+    id: u64,
+    idle_since: Option<Instant>,
+    close: Box<dyn Fn() + Send>,
+}
+
+impl Conns {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ConnSlot>> {
+        self.list.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// A slot for a new connection (its id), taking that of the connection idle longest
+    /// beyond [`EVICT_IDLE`] when all are taken; `None`: every connection is busy or
+    /// recently active.
+    fn admit(&self, close: Box<dyn Fn() + Send>) -> Option<u64> {
+        let mut l = self.lock();
+        if l.len() >= MAX_CONNS {
+            let now = Instant::now();
+            let idlest = l
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| Some((i, c.idle_since?)))
+                .filter(|(_, t)| now.duration_since(*t) > EVICT_IDLE)
+                .min_by_key(|(_, t)| *t)
+                .map(|(i, _)| i)?;
+            (l.swap_remove(idlest).close)();
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        l.push(ConnSlot {
+            id,
+            idle_since: Some(Instant::now()),
+            close,
+        });
+        Some(id)
+    }
+    /// Marks connection `id` waiting for a request (or running one).
+    fn set_idle(&self, id: u64, idle: bool) {
+        if let Some(c) = self.lock().iter_mut().find(|c| c.id == id) {
+            c.idle_since = idle.then(Instant::now);
+        }
+    }
+    fn leave(&self, id: u64) {
+        self.lock().retain(|c| c.id != id);
+    }
 }
 
 impl Conn for std::net::TcpStream {
@@ -46,6 +105,12 @@ impl Conn for std::net::TcpStream {
     fn read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         self.set_read_timeout(t)
     }
+    fn closer(&self) -> io::Result<Box<dyn Fn() + Send>> {
+        let c = self.try_clone()?;
+        Ok(Box::new(move || {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }))
+    }
 }
 
 impl Conn for UnixStream {
@@ -54,6 +119,12 @@ impl Conn for UnixStream {
     }
     fn read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         self.set_read_timeout(t)
+    }
+    fn closer(&self) -> io::Result<Box<dyn Fn() + Send>> {
+        let c = self.try_clone()?;
+        Ok(Box::new(move || {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }))
     }
 }
 
@@ -93,12 +164,21 @@ fn discard_line<R: BufRead>(r: &mut R, max: u64, limit: Duration) {
     }
 }
 
-fn serve_conn<C: Conn>(svc: Arc<Service>, conn: C, on_shutdown: &(dyn Fn() + Sync)) {
+fn serve_conn<C: Conn>(
+    svc: Arc<Service>,
+    conn: C,
+    on_shutdown: &(dyn Fn() + Sync),
+    conns: &Conns,
+    id: u64,
+) {
     let Ok(mut out) = conn.split() else { return };
     let mut rd = BufReader::new(conn);
     let mut buf = Vec::new();
     loop {
-        let resp = match read_line(&mut rd, &mut buf) {
+        conns.set_idle(id, true);
+        let line = read_line(&mut rd, &mut buf);
+        conns.set_idle(id, false);
+        let resp = match line {
             Ok(None) | Err(_) => return,
             Ok(Some(Err(()))) => {
                 if rd.get_ref().read_timeout(Some(DISCARD_IDLE)).is_ok() {
@@ -139,25 +219,26 @@ fn serve_conn<C: Conn>(svc: Arc<Service>, conn: C, on_shutdown: &(dyn Fn() + Syn
 fn spawn_conn<C: Conn>(
     svc: &Arc<Service>,
     conn: C,
-    active: &Arc<AtomicUsize>,
+    conns: &Arc<Conns>,
     on_shutdown: Arc<dyn Fn() + Send + Sync>,
 ) {
-    if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNS {
-        active.fetch_sub(1, Ordering::SeqCst);
+    let Ok(close) = conn.closer() else { return };
+    let Some(id) = conns.admit(close) else {
         let mut c = conn;
         let e = serde_json::json!({"jsonrpc": "2.0", "id": null,
             "error": {"code": rpc::INTERNAL_ERROR, "message": "too many connections"}});
         let _ = c.write_all(format!("{e}\n").as_bytes());
         return;
-    }
-    let (svc, active) = (svc.clone(), active.clone());
+    };
+    let (svc, mine) = (svc.clone(), conns.clone());
     let r = std::thread::Builder::new()
         .name("squall-conn".into())
         .spawn(move || {
-            serve_conn(svc, conn, &*on_shutdown);
-            active.fetch_sub(1, Ordering::SeqCst);
+            serve_conn(svc, conn, &*on_shutdown, &mine, id);
+            mine.leave(id);
         });
     if r.is_err() {
+        conns.leave(id);
         eprintln!("squall daemon: cannot start a connection thread");
     }
 }
@@ -180,7 +261,7 @@ pub fn serve(
     ports: squall::ports::Ports,
 ) -> io::Result<()> {
     let svc = Arc::new(Service::new(metrics, ports));
-    let active = Arc::new(AtomicUsize::new(0));
+    let conns = Arc::new(Conns::default());
     match listen {
         Listen::Tcp(addr) => {
             if !addr.ip().is_loopback() {
@@ -197,7 +278,7 @@ pub fn serve(
                 Arc::new(move || exit_after_shutdown(&s2, None));
             for c in l.incoming() {
                 match c {
-                    Ok(c) => spawn_conn(&svc, c, &active, stop.clone()),
+                    Ok(c) => spawn_conn(&svc, c, &conns, stop.clone()),
                     Err(e) => {
                         eprintln!("squall daemon: accept: {e}");
                         std::thread::sleep(Duration::from_millis(50));
@@ -228,7 +309,7 @@ pub fn serve(
                 Arc::new(move || exit_after_shutdown(&s2, Some(&p2)));
             for c in l.incoming() {
                 match c {
-                    Ok(c) => spawn_conn(&svc, c, &active, stop.clone()),
+                    Ok(c) => spawn_conn(&svc, c, &conns, stop.clone()),
                     Err(e) => {
                         eprintln!("squall daemon: accept: {e}");
                         std::thread::sleep(Duration::from_millis(50));
