@@ -997,8 +997,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if let Some(rc) = ports.real.as_mut() {
         rc.steering = !a.no_steering;
     }
-    if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 1e6) {
-        return usage("--duration must be a positive number of seconds");
+    // (at least 1 ms: a shorter one would round to a run of 0 ns)
+    if !(a.duration.is_finite() && a.duration >= 1e-3 && a.duration <= 1e6) {
+        return usage("--duration must be a positive number of seconds (0.001 to 1000000)");
     }
     if !(a.mult.is_finite() && a.mult > 0.0 && a.mult <= 1e6) {
         return usage("--mult must be in (0, 1000000]");

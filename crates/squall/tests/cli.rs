@@ -1303,6 +1303,17 @@ fn help_completions_and_man_pages() {
         err.contains("--duration must be") && err.contains("squall help COMMAND"),
         "{err}"
     );
+    // A duration that would round to a run of 0 ns.
+    let out = squall()
+        .args([
+            "run",
+            "../../examples/w1-astf-http.json",
+            "--duration=1e-10",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0.001 to 1000000"));
 }
 
 /// More templates with distinct TCP tunables than a host holds option sets: refused at

@@ -562,9 +562,10 @@ impl Service {
         let sim = flag(p, "sim")?;
         let fixed_keys = flag(p, "fixed_keys")?;
         let unbounded = dur < 0.0;
-        if !unbounded && (dur == 0.0 || dur > MAX_DURATION_S) {
+        // (at least 1 ms: a shorter one would round to a run of 0 ns)
+        if !unbounded && !(1e-3..=MAX_DURATION_S).contains(&dur) {
             return Err(RpcError::params(
-                "duration must be -1 (until stopped) or in (0, 1e6] seconds",
+                "duration must be -1 (until stopped) or in [0.001, 1e6] seconds",
             ));
         }
         if unbounded && sim {
