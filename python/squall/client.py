@@ -171,6 +171,8 @@ class Client:
         self.timeout = timeout
         self._sock: Optional[socket.socket] = None
         self._rfile: Any = None
+        # (connect()'s api_version call: never sent twice)
+        self._handshake = False
         self._id = 0
         # The IR this client loaded last, and whether the daemon holds its IPv6 variant
         # (`start(ipv6=True)`).
@@ -195,11 +197,14 @@ class Client:
             raise ClientError(f"cannot connect to the squall daemon at {where}: {e}") from e
         self._sock = s
         self._rfile = s.makefile("rb")
+        self._handshake = True
         try:
             v = self.api_version()
         except ClientError:  # e.g. "too many connections" (the daemon then closes)
             self.disconnect()
             raise
+        finally:
+            self._handshake = False
         if not str(v.get("api_version", "")).startswith("1."):
             self.disconnect()
             raise ClientError(f"unsupported daemon API version {v.get('api_version')!r}")
@@ -266,8 +271,11 @@ class Client:
         """Sends `line` and reads the answer's line. The daemon answers every request it
         reads before it closes a connection (even a bad one), so a close with no answer
         means it did not read this one — it ends connections that wait idle when all its
-        slots are taken: then the request is sent once more on a new connection."""
-        for attempt in (0, 1):
+        slots are taken: then the request is sent once more on a new connection. Not
+        during the connection's own handshake, and not for the requests that change the
+        run (`start`, `stop`, `shutdown`): those are never sent twice."""
+        retry = not self._handshake and method not in ("start", "stop", "shutdown")
+        for attempt in (0, 1) if retry else (1,):
             assert self._sock is not None and self._rfile is not None
             try:
                 self._sock.settimeout(timeout if timeout is not None else self.timeout)

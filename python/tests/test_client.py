@@ -222,3 +222,47 @@ def test_a_request_the_daemon_did_not_read_is_sent_again_once() -> None:
         assert c.call("get_status") == {"ok": 1}
     assert seen == ["0:api_version", "0:get_status", "1:api_version", "1:get_status"]
     srv.close()
+
+
+def test_no_resend_in_the_handshake_or_for_run_changes() -> None:
+    """A peer that closes without answering: connect() fails once (no loop of
+    reconnections), and `start` is never sent twice."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    port = srv.getsockname()[1]
+    seen: List[str] = []
+    mode = {"answer_api": False}
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            f = conn.makefile("rwb")
+            for line in f:
+                req = json.loads(line)
+                seen.append(req["method"])
+                if req["method"] == "api_version" and mode["answer_api"]:
+                    f.write((json.dumps(dict({"jsonrpc": "2.0", "id": req["id"]}, **_api(req)))
+                             + "\n").encode())
+                    f.flush()
+                    continue
+                break  # closed with the request unanswered
+            f.close()
+            conn.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    with pytest.raises(ClientError, match="closed the connection"):
+        Client(port=port).connect()
+    assert seen == ["api_version"]
+    mode["answer_api"] = True
+    seen.clear()
+    c = Client(port=port)
+    c.connect()
+    with pytest.raises(ClientError, match="closed the connection"):
+        c.call("start", {"mult": 1})
+    assert seen == ["api_version", "start"], seen
+    srv.close()

@@ -188,8 +188,8 @@ struct sq_prog {
 };
 
 /*
- * Reads the name of the XDP program attached to ifindex (any mode) into name (16 bytes).
- * Returns its id, 0 when none is attached, or -errno.
+ * Reads the id (0 when none is attached) and name (16 bytes) of the XDP program attached
+ * to ifindex (any mode) into *id_out and name. Returns 0, or -errno.
  */
 int sq_xdp_attached(int ifindex, char *name, __u32 *id_out)
 {

@@ -1,8 +1,9 @@
 //! A minimal HTTP/1.1 responder for read-only endpoints (the Prometheus exposition): one
-//! thread, one request per connection, answered and closed. Bounded against any client:
-//! the request head is at most [`MAX_HEAD`] bytes and must arrive within [`DEADLINE`]
-//! (a slow or silent client is dropped, so a scrape waits at most that long behind it);
-//! a request body is never read (the connection closes after the answer, whatever
+//! request per connection, answered and closed, on at most [`WORKERS`] threads at once
+//! (a connection beyond them gets 503 at once). Bounded against any client: the request
+//! head is at most [`MAX_HEAD`] bytes and must arrive within [`DEADLINE`] (a slow or
+//! silent client is dropped; it holds one worker that long, never the others); a request
+//! body is never read (the connection closes after the answer, whatever
 //! `Content-Length` says); the head is parsed by squall-http, whose errors are answered
 //! with their status. `GET` and `HEAD` are served; other methods get 405.
 
@@ -21,15 +22,40 @@ pub const DEADLINE: Duration = Duration::from_secs(2);
 /// content type.
 pub type Answer = (u16, String, &'static str);
 
+/// Connections served at once.
+pub const WORKERS: usize = 8;
+
 /// Serves `listener` until it fails, answering each request with `answer(path)`.
-pub fn serve(listener: TcpListener, answer: impl Fn(&str) -> Answer) {
+pub fn serve(listener: TcpListener, answer: impl Fn(&str) -> Answer + Send + Sync + 'static) {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let answer = std::sync::Arc::new(answer);
+    let busy = std::sync::Arc::new(AtomicUsize::new(0));
     for conn in listener.incoming() {
-        match conn {
-            Ok(mut s) => {
-                let _ = respond(&mut s, &answer);
-            }
+        let mut s = match conn {
+            Ok(s) => s,
             // (out of file descriptors, say: no busy loop while it lasts)
-            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        if busy.fetch_add(1, SeqCst) >= WORKERS {
+            busy.fetch_sub(1, SeqCst);
+            let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+            let _ = s.write_all(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+            continue;
+        }
+        let (answer, busy2) = (answer.clone(), busy.clone());
+        let spawned = std::thread::Builder::new()
+            .name("squall-http-get".into())
+            .spawn(move || {
+                let _ = respond(&mut s, &*answer);
+                busy2.fetch_sub(1, SeqCst);
+            });
+        if spawned.is_err() {
+            busy.fetch_sub(1, SeqCst);
         }
     }
 }
@@ -93,8 +119,22 @@ fn respond(s: &mut TcpStream, answer: &impl Fn(&str) -> Answer) -> std::io::Resu
         out.extend_from_slice(body.as_bytes());
     }
     s.write_all(&out)?;
-    // The client's unread bytes (a body it announced) are discarded with the socket.
     let _ = s.shutdown(std::net::Shutdown::Write);
+    // What the client still sends (a body it announced) is read and dropped for a moment,
+    // so that closing with unread bytes does not reset the connection under the answer.
+    let drain_until = Instant::now() + Duration::from_millis(200);
+    let mut sink = [0u8; 4096];
+    let mut left = 1usize << 20;
+    while left > 0 {
+        let t = drain_until.saturating_duration_since(Instant::now());
+        if t.is_zero() || s.set_read_timeout(Some(t)).is_err() {
+            break;
+        }
+        match s.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left -= n.min(left),
+        }
+    }
     Ok(())
 }
 
@@ -175,18 +215,27 @@ mod tests {
         big.resize(MAX_HEAD + 100, b'a');
         let r = exchange(a, &big);
         assert!(r.starts_with("HTTP/1.1 431 "), "{r}");
-        // A client that sends half a head and waits: dropped after the deadline, and
-        // the next client is answered.
-        let mut slow = TcpStream::connect(a).unwrap();
-        slow.write_all(b"GET /x HT").unwrap();
+        // Clients that send half a head and wait each hold one worker until the
+        // deadline: a scrape beside them is answered at once; beyond the workers, 503.
+        let half = || {
+            let mut s = TcpStream::connect(a).unwrap();
+            s.write_all(b"GET /x HT").unwrap();
+            s
+        };
+        let slow: Vec<TcpStream> = (0..WORKERS - 1).map(|_| half()).collect();
+        std::thread::sleep(Duration::from_millis(100));
         let t = Instant::now();
         let r = exchange(a, b"GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
         assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
-        assert!(
-            t.elapsed() < DEADLINE + Duration::from_secs(2),
-            "{:?}",
-            t.elapsed()
-        );
-        drop(slow);
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        let more: Vec<TcpStream> = (0..2).map(|_| half()).collect();
+        std::thread::sleep(Duration::from_millis(100));
+        let r = exchange(a, b"GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 503 "), "{r}");
+        // After the deadline the workers are free again.
+        std::thread::sleep(DEADLINE + Duration::from_millis(300));
+        let r = exchange(a, b"GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+        drop((slow, more));
     }
 }

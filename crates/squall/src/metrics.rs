@@ -331,7 +331,7 @@ impl Exporter {
         std::thread::Builder::new()
             .name("squall-metrics".into())
             .spawn(move || {
-                crate::getserver::serve(listener, |path| match path {
+                crate::getserver::serve(listener, move |path| match path {
                     "/metrics" | "/" => {
                         let body = t2.lock().map(|g| g.clone()).unwrap_or_default();
                         (200, body, "text/plain; version=0.0.4; charset=utf-8")

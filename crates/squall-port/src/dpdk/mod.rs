@@ -983,12 +983,16 @@ impl Port for DpdkPort {
 
     fn tx_burst(&mut self, frames: &mut Vec<DpdkFrame>) -> usize {
         let mut sent = 0;
+        let mut mine = 0;
         let total = frames.len();
         while sent < total {
             let k = (total - sent).min(BURST);
             let mut lens = [0u32; BURST];
-            for (l, f) in lens.iter_mut().zip(&frames[sent..sent + k]) {
+            // Read before the PMD owns them (it may free them inside tx_burst).
+            let mut own = [false; BURST];
+            for ((l, o), f) in lens.iter_mut().zip(&mut own).zip(&frames[sent..sent + k]) {
                 *l = f.pkt_len() as u32;
+                *o = self.ours(f);
             }
             // SAFETY: frames[sent..sent + k] are live mbufs owned by these handles; the
             // PMD takes the first n (they are drained below and never touched again).
@@ -1003,6 +1007,7 @@ impl Port for DpdkPort {
             // (rte_eth_tx_burst returns at most k; a PMD's count is not indexed unchecked)
             let n = n.min(k);
             self.stats.tx_bytes += lens[..n].iter().map(|&l| u64::from(l)).sum::<u64>();
+            mine += own[..n].iter().filter(|&&o| o).count();
             sent += n;
             if n < k {
                 self.stats.tx_full += (total - sent) as u64;
@@ -1010,7 +1015,6 @@ impl Port for DpdkPort {
             }
         }
         // The accepted handles belong to the PMD now (DpdkFrame has no Drop).
-        let mine = frames[..sent].iter().filter(|f| self.ours(f)).count();
         frames.drain(..sent);
         self.stats.tx_frames += sent as u64;
         self.out -= mine.min(self.out);

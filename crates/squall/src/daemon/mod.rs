@@ -41,7 +41,8 @@ pub enum Listen {
 trait Conn: Read + Write + Send + 'static {
     fn split(&self) -> io::Result<Box<dyn Write + Send>>;
     fn read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
-    /// Ends the connection both ways from another thread (its reads then return 0).
+    /// Ends the connection's read side from another thread (its reads then return what
+    /// had arrived, then 0; its answers can still be written).
     fn closer(&self) -> io::Result<Box<dyn Fn() + Send>>;
 }
 
@@ -87,10 +88,15 @@ impl Conns {
         });
         Some(id)
     }
-    /// Marks connection `id` waiting for a request (or running one).
-    fn set_idle(&self, id: u64, idle: bool) {
-        if let Some(c) = self.lock().iter_mut().find(|c| c.id == id) {
-            c.idle_since = idle.then(Instant::now);
+    /// Marks connection `id` waiting for a request (or running one); false if it was
+    /// evicted (its slot given to another connection).
+    fn set_idle(&self, id: u64, idle: bool) -> bool {
+        match self.lock().iter_mut().find(|c| c.id == id) {
+            Some(c) => {
+                c.idle_since = idle.then(Instant::now);
+                true
+            }
+            None => false,
         }
     }
     fn leave(&self, id: u64) {
@@ -108,7 +114,7 @@ impl Conn for std::net::TcpStream {
     fn closer(&self) -> io::Result<Box<dyn Fn() + Send>> {
         let c = self.try_clone()?;
         Ok(Box::new(move || {
-            let _ = c.shutdown(std::net::Shutdown::Both);
+            let _ = c.shutdown(std::net::Shutdown::Read);
         }))
     }
 }
@@ -123,7 +129,7 @@ impl Conn for UnixStream {
     fn closer(&self) -> io::Result<Box<dyn Fn() + Send>> {
         let c = self.try_clone()?;
         Ok(Box::new(move || {
-            let _ = c.shutdown(std::net::Shutdown::Both);
+            let _ = c.shutdown(std::net::Shutdown::Read);
         }))
     }
 }
@@ -175,8 +181,14 @@ fn serve_conn<C: Conn>(
     let mut rd = BufReader::new(conn);
     let mut buf = Vec::new();
     loop {
-        conns.set_idle(id, true);
+        if !conns.set_idle(id, true) {
+            return; // evicted after its last answer
+        }
         let line = read_line(&mut rd, &mut buf);
+        // An eviction shuts the read side only: a request that arrived before it (or
+        // that the kernel still hands over) is run and answered here, and the
+        // connection ends after that answer (the check at the loop's top). The daemon
+        // answers every request it reads.
         conns.set_idle(id, false);
         let resp = match line {
             Ok(None) | Err(_) => return,

@@ -143,12 +143,15 @@ fn profile_error(e: SourceError) -> RpcError {
 /// Largest profile file `load_profile` reads by path.
 const MAX_PROFILE_FILE: u64 = 256 << 20;
 
-/// Whether the daemon may read (and, for `.py`, run) the profile at `path`, as a client
-/// names it: a regular file (not a device, FIFO or directory, which would hang or exhaust
-/// the daemon) of at most [`MAX_PROFILE_FILE`] bytes; a Python profile, which `python3`
-/// runs with the daemon's rights, also owned by the daemon's user or root and writable by
-/// no one else (as ssh's StrictModes: a file another user can write is not run).
-fn check_profile_path(path: &std::path::Path) -> Result<(), RpcError> {
+/// The profile file at `path` as the daemon will read (and, for `.py`, run) it: its
+/// canonical path (symlinks resolved, then used for the load), if it is a regular file
+/// (not a device, FIFO or directory, which would hang or exhaust the daemon) of at most
+/// [`MAX_PROFILE_FILE`] bytes. A Python profile runs with the daemon's rights, and its
+/// folder is first on its import path: it and every folder above it must belong to the
+/// daemon's user or root and be writable by no one else (a sticky folder above the
+/// profile's own, /tmp, is fine), so that no other user can swap the file, or plant a
+/// module beside it, between this check and the run.
+fn check_profile_path(path: &std::path::Path) -> Result<std::path::PathBuf, RpcError> {
     use std::os::unix::fs::MetadataExt;
     // (as an unreadable file: -32002, invalid profile, the reason at path ".")
     let bad = |why: String| {
@@ -157,7 +160,8 @@ fn check_profile_path(path: &std::path::Path) -> Result<(), RpcError> {
             message: why,
         }))
     };
-    let m = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    let real = std::fs::canonicalize(path).map_err(|e| bad(e.to_string()))?;
+    let m = std::fs::metadata(&real).map_err(|e| bad(e.to_string()))?;
     if !m.is_file() {
         return Err(bad("not a regular file".into()));
     }
@@ -167,25 +171,33 @@ fn check_profile_path(path: &std::path::Path) -> Result<(), RpcError> {
             m.len()
         )));
     }
-    if path.extension().is_some_and(|e| e == "py") {
+    if real.extension().is_some_and(|e| e == "py") {
         // SAFETY: geteuid has no preconditions.
         let me = unsafe { libc::geteuid() };
-        if m.uid() != me && m.uid() != 0 {
-            return Err(bad(format!(
-                "a Python profile runs with the daemon's rights: it must belong to the \
-                 daemon's user ({me}) or root, not {}",
-                m.uid()
-            )));
-        }
-        if m.mode() & 0o022 != 0 {
-            return Err(bad(format!(
-                "a Python profile runs with the daemon's rights: it must not be writable \
-                 by group or others (mode {:o})",
-                m.mode() & 0o777
-            )));
+        for (depth, p) in real.ancestors().enumerate() {
+            let m = std::fs::metadata(p).map_err(|e| bad(e.to_string()))?;
+            // Above the profile's own folder a sticky one (/tmp) is fine: others may add
+            // files there but not rename or replace ours.
+            let sticky_above = depth >= 2 && m.mode() & 0o1000 != 0;
+            if m.uid() != me && m.uid() != 0 {
+                return Err(bad(format!(
+                    "a Python profile runs with the daemon's rights: {} must belong to the \
+                     daemon's user ({me}) or root, not {}",
+                    p.display(),
+                    m.uid()
+                )));
+            }
+            if m.mode() & 0o022 != 0 && !sticky_above {
+                return Err(bad(format!(
+                    "a Python profile runs with the daemon's rights: {} must not be writable \
+                     by group or others (mode {:o})",
+                    p.display(),
+                    m.mode() & 0o7777
+                )));
+            }
         }
     }
-    Ok(())
+    Ok(real)
 }
 
 /// The `tunables` parameter as `-t KEY=VALUE` arguments of `python3 -m squall.compile`.
@@ -528,8 +540,8 @@ impl Service {
                     return Err(RpcError::new(rpc::ALREADY_RUNNING, "a run is in progress"));
                 }
                 let t = tunables(p)?;
-                check_profile_path(std::path::Path::new(path))?;
-                let prof = source::load(std::path::Path::new(path), &t).map_err(profile_error)?;
+                let real = check_profile_path(std::path::Path::new(path))?;
+                let prof = source::load(&real, &t).map_err(profile_error)?;
                 (prof, path.clone())
             }
             _ => {
@@ -883,7 +895,7 @@ mod tests {
 
     #[test]
     fn profile_paths_are_checked_before_they_are_read() {
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let refused = |p: &str| {
             check_profile_path(std::path::Path::new(p))
                 .unwrap_err()
@@ -892,7 +904,12 @@ mod tests {
         assert!(refused("/dev/zero").contains("not a regular file"));
         assert!(refused("/tmp").contains("not a regular file"));
         assert!(refused("/nonexistent/x.json").contains("/nonexistent/x.json"));
-        let dir = std::env::temp_dir().join(format!("squall-prof-{}", std::process::id()));
+        // A folder of the daemon's user's own, below one writable by no one else (the
+        // temp dir is everyone's: a Python profile there is refused, see below).
+        let base = std::env::var_os("CARGO_TARGET_TMPDIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+        let dir = base.join(format!("squall-prof-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let py = dir.join("p.py");
         std::fs::write(&py, "x = 1\n").unwrap();
@@ -900,7 +917,40 @@ mod tests {
             std::fs::set_permissions(f, std::fs::Permissions::from_mode(m)).unwrap()
         };
         mode(&py, 0o644);
-        assert!(check_profile_path(&py).is_ok());
+        mode(&dir, 0o755);
+        let dir_ok = check_profile_path(&py);
+        mode(&dir, 0o777);
+        let e = check_profile_path(&py).unwrap_err().message;
+        assert!(e.contains("must not be writable"), "{e}");
+        mode(&dir, 0o755);
+        // (the folders above the test's own may be anyone's on a developer's machine)
+        if dir.ancestors().skip(1).all(|p| {
+            let m = std::fs::metadata(p).unwrap();
+            // SAFETY: geteuid has no preconditions.
+            let me = unsafe { libc::geteuid() };
+            (m.mode() & 0o022 == 0 || m.mode() & 0o1000 != 0) && (m.uid() == 0 || m.uid() == me)
+        }) {
+            assert_eq!(dir_ok.unwrap(), std::fs::canonicalize(&py).unwrap());
+        }
+        // Directly in a world-writable folder (sticky or not) another user could plant
+        // a module beside it; in a private folder below a sticky one it is safe.
+        let tmp = std::env::temp_dir();
+        if std::fs::metadata(&tmp).unwrap().mode() & 0o1022 == 0o1022 {
+            let tmp_py = tmp.join(format!("squall-p-{}.py", std::process::id()));
+            std::fs::write(&tmp_py, "x = 1\n").unwrap();
+            mode(&tmp_py, 0o644);
+            let e = check_profile_path(&tmp_py).unwrap_err().message;
+            assert!(e.contains("must not be writable"), "{e}");
+            std::fs::remove_file(&tmp_py).unwrap();
+            let sub = tmp.join(format!("squall-pd-{}", std::process::id()));
+            std::fs::create_dir_all(&sub).unwrap();
+            mode(&sub, 0o755);
+            let sub_py = sub.join("p.py");
+            std::fs::write(&sub_py, "x = 1\n").unwrap();
+            mode(&sub_py, 0o644);
+            assert!(check_profile_path(&sub_py).is_ok());
+            std::fs::remove_dir_all(&sub).unwrap();
+        }
         // A Python profile others can write is not run; a JSON one is only read.
         mode(&py, 0o666);
         let e = check_profile_path(&py).unwrap_err().message;
