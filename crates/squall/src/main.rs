@@ -692,6 +692,10 @@ fn serve_trace(a: &ServeArgs) -> Result<Option<squall::flowtrace::TraceSpec>, St
 /// `--trace DIR --trace-flows N --trace-filter TERMS` checked (run and serve alike): a
 /// filter needs a directory, at least one flow, terms that parse. `what` names the traced
 /// things in the messages.
+/// Most flows `--trace-flows` and `--pcap-flows` record: their frames are held in memory
+/// until the run ends (a W1 flow's ~35 frames: ~50 KB each).
+const MAX_RECORDED_FLOWS: usize = 100_000;
+
 fn checked_trace(
     dir: Option<&PathBuf>,
     flows: usize,
@@ -708,6 +712,12 @@ fn checked_trace(
     };
     if flows == 0 {
         return Err("--trace-flows must be at least 1".into());
+    }
+    // (every traced flow's frames and events are held in memory until the end)
+    if flows > MAX_RECORDED_FLOWS {
+        return Err(format!(
+            "--trace-flows {flows}: at most {MAX_RECORDED_FLOWS} (the flows are held in memory until the end)"
+        ));
     }
     let filter = squall::flowtrace::TraceFilter::parse(terms)?;
     Ok(Some(squall::flowtrace::TraceSpec::new(
@@ -1012,6 +1022,12 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     }
     if !(a.stall_sec.is_finite() && a.stall_sec >= 0.0 && a.stall_sec <= 1e6) {
         return usage("--stall-sec must be >= 0");
+    }
+    if a.pcap.is_some() && a.pcap_flows > MAX_RECORDED_FLOWS {
+        return usage(&format!(
+            "--pcap-flows {}: at most {MAX_RECORDED_FLOWS} (the flows are held in memory until the end)",
+            a.pcap_flows
+        ));
     }
     if a.pcap.is_some() && a.cores > 1 && !a.sim {
         return usage("--pcap needs a single-threaded run (--cores 1 or --sim)");

@@ -1303,6 +1303,31 @@ fn help_completions_and_man_pages() {
         err.contains("--duration must be") && err.contains("squall help COMMAND"),
         "{err}"
     );
+    // Recording more flows than memory should hold.
+    for (opt, val) in [("--pcap", "/tmp/sq-cap.pcap"), ("--trace", "/tmp/sq-trace")] {
+        let n = if opt == "--pcap" {
+            "--pcap-flows"
+        } else {
+            "--trace-flows"
+        };
+        let out = squall()
+            .args([
+                "run",
+                "../../examples/w1-astf-http.json",
+                opt,
+                val,
+                n,
+                "200000",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{opt}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{n} 200000: at most 100000")),
+            "{err}"
+        );
+    }
     // A duration that would round to a run of 0 ns.
     let out = squall()
         .args([

@@ -491,6 +491,12 @@ impl Service {
                 json!({"api_version": API_VERSION, "server": "squall", "version": env!("CARGO_PKG_VERSION")}),
             ),
             "load_profile" => self.load_profile(p),
+            // (after `shutdown` the process ends within seconds: a run started in that
+            // wait would be cut at once)
+            "start" if self.shutdown.load(Ordering::SeqCst) => Err(RpcError::new(
+                rpc::INTERNAL_ERROR,
+                "the daemon is shutting down: no new run",
+            )),
             "start" => self.start(p),
             "update" => self.update(p),
             "stop" => self.stop(p),
@@ -974,6 +980,19 @@ mod tests {
         assert_eq!(doc["client"]["cpu_sec"], 1.5);
         assert_eq!(doc["groups"][0]["client"]["started"], 4);
         assert_eq!(doc["groups"][0]["latency_us"]["connect"]["p50"], 9);
+    }
+
+    #[test]
+    fn no_run_starts_after_shutdown() {
+        let s = Arc::new(Service::default());
+        assert_eq!(
+            s.call("start", &Map::new()).unwrap_err().code,
+            rpc::NO_PROFILE
+        );
+        s.call("shutdown", &Map::new()).unwrap();
+        let e = s.call("start", &Map::new()).unwrap_err();
+        assert_eq!(e.code, rpc::INTERNAL_ERROR);
+        assert!(e.message.contains("shutting down"), "{}", e.message);
     }
 
     #[test]
