@@ -445,16 +445,34 @@ fn load(path: &std::path::Path, t: &[String]) -> Result<squall_astf::Profile, Ex
 fn main() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cmd = Cli::command();
+    let mut from_file = None;
     for name in squall::config::TABLES {
         if let Some(sub) = cmd.find_subcommand(name) {
             match squall::config::apply(&mut args, sub) {
-                Ok(Some(p)) => eprintln!("squall: options from {}", p.display()),
+                Ok(Some(p)) => {
+                    eprintln!("squall: options from {}", p.display());
+                    from_file = Some(p);
+                }
                 Ok(None) => {}
                 Err(e) => return usage(&e),
             }
         }
     }
-    let cli = Cli::parse_from(args);
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        // A value the parser refuses may come from the file: say which file.
+        Err(e) if e.use_stderr() && from_file.is_some() => {
+            let _ = e.print();
+            if let Some(p) = &from_file {
+                eprintln!(
+                    "squall: the options of {} come before the command line's: the value refused may be there",
+                    p.display()
+                );
+            }
+            return ExitCode::from(2);
+        }
+        Err(e) => e.exit(),
+    };
     match cli.cmd {
         Cmd::Validate { profile, tunables } => match load(&profile, &tunables) {
             Ok(p) => {

@@ -495,6 +495,19 @@ fn a_config_file_gives_defaults_and_the_command_line_wins() {
         err.contains("bogus") && err.contains("squall.toml"),
         "{err}"
     );
+    // A value of the file that the command line's parser refuses names the file too.
+    std::fs::write(&cfg, "[run]\ncores = 0\n").unwrap();
+    let out = squall()
+        .args(["run", "tests/profiles/loop.json", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--cores") && err.contains("squall.toml come before"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
