@@ -483,27 +483,24 @@ fn a_config_file_gives_defaults_and_the_command_line_wins() {
     assert_eq!(v["mult"], 20.0, "the command line wins");
     assert_eq!(v["duration_sec"], 1.0, "the file gives the rest");
     assert!(v["mode"].as_str().unwrap().contains("simulation"));
-    std::fs::write(&cfg, "[run]\nbogus = 1\n").unwrap();
-    let out = squall()
-        .args(["run", "tests/profiles/loop.json", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    // A file squall refuses: exit 2 and its error text.
+    let refused = |text: &str| {
+        std::fs::write(&cfg, text).unwrap();
+        let out = squall()
+            .args(["run", "tests/profiles/loop.json", "--config"])
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = refused("[run]\nbogus = 1\n");
     assert!(
         err.contains("bogus") && err.contains("squall.toml"),
         "{err}"
     );
     // A value of the file that the command line's parser refuses names the file too.
-    std::fs::write(&cfg, "[run]\ncores = 0\n").unwrap();
-    let out = squall()
-        .args(["run", "tests/profiles/loop.json", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused("[run]\ncores = 0\n");
     assert!(
         err.contains("--cores") && err.contains("squall.toml come before"),
         "{err}"
