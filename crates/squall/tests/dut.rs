@@ -569,6 +569,17 @@ impl DutMacChange {
                 .expect("start squall"),
         );
         std::thread::sleep(std::time::Duration::from_millis(2_500));
+        // The DUT must already know every client address (dut-w1.json: 200 of them)
+        // before its MAC moves: an ARP request it sends from the new MAC for an address
+        // not yet used (a slow start) would tell Squall the move by itself.
+        let t0 = std::time::Instant::now();
+        while dut_neighbours("198.18.16.") < 200 {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(20),
+                "the DUT never learnt every client address"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         let st = lab::ns(
             "sq-dut",
             &["ip", "link", "set", "sq-dc0", "address", new_mac],
@@ -592,6 +603,18 @@ impl DutMacChange {
         let json = std::fs::read_to_string(&self.json).unwrap();
         (serde_json::from_str(&json).unwrap(), text)
     }
+}
+
+/// How many neighbours with an address starting `prefix` the DUT's client side has
+/// resolved.
+fn dut_neighbours(prefix: &str) -> usize {
+    let out = lab::ns("sq-dut", &["ip", "-4", "neigh", "show", "dev", "sq-dc0"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with(prefix) && l.contains("lladdr"))
+        .count()
 }
 
 /// The DUT replaced mid-run: its client-side address moves to another MAC without any
