@@ -37,6 +37,9 @@ pub struct Icmp6Stats {
     pub other: u64,
     /// Messages with a bad checksum, length or fields.
     pub bad: u64,
+    /// Echo requests from a source no reply may go to (a group, the unspecified address,
+    /// loopback: RFC 4291 §2.5.2-2.7), dropped.
+    pub invalid_src: u64,
     /// Replies that could not be sent (no TX frame).
     pub tx_failed: u64,
     /// Port unreachables sent (UDP datagrams no app took).
@@ -221,6 +224,11 @@ pub fn on_icmpv6<S: TxSink>(
             seq,
             data,
         } if neigh.owns(&ip.dst) => {
+            let src = ip.src.to_u128();
+            if ip.src.is_multicast() || src <= 1 {
+                st.invalid_src += 1;
+                return None;
+            }
             let reply = Icmpv6Repr::Echo {
                 is_reply: true,
                 ident,

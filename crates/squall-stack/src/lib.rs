@@ -30,6 +30,7 @@ pub mod ipv4;
 pub mod ipv6;
 pub mod neigh;
 pub mod neigh6;
+pub mod neighcache;
 pub mod node;
 pub mod nud;
 pub mod reasm;

@@ -3,7 +3,7 @@
 //! requests for owned addresses answered, requests sent to resolve a neighbour,
 //! gratuitous ARP to announce owned addresses. IPv6's counterpart is [`crate::neigh6`].
 
-use std::collections::HashMap;
+use crate::neighcache::{Learn, NeighCache};
 
 use squall_tcp::TxSink;
 use squall_wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address, MacAddress, ARP_LEN};
@@ -169,8 +169,12 @@ pub struct ArpStats {
     pub ignored: u64,
     /// Frames that could not be sent (no TX frame).
     pub tx_failed: u64,
-    /// Requests whose sender claimed one of our addresses (not answered, not learned).
+    /// ARP frames (requests and replies) whose sender claimed one of our addresses from
+    /// another MAC (RFC 5227 §2.4: not answered, not learned).
     pub conflicts: u64,
+    /// Senders not learned: the cache held `neighcache::MAX_NEIGHBOURS` entries and the
+    /// node had not asked for them.
+    pub cache_full: u64,
     /// Times the followed next hop announced another MAC, which frames then went to.
     pub next_hop_moved: u64,
 }
@@ -224,22 +228,12 @@ fn emit_frame_to(a: &ArpRepr, src: [u8; 6], to: Option<[u8; 6]>, buf: &mut [u8])
     Some(ARP_FRAME_LEN)
 }
 
-/// One neighbour entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entry {
-    mac: [u8; 6],
-    /// Configured, never replaced by what ARP says.
-    fixed: bool,
-}
-
 /// The owned addresses, the neighbour cache and the ARP counters of one node.
 #[derive(Debug, Default)]
 pub struct Neighbours {
     mac: [u8; 6],
     owned: Owned,
-    cache: HashMap<u32, Entry>,
-    /// Addresses being resolved: learned from any ARP that names them.
-    wanted: Vec<u32>,
+    cache: NeighCache<u32>,
     pub stats: ArpStats,
 }
 
@@ -262,13 +256,13 @@ impl Neighbours {
     }
     /// Adds a static entry (never overwritten by ARP).
     pub fn add_static(&mut self, ip: u32, mac: [u8; 6]) {
-        self.cache.insert(ip, Entry { mac, fixed: true });
+        self.cache.fix(ip, mac);
     }
     /// Takes `ip` at `mac` where the node holds no entry for it (resolved by another
     /// worker of the port): learned as if its ARP had come here.
     pub fn note(&mut self, ip: u32, mac: [u8; 6]) {
-        if !self.cache.contains_key(&ip) {
-            self.learn(ip, mac);
+        if !self.cache.contains(&ip) {
+            self.learn(ip, mac, true);
         }
     }
     /// The MAC of neighbour `ip`, if known.
@@ -281,25 +275,19 @@ impl Neighbours {
     }
     /// True when the cache is empty.
     pub fn is_empty(&self) -> bool {
-        self.cache.is_empty()
+        self.cache.len() == 0
     }
 
-    fn learn(&mut self, ip: u32, mac: [u8; 6]) {
+    /// Learns `ip` at `mac` (`asked`: a neighbour this node chose, see [`NeighCache`]).
+    fn learn(&mut self, ip: u32, mac: [u8; 6], asked: bool) {
         if mac == [0; 6] || mac == BROADCAST || ip == 0 {
             return;
         }
-        match self.cache.get_mut(&ip) {
-            Some(e) if e.fixed => {}
-            Some(e) => {
-                e.mac = mac;
-                self.stats.learned += 1;
-            }
-            None => {
-                self.cache.insert(ip, Entry { mac, fixed: false });
-                self.stats.learned += 1;
-            }
+        match self.cache.learn(ip, mac, asked) {
+            Learn::Taken => self.stats.learned += 1,
+            Learn::Fixed => {}
+            Learn::Full => self.stats.cache_full += 1,
         }
-        self.wanted.retain(|&w| w != ip);
     }
 
     /// Handles a received ARP frame: answers requests for owned addresses, learns the
@@ -317,7 +305,7 @@ impl Neighbours {
             Verdict::Answer(r) => {
                 // The asker wants to talk to us: it is a neighbour (RFC 826's merge).
                 let asker = (u32::from_be_bytes(r.target_ip.0), r.target_mac.0);
-                self.learn(asker.0, asker.1);
+                self.learn(asker.0, asker.1, false);
                 if send(tx, &r, self.mac) {
                     self.stats.requests_answered += 1;
                 } else {
@@ -327,8 +315,14 @@ impl Neighbours {
             }
             Verdict::Other(Some((ip, mac))) => {
                 let ip = u32::from_be_bytes(ip.0);
-                if self.cache.contains_key(&ip) || self.wanted.contains(&ip) {
-                    self.learn(ip, mac.0);
+                if self.owned.contains(ip) && mac.0 != self.mac {
+                    // Any ARP, request or reply, whose sender claims one of our addresses
+                    // from another MAC is a conflict (RFC 5227 §2.4), never learned.
+                    self.stats.conflicts += 1;
+                    return None;
+                }
+                if self.cache.contains(&ip) || self.cache.is_wanted(&ip) {
+                    self.learn(ip, mac.0, false);
                 } else {
                     self.stats.ignored += 1;
                 }
@@ -344,9 +338,7 @@ impl Neighbours {
     /// Learns `target` from any ARP that names it from now on (a reply to a request another
     /// worker of the port sent, for instance).
     pub fn want(&mut self, target: u32) {
-        if !self.wanted.contains(&target) {
-            self.wanted.push(target);
-        }
+        self.cache.want(target);
     }
 
     /// Sends a request for `target` from `from` (both host order); the reply is learned.

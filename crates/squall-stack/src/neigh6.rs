@@ -4,7 +4,7 @@
 //! unsolicited advertisements announcing owned addresses, and router advertisements read
 //! for the default gateway. Also the one writer of Ethernet + IPv6 + ICMPv6 frames.
 
-use std::collections::HashMap;
+use crate::neighcache::{Entry, Learn, NeighCache};
 
 use squall_tcp::TxSink;
 use squall_wire::icmpv6::NDP_HOP_LIMIT;
@@ -71,15 +71,12 @@ pub struct NdpStats {
     pub invalid: u64,
     /// Frames that could not be sent (no TX frame).
     pub tx_failed: u64,
+    /// Neighbours not learned: the cache held `neighcache::MAX_NEIGHBOURS` entries and
+    /// the node had not asked for them.
+    pub cache_full: u64,
     /// Times the followed IPv6 next hop advertised another MAC (an advertisement with the
     /// Override flag, a router's new advertisement), which frames then went to.
     pub next_hop_moved: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entry {
-    mac: [u8; 6],
-    fixed: bool,
 }
 
 /// The owned IPv6 addresses, the IPv6 neighbour cache, the default router and the NDP
@@ -88,9 +85,13 @@ struct Entry {
 pub struct Neighbours6 {
     mac: [u8; 6],
     owned: Owned6,
-    cache: HashMap<u128, Entry>,
-    wanted: Vec<u128>,
+    cache: NeighCache<u128>,
     router: Option<(Ipv6Address, [u8; 6])>,
+    /// The last router that withdrew as a default router (an advertisement with router
+    /// lifetime 0, RFC 4861 §6.3.4), until the node looks ([`take_withdrawn`]).
+    ///
+    /// [`take_withdrawn`]: Self::take_withdrawn
+    withdrawn: Option<Ipv6Address>,
     pub stats: NdpStats,
 }
 
@@ -170,13 +171,13 @@ impl Neighbours6 {
     }
     /// Adds a static entry (never overwritten by neighbour discovery).
     pub fn add_static(&mut self, ip: Ipv6Address, mac: [u8; 6]) {
-        self.cache.insert(ip.to_u128(), Entry { mac, fixed: true });
+        self.cache.fix(ip.to_u128(), mac);
     }
     /// Takes `ip` at `mac` where the node holds no entry for it (resolved by another
     /// worker of the port): learned as if its advertisement had come here.
     pub fn note(&mut self, ip: Ipv6Address, mac: [u8; 6]) {
-        if !self.cache.contains_key(&ip.to_u128()) {
-            self.learn(ip, MacAddress(mac));
+        if !self.cache.contains(&ip.to_u128()) {
+            self.learn(ip, MacAddress(mac), true);
         }
     }
     /// Takes router `ip` at `mac` as the default router where this node learned none
@@ -194,10 +195,12 @@ impl Neighbours6 {
     /// Marks `ip` as being resolved without soliciting it: an advertisement for it is
     /// learned (another worker of the port sends the solicitations).
     pub fn want(&mut self, ip: &Ipv6Address) {
-        let k = ip.to_u128();
-        if !self.wanted.contains(&k) {
-            self.wanted.push(k);
-        }
+        self.cache.want(ip.to_u128());
+    }
+    /// The router that last withdrew as a default router (lifetime 0) since the last
+    /// call, if any.
+    pub fn take_withdrawn(&mut self) -> Option<Ipv6Address> {
+        self.withdrawn.take()
     }
     /// The default router learned from a router advertisement (address, MAC).
     pub fn router(&self) -> Option<(Ipv6Address, [u8; 6])> {
@@ -209,32 +212,19 @@ impl Neighbours6 {
     }
     /// True when the cache is empty.
     pub fn is_empty(&self) -> bool {
-        self.cache.is_empty()
+        self.cache.len() == 0
     }
 
-    fn learn(&mut self, ip: Ipv6Address, mac: MacAddress) {
+    /// Learns `ip` at `mac` (`asked`: a neighbour this node chose, see [`NeighCache`]).
+    fn learn(&mut self, ip: Ipv6Address, mac: MacAddress, asked: bool) {
         if ip.is_unspecified() || ip.is_multicast() || mac.is_multicast() || mac.0 == [0; 6] {
             return;
         }
-        let k = ip.to_u128();
-        match self.cache.get_mut(&k) {
-            Some(e) if e.fixed => {}
-            Some(e) => {
-                e.mac = mac.0;
-                self.stats.learned += 1;
-            }
-            None => {
-                self.cache.insert(
-                    k,
-                    Entry {
-                        mac: mac.0,
-                        fixed: false,
-                    },
-                );
-                self.stats.learned += 1;
-            }
+        match self.cache.learn(ip.to_u128(), mac.0, asked) {
+            Learn::Taken => self.stats.learned += 1,
+            Learn::Fixed => {}
+            Learn::Full => self.stats.cache_full += 1,
         }
-        self.wanted.retain(|&w| w != k);
     }
 
     /// Handles a neighbour discovery message `m` received in frame `d` (IPv6 checked:
@@ -261,7 +251,7 @@ impl Neighbours6 {
                 // The asker wants to talk to us: it is a neighbour (§7.2.3).
                 let reply_mac = match source_mac {
                     Some(m) if !dad => {
-                        self.learn(ip.src, m);
+                        self.learn(ip.src, m, false);
                         m.0
                     }
                     _ if dad => Ipv6Address::LINK_LOCAL_ALL_NODES.multicast_mac().0,
@@ -304,8 +294,8 @@ impl Neighbours6 {
                 };
                 match target_mac {
                     Some(mac) if keeps(&mac, self.cache.get(&k)) => self.stats.ignored += 1,
-                    Some(mac) if self.cache.contains_key(&k) || self.wanted.contains(&k) => {
-                        self.learn(target, mac)
+                    Some(mac) if self.cache.contains(&k) || self.cache.is_wanted(&k) => {
+                        self.learn(target, mac, false)
                     }
                     _ => self.stats.ignored += 1,
                 }
@@ -317,11 +307,15 @@ impl Neighbours6 {
                 }
                 self.stats.ra_seen += 1;
                 let mac = ra.source_mac.unwrap_or(eth_src);
-                self.learn(ip.src, mac);
+                // (a router taken as the default one is the node's choice)
+                self.learn(ip.src, mac, ra.router_lifetime > 0);
                 if ra.router_lifetime > 0 {
                     self.router = Some((ip.src, mac.0));
-                } else if self.router.is_some_and(|(r, _)| r == ip.src) {
-                    self.router = None;
+                } else {
+                    if self.router.is_some_and(|(r, _)| r == ip.src) {
+                        self.router = None;
+                    }
+                    self.withdrawn = Some(ip.src);
                 }
             }
             _ => self.stats.ignored += 1,

@@ -89,10 +89,11 @@ pub struct NodeCounters {
     pub rx_ipv6: u64,
     /// ICMPv6 messages (neighbour discovery included).
     pub rx_icmpv6: u64,
-    /// IP frames to an address the node does not own (ICMP, IPv6), or to another MAC.
+    /// IP frames to an address the node does not own (ICMP, UDP, IPv6), or to another
+    /// MAC.
     pub rx_not_ours: u64,
-    /// IP packets with a protocol the node does not carry, and IPv6 extension headers to
-    /// discard.
+    /// IP packets with a protocol the node does not carry, IPv4 packets with a source
+    /// route (RFC 7126 §4.3-4.4), and IPv6 extension headers to discard.
     pub rx_other_ip: u64,
     /// Neither IPv4, IPv6 nor ARP (LLDP, ...).
     pub rx_other_ether: u64,
@@ -248,18 +249,19 @@ fn heard_last(seen: u64, shared: &SharedHop) -> u64 {
 
 /// The router just advertised (`advert`: address, MAC), where it takes the place of the
 /// followed IPv6 default router `hop6` because that one is lost (every unicast probe
-/// unanswered, not heard since `heard`): it becomes the followed one (its entry noted),
-/// its reachability starts afresh, and its MAC is returned (a replaced router comes with
+/// unanswered, not heard since `heard`) or `withdrew` (it advertised router lifetime 0,
+/// RFC 4861 §6.3.4-6.3.6): it becomes the followed one (its entry noted), its
+/// reachability starts afresh, and its MAC is returned (a replaced router comes with
 /// another link-local address).
 fn router_taking_over(
     nud: &mut Option<Nud>,
     hop6: &mut Option<Ipv6Address>,
     neigh6: &mut Neighbours6,
     advert: Option<(Ipv6Address, [u8; 6])>,
-    heard: u64,
+    (heard, withdrew): (u64, bool),
     now: u64,
 ) -> Option<[u8; 6]> {
-    let n = nud.as_mut().filter(|n| n.lost(heard))?;
+    let n = nud.as_mut().filter(|n| withdrew || n.lost(heard))?;
     let (r, mac) = advert.filter(|r| Some(r.0) != *hop6)?;
     *hop6 = Some(r);
     neigh6.note(r, mac);
@@ -272,6 +274,13 @@ fn router_taking_over(
 #[cold]
 #[inline(never)]
 fn cold() {}
+
+/// Whether the node was given addresses of its own (either family): only then is a
+/// datagram to another unicast address not its (without any, it takes every address its
+/// apps serve, as the TCP host does).
+fn owns_any(n: &Neighbours, n6: &Neighbours6) -> bool {
+    !n.owned().0.is_empty() || !n6.owned().0.is_empty()
+}
 
 /// Whether an app of the node accepts flows on local `port` of protocol `proto` (TCP 6,
 /// UDP 17): the redirect's rule for whose flow a frame is.
@@ -472,8 +481,9 @@ impl<P: Port> Node<P> {
                 break;
             }
             work = true;
-            if let Some(vid) = self.vlan {
-                self.untag_rx(vid);
+            match self.vlan {
+                Some(vid) => self.untag_rx(vid),
+                None => self.untag_priority(),
             }
             // A frame from the next hop's MAC says it is there (the first of each burst
             // is looked at: where it is the only sender, every burst's is).
@@ -606,6 +616,17 @@ impl<P: Port> Node<P> {
                 self.port.release(f);
                 self.counters.rx_vlan_other += 1;
                 self.counters.rx_frames += 1;
+            }
+        }
+    }
+
+    /// Without a VLAN of its own, the node takes priority-tagged frames (802.1Q tag of
+    /// VLAN id 0: an untagged frame with a priority, as DCB links send them) with the tag
+    /// removed; any other tag stays and the frame is not the node's.
+    fn untag_priority(&mut self) {
+        for f in self.rxq.iter_mut() {
+            if f.data().get(12..14) == Some(&[0x81, 0x00]) {
+                crate::sink::vlan_untag(f, 0);
             }
         }
     }
@@ -845,7 +866,21 @@ impl<P: Port> Node<P> {
                         }
                         Class::Udp => {
                             counters.rx_udp += 1;
-                            if udp_in!(udp::parse_checked(d, !trusted(flags))) {
+                            let parsed = udp::parse_checked(d, !trusted(flags));
+                            if let Ok(dg) = &parsed {
+                                // RFC 1122 §3.2.1.3: no application sees a datagram from a
+                                // group, broadcast or loopback source, or to an address
+                                // that is not one of ours (a reply would come from it).
+                                if !udp::v4_deliverable(dg.src, dg.dst) {
+                                    udp.stats.rx_bad_addr += 1;
+                                    continue;
+                                }
+                                if !neigh.owns(dg.dst) && owns_any(neigh, neigh6) {
+                                    counters.rx_not_ours += 1;
+                                    continue;
+                                }
+                            }
+                            if udp_in!(parsed) {
                                 // A closed port of one of our addresses: port unreachable.
                                 if let Some(ip) =
                                     ipv4::check(d).ok().filter(|ip| neigh.owns(ip.dst))
@@ -939,14 +974,25 @@ impl<P: Port> Node<P> {
                                     // that probes may be another)
                                     if *next_hop6_router && d.get(i.l4.0) == Some(&134) {
                                         let heard = heard_last(*hop_seen, shared_hop);
-                                        let advert = neigh6.router().filter(|r| r.0 == i.src);
+                                        // The followed router withdrew: the default router
+                                        // now known (another's last advertisement) takes
+                                        // its place at once.
+                                        let withdrew = neigh6.take_withdrawn() == Some(i.src)
+                                            && *next_hop6 == Some(i.src);
+                                        let advert =
+                                            neigh6.router().filter(|r| r.0 == i.src || withdrew);
                                         if let (Some((s, _)), Some((r, m))) =
                                             (shared_hop.as_ref(), advert)
                                         {
                                             s.advertised(r.0, m);
                                         }
                                         let taken = router_taking_over(
-                                            nud, next_hop6, neigh6, advert, heard, now,
+                                            nud,
+                                            next_hop6,
+                                            neigh6,
+                                            advert,
+                                            (heard, withdrew),
+                                            now,
                                         );
                                         if move_next_hop(taken, udp, tcp, shared_hop) {
                                             neigh6.stats.next_hop_moved += 1;
@@ -961,6 +1007,13 @@ impl<P: Port> Node<P> {
                                 }
                                 Ok((true, i)) if i.proto == IpProtocol::UDP => {
                                     counters.rx_udp += 1;
+                                    // (as over IPv4: a group is no UDP destination here,
+                                    // and a group, loopback or unspecified source none to
+                                    // answer)
+                                    if !udp::v6_deliverable(&i.src, &i.dst) {
+                                        udp.stats.rx_bad_addr += 1;
+                                        continue;
+                                    }
                                     if udp_in!(udp.parse6_checked(d, &i, !trusted(flags)))
                                         && neigh6.owns(&i.dst)
                                     {
@@ -1281,8 +1334,9 @@ impl<P: Port> Node<P> {
             }
             let n = self.port.rx_burst(&mut self.rxq, RX_BURST);
             // With a VLAN, the answers come tagged, as every frame of the run.
-            if let Some(vid) = self.vlan {
-                self.untag_rx(vid);
+            match self.vlan {
+                Some(vid) => self.untag_rx(vid),
+                None => self.untag_priority(),
             }
             let mut sink = PortSink::new(&mut self.port, &mut self.tx, None, now, self.offload);
             for f in self.rxq.iter() {
@@ -1293,7 +1347,11 @@ impl<P: Port> Node<P> {
                     }
                     Class::Ipv6 if ip6::for_mac(d, &self.mac) => {
                         if let Ok(i) = ip6::check(d) {
+                            // (nothing behind a fragment header: neighbour discovery in
+                            // fragments is ignored, RFC 6980 §5, as in the run)
                             if i.proto == IpProtocol::ICMPV6
+                                && !i.frag_header
+                                && i.frag_at.is_none()
                                 && ip6::for_node(&i.dst, self.neigh6.owned())
                             {
                                 on_icmpv6(
@@ -1386,7 +1444,7 @@ impl<P: Port> Node<P> {
         let advert = s.router().map(|(r, m)| (Ipv6Address(r), m));
         let heard = heard_last(self.hop_seen, &self.shared_hop);
         let (nud, hop6, n6) = (&mut self.nud, &mut self.next_hop6, &mut self.neigh6);
-        let taken = router_taking_over(nud, hop6, n6, advert, heard, now);
+        let taken = router_taking_over(nud, hop6, n6, advert, (heard, false), now);
         if move_next_hop(taken, &mut self.udp, &mut self.tcp, &mut self.shared_hop) {
             self.neigh6.stats.next_hop_moved += 1;
         }

@@ -72,14 +72,18 @@ pub struct ReasmStats {
     /// Fragments dropped for want of room (too many datagrams or bytes in reassembly; a
     /// fragment of a datagram held that passes the bytes limit drops the datagram).
     pub no_room: u64,
-    /// Exact duplicates of a fragment already held (ignored).
+    /// Exact duplicates of a fragment already held (same range, same bytes: ignored).
     pub duplicates: u64,
+    /// IPv6 fragments of a datagram dropped for an overlap, discarded until its timeout
+    /// (RFC 5722 §4: "including those not yet received").
+    pub after_overlap: u64,
 }
 
 impl ReasmStats {
-    /// Fragments and datagrams lost: timeouts, overlaps, malformed, no room.
+    /// Fragments and datagrams lost: timeouts, overlaps (and the fragments that came
+    /// after one), malformed, no room.
     pub fn dropped(&self) -> u64 {
-        self.timed_out + self.overlaps + self.malformed + self.no_room
+        self.timed_out + self.overlaps + self.after_overlap + self.malformed + self.no_room
     }
 }
 
@@ -156,6 +160,9 @@ pub struct Reassembly {
     held: usize,
     /// The earliest deadline of a datagram in reassembly.
     next_deadline: u64,
+    /// IPv6 datagrams dropped for an overlap, until their deadline: their later
+    /// fragments are discarded (at most `max_datagrams` remembered).
+    overlapped: HashMap<Key, u64>,
     pub stats: ReasmStats,
 }
 
@@ -169,8 +176,10 @@ impl Default for Reassembly {
 enum Refused {
     /// Malformed; the datagram stays.
     Fragment,
-    /// Malformed or overlapping; the datagram goes (its counter).
+    /// Malformed; the datagram goes (its counter).
     Datagram(fn(&mut ReasmStats) -> &mut u64),
+    /// Overlapping another fragment (not an exact duplicate); the datagram goes.
+    Overlap,
     /// An exact duplicate.
     Duplicate,
 }
@@ -183,6 +192,7 @@ impl Reassembly {
             expired: Vec::new(),
             held: 0,
             next_deadline: u64::MAX,
+            overlapped: HashMap::new(),
             stats: ReasmStats::default(),
         }
     }
@@ -361,6 +371,15 @@ impl Reassembly {
             self.stats.malformed += 1;
             return None;
         }
+        if !self.overlapped.is_empty() {
+            if let Some(&until) = self.overlapped.get(&key) {
+                if now < until {
+                    self.stats.after_overlap += 1;
+                    return None;
+                }
+                self.overlapped.remove(&key);
+            }
+        }
         if !self.partial.contains_key(&key) {
             if self.partial.len() >= self.cfg.max_datagrams
                 || self.held + bytes.len() > self.cfg.max_bytes
@@ -383,7 +402,7 @@ impl Reassembly {
             self.next_deadline = self.next_deadline.min(deadline);
         }
         let p = self.partial.get_mut(&key)?;
-        let verdict = admit(p, start, end, frag.more);
+        let verdict = admit(p, start, bytes, frag.more);
         match verdict {
             Ok(()) => {}
             Err(Refused::Duplicate) => {
@@ -397,6 +416,14 @@ impl Reassembly {
             Err(Refused::Datagram(counter)) => {
                 *counter(&mut self.stats) += 1;
                 self.drop_datagram(&key);
+                return None;
+            }
+            Err(Refused::Overlap) => {
+                self.stats.overlaps += 1;
+                self.drop_datagram(&key);
+                if let Key::V6 { .. } = key {
+                    self.remember_overlap(key, deadline, now);
+                }
                 return None;
             }
         }
@@ -457,6 +484,19 @@ impl Reassembly {
         !self.expired.is_empty()
     }
 
+    /// Remembers datagram `key`, dropped for an overlap, until `deadline` (its later
+    /// fragments are then discarded). Bounded: at `max_datagrams` the ones past their
+    /// deadline go, and if none has, this one is not remembered.
+    fn remember_overlap(&mut self, key: Key, deadline: u64, now: u64) {
+        if self.overlapped.len() >= self.cfg.max_datagrams {
+            self.overlapped.retain(|_, until| *until > now);
+            if self.overlapped.len() >= self.cfg.max_datagrams {
+                return;
+            }
+        }
+        self.overlapped.insert(key, deadline);
+    }
+
     fn drop_datagram(&mut self, key: &Key) {
         if let Some(p) = self.partial.remove(key) {
             self.held -= p.held();
@@ -482,8 +522,9 @@ fn first_fragment(key: &Key, p: &Partial) -> Option<Vec<u8>> {
     Some(f)
 }
 
-/// Whether data `start..end` (the last fragment's if not `more`) may join `p`.
-fn admit(p: &Partial, start: usize, end: usize, more: bool) -> Result<(), Refused> {
+/// Whether `bytes` at `start` (the last fragment's if not `more`) may join `p`.
+fn admit(p: &Partial, start: usize, bytes: &[u8], more: bool) -> Result<(), Refused> {
+    let end = start + bytes.len();
     if !more {
         // A second, different end, or data already past this one (RFC 8200 §4.5; Linux
         // drops the datagram for both).
@@ -501,13 +542,15 @@ fn admit(p: &Partial, start: usize, end: usize, more: bool) -> Result<(), Refuse
     // The pieces are sorted and disjoint: only the two around `start` can meet it.
     let i = p.pieces.partition_point(|r| r.0 < start);
     let range = |k: usize| p.pieces.get(k).map(|(o, b)| (*o, o + b.len()));
-    if range(i) == Some((start, end)) {
+    // An exact duplicate has the same bytes too (RFC 8200 §4.5: other data in the same
+    // range is an overlap).
+    if range(i) == Some((start, end)) && p.pieces[i].1 == bytes {
         return Err(Refused::Duplicate);
     }
     let before = i > 0 && range(i - 1).is_some_and(|r| r.1 > start);
     let after = range(i).is_some_and(|r| r.0 < end);
     if before || after {
-        return Err(Refused::Datagram(|s| &mut s.overlaps));
+        return Err(Refused::Overlap);
     }
     Ok(())
 }

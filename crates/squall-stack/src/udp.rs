@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use squall_tcp::{Addr6Table, TxSink};
-use squall_wire::checksum;
+use squall_wire::{checksum, Ipv6Address};
 
 use crate::ipv4::{self, Ipv4Error, IP_PROTO_UDP};
 use crate::ipv6::Ipv6In;
@@ -114,6 +114,10 @@ pub struct UdpStats {
     pub rx_bad_hdr: u64,
     /// No flow and no application took the datagram.
     pub rx_no_port: u64,
+    /// From or to an address no datagram may use here (RFC 1122 §3.2.1.3, RFC 4291 §2.7):
+    /// a group, broadcast, loopback or unspecified source, or a group, broadcast or
+    /// loopback destination. Dropped before any application sees them.
+    pub rx_bad_addr: u64,
     /// Datagrams sent.
     pub tx_datagrams: u64,
     /// Not sent: no TX frame, or the payload does not fit.
@@ -313,7 +317,9 @@ impl UdpLayer {
         }
         let u = &u[..ulen];
         let ph = checksum::pseudo_header_ipv6(&ip.src, &ip.dst, IP_PROTO_UDP, ulen as u32);
-        if verify_udp && (be16(u, 6) == 0 || checksum::add(ph, checksum::sum(u)) != 0xffff) {
+        // RFC 8200 §8.1: a zero checksum over IPv6 is discarded, even where the port
+        // vouched for the checksum (a device may pass it as "good").
+        if be16(u, 6) == 0 || (verify_udp && checksum::add(ph, checksum::sum(u)) != 0xffff) {
             return Err(UdpError::Checksum);
         }
         let k = self
@@ -586,6 +592,23 @@ pub fn parse(f: &[u8]) -> Result<Datagram<'_>, UdpError> {
 /// [`parse`]; `verify_udp = false` takes the port's word for the UDP checksum (a frame it
 /// vouched for: the field may hold only a sender's partial sum). The IPv4 header checksum
 /// is always verified.
+/// Whether an IPv4 datagram from `src` to `dst` (host order) may reach an application:
+/// both unicast addresses, neither loopback (127/8), nor a group or the class-E block
+/// (224/3, 255.255.255.255 included). (0/8 never parses: [`parse_checked`].)
+pub fn v4_deliverable(src: u32, dst: u32) -> bool {
+    let unicast = |a: u32| a >> 24 != 127 && a < 0xe000_0000;
+    unicast(src) && unicast(dst)
+}
+
+/// Whether an IPv6 datagram from `src` to `dst` may reach an application: the
+/// destination not a group (all-nodes and solicited-node groups reach the node for
+/// neighbour discovery, not for UDP), the source neither a group, the unspecified
+/// address nor loopback (none can be answered), and the destination not loopback.
+pub fn v6_deliverable(src: &Ipv6Address, dst: &Ipv6Address) -> bool {
+    let (s, d) = (src.to_u128(), dst.to_u128());
+    !dst.is_multicast() && !src.is_multicast() && s > 1 && d != 1
+}
+
 pub fn parse_checked(f: &[u8], verify_udp: bool) -> Result<Datagram<'_>, UdpError> {
     let ip = ipv4::check(f).map_err(|e| match e {
         Ipv4Error::Header => UdpError::Header,

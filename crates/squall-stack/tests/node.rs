@@ -6,20 +6,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use squall_port::mem::{pair, MemConfig, MemPort};
-use squall_port::{FrameBuf, Port};
+use squall_port::Port;
 use squall_stack::{
     redirect, NoApp, Node, NodeApp, NodeConfig, NodeIo, Owned, Owned6, Pair, SharedMac,
 };
 use squall_tcp::{BufId, CloseReason, Ctl, FlowId, OptsId, TcpApp, TcpConfig};
 use squall_wire::{
     parse_frame, ArpOperation, ArpPacket, ArpRepr, Icmpv6Packet, Icmpv6Repr, Ipv4Address,
-    Ipv6Address, MacAddress, NaFlags, RouterAdvert, L3, L4,
+    Ipv6Address, MacAddress, NaFlags, L3, L4,
 };
 
-const MA: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
-const MB: [u8; 6] = [2, 0, 0, 0, 0, 0xb];
-const IP_A: u32 = 0xc612_0001; // 198.18.0.1
-const IP_B: u32 = 0xc612_0002; // 198.18.0.2
+mod common;
+use common::{
+    arp_request_from, icmp6_frame, ip6, raw_frame, raw_rx, router_advert_from, udp_frame, IP6_A,
+    IP_A, IP_B, MA, MB,
+};
 
 fn node(port: MemPort, mac: [u8; 6], peer: [u8; 6], ip: u32) -> Node<MemPort> {
     node_on_vlan(port, mac, peer, ip, None)
@@ -393,36 +394,6 @@ fn gratuitous_arp(mac: [u8; 6], ip: u32) -> [u8; 60] {
 /// An ARP request from B (198.18.0.2) for `target`, as a 60-byte frame.
 fn arp_request(target: u32) -> [u8; 60] {
     arp_request_from(MB, IP_B, target)
-}
-
-/// An ARP request from `mac` / `sender` for `target`, as a 60-byte frame.
-fn arp_request_from(mac: [u8; 6], sender: u32, target: u32) -> [u8; 60] {
-    let r = ArpRepr::request(
-        MacAddress(mac),
-        Ipv4Address(sender.to_be_bytes()),
-        Ipv4Address(target.to_be_bytes()),
-    );
-    let mut buf = [0u8; 60];
-    squall_stack::neigh::emit_frame(&r, mac, &mut buf).unwrap();
-    buf
-}
-
-fn raw_frame(port: &mut MemPort, bytes: &[u8]) {
-    let mut v = Vec::new();
-    assert_eq!(port.alloc_tx(&mut v, 1), 1);
-    let mut f = v.pop().unwrap();
-    f.set_len(bytes.len()).unwrap();
-    f.data_mut().copy_from_slice(bytes);
-    v.push(f);
-    assert_eq!(port.tx_burst(&mut v), 1);
-}
-
-fn raw_rx(port: &mut MemPort) -> Vec<Vec<u8>> {
-    let mut v = Vec::new();
-    port.rx_burst(&mut v, 64);
-    let out = v.iter().map(|f| f.data().to_vec()).collect();
-    port.release_all(&mut v);
-    out
 }
 
 fn echo_request(dst_mac: [u8; 6], src: u32, dst: u32, seq: u16, data: &[u8]) -> Vec<u8> {
@@ -841,12 +812,7 @@ fn two_workers_on_one_queue(fragment: Option<usize>) -> (Node<MemPort>, Node<Mem
     (w0, w1)
 }
 
-const IP6_A: &str = "2001:db8::1";
 const IP6_B: &str = "2001:db8::2";
-
-fn ip6(s: &str) -> Ipv6Address {
-    s.parse().unwrap()
-}
 
 fn node6(port: MemPort, mac: [u8; 6], peer: [u8; 6], ip: &str) -> Node<MemPort> {
     let tcp = TcpConfig {
@@ -869,20 +835,6 @@ fn echo6(seq: u16, data: &[u8]) -> Icmpv6Repr<'_> {
         seq,
         data,
     }
-}
-
-/// An ICMPv6 frame from MB.
-fn icmp6_frame(
-    dst_mac: [u8; 6],
-    src: Ipv6Address,
-    dst: Ipv6Address,
-    hl: u8,
-    m: &Icmpv6Repr<'_>,
-) -> Vec<u8> {
-    let mut b = vec![0u8; 1600];
-    let n = squall_stack::neigh6::emit_icmpv6_frame(&mut b, dst_mac, MB, src, dst, hl, m).unwrap();
-    b.truncate(n);
-    b
 }
 
 /// The ICMPv6 message of a frame the node sent (every checksum checked).
@@ -1044,24 +996,6 @@ const MR: [u8; 6] = [2, 0, 0, 0, 0, 0x99];
 /// nodes, with router lifetime `lifetime` seconds.
 fn router_advert(lifetime: u16) -> Vec<u8> {
     router_advert_from("fe80::1", MR, lifetime)
-}
-
-/// A router advertisement from `src` at `mac` (its frame's source and its option).
-fn router_advert_from(src: &str, mac: [u8; 6], lifetime: u16) -> Vec<u8> {
-    let all = Ipv6Address::LINK_LOCAL_ALL_NODES;
-    let ra = Icmpv6Repr::RouterAdvert(RouterAdvert {
-        hop_limit: 64,
-        flags: 0,
-        router_lifetime: lifetime,
-        reachable_time: 0,
-        retrans_timer: 0,
-        source_mac: Some(MacAddress(mac)),
-        mtu: None,
-        prefix: None,
-    });
-    let mut f = icmp6_frame(all.multicast_mac().0, ip6(src), all, 255, &ra);
-    f[6..12].copy_from_slice(&mac);
-    f
 }
 
 /// A router on the raw end of the wire: it answers the first router solicitation with a
@@ -2080,51 +2014,6 @@ fn a_router_advertised_on_another_workers_queue_is_probed_and_replaced() {
     }
 }
 
-/// A UDP datagram from MB (`src` -> `dst`, ports 4000 -> `dport`) to `dst_mac`: IPv4
-/// without a UDP checksum (RFC 768 allows it), IPv6 with one.
-fn udp_frame(dst_mac: [u8; 6], src: &[u8], dst: &[u8], dport: u16, data: &[u8]) -> Vec<u8> {
-    let v6 = src.len() == 16;
-    let ulen = 8 + data.len();
-    let mut f = vec![0u8; 14 + if v6 { 40 } else { 20 } + ulen];
-    f[0..6].copy_from_slice(&dst_mac);
-    f[6..12].copy_from_slice(&MB);
-    let l4 = if v6 {
-        f[12..14].copy_from_slice(&[0x86, 0xdd]);
-        let ip = &mut f[14..54];
-        ip[0] = 0x60;
-        ip[4..6].copy_from_slice(&(ulen as u16).to_be_bytes());
-        ip[6] = 17;
-        ip[7] = 64;
-        ip[8..24].copy_from_slice(src);
-        ip[24..40].copy_from_slice(dst);
-        54
-    } else {
-        f[12..14].copy_from_slice(&[0x08, 0x00]);
-        let ip = &mut f[14..34];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&((20 + ulen) as u16).to_be_bytes());
-        ip[8] = 64;
-        ip[9] = 17;
-        ip[12..16].copy_from_slice(src);
-        ip[16..20].copy_from_slice(dst);
-        let c = squall_wire::checksum::checksum(ip);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
-        34
-    };
-    let u = &mut f[l4..];
-    u[0..2].copy_from_slice(&4000u16.to_be_bytes());
-    u[2..4].copy_from_slice(&dport.to_be_bytes());
-    u[4..6].copy_from_slice(&(ulen as u16).to_be_bytes());
-    u[8..].copy_from_slice(data);
-    if v6 {
-        let (s, d): ([u8; 16], [u8; 16]) = (src.try_into().unwrap(), dst.try_into().unwrap());
-        let acc = squall_wire::checksum::pseudo_header_ipv6_acc(&s, &d, 17, ulen);
-        let c = !squall_wire::checksum::fold(squall_wire::checksum::accumulate(acc, u));
-        u[6..8].copy_from_slice(&c.to_be_bytes());
-    }
-    f
-}
-
 /// RFC 1122 §3.2.2.1 / §4.1.3.1: a UDP datagram to a closed port of one of the node's
 /// addresses is answered with "port unreachable" quoting it (IPv4: at most 548 bytes);
 /// not one to another address or a broadcast MAC; a flood from one peer gets 6 answers,
@@ -2280,16 +2169,20 @@ fn udp_to_a_closed_port_is_answered_port_unreachable() {
     );
     assert_eq!(&r[62..], &dg[14..], "the packet quoted whole");
     assert_eq!((a.icmp6.unreach_sent, a.udp.stats.rx_no_port), (1, 1));
-    // Sources that are not unicast, or ours: loopback, IPv4-mapped, the node's own.
+    // Sources that are not unicast, or ours: loopback (dropped before any app sees it),
+    // IPv4-mapped, the node's own.
     for src in ["::1", "::ffff:10.0.0.1", "2001:db8::1"] {
         raw_frame(&mut raw, &udp_frame(MA, &ip6(src).0, &me.0, 5000, &data));
     }
     a.turn(2_000_000, &mut NoApp, None);
     assert!(raw_rx(&mut raw).is_empty());
-    assert_eq!(a.icmp6.unreach_suppressed, 3);
+    assert_eq!(
+        (a.icmp6.unreach_suppressed, a.udp.stats.rx_bad_addr),
+        (2, 1)
+    );
 
     // A node whose owned addresses include a group: never an answer to a datagram sent
-    // to it (RFC 1122 §3.2.2).
+    // to it (RFC 1122 §3.2.2), which no app sees either (§3.2.1.3).
     let (pa, mut raw) = pair(MemConfig::default()).unwrap();
     let mut a = node(pa, MA, MB, 0xe000_0005);
     raw_frame(
@@ -2304,7 +2197,7 @@ fn udp_to_a_closed_port_is_answered_port_unreachable() {
     );
     a.turn(1_000_000, &mut NoApp, None);
     assert!(raw_rx(&mut raw).is_empty());
-    assert_eq!((a.icmp.unreach_sent, a.icmp.unreach_suppressed), (0, 1));
+    assert_eq!((a.icmp.unreach_sent, a.udp.stats.rx_bad_addr), (0, 1));
 }
 
 /// Splits an IPv4 or IPv6 frame into fragments of at most `size` data bytes (a multiple

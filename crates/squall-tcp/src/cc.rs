@@ -11,7 +11,9 @@ pub struct NewReno {
     pub ssthresh: u32,
     /// RFC 6582 "recover": highest sequence sent when loss recovery started.
     pub recover: u32,
-    /// Bytes acked in congestion avoidance since the last cwnd increase.
+    /// Congestion avoidance's progress towards the next cwnd increase, in 1/65,536 of a
+    /// cwnd of acked bytes (a byte count would need 32 bits to follow a cwnd above 64 KiB;
+    /// this keeps the state in 16 bytes).
     acc: u16,
     pub dupacks: u8,
     pub in_recovery: bool,
@@ -83,13 +85,16 @@ impl NewReno {
             // Slow start with ABC, L = 2*SMSS (RFC 3465 §2.2).
             self.cwnd = self.cwnd.saturating_add(acked.min(2 * mss));
         } else {
-            // Congestion avoidance: +1 SMSS per cwnd of acked bytes (RFC 5681 §3.1 eq. 3 via ABC).
-            let acc = self.acc as u32 + acked;
-            if acc >= self.cwnd {
+            // Congestion avoidance: +1 SMSS per cwnd of acked bytes (RFC 5681 §3.1 eq. 3 via
+            // ABC), as a fraction of cwnd (rounded up: every ACK makes progress; at most one
+            // SMSS per ACK).
+            let part = (u64::from(acked) << 16).div_ceil(u64::from(self.cwnd.max(1)));
+            let acc = u32::from(self.acc) + part.min(1 << 16) as u32;
+            if acc >= 1 << 16 {
                 self.cwnd = self.cwnd.saturating_add(mss);
-                self.acc = 0;
+                self.acc = (acc - (1 << 16)) as u16;
             } else {
-                self.acc = acc.min(u16::MAX as u32) as u16;
+                self.acc = acc as u16;
             }
         }
         NewAck::Normal
@@ -173,6 +178,32 @@ mod tests {
         assert_eq!(c.cwnd, 4000);
         c.on_new_ack(1000, 0, MSS, 0);
         assert_eq!(c.cwnd, 5000);
+    }
+
+    // ... whatever cwnd is: above 64 KiB too (a byte count in 16 bits froze it there), one
+    // SMSS per cwnd of acked bytes, the remainder carried.
+    #[test]
+    fn rfc5681_3_1_congestion_avoidance_above_64_kib() {
+        for start in [100_000u32, 1 << 20, 64 << 20] {
+            let mut c = NewReno::new(10, 1460, 0);
+            c.ssthresh = start;
+            c.cwnd = start;
+            let mut acked = 0u64;
+            let mut windows = 0;
+            while windows < 20 {
+                c.on_new_ack(2920, 0, 1460, 0);
+                acked += 2920;
+                if acked >= u64::from(c.cwnd) {
+                    acked -= u64::from(c.cwnd);
+                    windows += 1;
+                }
+            }
+            let grown = c.cwnd - start;
+            assert!(
+                (19 * 1460..=21 * 1460).contains(&grown),
+                "{start}: +{grown}"
+            );
+        }
     }
 
     // RFC 6582 §3.2 steps 2-3: third dupack triggers fast retransmit, more dupacks inflate.

@@ -108,7 +108,8 @@ counters! {
     tcps_keepprobe,
     /// connections dropped by keepalive
     tcps_keepdrops,
-    /// connections dropped (RST received or sent after established)
+    /// connections dropped after the peer's SYN came (a RST received, or this end
+    /// giving up: retransmission, persist or keep-alive timeout, an abort)
     tcps_drops,
     /// embryonic connections dropped
     tcps_conndrops,

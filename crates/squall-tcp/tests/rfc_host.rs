@@ -71,9 +71,14 @@ impl TcpApp for App {
 struct Sink {
     cur: Vec<u8>,
     out: Vec<Vec<u8>>,
+    /// A full TX ring: no frame to build into.
+    full: bool,
 }
 impl TxSink for Sink {
     fn alloc(&mut self, len: usize) -> Option<&mut [u8]> {
+        if self.full {
+            return None;
+        }
         self.cur.resize(len, 0);
         Some(&mut self.cur[..len])
     }
@@ -876,7 +881,9 @@ fn rfc9293_3_8_3_give_up_after_max_retries(fam: Family) {
     }
     assert_eq!(t.state(), State::Closed);
     assert_eq!(t.app.ev.last(), Some(&Ev::Closed(CloseReason::Timeout)));
-    assert_eq!(t.host.counters().tcps_timeoutdrop, 1);
+    // A dropped connection as BSD counts it (`tcp_drop`): with its RST, in tcps_drops.
+    let c = t.host.counters();
+    assert_eq!((c.tcps_timeoutdrop, c.tcps_drops, c.tcps_sndrst), (1, 1, 1));
 }
 
 // RFC 6582 §3.2 / RFC 5681 §3.2: three duplicate ACKs trigger fast retransmit.
@@ -898,6 +905,60 @@ fn rfc6582_3_2_fast_retransmit_on_three_dupacks(fam: Family) {
     t.feed(t.pseq, iss1.wrapping_add(m.into()), ACK, 65535, &[], &[]);
     let r = t.take();
     assert_eq!(r[0].seq, iss1.wrapping_add(m.into()));
+}
+
+// RFC 6298 §5.1: a fast retransmission the TX sink refused (a full ring) leaves the
+// retransmission timer running with data outstanding: the segment goes one RTO later at
+// the latest (the timer stopped for it stayed stopped, and the flow hung).
+per_family!(rfc6298_5_1_a_refused_fast_retransmission_keeps_the_timer);
+fn rfc6298_5_1_a_refused_fast_retransmission_keeps_the_timer(fam: Family) {
+    let (mut t, iss1) = eight_kb_in_flight(fam);
+    t.take();
+    for _ in 0..2 {
+        t.feed(t.pseq, iss1, ACK, 65535, &[], &[]);
+    }
+    t.sink.full = true;
+    t.feed(t.pseq, iss1, ACK, 65535, &[], &[]);
+    assert_eq!(t.host.counters().tcps_fastrexmt, 1);
+    t.sink.full = false;
+    t.host.tx_resume(t.now, &mut t.sink);
+    let mut resent_at = None;
+    for ms in 1..=5_000u64 {
+        t.advance(ms * 1_000_000);
+        if t.take()
+            .iter()
+            .any(|o| o.seq == iss1 && !o.payload.is_empty())
+        {
+            resent_at = Some(ms);
+            break;
+        }
+    }
+    assert!(
+        resent_at.is_some_and(|ms| ms <= 1_000),
+        "resent at {resent_at:?} ms"
+    );
+    assert_eq!(t.state(), State::Established);
+}
+
+// The most SYN retries the configuration takes (255, `tcp.keepinit` of hours) end in a
+// timeout after the 255th: the count no longer overflows its byte at the 256th expiry (a
+// panic with overflow checks, endless retries without).
+#[test]
+fn rfc6298_5_5_syn_retried_255_times_then_given_up() {
+    let mut t = T::new(TcpConfig {
+        max_syn_retries: 255,
+        ..cfg()
+    });
+    let syn = t.connect();
+    let mut resent = 0;
+    while let Some(n) = t.host.next_timer() {
+        t.advance(n);
+        resent += t.take().iter().filter(|o| o.seq == syn.seq).count();
+        assert!(resent <= 255, "more than 255 retries");
+    }
+    assert_eq!(resent, 255);
+    assert_eq!(t.app.ev, vec![Ev::Closed(CloseReason::Timeout)]);
+    assert_eq!(t.host.counters().tcps_conndrops, 1);
 }
 
 /// Established (the peer's MSS 1460, no SACK, no timestamps) with an initial window of

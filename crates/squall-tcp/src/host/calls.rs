@@ -268,8 +268,19 @@ impl TcpHost {
             return;
         }
         self.send_rst_for(f.0, tx);
-        self.counters.tcps_drops += 1;
+        self.count_drop(f.0);
         self.close_flow(f.0, CloseReason::Aborted, app);
+    }
+
+    /// Counts a connection this end drops (BSD's `tcp_drop`): in `tcps_drops` once the
+    /// peer's SYN came, in `tcps_conndrops` before (an embryonic one); not at all in
+    /// TIME-WAIT (the connection had ended).
+    pub(super) fn count_drop(&mut self, i: u32) {
+        match self.flows[i as usize].state {
+            State::SynSent => self.counters.tcps_conndrops += 1,
+            State::TimeWait | State::Closed => {}
+            _ => self.counters.tcps_drops += 1,
+        }
     }
 
     /// Applies the operations queued by a callback; returns true if the flow is gone.

@@ -928,6 +928,14 @@ impl TcpHost {
         let t = &mut self.flows[i as usize];
         t.flags &= !F_ONE_SEG;
         t.snd_nxt = seq::max(saved, t.snd_nxt);
+        // Not sent (the sink was full): the timer the caller stopped for it runs again
+        // while data is outstanding (RFC 6298 §5.1), so the segment goes one RTO later at
+        // the latest (the resumed output only sends what was never sent).
+        if t.rexmt_at == 0 && t.snd_una != t.snd_max {
+            let rto = self.rto_ns(&self.flows[i as usize]);
+            self.flows[i as usize].rexmt_at = self.now + rto;
+            self.schedule(i);
+        }
     }
 }
 

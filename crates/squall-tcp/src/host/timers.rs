@@ -222,13 +222,15 @@ impl TcpHost {
                 return true;
             }
             State::SynSent | State::SynReceived => {
-                t.backoff += 1;
-                if t.backoff > self.cfg.max_syn_retries {
+                // (`backoff`: the retransmissions so far; compared before it grows, so
+                // that 255 retries, the most `max_syn_retries` says, cannot overflow it)
+                if t.backoff >= self.cfg.max_syn_retries {
                     self.counters.tcps_conndrops += 1;
                     self.counters.tcps_rexmttimeo += 1;
                     self.close_flow(i, CloseReason::Timeout, app);
                     return true;
                 }
+                t.backoff += 1;
                 t.flags &= !F_TIMING;
                 self.counters.tcps_rexmttimeo += 1;
                 if self.traced(i) {
@@ -252,6 +254,7 @@ impl TcpHost {
                 if t.retries > cfg_retries {
                     self.counters.tcps_timeoutdrop += 1;
                     self.send_rst_for(i, tx);
+                    self.count_drop(i);
                     self.close_flow(i, CloseReason::Timeout, app);
                     return true;
                 }
@@ -282,6 +285,7 @@ impl TcpHost {
                 if t.retries > cfg_retries {
                     self.counters.tcps_timeoutdrop += 1;
                     self.send_rst_for(i, tx);
+                    self.count_drop(i);
                     self.close_flow(i, CloseReason::Timeout, app);
                     return true;
                 }
@@ -309,6 +313,7 @@ impl TcpHost {
                     if t.retries >= probes {
                         self.counters.tcps_keepdrops += 1;
                         self.send_rst_for(i, tx);
+                        self.count_drop(i);
                         self.close_flow(i, CloseReason::Timeout, app);
                         return true;
                     }

@@ -744,7 +744,7 @@ impl<P: Port> Side<P> {
         s.clone_from(&self.gen.app.stats);
         let u = &self.node.udp.stats;
         s.udp.udps_badsum += u.rx_bad_sum;
-        s.udp.udps_hdrops += u.rx_bad_hdr;
+        s.udp.udps_hdrops += u.rx_bad_hdr + u.rx_bad_addr;
     }
 
     /// Gives every frame this side still holds back to the port.
