@@ -41,9 +41,6 @@ pub fn classify(d: &[u8]) -> Class {
         };
     }
     match u16::from_be_bytes([d[12], d[13]]) {
-        // Options (rare): a source-routed packet is dropped (RFC 7126 §4.3-4.4; a reply
-        // would owe the reversed route, RFC 1122 §3.2.2.6, which this node never sends).
-        ETHERTYPE_IPV4 if d[14] != 0x45 && source_routed(d) => Class::OtherIp,
         // More fragments or an offset: a fragment, whatever its protocol.
         ETHERTYPE_IPV4 if d[20] & 0x3f != 0 || d[21] != 0 => Class::Fragment,
         ETHERTYPE_IPV4 => match d[23] {
@@ -58,31 +55,6 @@ pub fn classify(d: &[u8]) -> Class {
         ETHERTYPE_IPV6 => Class::Ipv6,
         _ => Class::OtherEther,
     }
-}
-
-/// Whether the IPv4 header of frame `d` carries a loose or strict source route option
-/// (LSRR 131, SSRR 137). The option walk stops at the end of the options, at their end
-/// marker, or at a malformed length (the header checks then decide).
-#[cold]
-fn source_routed(d: &[u8]) -> bool {
-    let ihl = usize::from(d[14] & 0x0f) * 4;
-    let Some(mut opts) = d.get(ETH_HLEN + 20..ETH_HLEN + ihl.max(20)) else {
-        return false;
-    };
-    while let [kind, rest @ ..] = opts {
-        match kind {
-            0 => return false,
-            1 => opts = rest,
-            131 | 137 => return true,
-            _ => match rest.first() {
-                Some(&len) if len >= 2 && usize::from(len) <= opts.len() => {
-                    opts = &opts[usize::from(len)..];
-                }
-                _ => return false,
-            },
-        }
-    }
-    false
 }
 
 /// A checked IPv4 header (for the cold protocols: UDP, ICMP).
@@ -104,6 +76,8 @@ pub enum Ipv4Error {
     Header,
     /// Header checksum.
     Checksum,
+    /// A source route option (LSRR, SSRR): dropped, RFC 7126 §4.3-4.4.
+    SourceRoute,
 }
 
 /// Checks the IPv4 header of Ethernet frame `d` (version, lengths, no fragment,
@@ -132,6 +106,9 @@ fn check_header(d: &[u8], fragment_ok: bool) -> Result<Ipv4In, Ipv4Error> {
     }
     if checksum::sum(&h[..ihl]) != 0xffff {
         return Err(Ipv4Error::Checksum);
+    }
+    if ihl > 20 && squall_wire::ipv4::source_routed(&h[20..ihl]) {
+        return Err(Ipv4Error::SourceRoute);
     }
     Ok(Ipv4In {
         src: u32::from_be_bytes([h[12], h[13], h[14], h[15]]),

@@ -12,7 +12,7 @@ use squall_wire::{IpProtocol, Ipv4Address, Ipv6Address};
 use crate::app::{NodeApp, NodeIo};
 use crate::icmp::{on_icmp, send_error, ErrorBudget, ErrorKind, IcmpStats};
 use crate::icmp6::{on_icmpv6, send_error6, Icmp6Stats};
-use crate::ipv4::{self, Class};
+use crate::ipv4::{self, Class, Ipv4Error};
 use crate::ipv6::{self as ip6, Ipv6Error, Ipv6Stats};
 use crate::neigh::{Neighbours, Owned, SharedMac};
 use crate::neigh6::{Neighbours6, Owned6};
@@ -92,8 +92,9 @@ pub struct NodeCounters {
     /// IP frames to an address the node does not own (ICMP, UDP, IPv6), or to another
     /// MAC.
     pub rx_not_ours: u64,
-    /// IP packets with a protocol the node does not carry, IPv4 packets with a source
-    /// route (RFC 7126 §4.3-4.4), and IPv6 extension headers to discard.
+    /// IP packets with a protocol the node does not carry, ICMP and fragments in IPv4
+    /// packets with a source route (RFC 7126 §4.3-4.4), and IPv6 extension headers to
+    /// discard.
     pub rx_other_ip: u64,
     /// Neither IPv4, IPv6 nor ARP (LLDP, ...).
     pub rx_other_ether: u64,
@@ -274,6 +275,49 @@ fn router_taking_over(
 #[cold]
 #[inline(never)]
 fn cold() {}
+
+/// A frame neither IPv4, IPv6 nor ARP: a priority-tagged one (802.1Q, VLAN id 0: an
+/// untagged frame with a priority, as DCB links send them; a node with a VLAN of its own
+/// dropped it before) is received again without the tag, a copy (rare); others counted.
+#[cold]
+#[inline(never)]
+fn other_ether(d: &[u8], again: bool, counters: &mut NodeCounters, rebuilt: &mut Vec<Vec<u8>>) {
+    if again || !priority_tagged(d) {
+        counters.rx_other_ether += 1;
+        return;
+    }
+    let mut f = Vec::with_capacity(d.len() - 4);
+    f.extend_from_slice(&d[..12]);
+    f.extend_from_slice(&d[16..]);
+    rebuilt.push(f);
+}
+
+/// Whether an IPv4 datagram is kept from every app (counted): RFC 1122 §3.2.1.3, none
+/// from a group, broadcast or loopback source or to such an address (a reply would come
+/// from it), and on a node with addresses of its own none to another.
+#[inline(never)]
+fn udp4_refused(
+    dg: &udp::Datagram<'_>,
+    neigh: &Neighbours,
+    neigh6: &Neighbours6,
+    counters: &mut NodeCounters,
+    stats: &mut udp::UdpStats,
+) -> bool {
+    if !udp::v4_deliverable(dg.src, dg.dst) {
+        stats.rx_bad_addr += 1;
+        return true;
+    }
+    if !neigh.owns(dg.dst) && owns_any(neigh, neigh6) {
+        counters.rx_not_ours += 1;
+        return true;
+    }
+    false
+}
+
+/// Whether frame `d` carries an 802.1Q tag of VLAN id 0 (a priority tag) and more.
+fn priority_tagged(d: &[u8]) -> bool {
+    d.len() > 18 && d[12..14] == [0x81, 0x00] && u16::from_be_bytes([d[14], d[15]]) & 0x0fff == 0
+}
 
 /// Whether the node was given addresses of its own (either family): only then is a
 /// datagram to another unicast address not its (without any, it takes every address its
@@ -481,9 +525,8 @@ impl<P: Port> Node<P> {
                 break;
             }
             work = true;
-            match self.vlan {
-                Some(vid) => self.untag_rx(vid),
-                None => self.untag_priority(),
+            if let Some(vid) = self.vlan {
+                self.untag_rx(vid);
             }
             // A frame from the next hop's MAC says it is there (the first of each burst
             // is looked at: where it is the only sender, every burst's is).
@@ -622,10 +665,11 @@ impl<P: Port> Node<P> {
 
     /// Without a VLAN of its own, the node takes priority-tagged frames (802.1Q tag of
     /// VLAN id 0: an untagged frame with a priority, as DCB links send them) with the tag
-    /// removed; any other tag stays and the frame is not the node's.
+    /// removed; any other tag stays and the frame is not the node's. (Before the run; in
+    /// it the demux takes them, off the hot path.)
     fn untag_priority(&mut self) {
         for f in self.rxq.iter_mut() {
-            if f.data().get(12..14) == Some(&[0x81, 0x00]) {
+            if priority_tagged(f.data()) {
                 crate::sink::vlan_untag(f, 0);
             }
         }
@@ -868,15 +912,7 @@ impl<P: Port> Node<P> {
                             counters.rx_udp += 1;
                             let parsed = udp::parse_checked(d, !trusted(flags));
                             if let Ok(dg) = &parsed {
-                                // RFC 1122 §3.2.1.3: no application sees a datagram from a
-                                // group, broadcast or loopback source, or to an address
-                                // that is not one of ours (a reply would come from it).
-                                if !udp::v4_deliverable(dg.src, dg.dst) {
-                                    udp.stats.rx_bad_addr += 1;
-                                    continue;
-                                }
-                                if !neigh.owns(dg.dst) && owns_any(neigh, neigh6) {
-                                    counters.rx_not_ours += 1;
+                                if udp4_refused(dg, neigh, neigh6, counters, &mut udp.stats) {
                                     continue;
                                 }
                             }
@@ -901,6 +937,7 @@ impl<P: Port> Node<P> {
                                 }
                             }
                             Ok(_) => counters.rx_not_ours += 1,
+                            Err(Ipv4Error::SourceRoute) => counters.rx_other_ip += 1,
                             Err(_) => counters.rx_bad += 1,
                         },
                         Class::Icmp => {
@@ -913,6 +950,7 @@ impl<P: Port> Node<P> {
                                     }
                                 }
                                 Ok(_) => counters.rx_not_ours += 1,
+                                Err(Ipv4Error::SourceRoute) => counters.rx_other_ip += 1,
                                 Err(_) => icmp.bad += 1,
                             }
                         }
@@ -1054,7 +1092,10 @@ impl<P: Port> Node<P> {
                             }
                         }
                         Class::OtherIp => counters.rx_other_ip += 1,
-                        Class::OtherEther => counters.rx_other_ether += 1,
+                        // Priority-tagged (802.1Q, VLAN id 0: an untagged frame with a
+                        // priority, as DCB links send them; a node with a VLAN of its own
+                        // dropped it before): received again without the tag, a copy (rare).
+                        Class::OtherEther => other_ether(d, $rebuilt, counters, rebuilt),
                         Class::Bad | Class::Tcp => counters.rx_bad += 1,
                     }
                 }

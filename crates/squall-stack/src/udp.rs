@@ -611,7 +611,7 @@ pub fn v6_deliverable(src: &Ipv6Address, dst: &Ipv6Address) -> bool {
 
 pub fn parse_checked(f: &[u8], verify_udp: bool) -> Result<Datagram<'_>, UdpError> {
     let ip = ipv4::check(f).map_err(|e| match e {
-        Ipv4Error::Header => UdpError::Header,
+        Ipv4Error::Header | Ipv4Error::SourceRoute => UdpError::Header,
         Ipv4Error::Checksum => UdpError::Checksum,
     })?;
     if ip.proto != IP_PROTO_UDP || ip.total < ip.ihl + UDP_LEN {

@@ -126,18 +126,32 @@ impl NewReno {
             return DupAck::Inflate;
         }
         if self.dupacks == thresh.max(1) {
-            // RFC 6582 §3.2 step 2: only if the ACK covers more than "recover" (avoid
-            // multiple fast retransmits for one window).
-            if seq::gt(snd_una, self.recover) {
-                self.ssthresh = (flight / 2).max(2 * mss);
-                self.recover = snd_max;
-                // Inflated by the segments the duplicate ACKs say have left the network.
-                self.cwnd = self.ssthresh + u32::from(thresh.max(1)) * mss;
-                self.in_recovery = true;
-                return DupAck::FastRetransmit;
-            }
+            return self.enter_recovery(snd_una, snd_max, mss, flight, thresh);
         }
         DupAck::Nothing
+    }
+
+    /// Enters loss recovery (fast retransmit) at a duplicate ACK: on the `thresh`-th, or
+    /// earlier where the SACK scoreboard already deems SND.UNA lost (RFC 6675 §5 step
+    /// 2). RFC 6582 §3.2 step 2: only if the ACK covers more than "recover" (no second
+    /// fast retransmit for one window); else nothing.
+    pub fn enter_recovery(
+        &mut self,
+        snd_una: u32,
+        snd_max: u32,
+        mss: u32,
+        flight: u32,
+        thresh: u8,
+    ) -> DupAck {
+        if self.in_recovery || !seq::gt(snd_una, self.recover) {
+            return DupAck::Nothing;
+        }
+        self.ssthresh = (flight / 2).max(2 * mss);
+        self.recover = snd_max;
+        // Inflated by the segments the duplicate ACKs say have left the network.
+        self.cwnd = self.ssthresh + u32::from(thresh.max(1)) * mss;
+        self.in_recovery = true;
+        DupAck::FastRetransmit
     }
 
     /// Retransmission timeout (RFC 5681 §3.1 eq. 4; cwnd = 1 SMSS).

@@ -131,6 +131,11 @@ impl Scoreboard {
         una
     }
 
+    /// RFC 6675 IsLost(HighACK + 1): SND.UNA is deemed lost by what is SACKed above it.
+    pub fn una_is_lost(&self, una: u32, mss: u32, thresh: u8) -> bool {
+        seq::gt(self.lost_limit(una, mss, thresh), una)
+    }
+
     /// Un-SACKed bytes in [from, to).
     fn unsacked(&self, from: u32, to: u32) -> u32 {
         if !seq::lt(from, to) {

@@ -318,6 +318,27 @@ fn rfc9293_3_10_7_2_passive_open(fam: Family) {
     assert_eq!(t.host.counters().tcps_accepts, 1);
 }
 
+// RFC 6298 §3 (Karn): the SYN-ACK sent again for a retransmitted SYN is a
+// retransmission; the ACK completing the handshake gives no RTT sample (it was timed
+// from the first, lost SYN-ACK: 901 ms where the path takes 1 ms).
+per_family!(rfc6298_3_no_rtt_sample_from_a_syn_ack_sent_again);
+fn rfc6298_3_no_rtt_sample_from_a_syn_ack_sent_again(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
+    t.host.listen(HP);
+    t.feed(7000, 0, SYN, 65535, &MSS_1000, &[]);
+    let sa = t.one(); // lost
+    t.now = 900_000_000;
+    t.feed(7000, 0, SYN, 65535, &MSS_1000, &[]);
+    assert_eq!(t.one().flags, SYN | ACK);
+    t.now = 901_000_000;
+    t.feed(7001, sa.seq.wrapping_add(1), ACK, 65535, &[], &[]);
+    assert_eq!(t.app.ev, vec![Ev::Connected(true)]);
+    assert_eq!(t.host.counters().tcps_rttupdated, 0);
+    let f = FlowId(0);
+    let info = t.host.flow_info(f).expect("the accepted flow");
+    assert!(info.rto_us >= 1_000_000, "RTO {} us", info.rto_us);
+}
+
 // RFC 9293 §3.10.7.2: a retransmitted SYN in SYN-RECEIVED gets the SYN-ACK again; a
 // SYN-ACK timeout retransmits it too.
 per_family!(rfc9293_3_8_1_syn_ack_retransmission);
@@ -378,7 +399,8 @@ fn rfc9293_3_5_simultaneous_open(fam: Family) {
     assert_eq!(t.state(), State::SynReceived);
     let sa = t.one();
     assert_eq!((sa.flags, sa.seq, sa.ack), (SYN | ACK, syn.seq, 9001));
-    // Peer's SYN-ACK: its SYN is old (ACKed), our SYN is acknowledged.
+    // Peer's SYN-ACK: its SYN is old (ACKed), our SYN is acknowledged: established at
+    // once (a Linux peer sends nothing more), nothing to answer.
     t.feed(
         9000,
         syn.seq.wrapping_add(1),
@@ -387,7 +409,9 @@ fn rfc9293_3_5_simultaneous_open(fam: Family) {
         &MSS_1000,
         &[],
     );
-    t.take();
+    assert_eq!(t.state(), State::Established);
+    assert_eq!(t.app.ev, vec![Ev::Connected(false)]);
+    assert!(t.take().is_empty());
     t.feed(9001, syn.seq.wrapping_add(1), ACK, 65535, &[], &[]);
     assert_eq!(t.state(), State::Established);
 }
@@ -2156,7 +2180,8 @@ fn rfc2018_4_receiver_sends_sack_blocks(fam: Family) {
 }
 
 // RFC 6675 §5: with SACK, the sender retransmits every hole the scoreboard shows (not one
-// per round trip as NewReno does).
+// per round trip as NewReno does), each once IsLost says it is lost: from step 2, before
+// the third duplicate where the SACKed bytes above a hole already say so.
 per_family!(rfc6675_5_sack_recovery_retransmits_holes);
 fn rfc6675_5_sack_recovery_retransmits_holes(fam: Family) {
     let mut t = sack_host(fam);
@@ -2165,6 +2190,7 @@ fn rfc6675_5_sack_recovery_retransmits_holes(fam: Family) {
     // Segments 0 and 3 lost; the peer SACKs 1-2 and 4-9 with three duplicate ACKs.
     let sack = sack_opt;
     t.feed(t.pseq, u, ACK, 65535, &sack(&[(u + 1000, u + 3000)]), &[]);
+    assert!(t.take().is_empty(), "2,000 bytes SACKed: not lost yet");
     t.feed(
         t.pseq,
         u,
@@ -2173,7 +2199,11 @@ fn rfc6675_5_sack_recovery_retransmits_holes(fam: Family) {
         &sack(&[(u + 4000, u + 6000), (u + 1000, u + 3000)]),
         &[],
     );
-    assert!(t.take().is_empty());
+    // 4,000 bytes SACKed above segment 0 (more than 2 SMSS): lost, recovery starts.
+    let r = t.take();
+    let seqs: Vec<u32> = r.iter().map(|s| s.seq.wrapping_sub(u)).collect();
+    assert_eq!(seqs, vec![0], "{seqs:?}");
+    assert_eq!(t.host.counters().tcps_fastrexmt, 1);
     t.feed(
         t.pseq,
         u,
@@ -2184,16 +2214,61 @@ fn rfc6675_5_sack_recovery_retransmits_holes(fam: Family) {
     );
     let r = t.take();
     let seqs: Vec<u32> = r.iter().map(|s| s.seq.wrapping_sub(u)).collect();
-    assert_eq!(
-        seqs,
-        vec![0, 3000],
-        "both holes retransmitted at once: {seqs:?}"
-    );
+    assert_eq!(seqs, vec![3000], "the second hole, lost now: {seqs:?}");
     assert_eq!(t.host.counters().tcps_sndrexmitpack, 2);
     // Everything acknowledged: recovery ends, scoreboard released.
     t.feed(t.pseq, u.wrapping_add(10_000), ACK, 65535, &[], &[]);
     assert!(!t.host.flow_info(t.flow.unwrap()).unwrap().sack_scoreboard);
     assert!(!t.host.flow_info(t.flow.unwrap()).unwrap().in_recovery);
+}
+
+// RFC 6675 §5 step 2: one duplicate ACK SACKing the rest of the flight (a receiver
+// coalescing its ACKs, as GRO does) starts recovery at once: SND.UNA is lost by IsLost.
+// (It waited for two more duplicates that never come, then for the RTO.)
+per_family!(rfc6675_5_2_one_duplicate_that_sacks_the_flight_starts_recovery);
+fn rfc6675_5_2_one_duplicate_that_sacks_the_flight_starts_recovery(fam: Family) {
+    let mut t = sack_host(fam);
+    let (u, sent) = flight_sent(&mut t, 10 * 1000, 65535, &MSS_1000_SACK);
+    assert_eq!(sent, 10_000);
+    t.feed(
+        t.pseq,
+        u,
+        ACK,
+        65535,
+        &sack_opt(&[(u + 1000, u + 10_000)]),
+        &[],
+    );
+    let r = t.take();
+    assert_eq!(
+        (r.len(), r[0].seq, r[0].payload.len()),
+        (1, u, 1000),
+        "{r:?}"
+    );
+    assert_eq!(t.host.counters().tcps_fastrexmt, 1);
+}
+
+// RFC 3042 / RFC 5681 §3.2 (Limited Transmit): the first and second duplicate ACKs each
+// send one segment of new data, so that a flight of two (the default initial window) with
+// one segment lost still brings three duplicates and a fast retransmit, not an RTO.
+per_family!(rfc3042_limited_transmit_on_the_first_two_duplicates);
+fn rfc3042_limited_transmit_on_the_first_two_duplicates(fam: Family) {
+    let mut t = T::new(cfg()).over(fam);
+    let (u, sent) = flight_sent(&mut t, 8000, 65535, &MSS_1000);
+    assert_eq!(sent, 2000, "an initial window of two segments");
+    for k in 0..2u32 {
+        t.feed(t.pseq, u, ACK, 65535, &[], &[]);
+        let r = t.one();
+        let at = 2000 + 1000 * k;
+        assert_eq!((r.seq.wrapping_sub(u), r.payload.len()), (at, 1000));
+    }
+    t.feed(t.pseq, u, ACK, 65535, &[], &[]);
+    let r = t.take();
+    assert_eq!(
+        (r[0].seq, r[0].payload.len()),
+        (u, 1000),
+        "the fast retransmit"
+    );
+    assert_eq!(t.host.counters().tcps_fastrexmt, 1);
 }
 
 // RFC 6675 §5 NextSeg rule 2: new data in SACK recovery only as the receiver's window

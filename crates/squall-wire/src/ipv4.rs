@@ -39,6 +39,28 @@ pub const IPV4_HEADER_LEN: usize = 20;
 /// Longest IPv4 header (IHL = 15).
 pub const IPV4_MAX_HEADER_LEN: usize = 60;
 
+/// Whether IPv4 header options `opts` (the bytes after the fixed 20) carry a loose or
+/// strict source route (LSRR 131, SSRR 137). The walk stops at the end marker or a
+/// malformed length (the header's own checks decide about those). A node drops such
+/// packets (RFC 7126 §4.3-4.4): a reply would owe the reversed route (RFC 1122
+/// §3.2.2.6).
+pub fn source_routed(mut opts: &[u8]) -> bool {
+    while let [kind, rest @ ..] = opts {
+        match kind {
+            0 => return false,
+            1 => opts = rest,
+            131 | 137 => return true,
+            _ => match rest.first() {
+                Some(&len) if len >= 2 && usize::from(len) <= opts.len() => {
+                    opts = &opts[usize::from(len)..];
+                }
+                _ => return false,
+            },
+        }
+    }
+    false
+}
+
 /// A read/write view of an IPv4 packet.
 ///
 /// `new_checked` guarantees: buffer >= 20 bytes, version 4, IHL >= 5, the

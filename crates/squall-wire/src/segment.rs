@@ -39,7 +39,8 @@ pub const URG: u8 = 0x20;
 /// Why a received frame was not handed to TCP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RxError {
-    /// Not IPv4/TCP or IPv6/TCP (or a fragment, or an IPv6 extension header to discard).
+    /// Not IPv4/TCP or IPv6/TCP (or a fragment, an IPv6 extension header to discard, or
+    /// an IPv4 source route, RFC 7126 §4.3-4.4).
     NotTcp,
     /// Bad IPv4 header (version, length, checksum).
     BadIp,
@@ -208,6 +209,9 @@ fn parse_general(frame: &[u8], verify_tcp_csum: bool) -> Result<Segment<'_>, RxE
         return Err(RxError::BadIp);
     }
     if ip[9] != 6 || be16(ip, 6) & 0x3fff != 0 {
+        return Err(RxError::NotTcp);
+    }
+    if ihl > IP_LEN && crate::ipv4::source_routed(&ip[IP_LEN..ihl]) {
         return Err(RxError::NotTcp);
     }
     let src_ip = be32(ip, 12);
@@ -985,5 +989,29 @@ mod ipv6_tests {
         let mut o = buf.clone();
         o[ETH_LEN + IP6_LEN + 12] = 0x40;
         assert_eq!(parse6_opt(&o, true), Err(RxError::BadOff));
+    }
+
+    // RFC 7126 §4.3-4.4: a source-routed IPv4 segment (LSRR, SSRR) is not for the host
+    // (`NotTcp`); other options (record route) are carried.
+    #[test]
+    fn ipv4_source_routes_are_refused() {
+        let mut buf = vec![0u8; 200];
+        let (off, hs) = write_headers_sum(&mut buf, &hdr(), &[], 0);
+        store_tcp_checksum(&mut buf, hs, 0);
+        let lsrr = [131u8, 7, 4, 10, 0, 0, 9, 0];
+        let ssrr = [137u8, 7, 4, 10, 0, 0, 9, 0];
+        let rr = [1u8, 7, 7, 4, 0, 0, 0, 0];
+        for (opts, ok) in [(lsrr, false), (ssrr, false), (rr, true)] {
+            let mut f = buf[..off].to_vec();
+            f.splice(34..34, opts);
+            f[14] = 0x47;
+            let total = u16::from_be_bytes([f[16], f[17]]) + 8;
+            f[16..18].copy_from_slice(&total.to_be_bytes());
+            f[24..26].copy_from_slice(&[0, 0]);
+            let c = checksum::checksum(&f[14..42]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+            let want = if ok { Ok(80) } else { Err(RxError::NotTcp) };
+            assert_eq!(parse(&f).map(|s| s.dst_port), want, "option {}", opts[0]);
+        }
     }
 }

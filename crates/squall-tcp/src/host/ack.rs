@@ -76,7 +76,17 @@ impl TcpHost {
                 let sack = t.sb != NO_SIDE;
                 // Read here, not for every ACK: only duplicate ACKs need it.
                 let thresh = self.opts[t.opt as usize].rexmt_thresh;
-                match t.cc.on_dupack_thresh(una, max, mss, fl, thresh) {
+                let mut verdict = t.cc.on_dupack_thresh(una, max, mss, fl, thresh);
+                // RFC 6675 §5 step 2: before the thresh-th duplicate, recovery starts once
+                // the scoreboard deems SND.UNA lost (a receiver coalescing its ACKs, as
+                // GRO does, may send one duplicate SACKing a whole window).
+                if verdict == DupAck::Nothing
+                    && sack
+                    && self.sboards[t.sb as usize].una_is_lost(una, mss, thresh)
+                {
+                    verdict = t.cc.enter_recovery(una, max, mss, fl, thresh);
+                }
+                match verdict {
                     DupAck::FastRetransmit if sack => {
                         // RFC 6675 §5 step 4: cwnd = ssthresh; retransmit the first
                         // segment (HighACK + 1, step 4.3) whether or not IsLost says it
@@ -105,6 +115,20 @@ impl TcpHost {
                         self.sack_output(i, tx);
                     }
                     DupAck::Inflate => self.output(i, tx),
+                    // Limited Transmit (RFC 3042, RFC 5681 §3.2): on the first and second
+                    // duplicate, one segment of new data, the flight then at most cwnd
+                    // plus that many segments (with an initial window of two a single
+                    // loss would otherwise never see three duplicates).
+                    // (cwnd lent for the call: the receiver's window still bounds it; with
+                    // SACK only for a duplicate that SACKs new data, RFC 3042 §2)
+                    DupAck::Nothing
+                        if fl > 0 && (1..=2).contains(&t.cc.dupacks) && (!sack || new_sack) =>
+                    {
+                        let cwnd = t.cc.cwnd;
+                        t.cc.cwnd = cwnd.saturating_add(u32::from(t.cc.dupacks) * mss);
+                        self.output(i, tx);
+                        self.flows[i as usize].cc.cwnd = cwnd;
+                    }
                     DupAck::Nothing => {}
                 }
             } else if ack == t.snd_una && seg.payload.is_empty() && wnd != t.snd_wnd {

@@ -151,8 +151,27 @@ impl TcpHost {
             if self.traced(i) {
                 self.trace_syn_ack_again(i);
             }
+            // A retransmission: the ACK that completes the handshake may answer either
+            // copy, so it gives no RTT sample (Karn, RFC 6298 §3).
+            self.flows[i as usize].flags &= !F_TIMING;
             self.send_syn(i, tx);
             return;
+        }
+        // Simultaneous open (RFC 9293 §3.5 figure 7, line 6): the peer's SYN,ACK for our
+        // SYN, its SYN already here. That SYN is a duplicate and the ACK completes the
+        // handshake, as Linux takes it (the sequence check alone drops the segment with an
+        // ACK, and this end waits in SYN-RECEIVED for its SYN-ACK's timeout).
+        if state == State::SynReceived
+            && flags & (SYN | ACK | RST) == SYN | ACK
+            && seg.seq.wrapping_add(1) == t.rcv_nxt
+            && seg.ack == t.snd_una.wrapping_add(1)
+        {
+            let rest = Segment {
+                seq: seg.seq.wrapping_add(1),
+                flags: flags & !SYN,
+                ..*seg
+            };
+            return self.segment(i, &rest, h, app, tx);
         }
 
         // RFC 7323 §5.3 R1: PAWS. The TS.Recent update (R3) waits until the segment has
