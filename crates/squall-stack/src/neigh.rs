@@ -261,7 +261,9 @@ impl Neighbours {
     /// Takes `ip` at `mac` where the node holds no entry for it (resolved by another
     /// worker of the port): learned as if its ARP had come here.
     pub fn note(&mut self, ip: u32, mac: [u8; 6]) {
-        if !self.cache.contains(&ip) {
+        if self.cache.contains(&ip) {
+            self.cache.ask(&ip);
+        } else {
             self.learn(ip, mac, true);
         }
     }

@@ -176,7 +176,9 @@ impl Neighbours6 {
     /// Takes `ip` at `mac` where the node holds no entry for it (resolved by another
     /// worker of the port): learned as if its advertisement had come here.
     pub fn note(&mut self, ip: Ipv6Address, mac: [u8; 6]) {
-        if !self.cache.contains(&ip.to_u128()) {
+        if self.cache.contains(&ip.to_u128()) {
+            self.cache.ask(&ip.to_u128());
+        } else {
             self.learn(ip, MacAddress(mac), true);
         }
     }
@@ -307,8 +309,9 @@ impl Neighbours6 {
                 }
                 self.stats.ra_seen += 1;
                 let mac = ra.source_mac.unwrap_or(eth_src);
-                // (a router taken as the default one is the node's choice)
-                self.learn(ip.src, mac, ra.router_lifetime > 0);
+                // (any host can advertise: its entry is the node's choice only once the
+                // node follows it, `note`)
+                self.learn(ip.src, mac, false);
                 if ra.router_lifetime > 0 {
                     self.router = Some((ip.src, mac.0));
                 } else {

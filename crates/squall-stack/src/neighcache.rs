@@ -75,6 +75,14 @@ impl<K: Copy + Eq + Hash> NeighCache<K> {
         self.map.insert(k, e);
     }
 
+    /// Marks a known `k` as a neighbour the node chose (its next hop, found in the cache
+    /// where another host's message put it): never given up for another's entry.
+    pub(crate) fn ask(&mut self, k: &K) {
+        if let Some(e) = self.map.get_mut(k) {
+            e.asked = true;
+        }
+    }
+
     /// Marks `k` as being resolved.
     pub(crate) fn want(&mut self, k: K) {
         if !self.wanted.contains(&k) {

@@ -144,6 +144,9 @@ pub struct Node<P: Port> {
     rx_per_frame: bool,
     /// Datagrams reassembled in the current receive burst, received after it.
     rebuilt: Vec<Vec<u8>>,
+    /// Priority-tagged frames of the current burst with their tag removed, received
+    /// after it as the port's own (`other_ether`).
+    untagged: Vec<Vec<u8>>,
     /// The host's receive checksum setting as configured (before the port's offloads),
     /// for reassembled datagrams (no port vouched for them).
     rebuilt_verify: bool,
@@ -180,6 +183,9 @@ pub struct Node<P: Port> {
     /// The IPv6 next hop is the default router of a router advertisement: unreachable,
     /// another advertised router takes its place.
     next_hop6_router: bool,
+    /// The followed IPv6 router withdrew (advertised router lifetime 0) and has not
+    /// advertised itself again: the next router advertised takes its place.
+    hop6_withdrew: bool,
     /// The count of the routers advertised to the workers sharing the next hop
     /// ([`SharedMac::adverts`]) this node last looked at.
     adverts_seen: u32,
@@ -262,11 +268,16 @@ fn router_taking_over(
     (heard, withdrew): (u64, bool),
     now: u64,
 ) -> Option<[u8; 6]> {
-    let n = nud.as_mut().filter(|n| withdrew || n.lost(heard))?;
+    // (a withdrawal needs no reachability watch to be heard)
+    if !withdrew && !nud.as_ref().is_some_and(|n| n.lost(heard)) {
+        return None;
+    }
     let (r, mac) = advert.filter(|r| Some(r.0) != *hop6)?;
     *hop6 = Some(r);
     neigh6.note(r, mac);
-    n.restart(now);
+    if let Some(n) = nud.as_mut() {
+        n.restart(now);
+    }
     Some(mac)
 }
 
@@ -281,29 +292,31 @@ fn cold() {}
 /// dropped it before) is received again without the tag, a copy (rare); others counted.
 #[cold]
 #[inline(never)]
-fn other_ether(d: &[u8], again: bool, counters: &mut NodeCounters, rebuilt: &mut Vec<Vec<u8>>) {
-    if again || !priority_tagged(d) {
+fn other_ether(d: &[u8], counters: &mut NodeCounters, untagged: &mut Vec<Vec<u8>>) {
+    if !priority_tagged(d) {
         counters.rx_other_ether += 1;
         return;
     }
     let mut f = Vec::with_capacity(d.len() - 4);
     f.extend_from_slice(&d[..12]);
     f.extend_from_slice(&d[16..]);
-    rebuilt.push(f);
+    untagged.push(f);
 }
 
 /// Whether an IPv4 datagram is kept from every app (counted): RFC 1122 §3.2.1.3, none
 /// from a group, broadcast or loopback source or to such an address (a reply would come
-/// from it), and on a node with addresses of its own none to another.
+/// from it); §3.3.6, none to a unicast address that came as a link-layer broadcast
+/// (`link_broadcast`); and on a node with addresses of its own none to another.
 #[inline(never)]
 fn udp4_refused(
     dg: &udp::Datagram<'_>,
+    link_broadcast: bool,
     neigh: &Neighbours,
     neigh6: &Neighbours6,
     counters: &mut NodeCounters,
     stats: &mut udp::UdpStats,
 ) -> bool {
-    if !udp::v4_deliverable(dg.src, dg.dst) {
+    if !udp::v4_deliverable(dg.src, dg.dst) || link_broadcast {
         stats.rx_bad_addr += 1;
         return true;
     }
@@ -414,6 +427,7 @@ impl<P: Port> Node<P> {
             // frame, nor where the configuration turned verification off)
             rx_per_frame: rx_verify && caps.contains(OffloadFlags::RX_CSUM_PER_FRAME),
             rebuilt: Vec::new(),
+            untagged: Vec::new(),
             rebuilt_verify,
             rx_verify,
             tx_waiting: 0,
@@ -430,6 +444,7 @@ impl<P: Port> Node<P> {
             hop_seen: 0,
             hop_published: 0,
             next_hop6_router: false,
+            hop6_withdrew: false,
             adverts_seen: 0,
         }
     }
@@ -784,8 +799,10 @@ impl<P: Port> Node<P> {
             nud,
             hop_seen,
             next_hop6_router,
+            hop6_withdrew,
             reasm,
             rebuilt,
+            untagged,
             redirect,
             rss_owner,
             rebuilt_verify,
@@ -912,7 +929,9 @@ impl<P: Port> Node<P> {
                             counters.rx_udp += 1;
                             let parsed = udp::parse_checked(d, !trusted(flags));
                             if let Ok(dg) = &parsed {
-                                if udp4_refused(dg, neigh, neigh6, counters, &mut udp.stats) {
+                                let bcast = d[..6] == crate::neigh::BROADCAST;
+                                let (n4, n6) = (&*neigh, &*neigh6);
+                                if udp4_refused(dg, bcast, n4, n6, counters, &mut udp.stats) {
                                     continue;
                                 }
                             }
@@ -1013,12 +1032,19 @@ impl<P: Port> Node<P> {
                                     if *next_hop6_router && d.get(i.l4.0) == Some(&134) {
                                         let heard = heard_last(*hop_seen, shared_hop);
                                         // The followed router withdrew: the default router
-                                        // now known (another's last advertisement) takes
-                                        // its place at once.
-                                        let withdrew = neigh6.take_withdrawn() == Some(i.src)
-                                            && *next_hop6 == Some(i.src);
-                                        let advert =
-                                            neigh6.router().filter(|r| r.0 == i.src || withdrew);
+                                        // known (another's last advertisement, or the next
+                                        // one) takes its place at once; unless it advertises
+                                        // itself again first.
+                                        let from_hop = *next_hop6 == Some(i.src);
+                                        let current = neigh6.router();
+                                        if neigh6.take_withdrawn() == Some(i.src) && from_hop {
+                                            *hop6_withdrew = true;
+                                        } else if from_hop && current.is_some_and(|r| r.0 == i.src)
+                                        {
+                                            *hop6_withdrew = false;
+                                        }
+                                        let withdrew = *hop6_withdrew;
+                                        let advert = current.filter(|r| r.0 == i.src || withdrew);
                                         if let (Some((s, _)), Some((r, m))) =
                                             (shared_hop.as_ref(), advert)
                                         {
@@ -1032,6 +1058,9 @@ impl<P: Port> Node<P> {
                                             (heard, withdrew),
                                             now,
                                         );
+                                        if taken.is_some() {
+                                            *hop6_withdrew = false;
+                                        }
                                         if move_next_hop(taken, udp, tcp, shared_hop) {
                                             neigh6.stats.next_hop_moved += 1;
                                         }
@@ -1095,7 +1124,7 @@ impl<P: Port> Node<P> {
                         // Priority-tagged (802.1Q, VLAN id 0: an untagged frame with a
                         // priority, as DCB links send them; a node with a VLAN of its own
                         // dropped it before): received again without the tag, a copy (rare).
-                        Class::OtherEther => other_ether(d, $rebuilt, counters, rebuilt),
+                        Class::OtherEther => other_ether(d, counters, untagged),
                         Class::Bad | Class::Tcp => counters.rx_bad += 1,
                     }
                 }
@@ -1106,6 +1135,16 @@ impl<P: Port> Node<P> {
         }
         counters.rx_frames += rxq.len() as u64;
         demux!(rxq.iter().map(|f| (f.data(), f.offload().flags)), false);
+        // Priority-tagged frames, untagged: the port's frames still (neighbour discovery
+        // in them is taken; a tag within, a frame tagged twice, waits for the next burst).
+        if !untagged.is_empty() {
+            cold();
+            let frames = std::mem::take(untagged);
+            demux!(
+                frames.iter().map(|d| (&d[..], OffloadFlags::default())),
+                false
+            );
+        }
         // The datagrams the burst's fragments completed, received as frames of their own:
         // no port vouched for their checksums, the host verifies them (unless configured
         // not to verify at all). A whole datagram may itself be a fragment of an IPv6
@@ -1543,6 +1582,7 @@ impl<P: Port> Node<P> {
     pub fn follow_next_hop6(&mut self, ip: Ipv6Address) {
         self.next_hop6 = Some(ip);
         self.next_hop6_router = false;
+        self.hop6_withdrew = false;
     }
     /// [`follow_next_hop6`](Self::follow_next_hop6) of whichever neighbour resolution
     /// gave `mac`: `target` if its entry holds it, else the default router if its

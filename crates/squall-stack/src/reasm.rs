@@ -420,9 +420,10 @@ impl Reassembly {
             }
             Err(Refused::Overlap) => {
                 self.stats.overlaps += 1;
+                let until = p.deadline;
                 self.drop_datagram(&key);
                 if let Key::V6 { .. } = key {
-                    self.remember_overlap(key, deadline, now);
+                    self.remember_overlap(key, until, now);
                 }
                 return None;
             }

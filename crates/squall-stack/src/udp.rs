@@ -116,7 +116,8 @@ pub struct UdpStats {
     pub rx_no_port: u64,
     /// From or to an address no datagram may use here (RFC 1122 §3.2.1.3, RFC 4291 §2.7):
     /// a group, broadcast, loopback or unspecified source, or a group, broadcast or
-    /// loopback destination. Dropped before any application sees them.
+    /// loopback destination, or (IPv4) a unicast one in a link-layer broadcast (RFC 1122
+    /// §3.3.6). Dropped before any application sees them.
     pub rx_bad_addr: u64,
     /// Datagrams sent.
     pub tx_datagrams: u64,
@@ -589,9 +590,6 @@ pub fn parse(f: &[u8]) -> Result<Datagram<'_>, UdpError> {
     parse_checked(f, true)
 }
 
-/// [`parse`]; `verify_udp = false` takes the port's word for the UDP checksum (a frame it
-/// vouched for: the field may hold only a sender's partial sum). The IPv4 header checksum
-/// is always verified.
 /// Whether an IPv4 datagram from `src` to `dst` (host order) may reach an application:
 /// both unicast addresses, neither loopback (127/8), nor a group or the class-E block
 /// (224/3, 255.255.255.255 included). (0/8 never parses: [`parse_checked`].)
@@ -609,6 +607,9 @@ pub fn v6_deliverable(src: &Ipv6Address, dst: &Ipv6Address) -> bool {
     !dst.is_multicast() && !src.is_multicast() && s > 1 && d != 1
 }
 
+/// [`parse`]; `verify_udp = false` takes the port's word for the UDP checksum (a frame it
+/// vouched for: the field may hold only a sender's partial sum). The IPv4 header checksum
+/// is always verified.
 pub fn parse_checked(f: &[u8], verify_udp: bool) -> Result<Datagram<'_>, UdpError> {
     let ip = ipv4::check(f).map_err(|e| match e {
         Ipv4Error::Header | Ipv4Error::SourceRoute => UdpError::Header,

@@ -202,11 +202,9 @@ fn ndp_cache_is_bounded() {
     assert_eq!(a.neigh6.stats.ns_answered, 20_000);
 }
 
-/// RFC 4861 §6.3.4/§6.3.6: a router advertising lifetime 0 is no longer a default
-/// router; with another router advertising, traffic must move to it.
-#[test]
-fn default_router_with_lifetime_zero_is_left() {
-    let mc = [2, 0, 0, 0, 0, 0xc];
+/// A node whose IPv6 next hop is the default router fe80::1 at MR, as its advertisement
+/// made it; and the wire's other end.
+fn following_router() -> (Node<MemPort>, MemPort) {
     let (pa, mut raw) = pair(MemConfig::default()).unwrap();
     let mut a = node(pa, IP_A);
     raw_frame(&mut raw, &router_advert_from("fe80::1", MR, 1800));
@@ -214,6 +212,15 @@ fn default_router_with_lifetime_zero_is_left() {
     drain(&mut raw);
     a.set_next_hop(MR);
     a.follow_resolved_next_hop6(None, MR);
+    (a, raw)
+}
+
+/// RFC 4861 §6.3.4/§6.3.6: a router advertising lifetime 0 is no longer a default
+/// router; with another router advertising, traffic must move to it.
+#[test]
+fn default_router_with_lifetime_zero_is_left() {
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let (mut a, mut raw) = following_router();
     a.probe_next_hop(S, 30 * S, None, Some(ip6(IP6_A)));
     raw_frame(&mut raw, &router_advert_from("fe80::2", mc, 1800));
     a.turn(2 * S, &mut NoApp, None);
@@ -251,6 +258,31 @@ fn frag6(id: u32, off: usize, more: bool, data: &[u8]) -> Vec<u8> {
     f.extend_from_slice(&id.to_be_bytes());
     f.extend_from_slice(data);
     f
+}
+
+/// RFC 4861 §6.3.4: the followed router withdraws before any other router is known, and
+/// no reachability watch runs: the first router advertised after it takes its place
+/// (while the withdrawn one, still answering, would have kept it for good).
+#[test]
+fn a_router_that_withdrew_gives_way_to_the_next_one_advertised() {
+    let mc = [2, 0, 0, 0, 0, 0xc];
+    let (mut a, mut raw) = following_router();
+    raw_frame(&mut raw, &router_advert_from("fe80::1", MR, 0));
+    a.turn(S, &mut NoApp, None);
+    assert_eq!(a.next_hop(), MR, "no other router known yet");
+    raw_frame(&mut raw, &router_advert_from("fe80::2", mc, 1800));
+    a.turn(2 * S, &mut NoApp, None);
+    drain(&mut raw);
+    assert_eq!(a.next_hop(), mc);
+    assert_eq!(a.neigh6.stats.next_hop_moved, 1);
+    // A router that withdrew and advertises itself again before any other keeps its place.
+    let (mut a, mut raw) = following_router();
+    raw_frame(&mut raw, &router_advert_from("fe80::1", MR, 0));
+    raw_frame(&mut raw, &router_advert_from("fe80::1", MR, 1800));
+    a.turn(S, &mut NoApp, None);
+    raw_frame(&mut raw, &router_advert_from("fe80::2", mc, 1800));
+    a.turn(2 * S, &mut NoApp, None);
+    assert_eq!(a.next_hop(), MR);
 }
 
 /// RFC 5722 §4: after an overlap, the datagram "and any constituent fragments,
@@ -439,21 +471,37 @@ fn lsrr_echo_not_answered_as_plain() {
     }
 }
 
-/// IEEE 802.1Q: a priority-tagged frame (VID 0) is an untagged frame with a priority.
+/// IEEE 802.1Q: a priority-tagged frame (VID 0) is an untagged frame with a priority:
+/// ARP and neighbour discovery in such frames are answered in the run (a neighbour
+/// solicitation untagged and received again is not "neighbour discovery in fragments").
 #[test]
-fn priority_tagged_arp_is_answered() {
+fn priority_tagged_arp_and_ndp_are_answered() {
+    let tag = |f: &[u8]| {
+        let mut t = f[..12].to_vec();
+        t.extend_from_slice(&[0x81, 0x00, 0xa0, 0x00]); // PCP 5, VID 0
+        t.extend_from_slice(&f[12..]);
+        t
+    };
     let (pa, mut raw) = pair(MemConfig::default()).unwrap();
     let mut a = node(pa, IP_A);
-    let f = arp_request_from(MB, IP_B, IP_A);
-    let mut t = f[..12].to_vec();
-    t.extend_from_slice(&[0x81, 0x00, 0xa0, 0x00]); // PCP 5, VID 0
-    t.extend_from_slice(&f[12..]);
-    raw_frame(&mut raw, &t);
-    a.turn(1_000, &mut NoApp, None);
-    assert_eq!(
-        drain(&mut raw).len(),
-        1,
-        "other_ether={}",
-        a.counters.rx_other_ether
+    raw_frame(&mut raw, &tag(&arp_request_from(MB, IP_B, IP_A)));
+    let me = ip6(IP6_A);
+    let ns = Icmpv6Repr::NeighborSolicit {
+        target: me,
+        source_mac: Some(MacAddress(MB)),
+    };
+    let group = me.solicited_node();
+    let src = ip6("2001:db8::2");
+    raw_frame(
+        &mut raw,
+        &tag(&icmp6_frame(group.multicast_mac().0, src, group, 255, &ns)),
     );
+    a.turn(1_000, &mut NoApp, None);
+    let out = drain(&mut raw);
+    assert_eq!(out.len(), 2, "other_ether={}", a.counters.rx_other_ether);
+    assert_eq!(
+        (a.neigh.stats.requests_answered, a.neigh6.stats.ns_answered),
+        (1, 1)
+    );
+    assert_eq!(a.icmp6.ndp_fragmented, 0);
 }

@@ -191,17 +191,22 @@ fn cfg() -> TcpConfig {
 const MSS_1000: [u8; 4] = [2, 4, 0x03, 0xe8];
 const MSS_1460: [u8; 4] = [2, 4, 0x05, 0xb4];
 
-// RFC 9293 §3.5 + §3.7.1: active open sends SYN with the MSS option; SYN-ACK completes it.
-per_family!(rfc9293_3_5_active_open_with_mss_option);
-fn rfc9293_3_5_active_open_with_mss_option(fam: Family) {
-    let mut t = T::new(TcpConfig {
+/// A host offering window scaling (shift 3), over `fam`.
+fn scaling_by_3(fam: Family) -> T {
+    T::new(TcpConfig {
         opts: squall_tcp::FlowOpts {
             wscale: Some(3),
             ..squall_tcp::FlowOpts::default()
         },
         ..cfg()
     })
-    .over(fam);
+    .over(fam)
+}
+
+// RFC 9293 §3.5 + §3.7.1: active open sends SYN with the MSS option; SYN-ACK completes it.
+per_family!(rfc9293_3_5_active_open_with_mss_option);
+fn rfc9293_3_5_active_open_with_mss_option(fam: Family) {
+    let mut t = scaling_by_3(fam);
     let syn = t.connect();
     assert_eq!(syn.flags, SYN);
     assert_eq!(syn.opts.mss, fam.mss(1460));
@@ -282,14 +287,7 @@ fn rfc7323_2_3_window_scaling_applied(fam: Family) {
 // RFC 7323 §2.2: no scaling unless both sides sent the option.
 per_family!(rfc7323_2_2_no_scaling_without_both_options);
 fn rfc7323_2_2_no_scaling_without_both_options(fam: Family) {
-    let mut t = T::new(TcpConfig {
-        opts: squall_tcp::FlowOpts {
-            wscale: Some(3),
-            ..squall_tcp::FlowOpts::default()
-        },
-        ..cfg()
-    })
-    .over(fam);
+    let mut t = scaling_by_3(fam);
     let iss1 = t.established(&MSS_1000);
     t.take();
     t.feed(t.pseq, iss1, ACK, 100, &[], &[]);
@@ -414,6 +412,23 @@ fn rfc9293_3_5_simultaneous_open(fam: Family) {
     assert!(t.take().is_empty());
     t.feed(9001, syn.seq.wrapping_add(1), ACK, 65535, &[], &[]);
     assert_eq!(t.state(), State::Established);
+}
+
+// RFC 7323 §2.2: in a simultaneous open with window scaling, the peer's SYN,ACK that
+// completes the handshake carries an unscaled window (a SYN's never is): the send window
+// stays at most that (scaled by 4 it read 256 KiB where the peer offered 64 KiB).
+per_family!(rfc7323_2_2_simultaneous_open_takes_the_syn_ack_window_unscaled);
+fn rfc7323_2_2_simultaneous_open_takes_the_syn_ack_window_unscaled(fam: Family) {
+    let mut t = scaling_by_3(fam);
+    let syn = t.connect();
+    let ws2 = [2, 4, 0x03, 0xe8, 1, 3, 3, 2];
+    t.feed(9000, 0, SYN, 65535, &ws2, &[]);
+    assert_eq!(t.state(), State::SynReceived);
+    t.take();
+    t.feed(9000, syn.seq.wrapping_add(1), SYN | ACK, 65535, &ws2, &[]);
+    assert_eq!(t.state(), State::Established);
+    let wnd = t.host.flow_info(t.flow.unwrap()).unwrap().snd_wnd;
+    assert!((65_532..=65_535).contains(&wnd), "send window {wnd}");
 }
 
 // RFC 9293 §3.10.4: CLOSE in SYN-RECEIVED (after a simultaneous open) queues the FIN

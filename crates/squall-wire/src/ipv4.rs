@@ -40,10 +40,10 @@ pub const IPV4_HEADER_LEN: usize = 20;
 pub const IPV4_MAX_HEADER_LEN: usize = 60;
 
 /// Whether IPv4 header options `opts` (the bytes after the fixed 20) carry a loose or
-/// strict source route (LSRR 131, SSRR 137). The walk stops at the end marker or a
-/// malformed length (the header's own checks decide about those). A node drops such
-/// packets (RFC 7126 §4.3-4.4): a reply would owe the reversed route (RFC 1122
-/// §3.2.2.6).
+/// strict source route (LSRR 131, SSRR 137), or options that cannot be walked (a length
+/// below 2 or past their end: a source route could hide behind it). The walk stops at
+/// the end marker. A node drops such packets (RFC 7126 §4.3-4.4): a reply would owe the
+/// reversed route (RFC 1122 §3.2.2.6).
 pub fn source_routed(mut opts: &[u8]) -> bool {
     while let [kind, rest @ ..] = opts {
         match kind {
@@ -54,7 +54,7 @@ pub fn source_routed(mut opts: &[u8]) -> bool {
                 Some(&len) if len >= 2 && usize::from(len) <= opts.len() => {
                     opts = &opts[usize::from(len)..];
                 }
-                _ => return false,
+                _ => return true,
             },
         }
     }

@@ -121,8 +121,12 @@ impl TcpHost {
                     // loss would otherwise never see three duplicates).
                     // (cwnd lent for the call: the receiver's window still bounds it; with
                     // SACK only for a duplicate that SACKs new data, RFC 3042 §2)
+                    // (new data only: not after a timeout rolled SND.NXT back)
                     DupAck::Nothing
-                        if fl > 0 && (1..=2).contains(&t.cc.dupacks) && (!sack || new_sack) =>
+                        if fl > 0
+                            && (1..=2).contains(&t.cc.dupacks)
+                            && (!sack || new_sack)
+                            && t.snd_nxt == t.snd_max =>
                     {
                         let cwnd = t.cc.cwnd;
                         t.cc.cwnd = cwnd.saturating_add(u32::from(t.cc.dupacks) * mss);

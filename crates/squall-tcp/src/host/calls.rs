@@ -341,7 +341,7 @@ impl TcpHost {
                 }
                 Op::Abort => {
                     self.send_rst_for(i, tx);
-                    self.counters.tcps_drops += 1;
+                    self.count_drop(i);
                     self.close_flow(i, CloseReason::Aborted, app);
                     gone = true;
                 }

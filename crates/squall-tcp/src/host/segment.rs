@@ -166,9 +166,12 @@ impl TcpHost {
             && seg.seq.wrapping_add(1) == t.rcv_nxt
             && seg.ack == t.snd_una.wrapping_add(1)
         {
+            // (a SYN's window is never scaled, RFC 7323 §2.2; the ACK path scales what
+            // it reads: the window goes in divided, the low bits lost, never above it)
             let rest = Segment {
                 seq: seg.seq.wrapping_add(1),
                 flags: flags & !SYN,
+                wnd: seg.wnd >> t.snd_wscale(),
                 ..*seg
             };
             return self.segment(i, &rest, h, app, tx);
