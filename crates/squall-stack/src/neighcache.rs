@@ -154,6 +154,22 @@ mod tests {
         assert_eq!(c.get(&known).map(|e| e.mac), Some([2, 0, 0, 0, 0, 7]));
     }
 
+    /// The next hop's entry learned first from its own message (not asked), then taken as
+    /// the next hop (`ask`): a flood of other hosts never gives it up.
+    #[test]
+    fn an_entry_asked_for_later_is_kept() {
+        let mut c = NeighCache::<u32>::default();
+        c.learn(7, M, false);
+        c.ask(&7);
+        for k in 100..100 + 2 * MAX_NEIGHBOURS as u32 {
+            c.learn(k, M, false);
+        }
+        for k in 10_000..10_000 + MAX_NEIGHBOURS as u32 {
+            c.learn(k, M, true);
+        }
+        assert!(c.get(&7).is_some_and(|e| e.asked));
+    }
+
     #[test]
     fn a_full_cache_of_asked_entries_still_takes_the_nodes_own() {
         let mut c = NeighCache::<u32>::default();
