@@ -1121,9 +1121,6 @@ impl<P: Port> Node<P> {
                             }
                         }
                         Class::OtherIp => counters.rx_other_ip += 1,
-                        // Priority-tagged (802.1Q, VLAN id 0: an untagged frame with a
-                        // priority, as DCB links send them; a node with a VLAN of its own
-                        // dropped it before): received again without the tag, a copy (rare).
                         Class::OtherEther => other_ether(d, counters, untagged),
                         Class::Bad | Class::Tcp => counters.rx_bad += 1,
                     }
